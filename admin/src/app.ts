@@ -1,0 +1,50 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Kysely } from 'kysely';
+import { systemClock, type Clock } from '@ent/common/clock';
+import type { Config } from '@ent/common/config';
+import type { Database } from '@ent/common/db/database';
+import { errorHandling } from '@ent/common/http/error-handler';
+import { requestIdFrom } from '@ent/common/http/request-id';
+import { strictRoutes } from '@ent/common/http/strict-routes';
+import { validatorCompiler } from '@ent/common/http/validation';
+import type { RedisClient } from '@ent/common/redis/connect';
+import { authentication } from './plugins/auth.ts';
+import { health } from './plugins/health.ts';
+import { infrastructure } from './plugins/infrastructure.ts';
+import { openapi } from './plugins/openapi.ts';
+import { writePipeline } from './plugins/write-pipeline.ts';
+import { routes } from './routes.ts';
+
+export interface AdminAppOptions {
+  config: Config;
+  clock?: Clock;
+  db?: Kysely<Database>;
+  redis?: RedisClient;
+  logger?: FastifyServerOptions['logger'];
+}
+
+export type AdminApp = FastifyInstance;
+
+/** Builds the admin service without listening: tests call `inject`, server.ts calls `listen`. */
+export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp> {
+  const { config } = options;
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    genReqId: requestIdFrom(true),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustedProxies,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+
+  await app.register(errorHandling);
+  await app.register(strictRoutes);
+  await app.register(infrastructure, { config, clock: options.clock ?? systemClock, db: options.db, redis: options.redis });
+  await app.register(openapi);
+  await app.register(health);
+  await app.register(writePipeline);
+  await app.register(authentication);
+  await app.register(routes);
+  return app;
+}

@@ -1,0 +1,136 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { loadConfig } from '@ent/common/config';
+import { createDb } from '@ent/common/db/connect';
+import { migrateToLatest } from '@ent/common/db/migrate';
+import { createRedis } from '@ent/common/redis/connect';
+import { redisKeys } from '@ent/common/redis/keys';
+import {
+  getArrangement,
+  publishArrangement,
+  saveArrangement,
+  type Arrangement,
+} from '../features/organizations/arrangement.ts';
+import { createOrganization } from '../features/organizations/bootstrap.ts';
+
+const config = loadConfig();
+
+const wholeNumber = (min: number) => (raw: string) => {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new InvalidArgumentError(`must be an integer >= ${min}`);
+  return value;
+};
+
+async function withDb<T>(run: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> {
+  const db = createDb(config.databaseUrl, { max: 2 });
+  try {
+    return await run(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+const print = (json: boolean, value: Record<string, unknown>, human: string) =>
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+
+const program = new Command()
+  .name('entctl')
+  .description('Operate the entitlement service: migrate the database, create organizations, set eval arrangements.')
+  .showHelpAfterError();
+
+program
+  .command('migrate')
+  .description('Create the database and the services\' restricted role if missing, then apply pending migrations.')
+  .option('--json', 'print the result as JSON')
+  .action(async (options: { json?: boolean }) => {
+    const result = await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
+    const applied = (result.results ?? []).map((r) => r.migrationName);
+    print(Boolean(options.json), { applied }, applied.length ? `applied: ${applied.join(', ')}` : 'already up to date');
+  });
+
+const org = program.command('org').description('Organizations and their eval arrangements.');
+
+org
+  .command('create')
+  .description('Create an organization with an admin service account and print its full-access API key (once).')
+  .requiredOption('--name <name>', 'organization name')
+  .option('--json', 'print {organization_id, member_id, service_account_id, api_key} as JSON')
+  .action(async (options: { name: string; json?: boolean }) => {
+    const created = await withDb((db) => createOrganization(db, options.name));
+    print(
+      Boolean(options.json),
+      { ...created },
+      [
+        `organization_id     ${created.organization_id}`,
+        `member_id           ${created.member_id}`,
+        `service_account_id  ${created.service_account_id}`,
+        `api_key             ${created.api_key}   (shown once; store it now)`,
+      ].join('\n'),
+    );
+  });
+
+interface ArrangementOptions {
+  org: string;
+  evalLimit?: number;
+  unlimited?: boolean;
+  nonBlocking?: boolean;
+  blocking?: boolean;
+  burst?: number;
+  plan?: string;
+  json?: boolean;
+}
+
+org
+  .command('arrangement')
+  .description(
+    'Set an organization\'s individual eval arrangement. Options not given keep their current value ' +
+      '(self-serve default: plan free, 250000 evals a month, blocking, burst 100/s).',
+  )
+  .requiredOption('--org <id>', 'organization id (org_...)')
+  .addOption(new Option('--eval-limit <n>', 'evals included per UTC month').argParser(wholeNumber(0)).conflicts('unlimited'))
+  .option('--unlimited', 'no monthly cap: evals never stop and carry no eval headers')
+  .addOption(new Option('--non-blocking', 'keep answering evals past the limit').conflicts('blocking'))
+  .option('--blocking', 'stop evals 7 days after the limit is first reached (the default)')
+  .addOption(new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1)))
+  .option('--plan <key>', 'allotment key reported by GET /org/usage/current')
+  .option('--json', 'print the resulting arrangement as JSON')
+  .action(async (options: ArrangementOptions) => {
+    const arrangement = await withDb(async (db) => {
+      const current = await getArrangement(db, options.org);
+      const next: Arrangement = {
+        plan: options.plan ?? current.plan,
+        evalLimit: options.unlimited ? null : (options.evalLimit ?? current.evalLimit),
+        blocking: options.nonBlocking ? false : options.blocking ? true : current.blocking,
+        burstPerSecond: options.burst ?? current.burstPerSecond,
+      };
+      await saveArrangement(db, options.org, next);
+      return next;
+    });
+    const redis = createRedis(config);
+    try {
+      await publishArrangement(redis, redisKeys(config.redisKeyPrefix), options.org, arrangement);
+    } finally {
+      redis.disconnect();
+    }
+    const body = {
+      organization_id: options.org,
+      plan: arrangement.plan,
+      eval_limit: arrangement.evalLimit,
+      blocking: arrangement.blocking,
+      burst: arrangement.burstPerSecond,
+    };
+    print(
+      Boolean(options.json),
+      body,
+      Object.entries(body)
+        .map(([k, v]) => `${k.padEnd(16)} ${v === null ? 'unlimited' : String(v)}`)
+        .join('\n'),
+    );
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`entctl: ${message}\n`);
+  process.exitCode = 1;
+}

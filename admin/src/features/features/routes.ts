@@ -1,0 +1,108 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Feature } from '@ent/common/db/database';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import {
+  CreateFeatureBody,
+  FeatureKeyParams,
+  FeatureListSchema,
+  FeatureSchema,
+  ListFeaturesQuery,
+  UpdateFeatureBody,
+  type FeatureBody,
+} from '@ent/common/schemas/features';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { createFeature, getFeature, updateFeature } from './service.ts';
+import { listFeatures } from './store.ts';
+
+export const toFeatureBody = (feature: Feature): FeatureBody => ({
+  key: feature.key,
+  name: feature.name,
+  description: feature.description,
+  kind: feature.kind,
+  created_at: feature.created_at.toISOString(),
+  updated_at: feature.updated_at.toISOString(),
+});
+
+const tags = ['features'];
+
+export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.post(
+    '/org/features',
+    {
+      config: { scope: 'catalog:write', auditService: 'api' },
+      schema: {
+        tags,
+        body: CreateFeatureBody,
+        response: { 201: FeatureSchema, 409: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      const feature = await createFeature(app.db, request.principal!.organizationId, request.body);
+      request.write.catalogChanged = true;
+      request.write.details = { key: feature.key, name: feature.name, kind: feature.kind };
+      request.write.events.push({ type: 'feature.created', data: toFeatureBody(feature) });
+      return reply.code(201).send(toFeatureBody(feature));
+    },
+  );
+
+  app.patch(
+    '/org/features/:key',
+    {
+      config: { scope: 'catalog:write', auditService: 'api' },
+      schema: {
+        tags,
+        params: FeatureKeyParams,
+        body: UpdateFeatureBody,
+        response: { 200: FeatureSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const { feature, changes } = await updateFeature(
+        app.db,
+        request.principal!.organizationId,
+        request.params.key,
+        request.body,
+      );
+      request.write.details = changes;
+      if (changes) {
+        request.write.catalogChanged = true;
+        request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
+      }
+      return toFeatureBody(feature);
+    },
+  );
+
+  app.get(
+    '/org/features',
+    {
+      config: { scope: 'catalog:read' },
+      schema: { tags, querystring: ListFeaturesQuery, response: { 200: FeatureListSchema, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await listFeatures(app.db, request.principal!.organizationId, {
+        limit,
+        startingAfter: request.query.starting_after,
+        kind: request.query.kind,
+      });
+      const page = toPage(rows, limit);
+      return { features: page.items.map(toFeatureBody), has_more: page.hasMore };
+    },
+  );
+
+  app.get(
+    '/org/features/:key',
+    {
+      config: { scope: 'catalog:read' },
+      schema: {
+        tags,
+        params: FeatureKeyParams,
+        response: { 200: FeatureSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => toFeatureBody(await getFeature(app.db, request.principal!.organizationId, request.params.key)),
+  );
+}

@@ -1,0 +1,58 @@
+import type { Kysely } from 'kysely';
+import { generateApiKey } from '@ent/common/auth/api-key';
+import type { Database } from '@ent/common/db/database';
+import { newId } from '@ent/common/ids';
+
+export interface CreatedOrganization {
+  organization_id: string;
+  member_id: string;
+  service_account_id: string;
+  /** Plaintext, shown once; only its hash is stored. */
+  api_key: string;
+}
+
+export function slugFrom(name: string): string {
+  const base = name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
+  return base || 'org';
+}
+
+/**
+ * A new self-serve organization (arrangement `free`) with an admin service account holding one
+ * full-access key: what `entctl org create` and `npm start`'s demo print.
+ */
+export async function createOrganization(db: Kysely<Database>, name: string): Promise<CreatedOrganization> {
+  const organizationId = newId('org');
+  const memberId = newId('mem');
+  const serviceAccountId = newId('sa');
+  const key = generateApiKey();
+  const slug = `${slugFrom(name)}-${organizationId.slice(-6)}`;
+  await db.transaction().execute(async (trx) => {
+    await trx.insertInto('organizations').values({ id: organizationId, name, slug, eval_plan: 'free' }).execute();
+    await trx
+      .insertInto('members')
+      .values({ id: memberId, organization_id: organizationId, kind: 'service_account', name, role: 'admin' })
+      .execute();
+    await trx
+      .insertInto('service_accounts')
+      .values({ id: serviceAccountId, organization_id: organizationId, member_id: memberId, name: `${name} admin` })
+      .execute();
+    await trx
+      .insertInto('api_keys')
+      .values({
+        id: newId('key'),
+        organization_id: organizationId,
+        service_account_id: serviceAccountId,
+        name: 'bootstrap',
+        key_prefix: key.prefix,
+        key_hash: key.hash,
+        scopes: [],
+      })
+      .execute();
+  });
+  return { organization_id: organizationId, member_id: memberId, service_account_id: serviceAccountId, api_key: key.plaintext };
+}

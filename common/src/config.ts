@@ -1,0 +1,65 @@
+/** One validated configuration object, read from the environment once per process. */
+export interface Config {
+  databaseUrl: string;
+  databaseOwnerUrl: string;
+  redisUrl: string;
+  /** host:port list; when set, Redis is used as a cluster (also implied by a redis+cluster:// URL). */
+  redisClusterNodes: string[];
+  /** Prepended to every Redis key and BullMQ queue, so several deployments (or test files) share one Redis. */
+  redisKeyPrefix: string;
+  host: string;
+  gatewayPort: number;
+  adminPort: number;
+  adminUrl: string;
+  logLevel: string;
+  /** Addresses whose X-Forwarded-For is believed (the gateways in front of admin). */
+  trustedProxies: string[];
+  /** Lets webhook deliveries reach loopback and private addresses (tests, local development). */
+  webhookAllowPrivateTargets: boolean;
+  /** 32-byte key (hex or base64) that encrypts webhook secrets at rest. */
+  secretsKey: string;
+  /** Shared secret admin requires on /internal routes; empty disables the check (loopback deployments). */
+  internalToken: string;
+  bodyLimitBytes: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+const port = (env: Env, name: string, fallback: number): number => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new Error(`${name} must be a TCP port (0-65535), got "${raw}"`);
+  }
+  return value;
+};
+
+const list = (raw: string | undefined): string[] =>
+  (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+const DEV_SECRETS_KEY = 'ZW50aXRsZW1lbnRzLWRldmVsb3BtZW50LWtleS0wMDA='; // 32 bytes, development only
+
+export function loadConfig(env: Env = process.env): Config {
+  const adminPort = port(env, 'ADMIN_PORT', 3001);
+  return {
+    databaseUrl: env.DATABASE_URL || 'postgres://entitlements_app@127.0.0.1:5432/entitlements',
+    databaseOwnerUrl: env.DATABASE_OWNER_URL || 'postgres://postgres@127.0.0.1:5432/entitlements',
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisClusterNodes: list(env.REDIS_CLUSTER_NODES),
+    redisKeyPrefix: env.REDIS_KEY_PREFIX || 'ent',
+    host: env.HOST || '127.0.0.1',
+    gatewayPort: port(env, 'GATEWAY_PORT', 3000),
+    adminPort,
+    adminUrl: env.ADMIN_URL || `http://127.0.0.1:${adminPort}`,
+    logLevel: env.LOG_LEVEL || 'info',
+    trustedProxies: list(env.TRUSTED_PROXIES || '127.0.0.1,::1,::ffff:127.0.0.1'),
+    webhookAllowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
+    secretsKey: env.SECRETS_KEY || DEV_SECRETS_KEY,
+    internalToken: env.INTERNAL_TOKEN || '',
+    bodyLimitBytes: Number(env.BODY_LIMIT_BYTES || 1024 * 1024),
+  };
+}

@@ -1,0 +1,181 @@
+import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+
+export type FeatureKind = 'flag' | 'limit';
+export type PlanKind = 'catalog' | 'custom';
+export type MemberStatus = 'active' | 'suspended' | 'removed';
+export type SubscriptionStatus = 'active' | 'canceled';
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  slug: string;
+  /** Allotment key reported by usage (`free` for self-serve); null when no allotment applies. */
+  eval_plan: string | null;
+  /** Evals included per UTC month; null = unlimited (never gated). */
+  eval_limit: ColumnType<number | null, number | null | undefined, number | null>;
+  eval_blocking: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Eval requests per second before 429. */
+  eval_burst: ColumnType<number, number | undefined, number>;
+  /** Bumped in the same transaction as every catalog write; snapshots never go back to an older one. */
+  catalog_version: ColumnType<number, number | undefined, number>;
+  /** Bumped whenever a key, member or role change may alter who is let in. */
+  auth_version: ColumnType<number, number | undefined, number>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface MembersTable {
+  id: string;
+  organization_id: string;
+  kind: 'user' | 'service_account';
+  email: string | null;
+  name: string | null;
+  role: string;
+  status: ColumnType<MemberStatus, MemberStatus | undefined, MemberStatus>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface ServiceAccountsTable {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  name: string;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  organization_id: string;
+  service_account_id: string;
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  /** Empty = full access. */
+  scopes: string[];
+  created_at: CreatedAt;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export interface FeaturesTable {
+  id: string;
+  organization_id: string;
+  key: string;
+  name: string;
+  description: ColumnType<string, string | undefined, string>;
+  kind: FeatureKind;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface PlansTable {
+  id: string;
+  organization_id: string;
+  key: string;
+  name: string;
+  kind: PlanKind;
+  archived_at: Date | null;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface PlanGrantsTable {
+  plan_id: string;
+  feature_id: string;
+  feature_kind: FeatureKind;
+  /** For limit grants: null = unlimited. Always null for flags. */
+  limit_value: number | null;
+}
+
+export interface SubscribersTable {
+  organization_id: string;
+  subscriber_id: string;
+  name: string | null;
+  /** Bumped in the same transaction as every write to the subscriber, its subscriptions or overrides. */
+  version: ColumnType<number, number | undefined, number>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface SubscriptionsTable {
+  id: string;
+  organization_id: string;
+  subscriber_id: string;
+  plan_id: string;
+  status: ColumnType<SubscriptionStatus, SubscriptionStatus | undefined, SubscriptionStatus>;
+  created_at: CreatedAt;
+  canceled_at: Date | null;
+  updated_at: Timestamp;
+}
+
+export interface OverridesTable {
+  id: string;
+  organization_id: string;
+  subscriber_id: string;
+  feature_id: string;
+  feature_kind: FeatureKind;
+  allowed: boolean | null;
+  limit_value: number | null;
+  expires_at: Date | null;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface InvitesTable {
+  id: string;
+  organization_id: string;
+  role: string;
+  email: string | null;
+  token_hash: string;
+  created_by_member_id: string | null;
+  expires_at: Date;
+  accepted_at: Date | null;
+  revoked_at: Date | null;
+  created_at: CreatedAt;
+}
+
+export interface WebhooksTable {
+  organization_id: string;
+  url: string;
+  secret_ciphertext: string;
+  secret_prefix: string;
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: Date | null;
+  disabled: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  members: MembersTable;
+  service_accounts: ServiceAccountsTable;
+  api_keys: ApiKeysTable;
+  features: FeaturesTable;
+  plans: PlansTable;
+  plan_grants: PlanGrantsTable;
+  subscribers: SubscribersTable;
+  subscriptions: SubscriptionsTable;
+  overrides: OverridesTable;
+  invites: InvitesTable;
+  webhooks: WebhooksTable;
+}
+
+export type Organization = Selectable<OrganizationsTable>;
+export type Feature = Selectable<FeaturesTable>;
+export type NewFeature = Insertable<FeaturesTable>;
+export type FeatureUpdate = Updateable<FeaturesTable>;
+export type Plan = Selectable<PlansTable>;
+export type PlanGrant = Selectable<PlanGrantsTable>;
+export type Subscriber = Selectable<SubscribersTable>;
+export type Subscription = Selectable<SubscriptionsTable>;
+export type Override = Selectable<OverridesTable>;
+export type ApiKey = Selectable<ApiKeysTable>;
+export type Member = Selectable<MembersTable>;
+export type ServiceAccount = Selectable<ServiceAccountsTable>;
+

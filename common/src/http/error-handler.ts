@@ -1,0 +1,71 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError, validationError } from '../errors/app-error.ts';
+import { describeValidationError } from './validation.ts';
+
+interface PgError {
+  code?: string;
+  constraint?: string;
+}
+
+/** Maps anything thrown in a route to SPEC.md's error body; the only place error bodies are shaped. */
+export function toAppError(error: FastifyError | AppError | Error): AppError {
+  if (error instanceof AppError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation && fastifyError.validation.length > 0) {
+    const first = fastifyError.validation[0]!;
+    const part = fastifyError.validationContext ?? 'body';
+    const { field, message } = describeValidationError(first as never, part);
+    const details: Record<string, unknown> = { field, location: part };
+    return validationError(message, details);
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return validationError('The request body is not valid JSON.', { field: 'body' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return validationError('The request body is empty; send a JSON object.', { field: 'body' });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return validationError('Content-Length does not match the body.', { field: 'body' });
+  }
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
+    return validationError('The request body is not valid JSON.', { field: 'body' });
+  }
+  const pg = error as PgError;
+  if (pg.code === '23505') return new AppError(409, 'CONFLICT', 'A resource with that identifier already exists.');
+  if (pg.code === '22P02' || pg.code === '22003' || pg.code === '23514') {
+    return validationError('A value is out of range or malformed.');
+  }
+  if (fastifyError.statusCode && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    return validationError(fastifyError.message);
+  }
+  return new AppError(500, 'INTERNAL_ERROR', 'An internal error occurred; quote the request_id to support.');
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError): FastifyReply {
+  return reply
+    .code(appError.status)
+    .headers(appError.headers)
+    .type('application/json; charset=utf-8')
+    .send(appError.toBody(request.id));
+}
+
+export const errorHandling = fp(
+  async function errorHandling(app: FastifyInstance) {
+    app.setErrorHandler((error: Error, request, reply) => {
+      const appError = toAppError(error);
+      if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+      return sendError(request, reply, appError);
+    });
+    app.setNotFoundHandler((request, reply) =>
+      sendError(request, reply, new AppError(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+    );
+    app.addHook('onSend', async (request, reply) => {
+      reply.header('x-request-id', request.id);
+    });
+  },
+  { name: 'error-handling' },
+);

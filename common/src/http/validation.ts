@@ -1,0 +1,59 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+
+// ajv-formats ships CommonJS; its default export arrives wrapped under ESM.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function makeAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({
+    coerceTypes,
+    // Unknown fields are refused, not silently dropped: a PATCH carrying `key` must fail loudly.
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv('array');
+
+/**
+ * Bodies are validated strictly (a string "5" is not a number); query strings, params and headers are text
+ * on the wire, so they are coerced.
+ */
+export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  return ajv.compile(schema) as ReturnType<FastifySchemaCompiler<object>>;
+};
+
+export interface ValidationFailure {
+  field: string;
+  message: string;
+}
+
+/** Turns ajv's first error into the field name clients see in `error.details.field`. */
+export function describeValidationError(error: ErrorObject, part: string): ValidationFailure {
+  const path = error.instancePath
+    .split('/')
+    .filter(Boolean)
+    .join('.');
+  const params = error.params as Record<string, unknown>;
+  const extra =
+    typeof params.additionalProperty === 'string'
+      ? params.additionalProperty
+      : typeof params.missingProperty === 'string'
+        ? params.missingProperty
+        : '';
+  const field = [path, extra].filter(Boolean).join('.') || part;
+  let message = `${field} ${error.message ?? 'is invalid'}`;
+  if (extra && typeof params.additionalProperty === 'string') message = `${field} is not a known field`;
+  if (typeof params.missingProperty === 'string') message = `${field} is required`;
+  if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+    message = `${field} must be one of: ${params.allowedValues.join(', ')}`;
+  }
+  return { field, message };
+}

@@ -1,0 +1,30 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Config } from '../config.ts';
+
+export type RedisClient = Redis | Cluster;
+
+/** A single node or a cluster (REDIS_CLUSTER_NODES, or a redis+cluster:// URL), auto-pipelined. */
+export function createRedis(
+  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>,
+  overrides: RedisOptions = {},
+): RedisClient {
+  const options: RedisOptions = {
+    enableAutoPipelining: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    ...overrides,
+  };
+  const clusterNodes = config.redisClusterNodes.length
+    ? config.redisClusterNodes
+    : config.redisUrl.startsWith('redis+cluster://')
+      ? config.redisUrl.replace('redis+cluster://', '').split(',')
+      : [];
+  if (clusterNodes.length) {
+    const nodes = clusterNodes.map((node) => {
+      const [host, port] = node.split(':');
+      return { host: host ?? '127.0.0.1', port: Number(port ?? 6379) };
+    });
+    return new Cluster(nodes, { enableAutoPipelining: true, redisOptions: options });
+  }
+  return new Redis(config.redisUrl, options);
+}

@@ -1,0 +1,30 @@
+/**
+ * The one place Redis key names are built. Every key that belongs to an organization carries the hash tag
+ * `{<org id>}`, so any Lua script over one organization's keys runs on a single Redis Cluster slot.
+ */
+export function redisKeys(prefix: string) {
+  const org = (organizationId: string) => `${prefix}:{${organizationId}}`;
+  return {
+    /** Hash: `v` (catalog_version) and `doc` (JSON catalog document). */
+    catalog: (organizationId: string) => `${org(organizationId)}:catalog`,
+    /** Hash: `v` (subscriber version) and `doc` (JSON subscriber document). */
+    subscriber: (organizationId: string, subscriberId: string) =>
+      `${org(organizationId)}:sub:${subscriberId}`,
+    /** Hash: `v` (auth_version): bumped when keys, members or roles change. */
+    auth: (organizationId: string) => `${org(organizationId)}:auth`,
+    /** Hash: the organization's eval arrangement (limit, blocking, burst, plan). */
+    arrangement: (organizationId: string) => `${org(organizationId)}:arrangement`,
+    /** Hash per UTC month (`YYYY-MM`): eval count and first_over_at. */
+    evalUsage: (organizationId: string, period: string) => `${org(organizationId)}:usage:${period}`,
+    /** Counter per one-second window for the burst limit. */
+    burst: (organizationId: string) => `${org(organizationId)}:burst`,
+    /** String: JSON of the key's principal, by SHA-256 of the plaintext. Not org-tagged: the org is unknown yet. */
+    apiKey: (keyHash: string) => `${prefix}:apikey:${keyHash}`,
+    /** BullMQ prefix: one hash tag so each queue's keys share a slot. */
+    queuePrefix: `${prefix}:{queues}`,
+    /** Pub/sub channel on which snapshot changes are announced to gateways. */
+    invalidationChannel: `${prefix}:invalidations`,
+  };
+}
+
+export type RedisKeys = ReturnType<typeof redisKeys>;

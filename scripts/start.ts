@@ -1,0 +1,79 @@
+/**
+ * `npm start`: Postgres and Redis up, database migrated, admin + worker + gateway running, and a demo
+ * organization's full-access key printed the first time.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '@ent/common/config';
+import { createDb } from '@ent/common/db/connect';
+import { migrateToLatest } from '@ent/common/db/migrate';
+import { createOrganization } from '../admin/src/features/organizations/bootstrap.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const config = loadConfig();
+const log = (message: string) => process.stdout.write(`[start] ${message}\n`);
+
+const services = spawnSync('bash', ['scripts/ensure-services.sh'], { cwd: root, stdio: 'inherit' });
+if (services.status !== 0) process.exit(services.status ?? 1);
+
+await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
+log('database migrated');
+
+const processes: { name: string; script: string; ready?: string }[] = [
+  { name: 'admin', script: 'admin/src/server.ts', ready: `http://127.0.0.1:${config.adminPort}/healthz` },
+  { name: 'worker', script: 'admin/src/worker.ts' },
+  { name: 'gateway', script: 'gateway/src/server.ts', ready: `http://127.0.0.1:${config.gatewayPort}/healthz` },
+];
+
+const children: ChildProcess[] = [];
+let stopping = false;
+const stopAll = (code: number) => {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children) child.kill('SIGTERM');
+  setTimeout(() => process.exit(code), 3000).unref();
+  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r))))).then(() =>
+    process.exit(code),
+  );
+};
+process.once('SIGINT', () => stopAll(0));
+process.once('SIGTERM', () => stopAll(0));
+
+for (const { name, script } of processes) {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, stdio: 'inherit', env: process.env });
+  child.once('exit', (code) => {
+    if (!stopping) {
+      log(`${name} exited (${code}); stopping the rest`);
+      stopAll(code || 1);
+    }
+  });
+  children.push(child);
+}
+
+async function waitReady(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not become ready`);
+}
+for (const { ready } of processes) if (ready) await waitReady(ready);
+
+const db = createDb(config.databaseUrl, { max: 1 });
+try {
+  const demo = await db.selectFrom('organizations').select('id').where('name', '=', 'Demo').executeTakeFirst();
+  if (!demo) {
+    const created = await createOrganization(db, 'Demo');
+    log(`demo organization ${created.organization_id}`);
+    log(`full-access API key (shown once, store it now): ${created.api_key}`);
+  } else {
+    log(`demo organization ${demo.id} exists; its key was printed on the first start. New one: npx entctl org create --name NAME`);
+  }
+} finally {
+  await db.destroy();
+}
+log(`ready: base URL http://127.0.0.1:${config.gatewayPort} (admin on ${config.adminPort})`);

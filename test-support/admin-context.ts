@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { ManualClock, systemClock, type Clock } from '@ent/common/clock';
+import { loadConfig, type Config } from '@ent/common/config';
+import { createDb } from '@ent/common/db/connect';
+import type { Database } from '@ent/common/db/database';
+import { createRedis, type RedisClient } from '@ent/common/redis/connect';
+import { buildAdminApp, type AdminApp } from '../admin/src/app.ts';
+import { createOrganization, type CreatedOrganization } from '../admin/src/features/organizations/bootstrap.ts';
+import { createTestDatabase, type TestDatabase } from './databases.ts';
+
+export interface AdminTestContext {
+  app: AdminApp;
+  config: Config;
+  database: TestDatabase;
+  /** Connected as the services' restricted role. */
+  db: Kysely<Database>;
+  /** Connected as the owner: for assertions the services' role may not make. */
+  ownerDb: Kysely<Database>;
+  redis: RedisClient;
+  clock: Clock;
+  close(): Promise<void>;
+}
+
+/** A unique Redis key prefix per test file, so files never see each other's keys. */
+export const testRedisPrefix = () => `t${randomBytes(5).toString('hex')}`;
+
+export function testConfig(database: TestDatabase, overrides: Partial<Config> = {}): Config {
+  return {
+    ...loadConfig({}),
+    databaseUrl: database.appUrl,
+    databaseOwnerUrl: database.ownerUrl,
+    redisKeyPrefix: testRedisPrefix(),
+    logLevel: 'silent',
+    webhookAllowPrivateTargets: true,
+    ...overrides,
+  };
+}
+
+/** One admin app on its own database and Redis prefix; call `close()` in afterAll. */
+export async function createAdminContext(
+  options: { clock?: Clock; config?: Partial<Config> } = {},
+): Promise<AdminTestContext> {
+  const database = await createTestDatabase();
+  const config = testConfig(database, options.config);
+  const db = createDb(config.databaseUrl, { max: 5 });
+  const ownerDb = createDb(config.databaseOwnerUrl, { max: 2 });
+  const redis = createRedis(config);
+  const clock = options.clock ?? systemClock;
+  const app = await buildAdminApp({ config, clock, db, redis, logger: false });
+  await app.ready();
+  return {
+    app,
+    config,
+    database,
+    db,
+    ownerDb,
+    redis,
+    clock,
+    async close() {
+      await app.close();
+      await db.destroy();
+      await ownerDb.destroy();
+      const keys = await redis.keys(`${config.redisKeyPrefix}:*`);
+      if (keys.length) await redis.del(...keys);
+      redis.disconnect();
+      await database.drop();
+    },
+  };
+}
+
+export { ManualClock };
+
+export interface TestOrganization extends CreatedOrganization {
+  /** Headers for `app.inject` with this organization's full-access key. */
+  headers: Record<string, string>;
+}
+
+export async function createTestOrganization(db: Kysely<Database>, name = 'Test org'): Promise<TestOrganization> {
+  const created = await createOrganization(db, name);
+  return { ...created, headers: { 'x-api-key': created.api_key } };
+}
