@@ -13,6 +13,7 @@ import { authentication } from './plugins/auth.ts';
 import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
 import { openapi } from './plugins/openapi.ts';
+import { queues } from './plugins/queues.ts';
 import { writePipeline } from './plugins/write-pipeline.ts';
 import { routes } from './routes.ts';
 
@@ -41,6 +42,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(errorHandling);
   await app.register(strictRoutes);
   await app.register(infrastructure, { config, clock: options.clock ?? systemClock, db: options.db, redis: options.redis });
+  await app.register(queues);
   await app.register(openapi);
   await app.register(health);
   await app.register(writePipeline);
