@@ -132,6 +132,8 @@ export interface InvitesTable {
   role: string;
   email: string | null;
   token_hash: string;
+  /** The token encrypted with the secrets key: the invite list shows live links. */
+  token_ciphertext: string | null;
   created_by_member_id: string | null;
   expires_at: Date;
   accepted_at: Date | null;
@@ -147,6 +149,27 @@ export interface WebhooksTable {
   previous_secret_ciphertext: string | null;
   previous_secret_expires_at: Date | null;
   disabled: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Why delivery stopped on its own (the endpoint answered 410); null when enabled or disabled by hand. */
+  disabled_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'canceled';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  organization_id: string;
+  event_id: string;
+  event_type: string;
+  /** The exact JSON body that is signed and sent. */
+  payload: string;
+  status: ColumnType<WebhookDeliveryStatus, WebhookDeliveryStatus | undefined, WebhookDeliveryStatus>;
+  attempts: ColumnType<number, number | undefined, number>;
+  last_status_code: ColumnType<number | null, number | null | undefined, number | null>;
+  last_error: ColumnType<string | null, string | null | undefined, string | null>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }
@@ -164,6 +187,7 @@ export interface Database {
   overrides: OverridesTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -178,4 +202,7 @@ export type Override = Selectable<OverridesTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type Member = Selectable<MembersTable>;
 export type ServiceAccount = Selectable<ServiceAccountsTable>;
+export type Invite = Selectable<InvitesTable>;
+export type Webhook = Selectable<WebhooksTable>;
+export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
 
