@@ -174,6 +174,37 @@ export interface WebhookDeliveriesTable {
   updated_at: Timestamp;
 }
 
+export type AuditOutcomeKind = 'rejected' | 'responded' | 'no_response';
+
+/** An audit entry as first recorded (`pending`); append-only: never updated or deleted. */
+export interface AuditEventsTable {
+  id: string;
+  organization_id: string;
+  occurred_at: Date;
+  request_id: string;
+  actor_member_id: string;
+  actor_auth_type: 'member_apikey' | 'member_session';
+  actor_key_prefix: string;
+  service: 'api' | 'identity';
+  method: string;
+  route: string;
+  params: ColumnType<Record<string, string>, string, never>;
+  ip: string;
+  user_agent: string | null;
+  recorded_at: CreatedAt;
+}
+
+/** The outcome appended to an entry (at most one per entry); append-only. */
+export interface AuditOutcomesTable {
+  event_id: string;
+  organization_id: string;
+  outcome: AuditOutcomeKind;
+  /** Set exactly when the outcome is `responded`. */
+  status: number | null;
+  details: ColumnType<Record<string, unknown> | null, string | null, never>;
+  recorded_at: CreatedAt;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   members: MembersTable;
@@ -188,6 +219,8 @@ export interface Database {
   invites: InvitesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  audit_events: AuditEventsTable;
+  audit_outcomes: AuditOutcomesTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -205,4 +238,5 @@ export type ServiceAccount = Selectable<ServiceAccountsTable>;
 export type Invite = Selectable<InvitesTable>;
 export type Webhook = Selectable<WebhooksTable>;
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
-
+export type AuditEvent = Selectable<AuditEventsTable>;
+export type AuditOutcome = Selectable<AuditOutcomesTable>;
