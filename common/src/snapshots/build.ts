@@ -1,0 +1,190 @@
+import type { Kysely, Transaction } from 'kysely';
+import { isRole, isScope } from '../auth/scopes.ts';
+import type { Database } from '../db/database.ts';
+import {
+  snapshotVersionOf,
+  type ApiKeyDoc,
+  type CatalogDoc,
+  type CatalogPlan,
+  type OverrideValue,
+  type SubscriberDoc,
+  type Versioned,
+} from './documents.ts';
+
+type Db = Kysely<Database>;
+
+/** Every document is read inside one REPEATABLE READ transaction, so the version matches the content. */
+const consistentRead = <T>(db: Db, read: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
+  db.transaction().setIsolationLevel('repeatable read').execute(read);
+
+/** The catalog document and its version; null when the organization does not exist. */
+export async function buildCatalog(db: Db, organizationId: string): Promise<Versioned<CatalogDoc> | null> {
+  return consistentRead(db, async (trx) => {
+    const org = await trx
+      .selectFrom('organizations')
+      .select('catalog_version')
+      .where('id', '=', organizationId)
+      .executeTakeFirst();
+    if (!org) return null;
+    const [features, plans, grants] = await Promise.all([
+      trx.selectFrom('features').select(['id', 'key', 'kind']).where('organization_id', '=', organizationId).execute(),
+      trx.selectFrom('plans').select(['id', 'archived_at']).where('organization_id', '=', organizationId).execute(),
+      trx
+        .selectFrom('plan_grants as g')
+        .innerJoin('plans as p', 'p.id', 'g.plan_id')
+        .innerJoin('features as f', 'f.id', 'g.feature_id')
+        .select(['g.plan_id', 'f.key', 'g.feature_kind', 'g.limit_value'])
+        .where('p.organization_id', '=', organizationId)
+        .execute(),
+    ]);
+    const doc: CatalogDoc = { features: {}, plans: {} };
+    for (const feature of features.sort((a, b) => (a.key < b.key ? -1 : 1))) doc.features[feature.key] = feature.kind;
+    for (const plan of plans) doc.plans[plan.id] = { archived: plan.archived_at !== null, grants: {} };
+    for (const grant of grants) {
+      const plan: CatalogPlan | undefined = doc.plans[grant.plan_id];
+      if (!plan) continue;
+      plan.grants[grant.key] =
+        grant.feature_kind === 'flag' ? { kind: 'flag' } : { kind: 'limit', limit: grant.limit_value };
+    }
+    return { version: snapshotVersionOf(org.catalog_version), doc };
+  });
+}
+
+/** Subscriber documents by subscriber id; ids that do not exist are absent from the map. */
+export async function buildSubscribers(
+  db: Db,
+  organizationId: string,
+  subscriberIds: readonly string[],
+): Promise<Map<string, Versioned<SubscriberDoc>>> {
+  const result = new Map<string, Versioned<SubscriberDoc>>();
+  if (subscriberIds.length === 0) return result;
+  const ids = [...new Set(subscriberIds)];
+  return consistentRead(db, async (trx) => {
+    const [subscribers, subscriptions, overrides] = await Promise.all([
+      trx
+        .selectFrom('subscribers')
+        .select(['subscriber_id', 'version'])
+        .where('organization_id', '=', organizationId)
+        .where('subscriber_id', 'in', ids)
+        .execute(),
+      trx
+        .selectFrom('subscriptions')
+        .select(['subscriber_id', 'plan_id'])
+        .where('organization_id', '=', organizationId)
+        .where('subscriber_id', 'in', ids)
+        .where('status', '=', 'active')
+        .orderBy('id')
+        .execute(),
+      trx
+        .selectFrom('overrides as o')
+        .innerJoin('features as f', 'f.id', 'o.feature_id')
+        .select(['o.subscriber_id', 'f.key', 'o.feature_kind', 'o.allowed', 'o.limit_value', 'o.expires_at'])
+        .where('o.organization_id', '=', organizationId)
+        .where('o.subscriber_id', 'in', ids)
+        .execute(),
+    ]);
+    for (const row of subscribers) {
+      result.set(row.subscriber_id, {
+        version: snapshotVersionOf(row.version),
+        doc: { exists: true, plans: [], overrides: {} },
+      });
+    }
+    for (const row of subscriptions) result.get(row.subscriber_id)?.doc.plans.push(row.plan_id);
+    for (const row of overrides) {
+      const entry = result.get(row.subscriber_id);
+      if (!entry) continue;
+      const expiresAt = row.expires_at ? row.expires_at.getTime() : null;
+      const value: OverrideValue =
+        row.feature_kind === 'flag'
+          ? { kind: 'flag', allowed: row.allowed === true, expiresAt }
+          : { kind: 'limit', limit: row.limit_value, expiresAt };
+      entry.doc.overrides[row.key] = value;
+    }
+    return result;
+  });
+}
+
+export async function buildSubscriber(
+  db: Db,
+  organizationId: string,
+  subscriberId: string,
+): Promise<Versioned<SubscriberDoc> | null> {
+  return (await buildSubscribers(db, organizationId, [subscriberId])).get(subscriberId) ?? null;
+}
+
+export interface ApiKeySnapshot {
+  keyHash: string;
+  organizationId: string;
+  authVersion: number;
+  /** null: revoked, or its member is not active. */
+  doc: ApiKeyDoc | null;
+}
+
+const keyQuery = (trx: Transaction<Database>) =>
+  trx
+    .selectFrom('api_keys as k')
+    .innerJoin('service_accounts as sa', 'sa.id', 'k.service_account_id')
+    .innerJoin('members as m', 'm.id', 'sa.member_id')
+    .innerJoin('organizations as o', 'o.id', 'k.organization_id')
+    .select([
+      'k.id',
+      'k.key_hash',
+      'k.organization_id',
+      'k.key_prefix',
+      'k.scopes',
+      'k.revoked_at',
+      'sa.id as service_account_id',
+      'm.id as member_id',
+      'm.role',
+      'm.status',
+      'o.auth_version',
+    ]);
+
+type KeyRow = Awaited<ReturnType<ReturnType<typeof keyQuery>['execute']>>[number];
+
+function toApiKeySnapshot(row: KeyRow): ApiKeySnapshot {
+  const authVersion = snapshotVersionOf(row.auth_version);
+  const active = row.revoked_at === null && row.status === 'active' && isRole(row.role);
+  return {
+    keyHash: row.key_hash,
+    organizationId: row.organization_id,
+    authVersion,
+    doc: active
+      ? {
+          organizationId: row.organization_id,
+          memberId: row.member_id,
+          serviceAccountId: row.service_account_id,
+          keyId: row.id,
+          keyPrefix: row.key_prefix,
+          role: row.role as ApiKeyDoc['role'],
+          keyScopes: row.scopes.filter(isScope),
+          authVersion,
+        }
+      : null,
+  };
+}
+
+/** The key's principal by SHA-256 hash; null when no such key was ever issued. */
+export async function buildApiKey(db: Db, keyHash: string): Promise<ApiKeySnapshot | null> {
+  return consistentRead(db, async (trx) => {
+    const row = await keyQuery(trx).where('k.key_hash', '=', keyHash).executeTakeFirst();
+    return row ? toApiKeySnapshot(row) : null;
+  });
+}
+
+/** Every key of the organization (revoked ones with a null doc) and the organization's auth version. */
+export async function buildOrganizationApiKeys(
+  db: Db,
+  organizationId: string,
+): Promise<{ authVersion: number; keys: ApiKeySnapshot[] } | null> {
+  return consistentRead(db, async (trx) => {
+    const org = await trx
+      .selectFrom('organizations')
+      .select('auth_version')
+      .where('id', '=', organizationId)
+      .executeTakeFirst();
+    if (!org) return null;
+    const rows = await keyQuery(trx).where('k.organization_id', '=', organizationId).execute();
+    return { authVersion: snapshotVersionOf(org.auth_version), keys: rows.map(toApiKeySnapshot) };
+  });
+}

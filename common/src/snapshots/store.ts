@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs';
+import type { RedisClient } from '../redis/connect.ts';
+import type { RedisKeys } from '../redis/keys.ts';
+import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from './documents.ts';
+
+const SNAPSHOT_PUT = readFileSync(new URL('./lua/snapshot-put-1.lua', import.meta.url), 'utf8');
+
+interface SnapshotCommands {
+  entSnapshotPut(key: string, version: number, doc: string): Promise<number>;
+}
+
+const defined = new WeakSet<object>();
+
+function commands(redis: RedisClient): SnapshotCommands {
+  if (!defined.has(redis)) {
+    redis.defineCommand('entSnapshotPut', { numberOfKeys: 1, lua: SNAPSHOT_PUT });
+    defined.add(redis);
+  }
+  return redis as unknown as SnapshotCommands;
+}
+
+/** What gateways learn on the invalidation channel; the version check in the gate call is the guarantee. */
+export type Invalidation =
+  | { kind: 'catalog'; organizationId: string }
+  | { kind: 'subscriber'; organizationId: string; subscriberId: string }
+  | { kind: 'auth'; organizationId: string }
+  | { kind: 'organization'; organizationId: string };
+
+export const parseInvalidation = (message: string): Invalidation | null => {
+  try {
+    const value = JSON.parse(message) as Invalidation;
+    return typeof value?.organizationId === 'string' ? value : null;
+  } catch {
+    return null;
+  }
+};
+
+const parseHash = <T>(fields: (string | null)[]): Versioned<T | null> | null => {
+  const [v, doc] = fields;
+  if (v === null || v === undefined) return null;
+  return { version: Number(v), doc: doc ? (JSON.parse(doc) as T) : null };
+};
+
+/** Reads and version-guarded writes of snapshot documents in Redis. */
+export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
+  const put = (key: string, version: number, doc: unknown): Promise<boolean> =>
+    commands(redis)
+      .entSnapshotPut(key, version, doc === null ? '' : JSON.stringify(doc))
+      .then((written) => written === 1);
+
+  return {
+    putCatalog: (organizationId: string, snapshot: Versioned<CatalogDoc>) =>
+      put(keys.catalog(organizationId), snapshot.version, snapshot.doc),
+    putSubscriber: (organizationId: string, subscriberId: string, snapshot: Versioned<SubscriberDoc>) =>
+      put(keys.subscriber(organizationId, subscriberId), snapshot.version, snapshot.doc),
+    putAuthVersion: (organizationId: string, version: number) => put(keys.auth(organizationId), version, null),
+    /** A null doc is a tombstone: the key is revoked, and an older live copy can never be written back. */
+    putApiKey: (keyHash: string, version: number, doc: ApiKeyDoc | null) => put(keys.apiKey(keyHash), version, doc),
+
+    readCatalog: async (organizationId: string): Promise<Versioned<CatalogDoc> | null> => {
+      const snapshot = parseHash<CatalogDoc>(await redis.hmget(keys.catalog(organizationId), 'v', 'doc'));
+      return snapshot?.doc ? (snapshot as Versioned<CatalogDoc>) : null;
+    },
+    readSubscriber: async (organizationId: string, subscriberId: string): Promise<Versioned<SubscriberDoc> | null> => {
+      const snapshot = parseHash<SubscriberDoc>(await redis.hmget(keys.subscriber(organizationId, subscriberId), 'v', 'doc'));
+      return snapshot?.doc ? (snapshot as Versioned<SubscriberDoc>) : null;
+    },
+    /** null: not in Redis; `{doc: null}`: a tombstone (revoked). */
+    readApiKey: async (keyHash: string): Promise<Versioned<ApiKeyDoc | null> | null> =>
+      parseHash<ApiKeyDoc>(await redis.hmget(keys.apiKey(keyHash), 'v', 'doc')),
+
+    publishInvalidation: (invalidation: Invalidation) =>
+      redis.publish(keys.invalidationChannel, JSON.stringify(invalidation)),
+  };
+}
+
+export type SnapshotStore = ReturnType<typeof snapshotStore>;
