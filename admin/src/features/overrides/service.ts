@@ -1,0 +1,174 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
+import { notFound, validationError } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import type { PutOverrideBody } from '@ent/common/schemas/overrides';
+import { findFeature } from '../features/store.ts';
+import { changedFields, type Change } from '../shared/changes.ts';
+import { bumpSubscriberVersion } from '../shared/versions.ts';
+import { subscriberNotFound } from '../subscribers/service.ts';
+import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
+import { findOverride, listOverrides, type OverrideListFilter, type OverrideWithFeature } from './store.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+const featureNotFound = (key: string) =>
+  notFound(`No feature with key "${key}".`, { field: 'feature_key', value: key });
+const overrideNotFound = (subscriberId: string, key: string) =>
+  notFound(`The subscriber "${subscriberId}" has no override for the feature "${key}".`, { field: 'feature_key', value: key });
+
+/** The value an override body sets, once its shape matches its kind. */
+export type OverrideValue =
+  | { kind: 'flag'; allowed: boolean; expiresAt: Date | null }
+  | { kind: 'limit'; limit: number | null; expiresAt: Date | null };
+
+/** Checks the rules that depend on `kind`: a flag sets `allowed` only, a limit sets `limit` only. */
+export function overrideValueFrom(body: PutOverrideBody): OverrideValue {
+  const expiresAt = body.expires_at == null ? null : new Date(body.expires_at);
+  if (expiresAt && Number.isNaN(expiresAt.getTime())) {
+    throw validationError('expires_at is not a valid ISO 8601 timestamp.', { field: 'expires_at', value: body.expires_at });
+  }
+  if (body.kind === 'flag') {
+    if (body.limit !== undefined) throw validationError('A flag override sets allowed, not limit.', { field: 'limit' });
+    if (body.allowed === undefined) throw validationError('allowed is required for a flag override.', { field: 'allowed' });
+    return { kind: 'flag', allowed: body.allowed, expiresAt };
+  }
+  if (body.allowed !== undefined) throw validationError('A limit override sets limit, not allowed.', { field: 'allowed' });
+  if (body.limit === undefined) {
+    throw validationError('limit is required for a limit override (an integer >= 0, or null for unlimited).', {
+      field: 'limit',
+    });
+  }
+  return { kind: 'limit', limit: body.limit, expiresAt };
+}
+
+async function featureOrThrow(db: Db, organizationId: string, key: string): Promise<Feature> {
+  const feature = await findFeature(db, organizationId, key);
+  if (!feature) throw featureNotFound(key);
+  return feature;
+}
+
+async function subscriberExistsOrThrow(db: Db, organizationId: string, subscriberId: string): Promise<void> {
+  if (!(await findSubscriber(db, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
+}
+
+const valueField = (kind: FeatureKind) => (kind === 'flag' ? 'allowed' : 'limit');
+
+/** The override as the audit log and responses show it: `allowed` or `limit`, timestamps as strings. */
+function auditedValues(override: Pick<Override, 'feature_kind' | 'allowed' | 'limit_value' | 'expires_at'>) {
+  return {
+    [valueField(override.feature_kind)]: override.feature_kind === 'flag' ? override.allowed : override.limit_value,
+    expires_at: override.expires_at ? override.expires_at.toISOString() : null,
+  };
+}
+
+export interface OverrideUpsertResult {
+  override: OverrideWithFeature;
+  /** The audit details: what was created, or the changes; null when the override was already so. */
+  details: Record<string, unknown> | null;
+}
+
+export async function upsertOverride(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  featureKey: string,
+  body: PutOverrideBody,
+): Promise<OverrideUpsertResult> {
+  const value = overrideValueFrom(body);
+  return db.transaction().execute(async (trx) => {
+    if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
+    const feature = await featureOrThrow(trx, organizationId, featureKey);
+    if (feature.kind !== value.kind) {
+      throw validationError(`The feature "${feature.key}" is a ${feature.kind}; the override kind must be "${feature.kind}".`, {
+        field: 'kind',
+        value: value.kind,
+        expected: feature.kind,
+      });
+    }
+    const columns = {
+      allowed: value.kind === 'flag' ? value.allowed : null,
+      limit_value: value.kind === 'limit' ? value.limit : null,
+      expires_at: value.expiresAt,
+    };
+    const existing = await findOverride(trx, organizationId, subscriberId, feature.id);
+    if (!existing) {
+      const created = await trx
+        .insertInto('overrides')
+        .values({
+          id: newId('ovr'),
+          organization_id: organizationId,
+          subscriber_id: subscriberId,
+          feature_id: feature.id,
+          feature_kind: feature.kind,
+          ...columns,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await bumpSubscriberVersion(trx, organizationId, subscriberId);
+      const override = { ...created, feature_key: feature.key };
+      return {
+        override,
+        details: { override_id: override.id, kind: feature.kind, ...auditedValues(override) },
+      };
+    }
+    const before = auditedValues(existing);
+    const after = auditedValues({ feature_kind: feature.kind, ...columns });
+    const changes: Record<string, Change> | null = changedFields(before, after, [valueField(feature.kind), 'expires_at']);
+    if (!changes) return { override: existing, details: null };
+    const updated = await trx
+      .updateTable('overrides')
+      .set({ ...columns, updated_at: new Date() })
+      .where('id', '=', existing.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    return { override: { ...updated, feature_key: feature.key }, details: changes };
+  });
+}
+
+export async function getOverride(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  featureKey: string,
+): Promise<OverrideWithFeature> {
+  await subscriberExistsOrThrow(db, organizationId, subscriberId);
+  const feature = await featureOrThrow(db, organizationId, featureKey);
+  const override = await findOverride(db, organizationId, subscriberId, feature.id);
+  if (!override) throw overrideNotFound(subscriberId, featureKey);
+  return override;
+}
+
+export async function listSubscriberOverrides(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  filter: OverrideListFilter,
+): Promise<OverrideWithFeature[]> {
+  await subscriberExistsOrThrow(db, organizationId, subscriberId);
+  return listOverrides(db, organizationId, subscriberId, filter);
+}
+
+/** Deleting an override that does not exist changes nothing and is not an error; returns the deleted one. */
+export async function deleteOverride(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  featureKey: string,
+): Promise<OverrideWithFeature | undefined> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
+    const feature = await featureOrThrow(trx, organizationId, featureKey);
+    const deleted = await trx
+      .deleteFrom('overrides')
+      .where('organization_id', '=', organizationId)
+      .where('subscriber_id', '=', subscriberId)
+      .where('feature_id', '=', feature.id)
+      .returningAll()
+      .executeTakeFirst();
+    if (!deleted) return undefined;
+    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    return { ...deleted, feature_key: feature.key };
+  });
+}

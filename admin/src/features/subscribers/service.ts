@@ -1,0 +1,67 @@
+import type { Kysely } from 'kysely';
+import type { Database, Subscriber } from '@ent/common/db/database';
+import { conflict, notFound } from '@ent/common/errors/app-error';
+import type { CreateSubscriberBody, UpdateSubscriberBody } from '@ent/common/schemas/subscribers';
+import { changedFields, type Change } from '../shared/changes.ts';
+import { bumpSubscriberVersion } from '../shared/versions.ts';
+import { findSubscriber, lockSubscriber } from './store.ts';
+
+export const subscriberNotFound = (subscriberId: string) =>
+  notFound(`No subscriber with id "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
+
+export async function createSubscriber(
+  db: Kysely<Database>,
+  organizationId: string,
+  input: CreateSubscriberBody,
+): Promise<Subscriber> {
+  return db.transaction().execute(async (trx) => {
+    const created = await trx
+      .insertInto('subscribers')
+      .values({ organization_id: organizationId, subscriber_id: input.subscriber_id, name: input.name ?? null })
+      .onConflict((oc) => oc.columns(['organization_id', 'subscriber_id']).doNothing())
+      .returning('subscriber_id')
+      .executeTakeFirst();
+    if (!created) {
+      throw conflict(`A subscriber with id "${input.subscriber_id}" already exists.`, {
+        field: 'subscriber_id',
+        value: input.subscriber_id,
+      });
+    }
+    await bumpSubscriberVersion(trx, organizationId, input.subscriber_id);
+    return (await lockSubscriber(trx, organizationId, input.subscriber_id))!;
+  });
+}
+
+export interface SubscriberUpdateResult {
+  subscriber: Subscriber;
+  changes: Record<string, Change> | null;
+}
+
+export async function updateSubscriber(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  input: UpdateSubscriberBody,
+): Promise<SubscriberUpdateResult> {
+  return db.transaction().execute(async (trx) => {
+    const before = await lockSubscriber(trx, organizationId, subscriberId);
+    if (!before) throw subscriberNotFound(subscriberId);
+    const changes = changedFields(before, input, ['name']);
+    if (!changes) return { subscriber: before, changes };
+    await trx
+      .updateTable('subscribers')
+      .set({ name: input.name })
+      .where('organization_id', '=', organizationId)
+      .where('subscriber_id', '=', subscriberId)
+      .execute();
+    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    const subscriber = (await lockSubscriber(trx, organizationId, subscriberId))!;
+    return { subscriber, changes };
+  });
+}
+
+export async function getSubscriber(db: Kysely<Database>, organizationId: string, subscriberId: string): Promise<Subscriber> {
+  const subscriber = await findSubscriber(db, organizationId, subscriberId);
+  if (!subscriber) throw subscriberNotFound(subscriberId);
+  return subscriber;
+}

@@ -1,0 +1,168 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database, Plan } from '@ent/common/db/database';
+import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import type { ChangeSubscriptionBody } from '@ent/common/schemas/subscriptions';
+import { subscriberNotFound } from '../subscribers/service.ts';
+import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
+import { bumpSubscriberVersion } from '../shared/versions.ts';
+import {
+  findActiveSubscriptions,
+  findPlanForSubscribing,
+  findSubscription,
+  listSubscriptions,
+  type SubscriptionListFilter,
+  type SubscriptionWithPlan,
+} from './store.ts';
+
+export const subscriptionNotFound = (subscriptionId: string) =>
+  notFound(`No subscription with id "${subscriptionId}" for this subscriber.`, {
+    field: 'subscription_id',
+    value: subscriptionId,
+  });
+
+async function lockSubscriberOrThrow(trx: Transaction<Database>, organizationId: string, subscriberId: string) {
+  const subscriber = await lockSubscriber(trx, organizationId, subscriberId);
+  if (!subscriber) throw subscriberNotFound(subscriberId);
+  return subscriber;
+}
+
+/** An unknown plan is a bad body (422); an archived plan refuses new subscriptions (409). */
+async function planOpenForSubscribing(trx: Transaction<Database>, organizationId: string, planKey: string): Promise<Plan> {
+  const plan = await findPlanForSubscribing(trx, organizationId, planKey);
+  if (!plan) throw validationError(`No plan with key "${planKey}".`, { field: 'plan_id', value: planKey });
+  if (plan.archived_at) {
+    throw conflict(`The plan "${planKey}" is archived and takes no new subscriptions.`, { field: 'plan_id', value: planKey });
+  }
+  return plan;
+}
+
+function refuseSecondActiveSubscription(active: SubscriptionWithPlan[], plan: Plan): void {
+  const existing = active.find((subscription) => subscription.plan_id === plan.id);
+  if (existing) {
+    throw conflict(`The subscriber already has an active subscription to the plan "${plan.key}".`, {
+      field: 'plan_id',
+      value: plan.key,
+      subscription_id: existing.id,
+    });
+  }
+}
+
+async function insertSubscription(
+  trx: Transaction<Database>,
+  organizationId: string,
+  subscriberId: string,
+  plan: Plan,
+): Promise<SubscriptionWithPlan> {
+  const created = await trx
+    .insertInto('subscriptions')
+    .values({ id: newId('sub'), organization_id: organizationId, subscriber_id: subscriberId, plan_id: plan.id })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...created, plan_key: plan.key };
+}
+
+async function endSubscription(trx: Transaction<Database>, subscription: SubscriptionWithPlan): Promise<SubscriptionWithPlan> {
+  const ended = await trx
+    .updateTable('subscriptions')
+    .set({ status: 'canceled', canceled_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('id', '=', subscription.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...ended, plan_key: subscription.plan_key };
+}
+
+export async function createSubscription(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  planKey: string,
+): Promise<SubscriptionWithPlan> {
+  return db.transaction().execute(async (trx) => {
+    await lockSubscriberOrThrow(trx, organizationId, subscriberId);
+    const plan = await planOpenForSubscribing(trx, organizationId, planKey);
+    refuseSecondActiveSubscription(await findActiveSubscriptions(trx, organizationId, subscriberId), plan);
+    const created = await insertSubscription(trx, organizationId, subscriberId, plan);
+    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    return created;
+  });
+}
+
+export interface SubscriptionChange {
+  created: SubscriptionWithPlan;
+  canceled: SubscriptionWithPlan;
+}
+
+/** Ends one active subscription and starts another on `plan_id`, in one transaction. */
+export async function changeSubscription(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  input: ChangeSubscriptionBody,
+): Promise<SubscriptionChange> {
+  return db.transaction().execute(async (trx) => {
+    await lockSubscriberOrThrow(trx, organizationId, subscriberId);
+    const active = await findActiveSubscriptions(trx, organizationId, subscriberId);
+    let current: SubscriptionWithPlan;
+    if (input.subscription_id !== undefined) {
+      const named = await findSubscription(trx, organizationId, subscriberId, input.subscription_id);
+      if (!named) throw subscriptionNotFound(input.subscription_id);
+      if (named.status !== 'active') {
+        throw conflict(`The subscription "${named.id}" is already canceled; only an active subscription can be changed.`, {
+          field: 'subscription_id',
+          value: named.id,
+        });
+      }
+      current = named;
+    } else {
+      if (active.length !== 1) {
+        throw validationError(
+          active.length === 0
+            ? 'The subscriber has no active subscription to change; create one instead.'
+            : `The subscriber has ${active.length} active subscriptions; name the one to change in subscription_id.`,
+          { field: 'subscription_id', active_subscriptions: active.length },
+        );
+      }
+      current = active[0]!;
+    }
+    const plan = await planOpenForSubscribing(trx, organizationId, input.plan_id);
+    refuseSecondActiveSubscription(active, plan);
+    const canceled = await endSubscription(trx, current);
+    const created = await insertSubscription(trx, organizationId, subscriberId, plan);
+    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    return { created, canceled };
+  });
+}
+
+export interface SubscriptionCancel {
+  subscription: SubscriptionWithPlan;
+  /** False when it was already canceled: nothing changed. */
+  changed: boolean;
+}
+
+export async function cancelSubscription(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  subscriptionId: string,
+): Promise<SubscriptionCancel> {
+  return db.transaction().execute(async (trx) => {
+    await lockSubscriberOrThrow(trx, organizationId, subscriberId);
+    const subscription = await findSubscription(trx, organizationId, subscriberId, subscriptionId);
+    if (!subscription) throw subscriptionNotFound(subscriptionId);
+    if (subscription.status === 'canceled') return { subscription, changed: false };
+    const canceled = await endSubscription(trx, subscription);
+    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    return { subscription: canceled, changed: true };
+  });
+}
+
+export async function listSubscriberSubscriptions(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  filter: SubscriptionListFilter,
+): Promise<SubscriptionWithPlan[]> {
+  if (!(await findSubscriber(db, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
+  return listSubscriptions(db, organizationId, subscriberId, filter);
+}
