@@ -1,0 +1,200 @@
+import type { Kysely, Transaction } from 'kysely';
+import { newId } from '@ent/common/ids';
+import type { Database, Plan } from '@ent/common/db/database';
+import { conflict, notFound } from '@ent/common/errors/app-error';
+import type { CreatePlanBody, GrantBody, GrantInput, UpdatePlanBody } from '@ent/common/schemas/plans';
+import type { AuditDetails } from '../../plugins/write-pipeline.ts';
+import { findFeaturesByKeys } from '../features/store.ts';
+import { toPage, type Page } from '../shared/pagination.ts';
+import { bumpCatalogVersion } from '../shared/versions.ts';
+import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';
+import { byFeatureKey, resolveGrants, toGrantBody, type ResolvedGrant } from './grants.ts';
+import {
+  findGrants,
+  findPlan,
+  listPlans as listPlanRows,
+  planIsReferenced,
+  replaceGrants,
+  type PlanListFilter,
+} from './store.ts';
+
+/** A plan with its grants ordered by feature key. */
+export interface PlanWithGrants {
+  plan: Plan;
+  grants: GrantBody[];
+}
+
+export interface PlanWriteResult extends PlanWithGrants {
+  /** The audit details; null when nothing changed. */
+  details: AuditDetails | null;
+}
+
+const FOREIGN_KEY_VIOLATION = '23503';
+
+export const planNotFound = (key: string) =>
+  notFound(`No plan with key "${key}".`, { field: 'key', value: key });
+
+const planInUse = (key: string) =>
+  conflict(
+    `Plan "${key}" is referenced by at least one subscription (active or canceled) and cannot be deleted.`,
+    {
+      field: 'key',
+      value: key,
+    },
+  );
+
+export const planState = ({ plan, grants }: PlanWithGrants): PlanState => ({
+  key: plan.key,
+  name: plan.name,
+  kind: plan.kind,
+  archived: plan.archived_at !== null,
+  grants,
+});
+
+async function resolveAgainstCatalog(
+  trx: Transaction<Database>,
+  organizationId: string,
+  inputs: readonly GrantInput[],
+): Promise<ResolvedGrant[]> {
+  const keys = [...new Set(inputs.map((input) => input.feature))];
+  const features = await findFeaturesByKeys(trx, organizationId, keys);
+  return resolveGrants(inputs, features);
+}
+
+const grantBodies = (grants: readonly ResolvedGrant[]): GrantBody[] =>
+  [...grants].sort(byFeatureKey).map(toGrantBody);
+
+async function grantsOf(db: Kysely<Database> | Transaction<Database>, planId: string): Promise<GrantBody[]> {
+  return (await findGrants(db, [planId])).map(toGrantBody);
+}
+
+async function lockPlan(
+  trx: Transaction<Database>,
+  organizationId: string,
+  key: string,
+): Promise<PlanWithGrants> {
+  const plan = await findPlan(trx, organizationId, key, { forUpdate: true });
+  if (!plan) throw planNotFound(key);
+  return { plan, grants: await grantsOf(trx, plan.id) };
+}
+
+export async function createPlan(
+  db: Kysely<Database>,
+  organizationId: string,
+  input: CreatePlanBody,
+): Promise<PlanWithGrants> {
+  return db.transaction().execute(async (trx) => {
+    const grants = await resolveAgainstCatalog(trx, organizationId, input.grants ?? []);
+    const plan = await trx
+      .insertInto('plans')
+      .values({
+        id: newId('plan'),
+        organization_id: organizationId,
+        key: input.key,
+        name: input.name,
+        kind: input.kind,
+      })
+      .onConflict((oc) => oc.columns(['organization_id', 'key']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!plan)
+      throw conflict(`A plan with key "${input.key}" already exists.`, { field: 'key', value: input.key });
+    await replaceGrants(trx, plan.id, grants);
+    await bumpCatalogVersion(trx, organizationId);
+    return { plan, grants: grantBodies(grants) };
+  });
+}
+
+export async function updatePlan(
+  db: Kysely<Database>,
+  organizationId: string,
+  key: string,
+  input: UpdatePlanBody,
+): Promise<PlanWriteResult> {
+  return db.transaction().execute(async (trx) => {
+    const before = await lockPlan(trx, organizationId, key);
+    const newGrants = input.grants
+      ? await resolveAgainstCatalog(trx, organizationId, input.grants)
+      : undefined;
+    const grants = newGrants ? grantBodies(newGrants) : before.grants;
+    const name = input.name ?? before.plan.name;
+    const details = planUpdatedDetails(planState(before), { ...planState(before), name, grants });
+    if (!details) return { ...before, details };
+    const plan = await trx
+      .updateTable('plans')
+      .set({ name, updated_at: new Date() })
+      .where('id', '=', before.plan.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (newGrants && details.grants) await replaceGrants(trx, plan.id, newGrants);
+    await bumpCatalogVersion(trx, organizationId);
+    return { plan, grants, details };
+  });
+}
+
+export async function setPlanArchived(
+  db: Kysely<Database>,
+  organizationId: string,
+  key: string,
+  archived: boolean,
+): Promise<PlanWriteResult> {
+  return db.transaction().execute(async (trx) => {
+    const before = await lockPlan(trx, organizationId, key);
+    const details = archivedDetails(before.plan.archived_at !== null, archived);
+    if (!details) return { ...before, details };
+    const now = new Date();
+    const plan = await trx
+      .updateTable('plans')
+      .set({ archived_at: archived ? now : null, updated_at: now })
+      .where('id', '=', before.plan.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await bumpCatalogVersion(trx, organizationId);
+    return { plan, grants: before.grants, details };
+  });
+}
+
+/** Refuses while any subscription references the plan, also when one is created concurrently (the FK). */
+export async function deletePlan(
+  db: Kysely<Database>,
+  organizationId: string,
+  key: string,
+): Promise<PlanWithGrants> {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const deleted = await lockPlan(trx, organizationId, key);
+      if (await planIsReferenced(trx, organizationId, deleted.plan.id)) throw planInUse(key);
+      await trx.deleteFrom('plans').where('id', '=', deleted.plan.id).execute();
+      await bumpCatalogVersion(trx, organizationId);
+      return deleted;
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code === FOREIGN_KEY_VIOLATION) throw planInUse(key);
+    throw error;
+  }
+}
+
+export async function getPlan(
+  db: Kysely<Database>,
+  organizationId: string,
+  key: string,
+): Promise<PlanWithGrants> {
+  const plan = await findPlan(db, organizationId, key);
+  if (!plan) throw planNotFound(key);
+  return { plan, grants: await grantsOf(db, plan.id) };
+}
+
+export async function listPlans(
+  db: Kysely<Database>,
+  organizationId: string,
+  filter: PlanListFilter,
+): Promise<Page<PlanWithGrants>> {
+  const { items: plans, hasMore } = toPage(await listPlanRows(db, organizationId, filter), filter.limit);
+  const grants = await findGrants(
+    db,
+    plans.map((plan) => plan.id),
+  );
+  const byPlan = new Map<string, GrantBody[]>(plans.map((plan) => [plan.id, []]));
+  for (const grant of grants) byPlan.get(grant.plan_id)!.push(toGrantBody(grant));
+  return { items: plans.map((plan) => ({ plan, grants: byPlan.get(plan.id)! })), hasMore };
+}

@@ -1,0 +1,88 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { PLAN_KEY_PATTERN, PaginationQuery, Timestamp, listOf } from './common.ts';
+
+export const PlanKindSchema = Type.Union([Type.Literal('catalog'), Type.Literal('custom')]);
+
+/** Most grants one plan may carry; a catalog is a few hundred features at most. */
+export const MAX_GRANTS_PER_PLAN = 1000;
+
+const GrantLimit = Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()], {
+  description: 'integer >= 0; null = unlimited',
+});
+
+export const FlagGrantSchema = Type.Object({ feature: Type.String(), kind: Type.Literal('flag') });
+export const LimitGrantSchema = Type.Object({
+  feature: Type.String(),
+  kind: Type.Literal('limit'),
+  limit: GrantLimit,
+});
+export const GrantSchema = Type.Union([FlagGrantSchema, LimitGrantSchema]);
+export type GrantBody = Static<typeof GrantSchema>;
+
+export const PlanSchema = Type.Object(
+  {
+    key: Type.String(),
+    name: Type.String(),
+    kind: PlanKindSchema,
+    archived: Type.Boolean(),
+    grants: Type.Array(GrantSchema, { description: 'ordered by feature key' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Plan' },
+);
+export type PlanBody = Static<typeof PlanSchema>;
+
+export const PlanKeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 255 }) });
+
+/**
+ * A grant as a request sends it. The shape rules that depend on `kind` (a flag carries no `limit`, a limit
+ * must carry one) and on the catalog (the feature exists and has that kind) are checked by the service, so
+ * the error names the grant that broke them.
+ */
+export const GrantInput = Type.Object(
+  {
+    feature: Type.String({ minLength: 1, maxLength: 255 }),
+    kind: Type.Union([Type.Literal('flag'), Type.Literal('limit')]),
+    limit: Type.Optional(GrantLimit),
+  },
+  { additionalProperties: false },
+);
+export type GrantInput = Static<typeof GrantInput>;
+
+const GrantsInput = Type.Array(GrantInput, {
+  maxItems: MAX_GRANTS_PER_PLAN,
+  description: 'each feature at most once; a flag grant has no `limit`, a limit grant must have one',
+});
+
+export const CreatePlanBody = Type.Object(
+  {
+    key: Type.String({
+      pattern: PLAN_KEY_PATTERN,
+      description: 'lowercase letters, digits, _ and -; at most 64',
+    }),
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    kind: PlanKindSchema,
+    grants: Type.Optional(GrantsInput),
+  },
+  { additionalProperties: false },
+);
+export type CreatePlanBody = Static<typeof CreatePlanBody>;
+
+/** `key` and `kind` are immutable: sending them is a 422 like any unknown field. */
+export const UpdatePlanBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    grants: Type.Optional(GrantsInput),
+  },
+  { additionalProperties: false },
+);
+export type UpdatePlanBody = Static<typeof UpdatePlanBody>;
+
+export const ListPlansQuery = Type.Object(
+  { ...PaginationQuery, kind: Type.Optional(PlanKindSchema) },
+  { additionalProperties: false },
+);
+export type ListPlansQuery = Static<typeof ListPlansQuery>;
+
+export const PlanListSchema = listOf('plans', PlanSchema);
