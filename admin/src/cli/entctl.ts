@@ -5,10 +5,10 @@ import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import {
+  applyArrangementChange,
   getArrangement,
   publishArrangement,
   saveArrangement,
-  type Arrangement,
 } from '../features/organizations/arrangement.ts';
 import { createOrganization } from '../features/organizations/bootstrap.ts';
 
@@ -91,17 +91,22 @@ org
   .addOption(new Option('--non-blocking', 'keep answering evals past the limit').conflicts('blocking'))
   .option('--blocking', 'stop evals 7 days after the limit is first reached (the default)')
   .addOption(new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1)))
-  .option('--plan <key>', 'allotment key reported by GET /org/usage/current')
+  .option(
+    '--plan <key>',
+    'allotment key reported by GET /org/usage/current (--unlimited without --plan clears it to null; ' +
+      'a cap on an organization without a plan key reports "individual")',
+  )
   .option('--json', 'print the resulting arrangement as JSON')
   .action(async (options: ArrangementOptions) => {
     const arrangement = await withDb(async (db) => {
       const current = await getArrangement(db, options.org);
-      const next: Arrangement = {
-        plan: options.plan ?? current.plan,
-        evalLimit: options.unlimited ? null : (options.evalLimit ?? current.evalLimit),
-        blocking: options.nonBlocking ? false : options.blocking ? true : current.blocking,
-        burstPerSecond: options.burst ?? current.burstPerSecond,
-      };
+      const next = applyArrangementChange(current, {
+        plan: options.plan,
+        evalLimit: options.evalLimit,
+        unlimited: options.unlimited,
+        blocking: options.nonBlocking ? false : options.blocking ? true : undefined,
+        burstPerSecond: options.burst,
+      });
       await saveArrangement(db, options.org, next);
       return next;
     });

@@ -37,7 +37,10 @@ export interface EvalGateInput {
 
 export interface EvalMeter {
   gate(input: EvalGateInput): Promise<EvalGateResult>;
-  /** Un-counts one eval that was counted by `gate` but did not end in a 2xx (404, 5xx). */
+  /**
+   * Un-counts one eval that was counted by `gate` but did not end in a 2xx (404, 5xx). Pass the `nowMs` given
+   * to that `gate` call, so the refund lands in the month that counted it.
+   */
   refund(organizationId: string, nowMs: number): Promise<void>;
   /** Adds evals answered while Redis was unreachable (fail-open), once it is back. */
   addOfflineCount(organizationId: string, count: number, nowMs: number): Promise<void>;

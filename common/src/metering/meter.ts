@@ -1,0 +1,104 @@
+import type { RedisClient } from '../redis/connect.ts';
+import type { RedisKeys } from '../redis/keys.ts';
+import { publishArrangement, type Arrangement } from './arrangement.ts';
+import type { EvalGateInput, EvalGateResult, EvalMeter, EvalUsageHeaders, SnapshotVersions } from './contract.ts';
+import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
+import { withMeteringCommands, type EvalAdjustReply, type EvalGateReply } from './scripts.ts';
+import { headerWarn } from './usage.ts';
+
+export interface EvalMeterOptions {
+  redis: RedisClient;
+  keys: RedisKeys;
+  /** The arrangement from the source of truth, when Redis has none yet (new organization, flushed Redis). */
+  loadArrangement: (organizationId: string) => Promise<Arrangement>;
+}
+
+/** Reply codes of eval-gate-6.lua and eval-adjust-2.lua. */
+const GateCode = { Counted: 0, RateLimited: 1, Blocked: 2, NoArrangement: 3 } as const;
+
+export class MeteringError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MeteringError';
+  }
+}
+
+/** Maps the gate script's reply to the contract's result (the one place its codes are read). */
+export function toGateResult(reply: EvalGateReply, nowMs: number): EvalGateResult {
+  const [code, count, rawLimit, blocking, , catalog, subscriber, auth] = reply;
+  const versions: SnapshotVersions = { catalog, subscriber, auth };
+  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: blocking === 1 };
+  const usage = (used: number, stopped: boolean): EvalUsageHeaders | null =>
+    cap.evalLimit === null ? null : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped) };
+  switch (code) {
+    case GateCode.Counted:
+      return { outcome: 'counted', versions, usage: usage(count, false) };
+    case GateCode.RateLimited:
+      return { outcome: 'rate_limited', versions, retryAfterSeconds: Math.max(1, Math.ceil((1000 - (nowMs % 1000)) / 1000)) };
+    case GateCode.Blocked:
+      return { outcome: 'blocked', versions, period: periodOf(nowMs), usage: usage(count, true) };
+    default:
+      throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
+  }
+}
+
+/**
+ * The eval meter of DESIGN.md §3: one atomic script call per eval (burst, monthly block, count, versions).
+ * The arrangement is read from Redis on every call; when it is missing it is loaded, published and the call
+ * is retried once.
+ */
+export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
+  const redis = withMeteringCommands(options.redis);
+  const { keys } = options;
+
+  async function withArrangement<T extends [number, ...number[]]>(
+    organizationId: string,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    const first = await run();
+    if (first[0] !== GateCode.NoArrangement) return first;
+    await publishArrangement(redis, keys, organizationId, await options.loadArrangement(organizationId));
+    const second = await run();
+    if (second[0] === GateCode.NoArrangement) {
+      throw new MeteringError(`The eval arrangement of ${organizationId} could not be published to Redis.`);
+    }
+    return second;
+  }
+
+  const adjust = async (organizationId: string, delta: number, nowMs: number): Promise<void> => {
+    if (!Number.isInteger(delta)) throw new MeteringError(`Eval count adjustments are integers, got ${delta}.`);
+    if (delta === 0) return;
+    await withArrangement<EvalAdjustReply>(organizationId, () =>
+      redis.evalAdjust(
+        keys.arrangement(organizationId),
+        keys.evalUsage(organizationId, periodOf(nowMs)),
+        delta,
+        nowMs,
+        usageTtlMs(nowMs),
+      ),
+    );
+  };
+
+  return {
+    async gate({ organizationId, subscriberId, nowMs }: EvalGateInput): Promise<EvalGateResult> {
+      const reply = await withArrangement<EvalGateReply>(organizationId, () =>
+        redis.evalGate(
+          keys.arrangement(organizationId),
+          keys.evalUsage(organizationId, periodOf(nowMs)),
+          keys.burst(organizationId),
+          keys.catalog(organizationId),
+          keys.subscriber(organizationId, subscriberId),
+          keys.auth(organizationId),
+          nowMs,
+          usageTtlMs(nowMs),
+          GRACE_PERIOD_MS,
+        ),
+      );
+      return toGateResult(reply, nowMs);
+    },
+
+    refund: (organizationId, nowMs) => adjust(organizationId, -1, nowMs),
+
+    addOfflineCount: (organizationId, count, nowMs) => adjust(organizationId, count, nowMs),
+  };
+}

@@ -1,0 +1,25 @@
+/** UTC months: the period every eval count belongs to. */
+
+export const GRACE_PERIOD_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** How long a month's usage hash outlives the month (kept for late refunds and inspection). */
+export const USAGE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
+
+/** `YYYY-MM` of the UTC month that contains `nowMs`. */
+export function periodOf(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 7);
+}
+
+/** 00:00:00.000 UTC on the first day of the month after the one containing `nowMs`. */
+export function nextPeriodStartMs(nowMs: number): number {
+  const now = new Date(nowMs);
+  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+}
+
+/**
+ * How long from `nowMs` the usage hash of its month lives: relative, because the app clock (not Redis's)
+ * decides the month, and the two need not agree (tests run any month).
+ */
+export function usageTtlMs(nowMs: number): number {
+  return nextPeriodStartMs(nowMs) + USAGE_RETENTION_MS - nowMs;
+}

@@ -1,0 +1,312 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock, toTimestamp } from '@ent/common/clock';
+import { createRedis, type RedisClient } from '@ent/common/redis/connect';
+import { redisKeys, type RedisKeys } from '@ent/common/redis/keys';
+import { publishArrangement, SELF_SERVE_ARRANGEMENT, type Arrangement } from '@ent/common/metering/arrangement';
+import type { EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
+import { createEvalMeter } from '@ent/common/metering/meter';
+import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
+import { currentUsage } from '@ent/common/metering/usage';
+import { redisCluster, singleRedis } from './metering-redis-setups.ts';
+
+const SECOND = 1000;
+const DAY = 24 * 60 * 60 * SECOND;
+const at = (iso: string) => Date.parse(iso);
+
+describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
+  let stopRedis: () => Promise<void>;
+  let redis: RedisClient;
+  let otherRedis: RedisClient;
+  let keys: RedisKeys;
+  let meter: EvalMeter;
+  let otherMeter: EvalMeter;
+  let clock: ManualClock;
+  const sourceOfTruth = new Map<string, Arrangement>();
+  const loads: string[] = [];
+  const prefix = `t${randomBytes(5).toString('hex')}`;
+
+  beforeAll(async () => {
+    const started = await setup.start();
+    stopRedis = started.stop;
+    redis = createRedis(started.config);
+    otherRedis = createRedis(started.config);
+    keys = redisKeys(prefix);
+    const loadArrangement = async (organizationId: string) => {
+      loads.push(organizationId);
+      return sourceOfTruth.get(organizationId) ?? SELF_SERVE_ARRANGEMENT;
+    };
+    meter = createEvalMeter({ redis, keys, loadArrangement });
+    otherMeter = createEvalMeter({ redis: otherRedis, keys, loadArrangement });
+  });
+
+  afterAll(async () => {
+    if (redis && 'keys' in redis && !('nodes' in redis)) {
+      const leftovers = await redis.keys(`${prefix}:*`);
+      if (leftovers.length) await redis.del(...leftovers);
+    }
+    redis?.disconnect();
+    otherRedis?.disconnect();
+    await stopRedis?.();
+  });
+
+  beforeEach(() => {
+    clock = new ManualClock(at('2026-03-10T12:00:00.000Z'));
+  });
+
+  const newOrg = async (arrangement: Arrangement | null) => {
+    const organizationId = `org_${randomBytes(6).toString('hex')}`;
+    if (arrangement) {
+      sourceOfTruth.set(organizationId, arrangement);
+      await publishArrangement(redis, keys, organizationId, arrangement);
+    }
+    return organizationId;
+  };
+  const individual = (overrides: Partial<Arrangement>): Arrangement => ({
+    ...SELF_SERVE_ARRANGEMENT,
+    burstPerSecond: 10_000,
+    ...overrides,
+  });
+  const gate = (organizationId: string, nowMs = clock.now(), subscriberId = 'cus_1') =>
+    meter.gate({ organizationId, subscriberId, nowMs });
+  const gateTimes = async (organizationId: string, times: number) => {
+    const results: EvalGateResult[] = [];
+    for (let i = 0; i < times; i++) results.push(await gate(organizationId));
+    return results;
+  };
+  const usageOf = (organizationId: string) =>
+    currentUsage(redis, keys, organizationId, sourceOfTruth.get(organizationId) ?? SELF_SERVE_ARRANGEMENT, clock.now());
+  const warnOf = (result: EvalGateResult) => (result.outcome === 'rate_limited' ? 'n/a' : result.usage?.warn);
+
+  it('walks the whole state table of a blocking arrangement: 80%, 100%, grace, blocked, next month', async () => {
+    const org = await newOrg(individual({ plan: 'free', evalLimit: 10, blocking: true }));
+
+    const first = await gateTimes(org, 7);
+    expect(first.map(warnOf)).toEqual([null, null, null, null, null, null, null]);
+    expect(first[6]).toMatchObject({ outcome: 'counted', usage: { limit: 10, used: 7, warn: null } });
+    expect(await usageOf(org)).toMatchObject({ count: 7, warn: null, first_over_at: null, blocked_at: null });
+
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 8, warn: '80' } });
+    expect(await usageOf(org)).toMatchObject({ warn: '80', allowed: true, first_over_at: null });
+    expect(await gate(org)).toMatchObject({ usage: { used: 9, warn: '80' } });
+
+    clock.advance(1234);
+    const firstOverAt = clock.now();
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 10, warn: '100' } });
+    expect(await usageOf(org)).toEqual({
+      gated: true,
+      reason: null,
+      period: '2026-03',
+      count: 10,
+      limit: 10,
+      plan: 'free',
+      blocking: true,
+      warn: '100',
+      allowed: true,
+      first_over_at: toTimestamp(firstOverAt),
+      blocked_at: toTimestamp(firstOverAt + GRACE_PERIOD_MS),
+    });
+
+    clock.advance(SECOND);
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 11, warn: 'grace' } });
+    expect(await usageOf(org)).toMatchObject({ warn: '100', allowed: true, first_over_at: toTimestamp(firstOverAt) });
+
+    clock.set(firstOverAt + GRACE_PERIOD_MS - 1);
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 12, warn: 'grace' } });
+
+    clock.set(firstOverAt + GRACE_PERIOD_MS);
+    const blocked = await gate(org);
+    expect(blocked).toEqual({
+      outcome: 'blocked',
+      period: '2026-03',
+      versions: { catalog: 0, subscriber: 0, auth: 0 },
+      usage: { limit: 10, used: 12, warn: 'grace' },
+    });
+    expect(await usageOf(org)).toMatchObject({
+      count: 12,
+      warn: 'grace',
+      allowed: false,
+      first_over_at: toTimestamp(firstOverAt),
+      blocked_at: toTimestamp(firstOverAt + GRACE_PERIOD_MS),
+    });
+
+    clock.set(at('2026-03-31T23:59:59.999Z'));
+    expect((await gate(org)).outcome).toBe('blocked');
+    expect((await usageOf(org)).count).toBe(12);
+
+    clock.set(at('2026-04-01T00:00:00.000Z'));
+    expect(await usageOf(org)).toMatchObject({ period: '2026-04', count: 0, warn: null, allowed: true, first_over_at: null });
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 10, used: 1, warn: null } });
+    expect(await usageOf(org)).toMatchObject({ period: '2026-04', count: 1, warn: null, allowed: true, blocked_at: null });
+  });
+
+  it('keeps answering past the limit when non-blocking, with warn 100 and no blocked_at', async () => {
+    const org = await newOrg(individual({ plan: 'partner', evalLimit: 5, blocking: false }));
+    const results = await gateTimes(org, 7);
+    expect(results.map(warnOf)).toEqual([null, null, null, '80', '100', '100', '100']);
+    const firstOverAt = clock.now();
+
+    clock.advance(20 * DAY);
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 5, used: 8, warn: '100' } });
+    expect(await usageOf(org)).toEqual({
+      gated: true,
+      reason: null,
+      period: '2026-03',
+      count: 8,
+      limit: 5,
+      plan: 'partner',
+      blocking: false,
+      warn: '100',
+      allowed: true,
+      first_over_at: toTimestamp(firstOverAt),
+      blocked_at: null,
+    });
+  });
+
+  it('counts an unlimited organization without usage headers and reports it ungated', async () => {
+    const org = await newOrg(individual({ plan: null, evalLimit: null, blocking: true }));
+    const results = await gateTimes(org, 3);
+    expect(results.every((r) => r.outcome === 'counted' && r.usage === null)).toBe(true);
+    clock.set(at('2026-04-02T00:00:00.000Z'));
+    expect(await usageOf(org)).toEqual({
+      gated: false,
+      reason: 'unlimited',
+      period: '2026-04',
+      count: 0,
+      limit: null,
+      plan: null,
+      blocking: false,
+      warn: null,
+      allowed: true,
+      first_over_at: null,
+      blocked_at: null,
+    });
+    clock.set(at('2026-03-20T00:00:00.000Z'));
+    expect(await usageOf(org)).toMatchObject({ gated: false, period: '2026-03', count: 3, warn: null });
+  });
+
+  it('loads and publishes a missing arrangement once, then reads it from Redis', async () => {
+    const org = await newOrg(null);
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 250_000, used: 1, warn: null } });
+    expect(loads.filter((id) => id === org)).toHaveLength(1);
+    expect(await redis.hgetall(keys.arrangement(org))).toEqual({ limit: '250000', blocking: '1', burst: '100', plan: 'free' });
+    await gate(org);
+    expect(loads.filter((id) => id === org)).toHaveLength(1);
+    expect(await usageOf(org)).toMatchObject({ plan: 'free', count: 2, limit: 250_000, blocking: true, gated: true });
+  });
+
+  it('applies an arrangement change on the next gate call', async () => {
+    const org = await newOrg(individual({ evalLimit: 100 }));
+    expect(await gate(org)).toMatchObject({ usage: { limit: 100, used: 1, warn: null } });
+    await publishArrangement(redis, keys, org, individual({ evalLimit: 2, blocking: false }));
+    expect(await gate(org)).toMatchObject({ usage: { limit: 2, used: 2, warn: '100' } });
+    await publishArrangement(redis, keys, org, individual({ evalLimit: null }));
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: null });
+  });
+
+  it('unblocks at once when the limit is raised, and clears first_over_at', async () => {
+    const org = await newOrg(individual({ evalLimit: 2 }));
+    await gateTimes(org, 2);
+    clock.advance(GRACE_PERIOD_MS);
+    expect((await gate(org)).outcome).toBe('blocked');
+    const raised = individual({ evalLimit: 100 });
+    sourceOfTruth.set(org, raised);
+    await publishArrangement(redis, keys, org, raised);
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 100, used: 3, warn: null } });
+    expect(await redis.hget(keys.evalUsage(org, '2026-03'), 'first_over_at')).toBeNull();
+    expect(await usageOf(org)).toMatchObject({ first_over_at: null, allowed: true });
+  });
+
+  it('counts N concurrent gate calls over two clients exactly N times', async () => {
+    const org = await newOrg(individual({ evalLimit: 1_000_000 }));
+    const n = 300;
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        (i % 2 ? meter : otherMeter).gate({ organizationId: org, subscriberId: `cus_${i % 7}`, nowMs: clock.now() }),
+      ),
+    );
+    expect(results.every((r) => r.outcome === 'counted')).toBe(true);
+    const used = results.map((r) => (r.outcome === 'counted' ? r.usage?.used : 0)).sort((a, b) => a! - b!);
+    expect(used).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect((await usageOf(org)).count).toBe(n);
+  });
+
+  it('rate-limits a burst of 150 in one second to exactly 50 refusals, none counted', async () => {
+    const org = await newOrg(individual({ evalLimit: 1_000, burstPerSecond: 100 }));
+    clock.set(at('2026-03-10T12:00:05.250Z'));
+    const results = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => (i % 2 ? meter : otherMeter).gate({ organizationId: org, subscriberId: 'cus_1', nowMs: clock.now() + (i % 700) })),
+    );
+    const limited = results.filter((r) => r.outcome === 'rate_limited');
+    expect(limited).toHaveLength(50);
+    expect(limited[0]).toMatchObject({ retryAfterSeconds: 1, versions: { catalog: 0, subscriber: 0, auth: 0 } });
+    expect((await usageOf(org)).count).toBe(100);
+    clock.set(at('2026-03-10T12:00:06.000Z'));
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 101 } });
+  });
+
+  it('does not count rate-limited or blocked calls', async () => {
+    const org = await newOrg(individual({ evalLimit: 3, burstPerSecond: 2 }));
+    const sameSecond = await gateTimes(org, 4);
+    expect(sameSecond.map((r) => r.outcome)).toEqual(['counted', 'counted', 'rate_limited', 'rate_limited']);
+    clock.advance(SECOND);
+    await gate(org);
+    expect((await usageOf(org)).count).toBe(3);
+    clock.advance(GRACE_PERIOD_MS);
+    const blocked = [await gate(org), await gate(org, clock.now() + SECOND)];
+    expect(blocked.map((r) => r.outcome)).toEqual(['blocked', 'blocked']);
+    expect((await usageOf(org)).count).toBe(3);
+  });
+
+  it('refunds an eval, clearing first_over_at when the count falls back below the limit', async () => {
+    const org = await newOrg(individual({ evalLimit: 5 }));
+    await gateTimes(org, 5);
+    expect((await usageOf(org)).first_over_at).toBe(toTimestamp(clock.now()));
+    await meter.refund(org, clock.now());
+    expect(await usageOf(org)).toMatchObject({ count: 4, first_over_at: null, warn: '80' });
+    clock.advance(GRACE_PERIOD_MS);
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 5, warn: '100' } });
+    expect((await usageOf(org)).first_over_at).toBe(toTimestamp(clock.now()));
+    for (let i = 0; i < 5; i++) await meter.refund(org, clock.now());
+    expect((await usageOf(org)).count).toBe(0);
+  });
+
+  it('refunds into the month that counted the eval', async () => {
+    const org = await newOrg(individual({ evalLimit: 10 }));
+    const countedAt = at('2026-03-31T23:59:59.999Z');
+    await gate(org, countedAt);
+    clock.set(at('2026-04-01T00:00:00.001Z'));
+    await gate(org);
+    await meter.refund(org, countedAt);
+    expect(await redis.hget(keys.evalUsage(org, '2026-03'), 'count')).toBe('0');
+    expect((await usageOf(org)).count).toBe(1);
+  });
+
+  it('adds evals answered offline, with the same first_over_at rule', async () => {
+    const org = await newOrg(individual({ evalLimit: 10 }));
+    await meter.addOfflineCount(org, 4, clock.now());
+    expect(await usageOf(org)).toMatchObject({ count: 4, first_over_at: null });
+    await meter.addOfflineCount(org, 8, clock.now());
+    expect(await usageOf(org)).toMatchObject({ count: 12, warn: '100', first_over_at: toTimestamp(clock.now()) });
+    expect(await gate(org)).toMatchObject({ usage: { used: 13, warn: 'grace' } });
+  });
+
+  it('returns the snapshot versions of catalog, subscriber and auth (0 when missing)', async () => {
+    const org = await newOrg(individual({}));
+    expect((await gate(org)).versions).toEqual({ catalog: 0, subscriber: 0, auth: 0 });
+    await redis.hset(keys.catalog(org), { v: '5', doc: '{}' });
+    await redis.hset(keys.subscriber(org, 'cus_9'), { v: '7', doc: '{}' });
+    await redis.hset(keys.auth(org), { v: '3' });
+    expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({ catalog: 5, subscriber: 7, auth: 3 });
+    expect((await gate(org, clock.now(), 'cus_other')).versions).toEqual({ catalog: 5, subscriber: 0, auth: 3 });
+  });
+
+  it('lets a month\'s usage expire on its own', async () => {
+    const org = await newOrg(individual({}));
+    await gate(org);
+    const ttl = await redis.pttl(keys.evalUsage(org, '2026-03'));
+    const expected = usageTtlMs(clock.now());
+    expect(ttl).toBeGreaterThan(0);
+    expect(Math.abs(ttl - expected)).toBeLessThan(60_000);
+  });
+});
