@@ -520,6 +520,32 @@ describe('DELETE /org/plans/{key}', () => {
       expect(await catalogVersion()).toBe(version);
     },
   );
+  it('answers 409, not 500, when a subscription is created while the delete runs', async () => {
+    await createPlan({ key: 'racing', name: 'Racing', kind: 'catalog' });
+    const id = await planId('racing');
+    await ctx.db
+      .insertInto('subscribers')
+      .values({ organization_id: org.organization_id, subscriber_id: 'cust-racing', name: null })
+      .execute();
+    let pending: ReturnType<typeof inject> | undefined;
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('subscriptions')
+        .values({
+          id: newId('sub'),
+          organization_id: org.organization_id,
+          subscriber_id: 'cust-racing',
+          plan_id: id,
+        })
+        .execute();
+      pending = inject('DELETE', '/org/plans/racing');
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    });
+    const res = await pending!;
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.code).toBe('CONFLICT');
+    expect((await inject('GET', '/org/plans/racing')).statusCode).toBe(200);
+  });
 });
 
 describe('tenant isolation', () => {
@@ -605,6 +631,16 @@ describe('plan scopes', () => {
 
   it('answers 401 without a key', async () => {
     expect((await ctx.app.inject({ method: 'GET', url: '/org/plans' })).statusCode).toBe(401);
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents all seven plan routes', async () => {
+    const doc = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(Object.keys(doc.paths['/org/plans']).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(doc.paths['/org/plans/{key}']).sort()).toEqual(['delete', 'get', 'patch']);
+    expect(doc.paths['/org/plans/{key}/archive'].post).toBeDefined();
+    expect(doc.paths['/org/plans/{key}/unarchive'].post).toBeDefined();
   });
 });
 
