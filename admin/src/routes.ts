@@ -4,6 +4,12 @@ import { planRoutes } from './features/plans/routes.ts';
 import { subscriberRoutes } from './features/subscribers/routes.ts';
 import { subscriptionRoutes } from './features/subscriptions/routes.ts';
 import { overrideRoutes } from './features/overrides/routes.ts';
+import { organizationRoutes } from './features/organization/routes.ts';
+import { memberRoutes } from './features/members/routes.ts';
+import { inviteRoutes } from './features/invites/routes.ts';
+import { serviceAccountRoutes } from './features/service-accounts/routes.ts';
+import { apiKeyRoutes } from './features/api-keys/routes.ts';
+import { webhookRoutes } from './features/webhook/routes.ts';
 
 /** Every route family of the admin service. One line per feature folder. */
 export async function routes(app: FastifyInstance): Promise<void> {
@@ -12,4 +18,10 @@ export async function routes(app: FastifyInstance): Promise<void> {
   await app.register(subscriberRoutes);
   await app.register(subscriptionRoutes);
   await app.register(overrideRoutes);
+  await app.register(organizationRoutes);
+  await app.register(memberRoutes);
+  await app.register(inviteRoutes);
+  await app.register(serviceAccountRoutes);
+  await app.register(apiKeyRoutes);
+  await app.register(webhookRoutes);
 }

@@ -5,6 +5,7 @@ import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
+import { webhookDeliveryJob } from './webhook-delivery.job.ts';
 
 /** What a job processor may use; built once per worker process (or per test). */
 export interface JobDependencies {
@@ -30,4 +31,4 @@ export interface JobDefinition<Name extends QueueName> {
 export type AnyJobDefinition = JobDefinition<any>;
 
 /** Every job the worker runs. One line per job file. */
-export const jobDefinitions: AnyJobDefinition[] = [];
+export const jobDefinitions: AnyJobDefinition[] = [webhookDeliveryJob];

@@ -1,0 +1,99 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { isScope } from '@ent/common/auth/scopes';
+import type { ApiKey } from '@ent/common/db/database';
+import {
+  ApiKeyListSchema,
+  ApiKeyParams,
+  CreateApiKeyBody,
+  CreatedApiKeySchema,
+  ListApiKeysQuery,
+  type ApiKeyBody,
+} from '@ent/common/schemas/api-keys';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
+import { getServiceAccount } from '../service-accounts/service.ts';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { createApiKey, revokeApiKey } from './service.ts';
+import { listApiKeys } from './store.ts';
+
+export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
+  key_id: key.id,
+  key_prefix: key.key_prefix,
+  name: key.name,
+  service_account_id: key.service_account_id,
+  scopes: key.scopes.filter(isScope),
+  created_at: key.created_at.toISOString(),
+  last_used_at: key.last_used_at?.toISOString() ?? null,
+  revoked_at: key.revoked_at?.toISOString() ?? null,
+});
+
+const tags = ['api keys'];
+
+export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.post(
+    '/org/service-accounts/:service_account_id/api-keys',
+    {
+      config: { scope: 'org:write', auditService: 'identity' },
+      schema: {
+        tags,
+        params: ServiceAccountIdParams,
+        body: CreateApiKeyBody,
+        response: { 201: CreatedApiKeySchema, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { key, plaintext } = await createApiKey(app.db, request.principal!, request.params.service_account_id, request.body ?? {});
+      request.write.details = { key_id: key.id, key_prefix: key.key_prefix, name: key.name };
+      request.write.authChanged = true;
+      return reply.code(201).send({ ...toApiKeyBody(key), api_key: plaintext });
+    },
+  );
+
+  app.get(
+    '/org/service-accounts/:service_account_id/api-keys',
+    {
+      config: { scope: 'org:read' },
+      schema: {
+        tags,
+        params: ServiceAccountIdParams,
+        querystring: ListApiKeysQuery,
+        response: { 200: ApiKeyListSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const organizationId = request.principal!.organizationId;
+      const account = await getServiceAccount(app.db, organizationId, request.params.service_account_id);
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await listApiKeys(app.db, organizationId, account.id, { limit, startingAfter: request.query.starting_after });
+      const page = toPage(rows, limit);
+      return { api_keys: page.items.map(toApiKeyBody), has_more: page.hasMore };
+    },
+  );
+
+  app.delete(
+    '/org/service-accounts/:service_account_id/api-keys/:key_id',
+    {
+      config: { scope: 'org:write', auditService: 'identity' },
+      schema: {
+        tags,
+        params: ApiKeyParams,
+        response: { 204: { type: 'null' }, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      const revoked = await revokeApiKey(
+        app.db,
+        request.principal!,
+        request.params.service_account_id,
+        request.params.key_id,
+        new Date(app.clock.now()),
+      );
+      request.write.details = null;
+      if (revoked) request.write.authChanged = true;
+      return reply.code(204).send();
+    },
+  );
+}

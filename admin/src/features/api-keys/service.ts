@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely';
+import { generateApiKey } from '@ent/common/auth/api-key';
+import { DEFAULT_KEY_SCOPES, type Principal, type Role } from '@ent/common/auth/scopes';
+import type { ApiKey, Database } from '@ent/common/db/database';
+import { conflict, notFound } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import type { CreateApiKeyBody } from '@ent/common/schemas/api-keys';
+import { assertMayManageRole } from '../members/roles.ts';
+import { getServiceAccount } from '../service-accounts/service.ts';
+import { bumpAuthVersion } from '../shared/versions.ts';
+import { findApiKey } from './store.ts';
+
+export interface CreatedApiKey {
+  key: ApiKey;
+  /** Returned once; only the SHA-256 hash is stored. */
+  plaintext: string;
+}
+
+/** Scopes omitted: `check`; an empty list: full access (whatever the service account's role allows). */
+export async function createApiKey(
+  db: Kysely<Database>,
+  principal: Principal,
+  serviceAccountId: string,
+  input: CreateApiKeyBody,
+): Promise<CreatedApiKey> {
+  const organizationId = principal.organizationId;
+  const account = await getServiceAccount(db, organizationId, serviceAccountId);
+  assertMayManageRole(principal, account.role as Role);
+  if (account.status !== 'active') {
+    throw conflict(`The service account is ${account.status}; it cannot get new keys.`, {
+      field: 'service_account_id',
+      value: serviceAccountId,
+    });
+  }
+  const generated = generateApiKey();
+  const key = await db.transaction().execute(async (trx) => {
+    const created = await trx
+      .insertInto('api_keys')
+      .values({
+        id: newId('key'),
+        organization_id: organizationId,
+        service_account_id: serviceAccountId,
+        name: input.name ?? '',
+        key_prefix: generated.prefix,
+        key_hash: generated.hash,
+        scopes: input.scopes ?? DEFAULT_KEY_SCOPES,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await bumpAuthVersion(trx, organizationId);
+    return created;
+  });
+  return { key, plaintext: generated.plaintext };
+}
+
+/** Revokes the key at once (refused on the next request); revoking a revoked key changes nothing. */
+export async function revokeApiKey(
+  db: Kysely<Database>,
+  principal: Principal,
+  serviceAccountId: string,
+  keyId: string,
+  now: Date,
+): Promise<boolean> {
+  const organizationId = principal.organizationId;
+  const account = await getServiceAccount(db, organizationId, serviceAccountId);
+  assertMayManageRole(principal, account.role as Role);
+  return db.transaction().execute(async (trx) => {
+    const key = await findApiKey(trx, organizationId, serviceAccountId, keyId);
+    if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });
+    if (key.revoked_at) return false;
+    await trx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).execute();
+    await bumpAuthVersion(trx, organizationId);
+    return true;
+  });
+}

@@ -1,0 +1,87 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from '@ent/common/config';
+import type { Invite } from '@ent/common/db/database';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import {
+  CreateInviteBody,
+  InviteIdParams,
+  InviteListSchema,
+  InviteSchema,
+  ListInvitesQuery,
+  type InviteBody,
+} from '@ent/common/schemas/invites';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_CONSOLE_URL, createInvite, inviteLinkOf, revokeInvite, type InviteSettings } from './service.ts';
+import { listLiveInvites } from './store.ts';
+
+export const inviteSettings = (config: Config): InviteSettings => ({
+  secretsKey: config.secretsKey,
+  consoleUrl: (config as Config & { consoleUrl?: string }).consoleUrl || DEFAULT_CONSOLE_URL,
+});
+
+export const toInviteBody = (invite: Invite, settings: InviteSettings): InviteBody => ({
+  invite_id: invite.id,
+  role: invite.role as InviteBody['role'],
+  email: invite.email,
+  url: inviteLinkOf(invite, settings),
+  expires_at: invite.expires_at.toISOString(),
+  created_at: invite.created_at.toISOString(),
+});
+
+const tags = ['invites'];
+
+/** Invite links let anyone join with the invite's role, so only admins create, read or revoke them. */
+export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const settings = inviteSettings(app.config);
+  const now = () => new Date(app.clock.now());
+
+  app.post(
+    '/org/invites',
+    {
+      config: { scope: 'org:write', auditService: 'identity', adminOnly: true },
+      schema: { tags, body: CreateInviteBody, response: { 201: InviteSchema, ...commonErrorResponses } },
+    },
+    async (request, reply) => {
+      const principal = request.principal!;
+      const invite = await createInvite(app.db, settings, principal.organizationId, principal.memberId, request.body, now());
+      request.write.details = { invite_id: invite.id, role: invite.role };
+      return reply.code(201).send(toInviteBody(invite, settings));
+    },
+  );
+
+  app.get(
+    '/org/invites',
+    {
+      config: { scope: 'org:read', auditService: 'identity', auditRead: true, adminOnly: true },
+      schema: { tags, querystring: ListInvitesQuery, response: { 200: InviteListSchema, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await listLiveInvites(app.db, request.principal!.organizationId, now(), {
+        limit,
+        startingAfter: request.query.starting_after,
+      });
+      const page = toPage(rows, limit);
+      return { invites: page.items.map((invite) => toInviteBody(invite, settings)), has_more: page.hasMore };
+    },
+  );
+
+  app.delete(
+    '/org/invites/:invite_id',
+    {
+      config: { scope: 'org:write', auditService: 'identity', adminOnly: true },
+      schema: {
+        tags,
+        params: InviteIdParams,
+        response: { 204: { type: 'null' }, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      await revokeInvite(app.db, request.principal!.organizationId, request.params.invite_id, now());
+      request.write.details = null;
+      return reply.code(204).send();
+    },
+  );
+}

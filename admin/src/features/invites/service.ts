@@ -1,0 +1,110 @@
+import type { Kysely } from 'kysely';
+import type { Role } from '@ent/common/auth/scopes';
+import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '@ent/common/crypto/secrets';
+import type { Database, Invite, Member } from '@ent/common/db/database';
+import { conflict, notFound } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import type { CreateInviteBody } from '@ent/common/schemas/invites';
+import { bumpAuthVersion } from '../shared/versions.ts';
+import { findInvite } from './store.ts';
+
+export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** Where the console serves its join page; the link carries the single-use token. */
+export const DEFAULT_CONSOLE_URL = 'https://console.entitlements.local';
+
+export interface InviteSettings {
+  secretsKey: string;
+  consoleUrl: string;
+}
+
+const tokenContext = (inviteId: string) => `invite:${inviteId}`;
+
+export const inviteUrl = (consoleUrl: string, token: string): string =>
+  `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;
+
+/** The link of a live invite, decrypted from its stored ciphertext. */
+export function inviteLinkOf(invite: Invite, settings: InviteSettings): string {
+  if (!invite.token_ciphertext) throw new Error(`invite ${invite.id} has no stored token`);
+  return inviteUrl(settings.consoleUrl, decryptSecret(invite.token_ciphertext, settings.secretsKey, tokenContext(invite.id)));
+}
+
+export async function createInvite(
+  db: Kysely<Database>,
+  settings: InviteSettings,
+  organizationId: string,
+  createdByMemberId: string,
+  input: CreateInviteBody,
+  now: Date,
+): Promise<Invite> {
+  const id = newId('inv');
+  const token = randomToken(32);
+  return db
+    .insertInto('invites')
+    .values({
+      id,
+      organization_id: organizationId,
+      role: input.role,
+      email: input.email?.toLowerCase() ?? null,
+      token_hash: sha256Hex(token),
+      token_ciphertext: encryptSecret(token, settings.secretsKey, tokenContext(id)),
+      created_by_member_id: createdByMemberId,
+      expires_at: new Date(now.getTime() + INVITE_TTL_MS),
+      created_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Revokes a live invite; revoking one that was revoked or has expired changes nothing. */
+export async function revokeInvite(db: Kysely<Database>, organizationId: string, inviteId: string, now: Date): Promise<boolean> {
+  const invite = await findInvite(db, organizationId, inviteId);
+  if (!invite) throw notFound(`No invite with id "${inviteId}".`, { field: 'invite_id', value: inviteId });
+  if (invite.accepted_at) throw conflict('The invite has already been accepted.', { field: 'invite_id', value: inviteId });
+  const result = await db
+    .updateTable('invites')
+    .set({ revoked_at: now, token_ciphertext: null })
+    .where('id', '=', inviteId)
+    .where('revoked_at', 'is', null)
+    .where('accepted_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n && invite.expires_at > now;
+}
+
+/**
+ * Joining with an invite (the console's sign-up page calls this): the token is used once, atomically,
+ * and only before it expires. Returns the new member.
+ */
+export async function redeemInvite(
+  db: Kysely<Database>,
+  token: string,
+  joiner: { email: string; name?: string },
+  now: Date,
+): Promise<Member> {
+  return db.transaction().execute(async (trx) => {
+    const invite = await trx
+      .updateTable('invites')
+      .set({ accepted_at: now, token_ciphertext: null })
+      .where('token_hash', '=', sha256Hex(token))
+      .where('accepted_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returningAll()
+      .executeTakeFirst();
+    if (!invite) throw notFound('The invite link is invalid, expired, revoked or already used.');
+    const email = (invite.email ?? joiner.email).toLowerCase();
+    const member = await trx
+      .insertInto('members')
+      .values({
+        id: newId('mem'),
+        organization_id: invite.organization_id,
+        kind: 'user',
+        email,
+        name: joiner.name ?? null,
+        role: invite.role as Role,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await bumpAuthVersion(trx, invite.organization_id);
+    return member;
+  });
+}

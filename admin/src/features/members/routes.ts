@@ -1,0 +1,99 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Member } from '@ent/common/db/database';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import {
+  CreateMemberBody,
+  ListMembersQuery,
+  MemberIdParams,
+  MemberListSchema,
+  MemberSchema,
+  UpdateMemberBody,
+  type MemberBody,
+} from '@ent/common/schemas/members';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { createMember, getMember, updateMember } from './service.ts';
+import { listMembers } from './store.ts';
+
+export const toMemberBody = (member: Member): MemberBody => ({
+  member_id: member.id,
+  kind: member.kind,
+  email: member.email,
+  name: member.name,
+  role: member.role as MemberBody['role'],
+  status: member.status,
+  created_at: member.created_at.toISOString(),
+  updated_at: member.updated_at.toISOString(),
+});
+
+const tags = ['members'];
+
+export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get(
+    '/org/members',
+    {
+      config: { scope: 'org:read' },
+      schema: { tags, querystring: ListMembersQuery, response: { 200: MemberListSchema, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await listMembers(app.db, request.principal!.organizationId, {
+        limit,
+        startingAfter: request.query.starting_after,
+        status: request.query.status,
+        kind: request.query.kind,
+      });
+      const page = toPage(rows, limit);
+      return { members: page.items.map(toMemberBody), has_more: page.hasMore };
+    },
+  );
+
+  app.get(
+    '/org/members/:member_id',
+    {
+      config: { scope: 'org:read' },
+      schema: { tags, params: MemberIdParams, response: { 200: MemberSchema, 404: ErrorBodySchema, ...commonErrorResponses } },
+    },
+    async (request) => toMemberBody(await getMember(app.db, request.principal!.organizationId, request.params.member_id)),
+  );
+
+  app.post(
+    '/org/members',
+    {
+      config: { scope: 'org:write', auditService: 'identity', adminOnly: true },
+      schema: { tags, body: CreateMemberBody, response: { 201: MemberSchema, 409: ErrorBodySchema, ...commonErrorResponses } },
+    },
+    async (request, reply) => {
+      const member = await createMember(app.db, request.principal!.organizationId, request.body);
+      request.write.details = { member_id: member.id, role: member.role };
+      request.write.authChanged = true;
+      return reply.code(201).send(toMemberBody(member));
+    },
+  );
+
+  app.patch(
+    '/org/members/:member_id',
+    {
+      config: { scope: 'org:write', auditService: 'identity', adminOnly: true },
+      schema: {
+        tags,
+        params: MemberIdParams,
+        body: UpdateMemberBody,
+        response: { 200: MemberSchema, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const { member, changes } = await updateMember(
+        app.db,
+        request.principal!.organizationId,
+        request.params.member_id,
+        request.body,
+      );
+      request.write.details = changes;
+      if (changes) request.write.authChanged = true;
+      return toMemberBody(member);
+    },
+  );
+}

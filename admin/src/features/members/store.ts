@@ -1,0 +1,47 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, Member, MemberStatus } from '@ent/common/db/database';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export function findMember(db: Db, organizationId: string, memberId: string): Promise<Member | undefined> {
+  return db
+    .selectFrom('members')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', memberId)
+    .executeTakeFirst();
+}
+
+export interface MemberListFilter {
+  limit: number;
+  startingAfter?: string;
+  status?: MemberStatus;
+  kind?: Member['kind'];
+}
+
+/** Newest first; fetches one extra row to tell whether another page follows. */
+export function listMembers(db: Db, organizationId: string, filter: MemberListFilter): Promise<Member[]> {
+  let query = db.selectFrom('members').selectAll().where('organization_id', '=', organizationId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.kind) query = query.where('kind', '=', filter.kind);
+  if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
+  return query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+}
+
+/** Active admins other than `memberId`, counted while the organization row is locked. */
+export async function countOtherActiveAdmins(trx: Transaction<Database>, organizationId: string, memberId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('members')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('organization_id', '=', organizationId)
+    .where('role', '=', 'admin')
+    .where('status', '=', 'active')
+    .where('id', '!=', memberId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Serializes role and status changes of one organization (the last-admin rule reads, then writes). */
+export async function lockOrganization(trx: Transaction<Database>, organizationId: string): Promise<void> {
+  await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
+}

@@ -1,0 +1,110 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import {
+  CreateServiceAccountBody,
+  ListServiceAccountsQuery,
+  ServiceAccountIdParams,
+  ServiceAccountListSchema,
+  ServiceAccountSchema,
+  UpdateServiceAccountBody,
+  type ServiceAccountBody,
+} from '@ent/common/schemas/service-accounts';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { createServiceAccount, getServiceAccount, updateServiceAccount } from './service.ts';
+import { listServiceAccounts, type ServiceAccountRow } from './store.ts';
+
+export const toServiceAccountBody = (account: ServiceAccountRow): ServiceAccountBody => ({
+  service_account_id: account.id,
+  member_id: account.member_id,
+  name: account.name,
+  role: account.role as ServiceAccountBody['role'],
+  status: account.status,
+  created_at: account.created_at.toISOString(),
+  updated_at: account.updated_at.toISOString(),
+});
+
+const tags = ['service accounts'];
+
+export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.post(
+    '/org/service-accounts',
+    {
+      config: { scope: 'org:write', auditService: 'identity' },
+      schema: { tags, body: CreateServiceAccountBody, response: { 201: ServiceAccountSchema, ...commonErrorResponses } },
+    },
+    async (request, reply) => {
+      const account = await createServiceAccount(app.db, request.principal!, request.body);
+      request.write.details = {
+        service_account_id: account.id,
+        member_id: account.member_id,
+        name: account.name,
+        role: account.role,
+      };
+      request.write.authChanged = true;
+      return reply.code(201).send(toServiceAccountBody(account));
+    },
+  );
+
+  app.get(
+    '/org/service-accounts',
+    {
+      config: { scope: 'org:read' },
+      schema: {
+        tags,
+        querystring: ListServiceAccountsQuery,
+        response: { 200: ServiceAccountListSchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await listServiceAccounts(app.db, request.principal!.organizationId, {
+        limit,
+        startingAfter: request.query.starting_after,
+      });
+      const page = toPage(rows, limit);
+      return { service_accounts: page.items.map(toServiceAccountBody), has_more: page.hasMore };
+    },
+  );
+
+  app.get(
+    '/org/service-accounts/:service_account_id',
+    {
+      config: { scope: 'org:read' },
+      schema: {
+        tags,
+        params: ServiceAccountIdParams,
+        response: { 200: ServiceAccountSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) =>
+      toServiceAccountBody(
+        await getServiceAccount(app.db, request.principal!.organizationId, request.params.service_account_id),
+      ),
+  );
+
+  app.patch(
+    '/org/service-accounts/:service_account_id',
+    {
+      config: { scope: 'org:write', auditService: 'identity' },
+      schema: {
+        tags,
+        params: ServiceAccountIdParams,
+        body: UpdateServiceAccountBody,
+        response: { 200: ServiceAccountSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const { account, changes } = await updateServiceAccount(
+        app.db,
+        request.principal!,
+        request.params.service_account_id,
+        request.body,
+      );
+      request.write.details = changes;
+      return toServiceAccountBody(account);
+    },
+  );
+}

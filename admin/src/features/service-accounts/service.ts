@@ -1,0 +1,70 @@
+import type { Kysely } from 'kysely';
+import type { Principal, Role } from '@ent/common/auth/scopes';
+import type { Database } from '@ent/common/db/database';
+import { notFound } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import type { CreateServiceAccountBody, UpdateServiceAccountBody } from '@ent/common/schemas/service-accounts';
+import { assertMayManageRole } from '../members/roles.ts';
+import { changedFields, type Change } from '../shared/changes.ts';
+import { bumpAuthVersion } from '../shared/versions.ts';
+import { findServiceAccount, type ServiceAccountRow } from './store.ts';
+
+export const serviceAccountNotFound = (id: string) =>
+  notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
+
+export async function getServiceAccount(db: Kysely<Database>, organizationId: string, id: string): Promise<ServiceAccountRow> {
+  const account = await findServiceAccount(db, organizationId, id);
+  if (!account) throw serviceAccountNotFound(id);
+  return account;
+}
+
+/** A service account and the member it is, in one transaction. */
+export async function createServiceAccount(
+  db: Kysely<Database>,
+  principal: Principal,
+  input: CreateServiceAccountBody,
+): Promise<ServiceAccountRow> {
+  assertMayManageRole(principal, input.role);
+  const organizationId = principal.organizationId;
+  return db.transaction().execute(async (trx) => {
+    const memberId = newId('mem');
+    const id = newId('sa');
+    await trx
+      .insertInto('members')
+      .values({ id: memberId, organization_id: organizationId, kind: 'service_account', name: input.name, role: input.role })
+      .execute();
+    await trx
+      .insertInto('service_accounts')
+      .values({ id, organization_id: organizationId, member_id: memberId, name: input.name })
+      .execute();
+    await bumpAuthVersion(trx, organizationId);
+    const created = await findServiceAccount(trx, organizationId, id);
+    return created!;
+  });
+}
+
+export interface ServiceAccountUpdateResult {
+  account: ServiceAccountRow;
+  changes: Record<string, Change> | null;
+}
+
+export async function updateServiceAccount(
+  db: Kysely<Database>,
+  principal: Principal,
+  id: string,
+  input: UpdateServiceAccountBody,
+): Promise<ServiceAccountUpdateResult> {
+  const organizationId = principal.organizationId;
+  return db.transaction().execute(async (trx) => {
+    const before = await findServiceAccount(trx, organizationId, id);
+    if (!before) throw serviceAccountNotFound(id);
+    assertMayManageRole(principal, before.role as Role);
+    const changes = changedFields(before, input, ['name']);
+    if (!changes || input.name === undefined) return { account: before, changes: null };
+    const now = new Date();
+    await trx.updateTable('service_accounts').set({ name: input.name, updated_at: now }).where('id', '=', id).execute();
+    await trx.updateTable('members').set({ name: input.name, updated_at: now }).where('id', '=', before.member_id).execute();
+    const account = await findServiceAccount(trx, organizationId, id);
+    return { account: account!, changes };
+  });
+}

@@ -1,0 +1,47 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, MemberStatus } from '@ent/common/db/database';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** A service account with its member's role and status (a service account is a member). */
+export interface ServiceAccountRow {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  name: string;
+  role: string;
+  status: MemberStatus;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const withMember = (db: Db, organizationId: string) =>
+  db
+    .selectFrom('service_accounts as sa')
+    .innerJoin('members as m', 'm.id', 'sa.member_id')
+    .select([
+      'sa.id',
+      'sa.organization_id',
+      'sa.member_id',
+      'sa.name',
+      'm.role',
+      'm.status',
+      'sa.created_at',
+      'sa.updated_at',
+    ])
+    .where('sa.organization_id', '=', organizationId);
+
+export function findServiceAccount(db: Db, organizationId: string, id: string): Promise<ServiceAccountRow | undefined> {
+  return withMember(db, organizationId).where('sa.id', '=', id).executeTakeFirst();
+}
+
+/** Newest first; one extra row for `has_more`. */
+export function listServiceAccounts(
+  db: Db,
+  organizationId: string,
+  filter: { limit: number; startingAfter?: string },
+): Promise<ServiceAccountRow[]> {
+  let query = withMember(db, organizationId);
+  if (filter.startingAfter) query = query.where('sa.id', '<', filter.startingAfter);
+  return query.orderBy('sa.id', 'desc').limit(filter.limit + 1).execute();
+}

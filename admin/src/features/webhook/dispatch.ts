@@ -1,0 +1,94 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+import { newId } from '@ent/common/ids';
+import type { Queues } from '../../jobs/queues.ts';
+import type { DomainEvent } from '../../plugins/write-pipeline.ts';
+
+/** The JSON body of every delivery (documented in docs/webhooks.md). */
+export interface WebhookPayload {
+  id: string;
+  type: string;
+  created_at: string;
+  organization_id: string;
+  data: Record<string, unknown>;
+}
+
+/** Enqueuing must not hold a response hostage when Redis is slow; the row stays `pending` for a replay. */
+const ENQUEUE_TIMEOUT_MS = 2000;
+
+/**
+ * One delivery row per event, when the organization has an enabled webhook (a disabled webhook sends
+ * nothing, so nothing is recorded for it). Returns the new delivery ids.
+ */
+export async function recordDeliveries(
+  db: Kysely<Database>,
+  organizationId: string,
+  events: DomainEvent[],
+  now: Date,
+): Promise<string[]> {
+  if (events.length === 0) return [];
+  const webhook = await db
+    .selectFrom('webhooks')
+    .select(['disabled'])
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
+  if (!webhook || webhook.disabled) return [];
+  const rows = events.map((event) => {
+    const payload: WebhookPayload = {
+      id: newId('evt'),
+      type: event.type,
+      created_at: now.toISOString(),
+      organization_id: organizationId,
+      data: event.data,
+    };
+    return {
+      id: newId('whd'),
+      organization_id: organizationId,
+      event_id: payload.id,
+      event_type: event.type,
+      payload: JSON.stringify(payload),
+      next_attempt_at: now,
+      created_at: now,
+      updated_at: now,
+    };
+  });
+  await db.insertInto('webhook_deliveries').values(rows).execute();
+  return rows.map((row) => row.id);
+}
+
+export const deliveryJobId = (deliveryId: string, attempt: number) => `${deliveryId}.${attempt}`;
+
+export async function enqueueDeliveries(queues: Pick<Queues, 'webhook-delivery'>, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  const queue = queues['webhook-delivery'];
+  const added = queue.addBulk(
+    deliveryIds.map((deliveryId) => ({
+      name: 'webhook-delivery',
+      data: { deliveryId },
+      opts: { jobId: deliveryJobId(deliveryId, 1) },
+    })),
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('enqueueing webhook deliveries timed out')), ENQUEUE_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([added, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * After each committed write: the events it produced become deliveries, handed to the worker. The write's
+ * response waits only for the insert and the enqueue, never for the delivery itself.
+ */
+export function registerWebhookDispatch(app: FastifyInstance): void {
+  app.writePipeline.onCommitted(async (request, write) => {
+    const principal = request.principal;
+    if (!principal || write.events.length === 0) return;
+    const deliveryIds = await recordDeliveries(app.db, principal.organizationId, write.events, new Date(app.clock.now()));
+    await enqueueDeliveries(app.queues, deliveryIds);
+  });
+}

@@ -1,0 +1,134 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Webhook, WebhookDelivery } from '@ent/common/db/database';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import {
+  ListDeliveriesQuery,
+  PutWebhookBody,
+  WebhookDeliveryListSchema,
+  WebhookSchema,
+  WebhookWithSecretSchema,
+  type WebhookBody,
+  type WebhookDeliveryBody,
+} from '@ent/common/schemas/webhook';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { registerWebhookDispatch } from './dispatch.ts';
+import { putWebhook, rotateWebhookSecret, setWebhookDisabled, webhookNotFound, type WebhookSettings } from './service.ts';
+import { findWebhook, listDeliveries } from './store.ts';
+
+export const toWebhookBody = (webhook: Webhook): WebhookBody => ({
+  url: webhook.url,
+  secret_prefix: webhook.secret_prefix,
+  disabled: webhook.disabled,
+  disabled_reason: webhook.disabled_reason,
+  previous_secret_expires_at: webhook.previous_secret_expires_at?.toISOString() ?? null,
+  created_at: webhook.created_at.toISOString(),
+  updated_at: webhook.updated_at.toISOString(),
+});
+
+export const toDeliveryBody = (delivery: WebhookDelivery): WebhookDeliveryBody => ({
+  delivery_id: delivery.id,
+  event_id: delivery.event_id,
+  event_type: delivery.event_type,
+  status: delivery.status,
+  attempts: delivery.attempts,
+  last_status_code: delivery.last_status_code,
+  last_error: delivery.last_error,
+  next_attempt_at: delivery.next_attempt_at?.toISOString() ?? null,
+  delivered_at: delivery.delivered_at?.toISOString() ?? null,
+  created_at: delivery.created_at.toISOString(),
+  updated_at: delivery.updated_at.toISOString(),
+});
+
+const tags = ['webhook'];
+const withNotFound = { 404: ErrorBodySchema, ...commonErrorResponses };
+
+export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const settings: WebhookSettings = {
+    secretsKey: app.config.secretsKey,
+    allowPrivateTargets: app.config.webhookAllowPrivateTargets,
+  };
+  const now = () => new Date(app.clock.now());
+  registerWebhookDispatch(app);
+
+  app.get(
+    '/org/webhook',
+    { config: { scope: 'org:read' }, schema: { tags, response: { 200: WebhookSchema, ...withNotFound } } },
+    async (request) => {
+      const webhook = await findWebhook(app.db, request.principal!.organizationId);
+      if (!webhook) throw webhookNotFound();
+      return toWebhookBody(webhook);
+    },
+  );
+
+  app.put(
+    '/org/webhook',
+    {
+      config: { scope: 'org:write', auditService: 'api' },
+      schema: {
+        tags,
+        body: PutWebhookBody,
+        response: { 200: WebhookSchema, 201: WebhookWithSecretSchema, ...commonErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      const result = await putWebhook(app.db, settings, request.principal!.organizationId, request.body, now());
+      request.write.details = result.details;
+      if (result.secret) return reply.code(201).send({ ...toWebhookBody(result.webhook), secret: result.secret });
+      return reply.code(200).send(toWebhookBody(result.webhook));
+    },
+  );
+
+  app.post(
+    '/org/webhook/rotate',
+    {
+      config: { scope: 'org:write', auditService: 'api' },
+      schema: { tags, response: { 200: WebhookWithSecretSchema, ...withNotFound } },
+    },
+    async (request) => {
+      const { webhook, secret, changes } = await rotateWebhookSecret(app.db, settings, request.principal!.organizationId, now());
+      request.write.details = changes;
+      return { ...toWebhookBody(webhook), secret };
+    },
+  );
+
+  for (const action of ['enable', 'disable'] as const) {
+    app.post(
+      `/org/webhook/${action}`,
+      {
+        config: { scope: 'org:write', auditService: 'api' },
+        schema: { tags, response: { 200: WebhookSchema, ...withNotFound } },
+      },
+      async (request) => {
+        const { webhook, changes } = await setWebhookDisabled(
+          app.db,
+          request.principal!.organizationId,
+          action === 'disable',
+          now(),
+        );
+        request.write.details = changes;
+        return toWebhookBody(webhook);
+      },
+    );
+  }
+
+  app.get(
+    '/org/webhook/deliveries',
+    {
+      config: { scope: 'org:read' },
+      schema: { tags, querystring: ListDeliveriesQuery, response: { 200: WebhookDeliveryListSchema, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await listDeliveries(app.db, request.principal!.organizationId, {
+        limit,
+        startingAfter: request.query.starting_after,
+        status: request.query.status,
+        eventType: request.query.event_type,
+      });
+      const page = toPage(rows, limit);
+      return { deliveries: page.items.map(toDeliveryBody), has_more: page.hasMore };
+    },
+  );
+}

@@ -1,0 +1,165 @@
+import type { Kysely } from 'kysely';
+import { decryptSecret, encryptSecret } from '@ent/common/crypto/secrets';
+import type { Database, Webhook } from '@ent/common/db/database';
+import { notFound, validationError } from '@ent/common/errors/app-error';
+import type { PutWebhookBody } from '@ent/common/schemas/webhook';
+import { changedFields, type Change } from '../shared/changes.ts';
+import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
+import { TargetRefusedError, assertPublicTarget } from './targets.ts';
+import { findWebhookForUpdate } from './store.ts';
+
+/** After a rotation the previous secret keeps signing (a second signature) for this long. */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export interface WebhookSettings {
+  secretsKey: string;
+  allowPrivateTargets: boolean;
+}
+
+export const webhookNotFound = () => notFound('No webhook is configured; create it with PUT /org/webhook.');
+
+const secretContext = (organizationId: string) => `webhook:${organizationId}`;
+export const encryptWebhookSecret = (secret: string, settings: Pick<WebhookSettings, 'secretsKey'>, organizationId: string) =>
+  encryptSecret(secret, settings.secretsKey, secretContext(organizationId));
+
+/** The secrets that sign a delivery at `now`: the current one, and the previous one during the overlap. */
+export function signingSecrets(webhook: Webhook, secretsKey: string, now: Date): string[] {
+  const context = secretContext(webhook.organization_id);
+  const secrets = [decryptSecret(webhook.secret_ciphertext, secretsKey, context)];
+  if (webhook.previous_secret_ciphertext && webhook.previous_secret_expires_at && webhook.previous_secret_expires_at > now) {
+    secrets.push(decryptSecret(webhook.previous_secret_ciphertext, secretsKey, context));
+  }
+  return secrets;
+}
+
+/** http(s), no credentials in the URL, and (unless allowed) not a private or loopback address. */
+export async function validateWebhookUrl(raw: string, allowPrivateTargets: boolean): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw validationError('url must be an absolute http or https URL.', { field: 'url', value: raw });
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw validationError('url must use http or https.', { field: 'url', value: raw });
+  }
+  if (url.username || url.password) {
+    throw validationError('url must not carry credentials.', { field: 'url', value: raw });
+  }
+  if (!allowPrivateTargets) {
+    try {
+      await assertPublicTarget(url);
+    } catch (error) {
+      if (error instanceof TargetRefusedError) {
+        throw validationError('url points at a private or loopback address.', { field: 'url', value: raw });
+      }
+      // A name that does not resolve yet is accepted; every delivery checks the address again.
+    }
+  }
+  return url.toString();
+}
+
+export interface PutWebhookResult {
+  webhook: Webhook;
+  /** Set only when the webhook was created: the signing secret, shown once. */
+  secret: string | null;
+  details: Record<string, unknown> | null;
+}
+
+export async function putWebhook(
+  db: Kysely<Database>,
+  settings: WebhookSettings,
+  organizationId: string,
+  input: PutWebhookBody,
+  now: Date,
+): Promise<PutWebhookResult> {
+  const url = await validateWebhookUrl(input.url, settings.allowPrivateTargets);
+  return db.transaction().execute(async (trx) => {
+    const before = await findWebhookForUpdate(trx, organizationId);
+    if (!before) {
+      const secret = generateWebhookSecret();
+      const webhook = await trx
+        .insertInto('webhooks')
+        .values({
+          organization_id: organizationId,
+          url,
+          secret_ciphertext: encryptWebhookSecret(secret, settings, organizationId),
+          secret_prefix: secretPrefixOf(secret),
+          disabled: input.disabled ?? false,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return { webhook, secret, details: { url: webhook.url, secret_prefix: webhook.secret_prefix } };
+    }
+    const changes = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
+    if (!changes) return { webhook: before, secret: null, details: null };
+    const disabled = input.disabled ?? before.disabled;
+    const webhook = await trx
+      .updateTable('webhooks')
+      .set({ url, disabled, disabled_reason: disabled ? before.disabled_reason : null, updated_at: now })
+      .where('organization_id', '=', organizationId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { webhook, secret: null, details: changes };
+  });
+}
+
+export interface RotateResult {
+  webhook: Webhook;
+  secret: string;
+  changes: Record<string, Change>;
+}
+
+/** A new secret; the current one becomes the previous secret and keeps signing for 24 hours. */
+export async function rotateWebhookSecret(
+  db: Kysely<Database>,
+  settings: WebhookSettings,
+  organizationId: string,
+  now: Date,
+): Promise<RotateResult> {
+  return db.transaction().execute(async (trx) => {
+    const before = await findWebhookForUpdate(trx, organizationId);
+    if (!before) throw webhookNotFound();
+    const secret = generateWebhookSecret();
+    const webhook = await trx
+      .updateTable('webhooks')
+      .set({
+        secret_ciphertext: encryptWebhookSecret(secret, settings, organizationId),
+        secret_prefix: secretPrefixOf(secret),
+        previous_secret_ciphertext: before.secret_ciphertext,
+        previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS),
+        updated_at: now,
+      })
+      .where('organization_id', '=', organizationId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { webhook, secret, changes: { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } } };
+  });
+}
+
+export interface ToggleResult {
+  webhook: Webhook;
+  changes: Record<string, Change> | null;
+}
+
+export async function setWebhookDisabled(
+  db: Kysely<Database>,
+  organizationId: string,
+  disabled: boolean,
+  now: Date,
+): Promise<ToggleResult> {
+  return db.transaction().execute(async (trx) => {
+    const before = await findWebhookForUpdate(trx, organizationId);
+    if (!before) throw webhookNotFound();
+    if (before.disabled === disabled) return { webhook: before, changes: null };
+    const webhook = await trx
+      .updateTable('webhooks')
+      .set({ disabled, disabled_reason: null, updated_at: now })
+      .where('organization_id', '=', organizationId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { webhook, changes: { disabled: { from: before.disabled, to: disabled } } };
+  });
+}

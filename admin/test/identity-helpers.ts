@@ -1,0 +1,41 @@
+import type { AdminTestContext } from '../../test-support/admin-context.ts';
+
+export interface CommittedWrite {
+  method: string;
+  route: string;
+  details: Record<string, unknown> | null;
+  authChanged: boolean;
+  events: { type: string; data: Record<string, unknown> }[];
+}
+
+/** Records what each committed write reported on `request.write` (what the audit log stores as details). */
+export function captureWrites(ctx: AdminTestContext): CommittedWrite[] {
+  const writes: CommittedWrite[] = [];
+  ctx.app.writePipeline.onCommitted(async (request, write) => {
+    writes.push({
+      method: request.method,
+      route: request.routeOptions.url ?? '',
+      details: write.details,
+      authChanged: write.authChanged,
+      events: [...write.events],
+    });
+  });
+  return writes;
+}
+
+export const lastWrite = (writes: CommittedWrite[]): CommittedWrite => {
+  const write = writes.at(-1);
+  if (!write) throw new Error('no write was committed');
+  return write;
+};
+
+export function caller(ctx: AdminTestContext, apiKey: string) {
+  const headers = { 'x-api-key': apiKey };
+  return {
+    get: (url: string) => ctx.app.inject({ method: 'GET', url, headers }),
+    post: (url: string, payload?: object) => ctx.app.inject({ method: 'POST', url, headers, payload: payload ?? {} }),
+    patch: (url: string, payload: object) => ctx.app.inject({ method: 'PATCH', url, headers, payload }),
+    put: (url: string, payload: object) => ctx.app.inject({ method: 'PUT', url, headers, payload }),
+    delete: (url: string) => ctx.app.inject({ method: 'DELETE', url, headers }),
+  };
+}

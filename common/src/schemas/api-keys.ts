@@ -1,0 +1,47 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { SCOPES } from '../auth/scopes.ts';
+import { NullableTimestamp, PaginationQuery, Timestamp, listOf } from './common.ts';
+
+export const ScopeSchema = Type.Union(SCOPES.map((scope) => Type.Literal(scope)));
+
+export const ApiKeySchema = Type.Object(
+  {
+    key_id: Type.String(),
+    key_prefix: Type.String({ description: '`svc-mk-1-` and the first 8 characters of the secret' }),
+    name: Type.String(),
+    service_account_id: Type.String(),
+    /** Empty = full access (everything the service account's role allows). */
+    scopes: Type.Array(ScopeSchema),
+    created_at: Timestamp,
+    last_used_at: NullableTimestamp,
+    revoked_at: NullableTimestamp,
+  },
+  { $id: 'ApiKey' },
+);
+export type ApiKeyBody = Static<typeof ApiKeySchema>;
+
+/** The create response: the only time the plaintext key is ever shown. */
+export const CreatedApiKeySchema = Type.Composite([ApiKeySchema, Type.Object({ api_key: Type.String() })], {
+  $id: 'CreatedApiKey',
+});
+export type CreatedApiKeyBody = Static<typeof CreatedApiKeySchema>;
+
+export const ApiKeyParams = Type.Object({
+  service_account_id: Type.String({ minLength: 1, maxLength: 255 }),
+  key_id: Type.String({ minLength: 1, maxLength: 255 }),
+});
+
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 255 })),
+    /** Omitted: `["check"]`. Empty: full access. */
+    scopes: Type.Optional(Type.Array(ScopeSchema, { uniqueItems: true, maxItems: SCOPES.length })),
+  },
+  { additionalProperties: false },
+);
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+
+export const ListApiKeysQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });
+export type ListApiKeysQuery = Static<typeof ListApiKeysQuery>;
+
+export const ApiKeyListSchema = listOf('api_keys', ApiKeySchema);

@@ -1,0 +1,33 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { PaginationQuery, Timestamp, listOf } from './common.ts';
+import { RoleSchema } from './members.ts';
+
+export const InviteSchema = Type.Object(
+  {
+    invite_id: Type.String(),
+    role: RoleSchema,
+    email: Type.Union([Type.String(), Type.Null()]),
+    /** The single-use link that joins the organization; shown while the invite is live. */
+    url: Type.String(),
+    expires_at: Timestamp,
+    created_at: Timestamp,
+  },
+  { $id: 'Invite' },
+);
+export type InviteBody = Static<typeof InviteSchema>;
+
+export const InviteIdParams = Type.Object({ invite_id: Type.String({ minLength: 1, maxLength: 255 }) });
+
+export const CreateInviteBody = Type.Object(
+  {
+    role: RoleSchema,
+    email: Type.Optional(Type.String({ format: 'email', maxLength: 320 })),
+  },
+  { additionalProperties: false },
+);
+export type CreateInviteBody = Static<typeof CreateInviteBody>;
+
+export const ListInvitesQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });
+export type ListInvitesQuery = Static<typeof ListInvitesQuery>;
+
+export const InviteListSchema = listOf('invites', InviteSchema);
