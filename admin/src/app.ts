@@ -12,10 +12,12 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import { authentication } from './plugins/auth.ts';
 import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
+import { metrics } from './plugins/metrics.ts';
 import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
 import { writePipeline } from './plugins/write-pipeline.ts';
 import { routes } from './routes.ts';
+import { snapshots } from './features/snapshots/plugin.ts';
 
 export interface AdminAppOptions {
   config: Config;
@@ -45,7 +47,9 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(queues);
   await app.register(openapi);
   await app.register(health);
+  await app.register(metrics);
   await app.register(writePipeline);
+  await app.register(snapshots);
   await app.register(authentication);
   await app.register(routes);
   return app;

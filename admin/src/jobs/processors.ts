@@ -6,6 +6,7 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
 import { webhookDeliveryJob } from './webhook-delivery.job.ts';
+import { snapshotsJob } from '../features/snapshots/job.ts';
 
 /** What a job processor may use; built once per worker process (or per test). */
 export interface JobDependencies {
@@ -31,4 +32,4 @@ export interface JobDefinition<Name extends QueueName> {
 export type AnyJobDefinition = JobDefinition<any>;
 
 /** Every job the worker runs. One line per job file. */
-export const jobDefinitions: AnyJobDefinition[] = [webhookDeliveryJob];
+export const jobDefinitions: AnyJobDefinition[] = [webhookDeliveryJob, snapshotsJob];

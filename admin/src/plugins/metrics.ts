@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { QUEUE_NAMES } from '../jobs/queues.ts';
+
+export interface AdminMetrics {
+  registry: Registry;
+  snapshotRebuilds: Counter<'kind'>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: AdminMetrics;
+  }
+}
+
+/** Prometheus metrics at `/metrics`: request durations, snapshot rebuilds, queue depth. One registry per app. */
+export const metrics = fp(
+  async function metrics(app: FastifyInstance) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const requestDuration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Request duration by route template, method and status',
+      labelNames: ['route', 'method', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+    const snapshotRebuilds = new Counter({
+      name: 'snapshot_rebuilds_total',
+      help: 'Snapshot documents rebuilt from Postgres, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    new Gauge({
+      name: 'queue_depth',
+      help: 'Jobs waiting, delayed or active, by queue',
+      labelNames: ['queue'],
+      registers: [registry],
+      async collect() {
+        await Promise.all(
+          QUEUE_NAMES.map(async (name) => {
+            const counts = await app.queues[name].getJobCounts('waiting', 'delayed', 'active').catch(() => null);
+            if (counts) this.set({ queue: name }, (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.active ?? 0));
+          }),
+        );
+      },
+    });
+    app.decorate('metrics', { registry, snapshotRebuilds });
+    app.addHook('onResponse', async (request, reply) => {
+      requestDuration.observe(
+        { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+      reply.type(registry.contentType).send(await registry.metrics()),
+    );
+  },
+  { name: 'metrics', dependencies: ['queues'] },
+);
