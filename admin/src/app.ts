@@ -9,6 +9,7 @@ import { requestIdFrom } from '@ent/common/http/request-id';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
 import type { RedisClient } from '@ent/common/redis/connect';
+import { audit } from './plugins/audit.ts';
 import { authentication } from './plugins/auth.ts';
 import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
@@ -49,6 +50,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(health);
   await app.register(metrics);
   await app.register(writePipeline);
+  await app.register(audit);
   await app.register(snapshots);
   await app.register(authentication);
   await app.register(routes);

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { auditRoutes } from './features/audit/routes.ts';
 import { featureRoutes } from './features/features/routes.ts';
 import { planRoutes } from './features/plans/routes.ts';
 import { subscriberRoutes } from './features/subscribers/routes.ts';
@@ -14,6 +15,7 @@ import { webhookRoutes } from './features/webhook/routes.ts';
 /** Every route family of the admin service. One line per feature folder. */
 export async function routes(app: FastifyInstance): Promise<void> {
   await app.register(featureRoutes);
+  await app.register(auditRoutes);
   await app.register(planRoutes);
   await app.register(subscriberRoutes);
   await app.register(subscriptionRoutes);

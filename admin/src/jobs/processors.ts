@@ -4,6 +4,7 @@ import type { Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
+import { auditSettleJob } from './audit-settle.job.ts';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
 import { webhookDeliveryJob } from './webhook-delivery.job.ts';
 import { snapshotsJob } from '../features/snapshots/job.ts';
@@ -32,4 +33,4 @@ export interface JobDefinition<Name extends QueueName> {
 export type AnyJobDefinition = JobDefinition<any>;
 
 /** Every job the worker runs. One line per job file. */
-export const jobDefinitions: AnyJobDefinition[] = [webhookDeliveryJob, snapshotsJob];
+export const jobDefinitions: AnyJobDefinition[] = [auditSettleJob, webhookDeliveryJob, snapshotsJob];

@@ -1,0 +1,76 @@
+import { isWellFormedApiKey } from '@ent/common/auth/api-key';
+import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit';
+
+/** A details field whose JSON is larger than this is recorded as `{ too_large: true }` (the field still named). */
+export const AUDIT_FIELD_MAX_BYTES = 2048;
+export const TOO_LARGE = Object.freeze({ too_large: true });
+export const USER_AGENT_MAX_LENGTH = 512;
+
+/** Fastify's `/org/plans/:key` as the audit log writes it: `/org/plans/{key}`. */
+export const routeTemplate = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+/** A whole API key (a key prefix is 8 characters of the secret part) or a webhook signing secret. */
+const SECRET_PATTERNS = [/svc-mk-1-[A-Za-z0-9]{20,}/, /whsec_[A-Za-z0-9+/=_-]{16,}/];
+
+const looksSecret = (value: string): boolean => isWellFormedApiKey(value) || SECRET_PATTERNS.some((p) => p.test(value));
+
+/** Defence in depth: handlers never put secrets in details, but a string that looks like one is never stored. */
+function withoutSecrets(value: unknown): unknown {
+  if (typeof value === 'string') return looksSecret(value) ? '[redacted]' : value;
+  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, withoutSecrets(inner)]));
+  }
+  return value;
+}
+
+/** The details as recorded: secrets scrubbed, each oversized field replaced by `{ too_large: true }`. */
+export function recordableDetails(details: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!details || Object.keys(details).length === 0) return null;
+  const recorded: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(details)) {
+    const clean = withoutSecrets(value);
+    const size = Buffer.byteLength(JSON.stringify(clean) ?? 'null');
+    recorded[field] = size > AUDIT_FIELD_MAX_BYTES ? TOO_LARGE : clean === undefined ? null : clean;
+  }
+  return recorded;
+}
+
+export interface AuditEntryRow {
+  id: string;
+  organization_id: string;
+  occurred_at: Date;
+  request_id: string;
+  actor_member_id: string;
+  actor_auth_type: 'member_apikey' | 'member_session';
+  actor_key_prefix: string;
+  service: 'api' | 'identity';
+  method: string;
+  route: string;
+  params: Record<string, string>;
+  ip: string;
+  user_agent: string | null;
+  outcome: AuditOutcomeName | null;
+  status: number | null;
+  details: Record<string, unknown> | null;
+}
+
+export const toAuditEventBody = (row: AuditEntryRow): AuditEventBody => {
+  const outcome = row.outcome ?? 'pending';
+  return {
+    id: row.id,
+    occurred_at: row.occurred_at.toISOString(),
+    request_id: row.request_id,
+    organization_id: row.organization_id,
+    actor: { member_id: row.actor_member_id, auth_type: row.actor_auth_type, key_prefix: row.actor_key_prefix },
+    service: row.service,
+    method: row.method,
+    route: row.route,
+    params: row.params,
+    ip: row.ip,
+    user_agent: row.user_agent,
+    outcome,
+    status: outcome === 'responded' ? row.status : null,
+    details: row.details,
+  };
+};

@@ -1,0 +1,62 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { validationError } from '@ent/common/errors/app-error';
+import { AuditEventListSchema, ListAuditEventsQuery, type AuditOutcomeName } from '@ent/common/schemas/audit';
+import { commonErrorResponses } from '@ent/common/schemas/common';
+import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { toAuditEventBody } from './entry.ts';
+import { auditEntryExists, listAuditEntries, type AuditListFilter } from './store.ts';
+
+const PARAM_KEY = /^params\[(.+)\]$/;
+
+/** `params[key]=x&params[subscriber_id]=y` (keys arrive literally from the query string parser) as `{key, subscriber_id}`. */
+function paramFilters(query: Record<string, unknown>): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const match = PARAM_KEY.exec(name);
+    if (match && typeof value === 'string') params[match[1]!] = value;
+  }
+  return params;
+}
+
+export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get(
+    '/org/audit-events',
+    {
+      config: { scope: 'org:audit:read', adminOnly: true },
+      schema: {
+        tags: ['audit'],
+        querystring: ListAuditEventsQuery,
+        response: { 200: AuditEventListSchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const organizationId = request.principal!.organizationId;
+      const query = request.query;
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      if (query.starting_after && !(await auditEntryExists(app.db, organizationId, query.starting_after))) {
+        throw validationError('starting_after is not an audit entry of this organization.', {
+          field: 'starting_after',
+          value: query.starting_after,
+        });
+      }
+      const filter: AuditListFilter = {
+        limit,
+        startingAfter: query.starting_after,
+        actorMemberId: query.actor_member_id,
+        outcome: query.outcome as AuditOutcomeName | undefined,
+        method: query.method,
+        route: query.route,
+        params: paramFilters(query as Record<string, unknown>),
+        service: query.service,
+        requestId: query.request_id,
+        occurredAfter: query.occurred_after ? new Date(query.occurred_after) : undefined,
+        occurredBefore: query.occurred_before ? new Date(query.occurred_before) : undefined,
+      };
+      const page = toPage(await listAuditEntries(app.db, organizationId, filter), limit);
+      return { audit_events: page.items.map(toAuditEventBody), has_more: page.hasMore };
+    },
+  );
+}

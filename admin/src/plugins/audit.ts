@@ -1,0 +1,122 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Config } from '@ent/common/config';
+import type { Database } from '@ent/common/db/database';
+import { serviceUnavailable } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import { USER_AGENT_MAX_LENGTH, recordableDetails, routeTemplate } from '../features/audit/entry.ts';
+import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from '../features/audit/store.ts';
+import { isAuditedRequest } from './write-pipeline.ts';
+
+/** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */
+export const AUDIT_STATEMENT_TIMEOUT_MS = 2000;
+export const AUDIT_LOCK_TIMEOUT_MS = 1000;
+export const AUDIT_CONNECT_TIMEOUT_MS = 1000;
+
+interface AuditState {
+  /** When the request was received (the entry's occurred_at). */
+  receivedAt: number;
+  /** The committed `pending` entry; null until it is recorded (and when the request is not audited). */
+  entry: NewAuditEntry | null;
+  outcomeRecorded: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    audit: AuditState;
+  }
+}
+
+/** Its own small pool with short timeouts: a stuck database turns into a quick 503, not a hung write. */
+export function createAuditDb(config: Config): Kysely<Database> {
+  const pool = new pg.Pool({
+    connectionString: config.databaseUrl,
+    max: 10,
+    connectionTimeoutMillis: AUDIT_CONNECT_TIMEOUT_MS,
+    statement_timeout: AUDIT_STATEMENT_TIMEOUT_MS,
+    lock_timeout: AUDIT_LOCK_TIMEOUT_MS,
+  });
+  pool.on('error', () => {});
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+function entryFor(request: FastifyRequest): NewAuditEntry {
+  const principal = request.principal!;
+  const userAgent = request.headers['user-agent'];
+  return {
+    id: newId('aud'),
+    organizationId: principal.organizationId,
+    occurredAt: new Date(request.audit.receivedAt),
+    requestId: request.id,
+    actor: { memberId: principal.memberId, authType: principal.authType, keyPrefix: principal.keyPrefix },
+    service: request.routeOptions.config.auditService ?? 'api',
+    method: request.method,
+    route: routeTemplate(request.routeOptions.url ?? ''),
+    params: Object.fromEntries(Object.entries((request.params ?? {}) as Record<string, unknown>).map(([k, v]) => [k, String(v)])),
+    ip: request.ip,
+    userAgent: typeof userAgent === 'string' && userAgent !== '' ? userAgent.slice(0, USER_AGENT_MAX_LENGTH) : null,
+  };
+}
+
+/**
+ * Audit before write (DESIGN.md §2 property 4). After authentication and before the body is even parsed, an
+ * audited request's `pending` entry is committed; when that fails the request ends with 503 and its handler
+ * never runs. The outcome is appended before the response leaves: `responded` with the status and the
+ * handler's `request.write.details`, or `rejected` for a 403 (a 403 from the authentication hook, which
+ * replies before any entry exists, records the entry and its outcome together). A process that dies mid-way
+ * leaves the entry pending; the audit-settle job appends `no_response` later.
+ */
+export const audit = fp(
+  async function audit(app: FastifyInstance) {
+    const db = createAuditDb(app.config);
+    app.addHook('onClose', async () => {
+      await db.destroy();
+    });
+    app.decorateRequest('audit', null as unknown as AuditState);
+
+    app.addHook('onRequest', async (request) => {
+      request.audit = { receivedAt: app.clock.now(), entry: null, outcomeRecorded: false };
+    });
+
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      if (!request.principal || !isAuditedRequest(request)) return payload;
+      const entry = entryFor(request);
+      try {
+        await insertPendingEntry(db, entry);
+      } catch (error) {
+        request.log.error({ err: error }, 'audit log unavailable: the write was refused');
+        throw serviceUnavailable('The audit log cannot record this request right now, so it was not executed; retry with backoff.');
+      }
+      request.audit.entry = entry;
+      return payload;
+    });
+
+    app.addHook('onSend', async (request, reply, payload) => {
+      const state = request.audit;
+      if (!state || state.outcomeRecorded || !request.principal || !isAuditedRequest(request)) return payload;
+      state.outcomeRecorded = true;
+      const status = reply.statusCode;
+      try {
+        if (!state.entry) {
+          if (status === 403) await insertSettledEntry(db, entryFor(request), { outcome: 'rejected', status: null, details: null });
+          return payload;
+        }
+        const ok = status >= 200 && status < 300;
+        await appendOutcome(db, {
+          eventId: state.entry.id,
+          organizationId: state.entry.organizationId,
+          outcome: status === 403 ? 'rejected' : 'responded',
+          status: status === 403 ? null : status,
+          details: ok ? recordableDetails(request.write?.details ?? null) : null,
+        });
+      } catch (error) {
+        // The write already happened; the entry stays pending and is settled to no_response later.
+        request.log.error({ err: error, auditEntryId: state.entry?.id }, 'audit outcome not recorded');
+      }
+      return payload;
+    });
+  },
+  { name: 'audit', dependencies: ['infrastructure', 'write-pipeline'] },
+);

@@ -1,0 +1,62 @@
+import { Type, type Static, type TLiteral } from '@sinclair/typebox';
+import { Timestamp, listOf } from './common.ts';
+
+export const AUDIT_OUTCOMES = ['pending', 'rejected', 'responded', 'no_response'] as const;
+export type AuditOutcomeName = (typeof AUDIT_OUTCOMES)[number];
+export const AUDIT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+export const AUDIT_SERVICES = ['api', 'identity'] as const;
+
+const AuditOutcome = Type.Union(AUDIT_OUTCOMES.map((value) => Type.Literal(value)) as [TLiteral<AuditOutcomeName>]);
+const AuditMethod = Type.Union(AUDIT_METHODS.map((value) => Type.Literal(value)) as [TLiteral<(typeof AUDIT_METHODS)[number]>]);
+const AuditService = Type.Union([Type.Literal('api'), Type.Literal('identity')]);
+
+export const AUDIT_ID_PATTERN = '^aud_[0-9a-z]{26}$';
+/** `params[<name>]`: a route's path value by name; several combine with AND. */
+export const AUDIT_PARAM_QUERY_PATTERN = '^params\\[[A-Za-z_][A-Za-z0-9_]{0,63}\\]$';
+
+export const AuditEventSchema = Type.Object(
+  {
+    id: Type.String(),
+    occurred_at: Timestamp,
+    request_id: Type.String(),
+    organization_id: Type.String(),
+    actor: Type.Object({
+      member_id: Type.String(),
+      auth_type: Type.Union([Type.Literal('member_apikey'), Type.Literal('member_session')]),
+      key_prefix: Type.String(),
+    }),
+    service: AuditService,
+    method: Type.String(),
+    route: Type.String({ description: 'the route template, e.g. /org/plans/{key}' }),
+    params: Type.Record(Type.String(), Type.String()),
+    ip: Type.String(),
+    user_agent: Type.Union([Type.String(), Type.Null()]),
+    outcome: AuditOutcome,
+    status: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status when the outcome is responded' }),
+    details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  },
+  { $id: 'AuditEvent' },
+);
+export type AuditEventBody = Static<typeof AuditEventSchema>;
+
+export const AuditEventListSchema = listOf('audit_events', AuditEventSchema);
+
+export const ListAuditEventsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    starting_after: Type.Optional(Type.String({ pattern: AUDIT_ID_PATTERN, description: 'an entry id' })),
+    actor_member_id: Type.Optional(Type.String({ pattern: '^mem_[0-9a-z]{26}$' })),
+    outcome: Type.Optional(AuditOutcome),
+    method: Type.Optional(AuditMethod),
+    route: Type.Optional(Type.String({ pattern: '^/org(/[^\\s?#]*)?$', maxLength: 255 })),
+    service: Type.Optional(AuditService),
+    request_id: Type.Optional(Type.String({ pattern: '^req_[0-9a-z]{26}$' })),
+    occurred_after: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339, inclusive' })),
+    occurred_before: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339, exclusive' })),
+  },
+  {
+    additionalProperties: false,
+    patternProperties: { [AUDIT_PARAM_QUERY_PATTERN]: Type.String({ minLength: 1, maxLength: 255 }) },
+  },
+);
+export type ListAuditEventsQuery = Static<typeof ListAuditEventsQuery> & Record<`params[${string}]`, string>;
