@@ -11,6 +11,7 @@ import { inviteRoutes } from './features/invites/routes.ts';
 import { serviceAccountRoutes } from './features/service-accounts/routes.ts';
 import { apiKeyRoutes } from './features/api-keys/routes.ts';
 import { webhookRoutes } from './features/webhook/routes.ts';
+import { usageRoutes } from './features/usage/routes.ts';
 
 /** Every route family of the admin service. One line per feature folder. */
 export async function routes(app: FastifyInstance): Promise<void> {
@@ -26,4 +27,5 @@ export async function routes(app: FastifyInstance): Promise<void> {
   await app.register(serviceAccountRoutes);
   await app.register(apiKeyRoutes);
   await app.register(webhookRoutes);
+  await app.register(usageRoutes);
 }
