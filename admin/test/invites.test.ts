@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdminContext, createTestOrganization, ManualClock, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { INVITE_TTL_MS, redeemInvite } from '../src/features/invites/service.ts';
+import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
+
+let ctx: AdminTestContext;
+let org: TestOrganization;
+let other: TestOrganization;
+let writes: CommittedWrite[];
+let api: ReturnType<typeof caller>;
+const clock = new ManualClock(Date.parse('2026-11-22T12:00:00.000Z'));
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock });
+  writes = captureWrites(ctx);
+  org = await createTestOrganization(ctx.db, 'Acme');
+  other = await createTestOrganization(ctx.db, 'Other');
+  api = caller(ctx, org.api_key);
+});
+afterAll(() => ctx.close());
+
+const tokenOf = (url: string) => decodeURIComponent(url.split('/').at(-1)!);
+
+describe('invites', () => {
+  it('creates an invite with a link; details are invite_id and role, never the link', async () => {
+    const res = await api.post('/org/invites', { role: 'developer', email: 'New@Example.com' });
+    expect(res.statusCode).toBe(201);
+    const invite = res.json();
+    expect(invite).toMatchObject({ role: 'developer', email: 'new@example.com' });
+    expect(invite.invite_id).toMatch(/^inv_/);
+    expect(invite.url).toMatch(/\/join\/[A-Za-z0-9_-]{43}$/);
+    expect(Date.parse(invite.expires_at) - clock.now()).toBe(INVITE_TTL_MS);
+    const write = lastWrite(writes);
+    expect(write.details).toEqual({ invite_id: invite.invite_id, role: 'developer' });
+    expect(JSON.stringify(write.details)).not.toContain(tokenOf(invite.url));
+  });
+
+  it('stores the token only hashed and encrypted', async () => {
+    const invite = (await api.post('/org/invites', { role: 'viewer' })).json();
+    const row = await ctx.db.selectFrom('invites').selectAll().where('id', '=', invite.invite_id).executeTakeFirstOrThrow();
+    const token = tokenOf(invite.url);
+    expect(JSON.stringify(row)).not.toContain(token);
+    expect(row.token_hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('lists live invites with their links (an audited read)', async () => {
+    const created = (await api.post('/org/invites', { role: 'admin' })).json();
+    const res = await api.get('/org/invites');
+    expect(res.statusCode).toBe(200);
+    const found = res.json().invites.find((i: { invite_id: string }) => i.invite_id === created.invite_id);
+    expect(found.url).toBe(created.url);
+    expect((await caller(ctx, other.api_key).get('/org/invites')).json().invites).toEqual([]);
+  });
+
+  it('revokes with DELETE (204, details null); the invite leaves the list; unknown is 404', async () => {
+    const created = (await api.post('/org/invites', { role: 'viewer' })).json();
+    const res = await api.delete(`/org/invites/${created.invite_id}`);
+    expect(res.statusCode).toBe(204);
+    expect(lastWrite(writes)).toMatchObject({ method: 'DELETE', details: null });
+    const list = (await api.get('/org/invites?limit=100')).json();
+    expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
+    expect((await api.delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(204);
+    expect((await api.delete('/org/invites/inv_nope')).statusCode).toBe(404);
+    expect((await caller(ctx, other.api_key).delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(404);
+    await expect(redeemInvite(ctx.db, tokenOf(created.url), { email: 'x@example.com' }, new Date(clock.now()))).rejects.toThrow(/invalid/);
+  });
+
+  it('a link is single-use: the second redemption fails, and the invite is no longer live', async () => {
+    const created = (await api.post('/org/invites', { role: 'developer' })).json();
+    const member = await redeemInvite(ctx.db, tokenOf(created.url), { email: 'joiner@example.com' }, new Date(clock.now()));
+    expect(member).toMatchObject({ organization_id: org.organization_id, role: 'developer', email: 'joiner@example.com' });
+    await expect(redeemInvite(ctx.db, tokenOf(created.url), { email: 'again@example.com' }, new Date(clock.now()))).rejects.toThrow();
+    const list = (await api.get('/org/invites?limit=100')).json();
+    expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
+    expect((await api.delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(409);
+  });
+
+  it('a link expires after 7 days', async () => {
+    const created = (await api.post('/org/invites', { role: 'viewer' })).json();
+    clock.advance(INVITE_TTL_MS + 1);
+    const list = (await api.get('/org/invites?limit=100')).json();
+    expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
+    await expect(redeemInvite(ctx.db, tokenOf(created.url), { email: 'late@example.com' }, new Date(clock.now()))).rejects.toThrow();
+  });
+
+  it('validates bodies (422) and query strings', async () => {
+    expect((await api.post('/org/invites', { role: 'owner' })).statusCode).toBe(422);
+    expect((await api.post('/org/invites', { role: 'viewer', email: 'nope' })).statusCode).toBe(422);
+    expect((await api.post('/org/invites', {})).statusCode).toBe(422);
+    expect((await api.get('/org/invites?x=1')).statusCode).toBe(422);
+  });
+
+  it('is for admins only: a developer with full scopes gets 403 on every invite route', async () => {
+    const dev = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer')).apiKey);
+    expect((await dev.post('/org/invites', { role: 'admin' })).statusCode).toBe(403);
+    expect((await dev.get('/org/invites')).statusCode).toBe(403);
+    expect((await dev.delete('/org/invites/inv_x')).statusCode).toBe(403);
+    const reader = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, ['org:read'])).apiKey);
+    expect((await reader.get('/org/invites')).statusCode).toBe(200);
+    expect((await reader.post('/org/invites', { role: 'viewer' })).statusCode).toBe(403);
+  });
+});

@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
+
+let ctx: AdminTestContext;
+let org: TestOrganization;
+let other: TestOrganization;
+let writes: CommittedWrite[];
+let api: ReturnType<typeof caller>;
+
+beforeAll(async () => {
+  ctx = await createAdminContext();
+  writes = captureWrites(ctx);
+  org = await createTestOrganization(ctx.db, 'Acme');
+  other = await createTestOrganization(ctx.db, 'Other');
+  api = caller(ctx, org.api_key);
+});
+afterAll(() => ctx.close());
+
+describe('POST /org/members', () => {
+  it('creates a member with email and role; details name member_id and role', async () => {
+    const res = await api.post('/org/members', { email: 'Ada@Example.com', role: 'developer', name: 'Ada' });
+    expect(res.statusCode).toBe(201);
+    const member = res.json();
+    expect(member).toMatchObject({ kind: 'user', email: 'ada@example.com', role: 'developer', status: 'active', name: 'Ada' });
+    expect(member.member_id).toMatch(/^mem_/);
+    expect(lastWrite(writes)).toMatchObject({
+      route: '/org/members',
+      details: { member_id: member.member_id, role: 'developer' },
+      authChanged: true,
+    });
+  });
+
+  it('refuses the same email twice with 409', async () => {
+    const res = await api.post('/org/members', { email: 'ada@example.com', role: 'viewer' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'email' } });
+  });
+
+  it.each([
+    [{ role: 'admin' }, 'email'],
+    [{ email: 'not-an-email', role: 'admin' }, 'email'],
+    [{ email: 'b@example.com', role: 'owner' }, 'role'],
+    [{ email: 'b@example.com', role: 'admin', status: 'active' }, 'status'],
+  ])('refuses %j with 422 on %s', async (payload, field) => {
+    const res = await api.post('/org/members', payload);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.details.field).toBe(field);
+  });
+});
+
+describe('GET /org/members', () => {
+  it('lists members newest first with cursor pagination and filters', async () => {
+    await api.post('/org/members', { email: 'grace@example.com', role: 'viewer' });
+    const first = await api.get('/org/members?limit=1');
+    expect(first.statusCode).toBe(200);
+    expect(first.json().members).toHaveLength(1);
+    expect(first.json().members[0].email).toBe('grace@example.com');
+    expect(first.json().has_more).toBe(true);
+    const next = await api.get(`/org/members?limit=100&starting_after=${first.json().members[0].member_id}`);
+    expect(next.json().members.map((m: { email: string | null }) => m.email)).toContain('ada@example.com');
+    const users = await api.get('/org/members?kind=user');
+    expect(users.json().members.every((m: { kind: string }) => m.kind === 'user')).toBe(true);
+    expect((await api.get('/org/members?colour=blue')).statusCode).toBe(422);
+  });
+
+  it('reads one member; 404 for an unknown or another organization\'s member', async () => {
+    const res = await api.get(`/org/members/${org.member_id}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ member_id: org.member_id, kind: 'service_account', role: 'admin' });
+    expect((await api.get('/org/members/mem_nope')).statusCode).toBe(404);
+    expect((await api.get(`/org/members/${other.member_id}`)).statusCode).toBe(404);
+    expect((await caller(ctx, other.api_key).patch(`/org/members/${org.member_id}`, { role: 'viewer' })).statusCode).toBe(404);
+  });
+});
+
+describe('PATCH /org/members/{member_id}', () => {
+  it('changes role and status and reports them as changes', async () => {
+    const created = (await api.post('/org/members', { email: 'linus@example.com', role: 'viewer' })).json();
+    const res = await api.patch(`/org/members/${created.member_id}`, { role: 'developer', status: 'suspended' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ role: 'developer', status: 'suspended' });
+    expect(lastWrite(writes)).toMatchObject({
+      route: '/org/members/:member_id',
+      details: { role: { from: 'viewer', to: 'developer' }, status: { from: 'active', to: 'suspended' } },
+      authChanged: true,
+    });
+    const again = await api.patch(`/org/members/${created.member_id}`, { role: 'developer' });
+    expect(again.statusCode).toBe(200);
+    expect(lastWrite(writes)).toMatchObject({ details: null, authChanged: false });
+  });
+
+  it('makes a removed member final (409 on any later change)', async () => {
+    const created = (await api.post('/org/members', { email: 'ken@example.com', role: 'viewer' })).json();
+    expect((await api.patch(`/org/members/${created.member_id}`, { status: 'removed' })).statusCode).toBe(200);
+    const res = await api.patch(`/org/members/${created.member_id}`, { status: 'active' });
+    expect(res.statusCode).toBe(409);
+  });
+
+  it('refuses an unknown status or field with 422 and an unknown member with 404', async () => {
+    expect((await api.patch(`/org/members/${org.member_id}`, { status: 'gone' })).statusCode).toBe(422);
+    expect((await api.patch(`/org/members/${org.member_id}`, { email: 'x@example.com' })).statusCode).toBe(422);
+    expect((await api.patch('/org/members/mem_nope', { role: 'viewer' })).statusCode).toBe(404);
+  });
+
+  it('suspending a member makes its keys fail with 401 on the next request; reactivating restores them', async () => {
+    const key = await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer');
+    const dev = caller(ctx, key.apiKey);
+    expect((await dev.get('/org')).statusCode).toBe(200);
+    expect((await api.patch(`/org/members/${key.memberId}`, { status: 'suspended' })).statusCode).toBe(200);
+    expect((await dev.get('/org')).statusCode).toBe(401);
+    expect((await api.patch(`/org/members/${key.memberId}`, { status: 'active' })).statusCode).toBe(200);
+    expect((await dev.get('/org')).statusCode).toBe(200);
+  });
+
+  it('removing a member revokes its keys for good', async () => {
+    const key = await createKeyWithScopes(ctx.db, org.organization_id, [], 'viewer');
+    expect((await api.patch(`/org/members/${key.memberId}`, { status: 'removed' })).statusCode).toBe(200);
+    expect((await caller(ctx, key.apiKey).get('/org')).statusCode).toBe(401);
+    const row = await ctx.db.selectFrom('api_keys').select('revoked_at').where('id', '=', key.keyId).executeTakeFirstOrThrow();
+    expect(row.revoked_at).not.toBeNull();
+  });
+
+  it('bumps the organization auth_version on role and status changes', async () => {
+    const read = () =>
+      ctx.db.selectFrom('organizations').select('auth_version').where('id', '=', org.organization_id).executeTakeFirstOrThrow();
+    const before = (await read()).auth_version;
+    const created = (await api.post('/org/members', { email: 'barbara@example.com', role: 'viewer' })).json();
+    await api.patch(`/org/members/${created.member_id}`, { role: 'developer' });
+    expect((await read()).auth_version).toBeGreaterThanOrEqual(before + 2);
+  });
+});
+
+describe('the last active admin', () => {
+  it('cannot be demoted, suspended or removed (409 CONFLICT); can once another admin exists', async () => {
+    const solo = await createTestOrganization(ctx.db, 'Solo');
+    const soloApi = caller(ctx, solo.api_key);
+    for (const change of [{ role: 'developer' }, { status: 'suspended' }, { status: 'removed' }]) {
+      const res = await soloApi.patch(`/org/members/${solo.member_id}`, change);
+      expect(res.statusCode).toBe(409);
+      expect(res.json().error.code).toBe('CONFLICT');
+    }
+    // A suspended admin does not count as an admin.
+    const second = (await soloApi.post('/org/members', { email: 'second@example.com', role: 'admin' })).json();
+    expect((await soloApi.patch(`/org/members/${second.member_id}`, { status: 'suspended' })).statusCode).toBe(200);
+    expect((await soloApi.patch(`/org/members/${solo.member_id}`, { role: 'viewer' })).statusCode).toBe(409);
+    expect((await soloApi.patch(`/org/members/${second.member_id}`, { status: 'active' })).statusCode).toBe(200);
+    const demoted = await soloApi.patch(`/org/members/${solo.member_id}`, { role: 'developer' });
+    expect(demoted.statusCode).toBe(200);
+    expect(demoted.json().role).toBe('developer');
+  });
+});
+
+describe('roles on member routes', () => {
+  it('gives a developer key with full scopes 403 on role, status and member creation', async () => {
+    const dev = await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer');
+    const devApi = caller(ctx, dev.apiKey);
+    expect((await devApi.get('/org/members')).statusCode).toBe(200);
+    const target = (await api.post('/org/members', { email: 'target@example.com', role: 'viewer' })).json();
+    const role = await devApi.patch(`/org/members/${target.member_id}`, { role: 'admin' });
+    expect(role.statusCode).toBe(403);
+    expect(role.json().error.code).toBe('FORBIDDEN');
+    expect((await devApi.patch(`/org/members/${dev.memberId}`, { role: 'admin' })).statusCode).toBe(403);
+    expect((await devApi.patch(`/org/members/${target.member_id}`, { status: 'suspended' })).statusCode).toBe(403);
+    expect((await devApi.post('/org/members', { email: 'dev-made@example.com', role: 'admin' })).statusCode).toBe(403);
+  });
+
+  it('gives an admin key without org:write 403, and with only org:write 403 on reads', async () => {
+    const reader = await createKeyWithScopes(ctx.db, org.organization_id, ['org:read']);
+    expect((await caller(ctx, reader.apiKey).patch(`/org/members/${org.member_id}`, { role: 'admin' })).statusCode).toBe(403);
+    const writer = await createKeyWithScopes(ctx.db, org.organization_id, ['org:write']);
+    expect((await caller(ctx, writer.apiKey).get('/org/members')).statusCode).toBe(403);
+    expect((await caller(ctx, writer.apiKey).post('/org/members', { email: 'w@example.com', role: 'viewer' })).statusCode).toBe(201);
+  });
+});
