@@ -29,11 +29,21 @@ beforeAll(async () => {
     ['seats', 'limit'],
     ['projects', 'limit'],
   ]) {
-    const res = await ctx.app.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key, name: key, kind } });
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/org/features',
+      headers: org.headers,
+      payload: { key, name: key, kind },
+    });
     expect(res.statusCode).toBe(201);
   }
   for (const subscriber_id of ['alice', 'bob', 'carol']) {
-    const res = await ctx.app.inject({ method: 'POST', url: '/org/subscribers', headers: org.headers, payload: { subscriber_id } });
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/org/subscribers',
+      headers: org.headers,
+      payload: { subscriber_id },
+    });
     expect(res.statusCode).toBe(201);
   }
 });
@@ -42,7 +52,12 @@ afterAll(() => ctx.close());
 const url = (subscriberId: string, featureKey?: string) =>
   `/org/subscribers/${subscriberId}/overrides${featureKey === undefined ? '' : `/${featureKey}`}`;
 const put = (subscriberId: string, featureKey: string, payload: unknown) =>
-  ctx.app.inject({ method: 'PUT', url: url(subscriberId, featureKey), headers: org.headers, payload: payload as object });
+  ctx.app.inject({
+    method: 'PUT',
+    url: url(subscriberId, featureKey),
+    headers: org.headers,
+    payload: payload as object,
+  });
 const get = (path: string) => ctx.app.inject({ method: 'GET', url: path, headers: org.headers });
 const del = (subscriberId: string, featureKey: string) =>
   ctx.app.inject({ method: 'DELETE', url: url(subscriberId, featureKey), headers: org.headers });
@@ -85,12 +100,26 @@ describe('PUT .../overrides/{feature_key}', () => {
   });
 
   it('creates a limit override with an expiry, normalised to UTC with milliseconds', async () => {
-    const res = await put('alice', 'seats', { kind: 'limit', limit: 10, expires_at: '2030-01-01T00:00:00+02:00' });
+    const res = await put('alice', 'seats', {
+      kind: 'limit',
+      limit: 10,
+      expires_at: '2030-01-01T00:00:00+02:00',
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ feature: 'seats', kind: 'limit', limit: 10, expires_at: '2029-12-31T22:00:00.000Z' });
+    expect(body).toMatchObject({
+      feature: 'seats',
+      kind: 'limit',
+      limit: 10,
+      expires_at: '2029-12-31T22:00:00.000Z',
+    });
     expect(body).not.toHaveProperty('allowed');
-    expect(lastWrite().details).toEqual({ override_id: body.id, kind: 'limit', limit: 10, expires_at: '2029-12-31T22:00:00.000Z' });
+    expect(lastWrite().details).toEqual({
+      override_id: body.id,
+      kind: 'limit',
+      limit: 10,
+      expires_at: '2029-12-31T22:00:00.000Z',
+    });
   });
 
   it('accepts null as an unlimited limit', async () => {
@@ -145,16 +174,25 @@ describe('PUT .../overrides/{feature_key}', () => {
   it('answers 404 for an unknown subscriber or feature', async () => {
     const ghost = await put('ghost', 'sso', { kind: 'flag', allowed: true });
     expect(ghost.statusCode).toBe(404);
-    expect(ghost.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'subscriber_id', value: 'ghost' } });
+    expect(ghost.json().error).toMatchObject({
+      code: 'NOT_FOUND',
+      details: { field: 'subscriber_id', value: 'ghost' },
+    });
     const feature = await put('alice', 'nope', { kind: 'flag', allowed: true });
     expect(feature.statusCode).toBe(404);
-    expect(feature.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'feature_key', value: 'nope' } });
+    expect(feature.json().error).toMatchObject({
+      code: 'NOT_FOUND',
+      details: { field: 'feature_key', value: 'nope' },
+    });
   });
 
   it('refuses a kind that differs from the feature kind with 422', async () => {
     const res = await put('alice', 'seats', { kind: 'flag', allowed: true });
     expect(res.statusCode).toBe(422);
-    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'kind', value: 'flag', expected: 'limit' } });
+    expect(res.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field: 'kind', value: 'flag', expected: 'limit' },
+    });
     const other = await put('alice', 'sso', { kind: 'limit', limit: 3 });
     expect(other.statusCode).toBe(422);
     expect(other.json().error.details.field).toBe('kind');
@@ -219,7 +257,12 @@ describe('GET .../overrides', () => {
     await put('carol', 'audit-log', { kind: 'flag', allowed: false, expires_at: iso(NOW) });
     expect(await listedFeatures(url('carol'))).toEqual(['seats', 'sso']);
     expect(await listedFeatures(`${url('carol')}?include_expired=false`)).toEqual(['seats', 'sso']);
-    expect(await listedFeatures(`${url('carol')}?include_expired=true`)).toEqual(['audit-log', 'beta', 'seats', 'sso']);
+    expect(await listedFeatures(`${url('carol')}?include_expired=true`)).toEqual([
+      'audit-log',
+      'beta',
+      'seats',
+      'sso',
+    ]);
   });
 
   it('treats expiry by the service clock: an override expires the instant its time passes', async () => {
@@ -232,13 +275,17 @@ describe('GET .../overrides', () => {
 
   it('pages with limit and starting_after (a feature key)', async () => {
     const first = await get(`${url('carol')}?include_expired=true&limit=3`);
-    expect(first.json().overrides.map((o: { feature: string }) => o.feature)).toEqual(['audit-log', 'beta', 'seats']);
+    expect(first.json().overrides.map((o: { feature: string }) => o.feature)).toEqual([
+      'audit-log',
+      'beta',
+      'seats',
+    ]);
     expect(first.json().has_more).toBe(true);
     const next = await get(`${url('carol')}?include_expired=true&limit=3&starting_after=seats`);
     expect(next.json()).toMatchObject({ overrides: [{ feature: 'sso' }], has_more: false });
   });
 
-  it('lists only the subscriber\'s own overrides', async () => {
+  it("lists only the subscriber's own overrides", async () => {
     expect(await listedFeatures(url('bob'))).toEqual(['projects', 'seats', 'sso']);
   });
 
@@ -246,11 +293,14 @@ describe('GET .../overrides', () => {
     expect((await get(url('ghost'))).statusCode).toBe(404);
   });
 
-  it.each(['include_expired=yes', 'include_expired=', 'expired=true', 'limit=500'])('refuses ?%s with 422', async (query) => {
-    const res = await get(`${url('carol')}?${query}`);
-    expect(res.statusCode).toBe(422);
-    expect(res.json().error.code).toBe('VALIDATION_ERROR');
-  });
+  it.each(['include_expired=yes', 'include_expired=', 'expired=true', 'limit=500'])(
+    'refuses ?%s with 422',
+    async (query) => {
+      const res = await get(`${url('carol')}?${query}`);
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error.code).toBe('VALIDATION_ERROR');
+    },
+  );
 });
 
 describe('DELETE .../overrides/{feature_key}', () => {

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES, type Role, type Scope } from '@ent/common/auth/scopes';
 import { newId } from '@ent/common/ids';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -36,7 +41,13 @@ const routes: RouteCase[] = [
     payload: () => ({ key: unique('f'), name: 'F', kind: 'flag' }),
     scope: 'catalog:write',
   },
-  { family: 'features', method: 'PATCH', url: () => '/org/features/sso', payload: () => ({ name: unique('SSO') }), scope: 'catalog:write' },
+  {
+    family: 'features',
+    method: 'PATCH',
+    url: () => '/org/features/sso',
+    payload: () => ({ name: unique('SSO') }),
+    scope: 'catalog:write',
+  },
   { family: 'plans', method: 'GET', url: () => '/org/plans', scope: 'catalog:read' },
   { family: 'plans', method: 'GET', url: () => '/org/plans/basic', scope: 'catalog:read' },
   {
@@ -46,7 +57,13 @@ const routes: RouteCase[] = [
     payload: () => ({ key: unique('p'), name: 'P', kind: 'custom', grants: [] }),
     scope: 'catalog:write',
   },
-  { family: 'plans', method: 'PATCH', url: () => '/org/plans/basic', payload: () => ({ name: unique('Basic') }), scope: 'catalog:write' },
+  {
+    family: 'plans',
+    method: 'PATCH',
+    url: () => '/org/plans/basic',
+    payload: () => ({ name: unique('Basic') }),
+    scope: 'catalog:write',
+  },
   { family: 'subscribers', method: 'GET', url: () => '/org/subscribers', scope: 'subscribers:read' },
   { family: 'subscribers', method: 'GET', url: () => '/org/subscribers/alice', scope: 'subscribers:read' },
   {
@@ -63,7 +80,12 @@ const routes: RouteCase[] = [
     payload: () => ({ name: unique('Alice') }),
     scope: 'subscribers:write',
   },
-  { family: 'subscriptions', method: 'GET', url: () => '/org/subscribers/alice/subscriptions', scope: 'subscribers:read' },
+  {
+    family: 'subscriptions',
+    method: 'GET',
+    url: () => '/org/subscribers/alice/subscriptions',
+    scope: 'subscribers:read',
+  },
   {
     family: 'subscriptions',
     method: 'POST',
@@ -84,8 +106,18 @@ const routes: RouteCase[] = [
     url: () => `/org/subscribers/alice/subscriptions/${activeSubscriptionId}/cancel`,
     scope: 'subscribers:write',
   },
-  { family: 'overrides', method: 'GET', url: () => '/org/subscribers/alice/overrides', scope: 'subscribers:read' },
-  { family: 'overrides', method: 'GET', url: () => '/org/subscribers/alice/overrides/sso', scope: 'subscribers:read' },
+  {
+    family: 'overrides',
+    method: 'GET',
+    url: () => '/org/subscribers/alice/overrides',
+    scope: 'subscribers:read',
+  },
+  {
+    family: 'overrides',
+    method: 'GET',
+    url: () => '/org/subscribers/alice/overrides/sso',
+    scope: 'subscribers:read',
+  },
   {
     family: 'overrides',
     method: 'PUT',
@@ -93,13 +125,19 @@ const routes: RouteCase[] = [
     payload: () => ({ kind: 'flag', allowed: counter++ % 2 === 0 }),
     scope: 'subscribers:write',
   },
-  { family: 'overrides', method: 'DELETE', url: () => '/org/subscribers/alice/overrides/seats', scope: 'subscribers:write' },
+  {
+    family: 'overrides',
+    method: 'DELETE',
+    url: () => '/org/subscribers/alice/overrides/seats',
+    scope: 'subscribers:write',
+  },
 ];
 
 const keys = new Map<string, string>();
 const keyFor = async (scopes: Scope[], role: Role = 'admin') => {
   const name = `${role}:${scopes.join(',')}`;
-  if (!keys.has(name)) keys.set(name, (await createKeyWithScopes(ctx.db, org.organization_id, scopes, role)).apiKey);
+  if (!keys.has(name))
+    keys.set(name, (await createKeyWithScopes(ctx.db, org.organization_id, scopes, role)).apiKey);
   return keys.get(name)!;
 };
 
@@ -130,12 +168,14 @@ beforeAll(async () => {
       .execute();
   }
   await setup('POST', '/org/subscribers', { subscriber_id: 'alice' });
-  activeSubscriptionId = (await setup('POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' })).subscription_id;
+  activeSubscriptionId = (await setup('POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' }))
+    .subscription_id;
 });
 afterAll(() => ctx.close());
 
 /** Test names are made before beforeAll runs, while the subscription id is still unknown. */
-const label = (route: RouteCase) => `${route.method} ${route.url().replace(String(activeSubscriptionId), '{subscription_id}')}`;
+const label = (route: RouteCase) =>
+  `${route.method} ${route.url().replace(String(activeSubscriptionId), '{subscription_id}')}`;
 const named = routes.map((route) => [label(route), route] as const);
 const expectLetThrough = (status: number, why: string) => {
   expect([401, 403], why).not.toContain(status);

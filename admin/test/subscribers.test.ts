@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 
 let ctx: AdminTestContext;
@@ -14,7 +19,12 @@ afterAll(() => ctx.close());
 const create = (payload: unknown, headers = org.headers) =>
   ctx.app.inject({ method: 'POST', url: '/org/subscribers', headers, payload: payload as object });
 const patch = (id: string, payload: unknown, headers = org.headers) =>
-  ctx.app.inject({ method: 'PATCH', url: `/org/subscribers/${encodeURIComponent(id)}`, headers, payload: payload as object });
+  ctx.app.inject({
+    method: 'PATCH',
+    url: `/org/subscribers/${encodeURIComponent(id)}`,
+    headers,
+    payload: payload as object,
+  });
 const get = (url: string, headers = org.headers) => ctx.app.inject({ method: 'GET', url, headers });
 
 const versionOf = async (subscriberId: string) =>
@@ -51,7 +61,10 @@ describe('POST /org/subscribers', () => {
     await create({ subscriber_id: 'dup' });
     const res = await create({ subscriber_id: 'dup', name: 'Again' });
     expect(res.statusCode).toBe(409);
-    expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'subscriber_id', value: 'dup' } });
+    expect(res.json().error).toMatchObject({
+      code: 'CONFLICT',
+      details: { field: 'subscriber_id', value: 'dup' },
+    });
     expect((await get('/org/subscribers/dup')).json().name).toBeNull();
   });
 
@@ -105,7 +118,10 @@ describe('PATCH /org/subscribers/{subscriber_id}', () => {
   it('answers 404 for an unknown subscriber', async () => {
     const res = await patch('nobody', { name: 'x' });
     expect(res.statusCode).toBe(404);
-    expect(res.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'subscriber_id', value: 'nobody' } });
+    expect(res.json().error).toMatchObject({
+      code: 'NOT_FOUND',
+      details: { field: 'subscriber_id', value: 'nobody' },
+    });
   });
 
   it.each([[{}], [{ subscriber_id: 'other' }], [{ name: 5 }]])('refuses %j with 422', async (payload) => {
@@ -118,10 +134,15 @@ describe('PATCH /org/subscribers/{subscriber_id}', () => {
 describe('GET /org/subscribers', () => {
   it('lists subscribers ordered by subscriber_id with cursor pagination', async () => {
     const local = await createTestOrganization(ctx.db, 'Listing');
-    for (const id of ['c', 'a', 'd', 'b']) expect((await create({ subscriber_id: id }, local.headers)).statusCode).toBe(201);
+    for (const id of ['c', 'a', 'd', 'b'])
+      expect((await create({ subscriber_id: id }, local.headers)).statusCode).toBe(201);
     const first = await get('/org/subscribers?limit=3', local.headers);
     expect(first.statusCode).toBe(200);
-    expect(first.json().subscribers.map((s: { subscriber_id: string }) => s.subscriber_id)).toEqual(['a', 'b', 'c']);
+    expect(first.json().subscribers.map((s: { subscriber_id: string }) => s.subscriber_id)).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
     expect(first.json().has_more).toBe(true);
     const next = await get('/org/subscribers?limit=3&starting_after=c', local.headers);
     expect(next.json()).toMatchObject({ subscribers: [{ subscriber_id: 'd' }], has_more: false });
@@ -130,11 +151,14 @@ describe('GET /org/subscribers', () => {
     expect(all.json().has_more).toBe(false);
   });
 
-  it.each(['limit=0', 'limit=101', 'limit=abc', 'colour=blue', 'starting_after='])('refuses ?%s with 422', async (query) => {
-    const res = await get(`/org/subscribers?${query}`);
-    expect(res.statusCode).toBe(422);
-    expect(res.json().error.code).toBe('VALIDATION_ERROR');
-  });
+  it.each(['limit=0', 'limit=101', 'limit=abc', 'colour=blue', 'starting_after='])(
+    'refuses ?%s with 422',
+    async (query) => {
+      const res = await get(`/org/subscribers?${query}`);
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error.code).toBe('VALIDATION_ERROR');
+    },
+  );
 });
 
 describe('GET /org/subscribers/{subscriber_id}', () => {
@@ -152,8 +176,12 @@ describe('GET /org/subscribers/{subscriber_id}', () => {
 
 describe('subscriber scopes', () => {
   it('reads with subscribers:read and writes with subscribers:write only', async () => {
-    const reader = { 'x-api-key': (await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:read'])).apiKey };
-    const writer = { 'x-api-key': (await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:write'])).apiKey };
+    const reader = {
+      'x-api-key': (await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:read'])).apiKey,
+    };
+    const writer = {
+      'x-api-key': (await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:write'])).apiKey,
+    };
     expect((await get('/org/subscribers', reader)).statusCode).toBe(200);
     expect((await create({ subscriber_id: 'by-reader' }, reader)).statusCode).toBe(403);
     expect((await get('/org/subscribers', writer)).statusCode).toBe(403);

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ent/common/ids';
 import type { WriteContext } from '../src/plugins/write-pipeline.ts';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -13,7 +18,14 @@ async function insertPlan(organizationId: string, key: string, archived = false)
   const id = newId('plan');
   await ctx.db
     .insertInto('plans')
-    .values({ id, organization_id: organizationId, key, name: key, kind: 'catalog', archived_at: archived ? new Date() : null })
+    .values({
+      id,
+      organization_id: organizationId,
+      key,
+      name: key,
+      kind: 'catalog',
+      archived_at: archived ? new Date() : null,
+    })
     .execute();
   return id;
 }
@@ -28,7 +40,12 @@ beforeAll(async () => {
 afterAll(() => ctx.close());
 
 const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) =>
-  ctx.app.inject({ method, url, headers: org.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  ctx.app.inject({
+    method,
+    url,
+    headers: org.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 const newSubscriber = async (subscriberId: string) =>
   expect((await inject('POST', '/org/subscribers', { subscriber_id: subscriberId })).statusCode).toBe(201);
 const subscribe = (subscriberId: string, planKey: unknown) =>
@@ -40,7 +57,10 @@ const cancel = (subscriberId: string, subscriptionId: string) =>
 const list = async (subscriberId: string, query = '') => {
   const res = await inject('GET', `/org/subscribers/${subscriberId}/subscriptions${query}`);
   expect(res.statusCode).toBe(200);
-  return res.json() as { subscriptions: Array<{ subscription_id: string; plan_id: string; status: string }>; has_more: boolean };
+  return res.json() as {
+    subscriptions: Array<{ subscription_id: string; plan_id: string; status: string }>;
+    has_more: boolean;
+  };
 };
 const versionOf = async (subscriberId: string) =>
   (
@@ -76,25 +96,37 @@ describe('POST .../subscriptions', () => {
 
   it('allows active subscriptions to several different plans', async () => {
     expect((await subscribe('alice', 'addon')).statusCode).toBe(201);
-    expect((await list('alice', '?status=active')).subscriptions.map((s) => s.plan_id).sort()).toEqual(['addon', 'basic']);
+    expect((await list('alice', '?status=active')).subscriptions.map((s) => s.plan_id).sort()).toEqual([
+      'addon',
+      'basic',
+    ]);
   });
 
   it('refuses a second active subscription to the same plan with 409', async () => {
     const res = await subscribe('alice', 'basic');
     expect(res.statusCode).toBe(409);
-    expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'plan_id', value: 'basic' } });
+    expect(res.json().error).toMatchObject({
+      code: 'CONFLICT',
+      details: { field: 'plan_id', value: 'basic' },
+    });
   });
 
   it('refuses an archived plan with 409 CONFLICT', async () => {
     const res = await subscribe('alice', 'legacy');
     expect(res.statusCode).toBe(409);
-    expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'plan_id', value: 'legacy' } });
+    expect(res.json().error).toMatchObject({
+      code: 'CONFLICT',
+      details: { field: 'plan_id', value: 'legacy' },
+    });
   });
 
   it('refuses an unknown plan with 422 VALIDATION_ERROR on plan_id', async () => {
     const res = await subscribe('alice', 'nope');
     expect(res.statusCode).toBe(422);
-    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'plan_id', value: 'nope' } });
+    expect(res.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field: 'plan_id', value: 'nope' },
+    });
   });
 
   it('does not find a plan of another organization', async () => {
@@ -106,7 +138,10 @@ describe('POST .../subscriptions', () => {
   it('answers 404 for an unknown subscriber', async () => {
     const res = await subscribe('ghost', 'basic');
     expect(res.statusCode).toBe(404);
-    expect(res.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'subscriber_id', value: 'ghost' } });
+    expect(res.json().error).toMatchObject({
+      code: 'NOT_FOUND',
+      details: { field: 'subscriber_id', value: 'ghost' },
+    });
   });
 
   it.each([[{}], [{ plan_id: '' }], [{ plan_id: 5 }], [{ plan_id: 'basic', status: 'active' }]])(
@@ -165,7 +200,10 @@ describe('POST .../subscriptions/change', () => {
     await newSubscriber('carol');
     const res = await change('carol', { plan_id: 'pro' });
     expect(res.statusCode).toBe(422);
-    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'subscription_id' } });
+    expect(res.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field: 'subscription_id' },
+    });
   });
 
   it('refuses an omitted subscription_id with 422 when several are active', async () => {
@@ -213,17 +251,21 @@ describe('POST .../subscriptions/change', () => {
     const carols = (await list('carol', '?status=active')).subscriptions;
     const onBasic = carols.find((s) => s.plan_id === 'basic')!;
     // Carol is also on addon: moving basic to addon would make two active addon subscriptions.
-    expect((await change('carol', { plan_id: 'addon', subscription_id: onBasic.subscription_id })).statusCode).toBe(409);
+    expect(
+      (await change('carol', { plan_id: 'addon', subscription_id: onBasic.subscription_id })).statusCode,
+    ).toBe(409);
   });
 
-  it.each([[{}], [{ subscription_id: 'sub_x' }], [{ plan_id: 'pro', extra: true }], [{ plan_id: 'pro', subscription_id: 7 }]])(
-    'refuses %j with 422',
-    async (payload) => {
-      const res = await change('bob', payload);
-      expect(res.statusCode).toBe(422);
-      expect(res.json().error.code).toBe('VALIDATION_ERROR');
-    },
-  );
+  it.each([
+    [{}],
+    [{ subscription_id: 'sub_x' }],
+    [{ plan_id: 'pro', extra: true }],
+    [{ plan_id: 'pro', subscription_id: 7 }],
+  ])('refuses %j with 422', async (payload) => {
+    const res = await change('bob', payload);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.code).toBe('VALIDATION_ERROR');
+  });
 });
 
 describe('POST .../subscriptions/{subscription_id}/cancel', () => {
@@ -271,13 +313,19 @@ describe('GET .../subscriptions', () => {
   it('lists newest first, filters by status and pages with starting_after', async () => {
     await newSubscriber('erin');
     const made: string[] = [];
-    for (const plan of ['basic', 'pro', 'enterprise']) made.push((await subscribe('erin', plan)).json().subscription_id);
+    for (const plan of ['basic', 'pro', 'enterprise'])
+      made.push((await subscribe('erin', plan)).json().subscription_id);
     await cancel('erin', made[0]!);
     const all = await list('erin');
     expect(all.subscriptions.map((s) => s.subscription_id)).toEqual([...made].reverse());
     expect(all.has_more).toBe(false);
-    expect((await list('erin', '?status=canceled')).subscriptions.map((s) => s.subscription_id)).toEqual([made[0]]);
-    expect((await list('erin', '?status=active')).subscriptions.map((s) => s.subscription_id)).toEqual([made[2], made[1]]);
+    expect((await list('erin', '?status=canceled')).subscriptions.map((s) => s.subscription_id)).toEqual([
+      made[0],
+    ]);
+    expect((await list('erin', '?status=active')).subscriptions.map((s) => s.subscription_id)).toEqual([
+      made[2],
+      made[1],
+    ]);
     const first = await list('erin', '?limit=2');
     expect(first.subscriptions.map((s) => s.subscription_id)).toEqual([made[2], made[1]]);
     expect(first.has_more).toBe(true);

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ent/common/ids';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 
 /**
  * Organization B holds a full-access key and knows every id of organization A (subscriber ids, feature and
@@ -59,7 +64,8 @@ beforeAll(async () => {
       .execute();
   }
   await setup('POST', '/org/subscribers', { subscriber_id: 'alice', name: 'Alice of A' });
-  aSubscriptionId = (await setup('POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' })).subscription_id;
+  aSubscriptionId = (await setup('POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' }))
+    .subscription_id;
   aOverride = await setup('PUT', '/org/subscribers/alice/overrides/seats', { kind: 'limit', limit: 50 });
 });
 afterAll(() => ctx.close());
@@ -95,8 +101,13 @@ describe('before B has records of its own', () => {
     expect(res.json().error.code).toBe('NOT_FOUND');
   });
 
-  it('B\'s lists show none of A\'s records, whatever cursor it sends', async () => {
-    for (const url of ['/org/subscribers', '/org/subscribers?starting_after=0', '/org/features', '/org/plans']) {
+  it("B's lists show none of A's records, whatever cursor it sends", async () => {
+    for (const url of [
+      '/org/subscribers',
+      '/org/subscribers?starting_after=0',
+      '/org/features',
+      '/org/plans',
+    ]) {
       const res = await as(b, 'GET', url);
       expect(res.statusCode, url).toBe(200);
       const body = res.json();
@@ -117,41 +128,65 @@ describe('after B made records under the same ids and keys', () => {
   });
 
   it('B can use the same subscriber id and feature keys without touching A', async () => {
-    expect((await as(b, 'POST', '/org/subscribers', { subscriber_id: 'alice', name: 'Alice of B' })).statusCode).toBe(201);
-    expect((await as(b, 'POST', '/org/features', { key: 'seats', name: 'B seats', kind: 'limit' })).statusCode).toBe(201);
+    expect(
+      (await as(b, 'POST', '/org/subscribers', { subscriber_id: 'alice', name: 'Alice of B' })).statusCode,
+    ).toBe(201);
+    expect(
+      (await as(b, 'POST', '/org/features', { key: 'seats', name: 'B seats', kind: 'limit' })).statusCode,
+    ).toBe(201);
     const put = await as(b, 'PUT', '/org/subscribers/alice/overrides/seats', { kind: 'limit', limit: 1 });
     expect(put.statusCode).toBe(200);
     expect(put.json().id).not.toBe(aOverride.id);
     expect((await as(b, 'PATCH', '/org/subscribers/alice', { name: 'Renamed by B' })).statusCode).toBe(200);
   });
 
-  it('B still cannot reach A\'s subscription, plans or features through its own subscriber', async () => {
-    expect((await as(b, 'POST', `/org/subscribers/alice/subscriptions/${aSubscriptionId}/cancel`)).statusCode).toBe(404);
+  it("B still cannot reach A's subscription, plans or features through its own subscriber", async () => {
     expect(
-      (await as(b, 'POST', '/org/subscribers/alice/subscriptions/change', { plan_id: 'pro', subscription_id: aSubscriptionId }))
-        .statusCode,
+      (await as(b, 'POST', `/org/subscribers/alice/subscriptions/${aSubscriptionId}/cancel`)).statusCode,
+    ).toBe(404);
+    expect(
+      (
+        await as(b, 'POST', '/org/subscribers/alice/subscriptions/change', {
+          plan_id: 'pro',
+          subscription_id: aSubscriptionId,
+        })
+      ).statusCode,
     ).toBe(404);
     // A's plan keys are unknown plans to B.
     const subscribe = await as(b, 'POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' });
     expect(subscribe.statusCode).toBe(422);
     expect(subscribe.json().error.details).toMatchObject({ field: 'plan_id' });
     // sso exists only in A's catalog.
-    expect((await as(b, 'PUT', '/org/subscribers/alice/overrides/sso', { kind: 'flag', allowed: true })).statusCode).toBe(404);
+    expect(
+      (await as(b, 'PUT', '/org/subscribers/alice/overrides/sso', { kind: 'flag', allowed: true }))
+        .statusCode,
+    ).toBe(404);
     expect((await as(b, 'DELETE', '/org/subscribers/alice/overrides/sso')).statusCode).toBe(404);
   });
 
-  it('B\'s lists show only B\'s records', async () => {
-    expect((await as(b, 'GET', '/org/subscribers')).json().subscribers).toMatchObject([{ subscriber_id: 'alice', name: 'Renamed by B' }]);
+  it("B's lists show only B's records", async () => {
+    expect((await as(b, 'GET', '/org/subscribers')).json().subscribers).toMatchObject([
+      { subscriber_id: 'alice', name: 'Renamed by B' },
+    ]);
     expect((await as(b, 'GET', '/org/subscribers/alice/subscriptions')).json().subscriptions).toEqual([]);
     expect(
-      (await as(b, 'GET', `/org/subscribers/alice/subscriptions?starting_after=sub_zzzzzzzzzzzzzzzzzzzzzzzzzz`)).json().subscriptions,
+      (
+        await as(
+          b,
+          'GET',
+          `/org/subscribers/alice/subscriptions?starting_after=sub_zzzzzzzzzzzzzzzzzzzzzzzzzz`,
+        )
+      ).json().subscriptions,
     ).toEqual([]);
-    const overrides = (await as(b, 'GET', '/org/subscribers/alice/overrides?include_expired=true')).json().overrides;
+    const overrides = (await as(b, 'GET', '/org/subscribers/alice/overrides?include_expired=true')).json()
+      .overrides;
     expect(overrides).toMatchObject([{ feature: 'seats', limit: 1 }]);
-    expect((await as(b, 'GET', '/org/features')).json().features.map((f: { key: string }) => f.key)).toEqual(['seats']);
+    expect((await as(b, 'GET', '/org/features')).json().features.map((f: { key: string }) => f.key)).toEqual([
+      'seats',
+    ]);
   });
 
-  it('B deleting its override leaves A\'s override of the same feature key', async () => {
+  it("B deleting its override leaves A's override of the same feature key", async () => {
     expect((await as(b, 'DELETE', '/org/subscribers/alice/overrides/seats')).statusCode).toBe(204);
     expect((await as(a, 'GET', '/org/subscribers/alice/overrides/seats')).json()).toEqual(aOverride);
   });

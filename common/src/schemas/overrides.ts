@@ -2,9 +2,12 @@ import { Type, type Static } from '@sinclair/typebox';
 import { NullableTimestamp, PaginationQuery, Timestamp, listOf } from './common.ts';
 import { FeatureKindSchema } from './features.ts';
 
-const OverrideLimit = Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()], {
-  description: 'integer >= 0; null = unlimited',
-});
+const OverrideLimit = Type.Union(
+  [Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()],
+  {
+    description: 'integer >= 0; null = unlimited',
+  },
+);
 
 export const OverrideSchema = Type.Object(
   {
@@ -13,7 +16,9 @@ export const OverrideSchema = Type.Object(
     feature: Type.String({ description: 'the feature key' }),
     kind: FeatureKindSchema,
     allowed: Type.Optional(Type.Boolean({ description: 'present when kind is flag' })),
-    limit: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'present when kind is limit' })),
+    limit: Type.Optional(
+      Type.Union([Type.Integer(), Type.Null()], { description: 'present when kind is limit' }),
+    ),
     expires_at: NullableTimestamp,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -54,7 +59,9 @@ export type PutOverrideBody = Static<typeof PutOverrideBody>;
 export const ListOverridesQuery = Type.Object(
   {
     ...PaginationQuery,
-    include_expired: Type.Optional(Type.Boolean({ default: false, description: 'expired = expires_at <= now' })),
+    include_expired: Type.Optional(
+      Type.Boolean({ default: false, description: 'expired = expires_at <= now' }),
+    ),
   },
   { additionalProperties: false },
 );

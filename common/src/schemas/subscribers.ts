@@ -1,7 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PaginationQuery, SUBSCRIBER_ID_PATTERN, Timestamp, listOf } from './common.ts';
 
-const SubscriberName = Type.Union([Type.String({ maxLength: 255 }), Type.Null()], { description: 'null = no name' });
+const SubscriberName = Type.Union([Type.String({ maxLength: 255 }), Type.Null()], {
+  description: 'null = no name',
+});
 
 export const SubscriberSchema = Type.Object(
   {
@@ -15,14 +17,17 @@ export const SubscriberSchema = Type.Object(
 export type SubscriberBody = Static<typeof SubscriberSchema>;
 
 /** Path form: any non-empty value; an id that was never created is a 404, not a 422. */
-export const SubscriberIdParams = Type.Object({ subscriber_id: Type.String({ minLength: 1, maxLength: 255 }) });
+export const SubscriberIdParams = Type.Object({
+  subscriber_id: Type.String({ minLength: 1, maxLength: 255 }),
+});
 export type SubscriberIdParams = Static<typeof SubscriberIdParams>;
 
 export const CreateSubscriberBody = Type.Object(
   {
     subscriber_id: Type.String({
       pattern: SUBSCRIBER_ID_PATTERN,
-      description: 'chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255',
+      description:
+        'chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255',
     }),
     name: Type.Optional(SubscriberName),
   },

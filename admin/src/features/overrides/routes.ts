@@ -16,7 +16,10 @@ import { deleteOverride, getOverride, listSubscriberOverrides, upsertOverride } 
 import type { OverrideWithFeature } from './store.ts';
 
 export function toOverrideBody(override: OverrideWithFeature): OverrideBody {
-  const value = override.feature_kind === 'flag' ? { allowed: override.allowed ?? false } : { limit: override.limit_value };
+  const value =
+    override.feature_kind === 'flag'
+      ? { allowed: override.allowed ?? false }
+      : { limit: override.limit_value };
   return {
     id: override.id,
     subscriber_id: override.subscriber_id,
@@ -78,11 +81,16 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listSubscriberOverrides(app.db, request.principal!.organizationId, request.params.subscriber_id, {
-        limit,
-        startingAfter: request.query.starting_after,
-        liveAt: request.query.include_expired ? undefined : new Date(app.clock.now()),
-      });
+      const rows = await listSubscriberOverrides(
+        app.db,
+        request.principal!.organizationId,
+        request.params.subscriber_id,
+        {
+          limit,
+          startingAfter: request.query.starting_after,
+          liveAt: request.query.include_expired ? undefined : new Date(app.clock.now()),
+        },
+      );
       const page = toPage(rows, limit);
       return { overrides: page.items.map(toOverrideBody), has_more: page.hasMore };
     },
@@ -100,7 +108,9 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { subscriber_id, feature_key } = request.params;
-      return toOverrideBody(await getOverride(app.db, request.principal!.organizationId, subscriber_id, feature_key));
+      return toOverrideBody(
+        await getOverride(app.db, request.principal!.organizationId, subscriber_id, feature_key),
+      );
     },
   );
 
@@ -111,12 +121,21 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
       schema: {
         tags,
         params: OverrideParams,
-        response: { 204: Type.Null({ description: 'deleted, or there was none' }), 404: ErrorBodySchema, ...commonErrorResponses },
+        response: {
+          204: Type.Null({ description: 'deleted, or there was none' }),
+          404: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
       },
     },
     async (request, reply) => {
       const { subscriber_id, feature_key } = request.params;
-      const deleted = await deleteOverride(app.db, request.principal!.organizationId, subscriber_id, feature_key);
+      const deleted = await deleteOverride(
+        app.db,
+        request.principal!.organizationId,
+        subscriber_id,
+        feature_key,
+      );
       request.write.details = null;
       if (deleted) {
         request.write.subscribersChanged.add(subscriber_id);

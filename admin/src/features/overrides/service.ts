@@ -15,7 +15,10 @@ type Db = Kysely<Database> | Transaction<Database>;
 const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'feature_key', value: key });
 const overrideNotFound = (subscriberId: string, key: string) =>
-  notFound(`The subscriber "${subscriberId}" has no override for the feature "${key}".`, { field: 'feature_key', value: key });
+  notFound(`The subscriber "${subscriberId}" has no override for the feature "${key}".`, {
+    field: 'feature_key',
+    value: key,
+  });
 
 /** The value an override body sets, once its shape matches its kind. */
 export type OverrideValue =
@@ -26,18 +29,27 @@ export type OverrideValue =
 export function overrideValueFrom(body: PutOverrideBody): OverrideValue {
   const expiresAt = body.expires_at == null ? null : new Date(body.expires_at);
   if (expiresAt && Number.isNaN(expiresAt.getTime())) {
-    throw validationError('expires_at is not a valid ISO 8601 timestamp.', { field: 'expires_at', value: body.expires_at });
+    throw validationError('expires_at is not a valid ISO 8601 timestamp.', {
+      field: 'expires_at',
+      value: body.expires_at,
+    });
   }
   if (body.kind === 'flag') {
-    if (body.limit !== undefined) throw validationError('A flag override sets allowed, not limit.', { field: 'limit' });
-    if (body.allowed === undefined) throw validationError('allowed is required for a flag override.', { field: 'allowed' });
+    if (body.limit !== undefined)
+      throw validationError('A flag override sets allowed, not limit.', { field: 'limit' });
+    if (body.allowed === undefined)
+      throw validationError('allowed is required for a flag override.', { field: 'allowed' });
     return { kind: 'flag', allowed: body.allowed, expiresAt };
   }
-  if (body.allowed !== undefined) throw validationError('A limit override sets limit, not allowed.', { field: 'allowed' });
+  if (body.allowed !== undefined)
+    throw validationError('A limit override sets limit, not allowed.', { field: 'allowed' });
   if (body.limit === undefined) {
-    throw validationError('limit is required for a limit override (an integer >= 0, or null for unlimited).', {
-      field: 'limit',
-    });
+    throw validationError(
+      'limit is required for a limit override (an integer >= 0, or null for unlimited).',
+      {
+        field: 'limit',
+      },
+    );
   }
   return { kind: 'limit', limit: body.limit, expiresAt };
 }
@@ -57,7 +69,8 @@ const valueField = (kind: FeatureKind) => (kind === 'flag' ? 'allowed' : 'limit'
 /** The override as the audit log and responses show it: `allowed` or `limit`, timestamps as strings. */
 function auditedValues(override: Pick<Override, 'feature_kind' | 'allowed' | 'limit_value' | 'expires_at'>) {
   return {
-    [valueField(override.feature_kind)]: override.feature_kind === 'flag' ? override.allowed : override.limit_value,
+    [valueField(override.feature_kind)]:
+      override.feature_kind === 'flag' ? override.allowed : override.limit_value,
     expires_at: override.expires_at ? override.expires_at.toISOString() : null,
   };
 }
@@ -80,11 +93,14 @@ export async function upsertOverride(
     if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
     const feature = await featureOrThrow(trx, organizationId, featureKey);
     if (feature.kind !== value.kind) {
-      throw validationError(`The feature "${feature.key}" is a ${feature.kind}; the override kind must be "${feature.kind}".`, {
-        field: 'kind',
-        value: value.kind,
-        expected: feature.kind,
-      });
+      throw validationError(
+        `The feature "${feature.key}" is a ${feature.kind}; the override kind must be "${feature.kind}".`,
+        {
+          field: 'kind',
+          value: value.kind,
+          expected: feature.kind,
+        },
+      );
     }
     const columns = {
       allowed: value.kind === 'flag' ? value.allowed : null,
@@ -114,7 +130,10 @@ export async function upsertOverride(
     }
     const before = auditedValues(existing);
     const after = auditedValues({ feature_kind: feature.kind, ...columns });
-    const changes: Record<string, Change> | null = changedFields(before, after, [valueField(feature.kind), 'expires_at']);
+    const changes: Record<string, Change> | null = changedFields(before, after, [
+      valueField(feature.kind),
+      'expires_at',
+    ]);
     if (!changes) return { override: existing, details: null };
     const updated = await trx
       .updateTable('overrides')

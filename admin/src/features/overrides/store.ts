@@ -21,7 +21,9 @@ export function findOverride(
   subscriberId: string,
   featureId: string,
 ): Promise<OverrideWithFeature | undefined> {
-  return withFeatureKey(db, organizationId, subscriberId).where('o.feature_id', '=', featureId).executeTakeFirst();
+  return withFeatureKey(db, organizationId, subscriberId)
+    .where('o.feature_id', '=', featureId)
+    .executeTakeFirst();
 }
 
 export interface OverrideListFilter {
@@ -40,7 +42,11 @@ export function listOverrides(
 ): Promise<OverrideWithFeature[]> {
   let query = withFeatureKey(db, organizationId, subscriberId);
   const { liveAt } = filter;
-  if (liveAt) query = query.where((eb) => eb.or([eb('o.expires_at', 'is', null), eb('o.expires_at', '>', liveAt)]));
+  if (liveAt)
+    query = query.where((eb) => eb.or([eb('o.expires_at', 'is', null), eb('o.expires_at', '>', liveAt)]));
   if (filter.startingAfter) query = query.where('f.key', '>', filter.startingAfter);
-  return query.orderBy('f.key').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('f.key')
+    .limit(filter.limit + 1)
+    .execute();
 }

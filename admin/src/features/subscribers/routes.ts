@@ -79,7 +79,11 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
     '/org/subscribers',
     {
       config: { scope: 'subscribers:read' },
-      schema: { tags, querystring: ListSubscribersQuery, response: { 200: SubscriberListSchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        querystring: ListSubscribersQuery,
+        response: { 200: SubscriberListSchema, ...commonErrorResponses },
+      },
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
@@ -103,6 +107,8 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       },
     },
     async (request) =>
-      toSubscriberBody(await getSubscriber(app.db, request.principal!.organizationId, request.params.subscriber_id)),
+      toSubscriberBody(
+        await getSubscriber(app.db, request.principal!.organizationId, request.params.subscriber_id),
+      ),
   );
 }

@@ -17,7 +17,11 @@ export async function createSubscriber(
   return db.transaction().execute(async (trx) => {
     const created = await trx
       .insertInto('subscribers')
-      .values({ organization_id: organizationId, subscriber_id: input.subscriber_id, name: input.name ?? null })
+      .values({
+        organization_id: organizationId,
+        subscriber_id: input.subscriber_id,
+        name: input.name ?? null,
+      })
       .onConflict((oc) => oc.columns(['organization_id', 'subscriber_id']).doNothing())
       .returning('subscriber_id')
       .executeTakeFirst();
@@ -60,7 +64,11 @@ export async function updateSubscriber(
   });
 }
 
-export async function getSubscriber(db: Kysely<Database>, organizationId: string, subscriberId: string): Promise<Subscriber> {
+export async function getSubscriber(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+): Promise<Subscriber> {
   const subscriber = await findSubscriber(db, organizationId, subscriberId);
   if (!subscriber) throw subscriberNotFound(subscriberId);
   return subscriber;

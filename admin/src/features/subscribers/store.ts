@@ -3,7 +3,11 @@ import type { Database, Subscriber } from '@ent/common/db/database';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export function findSubscriber(db: Db, organizationId: string, subscriberId: string): Promise<Subscriber | undefined> {
+export function findSubscriber(
+  db: Db,
+  organizationId: string,
+  subscriberId: string,
+): Promise<Subscriber | undefined> {
   return db
     .selectFrom('subscribers')
     .selectAll()
@@ -37,8 +41,15 @@ export interface SubscriberListFilter {
 }
 
 /** Ordered by subscriber_id; fetches one extra row to tell whether another page follows. */
-export function listSubscribers(db: Db, organizationId: string, filter: SubscriberListFilter): Promise<Subscriber[]> {
+export function listSubscribers(
+  db: Db,
+  organizationId: string,
+  filter: SubscriberListFilter,
+): Promise<Subscriber[]> {
   let query = db.selectFrom('subscribers').selectAll().where('organization_id', '=', organizationId);
   if (filter.startingAfter) query = query.where('subscriber_id', '>', filter.startingAfter);
-  return query.orderBy('subscriber_id').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('subscriber_id')
+    .limit(filter.limit + 1)
+    .execute();
 }

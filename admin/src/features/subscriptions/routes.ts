@@ -13,7 +13,12 @@ import {
   type SubscriptionBody,
 } from '@ent/common/schemas/subscriptions';
 import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
-import { cancelSubscription, changeSubscription, createSubscription, listSubscriberSubscriptions } from './service.ts';
+import {
+  cancelSubscription,
+  changeSubscription,
+  createSubscription,
+  listSubscriberSubscriptions,
+} from './service.ts';
 import type { SubscriptionWithPlan } from './store.ts';
 
 export const toSubscriptionBody = (subscription: SubscriptionWithPlan): SubscriptionBody => ({
@@ -39,12 +44,22 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
         tags,
         params: SubscriberIdParams,
         body: CreateSubscriptionBody,
-        response: { 201: SubscriptionSchema, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+        response: {
+          201: SubscriptionSchema,
+          404: ErrorBodySchema,
+          409: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
       },
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const created = await createSubscription(app.db, request.principal!.organizationId, subscriber_id, request.body.plan_id);
+      const created = await createSubscription(
+        app.db,
+        request.principal!.organizationId,
+        subscriber_id,
+        request.body.plan_id,
+      );
       const body = toSubscriptionBody(created);
       request.write.subscribersChanged.add(subscriber_id);
       request.write.details = { subscription_id: created.id, plan_id: created.plan_key };
@@ -61,7 +76,12 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
         tags,
         params: SubscriberIdParams,
         body: ChangeSubscriptionBody,
-        response: { 201: ChangedSubscriptionSchema, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+        response: {
+          201: ChangedSubscriptionSchema,
+          404: ErrorBodySchema,
+          409: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -125,11 +145,16 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listSubscriberSubscriptions(app.db, request.principal!.organizationId, request.params.subscriber_id, {
-        limit,
-        startingAfter: request.query.starting_after,
-        status: request.query.status,
-      });
+      const rows = await listSubscriberSubscriptions(
+        app.db,
+        request.principal!.organizationId,
+        request.params.subscriber_id,
+        {
+          limit,
+          startingAfter: request.query.starting_after,
+          status: request.query.status,
+        },
+      );
       const page = toPage(rows, limit);
       return { subscriptions: page.items.map(toSubscriptionBody), has_more: page.hasMore };
     },

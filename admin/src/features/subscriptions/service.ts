@@ -21,18 +21,29 @@ export const subscriptionNotFound = (subscriptionId: string) =>
     value: subscriptionId,
   });
 
-async function lockSubscriberOrThrow(trx: Transaction<Database>, organizationId: string, subscriberId: string) {
+async function lockSubscriberOrThrow(
+  trx: Transaction<Database>,
+  organizationId: string,
+  subscriberId: string,
+) {
   const subscriber = await lockSubscriber(trx, organizationId, subscriberId);
   if (!subscriber) throw subscriberNotFound(subscriberId);
   return subscriber;
 }
 
 /** An unknown plan is a bad body (422); an archived plan refuses new subscriptions (409). */
-async function planOpenForSubscribing(trx: Transaction<Database>, organizationId: string, planKey: string): Promise<Plan> {
+async function planOpenForSubscribing(
+  trx: Transaction<Database>,
+  organizationId: string,
+  planKey: string,
+): Promise<Plan> {
   const plan = await findPlanForSubscribing(trx, organizationId, planKey);
   if (!plan) throw validationError(`No plan with key "${planKey}".`, { field: 'plan_id', value: planKey });
   if (plan.archived_at) {
-    throw conflict(`The plan "${planKey}" is archived and takes no new subscriptions.`, { field: 'plan_id', value: planKey });
+    throw conflict(`The plan "${planKey}" is archived and takes no new subscriptions.`, {
+      field: 'plan_id',
+      value: planKey,
+    });
   }
   return plan;
 }
@@ -56,13 +67,21 @@ async function insertSubscription(
 ): Promise<SubscriptionWithPlan> {
   const created = await trx
     .insertInto('subscriptions')
-    .values({ id: newId('sub'), organization_id: organizationId, subscriber_id: subscriberId, plan_id: plan.id })
+    .values({
+      id: newId('sub'),
+      organization_id: organizationId,
+      subscriber_id: subscriberId,
+      plan_id: plan.id,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   return { ...created, plan_key: plan.key };
 }
 
-async function endSubscription(trx: Transaction<Database>, subscription: SubscriptionWithPlan): Promise<SubscriptionWithPlan> {
+async function endSubscription(
+  trx: Transaction<Database>,
+  subscription: SubscriptionWithPlan,
+): Promise<SubscriptionWithPlan> {
   const ended = await trx
     .updateTable('subscriptions')
     .set({ status: 'canceled', canceled_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
@@ -108,10 +127,13 @@ export async function changeSubscription(
       const named = await findSubscription(trx, organizationId, subscriberId, input.subscription_id);
       if (!named) throw subscriptionNotFound(input.subscription_id);
       if (named.status !== 'active') {
-        throw conflict(`The subscription "${named.id}" is already canceled; only an active subscription can be changed.`, {
-          field: 'subscription_id',
-          value: named.id,
-        });
+        throw conflict(
+          `The subscription "${named.id}" is already canceled; only an active subscription can be changed.`,
+          {
+            field: 'subscription_id',
+            value: named.id,
+          },
+        );
       }
       current = named;
     } else {

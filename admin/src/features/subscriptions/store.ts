@@ -29,7 +29,10 @@ export function findActiveSubscriptions(
   organizationId: string,
   subscriberId: string,
 ): Promise<SubscriptionWithPlan[]> {
-  return withPlanKey(db, organizationId, subscriberId).where('s.status', '=', 'active').orderBy('s.id').execute();
+  return withPlanKey(db, organizationId, subscriberId)
+    .where('s.status', '=', 'active')
+    .orderBy('s.id')
+    .execute();
 }
 
 /** Takes a share lock so the plan cannot be archived or deleted until the subscription is committed. */
@@ -63,5 +66,8 @@ export function listSubscriptions(
   let query = withPlanKey(db, organizationId, subscriberId);
   if (filter.status) query = query.where('s.status', '=', filter.status);
   if (filter.startingAfter) query = query.where('s.id', '<', filter.startingAfter);
-  return query.orderBy('s.id', 'desc').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('s.id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
 }
