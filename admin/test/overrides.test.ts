@@ -226,6 +226,14 @@ describe('PUT .../overrides/{feature_key}', () => {
   it('left the override untouched after refused bodies', async () => {
     expect((await get(url('bob', 'projects'))).json()).toMatchObject({ limit: 0, expires_at: null });
   });
+  it('keeps one override per feature under concurrent puts', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => put('bob', 'audit-log', { kind: 'flag', allowed: i % 2 === 0 })),
+    );
+    expect(results.map((res) => res.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(new Set(results.map((res) => res.json().id)).size).toBe(1);
+    await del('bob', 'audit-log');
+  });
 });
 
 describe('GET .../overrides/{feature_key}', () => {

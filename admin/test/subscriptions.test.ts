@@ -152,6 +152,13 @@ describe('POST .../subscriptions', () => {
       expect(res.json().error.code).toBe('VALIDATION_ERROR');
     },
   );
+  it('lets exactly one of several concurrent requests for the same plan through', async () => {
+    await newSubscriber('racer');
+    const results = await Promise.all(Array.from({ length: 6 }, () => subscribe('racer', 'pro')));
+    const statuses = results.map((res) => res.statusCode).sort();
+    expect(statuses).toEqual([201, 409, 409, 409, 409, 409]);
+    expect((await list('racer')).subscriptions).toHaveLength(1);
+  });
 });
 
 describe('POST .../subscriptions/change', () => {
