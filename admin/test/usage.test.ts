@@ -236,11 +236,11 @@ describe('entctl org arrangement', () => {
     });
     clock.advance(1000);
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 1000, used: 6, warn: null } });
-  });
+  }, 90_000);
 
   it('refuses --eval-limit together with --unlimited, and an unknown organization', async () => {
     const org = await createTestOrganization(ctx.db, 'Refused');
     await expect(entctl('--org', org.organization_id, '--eval-limit', '5', '--unlimited')).rejects.toThrow();
     await expect(entctl('--org', 'org_missing')).rejects.toThrow(/No organization/);
-  });
+  }, 60_000);
 });
