@@ -475,6 +475,17 @@ describe('reading the log: filters', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents the audit route and its filters', async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const route = res.json().paths['/org/audit-events'];
+    expect(route.get.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['limit', 'starting_after', 'outcome', 'route', 'occurred_after', 'occurred_before']),
+    );
+  });
+});
+
 describe('no secrets in the log', () => {
   it('holds no plaintext key anywhere, in the tables or through the API', async () => {
     expect(plaintextKeys.length).toBeGreaterThan(5);
