@@ -13,7 +13,11 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
-import { getArrangement, publishArrangement, saveArrangement } from '../src/features/organizations/arrangement.ts';
+import {
+  getArrangement,
+  publishArrangement,
+  saveArrangement,
+} from '../src/features/organizations/arrangement.ts';
 
 const run = promisify(execFile);
 const entctlPath = new URL('../src/cli/entctl.ts', import.meta.url).pathname;
@@ -39,7 +43,8 @@ const usage = async (org: TestOrganization) => {
   return res.json();
 };
 const evals = async (org: TestOrganization, times: number) => {
-  for (let i = 0; i < times; i++) await meter.gate({ organizationId: org.organization_id, subscriberId: 'cus_1', nowMs: clock.now() });
+  for (let i = 0; i < times; i++)
+    await meter.gate({ organizationId: org.organization_id, subscriberId: 'cus_1', nowMs: clock.now() });
 };
 const arrange = async (org: TestOrganization, arrangement: Arrangement) => {
   await saveArrangement(ctx.db, org.organization_id, arrangement);
@@ -97,7 +102,13 @@ describe('GET /org/usage/current', () => {
     });
 
     clock.set(Date.parse('2026-06-01T00:00:00.000Z'));
-    expect(await usage(org)).toMatchObject({ period: '2026-06', count: 0, warn: null, allowed: true, first_over_at: null });
+    expect(await usage(org)).toMatchObject({
+      period: '2026-06',
+      count: 0,
+      warn: null,
+      allowed: true,
+      first_over_at: null,
+    });
   });
 
   it('reports a non-blocking individual arrangement past its limit: allowed, no blocked_at', async () => {
@@ -144,10 +155,17 @@ describe('GET /org/usage/current', () => {
     const org = await createTestOrganization(ctx.db, 'Enterprise');
     await arrange(org, { plan: 'enterprise', evalLimit: 10, blocking: true, burstPerSecond: 100 });
     await evals(org, 8);
-    expect(await usage(org)).toMatchObject({ gated: true, plan: 'enterprise', limit: 10, count: 8, warn: '80', blocking: true });
+    expect(await usage(org)).toMatchObject({
+      gated: true,
+      plan: 'enterprise',
+      limit: 10,
+      count: 8,
+      warn: '80',
+      blocking: true,
+    });
   });
 
-  it('shows only the calling organization\'s usage', async () => {
+  it("shows only the calling organization's usage", async () => {
     const busy = await createTestOrganization(ctx.db, 'Busy');
     const quiet = await createTestOrganization(ctx.db, 'Quiet');
     await evals(busy, 2);
@@ -159,7 +177,8 @@ describe('GET /org/usage/current', () => {
     const org = await createTestOrganization(ctx.db, 'Scoped');
     const checkOnly = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
     const reader = await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:read']);
-    const get = (key: string) => ctx.app.inject({ method: 'GET', url: '/org/usage/current', headers: { 'x-api-key': key } });
+    const get = (key: string) =>
+      ctx.app.inject({ method: 'GET', url: '/org/usage/current', headers: { 'x-api-key': key } });
     expect((await get(checkOnly.apiKey)).statusCode).toBe(403);
     expect((await get(reader.apiKey)).statusCode).toBe(200);
     const anonymous = await ctx.app.inject({ method: 'GET', url: '/org/usage/current' });
@@ -168,7 +187,11 @@ describe('GET /org/usage/current', () => {
 
   it('refuses query parameters with 422', async () => {
     const org = await createTestOrganization(ctx.db, 'Query');
-    const res = await ctx.app.inject({ method: 'GET', url: '/org/usage/current?period=2026-01', headers: org.headers });
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/usage/current?period=2026-01',
+      headers: org.headers,
+    });
     expect(res.statusCode).toBe(422);
     expect(res.json().error.code).toBe('VALIDATION_ERROR');
   });
@@ -176,16 +199,20 @@ describe('GET /org/usage/current', () => {
 
 describe('entctl org arrangement', () => {
   const entctl = async (...args: string[]) => {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', entctlPath, 'org', 'arrangement', ...args, '--json'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: ctx.config.databaseUrl,
-        REDIS_URL: ctx.config.redisUrl,
-        REDIS_CLUSTER_NODES: ctx.config.redisClusterNodes.join(','),
-        REDIS_KEY_PREFIX: ctx.config.redisKeyPrefix,
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', entctlPath, 'org', 'arrangement', ...args, '--json'],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.config.databaseUrl,
+          REDIS_URL: ctx.config.redisUrl,
+          REDIS_CLUSTER_NODES: ctx.config.redisClusterNodes.join(','),
+          REDIS_KEY_PREFIX: ctx.config.redisKeyPrefix,
+        },
+        timeout: 20_000,
       },
-      timeout: 20_000,
-    });
+    );
     return JSON.parse(stdout);
   };
   const gate = (org: TestOrganization) =>
@@ -206,7 +233,9 @@ describe('entctl org arrangement', () => {
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 2, used: 3, warn: '100' } });
     expect(await usage(org)).toMatchObject({ plan: 'free', limit: 2, blocking: false, warn: '100' });
 
-    expect(await entctl('--org', org.organization_id, '--burst', '1', '--plan', 'enterprise', '--blocking')).toEqual({
+    expect(
+      await entctl('--org', org.organization_id, '--burst', '1', '--plan', 'enterprise', '--blocking'),
+    ).toEqual({
       organization_id: org.organization_id,
       plan: 'enterprise',
       eval_limit: 2,
@@ -226,16 +255,27 @@ describe('entctl org arrangement', () => {
     });
     clock.advance(1000);
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: null });
-    expect(await usage(org)).toMatchObject({ gated: false, reason: 'unlimited', plan: null, count: 5, warn: null });
+    expect(await usage(org)).toMatchObject({
+      gated: false,
+      reason: 'unlimited',
+      plan: null,
+      count: 5,
+      warn: null,
+    });
 
-    expect(await entctl('--org', org.organization_id, '--eval-limit', '1000', '--burst', '100')).toMatchObject({
+    expect(
+      await entctl('--org', org.organization_id, '--eval-limit', '1000', '--burst', '100'),
+    ).toMatchObject({
       plan: 'individual',
       eval_limit: 1000,
       blocking: true,
       burst: 100,
     });
     clock.advance(1000);
-    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 1000, used: 6, warn: null } });
+    expect(await gate(org)).toMatchObject({
+      outcome: 'counted',
+      usage: { limit: 1000, used: 6, warn: null },
+    });
   }, 90_000);
 
   it('refuses --eval-limit together with --unlimited, and an unknown organization', async () => {

@@ -1,13 +1,22 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyArrangementChange, SELF_SERVE_ARRANGEMENT, type Arrangement } from '@ent/common/metering/arrangement';
+import {
+  applyArrangementChange,
+  SELF_SERVE_ARRANGEMENT,
+  type Arrangement,
+} from '@ent/common/metering/arrangement';
 import { toGateResult, MeteringError } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, nextPeriodStartMs, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { headerWarn, usageRecord, usageWarn } from '@ent/common/metering/usage';
 
 const at = (iso: string) => Date.parse(iso);
 const NOW = at('2026-02-10T08:00:00.000Z');
-const capped = (evalLimit: number, blocking: boolean): Arrangement => ({ plan: 'free', evalLimit, blocking, burstPerSecond: 100 });
+const capped = (evalLimit: number, blocking: boolean): Arrangement => ({
+  plan: 'free',
+  evalLimit,
+  blocking,
+  burstPerSecond: 100,
+});
 
 describe('periods', () => {
   it.each([
@@ -47,15 +56,34 @@ describe('usage record', () => {
   const firstOverAt = at('2026-02-03T10:00:00.000Z');
 
   it.each([
-    ['under 80%', capped(10, true), 7, null, NOW, { warn: null, allowed: true, first_over_at: null, blocked_at: null }],
-    ['at 80%', capped(10, true), 8, null, NOW, { warn: '80', allowed: true, first_over_at: null, blocked_at: null }],
+    [
+      'under 80%',
+      capped(10, true),
+      7,
+      null,
+      NOW,
+      { warn: null, allowed: true, first_over_at: null, blocked_at: null },
+    ],
+    [
+      'at 80%',
+      capped(10, true),
+      8,
+      null,
+      NOW,
+      { warn: '80', allowed: true, first_over_at: null, blocked_at: null },
+    ],
     [
       'at the limit, blocking',
       capped(10, true),
       10,
       firstOverAt,
       NOW,
-      { warn: '100', allowed: true, first_over_at: '2026-02-03T10:00:00.000Z', blocked_at: '2026-02-10T10:00:00.000Z' },
+      {
+        warn: '100',
+        allowed: true,
+        first_over_at: '2026-02-03T10:00:00.000Z',
+        blocked_at: '2026-02-10T10:00:00.000Z',
+      },
     ],
     [
       'over the limit in the grace period',
@@ -79,7 +107,13 @@ describe('usage record', () => {
       15,
       firstOverAt,
       firstOverAt + 20 * 24 * 3600 * 1000,
-      { warn: '100', allowed: true, blocking: false, first_over_at: '2026-02-03T10:00:00.000Z', blocked_at: null },
+      {
+        warn: '100',
+        allowed: true,
+        blocking: false,
+        first_over_at: '2026-02-03T10:00:00.000Z',
+        blocked_at: null,
+      },
     ],
     [
       'a stale first_over_at after the limit was raised',
@@ -101,7 +135,13 @@ describe('usage record', () => {
   });
 
   it('reports an unlimited arrangement as not gated and never blocking', () => {
-    expect(usageRecord({ plan: null, evalLimit: null, blocking: true, burstPerSecond: 100 }, { count: 42, firstOverAtMs: null }, NOW)).toEqual({
+    expect(
+      usageRecord(
+        { plan: null, evalLimit: null, blocking: true, burstPerSecond: 100 },
+        { count: 42, firstOverAtMs: null },
+        NOW,
+      ),
+    ).toEqual({
       gated: false,
       reason: 'unlimited',
       period: '2026-02',
@@ -149,7 +189,12 @@ describe('arrangement changes (entctl org arrangement)', () => {
     ['non-blocking', free, { blocking: false }, { ...free, blocking: false }],
     ['burst', free, { burstPerSecond: 5 }, { ...free, burstPerSecond: 5 }],
     ['unlimited clears the plan', free, { unlimited: true }, { ...free, plan: null, evalLimit: null }],
-    ['unlimited with a plan keeps it', free, { unlimited: true, plan: 'vip' }, { ...free, plan: 'vip', evalLimit: null }],
+    [
+      'unlimited with a plan keeps it',
+      free,
+      { unlimited: true, plan: 'vip' },
+      { ...free, plan: 'vip', evalLimit: null },
+    ],
     [
       'a limit on an unlimited org without a plan is individual',
       { ...free, plan: null, evalLimit: null },

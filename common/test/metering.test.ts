@@ -3,7 +3,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock, toTimestamp } from '@ent/common/clock';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys, type RedisKeys } from '@ent/common/redis/keys';
-import { publishArrangement, SELF_SERVE_ARRANGEMENT, type Arrangement } from '@ent/common/metering/arrangement';
+import {
+  publishArrangement,
+  SELF_SERVE_ARRANGEMENT,
+  type Arrangement,
+} from '@ent/common/metering/arrangement';
 import type { EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
 import { createEvalMeter } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
@@ -75,7 +79,13 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     return results;
   };
   const usageOf = (organizationId: string) =>
-    currentUsage(redis, keys, organizationId, sourceOfTruth.get(organizationId) ?? SELF_SERVE_ARRANGEMENT, clock.now());
+    currentUsage(
+      redis,
+      keys,
+      organizationId,
+      sourceOfTruth.get(organizationId) ?? SELF_SERVE_ARRANGEMENT,
+      clock.now(),
+    );
   const warnOf = (result: EvalGateResult) => (result.outcome === 'rate_limited' ? 'n/a' : result.usage?.warn);
 
   it('walks the whole state table of a blocking arrangement: 80%, 100%, grace, blocked, next month', async () => {
@@ -109,7 +119,11 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
 
     clock.advance(SECOND);
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 11, warn: 'grace' } });
-    expect(await usageOf(org)).toMatchObject({ warn: '100', allowed: true, first_over_at: toTimestamp(firstOverAt) });
+    expect(await usageOf(org)).toMatchObject({
+      warn: '100',
+      allowed: true,
+      first_over_at: toTimestamp(firstOverAt),
+    });
 
     clock.set(firstOverAt + GRACE_PERIOD_MS - 1);
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 12, warn: 'grace' } });
@@ -135,9 +149,21 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect((await usageOf(org)).count).toBe(12);
 
     clock.set(at('2026-04-01T00:00:00.000Z'));
-    expect(await usageOf(org)).toMatchObject({ period: '2026-04', count: 0, warn: null, allowed: true, first_over_at: null });
+    expect(await usageOf(org)).toMatchObject({
+      period: '2026-04',
+      count: 0,
+      warn: null,
+      allowed: true,
+      first_over_at: null,
+    });
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 10, used: 1, warn: null } });
-    expect(await usageOf(org)).toMatchObject({ period: '2026-04', count: 1, warn: null, allowed: true, blocked_at: null });
+    expect(await usageOf(org)).toMatchObject({
+      period: '2026-04',
+      count: 1,
+      warn: null,
+      allowed: true,
+      blocked_at: null,
+    });
   });
 
   it('keeps answering past the limit when non-blocking, with warn 100 and no blocked_at', async () => {
@@ -187,12 +213,26 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
 
   it('loads and publishes a missing arrangement once, then reads it from Redis', async () => {
     const org = await newOrg(null);
-    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 250_000, used: 1, warn: null } });
+    expect(await gate(org)).toMatchObject({
+      outcome: 'counted',
+      usage: { limit: 250_000, used: 1, warn: null },
+    });
     expect(loads.filter((id) => id === org)).toHaveLength(1);
-    expect(await redis.hgetall(keys.arrangement(org))).toEqual({ limit: '250000', blocking: '1', burst: '100', plan: 'free' });
+    expect(await redis.hgetall(keys.arrangement(org))).toEqual({
+      limit: '250000',
+      blocking: '1',
+      burst: '100',
+      plan: 'free',
+    });
     await gate(org);
     expect(loads.filter((id) => id === org)).toHaveLength(1);
-    expect(await usageOf(org)).toMatchObject({ plan: 'free', count: 2, limit: 250_000, blocking: true, gated: true });
+    expect(await usageOf(org)).toMatchObject({
+      plan: 'free',
+      count: 2,
+      limit: 250_000,
+      blocking: true,
+      gated: true,
+    });
   });
 
   it('applies an arrangement change on the next gate call', async () => {
@@ -222,7 +262,11 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     const n = 300;
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) =>
-        (i % 2 ? meter : otherMeter).gate({ organizationId: org, subscriberId: `cus_${i % 7}`, nowMs: clock.now() }),
+        (i % 2 ? meter : otherMeter).gate({
+          organizationId: org,
+          subscriberId: `cus_${i % 7}`,
+          nowMs: clock.now(),
+        }),
       ),
     );
     expect(results.every((r) => r.outcome === 'counted')).toBe(true);
@@ -235,11 +279,20 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     const org = await newOrg(individual({ evalLimit: 1_000, burstPerSecond: 100 }));
     clock.set(at('2026-03-10T12:00:05.250Z'));
     const results = await Promise.all(
-      Array.from({ length: 150 }, (_, i) => (i % 2 ? meter : otherMeter).gate({ organizationId: org, subscriberId: 'cus_1', nowMs: clock.now() + (i % 700) })),
+      Array.from({ length: 150 }, (_, i) =>
+        (i % 2 ? meter : otherMeter).gate({
+          organizationId: org,
+          subscriberId: 'cus_1',
+          nowMs: clock.now() + (i % 700),
+        }),
+      ),
     );
     const limited = results.filter((r) => r.outcome === 'rate_limited');
     expect(limited).toHaveLength(50);
-    expect(limited[0]).toMatchObject({ retryAfterSeconds: 1, versions: { catalog: 0, subscriber: 0, auth: 0 } });
+    expect(limited[0]).toMatchObject({
+      retryAfterSeconds: 1,
+      versions: { catalog: 0, subscriber: 0, auth: 0 },
+    });
     expect((await usageOf(org)).count).toBe(100);
     clock.set(at('2026-03-10T12:00:06.000Z'));
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 101 } });
@@ -287,7 +340,11 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     await meter.addOfflineCount(org, 4, clock.now());
     expect(await usageOf(org)).toMatchObject({ count: 4, first_over_at: null });
     await meter.addOfflineCount(org, 8, clock.now());
-    expect(await usageOf(org)).toMatchObject({ count: 12, warn: '100', first_over_at: toTimestamp(clock.now()) });
+    expect(await usageOf(org)).toMatchObject({
+      count: 12,
+      warn: '100',
+      first_over_at: toTimestamp(clock.now()),
+    });
     expect(await gate(org)).toMatchObject({ usage: { used: 13, warn: 'grace' } });
   });
 
@@ -298,10 +355,14 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     await redis.hset(keys.subscriber(org, 'cus_9'), { v: '7', doc: '{}' });
     await redis.hset(keys.auth(org), { v: '3' });
     expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({ catalog: 5, subscriber: 7, auth: 3 });
-    expect((await gate(org, clock.now(), 'cus_other')).versions).toEqual({ catalog: 5, subscriber: 0, auth: 3 });
+    expect((await gate(org, clock.now(), 'cus_other')).versions).toEqual({
+      catalog: 5,
+      subscriber: 0,
+      auth: 3,
+    });
   });
 
-  it('lets a month\'s usage expire on its own', async () => {
+  it("lets a month's usage expire on its own", async () => {
     const org = await newOrg(individual({}));
     await gate(org);
     const ttl = await redis.pttl(keys.evalUsage(org, '2026-03'));

@@ -57,10 +57,19 @@ export async function getArrangement(db: Db, organizationId: string): Promise<Ar
     .where('id', '=', organizationId)
     .executeTakeFirst();
   if (!row) throw notFound(`No organization ${organizationId}.`);
-  return { plan: row.eval_plan, evalLimit: row.eval_limit, blocking: row.eval_blocking, burstPerSecond: row.eval_burst };
+  return {
+    plan: row.eval_plan,
+    evalLimit: row.eval_limit,
+    blocking: row.eval_blocking,
+    burstPerSecond: row.eval_burst,
+  };
 }
 
-export async function saveArrangement(db: Db, organizationId: string, arrangement: Arrangement): Promise<void> {
+export async function saveArrangement(
+  db: Db,
+  organizationId: string,
+  arrangement: Arrangement,
+): Promise<void> {
   const result = await db
     .updateTable('organizations')
     .set({

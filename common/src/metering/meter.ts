@@ -1,7 +1,13 @@
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 import { publishArrangement, type Arrangement } from './arrangement.ts';
-import type { EvalGateInput, EvalGateResult, EvalMeter, EvalUsageHeaders, SnapshotVersions } from './contract.ts';
+import type {
+  EvalGateInput,
+  EvalGateResult,
+  EvalMeter,
+  EvalUsageHeaders,
+  SnapshotVersions,
+} from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
 import { withMeteringCommands, type EvalAdjustReply, type EvalGateReply } from './scripts.ts';
 import { headerWarn } from './usage.ts';
@@ -34,7 +40,11 @@ export function toGateResult(reply: EvalGateReply, nowMs: number): EvalGateResul
     case GateCode.Counted:
       return { outcome: 'counted', versions, usage: usage(count, false) };
     case GateCode.RateLimited:
-      return { outcome: 'rate_limited', versions, retryAfterSeconds: Math.max(1, Math.ceil((1000 - (nowMs % 1000)) / 1000)) };
+      return {
+        outcome: 'rate_limited',
+        versions,
+        retryAfterSeconds: Math.max(1, Math.ceil((1000 - (nowMs % 1000)) / 1000)),
+      };
     case GateCode.Blocked:
       return { outcome: 'blocked', versions, period: periodOf(nowMs), usage: usage(count, true) };
     default:
@@ -66,7 +76,8 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   }
 
   const adjust = async (organizationId: string, delta: number, nowMs: number): Promise<void> => {
-    if (!Number.isInteger(delta)) throw new MeteringError(`Eval count adjustments are integers, got ${delta}.`);
+    if (!Number.isInteger(delta))
+      throw new MeteringError(`Eval count adjustments are integers, got ${delta}.`);
     if (delta === 0) return;
     await withArrangement<EvalAdjustReply>(organizationId, () =>
       redis.evalAdjust(

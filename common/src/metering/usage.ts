@@ -90,7 +90,11 @@ export async function readUsageCounters(
   organizationId: string,
   nowMs: number,
 ): Promise<UsageCounters> {
-  const [count, firstOverAt] = await redis.hmget(keys.evalUsage(organizationId, periodOf(nowMs)), 'count', 'first_over_at');
+  const [count, firstOverAt] = await redis.hmget(
+    keys.evalUsage(organizationId, periodOf(nowMs)),
+    'count',
+    'first_over_at',
+  );
   return {
     count: count ? Number(count) : 0,
     firstOverAtMs: firstOverAt ? Number(firstOverAt) : null,
