@@ -11,7 +11,7 @@ import {
 } from '@ent/common/snapshots/build';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { getArrangement, publishArrangement, type Arrangement } from '../organizations/arrangement.ts';
+import { getArrangement, publishArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 
 export interface SnapshotPublisherDeps {
   db: Kysely<Database>;

@@ -1,0 +1,58 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { systemClock, type Clock } from '@ent/common/clock';
+import type { Config } from '@ent/common/config';
+import { errorHandling } from '@ent/common/http/error-handler';
+import { requestIdFrom } from '@ent/common/http/request-id';
+import { strictRoutes } from '@ent/common/http/strict-routes';
+import { validatorCompiler } from '@ent/common/http/validation';
+import type { EvalMeter } from '@ent/common/metering/contract';
+import type { RedisClient } from '@ent/common/redis/connect';
+import { adminClient } from './plugins/admin-client.ts';
+import { forwardToAdmin } from './plugins/forward.ts';
+import { health } from './plugins/health.ts';
+import { infrastructure } from './plugins/infrastructure.ts';
+import { meter } from './plugins/meter.ts';
+import { metrics } from './plugins/metrics.ts';
+import { principals } from './plugins/principals.ts';
+import { snapshotCache } from './plugins/snapshot-cache.ts';
+import { evalRoutes } from './routes/evals.ts';
+
+export interface GatewayAppOptions {
+  config: Config;
+  clock?: Clock;
+  /** Injected by tests; otherwise a fail-fast connection is created here and closed on shutdown. */
+  redis?: RedisClient;
+  meter?: EvalMeter;
+  logger?: FastifyServerOptions['logger'];
+  maxCachedSubscribers?: number;
+}
+
+export type GatewayApp = FastifyInstance;
+
+/** Builds the gateway without listening: tests call `inject`, server.ts calls `listen`. */
+export async function buildGatewayApp(options: GatewayAppOptions): Promise<GatewayApp> {
+  const { config } = options;
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    // The gateway is the public edge: it makes its own request ids and passes them on to admin.
+    genReqId: requestIdFrom(false),
+    disableRequestLogging: true,
+    bodyLimit: config.bodyLimitBytes,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+
+  await app.register(errorHandling);
+  await app.register(strictRoutes);
+  await app.register(infrastructure, { config, clock: options.clock ?? systemClock, redis: options.redis });
+  await app.register(metrics);
+  await app.register(adminClient);
+  await app.register(principals);
+  await app.register(snapshotCache, { maxSubscribers: options.maxCachedSubscribers });
+  await app.register(meter, { meter: options.meter });
+  await app.register(health);
+  await app.register(evalRoutes);
+  await app.register(forwardToAdmin);
+  return app;
+}

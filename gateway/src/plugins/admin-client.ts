@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Pool } from 'undici';
+import type { Arrangement } from '@ent/common/metering/arrangement';
+import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
+
+export class AdminUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AdminUnavailableError';
+  }
+}
+
+export interface AdminClient {
+  /** Rebuilt from Postgres; null when no such key was ever issued. */
+  apiKey(keyHash: string): Promise<{ organizationId: string; version: number; doc: ApiKeyDoc | null } | null>;
+  /** Rebuilt from Postgres; version 0 and `exists: false` for an unknown subscriber. */
+  subscriber(organizationId: string, subscriberId: string): Promise<Versioned<SubscriberDoc>>;
+  organization(
+    organizationId: string,
+  ): Promise<{ catalog: Versioned<CatalogDoc>; auth_version: number; arrangement: Arrangement }>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    adminPool: Pool;
+    adminClient: AdminClient;
+  }
+}
+
+/** One undici Pool to admin: the forwarder and the internal rebuild calls share it. */
+export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
+  async function adminClient(app: FastifyInstance, options) {
+    const pool = new Pool(app.config.adminUrl, {
+      connections: 128,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: 2000 },
+      headersTimeout: 10_000,
+      bodyTimeout: 30_000,
+    });
+    const token = app.config.internalToken;
+
+    async function call<T>(path: string, body: Record<string, unknown>): Promise<{ status: number; body: T }> {
+      options.onRebuildRequest?.(path.split('/').pop() ?? path);
+      let response;
+      try {
+        response = await pool.request({
+          path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(token ? { 'x-internal-token': token } : {}) },
+          body: JSON.stringify(body),
+          headersTimeout: 5000,
+          bodyTimeout: 5000,
+        });
+      } catch (error) {
+        throw new AdminUnavailableError(`admin unreachable: ${(error as Error).message}`);
+      }
+      const json = (await response.body.json().catch(() => null)) as T;
+      if (response.statusCode >= 500) throw new AdminUnavailableError(`admin answered ${response.statusCode}`);
+      return { status: response.statusCode, body: json };
+    }
+
+    const client: AdminClient = {
+      async apiKey(keyHash) {
+        const res = await call<{ organization_id: string; version: number; doc: ApiKeyDoc | null }>(
+          '/internal/snapshots/api-key',
+          { key_hash: keyHash },
+        );
+        if (res.status === 404) return null;
+        if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
+        return { organizationId: res.body.organization_id, version: res.body.version, doc: res.body.doc };
+      },
+      async subscriber(organizationId, subscriberId) {
+        const res = await call<Versioned<SubscriberDoc>>('/internal/snapshots/subscriber', {
+          organization_id: organizationId,
+          subscriber_id: subscriberId,
+        });
+        if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
+        return res.body;
+      },
+      async organization(organizationId) {
+        const res = await call<Awaited<ReturnType<AdminClient['organization']>>>('/internal/snapshots/organization', {
+          organization_id: organizationId,
+        });
+        if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
+        return res.body;
+      },
+    };
+
+    app.decorate('adminPool', pool);
+    app.decorate('adminClient', client);
+    app.addHook('onClose', async () => pool.close());
+  },
+  { name: 'admin-client', dependencies: ['infrastructure'] },
+);

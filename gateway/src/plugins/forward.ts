@@ -1,0 +1,93 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
+
+/** RFC 9110 §7.6.1 connection-specific headers, plus what the proxy sets itself. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'expect',
+]);
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+function requestHeaders(request: FastifyRequest): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  const connectionListed = new Set(
+    String(request.headers.connection ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || connectionListed.has(name)) continue;
+    headers[name] = value;
+  }
+  const peer = request.socket.remoteAddress ?? request.ip;
+  const prior = request.headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer;
+  if (request.headers.host) headers['x-forwarded-host'] = request.headers.host;
+  headers['x-forwarded-proto'] = request.protocol;
+  headers['x-request-id'] = request.id;
+  return headers;
+}
+
+function responseHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+const hasBody = (request: FastifyRequest): boolean =>
+  request.headers['transfer-encoding'] !== undefined ||
+  (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
+
+/**
+ * One base URL: every route the gateway does not answer itself is forwarded to admin with the shared undici
+ * Pool, bodies streamed both ways. Registered in its own context so its pass-through body parser applies
+ * to forwarded requests only.
+ */
+export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.route({
+    method: METHODS,
+    url: '/internal/*',
+    handler: async (request) => {
+      throw notFound(`No route ${request.method} ${request.url.split('?')[0]}.`);
+    },
+  });
+
+  app.route({
+    method: METHODS,
+    url: '/*',
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      let response;
+      try {
+        response = await app.adminPool.request({
+          method: request.method as 'GET',
+          path: request.url,
+          headers: requestHeaders(request),
+          body: hasBody(request) ? request.raw : undefined,
+        });
+      } catch (error) {
+        request.log.warn({ err: error }, 'admin unreachable');
+        throw serviceUnavailable('The service is temporarily unavailable; retry shortly.');
+      }
+      reply.code(response.statusCode).headers(responseHeaders(response.headers));
+      return reply.send(response.body);
+    },
+  });
+}

@@ -1,0 +1,123 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { LRUCache } from 'lru-cache';
+import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
+import { effectiveScopes, type Principal } from '@ent/common/auth/scopes';
+import { serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
+import type { ApiKeyDoc } from '@ent/common/snapshots/documents';
+import { AdminUnavailableError } from './admin-client.ts';
+
+/** A key as the gateway knows it: its principal (null = revoked or unknown) and the auth version read at. */
+export interface KnownKey {
+  keyHash: string;
+  principal: Principal | null;
+  version: number;
+  /** Unknown keys are remembered briefly only (epoch ms); revoked keys for good. */
+  forgetAt: number | null;
+}
+
+export interface Principals {
+  /** The key's principal from the LRU, else Redis, else admin; throws 401 for a bad, unknown or revoked key. */
+  authenticate(plaintext: string | undefined): Promise<KnownKey>;
+  /**
+   * After the gate call: the principal as of the organization's current auth version (re-read when it
+   * differs from the cached one); throws 401 when the key has been revoked meanwhile.
+   */
+  confirm(known: KnownKey, authVersion: number): Promise<KnownKey>;
+  /** The cached key only, for degraded answers while Redis is unreachable. */
+  forgetOrganization(organizationId: string): void;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    principals: Principals;
+  }
+}
+
+const UNKNOWN_KEY_MEMORY_MS = 5000;
+
+const toPrincipal = (doc: ApiKeyDoc): Principal => ({
+  organizationId: doc.organizationId,
+  memberId: doc.memberId,
+  serviceAccountId: doc.serviceAccountId,
+  keyId: doc.keyId,
+  keyPrefix: doc.keyPrefix,
+  role: doc.role,
+  keyScopes: doc.keyScopes,
+  scopes: effectiveScopes(doc.keyScopes, doc.role),
+  authType: 'member_apikey',
+});
+
+/** API keys by SHA-256 hash: an LRU over the Redis key documents, rebuilt through admin on a miss. */
+export const principals = fp<{ max?: number }>(
+  async function principals(app: FastifyInstance, options) {
+    const cache = new LRUCache<string, KnownKey>({ max: options.max ?? 10_000 });
+    const loading = new Map<string, Promise<KnownKey>>();
+    const { gatewayMetrics: metrics, snapshotStore: store, adminClient } = app;
+
+    const known = (keyHash: string, version: number, doc: ApiKeyDoc | null, unknown = false): KnownKey => {
+      const entry: KnownKey = {
+        keyHash,
+        principal: doc ? toPrincipal(doc) : null,
+        version,
+        forgetAt: unknown ? app.clock.now() + UNKNOWN_KEY_MEMORY_MS : null,
+      };
+      cache.set(keyHash, entry);
+      return entry;
+    };
+
+    async function fromAdmin(keyHash: string): Promise<KnownKey> {
+      metrics.snapshotRebuilds.inc({ kind: 'api_key' });
+      try {
+        const rebuilt = await adminClient.apiKey(keyHash);
+        return rebuilt ? known(keyHash, rebuilt.version, rebuilt.doc) : known(keyHash, 0, null, true);
+      } catch (error) {
+        if (error instanceof AdminUnavailableError) throw serviceUnavailable('API keys cannot be checked right now; retry shortly.');
+        throw error;
+      }
+    }
+
+    /** Redis first (accepted when at least `minVersion`), then admin. One load per key at a time. */
+    function load(keyHash: string, minVersion: number | null): Promise<KnownKey> {
+      const pending = loading.get(keyHash);
+      if (pending) return pending;
+      const promise = (async () => {
+        metrics.redisRoundTrips.inc({ op: 'api_key' });
+        const stored = await store.readApiKey(keyHash).catch(() => {
+          metrics.redisErrors.inc({ op: 'api_key' });
+          return undefined;
+        });
+        if (stored && (minVersion === null || stored.version === minVersion)) return known(keyHash, stored.version, stored.doc);
+        return fromAdmin(keyHash);
+      })().finally(() => loading.delete(keyHash));
+      loading.set(keyHash, promise);
+      return promise;
+    }
+
+    const service: Principals = {
+      async authenticate(plaintext) {
+        if (!plaintext || !isWellFormedApiKey(plaintext)) throw unauthenticated();
+        const keyHash = hashApiKey(plaintext);
+        let entry = cache.get(keyHash);
+        if (entry && entry.forgetAt !== null && app.clock.now() >= entry.forgetAt) entry = undefined;
+        metrics.cache.inc({ cache: 'principal', result: entry ? 'hit' : 'miss' });
+        entry ??= await load(keyHash, null);
+        if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
+        return entry;
+      },
+      async confirm(entry, authVersion) {
+        if (entry.version === authVersion) return entry;
+        const current = await load(entry.keyHash, authVersion);
+        if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
+        return current;
+      },
+      forgetOrganization(organizationId) {
+        for (const [keyHash, entry] of cache.entries()) {
+          if (entry.principal?.organizationId === organizationId) cache.delete(keyHash);
+        }
+      },
+    };
+    app.decorate('principals', service);
+  },
+  { name: 'principals', dependencies: ['infrastructure', 'admin-client', 'metrics'] },
+);

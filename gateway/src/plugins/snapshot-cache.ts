@@ -1,0 +1,200 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
+import { serviceUnavailable } from '@ent/common/errors/app-error';
+import type { SnapshotVersions } from '@ent/common/metering/contract';
+import { resolveAll, type ResolvedEntitlements } from '@ent/common/resolve/resolve';
+import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
+import { parseInvalidation } from '@ent/common/snapshots/store';
+import { AdminUnavailableError } from './admin-client.ts';
+
+/**
+ * One subscriber's resolved entitlements and the versions they were built from. Responses are serialized
+ * once per entry and feature (`json`), so a warm eval does no resolution and no serialization.
+ */
+export interface SubscriberEntry {
+  catalogVersion: number;
+  subscriberVersion: number;
+  catalog: CatalogDoc;
+  subscriber: SubscriberDoc;
+  resolved: ResolvedEntitlements;
+  json: Map<string, string>;
+  /** Unknown subscribers are remembered briefly (epoch ms): their version 0 is also "not in Redis". */
+  forgetAt: number | null;
+}
+
+export interface SnapshotCache {
+  /** Entitlements that match `versions` at `nowMs`: from the LRU, else Redis, else rebuilt through admin. */
+  entitlements(organizationId: string, subscriberId: string, versions: SnapshotVersions, nowMs: number): Promise<SubscriberEntry>;
+  /** Whatever the LRU holds, re-resolved locally if an override expired; for answers while Redis is down. */
+  cached(organizationId: string, subscriberId: string, nowMs: number): SubscriberEntry | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    snapshotCache: SnapshotCache;
+  }
+}
+
+const UNKNOWN_SUBSCRIBER_MEMORY_MS = 1000;
+const entryKey = (organizationId: string, subscriberId: string) => `${organizationId}\n${subscriberId}`;
+
+export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number; subscribeInvalidations?: boolean }>(
+  async function snapshotCache(app: FastifyInstance, options) {
+    const { gatewayMetrics: metrics, snapshotStore: store, adminClient } = app;
+    const entries = new LRUCache<string, SubscriberEntry>({ max: options.maxSubscribers ?? 200_000 });
+    const catalogs = new LRUCache<string, Versioned<CatalogDoc>>({ max: options.maxCatalogs ?? 10_000 });
+    const loading = new Map<string, Promise<unknown>>();
+
+    const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
+      const pending = loading.get(key) as Promise<T> | undefined;
+      if (pending) return pending;
+      const promise = load().finally(() => loading.delete(key));
+      loading.set(key, promise);
+      return promise;
+    };
+
+    const unavailable = (error: unknown): never => {
+      if (error instanceof AdminUnavailableError) {
+        throw serviceUnavailable('Entitlements for this subscriber cannot be loaded right now; retry shortly.');
+      }
+      throw error;
+    };
+
+    const redisRead = async <T>(op: string, read: () => Promise<T>): Promise<T> => {
+      metrics.redisRoundTrips.inc({ op });
+      try {
+        return await read();
+      } catch (error) {
+        metrics.redisErrors.inc({ op });
+        throw serviceUnavailable('The entitlement store is unreachable; retry shortly.');
+      }
+    };
+
+    function keepCatalog(organizationId: string, catalog: Versioned<CatalogDoc>): Versioned<CatalogDoc> {
+      const cached = catalogs.get(organizationId);
+      if (cached && cached.version > catalog.version) return cached;
+      catalogs.set(organizationId, catalog);
+      return catalog;
+    }
+
+    /** Version 0 means Redis has no catalog (new or flushed): admin rebuilds and republishes it. */
+    function loadCatalog(organizationId: string, wanted: number): Promise<Versioned<CatalogDoc>> {
+      const cached = catalogs.get(organizationId);
+      if (cached && wanted !== 0 && cached.version >= wanted) {
+        metrics.cache.inc({ cache: 'catalog', result: 'hit' });
+        return Promise.resolve(cached);
+      }
+      metrics.cache.inc({ cache: 'catalog', result: 'miss' });
+      return once(`catalog\n${organizationId}\n${wanted}`, async () => {
+        if (wanted !== 0) {
+          const stored = await redisRead('catalog', () => store.readCatalog(organizationId));
+          if (stored && stored.version >= wanted) return keepCatalog(organizationId, stored);
+        }
+        metrics.snapshotRebuilds.inc({ kind: 'organization' });
+        const rebuilt = await adminClient.organization(organizationId).catch(unavailable);
+        return keepCatalog(organizationId, rebuilt.catalog);
+      });
+    }
+
+    function loadSubscriber(organizationId: string, subscriberId: string, wanted: number): Promise<Versioned<SubscriberDoc>> {
+      return once(`sub\n${organizationId}\n${subscriberId}\n${wanted}`, async () => {
+        if (wanted !== 0) {
+          const stored = await redisRead('subscriber', () => store.readSubscriber(organizationId, subscriberId));
+          if (stored && stored.version >= wanted) return stored;
+        }
+        metrics.snapshotRebuilds.inc({ kind: 'subscriber' });
+        return adminClient.subscriber(organizationId, subscriberId).catch(unavailable);
+      });
+    }
+
+    function build(catalog: Versioned<CatalogDoc>, subscriber: Versioned<SubscriberDoc>, nowMs: number): SubscriberEntry {
+      return {
+        catalogVersion: catalog.version,
+        subscriberVersion: subscriber.version,
+        catalog: catalog.doc,
+        subscriber: subscriber.doc,
+        resolved: resolveAll(catalog.doc, subscriber.doc, nowMs),
+        json: new Map(),
+        forgetAt: subscriber.doc.exists ? null : nowMs + UNKNOWN_SUBSCRIBER_MEMORY_MS,
+      };
+    }
+
+    /** Override expiry is exact: past `validUntil` the entry is resolved again from the documents it holds. */
+    function fresh(entry: SubscriberEntry, nowMs: number): SubscriberEntry {
+      const { validUntil } = entry.resolved;
+      if (validUntil === null || nowMs < validUntil) return entry;
+      entry.resolved = resolveAll(entry.catalog, entry.subscriber, nowMs);
+      entry.json = new Map();
+      return entry;
+    }
+
+    const matches = (entry: SubscriberEntry, versions: SnapshotVersions, nowMs: number): boolean =>
+      entry.forgetAt === null
+        ? entry.catalogVersion === versions.catalog && entry.subscriberVersion === versions.subscriber
+        : versions.subscriber === 0 && nowMs < entry.forgetAt;
+
+    const cache: SnapshotCache = {
+      async entitlements(organizationId, subscriberId, versions, nowMs) {
+        const key = entryKey(organizationId, subscriberId);
+        const entry = entries.get(key);
+        if (entry && matches(entry, versions, nowMs)) {
+          metrics.cache.inc({ cache: 'entitlements', result: 'hit' });
+          return fresh(entry, nowMs);
+        }
+        metrics.cache.inc({ cache: 'entitlements', result: 'miss' });
+        // Only the document whose version moved is read again.
+        const sameSubscriber =
+          entry && entry.forgetAt === null && versions.subscriber !== 0 && entry.subscriberVersion === versions.subscriber;
+        const [catalog, subscriber] = await Promise.all([
+          loadCatalog(organizationId, versions.catalog),
+          sameSubscriber
+            ? { version: entry.subscriberVersion, doc: entry.subscriber }
+            : loadSubscriber(organizationId, subscriberId, versions.subscriber),
+        ]);
+        const built = build(catalog, subscriber, nowMs);
+        const current = entries.get(key);
+        // A concurrent load may have cached newer documents already; never replace newer with older.
+        if (
+          !current ||
+          current.forgetAt !== null ||
+          (current.catalogVersion <= built.catalogVersion && current.subscriberVersion <= built.subscriberVersion)
+        ) {
+          entries.set(key, built);
+        }
+        return built;
+      },
+      cached(organizationId, subscriberId, nowMs) {
+        const entry = entries.get(entryKey(organizationId, subscriberId));
+        return entry ? fresh(entry, nowMs) : undefined;
+      },
+    };
+    app.decorate('snapshotCache', cache);
+
+    if (options.subscribeInvalidations === false) return;
+    // Announcements (write-through and rebuild-job completions) evict at once; the version check in the
+    // gate call is what guarantees freshness, so a lost message costs nothing but a round trip.
+    const subscriber = (app.redis as Redis).duplicate({ enableOfflineQueue: true });
+    subscriber.on('error', () => {});
+    subscriber.on('message', (_channel: string, message: string) => {
+      const invalidation = parseInvalidation(message);
+      if (!invalidation) return;
+      switch (invalidation.kind) {
+        case 'subscriber':
+          entries.delete(entryKey(invalidation.organizationId, invalidation.subscriberId));
+          break;
+        case 'catalog':
+        case 'organization':
+          catalogs.delete(invalidation.organizationId);
+          break;
+        case 'auth':
+          app.principals?.forgetOrganization(invalidation.organizationId);
+          break;
+      }
+    });
+    void subscriber.subscribe(app.redisKeys.invalidationChannel).catch(() => {});
+    app.addHook('onClose', async () => subscriber.disconnect());
+  },
+  { name: 'snapshot-cache', dependencies: ['infrastructure', 'admin-client', 'metrics'] },
+);

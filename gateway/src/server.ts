@@ -1,0 +1,16 @@
+import { loadConfig } from '@ent/common/config';
+import { buildGatewayApp } from './app.ts';
+
+const config = loadConfig();
+const app = await buildGatewayApp({ config });
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    app.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+}
+
+await app.listen({ host: config.host, port: config.gatewayPort });

@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { ManualClock } from '@ent/common/clock';
+import { saveArrangement } from '@ent/common/metering/arrangement';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
+import { catalogClient, injector } from './helpers.ts';
+
+const START = Date.UTC(2031, 4, 10, 12, 0, 0, 0);
+const clock = new ManualClock(START);
+let ctx: AdminTestContext;
+let gateway: GatewayApp;
+let org: TestOrganization;
+let api: ReturnType<typeof catalogClient>;
+
+const counter = async (app: GatewayApp, name: string, labels: Record<string, string> = {}): Promise<number> => {
+  const metric = await app.gatewayMetrics.registry.getSingleMetric(name)?.get();
+  return (metric?.values ?? [])
+    .filter((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))
+    .reduce((sum, v) => sum + v.value, 0);
+};
+
+const check = (subscriber: string, feature: string, headers = org.headers) =>
+  gateway.inject({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers, payload: { feature } });
+const list = (subscriber: string, query = '') =>
+  gateway.inject({ method: 'GET', url: `/org/subscribers/${subscriber}/entitlements${query}`, headers: org.headers });
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock });
+  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = ctx.app.server.address() as AddressInfo;
+  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, clock, logger: false });
+  await gateway.ready();
+  org = await createTestOrganization(ctx.db, 'Gateway org');
+  await saveArrangement(ctx.db, org.organization_id, { plan: 'free', evalLimit: 1000, blocking: true, burstPerSecond: 10_000 });
+  api = catalogClient(injector(gateway), org.headers);
+  await api.feature('sso', 'flag');
+  await api.feature('seats', 'limit');
+  await api.feature('audit', 'flag');
+  await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+  await api.plan('pro', [
+    { feature: 'sso', kind: 'flag' },
+    { feature: 'seats', kind: 'limit', limit: 25 },
+  ]);
+  await api.subscriber('alice');
+  await api.subscribe('alice', 'basic');
+  await api.subscriber('bob');
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await ctx?.close();
+});
+
+describe('POST check and GET entitlements', () => {
+  it('answers from the plan with the eval headers', async () => {
+    const res = await check('alice', 'seats');
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toBe('{"feature":"seats","kind":"limit","limit":3,"source":"plan"}');
+    expect(res.headers['x-svc-eval-limit']).toBe('1000');
+    expect(Number(res.headers['x-svc-eval-used'])).toBeGreaterThan(0);
+    expect(res.headers['x-svc-eval-warn']).toBeUndefined();
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
+  });
+
+  it('answers a feature nobody grants with source none', async () => {
+    expect((await check('alice', 'sso')).json()).toEqual({ feature: 'sso', kind: 'flag', allowed: false, source: 'none' });
+  });
+
+  it('lists granted features, or every feature with all=true, ordered by key', async () => {
+    expect((await list('alice')).json()).toEqual({
+      subscriber_id: 'alice',
+      entitlements: [{ feature: 'seats', kind: 'limit', limit: 3, source: 'plan' }],
+    });
+    const all = (await list('alice', '?all=true')).json();
+    expect(all.entitlements.map((e: { feature: string }) => e.feature)).toEqual(['audit', 'seats', 'sso']);
+    expect((await list('bob')).json()).toEqual({ subscriber_id: 'bob', entitlements: [] });
+  });
+
+  it('404s an unknown subscriber or feature and does not count them', async () => {
+    const before = Number((await check('alice', 'seats')).headers['x-svc-eval-used']);
+    const unknownSubscriber = await check('nobody', 'seats');
+    expect(unknownSubscriber.statusCode).toBe(404);
+    expect(unknownSubscriber.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'subscriber_id' } });
+    const unknownFeature = await check('alice', 'nope');
+    expect(unknownFeature.statusCode).toBe(404);
+    expect(unknownFeature.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'feature' } });
+    expect((await list('nobody')).statusCode).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // refunds are sent after the response
+    expect(Number((await check('alice', 'seats')).headers['x-svc-eval-used'])).toBe(before + 1);
+  });
+
+  it('refuses bad input and bad keys with the error body', async () => {
+    const noKey = await gateway.inject({ method: 'POST', url: '/org/subscribers/alice/entitlements/check', payload: { feature: 'x' } });
+    expect(noKey.statusCode).toBe(401);
+    expect(noKey.json().error.code).toBe('UNAUTHENTICATED');
+    const badKey = await check('alice', 'seats', { 'x-api-key': 'svc-mk-1-nope' });
+    expect(badKey.statusCode).toBe(401);
+    const extra = await gateway.inject({
+      method: 'POST',
+      url: '/org/subscribers/alice/entitlements/check',
+      headers: org.headers,
+      payload: { feature: 'seats', extra: 1 },
+    });
+    expect(extra.statusCode).toBe(422);
+    const malformed = await gateway.inject({
+      method: 'POST',
+      url: '/org/subscribers/alice/entitlements/check',
+      headers: { ...org.headers, 'content-type': 'application/json' },
+      payload: '{"feature":',
+    });
+    expect(malformed.statusCode).toBe(422);
+    expect((await list('alice', '?all=maybe')).statusCode).toBe(422);
+    expect((await list('alice', '?other=1')).statusCode).toBe(422);
+  });
+
+  it('403s a key without the check scope', async () => {
+    const { apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, ['catalog:read']);
+    const res = await check('alice', 'seats', { 'x-api-key': apiKey });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('read-your-writes through the gateway', () => {
+  it('sees a grant change, override put and delete, subscription create, change and cancel at once', async () => {
+    await api.subscriber('carol');
+    const first = await api.subscribe('carol', 'basic');
+    expect((await check('carol', 'seats')).json().limit).toBe(3);
+
+    await api.grants('basic', [{ feature: 'seats', kind: 'limit', limit: 5 }]);
+    expect((await check('carol', 'seats')).json().limit).toBe(5);
+
+    await api.override('carol', 'seats', { kind: 'limit', limit: null });
+    expect((await check('carol', 'seats')).json()).toEqual({ feature: 'seats', kind: 'limit', limit: null, source: 'override' });
+
+    await api.deleteOverride('carol', 'seats');
+    expect((await check('carol', 'seats')).json()).toMatchObject({ limit: 5, source: 'plan' });
+
+    const second = await api.change('carol', first, 'pro');
+    expect((await check('carol', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
+    expect((await check('carol', 'seats')).json().limit).toBe(25);
+
+    await api.subscribe('carol', 'basic');
+    await api.grants('basic', [{ feature: 'seats', kind: 'limit', limit: 50 }]);
+    expect((await check('carol', 'seats')).json().limit).toBe(50);
+
+    await api.cancel('carol', second);
+    expect((await check('carol', 'sso')).json()).toMatchObject({ allowed: false, source: 'none' });
+  });
+
+  it('expires an override exactly at expires_at, without a write', async () => {
+    await api.subscriber('dave');
+    await api.subscribe('dave', 'pro');
+    const expiresAt = clock.now() + 1000;
+    await api.override('dave', 'sso', { kind: 'flag', allowed: false, expires_at: new Date(expiresAt).toISOString() });
+    expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: false, source: 'override' });
+    clock.set(expiresAt - 1);
+    expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: false, source: 'override' });
+    clock.set(expiresAt);
+    expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
+  });
+
+  it('refuses a revoked key on the very next request', async () => {
+    const { apiKey, serviceAccountId, keyId } = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    expect((await check('alice', 'seats', { 'x-api-key': apiKey })).statusCode).toBe(200);
+    await api.send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`, undefined, 204);
+    const res = await check('alice', 'seats', { 'x-api-key': apiKey });
+    expect(res.statusCode).toBe(401);
+    expect((await check('alice', 'seats')).statusCode).toBe(200);
+  });
+});
+
+describe('the warm path', () => {
+  it('costs one Redis round trip and no snapshot rebuild', async () => {
+    await check('alice', 'seats');
+    const trips = await counter(gateway, 'gateway_redis_round_trips_total');
+    const rebuilds = await counter(gateway, 'gateway_snapshot_rebuild_requests_total');
+    for (let i = 0; i < 20; i++) expect((await check('alice', 'seats')).statusCode).toBe(200);
+    expect(await counter(gateway, 'gateway_redis_round_trips_total')).toBe(trips + 20);
+    expect(await counter(gateway, 'gateway_snapshot_rebuild_requests_total')).toBe(rebuilds);
+  });
+
+  it('rebuilds correctly after Redis is flushed', async () => {
+    const keys = await ctx.redis.keys(`${ctx.config.redisKeyPrefix}:*`);
+    await ctx.redis.del(...keys);
+    expect((await check('carol', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
+    expect((await check('alice', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
+    expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
+    expect((await ctx.redis.hget(ctx.app.redisKeys.catalog(org.organization_id), 'v'))).not.toBeNull();
+  });
+});
+
+describe('one base URL', () => {
+  it('forwards every other route to admin with the same request id', async () => {
+    const res = await gateway.inject({ method: 'GET', url: '/org/features?limit=2', headers: org.headers });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().features).toHaveLength(2);
+    const missing = await gateway.inject({ method: 'GET', url: '/org/features/nope', headers: org.headers });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json().error.request_id).toBe(missing.headers['x-request-id']);
+    const unauthenticated = await gateway.inject({ method: 'GET', url: '/org/features' });
+    expect(unauthenticated.statusCode).toBe(401);
+  });
+
+  it('never forwards the internal routes', async () => {
+    const res = await gateway.inject({ method: 'POST', url: '/internal/snapshots/organization', payload: { organization_id: org.organization_id } });
+    expect(res.statusCode).toBe(404);
+  });
+
+  it('answers 503 with the error body when admin is unreachable', async () => {
+    const lonely = await buildGatewayApp({ config: { ...ctx.config, adminUrl: 'http://127.0.0.1:9' }, clock, logger: false });
+    try {
+      const res = await lonely.inject({ method: 'GET', url: '/org/features', headers: org.headers });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.code).toBe('SERVICE_UNAVAILABLE');
+    } finally {
+      await lonely.close();
+    }
+  });
+
+  it('serves /healthz, /readyz and /metrics', async () => {
+    expect((await gateway.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await gateway.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', redis: 'ok', admin: 'ok' });
+    const metrics = await gateway.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toContain('http_request_duration_seconds');
+    expect(metrics.body).toContain('gateway_cache_requests_total');
+    expect((await ctx.app.inject({ method: 'GET', url: '/metrics' })).body).toContain('queue_depth');
+  });
+});

@@ -1,0 +1,40 @@
+import type { LightMyRequestResponse } from 'fastify';
+import type { GatewayApp } from '../src/app.ts';
+
+type Inject = (options: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => Promise<{
+  statusCode: number;
+  json(): any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  headers: Record<string, unknown>;
+}>;
+
+/** The writes the read-your-writes tests make, through any client (inject or HTTP) of the one base URL. */
+export function catalogClient(call: Inject, headers: Record<string, string>) {
+  const send = async (method: string, url: string, payload?: unknown, expected?: number) => {
+    const res = await call({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
+    if (expected !== undefined && res.statusCode !== expected) {
+      throw new Error(`${method} ${url} -> ${res.statusCode}: ${JSON.stringify(res.json?.() ?? null)}`);
+    }
+    return res;
+  };
+  return {
+    send,
+    feature: (key: string, kind: 'flag' | 'limit') => send('POST', '/org/features', { key, name: key, kind }, 201),
+    plan: (key: string, grants: unknown[]) => send('POST', '/org/plans', { key, name: key, kind: 'catalog', grants }, 201),
+    grants: (key: string, grants: unknown[]) => send('PATCH', `/org/plans/${key}`, { grants }, 200),
+    subscriber: (id: string) => send('POST', '/org/subscribers', { subscriber_id: id, name: id }, 201),
+    subscribe: async (id: string, plan: string) =>
+      (await send('POST', `/org/subscribers/${id}/subscriptions`, { plan_id: plan }, 201)).json().subscription_id as string,
+    change: async (id: string, subscriptionId: string, plan: string) =>
+      (await send('POST', `/org/subscribers/${id}/subscriptions/change`, { subscription_id: subscriptionId, plan_id: plan }, 201)).json()
+        .subscription_id as string,
+    cancel: (id: string, subscriptionId: string) =>
+      send('POST', `/org/subscribers/${id}/subscriptions/${subscriptionId}/cancel`, undefined, 200),
+    override: (id: string, feature: string, body: unknown) => send('PUT', `/org/subscribers/${id}/overrides/${feature}`, body, 200),
+    deleteOverride: (id: string, feature: string) => send('DELETE', `/org/subscribers/${id}/overrides/${feature}`, undefined, 204),
+  };
+}
+
+export const injector =
+  (app: GatewayApp): Inject =>
+  async ({ method, url, headers, payload }) =>
+    (await app.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) })) as LightMyRequestResponse;
