@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { caller } from './identity-helpers.ts';
 
@@ -26,7 +31,9 @@ describe('audit entries of organization, member, invite, service account, key an
   it('records each write with its service, route, params and details, and never a secret', async () => {
     const secrets: string[] = [];
     const account = await api.post('/org/service-accounts', { name: 'Audit SA', role: 'developer' });
-    const key = await api.post(`/org/service-accounts/${account.json().service_account_id}/api-keys`, { name: 'k' });
+    const key = await api.post(`/org/service-accounts/${account.json().service_account_id}/api-keys`, {
+      name: 'k',
+    });
     secrets.push(key.json().api_key);
     const invite = await api.post('/org/invites', { role: 'viewer' });
     secrets.push(invite.json().url, invite.json().url.split('/').at(-1));
@@ -41,21 +48,41 @@ describe('audit entries of organization, member, invite, service account, key an
     const disable = await api.post('/org/webhook/disable');
 
     const cases: [typeof account, string, string, Record<string, unknown> | null][] = [
-      [account, 'identity', '/org/service-accounts', {
-        service_account_id: account.json().service_account_id,
-        member_id: account.json().member_id,
-        name: 'Audit SA',
-        role: 'developer',
-      }],
-      [key, 'identity', '/org/service-accounts/{service_account_id}/api-keys', {
-        key_id: key.json().key_id,
-        key_prefix: key.json().key_prefix,
-        name: 'k',
-      }],
+      [
+        account,
+        'identity',
+        '/org/service-accounts',
+        {
+          service_account_id: account.json().service_account_id,
+          member_id: account.json().member_id,
+          name: 'Audit SA',
+          role: 'developer',
+        },
+      ],
+      [
+        key,
+        'identity',
+        '/org/service-accounts/{service_account_id}/api-keys',
+        {
+          key_id: key.json().key_id,
+          key_prefix: key.json().key_prefix,
+          name: 'k',
+        },
+      ],
       [invite, 'identity', '/org/invites', { invite_id: invite.json().invite_id, role: 'viewer' }],
       [listInvites, 'identity', '/org/invites', null],
-      [webhook, 'api', '/org/webhook', { url: 'http://127.0.0.1:9/audit', secret_prefix: webhook.json().secret_prefix }],
-      [rotate, 'api', '/org/webhook/rotate', { secret_prefix: { from: webhook.json().secret_prefix, to: rotate.json().secret_prefix } }],
+      [
+        webhook,
+        'api',
+        '/org/webhook',
+        { url: 'http://127.0.0.1:9/audit', secret_prefix: webhook.json().secret_prefix },
+      ],
+      [
+        rotate,
+        'api',
+        '/org/webhook/rotate',
+        { secret_prefix: { from: webhook.json().secret_prefix, to: rotate.json().secret_prefix } },
+      ],
       [member, 'identity', '/org/members', { member_id: member.json().member_id, role: 'viewer' }],
       [patchMember, 'identity', '/org/members/{member_id}', { role: { from: 'viewer', to: 'developer' } }],
       [patchOrg, 'identity', '/org', { name: { from: 'Audited', to: 'Audited 2' } }],
@@ -63,19 +90,29 @@ describe('audit entries of organization, member, invite, service account, key an
     ];
     for (const [res, service, route, details] of cases) {
       const entry = await entryFor(String(res.headers['x-request-id']));
-      expect(entry, route).toMatchObject({ service, route, outcome: 'responded', status: res.statusCode, details });
+      expect(entry, route).toMatchObject({
+        service,
+        route,
+        outcome: 'responded',
+        status: res.statusCode,
+        details,
+      });
       const text = JSON.stringify(entry);
       for (const secret of secrets) expect(text).not.toContain(secret);
     }
     const keyEntry = await entryFor(String(key.headers['x-request-id']));
-    expect(keyEntry.params).toEqual({ service_account_id: account.json().service_account_id });
+    expect(keyEntry?.params).toEqual({ service_account_id: account.json().service_account_id });
   });
 
-  it('records a developer\'s role change as rejected (403)', async () => {
+  it("records a developer's role change as rejected (403)", async () => {
     const dev = await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer');
     const res = await caller(ctx, dev.apiKey).patch(`/org/members/${dev.memberId}`, { role: 'admin' });
     expect(res.statusCode).toBe(403);
     const entry = await entryFor(String(res.headers['x-request-id']));
-    expect(entry).toMatchObject({ outcome: 'rejected', route: '/org/members/{member_id}', service: 'identity' });
+    expect(entry).toMatchObject({
+      outcome: 'rejected',
+      route: '/org/members/{member_id}',
+      service: 'identity',
+    });
   });
 });

@@ -33,7 +33,8 @@ export function caller(ctx: AdminTestContext, apiKey: string) {
   const headers = { 'x-api-key': apiKey };
   return {
     get: (url: string) => ctx.app.inject({ method: 'GET', url, headers }),
-    post: (url: string, payload?: object) => ctx.app.inject({ method: 'POST', url, headers, payload: payload ?? {} }),
+    post: (url: string, payload?: object) =>
+      ctx.app.inject({ method: 'POST', url, headers, payload: payload ?? {} }),
     patch: (url: string, payload: object) => ctx.app.inject({ method: 'PATCH', url, headers, payload }),
     put: (url: string, payload: object) => ctx.app.inject({ method: 'PUT', url, headers, payload }),
     delete: (url: string) => ctx.app.inject({ method: 'DELETE', url, headers }),

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role, Scope } from '@ent/common/auth/scopes';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { caller } from './identity-helpers.ts';
 
@@ -36,33 +41,100 @@ const routes: RouteCase[] = [
   { name: 'GET /org', access: 'read', ok: 200, send: (c) => c.get('/org') },
   { name: 'PATCH /org', access: 'write', ok: 200, send: (c) => c.patch('/org', { name: 'Matrix' }) },
   { name: 'GET /org/members', access: 'read', ok: 200, send: (c) => c.get('/org/members') },
-  { name: 'POST /org/members', access: 'write', adminOnly: true, ok: 201, send: (c) => c.post('/org/members', { email: `m${++counter}@example.com`, role: 'viewer' }) },
-  { name: 'PATCH /org/members/{id}', access: 'write', adminOnly: true, ok: 200, send: (c) => c.patch(`/org/members/${viewerAccount.member_id}`, { role: 'viewer' }) },
-  { name: 'POST /org/invites', access: 'write', adminOnly: true, ok: 201, send: (c) => c.post('/org/invites', { role: 'viewer' }) },
+  {
+    name: 'POST /org/members',
+    access: 'write',
+    adminOnly: true,
+    ok: 201,
+    send: (c) => c.post('/org/members', { email: `m${++counter}@example.com`, role: 'viewer' }),
+  },
+  {
+    name: 'PATCH /org/members/{id}',
+    access: 'write',
+    adminOnly: true,
+    ok: 200,
+    send: (c) => c.patch(`/org/members/${viewerAccount.member_id}`, { role: 'viewer' }),
+  },
+  {
+    name: 'POST /org/invites',
+    access: 'write',
+    adminOnly: true,
+    ok: 201,
+    send: (c) => c.post('/org/invites', { role: 'viewer' }),
+  },
   { name: 'GET /org/invites', access: 'read', adminOnly: true, ok: 200, send: (c) => c.get('/org/invites') },
-  { name: 'DELETE /org/invites/{id}', access: 'write', adminOnly: true, ok: 404, send: (c) => c.delete('/org/invites/inv_unknown') },
+  {
+    name: 'DELETE /org/invites/{id}',
+    access: 'write',
+    adminOnly: true,
+    ok: 404,
+    send: (c) => c.delete('/org/invites/inv_unknown'),
+  },
   { name: 'GET /org/service-accounts', access: 'read', ok: 200, send: (c) => c.get('/org/service-accounts') },
-  { name: 'POST /org/service-accounts', access: 'write', ok: 201, send: (c) => c.post('/org/service-accounts', { name: 'x', role: 'viewer' }) },
-  { name: 'PATCH /org/service-accounts/{id}', access: 'write', ok: 200, send: (c) => c.patch(`/org/service-accounts/${viewerAccount.service_account_id}`, { name: 'Target' }) },
-  { name: 'GET .../api-keys', access: 'read', ok: 200, send: (c) => c.get(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys`) },
-  { name: 'POST .../api-keys', access: 'write', ok: 201, send: (c) => c.post(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys`, {}) },
-  { name: 'DELETE .../api-keys/{id}', access: 'write', ok: 404, send: (c) => c.delete(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys/key_unknown`) },
+  {
+    name: 'POST /org/service-accounts',
+    access: 'write',
+    ok: 201,
+    send: (c) => c.post('/org/service-accounts', { name: 'x', role: 'viewer' }),
+  },
+  {
+    name: 'PATCH /org/service-accounts/{id}',
+    access: 'write',
+    ok: 200,
+    send: (c) => c.patch(`/org/service-accounts/${viewerAccount.service_account_id}`, { name: 'Target' }),
+  },
+  {
+    name: 'GET .../api-keys',
+    access: 'read',
+    ok: 200,
+    send: (c) => c.get(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys`),
+  },
+  {
+    name: 'POST .../api-keys',
+    access: 'write',
+    ok: 201,
+    send: (c) => c.post(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys`, {}),
+  },
+  {
+    name: 'DELETE .../api-keys/{id}',
+    access: 'write',
+    ok: 404,
+    send: (c) => c.delete(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys/key_unknown`),
+  },
   { name: 'GET /org/webhook', access: 'read', ok: 200, send: (c) => c.get('/org/webhook') },
-  { name: 'PUT /org/webhook', access: 'write', ok: 200, send: (c) => c.put('/org/webhook', { url: 'http://127.0.0.1:9/matrix' }) },
+  {
+    name: 'PUT /org/webhook',
+    access: 'write',
+    ok: 200,
+    send: (c) => c.put('/org/webhook', { url: 'http://127.0.0.1:9/matrix' }),
+  },
   { name: 'POST /org/webhook/enable', access: 'write', ok: 200, send: (c) => c.post('/org/webhook/enable') },
-  { name: 'GET /org/webhook/deliveries', access: 'read', ok: 200, send: (c) => c.get('/org/webhook/deliveries') },
+  {
+    name: 'GET /org/webhook/deliveries',
+    access: 'read',
+    ok: 200,
+    send: (c) => c.get('/org/webhook/deliveries'),
+  },
 ];
 
 const keys: [Role, Scope[]][] = [];
 for (const role of ['admin', 'developer', 'viewer'] as Role[]) {
-  for (const scopes of [[], ['org:read'], ['org:write'], ['org:read', 'org:write'], ['check'], ['catalog:read', 'catalog:write']] as Scope[][]) {
+  for (const scopes of [
+    [],
+    ['org:read'],
+    ['org:write'],
+    ['org:read', 'org:write'],
+    ['check'],
+    ['catalog:read', 'catalog:write'],
+  ] as Scope[][]) {
     keys.push([role, scopes]);
   }
 }
 
 function allowed(route: RouteCase, role: Role, scopes: Scope[]): boolean {
   const roleAllows = role === 'viewer' ? route.access === 'read' : true;
-  const keyAllows = scopes.length === 0 || scopes.includes(route.access === 'read' ? 'org:read' : 'org:write');
+  const keyAllows =
+    scopes.length === 0 || scopes.includes(route.access === 'read' ? 'org:read' : 'org:write');
   return roleAllows && keyAllows && (!route.adminOnly || role === 'admin');
 }
 
@@ -74,7 +146,8 @@ describe('role x scope matrix (org:*)', () => {
     for (const route of routes) {
       const res = await route.send(c);
       const expected = allowed(route, role, scopes) ? route.ok : 403;
-      if (res.statusCode !== expected) mismatches.push(`${route.name}: got ${res.statusCode}, expected ${expected}`);
+      if (res.statusCode !== expected)
+        mismatches.push(`${route.name}: got ${res.statusCode}, expected ${expected}`);
     }
     expect(mismatches).toEqual([]);
   });

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, ManualClock, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  ManualClock,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { INVITE_TTL_MS, redeemInvite } from '../src/features/invites/service.ts';
 import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
@@ -38,7 +44,11 @@ describe('invites', () => {
 
   it('stores the token only hashed and encrypted', async () => {
     const invite = (await api.post('/org/invites', { role: 'viewer' })).json();
-    const row = await ctx.db.selectFrom('invites').selectAll().where('id', '=', invite.invite_id).executeTakeFirstOrThrow();
+    const row = await ctx.db
+      .selectFrom('invites')
+      .selectAll()
+      .where('id', '=', invite.invite_id)
+      .executeTakeFirstOrThrow();
     const token = tokenOf(invite.url);
     expect(JSON.stringify(row)).not.toContain(token);
     expect(row.token_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -62,15 +72,30 @@ describe('invites', () => {
     expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
     expect((await api.delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(204);
     expect((await api.delete('/org/invites/inv_nope')).statusCode).toBe(404);
-    expect((await caller(ctx, other.api_key).delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(404);
-    await expect(redeemInvite(ctx.db, tokenOf(created.url), { email: 'x@example.com' }, new Date(clock.now()))).rejects.toThrow(/invalid/);
+    expect((await caller(ctx, other.api_key).delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(
+      404,
+    );
+    await expect(
+      redeemInvite(ctx.db, tokenOf(created.url), { email: 'x@example.com' }, new Date(clock.now())),
+    ).rejects.toThrow(/invalid/);
   });
 
   it('a link is single-use: the second redemption fails, and the invite is no longer live', async () => {
     const created = (await api.post('/org/invites', { role: 'developer' })).json();
-    const member = await redeemInvite(ctx.db, tokenOf(created.url), { email: 'joiner@example.com' }, new Date(clock.now()));
-    expect(member).toMatchObject({ organization_id: org.organization_id, role: 'developer', email: 'joiner@example.com' });
-    await expect(redeemInvite(ctx.db, tokenOf(created.url), { email: 'again@example.com' }, new Date(clock.now()))).rejects.toThrow();
+    const member = await redeemInvite(
+      ctx.db,
+      tokenOf(created.url),
+      { email: 'joiner@example.com' },
+      new Date(clock.now()),
+    );
+    expect(member).toMatchObject({
+      organization_id: org.organization_id,
+      role: 'developer',
+      email: 'joiner@example.com',
+    });
+    await expect(
+      redeemInvite(ctx.db, tokenOf(created.url), { email: 'again@example.com' }, new Date(clock.now())),
+    ).rejects.toThrow();
     const list = (await api.get('/org/invites?limit=100')).json();
     expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
     expect((await api.delete(`/org/invites/${created.invite_id}`)).statusCode).toBe(409);
@@ -81,7 +106,9 @@ describe('invites', () => {
     clock.advance(INVITE_TTL_MS + 1);
     const list = (await api.get('/org/invites?limit=100')).json();
     expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
-    await expect(redeemInvite(ctx.db, tokenOf(created.url), { email: 'late@example.com' }, new Date(clock.now()))).rejects.toThrow();
+    await expect(
+      redeemInvite(ctx.db, tokenOf(created.url), { email: 'late@example.com' }, new Date(clock.now())),
+    ).rejects.toThrow();
   });
 
   it('validates bodies (422) and query strings', async () => {

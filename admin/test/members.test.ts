@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
 
@@ -23,7 +28,13 @@ describe('POST /org/members', () => {
     const res = await api.post('/org/members', { email: 'Ada@Example.com', role: 'developer', name: 'Ada' });
     expect(res.statusCode).toBe(201);
     const member = res.json();
-    expect(member).toMatchObject({ kind: 'user', email: 'ada@example.com', role: 'developer', status: 'active', name: 'Ada' });
+    expect(member).toMatchObject({
+      kind: 'user',
+      email: 'ada@example.com',
+      role: 'developer',
+      status: 'active',
+      name: 'Ada',
+    });
     expect(member.member_id).toMatch(/^mem_/);
     expect(lastWrite(writes)).toMatchObject({
       route: '/org/members',
@@ -65,20 +76,26 @@ describe('GET /org/members', () => {
     expect((await api.get('/org/members?colour=blue')).statusCode).toBe(422);
   });
 
-  it('reads one member; 404 for an unknown or another organization\'s member', async () => {
+  it("reads one member; 404 for an unknown or another organization's member", async () => {
     const res = await api.get(`/org/members/${org.member_id}`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ member_id: org.member_id, kind: 'service_account', role: 'admin' });
     expect((await api.get('/org/members/mem_nope')).statusCode).toBe(404);
     expect((await api.get(`/org/members/${other.member_id}`)).statusCode).toBe(404);
-    expect((await caller(ctx, other.api_key).patch(`/org/members/${org.member_id}`, { role: 'viewer' })).statusCode).toBe(404);
+    expect(
+      (await caller(ctx, other.api_key).patch(`/org/members/${org.member_id}`, { role: 'viewer' }))
+        .statusCode,
+    ).toBe(404);
   });
 });
 
 describe('PATCH /org/members/{member_id}', () => {
   it('changes role and status and reports them as changes', async () => {
     const created = (await api.post('/org/members', { email: 'linus@example.com', role: 'viewer' })).json();
-    const res = await api.patch(`/org/members/${created.member_id}`, { role: 'developer', status: 'suspended' });
+    const res = await api.patch(`/org/members/${created.member_id}`, {
+      role: 'developer',
+      status: 'suspended',
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ role: 'developer', status: 'suspended' });
     expect(lastWrite(writes)).toMatchObject({
@@ -93,14 +110,18 @@ describe('PATCH /org/members/{member_id}', () => {
 
   it('makes a removed member final (409 on any later change)', async () => {
     const created = (await api.post('/org/members', { email: 'ken@example.com', role: 'viewer' })).json();
-    expect((await api.patch(`/org/members/${created.member_id}`, { status: 'removed' })).statusCode).toBe(200);
+    expect((await api.patch(`/org/members/${created.member_id}`, { status: 'removed' })).statusCode).toBe(
+      200,
+    );
     const res = await api.patch(`/org/members/${created.member_id}`, { status: 'active' });
     expect(res.statusCode).toBe(409);
   });
 
   it('refuses an unknown status or field with 422 and an unknown member with 404', async () => {
     expect((await api.patch(`/org/members/${org.member_id}`, { status: 'gone' })).statusCode).toBe(422);
-    expect((await api.patch(`/org/members/${org.member_id}`, { email: 'x@example.com' })).statusCode).toBe(422);
+    expect((await api.patch(`/org/members/${org.member_id}`, { email: 'x@example.com' })).statusCode).toBe(
+      422,
+    );
     expect((await api.patch('/org/members/mem_nope', { role: 'viewer' })).statusCode).toBe(404);
   });
 
@@ -118,13 +139,21 @@ describe('PATCH /org/members/{member_id}', () => {
     const key = await createKeyWithScopes(ctx.db, org.organization_id, [], 'viewer');
     expect((await api.patch(`/org/members/${key.memberId}`, { status: 'removed' })).statusCode).toBe(200);
     expect((await caller(ctx, key.apiKey).get('/org')).statusCode).toBe(401);
-    const row = await ctx.db.selectFrom('api_keys').select('revoked_at').where('id', '=', key.keyId).executeTakeFirstOrThrow();
+    const row = await ctx.db
+      .selectFrom('api_keys')
+      .select('revoked_at')
+      .where('id', '=', key.keyId)
+      .executeTakeFirstOrThrow();
     expect(row.revoked_at).not.toBeNull();
   });
 
   it('bumps the organization auth_version on role and status changes', async () => {
     const read = () =>
-      ctx.db.selectFrom('organizations').select('auth_version').where('id', '=', org.organization_id).executeTakeFirstOrThrow();
+      ctx.db
+        .selectFrom('organizations')
+        .select('auth_version')
+        .where('id', '=', org.organization_id)
+        .executeTakeFirstOrThrow();
     const before = (await read()).auth_version;
     const created = (await api.post('/org/members', { email: 'barbara@example.com', role: 'viewer' })).json();
     await api.patch(`/org/members/${created.member_id}`, { role: 'developer' });
@@ -142,10 +171,16 @@ describe('the last active admin', () => {
       expect(res.json().error.code).toBe('CONFLICT');
     }
     // A suspended admin does not count as an admin.
-    const second = (await soloApi.post('/org/members', { email: 'second@example.com', role: 'admin' })).json();
-    expect((await soloApi.patch(`/org/members/${second.member_id}`, { status: 'suspended' })).statusCode).toBe(200);
+    const second = (
+      await soloApi.post('/org/members', { email: 'second@example.com', role: 'admin' })
+    ).json();
+    expect(
+      (await soloApi.patch(`/org/members/${second.member_id}`, { status: 'suspended' })).statusCode,
+    ).toBe(200);
     expect((await soloApi.patch(`/org/members/${solo.member_id}`, { role: 'viewer' })).statusCode).toBe(409);
-    expect((await soloApi.patch(`/org/members/${second.member_id}`, { status: 'active' })).statusCode).toBe(200);
+    expect((await soloApi.patch(`/org/members/${second.member_id}`, { status: 'active' })).statusCode).toBe(
+      200,
+    );
     const demoted = await soloApi.patch(`/org/members/${solo.member_id}`, { role: 'developer' });
     expect(demoted.statusCode).toBe(200);
     expect(demoted.json().role).toBe('developer');
@@ -162,15 +197,24 @@ describe('roles on member routes', () => {
     expect(role.statusCode).toBe(403);
     expect(role.json().error.code).toBe('FORBIDDEN');
     expect((await devApi.patch(`/org/members/${dev.memberId}`, { role: 'admin' })).statusCode).toBe(403);
-    expect((await devApi.patch(`/org/members/${target.member_id}`, { status: 'suspended' })).statusCode).toBe(403);
-    expect((await devApi.post('/org/members', { email: 'dev-made@example.com', role: 'admin' })).statusCode).toBe(403);
+    expect((await devApi.patch(`/org/members/${target.member_id}`, { status: 'suspended' })).statusCode).toBe(
+      403,
+    );
+    expect(
+      (await devApi.post('/org/members', { email: 'dev-made@example.com', role: 'admin' })).statusCode,
+    ).toBe(403);
   });
 
   it('gives an admin key without org:write 403, and with only org:write 403 on reads', async () => {
     const reader = await createKeyWithScopes(ctx.db, org.organization_id, ['org:read']);
-    expect((await caller(ctx, reader.apiKey).patch(`/org/members/${org.member_id}`, { role: 'admin' })).statusCode).toBe(403);
+    expect(
+      (await caller(ctx, reader.apiKey).patch(`/org/members/${org.member_id}`, { role: 'admin' })).statusCode,
+    ).toBe(403);
     const writer = await createKeyWithScopes(ctx.db, org.organization_id, ['org:write']);
     expect((await caller(ctx, writer.apiKey).get('/org/members')).statusCode).toBe(403);
-    expect((await caller(ctx, writer.apiKey).post('/org/members', { email: 'w@example.com', role: 'viewer' })).statusCode).toBe(201);
+    expect(
+      (await caller(ctx, writer.apiKey).post('/org/members', { email: 'w@example.com', role: 'viewer' }))
+        .statusCode,
+    ).toBe(201);
   });
 });

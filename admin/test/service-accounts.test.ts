@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
 
@@ -27,7 +32,12 @@ describe('service accounts', () => {
     expect(account.service_account_id).toMatch(/^sa_/);
     expect(lastWrite(writes)).toMatchObject({
       route: '/org/service-accounts',
-      details: { service_account_id: account.service_account_id, member_id: account.member_id, name: 'Backend', role: 'developer' },
+      details: {
+        service_account_id: account.service_account_id,
+        member_id: account.member_id,
+        name: 'Backend',
+        role: 'developer',
+      },
     });
     const member = await api.get(`/org/members/${account.member_id}`);
     expect(member.json()).toMatchObject({ kind: 'service_account', role: 'developer', name: 'Backend' });
@@ -42,42 +52,62 @@ describe('service accounts', () => {
   it('lists, reads and renames (name as a change; null when unchanged)', async () => {
     const account = (await api.post('/org/service-accounts', { name: 'Cron', role: 'viewer' })).json();
     const list = await api.get('/org/service-accounts?limit=1');
-    expect(list.json()).toMatchObject({ service_accounts: [{ service_account_id: account.service_account_id }], has_more: true });
+    expect(list.json()).toMatchObject({
+      service_accounts: [{ service_account_id: account.service_account_id }],
+      has_more: true,
+    });
     expect((await api.get(`/org/service-accounts/${account.service_account_id}`)).json().name).toBe('Cron');
-    const renamed = await api.patch(`/org/service-accounts/${account.service_account_id}`, { name: 'Nightly' });
+    const renamed = await api.patch(`/org/service-accounts/${account.service_account_id}`, {
+      name: 'Nightly',
+    });
     expect(renamed.statusCode).toBe(200);
     expect(renamed.json().name).toBe('Nightly');
     expect(lastWrite(writes).details).toEqual({ name: { from: 'Cron', to: 'Nightly' } });
     await api.patch(`/org/service-accounts/${account.service_account_id}`, { name: 'Nightly' });
     expect(lastWrite(writes).details).toBeNull();
-    expect((await api.patch(`/org/service-accounts/${account.service_account_id}`, { role: 'admin' })).statusCode).toBe(422);
+    expect(
+      (await api.patch(`/org/service-accounts/${account.service_account_id}`, { role: 'admin' })).statusCode,
+    ).toBe(422);
   });
 
-  it('answers 404 for unknown ids and for another organization\'s account', async () => {
+  it("answers 404 for unknown ids and for another organization's account", async () => {
     expect((await api.get('/org/service-accounts/sa_nope')).statusCode).toBe(404);
     expect((await api.get(`/org/service-accounts/${other.service_account_id}`)).statusCode).toBe(404);
-    expect((await api.patch(`/org/service-accounts/${other.service_account_id}`, { name: 'x' })).statusCode).toBe(404);
-    expect((await api.post(`/org/service-accounts/${other.service_account_id}/api-keys`, {})).statusCode).toBe(404);
-    expect((await api.get(`/org/service-accounts/${other.service_account_id}/api-keys`)).statusCode).toBe(404);
+    expect(
+      (await api.patch(`/org/service-accounts/${other.service_account_id}`, { name: 'x' })).statusCode,
+    ).toBe(404);
+    expect(
+      (await api.post(`/org/service-accounts/${other.service_account_id}/api-keys`, {})).statusCode,
+    ).toBe(404);
+    expect((await api.get(`/org/service-accounts/${other.service_account_id}/api-keys`)).statusCode).toBe(
+      404,
+    );
   });
 });
 
 describe('API keys', () => {
   it('creates a key: plaintext once, default scope check, details key_id, key_prefix, name', async () => {
     const account = (await api.post('/org/service-accounts', { name: 'Keys', role: 'admin' })).json();
-    const res = await api.post(`/org/service-accounts/${account.service_account_id}/api-keys`, { name: 'prod' });
+    const res = await api.post(`/org/service-accounts/${account.service_account_id}/api-keys`, {
+      name: 'prod',
+    });
     expect(res.statusCode).toBe(201);
     const key = res.json();
     expect(key.api_key).toMatch(/^svc-mk-1-/);
     expect(key).toMatchObject({ name: 'prod', scopes: ['check'], revoked_at: null });
     expect(key.key_prefix).toBe(key.api_key.slice(0, 17));
     const write = lastWrite(writes);
-    expect(write).toMatchObject({ details: { key_id: key.key_id, key_prefix: key.key_prefix, name: 'prod' }, authChanged: true });
+    expect(write).toMatchObject({
+      details: { key_id: key.key_id, key_prefix: key.key_prefix, name: 'prod' },
+      authChanged: true,
+    });
     expect(JSON.stringify(write.details)).not.toContain(key.api_key);
 
     const list = await api.get(`/org/service-accounts/${account.service_account_id}/api-keys`);
     expect(list.statusCode).toBe(200);
-    expect(list.json().api_keys).toEqual([expect.objectContaining({ key_id: key.key_id, key_prefix: key.key_prefix })]);
+    expect(list.json().api_keys).toEqual([
+      expect.objectContaining({ key_id: key.key_id, key_prefix: key.key_prefix }),
+    ]);
     expect(JSON.stringify(list.json())).not.toContain(key.api_key);
 
     // A check-only key is refused on /org reads.
@@ -121,30 +151,48 @@ describe('API keys', () => {
   it('a key can revoke itself, and is refused right after', async () => {
     const key = await createKeyWithScopes(ctx.db, org.organization_id, ['org:write']);
     const self = caller(ctx, key.apiKey);
-    expect((await self.delete(`/org/service-accounts/${key.serviceAccountId}/api-keys/${key.keyId}`)).statusCode).toBe(204);
-    expect((await self.delete(`/org/service-accounts/${key.serviceAccountId}/api-keys/${key.keyId}`)).statusCode).toBe(401);
+    expect(
+      (await self.delete(`/org/service-accounts/${key.serviceAccountId}/api-keys/${key.keyId}`)).statusCode,
+    ).toBe(204);
+    expect(
+      (await self.delete(`/org/service-accounts/${key.serviceAccountId}/api-keys/${key.keyId}`)).statusCode,
+    ).toBe(401);
   });
 
   it('refuses new keys on a suspended service account (409)', async () => {
     const account = (await api.post('/org/service-accounts', { name: 'Paused', role: 'viewer' })).json();
     await api.patch(`/org/members/${account.member_id}`, { status: 'suspended' });
-    expect((await api.post(`/org/service-accounts/${account.service_account_id}/api-keys`, {})).statusCode).toBe(409);
+    expect(
+      (await api.post(`/org/service-accounts/${account.service_account_id}/api-keys`, {})).statusCode,
+    ).toBe(409);
   });
 });
 
 describe('roles on service accounts and keys', () => {
   it('a developer may manage developer and viewer accounts, not admin ones (403)', async () => {
     const dev = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer')).apiKey);
-    expect((await dev.post('/org/service-accounts', { name: 'Dev made', role: 'admin' })).statusCode).toBe(403);
+    expect((await dev.post('/org/service-accounts', { name: 'Dev made', role: 'admin' })).statusCode).toBe(
+      403,
+    );
     const made = await dev.post('/org/service-accounts', { name: 'Dev made', role: 'developer' });
     expect(made.statusCode).toBe(201);
-    const key = await dev.post(`/org/service-accounts/${made.json().service_account_id}/api-keys`, { scopes: [] });
+    const key = await dev.post(`/org/service-accounts/${made.json().service_account_id}/api-keys`, {
+      scopes: [],
+    });
     expect(key.statusCode).toBe(201);
-    expect((await dev.post(`/org/service-accounts/${org.service_account_id}/api-keys`, { scopes: [] })).statusCode).toBe(403);
-    expect((await dev.patch(`/org/service-accounts/${org.service_account_id}`, { name: 'pwned' })).statusCode).toBe(403);
+    expect(
+      (await dev.post(`/org/service-accounts/${org.service_account_id}/api-keys`, { scopes: [] })).statusCode,
+    ).toBe(403);
+    expect(
+      (await dev.patch(`/org/service-accounts/${org.service_account_id}`, { name: 'pwned' })).statusCode,
+    ).toBe(403);
     const adminKeys = (await api.get(`/org/service-accounts/${org.service_account_id}/api-keys`)).json();
     expect(
-      (await dev.delete(`/org/service-accounts/${org.service_account_id}/api-keys/${adminKeys.api_keys[0].key_id}`)).statusCode,
+      (
+        await dev.delete(
+          `/org/service-accounts/${org.service_account_id}/api-keys/${adminKeys.api_keys[0].key_id}`,
+        )
+      ).statusCode,
     ).toBe(403);
     expect((await dev.get(`/org/service-accounts/${org.service_account_id}/api-keys`)).statusCode).toBe(200);
   });

@@ -3,11 +3,21 @@ import type { AddressInfo } from 'node:net';
 import { Worker, type Job } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { recordDeliveries } from '../src/features/webhook/dispatch.ts';
 import type { JobDependencies } from '../src/jobs/processors.ts';
 import { queueConnection } from '../src/jobs/queues.ts';
-import { createWebhookDeliveryProcessor, jittered, retryAfterMs, STANDARD_SCHEDULE_MS } from '../src/jobs/webhook-delivery.job.ts';
+import {
+  createWebhookDeliveryProcessor,
+  jittered,
+  retryAfterMs,
+  STANDARD_SCHEDULE_MS,
+} from '../src/jobs/webhook-delivery.job.ts';
 import { caller } from './identity-helpers.ts';
 
 interface Received {
@@ -40,7 +50,9 @@ class Receiver {
     });
   }
   listen(): Promise<number> {
-    return new Promise((resolve) => this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port)));
+    return new Promise((resolve) =>
+      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port)),
+    );
   }
   close(): Promise<void> {
     this.server.closeAllConnections();
@@ -59,7 +71,10 @@ const verify = (secret: string, message: Received) =>
     'webhook-signature': String(message.headers['webhook-signature']),
   });
 
-async function until<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+async function until<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; i < 1000; i++) {
     const value = await probe();
@@ -84,11 +99,15 @@ beforeAll(async () => {
   port = await receiver.listen();
   deps = { config: ctx.config, clock: ctx.clock, db: ctx.db, redis: ctx.redis, queues: ctx.app.queues };
   const { connection, prefix } = queueConnection(ctx.config);
-  worker = new Worker('webhook-delivery', createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE, jitter: 0 })(deps), {
-    connection,
-    prefix,
-    concurrency: 4,
-  });
+  worker = new Worker(
+    'webhook-delivery',
+    createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE, jitter: 0 })(deps),
+    {
+      connection,
+      prefix,
+      concurrency: 4,
+    },
+  );
 });
 afterAll(async () => {
   await worker?.close();
@@ -97,7 +116,9 @@ afterAll(async () => {
 });
 
 /** An organization with a webhook on its own receiver path; returns its secret. */
-async function withWebhook(name: string): Promise<{ org: TestOrganization; path: string; secret: string; api: ReturnType<typeof caller> }> {
+async function withWebhook(
+  name: string,
+): Promise<{ org: TestOrganization; path: string; secret: string; api: ReturnType<typeof caller> }> {
   const org = await createTestOrganization(ctx.db, name);
   const api = caller(ctx, org.api_key);
   const path = `/hooks/${name}`;
@@ -106,7 +127,8 @@ async function withWebhook(name: string): Promise<{ org: TestOrganization; path:
   return { org, path, secret: res.json().secret, api };
 }
 
-const deliveriesOf = async (api: ReturnType<typeof caller>) => (await api.get('/org/webhook/deliveries')).json().deliveries;
+const deliveriesOf = async (api: ReturnType<typeof caller>) =>
+  (await api.get('/org/webhook/deliveries')).json().deliveries;
 
 describe('webhook delivery', () => {
   it('delivers feature.created for POST /org/features, signed per Standard Webhooks', async () => {
@@ -128,7 +150,12 @@ describe('webhook delivery', () => {
       const list = await deliveriesOf(api);
       return list[0]?.status === 'succeeded' && list;
     });
-    expect(delivery).toMatchObject({ event_id: payload.id, event_type: 'feature.created', attempts: 1, last_status_code: 200 });
+    expect(delivery).toMatchObject({
+      event_id: payload.id,
+      event_type: 'feature.created',
+      attempts: 1,
+      last_status_code: 200,
+    });
     expect(delivery.delivered_at).not.toBeNull();
   });
 
@@ -158,13 +185,20 @@ describe('webhook delivery', () => {
 
   it('gives up after the last attempt of the schedule (failed, with the last status)', async () => {
     const { path, api } = await withWebhook('exhausted');
-    receiver.replies.set(path, Array.from({ length: 10 }, () => ({ status: 500 })));
+    receiver.replies.set(
+      path,
+      Array.from({ length: 10 }, () => ({ status: 500 })),
+    );
     await api.post('/org/features', { key: 'never', name: 'Never', kind: 'flag' });
     const [delivery] = await until(async () => {
       const list = await deliveriesOf(api);
       return list[0]?.status === 'failed' && list;
     });
-    expect(delivery).toMatchObject({ attempts: FAST_SCHEDULE.length, last_status_code: 500, next_attempt_at: null });
+    expect(delivery).toMatchObject({
+      attempts: FAST_SCHEDULE.length,
+      last_status_code: 500,
+      next_attempt_at: null,
+    });
     expect(receiver.at(path)).toHaveLength(FAST_SCHEDULE.length);
   });
 
@@ -177,7 +211,11 @@ describe('webhook delivery', () => {
       return body.disabled && body;
     });
     expect(webhook.disabled_reason).toMatch(/410/);
-    expect((await deliveriesOf(api))[0]).toMatchObject({ status: 'failed', last_status_code: 410, attempts: 1 });
+    expect((await deliveriesOf(api))[0]).toMatchObject({
+      status: 'failed',
+      last_status_code: 410,
+      attempts: 1,
+    });
     await api.post('/org/features', { key: 'after-gone', name: 'After', kind: 'flag' });
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(receiver.at(path)).toHaveLength(1);
@@ -198,10 +236,21 @@ describe('webhook delivery', () => {
 
   it('cancels a pending delivery when the webhook was disabled before it was sent', async () => {
     const { org, path, api } = await withWebhook('canceled');
-    const [deliveryId] = await recordDeliveries(ctx.db, org.organization_id, [{ type: 'test.event', data: {} }], new Date());
+    const [deliveryId] = await recordDeliveries(
+      ctx.db,
+      org.organization_id,
+      [{ type: 'test.event', data: {} }],
+      new Date(),
+    );
     await api.post('/org/webhook/disable');
-    await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(deps)({ data: { deliveryId } } as Job<{ deliveryId: string }>);
-    const row = await ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId!).executeTakeFirstOrThrow();
+    await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(deps)({ data: { deliveryId } } as Job<{
+      deliveryId: string;
+    }>);
+    const row = await ctx.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', deliveryId!)
+      .executeTakeFirstOrThrow();
     expect(row.status).toBe('canceled');
     expect(receiver.at(path)).toHaveLength(0);
   });
@@ -232,10 +281,21 @@ describe('webhook delivery', () => {
 
   it('refuses a private or loopback target when private targets are not allowed (no request made)', async () => {
     const { org, path } = await withWebhook('private');
-    const [deliveryId] = await recordDeliveries(ctx.db, org.organization_id, [{ type: 'test.event', data: {} }], new Date());
+    const [deliveryId] = await recordDeliveries(
+      ctx.db,
+      org.organization_id,
+      [{ type: 'test.event', data: {} }],
+      new Date(),
+    );
     const strict: JobDependencies = { ...deps, config: { ...ctx.config, webhookAllowPrivateTargets: false } };
-    await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(strict)({ data: { deliveryId } } as Job<{ deliveryId: string }>);
-    const row = await ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId!).executeTakeFirstOrThrow();
+    await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(strict)({
+      data: { deliveryId },
+    } as Job<{ deliveryId: string }>);
+    const row = await ctx.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', deliveryId!)
+      .executeTakeFirstOrThrow();
     expect(row.status).toBe('failed');
     expect(row.last_error).toMatch(/private or loopback/);
     expect(receiver.at(path)).toHaveLength(0);
@@ -245,7 +305,9 @@ describe('webhook delivery', () => {
     const org = await createTestOrganization(ctx.db, 'Closed');
     const api = caller(ctx, org.api_key);
     const closed = createServer();
-    const closedPort = await new Promise<number>((resolve) => closed.listen(0, '127.0.0.1', () => resolve((closed.address() as AddressInfo).port)));
+    const closedPort = await new Promise<number>((resolve) =>
+      closed.listen(0, '127.0.0.1', () => resolve((closed.address() as AddressInfo).port)),
+    );
     await new Promise((resolve) => closed.close(resolve));
     await api.put('/org/webhook', { url: `http://127.0.0.1:${closedPort}/nobody` });
     await api.post('/org/features', { key: 'nobody', name: 'Nobody', kind: 'flag' });
@@ -261,7 +323,9 @@ describe('webhook delivery', () => {
 
 describe('schedule helpers', () => {
   it('follows the Standard Webhooks schedule', () => {
-    expect(STANDARD_SCHEDULE_MS.map((ms) => ms / 1000)).toEqual([0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);
+    expect(STANDARD_SCHEDULE_MS.map((ms) => ms / 1000)).toEqual([
+      0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400,
+    ]);
   });
 
   it('jitters by at most the given fraction and never the immediate attempt', () => {

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAdminApp } from '../src/app.ts';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { decryptSecret } from '@ent/common/crypto/secrets';
 import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
@@ -32,7 +37,11 @@ describe('webhook configuration', () => {
     const body = res.json();
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(body.secret.slice(6), 'base64')).toHaveLength(32);
-    expect(body).toMatchObject({ url: 'http://127.0.0.1:9/hooks', disabled: false, secret_prefix: body.secret.slice(0, 14) });
+    expect(body).toMatchObject({
+      url: 'http://127.0.0.1:9/hooks',
+      disabled: false,
+      secret_prefix: body.secret.slice(0, 14),
+    });
     const write = lastWrite(writes);
     expect(write.details).toEqual({ url: 'http://127.0.0.1:9/hooks', secret_prefix: body.secret_prefix });
     expect(JSON.stringify(write.details)).not.toContain(body.secret);
@@ -42,8 +51,16 @@ describe('webhook configuration', () => {
   });
 
   it('stores the secret encrypted (a dump alone does not reveal it)', async () => {
-    const row = await ctx.db.selectFrom('webhooks').selectAll().where('organization_id', '=', org.organization_id).executeTakeFirstOrThrow();
-    const secret = decryptSecret(row.secret_ciphertext, ctx.config.secretsKey, `webhook:${org.organization_id}`);
+    const row = await ctx.db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('organization_id', '=', org.organization_id)
+      .executeTakeFirstOrThrow();
+    const secret = decryptSecret(
+      row.secret_ciphertext,
+      ctx.config.secretsKey,
+      `webhook:${org.organization_id}`,
+    );
     expect(secret).toMatch(/^whsec_/);
     expect(JSON.stringify(row)).not.toContain(secret.slice(6));
     expect(() => decryptSecret(row.secret_ciphertext, ctx.config.secretsKey, 'webhook:org_other')).toThrow();
@@ -110,11 +127,27 @@ describe('webhook configuration', () => {
     await strict.ready();
     try {
       const fresh = await createTestOrganization(ctx.db, 'Strict');
-      for (const url of ['http://127.0.0.1:8080/x', 'http://localhost/x', 'http://10.1.2.3/x', 'http://[::1]/x', 'http://169.254.169.254/latest']) {
-        const res = await strict.inject({ method: 'PUT', url: '/org/webhook', headers: fresh.headers, payload: { url } });
+      for (const url of [
+        'http://127.0.0.1:8080/x',
+        'http://localhost/x',
+        'http://10.1.2.3/x',
+        'http://[::1]/x',
+        'http://169.254.169.254/latest',
+      ]) {
+        const res = await strict.inject({
+          method: 'PUT',
+          url: '/org/webhook',
+          headers: fresh.headers,
+          payload: { url },
+        });
         expect(res.statusCode, url).toBe(422);
       }
-      const ok = await strict.inject({ method: 'PUT', url: '/org/webhook', headers: fresh.headers, payload: { url: 'https://93.184.215.14/hooks' } });
+      const ok = await strict.inject({
+        method: 'PUT',
+        url: '/org/webhook',
+        headers: fresh.headers,
+        payload: { url: 'https://93.184.215.14/hooks' },
+      });
       expect(ok.statusCode).toBe(201);
     } finally {
       await strict.close();
@@ -127,7 +160,10 @@ describe('webhook configuration', () => {
     expect((await reader.get('/org/webhook/deliveries')).statusCode).toBe(200);
     expect((await reader.put('/org/webhook', { url: 'http://127.0.0.1:9/x' })).statusCode).toBe(403);
     expect((await reader.post('/org/webhook/rotate')).statusCode).toBe(403);
-    const writer = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, ['org:write'])).apiKey);
+    const writer = caller(
+      ctx,
+      (await createKeyWithScopes(ctx.db, org.organization_id, ['org:write'])).apiKey,
+    );
     expect((await writer.get('/org/webhook')).statusCode).toBe(403);
     expect((await writer.post('/org/webhook/disable')).statusCode).toBe(200);
     const viewer = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, [], 'viewer')).apiKey);

@@ -15,7 +15,18 @@ const HOUR = 60 * MINUTE;
  * The Standard Webhooks retry schedule: the delay before each attempt (the first is immediate). After the
  * last attempt fails the delivery is `failed`.
  */
-export const STANDARD_SCHEDULE_MS = [0, 5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 14 * HOUR, 20 * HOUR, 24 * HOUR];
+export const STANDARD_SCHEDULE_MS = [
+  0,
+  5 * SECOND,
+  5 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  5 * HOUR,
+  10 * HOUR,
+  14 * HOUR,
+  20 * HOUR,
+  24 * HOUR,
+];
 
 export interface DeliveryOptions {
   /** Delay before attempt n+1 is `schedule[n]`; tests pass a fast one. */
@@ -97,19 +108,37 @@ async function send(
     const status = response.statusCode;
     if (status >= 200 && status < 300) return { kind: 'delivered', status };
     if (status === 410) return { kind: 'gone', status };
-    return { kind: 'retry', status, error: null, retryAfterMs: retryAfterMs(response.headers['retry-after'], deps.clock.now()) };
+    return {
+      kind: 'retry',
+      status,
+      error: null,
+      retryAfterMs: retryAfterMs(response.headers['retry-after'], deps.clock.now()),
+    };
   } catch (error) {
-    if (error instanceof TargetRefusedError || (error as { cause?: unknown }).cause instanceof TargetRefusedError) {
+    if (
+      error instanceof TargetRefusedError ||
+      (error as { cause?: unknown }).cause instanceof TargetRefusedError
+    ) {
       return { kind: 'refused', error: (error as Error).message };
     }
-    return { kind: 'retry', status: null, error: (error as Error).message || String(error), retryAfterMs: null };
+    return {
+      kind: 'retry',
+      status: null,
+      error: (error as Error).message || String(error),
+      retryAfterMs: null,
+    };
   }
 }
 
 async function finish(
   db: Kysely<Database>,
   deliveryId: string,
-  values: Partial<Pick<WebhookDelivery, 'status' | 'attempts' | 'last_status_code' | 'last_error' | 'next_attempt_at' | 'delivered_at'>>,
+  values: Partial<
+    Pick<
+      WebhookDelivery,
+      'status' | 'attempts' | 'last_status_code' | 'last_error' | 'next_attempt_at' | 'delivered_at'
+    >
+  >,
   now: Date,
 ): Promise<void> {
   await db
@@ -125,7 +154,9 @@ async function finish(
  * honoured) instead of using BullMQ's own backoff; 410 disables the endpoint; a disabled or deleted webhook
  * cancels what is still pending.
  */
-export function createWebhookDeliveryProcessor(overrides: Partial<DeliveryOptions> = {}): JobProcessor<'webhook-delivery'> {
+export function createWebhookDeliveryProcessor(
+  overrides: Partial<DeliveryOptions> = {},
+): JobProcessor<'webhook-delivery'> {
   const options: DeliveryOptions = { ...defaultDeliveryOptions, ...overrides };
   return (deps) => {
     const agent = new Agent({
@@ -134,7 +165,11 @@ export function createWebhookDeliveryProcessor(overrides: Partial<DeliveryOption
     });
     return async (job) => {
       const { db } = deps;
-      const delivery = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', job.data.deliveryId).executeTakeFirst();
+      const delivery = await db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('id', '=', job.data.deliveryId)
+        .executeTakeFirst();
       if (!delivery || delivery.status !== 'pending') return;
       const webhook = await db
         .selectFrom('webhooks')
@@ -143,7 +178,12 @@ export function createWebhookDeliveryProcessor(overrides: Partial<DeliveryOption
         .executeTakeFirst();
       const startedAt = new Date(deps.clock.now());
       if (!webhook || webhook.disabled) {
-        await finish(db, delivery.id, { status: 'canceled', last_error: 'webhook disabled', next_attempt_at: null }, startedAt);
+        await finish(
+          db,
+          delivery.id,
+          { status: 'canceled', last_error: 'webhook disabled', next_attempt_at: null },
+          startedAt,
+        );
         return;
       }
       const secrets = signingSecrets(webhook, deps.config.secretsKey, startedAt);
@@ -152,10 +192,33 @@ export function createWebhookDeliveryProcessor(overrides: Partial<DeliveryOption
       const now = new Date(deps.clock.now());
       switch (outcome.kind) {
         case 'delivered':
-          await finish(db, delivery.id, { status: 'succeeded', attempts, last_status_code: outcome.status, last_error: null, next_attempt_at: null, delivered_at: now }, now);
+          await finish(
+            db,
+            delivery.id,
+            {
+              status: 'succeeded',
+              attempts,
+              last_status_code: outcome.status,
+              last_error: null,
+              next_attempt_at: null,
+              delivered_at: now,
+            },
+            now,
+          );
           return;
         case 'gone':
-          await finish(db, delivery.id, { status: 'failed', attempts, last_status_code: outcome.status, last_error: 'endpoint answered 410 Gone; webhook disabled', next_attempt_at: null }, now);
+          await finish(
+            db,
+            delivery.id,
+            {
+              status: 'failed',
+              attempts,
+              last_status_code: outcome.status,
+              last_error: 'endpoint answered 410 Gone; webhook disabled',
+              next_attempt_at: null,
+            },
+            now,
+          );
           await db
             .updateTable('webhooks')
             .set({ disabled: true, disabled_reason: 'endpoint answered 410 Gone', updated_at: now })
@@ -164,18 +227,51 @@ export function createWebhookDeliveryProcessor(overrides: Partial<DeliveryOption
             .execute();
           return;
         case 'refused':
-          await finish(db, delivery.id, { status: 'failed', attempts, last_status_code: null, last_error: outcome.error, next_attempt_at: null }, now);
+          await finish(
+            db,
+            delivery.id,
+            {
+              status: 'failed',
+              attempts,
+              last_status_code: null,
+              last_error: outcome.error,
+              next_attempt_at: null,
+            },
+            now,
+          );
           return;
         case 'retry': {
           const error = (outcome.error ?? `endpoint answered ${outcome.status}`).slice(0, MAX_ERROR_LENGTH);
           const scheduled = options.schedule[attempts];
           if (scheduled === undefined) {
-            await finish(db, delivery.id, { status: 'failed', attempts, last_status_code: outcome.status, last_error: error, next_attempt_at: null }, now);
+            await finish(
+              db,
+              delivery.id,
+              {
+                status: 'failed',
+                attempts,
+                last_status_code: outcome.status,
+                last_error: error,
+                next_attempt_at: null,
+              },
+              now,
+            );
             return;
           }
-          const retryAfter = outcome.retryAfterMs === null ? 0 : Math.min(outcome.retryAfterMs, options.maxRetryAfterMs);
+          const retryAfter =
+            outcome.retryAfterMs === null ? 0 : Math.min(outcome.retryAfterMs, options.maxRetryAfterMs);
           const delay = Math.max(jittered(scheduled, options), retryAfter);
-          await finish(db, delivery.id, { attempts, last_status_code: outcome.status, last_error: error, next_attempt_at: new Date(now.getTime() + delay) }, now);
+          await finish(
+            db,
+            delivery.id,
+            {
+              attempts,
+              last_status_code: outcome.status,
+              last_error: error,
+              next_attempt_at: new Date(now.getTime() + delay),
+            },
+            now,
+          );
           await deps.queues['webhook-delivery'].add(
             'webhook-delivery',
             { deliveryId: delivery.id },

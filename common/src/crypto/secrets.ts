@@ -11,7 +11,9 @@ const IV_BYTES = 12;
 
 export function parseSecretsKey(raw: string): Buffer {
   const trimmed = raw.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed)
+    ? Buffer.from(trimmed, 'hex')
+    : Buffer.from(trimmed, 'base64');
   if (key.length !== 32) throw new Error('SECRETS_KEY must be 32 bytes, as 64 hex characters or base64');
   return key;
 }
@@ -21,7 +23,9 @@ export function encryptSecret(plaintext: string, secretsKey: string, context: st
   const cipher = createCipheriv('aes-256-gcm', parseSecretsKey(secretsKey), iv);
   cipher.setAAD(Buffer.from(context));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return [VERSION, iv, cipher.getAuthTag(), ciphertext].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.');
+  return [VERSION, iv, cipher.getAuthTag(), ciphertext]
+    .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+    .join('.');
 }
 
 export function decryptSecret(stored: string, secretsKey: string, context: string): string {
@@ -32,7 +36,9 @@ export function decryptSecret(stored: string, secretsKey: string, context: strin
   const decipher = createDecipheriv('aes-256-gcm', parseSecretsKey(secretsKey), Buffer.from(iv, 'base64url'));
   decipher.setAAD(Buffer.from(context));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-  return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+  return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString(
+    'utf8',
+  );
 }
 
 /** For one-way lookups of bearer tokens (invite links): only the hash is searchable. */

@@ -1,8 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PaginationQuery, Timestamp, listOf } from './common.ts';
 
-export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('developer'), Type.Literal('viewer')]);
-export const MemberStatusSchema = Type.Union([Type.Literal('active'), Type.Literal('suspended'), Type.Literal('removed')]);
+export const RoleSchema = Type.Union([
+  Type.Literal('admin'),
+  Type.Literal('developer'),
+  Type.Literal('viewer'),
+]);
+export const MemberStatusSchema = Type.Union([
+  Type.Literal('active'),
+  Type.Literal('suspended'),
+  Type.Literal('removed'),
+]);
 
 export const MemberSchema = Type.Object(
   {

@@ -19,7 +19,10 @@ export const UpdateOrganizationBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     slug: Type.Optional(
-      Type.String({ pattern: ORGANIZATION_SLUG_PATTERN, description: 'lowercase letters, digits and dashes; at most 63' }),
+      Type.String({
+        pattern: ORGANIZATION_SLUG_PATTERN,
+        description: 'lowercase letters, digits and dashes; at most 63',
+      }),
     ),
   },
   { additionalProperties: false },

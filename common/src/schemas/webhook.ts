@@ -19,9 +19,12 @@ export const WebhookSchema = Type.Object(
 export type WebhookBody = Static<typeof WebhookSchema>;
 
 /** PUT (create) and rotate: the only times the signing secret is shown. */
-export const WebhookWithSecretSchema = Type.Composite([WebhookSchema, Type.Object({ secret: Type.String() })], {
-  $id: 'WebhookWithSecret',
-});
+export const WebhookWithSecretSchema = Type.Composite(
+  [WebhookSchema, Type.Object({ secret: Type.String() })],
+  {
+    $id: 'WebhookWithSecret',
+  },
+);
 export type WebhookWithSecretBody = Static<typeof WebhookWithSecretSchema>;
 
 export const PutWebhookBody = Type.Object(
@@ -59,7 +62,11 @@ export const WebhookDeliverySchema = Type.Object(
 export type WebhookDeliveryBody = Static<typeof WebhookDeliverySchema>;
 
 export const ListDeliveriesQuery = Type.Object(
-  { ...PaginationQuery, status: Type.Optional(DeliveryStatusSchema), event_type: Type.Optional(Type.String({ maxLength: 255 })) },
+  {
+    ...PaginationQuery,
+    status: Type.Optional(DeliveryStatusSchema),
+    event_type: Type.Optional(Type.String({ maxLength: 255 })),
+  },
   { additionalProperties: false },
 );
 export type ListDeliveriesQuery = Static<typeof ListDeliveriesQuery>;

@@ -41,11 +41,21 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
         tags,
         params: ServiceAccountIdParams,
         body: CreateApiKeyBody,
-        response: { 201: CreatedApiKeySchema, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+        response: {
+          201: CreatedApiKeySchema,
+          404: ErrorBodySchema,
+          409: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
       },
     },
     async (request, reply) => {
-      const { key, plaintext } = await createApiKey(app.db, request.principal!, request.params.service_account_id, request.body ?? {});
+      const { key, plaintext } = await createApiKey(
+        app.db,
+        request.principal!,
+        request.params.service_account_id,
+        request.body ?? {},
+      );
       request.write.details = { key_id: key.id, key_prefix: key.key_prefix, name: key.name };
       request.write.authChanged = true;
       return reply.code(201).send({ ...toApiKeyBody(key), api_key: plaintext });
@@ -67,7 +77,10 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       const organizationId = request.principal!.organizationId;
       const account = await getServiceAccount(app.db, organizationId, request.params.service_account_id);
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listApiKeys(app.db, organizationId, account.id, { limit, startingAfter: request.query.starting_after });
+      const rows = await listApiKeys(app.db, organizationId, account.id, {
+        limit,
+        startingAfter: request.query.starting_after,
+      });
       const page = toPage(rows, limit);
       return { api_keys: page.items.map(toApiKeyBody), has_more: page.hasMore };
     },

@@ -16,10 +16,18 @@ export function listApiKeys(
     .where('organization_id', '=', organizationId)
     .where('service_account_id', '=', serviceAccountId);
   if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
-  return query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
 }
 
-export function findApiKey(db: Db, organizationId: string, serviceAccountId: string, keyId: string): Promise<ApiKey | undefined> {
+export function findApiKey(
+  db: Db,
+  organizationId: string,
+  serviceAccountId: string,
+  keyId: string,
+): Promise<ApiKey | undefined> {
   return db
     .selectFrom('api_keys')
     .selectAll()

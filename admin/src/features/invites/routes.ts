@@ -12,7 +12,13 @@ import {
   type InviteBody,
 } from '@ent/common/schemas/invites';
 import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
-import { DEFAULT_CONSOLE_URL, createInvite, inviteLinkOf, revokeInvite, type InviteSettings } from './service.ts';
+import {
+  DEFAULT_CONSOLE_URL,
+  createInvite,
+  inviteLinkOf,
+  revokeInvite,
+  type InviteSettings,
+} from './service.ts';
 import { listLiveInvites } from './store.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
@@ -45,7 +51,14 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const principal = request.principal!;
-      const invite = await createInvite(app.db, settings, principal.organizationId, principal.memberId, request.body, now());
+      const invite = await createInvite(
+        app.db,
+        settings,
+        principal.organizationId,
+        principal.memberId,
+        request.body,
+        now(),
+      );
       request.write.details = { invite_id: invite.id, role: invite.role };
       return reply.code(201).send(toInviteBody(invite, settings));
     },
@@ -55,7 +68,11 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/invites',
     {
       config: { scope: 'org:read', auditService: 'identity', auditRead: true, adminOnly: true },
-      schema: { tags, querystring: ListInvitesQuery, response: { 200: InviteListSchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        querystring: ListInvitesQuery,
+        response: { 200: InviteListSchema, ...commonErrorResponses },
+      },
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
@@ -75,7 +92,12 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       schema: {
         tags,
         params: InviteIdParams,
-        response: { 204: { type: 'null' }, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
+        response: {
+          204: { type: 'null' },
+          404: ErrorBodySchema,
+          409: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
       },
     },
     async (request, reply) => {

@@ -25,7 +25,10 @@ export const inviteUrl = (consoleUrl: string, token: string): string =>
 /** The link of a live invite, decrypted from its stored ciphertext. */
 export function inviteLinkOf(invite: Invite, settings: InviteSettings): string {
   if (!invite.token_ciphertext) throw new Error(`invite ${invite.id} has no stored token`);
-  return inviteUrl(settings.consoleUrl, decryptSecret(invite.token_ciphertext, settings.secretsKey, tokenContext(invite.id)));
+  return inviteUrl(
+    settings.consoleUrl,
+    decryptSecret(invite.token_ciphertext, settings.secretsKey, tokenContext(invite.id)),
+  );
 }
 
 export async function createInvite(
@@ -56,10 +59,16 @@ export async function createInvite(
 }
 
 /** Revokes a live invite; revoking one that was revoked or has expired changes nothing. */
-export async function revokeInvite(db: Kysely<Database>, organizationId: string, inviteId: string, now: Date): Promise<boolean> {
+export async function revokeInvite(
+  db: Kysely<Database>,
+  organizationId: string,
+  inviteId: string,
+  now: Date,
+): Promise<boolean> {
   const invite = await findInvite(db, organizationId, inviteId);
   if (!invite) throw notFound(`No invite with id "${inviteId}".`, { field: 'invite_id', value: inviteId });
-  if (invite.accepted_at) throw conflict('The invite has already been accepted.', { field: 'invite_id', value: inviteId });
+  if (invite.accepted_at)
+    throw conflict('The invite has already been accepted.', { field: 'invite_id', value: inviteId });
   const result = await db
     .updateTable('invites')
     .set({ revoked_at: now, token_ciphertext: null })

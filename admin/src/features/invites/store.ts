@@ -18,7 +18,10 @@ export function listLiveInvites(
     .where('revoked_at', 'is', null)
     .where('expires_at', '>', now);
   if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
-  return query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
 }
 
 export function findInvite(db: Db, organizationId: string, inviteId: string): Promise<Invite | undefined> {

@@ -35,7 +35,11 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/members',
     {
       config: { scope: 'org:read' },
-      schema: { tags, querystring: ListMembersQuery, response: { 200: MemberListSchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        querystring: ListMembersQuery,
+        response: { 200: MemberListSchema, ...commonErrorResponses },
+      },
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
@@ -54,16 +58,25 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/members/:member_id',
     {
       config: { scope: 'org:read' },
-      schema: { tags, params: MemberIdParams, response: { 200: MemberSchema, 404: ErrorBodySchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        params: MemberIdParams,
+        response: { 200: MemberSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
     },
-    async (request) => toMemberBody(await getMember(app.db, request.principal!.organizationId, request.params.member_id)),
+    async (request) =>
+      toMemberBody(await getMember(app.db, request.principal!.organizationId, request.params.member_id)),
   );
 
   app.post(
     '/org/members',
     {
       config: { scope: 'org:write', auditService: 'identity', adminOnly: true },
-      schema: { tags, body: CreateMemberBody, response: { 201: MemberSchema, 409: ErrorBodySchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        body: CreateMemberBody,
+        response: { 201: MemberSchema, 409: ErrorBodySchema, ...commonErrorResponses },
+      },
     },
     async (request, reply) => {
       const member = await createMember(app.db, request.principal!.organizationId, request.body);

@@ -14,7 +14,11 @@ export const memberNotFound = (memberId: string) =>
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
 /** Console users sign in elsewhere; this records the member (email and role) directly. */
-export async function createMember(db: Kysely<Database>, organizationId: string, input: CreateMemberBody): Promise<Member> {
+export async function createMember(
+  db: Kysely<Database>,
+  organizationId: string,
+  input: CreateMemberBody,
+): Promise<Member> {
   try {
     return await db.transaction().execute(async (trx) => {
       const member = await trx
@@ -34,13 +38,20 @@ export async function createMember(db: Kysely<Database>, organizationId: string,
     });
   } catch (error) {
     if (isUniqueViolation(error)) {
-      throw conflict(`A member with email "${input.email}" already exists.`, { field: 'email', value: input.email });
+      throw conflict(`A member with email "${input.email}" already exists.`, {
+        field: 'email',
+        value: input.email,
+      });
     }
     throw error;
   }
 }
 
-export async function getMember(db: Kysely<Database>, organizationId: string, memberId: string): Promise<Member> {
+export async function getMember(
+  db: Kysely<Database>,
+  organizationId: string,
+  memberId: string,
+): Promise<Member> {
   const member = await findMember(db, organizationId, memberId);
   if (!member) throw memberNotFound(memberId);
   return member;
@@ -72,7 +83,8 @@ export async function updateMember(
     }
     const role = (input.role ?? before.role) as Role;
     const status = input.status ?? before.status;
-    const losesAdmin = before.role === 'admin' && before.status === 'active' && (role !== 'admin' || status !== 'active');
+    const losesAdmin =
+      before.role === 'admin' && before.status === 'active' && (role !== 'admin' || status !== 'active');
     if (losesAdmin && (await countOtherActiveAdmins(trx, organizationId, memberId)) === 0) {
       throw conflict('The organization must keep at least one active admin.', {
         field: input.role && input.role !== 'admin' ? 'role' : 'status',

@@ -25,11 +25,18 @@ export function listMembers(db: Db, organizationId: string, filter: MemberListFi
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.kind) query = query.where('kind', '=', filter.kind);
   if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
-  return query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
 }
 
 /** Active admins other than `memberId`, counted while the organization row is locked. */
-export async function countOtherActiveAdmins(trx: Transaction<Database>, organizationId: string, memberId: string): Promise<number> {
+export async function countOtherActiveAdmins(
+  trx: Transaction<Database>,
+  organizationId: string,
+  memberId: string,
+): Promise<number> {
   const row = await trx
     .selectFrom('members')
     .select((eb) => eb.fn.countAll<number>().as('count'))

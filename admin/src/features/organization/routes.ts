@@ -2,7 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Organization } from '@ent/common/db/database';
 import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
-import { OrganizationSchema, UpdateOrganizationBody, type OrganizationBody } from '@ent/common/schemas/organization';
+import {
+  OrganizationSchema,
+  UpdateOrganizationBody,
+  type OrganizationBody,
+} from '@ent/common/schemas/organization';
 import { getOrganization, updateOrganization } from './service.ts';
 
 export const toOrganizationBody = (organization: Organization): OrganizationBody => ({
@@ -38,7 +42,11 @@ export async function organizationRoutes(fastify: FastifyInstance): Promise<void
       },
     },
     async (request) => {
-      const { organization, changes } = await updateOrganization(app.db, request.principal!.organizationId, request.body);
+      const { organization, changes } = await updateOrganization(
+        app.db,
+        request.principal!.organizationId,
+        request.body,
+      );
       request.write.details = changes;
       return toOrganizationBody(organization);
     },

@@ -7,7 +7,11 @@ import { changedFields, type Change } from '../shared/changes.ts';
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
 export async function getOrganization(db: Kysely<Database>, organizationId: string): Promise<Organization> {
-  const organization = await db.selectFrom('organizations').selectAll().where('id', '=', organizationId).executeTakeFirst();
+  const organization = await db
+    .selectFrom('organizations')
+    .selectAll()
+    .where('id', '=', organizationId)
+    .executeTakeFirst();
   if (!organization) throw notFound('No such organization.');
   return organization;
 }

@@ -33,7 +33,11 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
     '/org/service-accounts',
     {
       config: { scope: 'org:write', auditService: 'identity' },
-      schema: { tags, body: CreateServiceAccountBody, response: { 201: ServiceAccountSchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        body: CreateServiceAccountBody,
+        response: { 201: ServiceAccountSchema, ...commonErrorResponses },
+      },
     },
     async (request, reply) => {
       const account = await createServiceAccount(app.db, request.principal!, request.body);

@@ -3,7 +3,10 @@ import type { Principal, Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { notFound } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
-import type { CreateServiceAccountBody, UpdateServiceAccountBody } from '@ent/common/schemas/service-accounts';
+import type {
+  CreateServiceAccountBody,
+  UpdateServiceAccountBody,
+} from '@ent/common/schemas/service-accounts';
 import { assertMayManageRole } from '../members/roles.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
@@ -12,7 +15,11 @@ import { findServiceAccount, type ServiceAccountRow } from './store.ts';
 export const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
 
-export async function getServiceAccount(db: Kysely<Database>, organizationId: string, id: string): Promise<ServiceAccountRow> {
+export async function getServiceAccount(
+  db: Kysely<Database>,
+  organizationId: string,
+  id: string,
+): Promise<ServiceAccountRow> {
   const account = await findServiceAccount(db, organizationId, id);
   if (!account) throw serviceAccountNotFound(id);
   return account;
@@ -31,7 +38,13 @@ export async function createServiceAccount(
     const id = newId('sa');
     await trx
       .insertInto('members')
-      .values({ id: memberId, organization_id: organizationId, kind: 'service_account', name: input.name, role: input.role })
+      .values({
+        id: memberId,
+        organization_id: organizationId,
+        kind: 'service_account',
+        name: input.name,
+        role: input.role,
+      })
       .execute();
     await trx
       .insertInto('service_accounts')
@@ -62,8 +75,16 @@ export async function updateServiceAccount(
     const changes = changedFields(before, input, ['name']);
     if (!changes || input.name === undefined) return { account: before, changes: null };
     const now = new Date();
-    await trx.updateTable('service_accounts').set({ name: input.name, updated_at: now }).where('id', '=', id).execute();
-    await trx.updateTable('members').set({ name: input.name, updated_at: now }).where('id', '=', before.member_id).execute();
+    await trx
+      .updateTable('service_accounts')
+      .set({ name: input.name, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+    await trx
+      .updateTable('members')
+      .set({ name: input.name, updated_at: now })
+      .where('id', '=', before.member_id)
+      .execute();
     const account = await findServiceAccount(trx, organizationId, id);
     return { account: account!, changes };
   });

@@ -31,7 +31,11 @@ const withMember = (db: Db, organizationId: string) =>
     ])
     .where('sa.organization_id', '=', organizationId);
 
-export function findServiceAccount(db: Db, organizationId: string, id: string): Promise<ServiceAccountRow | undefined> {
+export function findServiceAccount(
+  db: Db,
+  organizationId: string,
+  id: string,
+): Promise<ServiceAccountRow | undefined> {
   return withMember(db, organizationId).where('sa.id', '=', id).executeTakeFirst();
 }
 
@@ -43,5 +47,8 @@ export function listServiceAccounts(
 ): Promise<ServiceAccountRow[]> {
   let query = withMember(db, organizationId);
   if (filter.startingAfter) query = query.where('sa.id', '<', filter.startingAfter);
-  return query.orderBy('sa.id', 'desc').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('sa.id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
 }

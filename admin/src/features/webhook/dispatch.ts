@@ -59,7 +59,10 @@ export async function recordDeliveries(
 
 export const deliveryJobId = (deliveryId: string, attempt: number) => `${deliveryId}.${attempt}`;
 
-export async function enqueueDeliveries(queues: Pick<Queues, 'webhook-delivery'>, deliveryIds: string[]): Promise<void> {
+export async function enqueueDeliveries(
+  queues: Pick<Queues, 'webhook-delivery'>,
+  deliveryIds: string[],
+): Promise<void> {
   if (deliveryIds.length === 0) return;
   const queue = queues['webhook-delivery'];
   const added = queue.addBulk(
@@ -71,7 +74,10 @@ export async function enqueueDeliveries(queues: Pick<Queues, 'webhook-delivery'>
   );
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error('enqueueing webhook deliveries timed out')), ENQUEUE_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error('enqueueing webhook deliveries timed out')),
+      ENQUEUE_TIMEOUT_MS,
+    );
   });
   try {
     await Promise.race([added, timeout]);
@@ -88,7 +94,12 @@ export function registerWebhookDispatch(app: FastifyInstance): void {
   app.writePipeline.onCommitted(async (request, write) => {
     const principal = request.principal;
     if (!principal || write.events.length === 0) return;
-    const deliveryIds = await recordDeliveries(app.db, principal.organizationId, write.events, new Date(app.clock.now()));
+    const deliveryIds = await recordDeliveries(
+      app.db,
+      principal.organizationId,
+      write.events,
+      new Date(app.clock.now()),
+    );
     await enqueueDeliveries(app.queues, deliveryIds);
   });
 }

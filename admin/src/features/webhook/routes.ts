@@ -13,7 +13,13 @@ import {
 } from '@ent/common/schemas/webhook';
 import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
 import { registerWebhookDispatch } from './dispatch.ts';
-import { putWebhook, rotateWebhookSecret, setWebhookDisabled, webhookNotFound, type WebhookSettings } from './service.ts';
+import {
+  putWebhook,
+  rotateWebhookSecret,
+  setWebhookDisabled,
+  webhookNotFound,
+  type WebhookSettings,
+} from './service.ts';
 import { findWebhook, listDeliveries } from './store.ts';
 
 export const toWebhookBody = (webhook: Webhook): WebhookBody => ({
@@ -73,9 +79,16 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const result = await putWebhook(app.db, settings, request.principal!.organizationId, request.body, now());
+      const result = await putWebhook(
+        app.db,
+        settings,
+        request.principal!.organizationId,
+        request.body,
+        now(),
+      );
       request.write.details = result.details;
-      if (result.secret) return reply.code(201).send({ ...toWebhookBody(result.webhook), secret: result.secret });
+      if (result.secret)
+        return reply.code(201).send({ ...toWebhookBody(result.webhook), secret: result.secret });
       return reply.code(200).send(toWebhookBody(result.webhook));
     },
   );
@@ -87,7 +100,12 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, response: { 200: WebhookWithSecretSchema, ...withNotFound } },
     },
     async (request) => {
-      const { webhook, secret, changes } = await rotateWebhookSecret(app.db, settings, request.principal!.organizationId, now());
+      const { webhook, secret, changes } = await rotateWebhookSecret(
+        app.db,
+        settings,
+        request.principal!.organizationId,
+        now(),
+      );
       request.write.details = changes;
       return { ...toWebhookBody(webhook), secret };
     },
@@ -117,7 +135,11 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/webhook/deliveries',
     {
       config: { scope: 'org:read' },
-      schema: { tags, querystring: ListDeliveriesQuery, response: { 200: WebhookDeliveryListSchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        querystring: ListDeliveriesQuery,
+        response: { 200: WebhookDeliveryListSchema, ...commonErrorResponses },
+      },
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;

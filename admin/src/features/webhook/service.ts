@@ -19,14 +19,21 @@ export interface WebhookSettings {
 export const webhookNotFound = () => notFound('No webhook is configured; create it with PUT /org/webhook.');
 
 const secretContext = (organizationId: string) => `webhook:${organizationId}`;
-export const encryptWebhookSecret = (secret: string, settings: Pick<WebhookSettings, 'secretsKey'>, organizationId: string) =>
-  encryptSecret(secret, settings.secretsKey, secretContext(organizationId));
+export const encryptWebhookSecret = (
+  secret: string,
+  settings: Pick<WebhookSettings, 'secretsKey'>,
+  organizationId: string,
+) => encryptSecret(secret, settings.secretsKey, secretContext(organizationId));
 
 /** The secrets that sign a delivery at `now`: the current one, and the previous one during the overlap. */
 export function signingSecrets(webhook: Webhook, secretsKey: string, now: Date): string[] {
   const context = secretContext(webhook.organization_id);
   const secrets = [decryptSecret(webhook.secret_ciphertext, secretsKey, context)];
-  if (webhook.previous_secret_ciphertext && webhook.previous_secret_expires_at && webhook.previous_secret_expires_at > now) {
+  if (
+    webhook.previous_secret_ciphertext &&
+    webhook.previous_secret_expires_at &&
+    webhook.previous_secret_expires_at > now
+  ) {
     secrets.push(decryptSecret(webhook.previous_secret_ciphertext, secretsKey, context));
   }
   return secrets;
@@ -135,7 +142,11 @@ export async function rotateWebhookSecret(
       .where('organization_id', '=', organizationId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return { webhook, secret, changes: { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } } };
+    return {
+      webhook,
+      secret,
+      changes: { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } },
+    };
   });
 }
 

@@ -4,11 +4,23 @@ import type { Database, Webhook, WebhookDelivery, WebhookDeliveryStatus } from '
 type Db = Kysely<Database> | Transaction<Database>;
 
 export function findWebhook(db: Db, organizationId: string): Promise<Webhook | undefined> {
-  return db.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId).executeTakeFirst();
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
 }
 
-export function findWebhookForUpdate(trx: Transaction<Database>, organizationId: string): Promise<Webhook | undefined> {
-  return trx.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId).forUpdate().executeTakeFirst();
+export function findWebhookForUpdate(
+  trx: Transaction<Database>,
+  organizationId: string,
+): Promise<Webhook | undefined> {
+  return trx
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 export interface DeliveryListFilter {
@@ -19,12 +31,19 @@ export interface DeliveryListFilter {
 }
 
 /** Newest first; one extra row for `has_more`. */
-export function listDeliveries(db: Db, organizationId: string, filter: DeliveryListFilter): Promise<WebhookDelivery[]> {
+export function listDeliveries(
+  db: Db,
+  organizationId: string,
+  filter: DeliveryListFilter,
+): Promise<WebhookDelivery[]> {
   let query = db.selectFrom('webhook_deliveries').selectAll().where('organization_id', '=', organizationId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
   if (filter.startingAfter) query = query.where('id', '<', filter.startingAfter);
-  return query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
 }
 
 export function findDelivery(db: Db, deliveryId: string): Promise<WebhookDelivery | undefined> {

@@ -53,7 +53,9 @@ const stripBrackets = (host: string) => host.replace(/^\[|\]$/g, '');
 
 function resolveAll(host: string): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) =>
-    dnsLookup(host, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
+    dnsLookup(host, { all: true, verbatim: true }, (error, addresses) =>
+      error ? reject(error) : resolve(addresses),
+    ),
   );
 }
 
@@ -75,7 +77,8 @@ export const publicOnlyLookup: LookupFunction = (hostname, options, callback) =>
     const list = addresses as LookupAddress[];
     const refused = list.find((entry) => isPrivateAddress(entry.address));
     if (refused) return callback(new TargetRefusedError(hostname, refused.address), '', 0);
-    if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+    if ((options as { all?: boolean }).all)
+      return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
     const first = list[0];
     if (!first) return callback(new Error(`no address for ${hostname}`), '', 0);
     return callback(null, first.address, first.family);
