@@ -114,6 +114,16 @@ describe('API keys', () => {
     expect((await caller(ctx, key.api_key).get('/org')).statusCode).toBe(403);
   });
 
+  it('creates a key with the defaults when the POST has no body', async () => {
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: `/org/service-accounts/${org.service_account_id}/api-keys`,
+      headers: org.headers,
+    });
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ name: '', scopes: ['check'] });
+  });
+
   it('scopes: [] is full access; explicit scopes are kept; unknown scopes are 422', async () => {
     const account = (await api.post('/org/service-accounts', { name: 'Scoped', role: 'admin' })).json();
     const url = `/org/service-accounts/${account.service_account_id}/api-keys`;

@@ -37,6 +37,10 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/service-accounts/:service_account_id/api-keys',
     {
       config: { scope: 'org:write', auditService: 'identity' },
+      // Every field is optional: a POST without a body creates a key with the defaults.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
       schema: {
         tags,
         params: ServiceAccountIdParams,
@@ -54,7 +58,7 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
         app.db,
         request.principal!,
         request.params.service_account_id,
-        request.body ?? {},
+        request.body,
       );
       request.write.details = { key_id: key.id, key_prefix: key.key_prefix, name: key.name };
       request.write.authChanged = true;
