@@ -11,6 +11,7 @@ import {
   saveArrangement,
 } from '../features/organizations/arrangement.ts';
 import { createOrganization } from '../features/organizations/bootstrap.ts';
+import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 
 const config = loadConfig();
 
@@ -130,6 +131,31 @@ org
         .map(([k, v]) => `${k.padEnd(16)} ${v === null ? 'unlimited' : String(v)}`)
         .join('\n'),
     );
+  });
+
+program
+  .command('snapshots')
+  .description('Snapshot documents in Redis (catalog, subscribers, API keys, arrangement).')
+  .command('rebuild')
+  .description('Rebuild the snapshot documents from Postgres: one organization, or every organization.')
+  .option('--org <id>', 'organization id (org_...); default: all')
+  .option('--json', 'print {organizations, subscribers} as JSON')
+  .action(async (options: { org?: string; json?: boolean }) => {
+    const redis = createRedis(config);
+    try {
+      const totals = await withDb(async (db) => {
+        const publisher = createSnapshotPublisher({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix) });
+        const ids = options.org
+          ? [options.org]
+          : (await db.selectFrom('organizations').select('id').orderBy('id').execute()).map((row) => row.id);
+        let subscribers = 0;
+        for (const id of ids) subscribers += (await publisher.rebuildOrganization(id)).subscribers;
+        return { organizations: ids.length, subscribers };
+      });
+      print(Boolean(options.json), totals, `rebuilt ${totals.organizations} organization(s), ${totals.subscribers} subscriber(s)`);
+    } finally {
+      redis.disconnect();
+    }
   });
 
 try {

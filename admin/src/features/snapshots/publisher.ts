@@ -106,7 +106,7 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
 
   /** The organization's documents and all its subscribers, in batches. */
   async function rebuildOrganization(organizationId: string): Promise<{ subscribers: number }> {
-    await publishOrganization(organizationId);
+    if (!(await publishOrganization(organizationId))) throw new Error(`No organization ${organizationId}.`);
     let after = '';
     let subscribers = 0;
     for (;;) {

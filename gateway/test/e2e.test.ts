@@ -1,0 +1,245 @@
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { Queue } from 'bullmq';
+import { createDb } from '@ent/common/db/connect';
+import { saveArrangement } from '@ent/common/metering/arrangement';
+import { redisKeys } from '@ent/common/redis/keys';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
+import { catalogClient } from './helpers.ts';
+import { freePort, healthy, startNode, startRedis, waitFor, type Started } from './processes.ts';
+
+/**
+ * Real processes: one admin, one worker, two gateways, on free ports, against a test database and a Redis
+ * this file starts itself (so it can be stopped and flushed).
+ */
+let database: TestDatabase;
+let redisPort: number;
+let redisServer: Started;
+let admin: Started;
+let worker: Started;
+const gateways: Started[] = [];
+let env: Record<string, string>;
+let urls: string[];
+let adminUrl: string;
+let org: TestOrganization;
+let db: ReturnType<typeof createDb>;
+let redis: Redis;
+const prefix = testRedisPrefix();
+const keys = redisKeys(prefix);
+
+const http =
+  (base: string) =>
+  async ({ method, url, headers, payload }: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => {
+    const res = await fetch(`${base}${url}`, {
+      method,
+      headers: { ...headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: payload === undefined ? undefined : JSON.stringify(payload),
+    });
+    const text = await res.text();
+    return {
+      statusCode: res.status,
+      headers: Object.fromEntries(res.headers) as Record<string, unknown>,
+      json: () => (text ? JSON.parse(text) : null),
+    };
+  };
+
+const check = (base: string, subscriber: string, feature: string, key = org.api_key) =>
+  http(base)({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers: { 'x-api-key': key }, payload: { feature } });
+const valueOn = async (base: string, subscriber: string, feature: string) => {
+  const res = await check(base, subscriber, feature);
+  if (res.statusCode !== 200) throw new Error(`${base} check ${subscriber}/${feature} -> ${res.statusCode} ${JSON.stringify(res.json())}`);
+  const body = res.json();
+  return body.kind === 'flag' ? { allowed: body.allowed, source: body.source } : { limit: body.limit, source: body.source };
+};
+const onBoth = (subscriber: string, feature: string) => Promise.all(urls.map((url) => valueOn(url, subscriber, feature)));
+
+const startAdmin = async () => {
+  admin = startNode('admin/src/server.ts', env);
+  await healthy(adminUrl);
+};
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  redisPort = await freePort();
+  redisServer = startRedis(redisPort);
+  const adminPort = await freePort();
+  adminUrl = `http://127.0.0.1:${adminPort}`;
+  env = {
+    DATABASE_URL: database.appUrl,
+    DATABASE_OWNER_URL: database.ownerUrl,
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    REDIS_KEY_PREFIX: prefix,
+    ADMIN_PORT: String(adminPort),
+    ADMIN_URL: adminUrl,
+    LOG_LEVEL: 'warn',
+  };
+  redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => {});
+  await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server');
+  await startAdmin();
+  worker = startNode('admin/src/worker.ts', env);
+  urls = [];
+  for (let i = 0; i < 2; i++) {
+    const port = await freePort();
+    gateways.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }));
+    urls.push(`http://127.0.0.1:${port}`);
+  }
+  await Promise.all(urls.map(healthy));
+
+  db = createDb(database.appUrl, { max: 2 });
+  org = await createTestOrganization(db, 'E2E org');
+  await saveArrangement(db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
+  const api = catalogClient(http(urls[0]!), org.headers);
+  await api.feature('sso', 'flag');
+  await api.feature('seats', 'limit');
+  await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+  await api.plan('pro', [{ feature: 'sso', kind: 'flag' }, { feature: 'seats', kind: 'limit', limit: 25 }]);
+}, 90_000);
+
+afterAll(async () => {
+  await Promise.all([...gateways, worker, admin].filter(Boolean).map((p) => p.stop()));
+  await redisServer?.stop();
+  redis?.disconnect();
+  await db?.destroy();
+  await database?.drop();
+}, 60_000);
+
+describe('read-your-writes on two gateway processes', () => {
+  it('shows each write on the very next eval on both gateways', async () => {
+    // Writes alternate between the gateways (forwarded to admin); both gateways hold the old answer warm.
+    const viaA = catalogClient(http(urls[0]!), org.headers);
+    const viaB = catalogClient(http(urls[1]!), org.headers);
+    await viaA.subscriber('ann');
+    expect(await onBoth('ann', 'seats')).toEqual([{ limit: 0, source: 'none' }, { limit: 0, source: 'none' }]);
+
+    const basic = await viaB.subscribe('ann', 'basic');
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 3, source: 'plan' }));
+
+    await viaA.grants('basic', [{ feature: 'seats', kind: 'limit', limit: 7 }]);
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+
+    await viaB.override('ann', 'seats', { kind: 'limit', limit: 1000 });
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 1000, source: 'override' }));
+
+    await viaA.deleteOverride('ann', 'seats');
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+
+    const pro = await viaB.change('ann', basic, 'pro');
+    expect(await onBoth('ann', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 25, source: 'plan' }));
+
+    await viaA.cancel('ann', pro);
+    expect(await onBoth('ann', 'sso')).toEqual(Array(2).fill({ allowed: false, source: 'none' }));
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 0, source: 'none' }));
+  });
+
+  it('refuses a revoked key on the very next request on both gateways', async () => {
+    const { apiKey, serviceAccountId, keyId } = await createKeyWithScopes(db, org.organization_id, ['check']);
+    for (const url of urls) expect((await check(url, 'ann', 'seats', apiKey)).statusCode).toBe(200);
+    const revoke = await http(urls[0]!)({
+      method: 'DELETE',
+      url: `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`,
+      headers: org.headers,
+    });
+    expect(revoke.statusCode).toBe(204);
+    for (const url of urls) {
+      const res = await check(url, 'ann', 'seats', apiKey);
+      expect(res.statusCode).toBe(401);
+      expect(res.json().error.code).toBe('UNAUTHENTICATED');
+    }
+    for (const url of urls) expect((await check(url, 'ann', 'seats')).statusCode).toBe(200);
+  });
+
+  it('expires an override at expires_at on both gateways', async () => {
+    const api = catalogClient(http(urls[0]!), org.headers);
+    await api.subscriber('otto');
+    await api.subscribe('otto', 'pro');
+    const expiresAt = Date.now() + 1500;
+    await api.override('otto', 'sso', { kind: 'flag', allowed: false, expires_at: new Date(expiresAt).toISOString() });
+    expect(await onBoth('otto', 'sso')).toEqual(Array(2).fill({ allowed: false, source: 'override' }));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 5));
+    expect(await onBoth('otto', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
+  });
+
+  it('runs the snapshot rebuild jobs in the worker', async () => {
+    const queue = new Queue('snapshots', { connection: { host: '127.0.0.1', port: redisPort }, prefix: keys.queuePrefix });
+    try {
+      await waitFor(async () => (await queue.getJobCounts('completed')).completed! > 0, 'a completed snapshots job');
+    } finally {
+      await queue.close();
+    }
+  });
+});
+
+describe('degraded but up', () => {
+  it('keeps answering with admin (and so Postgres) stopped: warm and Redis-held subscribers', async () => {
+    const api = catalogClient(http(urls[0]!), org.headers);
+    await api.subscriber('held');
+    await api.subscribe('held', 'pro'); // in Redis, never evaluated: in no gateway's LRU
+    await onBoth('ann', 'seats');
+    await admin.stop();
+    // The gateways have no database connection of their own: with admin gone, nothing can reach Postgres.
+    for (let i = 0; i < 25; i++) {
+      expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 0, source: 'none' }));
+    }
+    expect(await onBoth('held', 'seats')).toEqual(Array(2).fill({ limit: 25, source: 'plan' }));
+    const write = await http(urls[1]!)({ method: 'GET', url: '/org/features', headers: org.headers });
+    expect(write.statusCode).toBe(503);
+    expect(write.json().error.code).toBe('SERVICE_UNAVAILABLE');
+    await startAdmin();
+  });
+
+  it('with Redis unreachable: cached subscribers answer, others 503, and the counts reach Redis when it returns', async () => {
+    const api = catalogClient(http(urls[0]!), org.headers);
+    await api.subscriber('cold');
+    await api.subscribe('cold', 'basic');
+    const url = urls[0]!;
+    await valueOn(url, 'ann', 'seats');
+    await redisServer.stop();
+    redis.disconnect();
+    const answered = 7;
+    for (let i = 0; i < answered; i++) {
+      const res = await check(url, 'ann', 'seats');
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ feature: 'seats', kind: 'limit', limit: 0, source: 'none' });
+      expect(res.headers['x-svc-eval-used']).toBeUndefined();
+    }
+    const uncached = await check(url, 'cold', 'seats');
+    expect(uncached.statusCode).toBe(503);
+    expect(uncached.json().error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', type: 'api_error' });
+
+    redisServer = startRedis(redisPort); // comes back empty: also the "flushed Redis" case below
+    redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server back');
+    await waitFor(async () => {
+      const usage = await http(url)({ method: 'GET', url: '/org/usage/current', headers: org.headers });
+      return usage.statusCode === 200 && usage.json().count >= answered;
+    }, 'offline evals counted in Redis');
+  });
+
+  it('rebuilds the right answers from Postgres after Redis was flushed', async () => {
+    await redis.flushall();
+    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 0, source: 'none' }));
+    expect(await onBoth('cold', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+    expect(await onBoth('held', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
+    expect(await onBoth('otto', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
+  });
+
+  it('entctl snapshots rebuild writes every document back', async () => {
+    await redis.flushall();
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', 'snapshots', 'rebuild', '--org', org.organization_id, '--json'], {
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ organizations: 1, subscribers: 4 });
+    expect(await redis.hget(keys.subscriber(org.organization_id, 'cold'), 'v')).not.toBeNull();
+    expect(await redis.hget(keys.catalog(org.organization_id), 'v')).not.toBeNull();
+    expect(await onBoth('cold', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+  });
+});
