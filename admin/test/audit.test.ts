@@ -5,7 +5,7 @@ import { keyPrefixOf } from '@ent/common/auth/api-key';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { TEST_APP_ROLE } from '../../test-support/databases.ts';
-import { recordableDetails, routeTemplate } from '../src/features/audit/entry.ts';
+import { auditEntryIds, auditIdFloor, recordableDetails, rfc3339ToMs, routeTemplate } from '../src/features/audit/entry.ts';
 import { settleAudit } from '../src/jobs/audit-settle.job.ts';
 import { jobDefinitions } from '../src/jobs/processors.ts';
 
@@ -234,8 +234,8 @@ describe('503 when the entry cannot be recorded', () => {
 
 describe('append-only in the database', () => {
   it('refuses UPDATE, DELETE and TRUNCATE to the services role', async () => {
-    for (const table of ['audit_events', 'audit_outcomes'] as const) {
-      await expect(sql`UPDATE ${sql.table(table)} SET organization_id = organization_id`.execute(ctx.db)).rejects.toThrow(/permission denied/);
+    for (const table of ['audit_events', 'audit_outcomes', 'audit_settle_marks'] as const) {
+      await expect(sql`UPDATE ${sql.table(table)} SET recorded_at = recorded_at`.execute(ctx.db)).rejects.toThrow(/permission denied/);
       await expect(sql`DELETE FROM ${sql.table(table)}`.execute(ctx.db)).rejects.toThrow(/permission denied/);
       await expect(sql`TRUNCATE ${sql.table(table)} CASCADE`.execute(ctx.db)).rejects.toThrow(/permission denied/);
     }
@@ -247,6 +247,8 @@ describe('append-only in the database', () => {
       { table_name: 'audit_events', privilege_type: 'SELECT' },
       { table_name: 'audit_outcomes', privilege_type: 'INSERT' },
       { table_name: 'audit_outcomes', privilege_type: 'SELECT' },
+      { table_name: 'audit_settle_marks', privilege_type: 'INSERT' },
+      { table_name: 'audit_settle_marks', privilege_type: 'SELECT' },
     ]);
     const owners = await sql<{ tableowner: string }>`
       SELECT tableowner FROM pg_tables WHERE tablename LIKE 'audit_%'`.execute(ctx.ownerDb);
@@ -256,8 +258,9 @@ describe('append-only in the database', () => {
   it('refuses UPDATE, DELETE and TRUNCATE to the owner too (triggers)', async () => {
     const before = await countRows();
     expect(before.events).toBeGreaterThan(0);
-    for (const table of ['audit_events', 'audit_outcomes'] as const) {
-      await expect(sql`UPDATE ${sql.table(table)} SET organization_id = organization_id`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
+    await sql`INSERT INTO audit_settle_marks (settled_before) VALUES ('2000-01-01')`.execute(ctx.ownerDb);
+    for (const table of ['audit_events', 'audit_outcomes', 'audit_settle_marks'] as const) {
+      await expect(sql`UPDATE ${sql.table(table)} SET recorded_at = recorded_at`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
       await expect(sql`DELETE FROM ${sql.table(table)}`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
       await expect(sql`TRUNCATE ${sql.table(table)} CASCADE`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
     }
@@ -267,14 +270,14 @@ describe('append-only in the database', () => {
 
 describe('settling entries left pending', () => {
   it('appends no_response to entries pending past the bound, once', async () => {
-    const id = `aud_${'0'.repeat(10)}${'z'.repeat(16)}`;
-    const occurredAt = new Date(Date.now() - 10 * 60_000);
-    await ctx.db
+    const newAuditEntryId = auditEntryIds();
+    const { id, occurredAt } = newAuditEntryId(Date.now() - 10 * 60_000);
+    const insertPending = (entryId: string, at: Date) => ctx.db
       .insertInto('audit_events')
       .values({
-        id,
+        id: entryId,
         organization_id: org.organization_id,
-        occurred_at: occurredAt,
+        occurred_at: at,
         request_id: 'req_01kpendingpendingpendingpe',
         actor_member_id: org.member_id,
         actor_auth_type: 'member_apikey',
@@ -287,6 +290,7 @@ describe('settling entries left pending', () => {
         user_agent: null,
       })
       .execute();
+    await insertPending(id, occurredAt);
     const fresh = await inject('POST', '/org/features', { key: 'fresh', name: 'Fresh', kind: 'flag' });
     expect(fresh.statusCode).toBe(201);
     expect((await list('?outcome=pending')).audit_events.map((e) => e.id)).toEqual([id]);
@@ -301,6 +305,14 @@ describe('settling entries left pending', () => {
     const settled = (await list('?outcome=no_response')).audit_events;
     expect(settled.map((e) => [e.id, e.outcome, e.status, e.details])).toEqual([[id, 'no_response', null, null]]);
     expect((await entryFor(fresh.headers['x-request-id'] as string)).outcome).toBe('responded');
+
+    // After the mark, a request that never answers (recent, no outcome) is still found as pending.
+    const recent = newAuditEntryId(Date.now());
+    await insertPending(recent.id, recent.occurredAt);
+    expect((await list('?outcome=pending')).audit_events.map((e) => e.id)).toEqual([recent.id]);
+    expect(await settleAudit(ctx, 5 * 60_000)).toBe(0);
+    expect(await settleAudit({ db: ctx.db, clock: { now: () => Date.now() + 6 * 60_000 } }, 5 * 60_000)).toBe(1);
+    expect((await list('?outcome=pending')).audit_events).toEqual([]);
   });
 });
 
@@ -322,6 +334,21 @@ describe('pure helpers', () => {
       grants: { too_large: true },
     });
     expect(recordableDetails({ secret: 'whsec_abcdefghijklmnopqrstuvwxyz' })).toEqual({ secret: '[redacted]' });
+  });
+
+  it('makes entry ids that carry occurred_at, so a time window is an id range', () => {
+    const newAuditEntryId = auditEntryIds();
+    const at = Date.parse('2026-11-22T10:00:00.123Z');
+    const first = newAuditEntryId(at);
+    const second = newAuditEntryId(at);
+    expect(first.occurredAt.toISOString()).toBe('2026-11-22T10:00:00.123Z');
+    expect(second.id > first.id).toBe(true);
+    expect(first.id >= auditIdFloor(at)).toBe(true);
+    expect(first.id < auditIdFloor(at + 1)).toBe(true);
+    expect(newAuditEntryId(at - 5).id > second.id).toBe(true);
+    expect(rfc3339ToMs('2026-11-22T10:00:00.123Z')).toBe(at);
+    expect(rfc3339ToMs('2026-11-22T10:00:00.1231Z')).toBe(at + 1);
+    expect(rfc3339ToMs('2026-11-22T11:00:00.123+01:00')).toBe(at);
   });
 });
 

@@ -1,29 +1,35 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
-import { settlePendingEntries } from '../features/audit/store.ts';
+import { insertSettleMark, latestSettleMark, settlePendingEntries } from '../features/audit/store.ts';
 import type { JobDefinition, JobDependencies } from './processors.ts';
 
 /** An entry still `pending` this long after its request arrived will never get an answer: settle it. */
 export const AUDIT_SETTLE_AFTER_MS = 5 * 60_000;
-/** How far back each run looks; entries pending longer than this (workers down that long) stay pending. */
-export const AUDIT_SETTLE_LOOKBACK_MS = 24 * 60 * 60_000;
 const BATCH_SIZE = 1000;
 const MAX_BATCHES = 100;
 
-/** Appends `no_response` to every entry pending for longer than `olderThanMs`; returns how many were settled. */
+/**
+ * Appends `no_response` to every entry pending for longer than `olderThanMs`, then records the cutoff as a mark:
+ * every entry before the latest mark has an outcome, so each run (and the `outcome=pending` filter) only looks
+ * at entries after it. An insert never lands before the cutoff: a pending insert that cannot finish within
+ * seconds fails (503). Returns how many entries were settled.
+ */
 export async function settleAudit(
   deps: { db: Kysely<Database>; clock: Clock },
   olderThanMs: number = AUDIT_SETTLE_AFTER_MS,
 ): Promise<number> {
-  const now = deps.clock.now();
-  const cutoff = new Date(now - olderThanMs);
-  const since = new Date(now - olderThanMs - AUDIT_SETTLE_LOOKBACK_MS);
+  const cutoff = new Date(deps.clock.now() - olderThanMs);
+  const since = await latestSettleMark(deps.db);
+  if (since && since >= cutoff) return 0;
   let settled = 0;
   for (let batch = 0; batch < MAX_BATCHES; batch++) {
     const count = await settlePendingEntries(deps.db, { cutoff, since, batchSize: BATCH_SIZE });
     settled += count;
-    if (count === 0) break;
+    if (count === 0) {
+      await insertSettleMark(deps.db, cutoff);
+      break;
+    }
   }
   return settled;
 }

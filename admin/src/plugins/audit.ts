@@ -5,8 +5,7 @@ import pg from 'pg';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
-import { USER_AGENT_MAX_LENGTH, recordableDetails, routeTemplate } from '../features/audit/entry.ts';
+import { USER_AGENT_MAX_LENGTH, newAuditEntryId, recordableDetails, routeTemplate } from '../features/audit/entry.ts';
 import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from '../features/audit/store.ts';
 import { isAuditedRequest } from './write-pipeline.ts';
 
@@ -16,8 +15,9 @@ export const AUDIT_LOCK_TIMEOUT_MS = 1000;
 export const AUDIT_CONNECT_TIMEOUT_MS = 1000;
 
 interface AuditState {
-  /** When the request was received (the entry's occurred_at). */
-  receivedAt: number;
+  /** Made when the request was received: the entry id and its occurred_at. */
+  id: string;
+  occurredAt: Date;
   /** The committed `pending` entry; null until it is recorded (and when the request is not audited). */
   entry: NewAuditEntry | null;
   outcomeRecorded: boolean;
@@ -46,9 +46,9 @@ function entryFor(request: FastifyRequest): NewAuditEntry {
   const principal = request.principal!;
   const userAgent = request.headers['user-agent'];
   return {
-    id: newId('aud'),
+    id: request.audit.id,
     organizationId: principal.organizationId,
-    occurredAt: new Date(request.audit.receivedAt),
+    occurredAt: request.audit.occurredAt,
     requestId: request.id,
     actor: { memberId: principal.memberId, authType: principal.authType, keyPrefix: principal.keyPrefix },
     service: request.routeOptions.config.auditService ?? 'api',
@@ -77,7 +77,7 @@ export const audit = fp(
     app.decorateRequest('audit', null as unknown as AuditState);
 
     app.addHook('onRequest', async (request) => {
-      request.audit = { receivedAt: app.clock.now(), entry: null, outcomeRecorded: false };
+      request.audit = { ...newAuditEntryId(app.clock.now()), entry: null, outcomeRecorded: false };
     });
 
     app.addHook('preParsing', async (request, _reply, payload) => {

@@ -205,6 +205,12 @@ export interface AuditOutcomesTable {
   recorded_at: CreatedAt;
 }
 
+/** Progress of the audit-settle job: every entry that occurred before the latest mark has an outcome. */
+export interface AuditSettleMarksTable {
+  settled_before: Date;
+  recorded_at: CreatedAt;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   members: MembersTable;
@@ -221,6 +227,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   audit_events: AuditEventsTable;
   audit_outcomes: AuditOutcomesTable;
+  audit_settle_marks: AuditSettleMarksTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;

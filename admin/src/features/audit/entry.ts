@@ -1,3 +1,4 @@
+import { decodeTime, encodeTime, monotonicFactory } from 'ulidx';
 import { isWellFormedApiKey } from '@ent/common/auth/api-key';
 import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit';
 
@@ -5,6 +6,34 @@ import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit
 export const AUDIT_FIELD_MAX_BYTES = 2048;
 export const TOO_LARGE = Object.freeze({ too_large: true });
 export const USER_AGENT_MAX_LENGTH = 512;
+
+const MAX_ULID_TIME = 2 ** 48 - 1;
+
+/**
+ * An entry id whose ULID time is the moment the request was received, and that moment as `occurred_at`: both
+ * come from the same value, so "newest first by id" is also "newest first by occurred_at", and a time window
+ * is an exact id range (the primary key answers it). Monotonic: a later id never sorts before an earlier one.
+ */
+export function auditEntryIds(): (receivedAt: number) => { id: string; occurredAt: Date } {
+  const nextUlid = monotonicFactory();
+  return (receivedAt) => {
+    const ulid = nextUlid(Math.min(Math.max(Math.floor(receivedAt), 0), MAX_ULID_TIME));
+    return { id: `aud_${ulid.toLowerCase()}`, occurredAt: new Date(decodeTime(ulid)) };
+  };
+}
+
+export const newAuditEntryId = auditEntryIds();
+
+/** The smallest entry id recorded at or after `ms`: `occurred_at >= t` is exactly `id >= auditIdFloor(t)`. */
+export const auditIdFloor = (ms: number): string =>
+  `aud_${encodeTime(Math.min(Math.max(Math.ceil(ms), 0), MAX_ULID_TIME), 10).toLowerCase()}${'0'.repeat(16)}`;
+
+/** RFC 3339 to epoch milliseconds, rounding a sub-millisecond fraction up (entries carry whole milliseconds). */
+export function rfc3339ToMs(value: string): number {
+  const ms = Date.parse(value);
+  const fraction = /\.(\d+)/.exec(value)?.[1] ?? '';
+  return /[1-9]/.test(fraction.slice(3)) ? ms + 1 : ms;
+}
 
 /** Fastify's `/org/plans/:key` as the audit log writes it: `/org/plans/{key}`. */
 export const routeTemplate = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');

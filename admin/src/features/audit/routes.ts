@@ -4,7 +4,7 @@ import { validationError } from '@ent/common/errors/app-error';
 import { AuditEventListSchema, ListAuditEventsQuery, type AuditOutcomeName } from '@ent/common/schemas/audit';
 import { commonErrorResponses } from '@ent/common/schemas/common';
 import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
-import { toAuditEventBody } from './entry.ts';
+import { rfc3339ToMs, toAuditEventBody } from './entry.ts';
 import { auditEntryExists, listAuditEntries, type AuditListFilter } from './store.ts';
 
 const PARAM_KEY = /^params\[(.+)\]$/;
@@ -52,8 +52,8 @@ export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
         params: paramFilters(query as Record<string, unknown>),
         service: query.service,
         requestId: query.request_id,
-        occurredAfter: query.occurred_after ? new Date(query.occurred_after) : undefined,
-        occurredBefore: query.occurred_before ? new Date(query.occurred_before) : undefined,
+        occurredAfter: query.occurred_after ? rfc3339ToMs(query.occurred_after) : undefined,
+        occurredBefore: query.occurred_before ? rfc3339ToMs(query.occurred_before) : undefined,
       };
       const page = toPage(await listAuditEntries(app.db, organizationId, filter), limit);
       return { audit_events: page.items.map(toAuditEventBody), has_more: page.hasMore };

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { AuditOutcomeKind, Database } from '@ent/common/db/database';
 import type { AuditOutcomeName } from '@ent/common/schemas/audit';
-import type { AuditEntryRow } from './entry.ts';
+import { auditIdFloor, type AuditEntryRow } from './entry.ts';
 
 export interface NewAuditEntry {
   id: string;
@@ -89,8 +89,10 @@ export interface AuditListFilter {
   params?: Record<string, string>;
   service?: 'api' | 'identity';
   requestId?: string;
-  occurredAfter?: Date;
-  occurredBefore?: Date;
+  /** Epoch milliseconds, inclusive. */
+  occurredAfter?: number;
+  /** Epoch milliseconds, exclusive. */
+  occurredBefore?: number;
 }
 
 export async function auditEntryExists(db: Kysely<Database>, organizationId: string, id: string): Promise<boolean> {
@@ -137,12 +139,16 @@ export async function listAuditEntries(
   if (filter.route) query = query.where('e.route', '=', filter.route);
   if (filter.service) query = query.where('e.service', '=', filter.service);
   if (filter.requestId) query = query.where('e.request_id', '=', filter.requestId);
-  if (filter.occurredAfter) query = query.where('e.occurred_at', '>=', filter.occurredAfter);
-  if (filter.occurredBefore) query = query.where('e.occurred_at', '<', filter.occurredBefore);
+  // An entry's id carries its occurred_at (newAuditEntryId), so a time window is an id range on the key.
+  if (filter.occurredAfter !== undefined) query = query.where('e.id', '>=', auditIdFloor(filter.occurredAfter));
+  if (filter.occurredBefore !== undefined) query = query.where('e.id', '<', auditIdFloor(filter.occurredBefore));
   if (filter.params && Object.keys(filter.params).length > 0) {
     query = query.where(sql<boolean>`e.params @> ${JSON.stringify(filter.params)}::jsonb`);
   }
   if (filter.outcome === 'pending') {
+    // Everything recorded before the latest settle mark has an outcome: only entries after it can be pending.
+    const settledBefore = await latestSettleMark(db);
+    if (settledBefore) query = query.where('e.id', '>=', auditIdFloor(settledBefore.getTime()));
     query = query.where('o.event_id', 'is', null);
   } else if (filter.outcome) {
     // Stated on the outcome row too, so the (organization_id, outcome, event_id) index can drive the page.
@@ -152,16 +158,33 @@ export async function listAuditEntries(
   return rows.map((row) => ({ ...row, outcome: row.outcome ?? null, status: row.status ?? null, details: row.details ?? null }));
 }
 
-/** Entries pending since before `cutoff` (and after `since`) get a `no_response` outcome; returns how many. */
+/** Every entry that occurred before the latest mark has an outcome (the settle job's invariant). */
+export async function latestSettleMark(db: Kysely<Database>): Promise<Date | null> {
+  const row = await db
+    .selectFrom('audit_settle_marks')
+    .select((eb) => eb.fn.max('settled_before').as('settled_before'))
+    .executeTakeFirst();
+  return row?.settled_before ? new Date(row.settled_before) : null;
+}
+
+export async function insertSettleMark(db: Kysely<Database>, settledBefore: Date): Promise<void> {
+  await db
+    .insertInto('audit_settle_marks')
+    .values({ settled_before: settledBefore })
+    .onConflict((oc) => oc.column('settled_before').doNothing())
+    .execute();
+}
+
+/** Entries that occurred in [since, cutoff) and have no outcome get `no_response`; returns how many (one batch). */
 export async function settlePendingEntries(
   db: Kysely<Database>,
-  { cutoff, since, batchSize }: { cutoff: Date; since: Date; batchSize: number },
+  { cutoff, since, batchSize }: { cutoff: Date; since: Date | null; batchSize: number },
 ): Promise<number> {
   const result = await sql`
     INSERT INTO audit_outcomes (event_id, organization_id, outcome)
     SELECT e.id, e.organization_id, 'no_response'
     FROM audit_events e
-    WHERE e.occurred_at < ${cutoff} AND e.occurred_at >= ${since}
+    WHERE e.occurred_at < ${cutoff} AND e.occurred_at >= ${since ?? new Date(0)}
       AND NOT EXISTS (SELECT 1 FROM audit_outcomes o WHERE o.event_id = e.id)
     ORDER BY e.occurred_at
     LIMIT ${batchSize}

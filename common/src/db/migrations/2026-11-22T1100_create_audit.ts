@@ -27,7 +27,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX audit_events_org_actor ON audit_events (organization_id, actor_member_id, id DESC);
     CREATE INDEX audit_events_org_route ON audit_events (organization_id, route, id DESC);
     CREATE INDEX audit_events_org_request ON audit_events (organization_id, request_id);
-    CREATE INDEX audit_events_org_occurred ON audit_events (organization_id, occurred_at);
     CREATE INDEX audit_events_occurred ON audit_events (occurred_at);
     CREATE INDEX audit_events_params ON audit_events USING gin (params jsonb_path_ops);
 
@@ -41,6 +40,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       CHECK ((outcome = 'responded') = (status IS NOT NULL))
     );
     CREATE INDEX audit_outcomes_org_outcome ON audit_outcomes (organization_id, outcome, event_id DESC);
+
+    -- The settle job's progress: every entry that occurred before the latest mark has an outcome.
+    CREATE TABLE audit_settle_marks (
+      settled_before timestamptz PRIMARY KEY,
+      recorded_at timestamptz NOT NULL DEFAULT now()
+    );
 
     CREATE FUNCTION audit_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
@@ -57,12 +62,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       FOR EACH ROW EXECUTE FUNCTION audit_refuse_change();
     CREATE TRIGGER audit_outcomes_refuse_statement BEFORE UPDATE OR DELETE OR TRUNCATE ON audit_outcomes
       FOR EACH STATEMENT EXECUTE FUNCTION audit_refuse_change();
+    CREATE TRIGGER audit_settle_marks_refuse_row BEFORE UPDATE OR DELETE ON audit_settle_marks
+      FOR EACH ROW EXECUTE FUNCTION audit_refuse_change();
+    CREATE TRIGGER audit_settle_marks_refuse_statement BEFORE UPDATE OR DELETE OR TRUNCATE ON audit_settle_marks
+      FOR EACH STATEMENT EXECUTE FUNCTION audit_refuse_change();
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
-    DROP TABLE audit_outcomes, audit_events;
+    DROP TABLE audit_settle_marks, audit_outcomes, audit_events;
     DROP FUNCTION audit_refuse_change();
   `.execute(db);
 }
