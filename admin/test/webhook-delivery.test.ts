@@ -15,6 +15,7 @@ import { queueConnection } from '../src/jobs/queues.ts';
 import {
   createWebhookDeliveryProcessor,
   jittered,
+  REPLAY_STALE_DELIVERIES,
   retryAfterMs,
   STANDARD_SCHEDULE_MS,
 } from '../src/jobs/webhook-delivery.job.ts';
@@ -318,6 +319,32 @@ describe('webhook delivery', () => {
     expect(delivery.attempts).toBe(FAST_SCHEDULE.length);
     expect(delivery.last_status_code).toBeNull();
     expect(delivery.last_error).toBeTruthy();
+  });
+});
+
+describe('stale deliveries', () => {
+  it('re-enqueues a delivery whose enqueue was lost (the repeatable replay job)', async () => {
+    const { org, path, secret } = await withWebhook('replayed');
+    const longAgo = new Date(Date.now() - 10 * 60_000);
+    const [deliveryId] = await recordDeliveries(
+      ctx.db,
+      org.organization_id,
+      [{ type: 'test.replayed', data: { n: 1 } }],
+      longAgo,
+    );
+    await createWebhookDeliveryProcessor()(deps)({ data: { deliveryId: REPLAY_STALE_DELIVERIES } } as Job<{
+      deliveryId: string;
+    }>);
+    const [message] = await until(() => receiver.at(path).length >= 1 && receiver.at(path));
+    expect(verify(secret, message!)).toMatchObject({ type: 'test.replayed', data: { n: 1 } });
+    await until(async () => {
+      const row = await ctx.db
+        .selectFrom('webhook_deliveries')
+        .select('status')
+        .where('id', '=', deliveryId!)
+        .executeTakeFirst();
+      return row?.status === 'succeeded';
+    });
   });
 });
 

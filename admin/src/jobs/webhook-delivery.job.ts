@@ -49,6 +49,35 @@ export const defaultDeliveryOptions: DeliveryOptions = {
 
 const MAX_ERROR_LENGTH = 500;
 
+/**
+ * The repeatable job's payload: re-enqueue deliveries still `pending` well after their attempt was due (the
+ * enqueue after the write failed, or Redis lost the job). Job ids dedupe against a job that still exists.
+ */
+export const REPLAY_STALE_DELIVERIES = 'replay-stale';
+const STALE_AFTER_MS = 2 * MINUTE;
+const REPLAY_BATCH = 500;
+
+async function replayStaleDeliveries(deps: JobDependencies): Promise<number> {
+  const cutoff = new Date(deps.clock.now() - STALE_AFTER_MS);
+  const stale = await deps.db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'attempts'])
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<', cutoff)
+    .orderBy('next_attempt_at')
+    .limit(REPLAY_BATCH)
+    .execute();
+  if (stale.length === 0) return 0;
+  await deps.queues['webhook-delivery'].addBulk(
+    stale.map((row) => ({
+      name: 'webhook-delivery',
+      data: { deliveryId: row.id },
+      opts: { jobId: deliveryJobId(row.id, row.attempts + 1) },
+    })),
+  );
+  return stale.length;
+}
+
 /** Seconds or an HTTP date, as milliseconds from `now`; null when absent or unreadable. */
 export function retryAfterMs(header: string | string[] | undefined, now: number): number | null {
   const value = Array.isArray(header) ? header[0] : header;
@@ -165,6 +194,10 @@ export function createWebhookDeliveryProcessor(
     });
     return async (job) => {
       const { db } = deps;
+      if (job.data.deliveryId === REPLAY_STALE_DELIVERIES) {
+        await replayStaleDeliveries(deps);
+        return;
+      }
       const delivery = await db
         .selectFrom('webhook_deliveries')
         .selectAll()
@@ -288,4 +321,6 @@ export const webhookDeliveryJob: JobDefinition<'webhook-delivery'> = {
   queue: 'webhook-delivery',
   processor: createWebhookDeliveryProcessor(),
   concurrency: 16,
+  repeatEveryMs: MINUTE,
+  repeatPayload: { deliveryId: REPLAY_STALE_DELIVERIES },
 };
