@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
 import { effectiveScopes, isRole, isScope, type Principal, type Scope } from '@ent/common/auth/scopes';
-import { forbidden, unauthenticated } from '@ent/common/errors/app-error';
+import { forbidden, serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import { sendError } from '@ent/common/http/error-handler';
 
 declare module 'fastify' {
@@ -64,7 +64,13 @@ export const authentication = fp(
       const header = request.headers['x-api-key'];
       const plaintext = Array.isArray(header) ? header[0] : header;
       if (!plaintext || !isWellFormedApiKey(plaintext)) return sendError(request, reply, unauthenticated());
-      const principal = await findPrincipal(app, plaintext);
+      let principal: Principal | null;
+      try {
+        principal = await findPrincipal(app, plaintext);
+      } catch (error) {
+        request.log.error({ err: error }, 'key lookup failed');
+        return sendError(request, reply, serviceUnavailable('Credentials cannot be checked right now; retry with backoff.'));
+      }
       if (!principal) return sendError(request, reply, unauthenticated('The API key is invalid or has been revoked.'));
       request.principal = principal;
       const reason = refusal(principal, request);
