@@ -21,6 +21,8 @@ export interface Config {
   /** Shared secret admin requires on /internal routes; empty disables the check (loopback deployments). */
   internalToken: string;
   bodyLimitBytes: number;
+  /** Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`). */
+  consoleUrl: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -61,5 +63,6 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: env.SECRETS_KEY || DEV_SECRETS_KEY,
     internalToken: env.INTERNAL_TOKEN || '',
     bodyLimitBytes: Number(env.BODY_LIMIT_BYTES || 1024 * 1024),
+    consoleUrl: env.CONSOLE_URL || 'https://console.entitlements.local',
   };
 }

@@ -13,7 +13,6 @@ import {
 } from '@ent/common/schemas/invites';
 import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
 import {
-  DEFAULT_CONSOLE_URL,
   createInvite,
   inviteLinkOf,
   revokeInvite,
@@ -23,7 +22,7 @@ import { listLiveInvites } from './store.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
   secretsKey: config.secretsKey,
-  consoleUrl: (config as Config & { consoleUrl?: string }).consoleUrl || DEFAULT_CONSOLE_URL,
+  consoleUrl: config.consoleUrl,
 });
 
 export const toInviteBody = (invite: Invite, settings: InviteSettings): InviteBody => ({

@@ -10,7 +10,6 @@ import { findInvite } from './store.ts';
 
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** Where the console serves its join page; the link carries the single-use token. */
-export const DEFAULT_CONSOLE_URL = 'https://console.entitlements.local';
 
 export interface InviteSettings {
   secretsKey: string;
