@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import { errorHandling } from '@ent/common/http/error-handler';
-import { requestIdFrom } from '@ent/common/http/request-id';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
 import type { EvalMeter } from '@ent/common/metering/contract';
@@ -17,6 +16,7 @@ import { metrics } from './plugins/metrics.ts';
 import { principals } from './plugins/principals.ts';
 import { snapshotCache } from './plugins/snapshot-cache.ts';
 import { evalRoutes } from './routes/evals.ts';
+import { newRequestId } from './request-ids.ts';
 
 export interface GatewayAppOptions {
   config: Config;
@@ -36,7 +36,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     // The gateway is the public edge: it makes its own request ids and passes them on to admin.
-    genReqId: requestIdFrom(false),
+    genReqId: newRequestId,
     disableRequestLogging: true,
     bodyLimit: config.bodyLimitBytes,
     ajv: { customOptions: { removeAdditional: false } },

@@ -1,0 +1,206 @@
+/**
+ * `npm run bench`: warm metered check throughput of the gateway next to a bare Fastify route returning the
+ * same JSON, in the same run, on this machine. Starts admin, one gateway and the bare server on free ports
+ * against a fresh database and a unique Redis key prefix; seeds 20 features, 5 plans, 100,000 subscribers
+ * with overrides on 10%; prints requests/s, p50/p99 and the ratios. Env: BENCH_SECONDS (default 10),
+ * BENCH_CONNECTIONS (64), BENCH_SUBSCRIBERS (100000).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { loadConfig } from '@ent/common/config';
+import { createDb, withDatabase } from '@ent/common/db/connect';
+import { migrateToLatest } from '@ent/common/db/migrate';
+import { createOrganization } from '../../admin/src/features/organizations/bootstrap.ts';
+import { FEATURES, seed } from './seed.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const subscriberCount = Number(process.env.BENCH_SUBSCRIBERS ?? 100_000);
+const log = (message: string) => process.stdout.write(`[bench] ${message}\n`);
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+const children: ChildProcess[] = [];
+const startNode = (script: string, env: Record<string, string>) => {
+  const profile = process.env.BENCH_CPU_PROF && script.startsWith('gateway') ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+};
+const stopAll = () => {
+  for (const child of children) if (child.pid && child.exitCode === null) process.kill(child.pid, 'SIGTERM');
+};
+
+async function healthy(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 300; attempt++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+interface Figures {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+function drive(name: string, url: string, apiKey: string, duration: number, amount?: number): Promise<Figures> {
+  let n = 0;
+  const features = Array.from({ length: FEATURES }, (_, i) => `feature-${String(i).padStart(2, '0')}`);
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url,
+        connections,
+        ...(amount ? { amount } : { duration }),
+        pipelining: 1,
+        requests: [
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+            setupRequest: (request) => {
+              n = (n + 7919) % subscriberCount; // walks every subscriber, in a scattered order
+              return {
+                ...request,
+                path: `/org/subscribers/sub-${n}/entitlements/check`,
+                body: JSON.stringify({ feature: features[n % FEATURES] }),
+              };
+            },
+          },
+        ],
+      },
+      (error, result) => {
+        if (error) return reject(error);
+        resolve({
+          name,
+          rps: result.requests.average,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          non2xx: result.non2xx,
+          errors: result.errors,
+        });
+      },
+    );
+  });
+}
+
+const config = loadConfig();
+const databaseName = `ent_bench_${randomBytes(4).toString('hex')}`;
+const ownerUrl = withDatabase(config.databaseOwnerUrl, databaseName);
+const appUrl = withDatabase(config.databaseUrl, databaseName);
+const prefix = `bench${randomBytes(3).toString('hex')}`;
+
+try {
+  await migrateToLatest({ ownerUrl, appUrl });
+  const [adminPort, gatewayPort, barePort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const env = {
+    DATABASE_URL: appUrl,
+    DATABASE_OWNER_URL: ownerUrl,
+    REDIS_KEY_PREFIX: prefix,
+    ADMIN_PORT: String(adminPort),
+    ADMIN_URL: `http://127.0.0.1:${adminPort}`,
+    GATEWAY_PORT: String(gatewayPort),
+    BARE_PORT: String(barePort),
+    LOG_LEVEL: 'warn',
+  };
+  const db = createDb(appUrl, { max: 2 });
+  const org = await createOrganization(db, 'Bench');
+  let started = Date.now();
+  await seed(db, org.organization_id, subscriberCount);
+  await db.destroy();
+  log(`seeded 20 features, 5 plans, ${subscriberCount} subscribers (10% with overrides) in ${Date.now() - started} ms`);
+
+  const entctl = (...args: string[]) => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
+    if (result.status !== 0) throw new Error(`entctl ${args.join(' ')}: ${result.stderr}`);
+    return result.stdout.trim();
+  };
+  entctl('org', 'arrangement', '--org', org.organization_id, '--burst', '10000000', '--eval-limit', '1000000000', '--json');
+  started = Date.now();
+  log(`snapshots: ${entctl('snapshots', 'rebuild', '--org', org.organization_id)} in ${Date.now() - started} ms`);
+
+  startNode('admin/src/server.ts', env);
+  startNode('gateway/src/server.ts', env);
+  startNode('bench/src/bare-server.ts', env);
+  await Promise.all([
+    healthy(`http://127.0.0.1:${adminPort}/healthz`),
+    healthy(`http://127.0.0.1:${gatewayPort}/healthz`),
+    healthy(`http://127.0.0.1:${barePort}/healthz`),
+  ]);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const bareUrl = `http://127.0.0.1:${barePort}`;
+  const sample = await fetch(`${gatewayUrl}/org/subscribers/sub-10/entitlements/check`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': org.api_key },
+    body: JSON.stringify({ feature: 'feature-10' }),
+  });
+  log(`sample answer: ${sample.status} ${await sample.text()} used=${sample.headers.get('x-svc-eval-used')}`);
+
+  log(`warming the gateway LRU: one eval for each of the ${subscriberCount} subscribers`);
+  started = Date.now();
+  await drive('warm-up', gatewayUrl, org.api_key, 0, subscriberCount);
+  log(`warmed in ${Date.now() - started} ms`);
+  await drive('bare warm-up', bareUrl, org.api_key, 2);
+
+  log(`measuring: ${connections} connections, ${seconds} s per target`);
+  const bare = await drive('bare fastify', bareUrl, org.api_key, seconds);
+  const gateway = await drive('gateway check', gatewayUrl, org.api_key, seconds);
+
+  const row = (f: Figures) =>
+    `${f.name.padEnd(14)} ${f.rps.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   non-2xx ${f.non2xx}   errors ${f.errors}`;
+  process.stdout.write(`\n${row(bare)}\n${row(gateway)}\n`);
+  process.stdout.write(
+    `ratio gateway/bare: throughput ${(gateway.rps / bare.rps).toFixed(2)}, p99 ${(gateway.p99 / Math.max(1, bare.p99)).toFixed(2)}x\n`,
+  );
+  const metrics = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const pick = (name: string) =>
+    metrics
+      .split('\n')
+      .filter((line) => line.startsWith(name))
+      .join('; ');
+  log(pick('gateway_cache_requests_total'));
+  log(pick('gateway_snapshot_rebuild_requests_total') || 'gateway_snapshot_rebuild_requests_total: none');
+} finally {
+  stopAll();
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const client = new pg.Client({ connectionString: withDatabase(config.databaseOwnerUrl, 'postgres') });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => {});
+  await client.end();
+  spawnSync('redis-cli', ['-u', config.redisUrl, '--scan', '--pattern', `${prefix}:*`], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter(Boolean)
+    .reduce<string[][]>((batches, key) => {
+      if (!batches.length || batches[batches.length - 1]!.length >= 500) batches.push([]);
+      batches[batches.length - 1]!.push(key);
+      return batches;
+    }, [])
+    .forEach((batch) => spawnSync('redis-cli', ['-u', config.redisUrl, 'DEL', ...batch]));
+}
