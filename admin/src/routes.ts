@@ -12,9 +12,11 @@ import { serviceAccountRoutes } from './features/service-accounts/routes.ts';
 import { apiKeyRoutes } from './features/api-keys/routes.ts';
 import { webhookRoutes } from './features/webhook/routes.ts';
 import { usageRoutes } from './features/usage/routes.ts';
+import { refuseNulCharacters } from './features/shared/nul-characters.ts';
 
 /** Every route family of the admin service. One line per feature folder. */
 export async function routes(app: FastifyInstance): Promise<void> {
+  app.addHook('preValidation', refuseNulCharacters);
   await app.register(featureRoutes);
   await app.register(auditRoutes);
   await app.register(planRoutes);

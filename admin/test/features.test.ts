@@ -135,3 +135,47 @@ describe('feature scopes', () => {
     expect((await post({ 'x-api-key': apiKey }, { key: 'viewer-made', name: 'x', kind: 'flag' })).statusCode).toBe(403);
   });
 });
+
+describe('NUL characters (DESIGN.md §2 property 7: never a 500)', () => {
+  const inject = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+    ctx.app.inject({ method, url, headers: org.headers, ...(payload === undefined ? {} : { payload }) });
+
+  it.each([
+    ['POST', '/org/features', { key: 'nul', name: 'a\u0000b', kind: 'flag' }, 'name', 'body'],
+    ['PATCH', '/org/features/sso', { description: 'x\u0000' }, 'description', 'body'],
+    ['POST', '/org/subscribers', { subscriber_id: 'nul', name: 'a\u0000b' }, 'name', 'body'],
+    ['POST', '/org/plans', { key: 'nul', name: 'N', kind: 'custom', grants: [{ feature: 'a\u0000', kind: 'flag' }] }, 'grants.0.feature', 'body'],
+    ['GET', '/org/features?starting_after=%00', undefined, 'starting_after', 'querystring'],
+    ['GET', '/org/subscribers?starting_after=a%00b', undefined, 'starting_after', 'querystring'],
+    ['GET', '/org/members?starting_after=%00', undefined, 'starting_after', 'querystring'],
+    ['GET', '/org/audit-events?route=/org/a%00b', undefined, 'route', 'querystring'],
+    ['GET', '/org/audit-events?params%5Bkey%5D=a%00b', undefined, 'params[key]', 'querystring'],
+    ['GET', '/org/features/a%00b', undefined, 'key', 'params'],
+    ['GET', '/org/subscribers/a%00b', undefined, 'subscriber_id', 'params'],
+  ] as const)('%s %s is 422 VALIDATION_ERROR on %s', async (method, url, payload, field, location) => {
+    const res = await inject(method, url, payload);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field, location } });
+  });
+
+  it('an audited write with NUL in a path value is 422 (not 503) and still recorded', async () => {
+    const res = await inject('PATCH', '/org/features/a%00b', { name: 'x' });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.details).toMatchObject({ field: 'key', location: 'params' });
+    const requestId = res.headers['x-request-id'] as string;
+    const log = await inject('GET', `/org/audit-events?request_id=${requestId}`);
+    expect(log.json().audit_events).toEqual([
+      expect.objectContaining({ route: '/org/features/{key}', params: { key: 'a\uFFFDb' }, outcome: 'responded', status: 422 }),
+    ]);
+  });
+
+  it('the gateway rebuild route reports a NUL subscriber id as unknown, not a database error', async () => {
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/internal/snapshots/subscriber',
+      payload: { organization_id: org.organization_id, subscriber_id: 'a\u0000b' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ version: 0, doc: { exists: false } });
+  });
+});

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import { USER_AGENT_MAX_LENGTH, newAuditEntryId, recordableDetails, routeTemplate } from '../features/audit/entry.ts';
+import { USER_AGENT_MAX_LENGTH, newAuditEntryId, recordableDetails, recordableParam, routeTemplate } from '../features/audit/entry.ts';
 import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from '../features/audit/store.ts';
 import { isAuditedRequest } from './write-pipeline.ts';
 
@@ -54,7 +54,7 @@ function entryFor(request: FastifyRequest): NewAuditEntry {
     service: request.routeOptions.config.auditService ?? 'api',
     method: request.method,
     route: routeTemplate(request.routeOptions.url ?? ''),
-    params: Object.fromEntries(Object.entries((request.params ?? {}) as Record<string, unknown>).map(([k, v]) => [k, String(v)])),
+    params: Object.fromEntries(Object.entries((request.params ?? {}) as Record<string, unknown>).map(([k, v]) => [k, recordableParam(v)])),
     ip: request.ip,
     userAgent: typeof userAgent === 'string' && userAgent !== '' ? userAgent.slice(0, USER_AGENT_MAX_LENGTH) : null,
   };

@@ -38,6 +38,9 @@ export function rfc3339ToMs(value: string): number {
 /** Fastify's `/org/plans/:key` as the audit log writes it: `/org/plans/{key}`. */
 export const routeTemplate = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
+/** A path value as recorded: U+0000 (which Postgres cannot store) becomes U+FFFD, so the entry is still written. */
+export const recordableParam = (value: unknown): string => String(value).replaceAll('\u0000', '\uFFFD');
+
 /** A whole API key (a key prefix is 8 characters of the secret part) or a webhook signing secret. */
 const SECRET_PATTERNS = [/svc-mk-1-[A-Za-z0-9]{20,}/, /whsec_[A-Za-z0-9+/=_-]{16,}/];
 

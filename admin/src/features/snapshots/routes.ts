@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { notFound } from '@ent/common/errors/app-error';
 import { MISSING_SUBSCRIBER } from '@ent/common/snapshots/documents';
 import type { SnapshotPublisher } from './publisher.ts';
+import { hasNulCharacter } from '../shared/nul-characters.ts';
 
 const ApiKeyBody = Type.Object({ key_hash: Type.String({ pattern: '^[0-9a-f]{64}$' }) }, { additionalProperties: false });
 const SubscriberBody = Type.Object(
@@ -32,6 +33,8 @@ export async function internalSnapshotRoutes(
 
   app.post('/internal/snapshots/subscriber', { schema: { hide: true, body: SubscriberBody } }, async (request) => {
     const { organization_id: organizationId, subscriber_id: subscriberId } = request.body;
+    // No stored subscriber id holds U+0000 (Postgres refuses it): unknown, not a database error.
+    if (hasNulCharacter(subscriberId)) return { version: 0, doc: MISSING_SUBSCRIBER };
     const built = await publisher.publishSubscribers(organizationId, [subscriberId], { announce: false });
     const snapshot = built.get(subscriberId);
     return snapshot ?? { version: 0, doc: MISSING_SUBSCRIBER };
