@@ -54,6 +54,20 @@ describe('features', () => {
     expect(res.json().error.code).toBe('VALIDATION_ERROR');
   });
 
+  it.each(['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded'])(
+    'answers a %s body with 415 UNSUPPORTED_MEDIA_TYPE',
+    async (contentType) => {
+      const res = await ctx.app.inject({
+        method: 'POST',
+        url: '/org/features',
+        headers: { ...org.headers, 'content-type': contentType },
+        payload: '{"key":"typed","name":"x","kind":"flag"}',
+      });
+      expect(res.statusCode).toBe(415);
+      expect(res.json().error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', type: 'invalid_request_error' });
+    },
+  );
+
   it('updates name and description, and keeps the rest', async () => {
     await post(org.headers, { key: 'api-calls', name: 'API calls', kind: 'limit' });
     const res = await ctx.app.inject({
