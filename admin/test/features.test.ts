@@ -95,6 +95,12 @@ describe('features', () => {
     expect(next.json()).toMatchObject({ features: [{ key: 'sso' }], has_more: false });
   });
 
+  it.each(['nope', 'zzz', 'a'])('refuses starting_after=%s, which names no feature, with 422', async (cursor) => {
+    const res = await ctx.app.inject({ method: 'GET', url: `/org/features?starting_after=${cursor}`, headers: org.headers });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
+  });
+
   it('refuses unknown query parameters with 422', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/org/features?colour=blue', headers: org.headers });
     expect(res.statusCode).toBe(422);

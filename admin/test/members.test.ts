@@ -76,6 +76,24 @@ describe('GET /org/members', () => {
     expect((await api.get('/org/members?colour=blue')).statusCode).toBe(422);
   });
 
+  it('refuses a starting_after that names nothing in the list with 422 (members, service accounts, keys, invites, deliveries)', async () => {
+    const foreignMember = other.member_id;
+    for (const url of [
+      '/org/members?starting_after=x',
+      '/org/members?starting_after=mem_zzzzzzzzzzzzzzzzzzzzzzzzzz',
+      `/org/members?starting_after=${foreignMember}`,
+      '/org/service-accounts?starting_after=sa_zzzzzzzzzzzzzzzzzzzzzzzzzz',
+      `/org/service-accounts?starting_after=${other.service_account_id}`,
+      `/org/service-accounts/${org.service_account_id}/api-keys?starting_after=key_zzzzzzzzzzzzzzzzzzzzzzzzzz`,
+      '/org/invites?starting_after=inv_zzzzzzzzzzzzzzzzzzzzzzzzzz',
+      '/org/webhook/deliveries?starting_after=whd_zzzzzzzzzzzzzzzzzzzzzzzzzz',
+    ]) {
+      const res = await api.get(url);
+      expect(res.statusCode, url).toBe(422);
+      expect(res.json().error, url).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after' } });
+    }
+  });
+
   it("reads one member; 404 for an unknown or another organization's member", async () => {
     const res = await api.get(`/org/members/${org.member_id}`);
     expect(res.statusCode).toBe(200);

@@ -293,6 +293,14 @@ describe('GET .../overrides', () => {
     expect(next.json()).toMatchObject({ overrides: [{ feature: 'sso' }], has_more: false });
   });
 
+  it("refuses a starting_after that is not the feature key of one of the subscriber's overrides with 422", async () => {
+    for (const cursor of ['nope', 'a', 'zzz']) {
+      const res = await get(`${url('carol')}?starting_after=${cursor}`);
+      expect(res.statusCode, cursor).toBe(422);
+      expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
+    }
+  });
+
   it("lists only the subscriber's own overrides", async () => {
     expect(await listedFeatures(url('bob'))).toEqual(['projects', 'seats', 'sso']);
   });

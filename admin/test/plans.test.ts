@@ -314,6 +314,12 @@ describe('GET /org/plans and /org/plans/{key}', () => {
     expect(filtered.json()).toMatchObject({ plans: [{ key: 'pro' }], has_more: false });
   });
 
+  it.each(['nope', 'zzz', '0'])('refuses starting_after=%s, which names no plan, with 422', async (cursor) => {
+    const res = await inject('GET', `/org/plans?starting_after=${cursor}`);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
+  });
+
   it.each(['/org/plans?limit=0', '/org/plans?limit=101', '/org/plans?colour=blue', '/org/plans/pro?x=1'])(
     'refuses %s with 422',
     async (url) => {

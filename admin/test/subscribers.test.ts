@@ -151,6 +151,12 @@ describe('GET /org/subscribers', () => {
     expect(all.json().has_more).toBe(false);
   });
 
+  it.each(['0', 'zzz', 'nobody'])('refuses starting_after=%s, which names no subscriber, with 422', async (cursor) => {
+    const res = await get(`/org/subscribers?starting_after=${cursor}`);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
+  });
+
   it.each(['limit=0', 'limit=101', 'limit=abc', 'colour=blue', 'starting_after='])(
     'refuses ?%s with 422',
     async (query) => {

@@ -341,6 +341,20 @@ describe('GET .../subscriptions', () => {
     expect(next.has_more).toBe(false);
   });
 
+  it("refuses a starting_after that is not one of the subscriber's subscriptions with 422", async () => {
+    await newSubscriber('gina');
+    const ginas = (await subscribe('gina', 'basic')).json().subscription_id as string;
+    for (const cursor of ['sub_zzzzzzzzzzzzzzzzzzzzzzzzzz', 'x', ginas]) {
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: `/org/subscribers/erin/subscriptions?starting_after=${cursor}`,
+        headers: org.headers,
+      });
+      expect(res.statusCode, cursor).toBe(422);
+      expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after' } });
+    }
+  });
+
   it('keeps subscriptions to a plan that was archived after they were made', async () => {
     await newSubscriber('frank');
     await insertPlan(org.organization_id, 'sunset');

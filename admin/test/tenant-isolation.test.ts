@@ -102,12 +102,13 @@ describe('before B has records of its own', () => {
   });
 
   it("B's lists show none of A's records, whatever cursor it sends", async () => {
-    for (const url of [
-      '/org/subscribers',
-      '/org/subscribers?starting_after=0',
-      '/org/features',
-      '/org/plans',
-    ]) {
+    // A cursor that is not one of B's records is refused (422 on starting_after), never a page of A's.
+    for (const url of ['/org/subscribers?starting_after=0', '/org/subscribers?starting_after=alice']) {
+      const res = await as(b, 'GET', url);
+      expect(res.statusCode, url).toBe(422);
+      expect(res.json().error.details, url).toMatchObject({ field: 'starting_after' });
+    }
+    for (const url of ['/org/subscribers', '/org/features', '/org/plans']) {
       const res = await as(b, 'GET', url);
       expect(res.statusCode, url).toBe(200);
       const body = res.json();
@@ -169,15 +170,9 @@ describe('after B made records under the same ids and keys', () => {
       { subscriber_id: 'alice', name: 'Renamed by B' },
     ]);
     expect((await as(b, 'GET', '/org/subscribers/alice/subscriptions')).json().subscriptions).toEqual([]);
-    expect(
-      (
-        await as(
-          b,
-          'GET',
-          `/org/subscribers/alice/subscriptions?starting_after=sub_zzzzzzzzzzzzzzzzzzzzzzzzzz`,
-        )
-      ).json().subscriptions,
-    ).toEqual([]);
+    const foreignCursor = await as(b, 'GET', `/org/subscribers/alice/subscriptions?starting_after=${aSubscriptionId}`);
+    expect(foreignCursor.statusCode).toBe(422);
+    expect(foreignCursor.json().error.details).toMatchObject({ field: 'starting_after' });
     const overrides = (await as(b, 'GET', '/org/subscribers/alice/overrides?include_expired=true')).json()
       .overrides;
     expect(overrides).toMatchObject([{ feature: 'seats', limit: 1 }]);

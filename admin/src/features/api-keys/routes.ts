@@ -13,9 +13,9 @@ import {
 import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
 import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
 import { getServiceAccount } from '../service-accounts/service.ts';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { createApiKey, revokeApiKey } from './service.ts';
-import { listApiKeys } from './store.ts';
+import { findApiKey, listApiKeys } from './store.ts';
 
 export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
   key_id: key.id,
@@ -81,6 +81,11 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       const organizationId = request.principal!.organizationId;
       const account = await getServiceAccount(app.db, organizationId, request.params.service_account_id);
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      await checkCursor(
+        request.query.starting_after,
+        (id) => findApiKey(app.db, organizationId, account.id, id),
+        'a key of this service account',
+      );
       const rows = await listApiKeys(app.db, organizationId, account.id, {
         limit,
         startingAfter: request.query.starting_after,

@@ -11,9 +11,9 @@ import {
   UpdateFeatureBody,
   type FeatureBody,
 } from '@ent/common/schemas/features';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { createFeature, getFeature, updateFeature } from './service.ts';
-import { listFeatures } from './store.ts';
+import { findFeature, listFeatures } from './store.ts';
 
 export const toFeatureBody = (feature: Feature): FeatureBody => ({
   key: feature.key,
@@ -83,7 +83,9 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listFeatures(app.db, request.principal!.organizationId, {
+      const organizationId = request.principal!.organizationId;
+      await checkCursor(request.query.starting_after, (key) => findFeature(app.db, organizationId, key), 'a feature key of this organization');
+      const rows = await listFeatures(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
         kind: request.query.kind,

@@ -11,14 +11,14 @@ import {
   ListInvitesQuery,
   type InviteBody,
 } from '@ent/common/schemas/invites';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import {
   createInvite,
   inviteLinkOf,
   revokeInvite,
   type InviteSettings,
 } from './service.ts';
-import { listLiveInvites } from './store.ts';
+import { findInvite, listLiveInvites } from './store.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
   secretsKey: config.secretsKey,
@@ -75,7 +75,9 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listLiveInvites(app.db, request.principal!.organizationId, now(), {
+      const organizationId = request.principal!.organizationId;
+      await checkCursor(request.query.starting_after, (id) => findInvite(app.db, organizationId, id), 'an invite of this organization');
+      const rows = await listLiveInvites(app.db, organizationId, now(), {
         limit,
         startingAfter: request.query.starting_after,
       });

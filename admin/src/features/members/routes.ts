@@ -11,9 +11,9 @@ import {
   UpdateMemberBody,
   type MemberBody,
 } from '@ent/common/schemas/members';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { createMember, getMember, updateMember } from './service.ts';
-import { listMembers } from './store.ts';
+import { findMember, listMembers } from './store.ts';
 
 export const toMemberBody = (member: Member): MemberBody => ({
   member_id: member.id,
@@ -43,7 +43,9 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listMembers(app.db, request.principal!.organizationId, {
+      const organizationId = request.principal!.organizationId;
+      await checkCursor(request.query.starting_after, (id) => findMember(app.db, organizationId, id), 'a member of this organization');
+      const rows = await listMembers(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
         status: request.query.status,

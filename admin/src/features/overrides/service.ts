@@ -5,6 +5,7 @@ import { newId } from '@ent/common/ids';
 import type { PutOverrideBody } from '@ent/common/schemas/overrides';
 import { findFeature } from '../features/store.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
+import { checkCursor } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
@@ -166,6 +167,14 @@ export async function listSubscriberOverrides(
   filter: OverrideListFilter,
 ): Promise<OverrideWithFeature[]> {
   await subscriberExistsOrThrow(db, organizationId, subscriberId);
+  await checkCursor(
+    filter.startingAfter,
+    async (featureKey) => {
+      const feature = await findFeature(db, organizationId, featureKey);
+      return feature && findOverride(db, organizationId, subscriberId, feature.id);
+    },
+    "the feature key of one of this subscriber's overrides",
+  );
   return listOverrides(db, organizationId, subscriberId, filter);
 }
 

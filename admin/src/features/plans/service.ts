@@ -5,7 +5,7 @@ import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreatePlanBody, GrantBody, GrantInput, UpdatePlanBody } from '@ent/common/schemas/plans';
 import type { AuditDetails } from '../../plugins/write-pipeline.ts';
 import { findFeaturesByKeys } from '../features/store.ts';
-import { toPage, type Page } from '../shared/pagination.ts';
+import { checkCursor, toPage, type Page } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
 import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';
 import { byFeatureKey, resolveGrants, toGrantBody, type ResolvedGrant } from './grants.ts';
@@ -189,6 +189,7 @@ export async function listPlans(
   organizationId: string,
   filter: PlanListFilter,
 ): Promise<Page<PlanWithGrants>> {
+  await checkCursor(filter.startingAfter, (key) => findPlan(db, organizationId, key), 'a plan key of this organization');
   const { items: plans, hasMore } = toPage(await listPlanRows(db, organizationId, filter), filter.limit);
   const grants = await findGrants(
     db,

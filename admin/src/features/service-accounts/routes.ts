@@ -10,9 +10,9 @@ import {
   UpdateServiceAccountBody,
   type ServiceAccountBody,
 } from '@ent/common/schemas/service-accounts';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { createServiceAccount, getServiceAccount, updateServiceAccount } from './service.ts';
-import { listServiceAccounts, type ServiceAccountRow } from './store.ts';
+import { findServiceAccount, listServiceAccounts, type ServiceAccountRow } from './store.ts';
 
 export const toServiceAccountBody = (account: ServiceAccountRow): ServiceAccountBody => ({
   service_account_id: account.id,
@@ -64,7 +64,13 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listServiceAccounts(app.db, request.principal!.organizationId, {
+      const organizationId = request.principal!.organizationId;
+      await checkCursor(
+        request.query.starting_after,
+        (id) => findServiceAccount(app.db, organizationId, id),
+        'a service account of this organization',
+      );
+      const rows = await listServiceAccounts(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
       });

@@ -1,3 +1,5 @@
+import { validationError } from '@ent/common/errors/app-error';
+
 export interface Page<T> {
   items: T[];
   hasMore: boolean;
@@ -8,4 +10,20 @@ export const DEFAULT_PAGE_SIZE = 20;
 /** Rows were fetched with `limit + 1`: the extra row only says whether there is a next page. */
 export function toPage<T>(rows: T[], limit: number): Page<T> {
   return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+}
+
+/**
+ * `starting_after` names an item of the list it pages (DESIGN.md: lists work as the audit route, whose cursor
+ * must be one of its entries). A value that names nothing would otherwise silently restart or end the listing;
+ * it is a 422 VALIDATION_ERROR naming the parameter instead. `find` looks the item up in the caller's
+ * organization (and, for nested lists, under the same parent).
+ */
+export async function checkCursor(
+  startingAfter: string | undefined,
+  find: (value: string) => Promise<unknown>,
+  what: string,
+): Promise<void> {
+  if (startingAfter === undefined) return;
+  if (await find(startingAfter)) return;
+  throw validationError(`starting_after is not ${what}.`, { field: 'starting_after', value: startingAfter });
 }

@@ -11,9 +11,9 @@ import {
   UpdateSubscriberBody,
   type SubscriberBody,
 } from '@ent/common/schemas/subscribers';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { createSubscriber, getSubscriber, updateSubscriber } from './service.ts';
-import { listSubscribers } from './store.ts';
+import { findSubscriber, listSubscribers } from './store.ts';
 
 export const toSubscriberBody = (subscriber: Subscriber): SubscriberBody => ({
   subscriber_id: subscriber.subscriber_id,
@@ -87,7 +87,9 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listSubscribers(app.db, request.principal!.organizationId, {
+      const organizationId = request.principal!.organizationId;
+      await checkCursor(request.query.starting_after, (id) => findSubscriber(app.db, organizationId, id), 'a subscriber of this organization');
+      const rows = await listSubscribers(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
       });

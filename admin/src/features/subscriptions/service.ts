@@ -5,6 +5,7 @@ import { newId } from '@ent/common/ids';
 import type { ChangeSubscriptionBody } from '@ent/common/schemas/subscriptions';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
+import { checkCursor } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import {
   findActiveSubscriptions,
@@ -186,5 +187,10 @@ export async function listSubscriberSubscriptions(
   filter: SubscriptionListFilter,
 ): Promise<SubscriptionWithPlan[]> {
   if (!(await findSubscriber(db, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
+  await checkCursor(
+    filter.startingAfter,
+    (id) => findSubscription(db, organizationId, subscriberId, id),
+    'a subscription of this subscriber',
+  );
   return listSubscriptions(db, organizationId, subscriberId, filter);
 }

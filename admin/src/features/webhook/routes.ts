@@ -11,7 +11,7 @@ import {
   type WebhookBody,
   type WebhookDeliveryBody,
 } from '@ent/common/schemas/webhook';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
+import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { registerWebhookDispatch } from './dispatch.ts';
 import {
   putWebhook,
@@ -20,7 +20,7 @@ import {
   webhookNotFound,
   type WebhookSettings,
 } from './service.ts';
-import { findWebhook, listDeliveries } from './store.ts';
+import { findDelivery, findWebhook, listDeliveries } from './store.ts';
 
 export const toWebhookBody = (webhook: Webhook): WebhookBody => ({
   url: webhook.url,
@@ -143,7 +143,13 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listDeliveries(app.db, request.principal!.organizationId, {
+      const organizationId = request.principal!.organizationId;
+      await checkCursor(
+        request.query.starting_after,
+        async (id) => (await findDelivery(app.db, id))?.organization_id === organizationId,
+        'a delivery of this organization',
+      );
+      const rows = await listDeliveries(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
         status: request.query.status,
