@@ -362,6 +362,37 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     });
   });
 
+  it('gives each eval of one batch its own subscriber version and state, in arrival order', async () => {
+    const org = await newOrg(individual({ evalLimit: 3, blocking: true }));
+    await redis.hset(keys.subscriber(org, 'cus_a'), { v: '11', doc: '{}' });
+    await redis.hset(keys.subscriber(org, 'cus_b'), { v: '22', doc: '{}' });
+    const now = clock.now();
+    // Issued in one event-loop turn: one script call applies them one after another.
+    const results = await Promise.all(
+      ['cus_a', 'cus_b', 'cus_a', 'cus_c'].map((subscriberId, i) =>
+        meter.gate({ organizationId: org, subscriberId, nowMs: now + i }),
+      ),
+    );
+    expect(results.map((r) => r.versions.subscriber)).toEqual([11, 22, 11, 0]);
+    expect(results.map((r) => (r.outcome === 'counted' ? r.usage?.used : null))).toEqual([1, 2, 3, 4]);
+    expect(results.map((r) => (r.outcome === 'counted' ? r.usage?.warn : null))).toEqual([null, null, '100', 'grace']);
+    const usage = await currentUsage(redis, keys, org, individual({ evalLimit: 3 }), now + 10);
+    // first_over_at is the instant of the eval that reached the limit, not of the batch.
+    expect(usage.first_over_at).toBe(toTimestamp(now + 2));
+  });
+
+  it('splits a month boundary inside one event-loop turn into the right months', async () => {
+    const org = await newOrg(individual({}));
+    const lastMs = at('2026-03-31T23:59:59.999Z');
+    await Promise.all([
+      meter.gate({ organizationId: org, subscriberId: 'cus_1', nowMs: lastMs }),
+      meter.gate({ organizationId: org, subscriberId: 'cus_1', nowMs: lastMs + 1 }),
+      meter.gate({ organizationId: org, subscriberId: 'cus_1', nowMs: lastMs + 2 }),
+    ]);
+    expect(await redis.hget(keys.evalUsage(org, '2026-03'), 'count')).toBe('1');
+    expect(await redis.hget(keys.evalUsage(org, '2026-04'), 'count')).toBe('2');
+  });
+
   it("lets a month's usage expire on its own", async () => {
     const org = await newOrg(individual({}));
     await gate(org);

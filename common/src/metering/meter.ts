@@ -9,7 +9,13 @@ import type {
   SnapshotVersions,
 } from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
-import { withMeteringCommands, type EvalAdjustReply, type EvalGateReply } from './scripts.ts';
+import { createGateBatcher } from './gate-batcher.ts';
+import {
+  withMeteringCommands,
+  type EvalAdjustReply,
+  type EvalGateBatchReply,
+  type EvalGateReply,
+} from './scripts.ts';
 import { headerWarn } from './usage.ts';
 
 export interface EvalMeterOptions {
@@ -19,7 +25,7 @@ export interface EvalMeterOptions {
   loadArrangement: (organizationId: string) => Promise<Arrangement>;
 }
 
-/** Reply codes of eval-gate-6.lua and eval-adjust-2.lua. */
+/** Reply codes of eval-gate-batch.lua and eval-adjust-2.lua. */
 const GateCode = { Counted: 0, RateLimited: 1, Blocked: 2, NoArrangement: 3 } as const;
 
 export class MeteringError extends Error {
@@ -53,7 +59,8 @@ export function toGateResult(reply: EvalGateReply, nowMs: number): EvalGateResul
 }
 
 /**
- * The eval meter of DESIGN.md §3: one atomic script call per eval (burst, monthly block, count, versions).
+ * The eval meter of DESIGN.md §3: one atomic script call per eval (burst, monthly block, count, versions);
+ * evals of one organization that arrive in the same event-loop turn share one call.
  * The arrangement is read from Redis on every call; when it is missing it is loaded, published and the call
  * is retried once.
  */
@@ -90,23 +97,26 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     );
   };
 
+  const gateBatches = createGateBatcher((batch) =>
+    withArrangement<EvalGateBatchReply>(batch.organizationId, () =>
+      redis.evalGateBatch(
+        5 + batch.evals.length,
+        keys.arrangement(batch.organizationId),
+        keys.evalUsage(batch.organizationId, batch.period),
+        keys.burst(batch.organizationId),
+        keys.catalog(batch.organizationId),
+        keys.auth(batch.organizationId),
+        ...batch.evals.map((e) => keys.subscriber(batch.organizationId, e.subscriberId)),
+        usageTtlMs(batch.evals[0]!.nowMs),
+        GRACE_PERIOD_MS,
+        ...batch.evals.map((e) => e.nowMs),
+      ),
+    ),
+    toGateResult,
+  );
+
   return {
-    async gate({ organizationId, subscriberId, nowMs }: EvalGateInput): Promise<EvalGateResult> {
-      const reply = await withArrangement<EvalGateReply>(organizationId, () =>
-        redis.evalGate(
-          keys.arrangement(organizationId),
-          keys.evalUsage(organizationId, periodOf(nowMs)),
-          keys.burst(organizationId),
-          keys.catalog(organizationId),
-          keys.subscriber(organizationId, subscriberId),
-          keys.auth(organizationId),
-          nowMs,
-          usageTtlMs(nowMs),
-          GRACE_PERIOD_MS,
-        ),
-      );
-      return toGateResult(reply, nowMs);
-    },
+    gate: (input: EvalGateInput): Promise<EvalGateResult> => gateBatches.add(input),
 
     refund: (organizationId, nowMs) => adjust(organizationId, -1, nowMs),
 

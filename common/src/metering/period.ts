@@ -5,9 +5,16 @@ export const GRACE_PERIOD_MS = 7 * 24 * 60 * 60 * 1000;
 /** How long a month's usage hash outlives the month (kept for late refunds and inspection). */
 export const USAGE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 
-/** `YYYY-MM` of the UTC month that contains `nowMs`. */
+let cachedPeriod = { startMs: 0, endMs: -1, period: '' };
+
+/** `YYYY-MM` of the UTC month that contains `nowMs` (remembers the last month: every eval asks). */
 export function periodOf(nowMs: number): string {
-  return new Date(nowMs).toISOString().slice(0, 7);
+  if (nowMs >= cachedPeriod.startMs && nowMs < cachedPeriod.endMs) return cachedPeriod.period;
+  const now = new Date(nowMs);
+  const period = now.toISOString().slice(0, 7);
+  const startMs = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+  cachedPeriod = { startMs, endMs: nextPeriodStartMs(nowMs), period };
+  return period;
 }
 
 /** 00:00:00.000 UTC on the first day of the month after the one containing `nowMs`. */

@@ -3,15 +3,18 @@ import type { RedisClient } from '../redis/connect.ts';
 
 const lua = (name: string) => readFileSync(new URL(`../redis/lua/${name}`, import.meta.url), 'utf8');
 
-const EVAL_GATE = lua('eval-gate-6.lua');
+const EVAL_GATE_BATCH = lua('eval-gate-batch.lua');
 const EVAL_ADJUST = lua('eval-adjust-2.lua');
 
-/** Raw replies; see each script's header. */
+/** Raw replies; see each script's header. One eval's slice of the batch reply: */
 export type EvalGateReply = [number, number, number, number, number, number, number, number];
+/** 8 numbers per eval, or `[3]` when Redis holds no arrangement. */
+export type EvalGateBatchReply = [number, ...number[]];
 export type EvalAdjustReply = [number, number];
 
 export interface MeteringCommands {
-  evalGate(...keysAndArgs: (string | number)[]): Promise<EvalGateReply>;
+  /** First argument: the number of keys (5 + evals). */
+  evalGateBatch(...numKeysKeysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
 }
 
@@ -20,8 +23,8 @@ export type MeteringRedis = RedisClient & MeteringCommands;
 /** Loads the metering scripts on a client once (EVALSHA, falling back to EVAL after a restart). */
 export function withMeteringCommands(redis: RedisClient): MeteringRedis {
   const target = redis as MeteringRedis;
-  if (typeof target.evalGate !== 'function') {
-    redis.defineCommand('evalGate', { numberOfKeys: 6, lua: EVAL_GATE });
+  if (typeof target.evalGateBatch !== 'function') {
+    redis.defineCommand('evalGateBatch', { lua: EVAL_GATE_BATCH });
     redis.defineCommand('evalAdjust', { numberOfKeys: 2, lua: EVAL_ADJUST });
   }
   return target;

@@ -43,6 +43,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { principals, snapshotCache, evalMeter: meter, offlineEvals, clock, gatewayMetrics: metrics } = app;
 
+  const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
   app.decorateRequest('knownKey', null);
   const authenticate = async (request: FastifyRequest) => {
     const header = request.headers['x-api-key'];
@@ -58,7 +59,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
 
     let gate: EvalGateResult;
     try {
-      metrics.redisRoundTrips.inc({ op: 'gate' });
+      gateRoundTrips.inc();
       gate = await meter.gate({ organizationId, subscriberId, nowMs });
     } catch (error) {
       metrics.redisErrors.inc({ op: 'gate' });
