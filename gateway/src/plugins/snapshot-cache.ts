@@ -68,7 +68,7 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
       metrics.redisRoundTrips.inc({ op });
       try {
         return await read();
-      } catch (error) {
+      } catch {
         metrics.redisErrors.inc({ op });
         throw serviceUnavailable('The entitlement store is unreachable; retry shortly.');
       }
