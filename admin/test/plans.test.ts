@@ -648,6 +648,23 @@ describe('OpenAPI', () => {
     expect(doc.paths['/org/plans/{key}/archive'].post).toBeDefined();
     expect(doc.paths['/org/plans/{key}/unarchive'].post).toBeDefined();
   });
+
+  it('documents the two eval routes too (answered by the gateway, served in the same document)', async () => {
+    const doc = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const check = doc.paths['/org/subscribers/{subscriber_id}/entitlements/check'].post;
+    expect(check.parameters).toEqual([expect.objectContaining({ in: 'path', name: 'subscriber_id', required: true })]);
+    expect(check.requestBody.content['application/json'].schema).toMatchObject({ required: ['feature'] });
+    expect(check.responses['200'].headers).toHaveProperty('X-Svc-Eval-Warn');
+    expect(Object.keys(check.responses).sort()).toEqual(['200', '401', '403', '404', '409', '422', '429', '503']);
+    const list = doc.paths['/org/subscribers/{subscriber_id}/entitlements'].get;
+    expect(list.parameters.map((p: { name: string }) => p.name)).toEqual(['subscriber_id', 'all']);
+    expect(list.responses['200'].content['application/json'].schema).toMatchObject({
+      required: ['subscriber_id', 'entitlements'],
+    });
+    // The generated routes are all still there.
+    expect(doc.paths['/org/plans'].post).toBeDefined();
+    expect(doc.paths['/org/usage/current'].get).toBeDefined();
+  });
 });
 
 describe('audit details (pure)', () => {

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ErrorBodySchema } from '@ent/common/schemas/common';
+import { withEvalPaths } from './openapi-evals.ts';
 
 /** The OpenAPI 3.1 document is generated from the same route schemas that validate requests. */
 export const openapi = fp(
@@ -20,6 +21,7 @@ export const openapi = fp(
         },
         security: [{ apiKey: [] }],
       },
+      transformObject: withEvalPaths as never,
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   },

@@ -1,0 +1,70 @@
+import type { TSchema } from '@sinclair/typebox';
+import { ErrorBodySchema } from '@ent/common/schemas/common';
+import { CheckBody, CheckResultSchema, EntitlementListSchema, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
+
+/**
+ * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this
+ * the OpenAPI document at `{base_url}/openapi.json` (served by admin through the gateway) would lack the most
+ * used routes of the API. Built from the same TypeBox schemas the gateway validates with.
+ */
+type OpenApiObject = { paths?: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+
+/** Plain JSON Schema: TypeBox's symbol-keyed metadata and the `$id` used for registration left out. */
+const plain = (schema: TSchema): Record<string, unknown> => {
+  const { $id: _id, ...rest } = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  return rest;
+};
+
+const json = (schema: TSchema, description: string) => ({
+  description,
+  content: { 'application/json': { schema: plain(schema) } },
+});
+
+const errors = {
+  401: json(ErrorBodySchema, 'Missing, invalid or revoked API key'),
+  403: json(ErrorBodySchema, 'The key lacks the check scope'),
+  404: json(ErrorBodySchema, 'Unknown subscriber or feature'),
+  409: json(ErrorBodySchema, 'The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM)'),
+  422: json(ErrorBodySchema, 'Invalid body or query'),
+  429: json(ErrorBodySchema, 'More than the burst limit on the eval routes (Retry-After)'),
+  503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
+};
+
+const evalHeaders = {
+  'X-Svc-Eval-Limit': { description: 'evals included this month', schema: { type: 'integer' } },
+  'X-Svc-Eval-Used': { description: 'evals counted so far this month (may lag by about a second)', schema: { type: 'integer' } },
+  'X-Svc-Eval-Warn': { description: '80, 100 or grace; present only when warning', schema: { type: 'string', enum: ['80', '100', 'grace'] } },
+};
+
+const pathParameters = Object.entries((EvalParams as unknown as { properties: Record<string, TSchema> }).properties).map(
+  ([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }),
+);
+
+const queryParameters = Object.entries((EntitlementsQuery as unknown as { properties: Record<string, TSchema> }).properties).map(
+  ([name, schema]) => ({ in: 'query', name, required: false, schema: plain(schema), description: schema.description }),
+);
+
+export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
+  '/org/subscribers/{subscriber_id}/entitlements/check': {
+    post: {
+      tags: ['evals'],
+      summary: 'May the subscriber use this feature, and how much? (scope check; one eval)',
+      parameters: pathParameters,
+      requestBody: { required: true, content: { 'application/json': { schema: plain(CheckBody) } } },
+      responses: { 200: { ...json(CheckResultSchema, 'The check result'), headers: evalHeaders }, ...errors },
+    },
+  },
+  '/org/subscribers/{subscriber_id}/entitlements': {
+    get: {
+      tags: ['evals'],
+      summary: "The subscriber's entitlements, ordered by feature key (scope check; one eval)",
+      parameters: [...pathParameters, ...queryParameters],
+      responses: { 200: { ...json(EntitlementListSchema, 'The entitlements'), headers: evalHeaders }, ...errors },
+    },
+  },
+};
+
+/** swagger's `transformObject`: the generated document plus the gateway's eval routes. */
+export function withEvalPaths({ openapiObject }: { openapiObject: Partial<OpenApiObject> }): Partial<OpenApiObject> {
+  return { ...openapiObject, paths: { ...EVAL_PATHS, ...(openapiObject.paths ?? {}) } };
+}
