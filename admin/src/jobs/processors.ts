@@ -6,8 +6,8 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { auditSettleJob } from './audit-settle.job.ts';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
-import { webhookDeliveryJob } from './webhook-delivery.job.ts';
 import { snapshotsJob } from '../features/snapshots/job.ts';
+import { webhookDeliveryJob } from './webhook-delivery.job.ts';
 
 /** What a job processor may use; built once per worker process (or per test). */
 export interface JobDependencies {
@@ -33,4 +33,8 @@ export interface JobDefinition<Name extends QueueName> {
 export type AnyJobDefinition = JobDefinition<any>;
 
 /** Every job the worker runs. One line per job file. */
-export const jobDefinitions: AnyJobDefinition[] = [auditSettleJob, webhookDeliveryJob, snapshotsJob];
+export const jobDefinitions: AnyJobDefinition[] = [
+  auditSettleJob,
+  snapshotsJob,
+  webhookDeliveryJob,
+];
