@@ -6,6 +6,7 @@ import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { errorHandling } from '@ent/common/http/error-handler';
 import { requestIdFrom } from '@ent/common/http/request-id';
+import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
 import type { RedisClient } from '@ent/common/redis/connect';
@@ -35,10 +36,9 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   const { config } = options;
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
+    ...sharedServerOptions(config),
     genReqId: requestIdFrom(true),
-    bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustedProxies,
-    ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
 

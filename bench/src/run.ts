@@ -2,12 +2,15 @@
  * `npm run bench`: warm metered check throughput of the gateway next to a bare Fastify route returning the
  * same JSON, in the same run, on this machine. Starts admin, one gateway and the bare server on free ports
  * against a fresh database and a unique Redis key prefix; seeds 20 features, 5 plans, 100,000 subscribers
- * with overrides on 10%; prints requests/s, p50/p99 and the ratios. Env: BENCH_SECONDS (default 10),
- * BENCH_CONNECTIONS (64), BENCH_SUBSCRIBERS (100000).
+ * with overrides on 10%; then, in alternating rounds, drives the bare route, the gateway, and the gateway with
+ * metering bypassed; prints the median requests/s, p50/p99, CPU time per request (server process + Redis,
+ * which a noisy machine disturbs far less than throughput) and the ratios. Env: BENCH_SECONDS (default 10),
+ * BENCH_ROUNDS (3), BENCH_CONNECTIONS (64), BENCH_SUBSCRIBERS (100000).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -19,6 +22,7 @@ import { FEATURES, seed } from './seed.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const subscriberCount = Number(process.env.BENCH_SUBSCRIBERS ?? 100_000);
 const log = (message: string) => process.stdout.write(`[bench] ${message}\n`);
@@ -63,6 +67,54 @@ interface Figures {
   p99: number;
   non2xx: number;
   errors: number;
+  requests: number;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function processCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds the Redis server has used so far. */
+function redisCpuSeconds(): number {
+  const info = spawnSync('redis-cli', ['-u', loadConfig().redisUrl, 'info', 'cpu'], { encoding: 'utf8' }).stdout;
+  const value = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return value('used_cpu_user') + value('used_cpu_sys');
+}
+
+interface Measured extends Figures {
+  /** Server process CPU per request, microseconds. */
+  serverCpuUs: number;
+  redisCpuUs: number;
+}
+
+async function measure(name: string, url: string, pid: number, apiKey: string): Promise<Measured> {
+  const cpuBefore = processCpuSeconds(pid);
+  const redisBefore = redisCpuSeconds();
+  const figures = await drive(name, url, apiKey, seconds);
+  const perRequest = (seconds: number) => (seconds / Math.max(1, figures.requests)) * 1e6;
+  return {
+    ...figures,
+    serverCpuUs: perRequest(processCpuSeconds(pid) - cpuBefore),
+    redisCpuUs: perRequest(redisCpuSeconds() - redisBefore),
+  };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+function summarize(name: string, runs: Measured[]): Measured {
+  return {
+    name,
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    requests: runs.reduce((sum, r) => sum + r.requests, 0),
+    serverCpuUs: median(runs.map((r) => r.serverCpuUs)),
+    redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
+  };
 }
 
 function drive(name: string, url: string, apiKey: string, duration: number, amount?: number): Promise<Figures> {
@@ -99,6 +151,7 @@ function drive(name: string, url: string, apiKey: string, duration: number, amou
           p99: result.latency.p99,
           non2xx: result.non2xx,
           errors: result.errors,
+          requests: result.requests.total,
         });
       },
     );
@@ -113,7 +166,7 @@ const prefix = `bench${randomBytes(3).toString('hex')}`;
 
 try {
   await migrateToLatest({ ownerUrl, appUrl });
-  const [adminPort, gatewayPort, barePort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [adminPort, gatewayPort, barePort, unmeteredPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const env = {
     DATABASE_URL: appUrl,
     DATABASE_OWNER_URL: ownerUrl,
@@ -145,12 +198,14 @@ try {
   log(`snapshots: ${entctl('snapshots', 'rebuild', '--org', org.organization_id)} in ${Date.now() - started} ms`);
 
   startNode('admin/src/server.ts', env);
-  startNode('gateway/src/server.ts', env);
-  startNode('bench/src/bare-server.ts', env);
+  const gatewayProcess = startNode('gateway/src/server.ts', env);
+  const bareProcess = startNode('bench/src/bare-server.ts', env);
+  const unmeteredProcess = startNode('bench/src/unmetered-gateway.ts', { ...env, GATEWAY_PORT: String(unmeteredPort) });
   await Promise.all([
     healthy(`http://127.0.0.1:${adminPort}/healthz`),
     healthy(`http://127.0.0.1:${gatewayPort}/healthz`),
     healthy(`http://127.0.0.1:${barePort}/healthz`),
+    healthy(`http://127.0.0.1:${unmeteredPort}/healthz`),
   ]);
   await new Promise((resolve) => setTimeout(resolve, 500));
 
@@ -163,21 +218,36 @@ try {
   });
   log(`sample answer: ${sample.status} ${await sample.text()} used=${sample.headers.get('x-svc-eval-used')}`);
 
-  log(`warming the gateway LRU: one eval for each of the ${subscriberCount} subscribers`);
+  const unmeteredUrl = `http://127.0.0.1:${unmeteredPort}`;
+  log(`warming the gateways' LRUs: one eval for each of the ${subscriberCount} subscribers`);
   started = Date.now();
   await drive('warm-up', gatewayUrl, org.api_key, 0, subscriberCount);
+  await drive('warm-up unmetered', unmeteredUrl, org.api_key, 0, subscriberCount);
   log(`warmed in ${Date.now() - started} ms`);
   await drive('bare warm-up', bareUrl, org.api_key, 2);
 
-  log(`measuring: ${connections} connections, ${seconds} s per target`);
-  const bare = await drive('bare fastify', bareUrl, org.api_key, seconds);
-  const gateway = await drive('gateway check', gatewayUrl, org.api_key, seconds);
+  log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
+  const targets = [
+    { name: 'bare fastify', url: bareUrl, pid: bareProcess.pid! },
+    { name: 'gateway check', url: gatewayUrl, pid: gatewayProcess.pid! },
+    { name: 'unmetered', url: unmeteredUrl, pid: unmeteredProcess.pid! },
+  ];
+  const runs = new Map<string, Measured[]>(targets.map((t) => [t.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const target of targets) runs.get(target.name)!.push(await measure(target.name, target.url, target.pid, org.api_key));
+  }
+  const [bare, gateway, unmetered] = targets.map((t) => summarize(t.name, runs.get(t.name)!)) as [Measured, Measured, Measured];
 
-  const row = (f: Figures) =>
-    `${f.name.padEnd(14)} ${f.rps.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   non-2xx ${f.non2xx}   errors ${f.errors}`;
-  process.stdout.write(`\n${row(bare)}\n${row(gateway)}\n`);
+  const row = (f: Measured) =>
+    `${f.name.padEnd(14)} ${f.rps.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   ` +
+    `cpu/req ${f.serverCpuUs.toFixed(0).padStart(4)} us + redis ${f.redisCpuUs.toFixed(0).padStart(3)} us   non-2xx ${f.non2xx}   errors ${f.errors}`;
+  process.stdout.write(`\nmedians of ${rounds} rounds:\n${row(bare)}\n${row(gateway)}\n${row(unmetered)}\n`);
+  const totalCpu = (f: Measured) => f.serverCpuUs + f.redisCpuUs;
   process.stdout.write(
-    `ratio gateway/bare: throughput ${(gateway.rps / bare.rps).toFixed(2)}, p99 ${(gateway.p99 / Math.max(1, bare.p99)).toFixed(2)}x\n`,
+    `ratio gateway/bare: throughput ${(gateway.rps / bare.rps).toFixed(2)}, p99 ${(gateway.p99 / Math.max(1, bare.p99)).toFixed(2)}x, ` +
+      `cpu per request ${(totalCpu(gateway) / totalCpu(bare)).toFixed(2)}x\n` +
+      `metering cost (gateway vs unmetered gateway): throughput ${(gateway.rps / unmetered.rps).toFixed(2)}, ` +
+      `cpu per request +${((totalCpu(gateway) / totalCpu(unmetered) - 1) * 100).toFixed(0)}%\n`,
   );
   const metrics = await (await fetch(`${gatewayUrl}/metrics`)).text();
   const pick = (name: string) =>

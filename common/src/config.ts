@@ -12,8 +12,10 @@ export interface Config {
   adminPort: number;
   adminUrl: string;
   logLevel: string;
-  /** Addresses whose X-Forwarded-For is believed (the gateways in front of admin). */
+  /** Addresses whose X-Forwarded-For admin believes (the gateways in front of it). */
   trustedProxies: string[];
+  /** Load balancers in front of the gateway whose X-Forwarded-For it believes; none by default. */
+  gatewayTrustedProxies: string[];
   /** Lets webhook deliveries reach loopback and private addresses (tests, local development). */
   webhookAllowPrivateTargets: boolean;
   /** 32-byte key (hex or base64) that encrypts webhook secrets at rest. */
@@ -59,6 +61,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminUrl: env.ADMIN_URL || `http://127.0.0.1:${adminPort}`,
     logLevel: env.LOG_LEVEL || 'info',
     trustedProxies: list(env.TRUSTED_PROXIES || '127.0.0.1,::1,::ffff:127.0.0.1'),
+    gatewayTrustedProxies: list(env.GATEWAY_TRUSTED_PROXIES),
     webhookAllowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     secretsKey: env.SECRETS_KEY || DEV_SECRETS_KEY,
     internalToken: env.INTERNAL_TOKEN || '',

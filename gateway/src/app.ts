@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import { errorHandling } from '@ent/common/http/error-handler';
+import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
 import type { EvalMeter } from '@ent/common/metering/contract';
@@ -37,9 +38,10 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     logger: options.logger ?? { level: config.logLevel },
     // The gateway is the public edge: it makes its own request ids and passes them on to admin.
     genReqId: newRequestId,
+    ...sharedServerOptions(config),
     disableRequestLogging: true,
-    bodyLimit: config.bodyLimitBytes,
-    ajv: { customOptions: { removeAdditional: false } },
+    // The gateway is the public edge: only proxies in front of it (if any) may say who the client is.
+    trustProxy: config.gatewayTrustedProxies.length ? config.gatewayTrustedProxies : false,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
 

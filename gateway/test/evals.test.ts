@@ -172,6 +172,48 @@ describe('read-your-writes through the gateway', () => {
   });
 });
 
+describe('suspension and reactivation', () => {
+  it('refuses a suspended member\'s key at once, and accepts it again at once after reactivation', async () => {
+    const { apiKey, memberId } = await createKeyWithScopes(ctx.db, org.organization_id, ['check'], 'developer');
+    const key = { 'x-api-key': apiKey };
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+    await api.send('PATCH', `/org/members/${memberId}`, { status: 'suspended' }, 200);
+    expect((await check('alice', 'seats', key)).statusCode).toBe(401);
+    expect((await check('alice', 'seats', key)).statusCode).toBe(401);
+    await api.send('PATCH', `/org/members/${memberId}`, { status: 'active' }, 200);
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+  });
+});
+
+describe('client-supplied forwarding headers', () => {
+  it('does not let a client choose the address admin records', async () => {
+    const res = await gateway.inject({
+      method: 'POST',
+      url: '/org/features',
+      headers: { ...org.headers, 'x-forwarded-for': '6.6.6.6' },
+      payload: { key: 'spoof-check', name: 'Spoof check', kind: 'flag' },
+    });
+    expect(res.statusCode).toBe(201);
+    const audit = await gateway.inject({
+      method: 'GET',
+      url: `/org/audit-events?request_id=${res.headers['x-request-id']}`,
+      headers: org.headers,
+    });
+    expect(audit.json().audit_events[0].ip).not.toBe('6.6.6.6');
+  });
+
+  it('answers a malformed path or an over-long id with the error body', async () => {
+    const bad = await gateway.inject({ method: 'GET', url: '/org/plans/%ff', headers: org.headers });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+    const long = await gateway.inject({ method: 'GET', url: `/org/subscribers/${'x'.repeat(2000)}`, headers: org.headers });
+    expect(long.statusCode).toBe(404);
+    expect(long.json().error.code).toBe('NOT_FOUND');
+    const longEval = await check('y'.repeat(200), 'seats');
+    expect(longEval.statusCode).toBe(404);
+  });
+});
+
 describe('the warm path', () => {
   it('costs one Redis round trip and no snapshot rebuild', async () => {
     await check('alice', 'seats');

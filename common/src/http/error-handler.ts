@@ -63,8 +63,10 @@ export const errorHandling = fp(
     app.setNotFoundHandler((request, reply) =>
       sendError(request, reply, new AppError(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
     );
-    app.addHook('onSend', async (request, reply) => {
+    // A callback hook (no promise per request): every response, errors included, carries the id.
+    app.addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id);
+      done();
     });
   },
   { name: 'error-handling' },

@@ -11,7 +11,7 @@ export function createRedis(
   const options: RedisOptions = {
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
+    connectTimeout: 5000,
     ...overrides,
   };
   const clusterNodes = config.redisClusterNodes.length
@@ -24,7 +24,16 @@ export function createRedis(
       const [host, port] = node.split(':');
       return { host: host ?? '127.0.0.1', port: Number(port ?? 6379) };
     });
-    return new Cluster(nodes, { enableAutoPipelining: true, redisOptions: options });
+    return quietConnectionErrors(new Cluster(nodes, { enableAutoPipelining: true, redisOptions: options }));
   }
-  return new Redis(config.redisUrl, options);
+  return quietConnectionErrors(new Redis(config.redisUrl, options));
+}
+
+/**
+ * The client reconnects by itself, and a command that fails while it is down rejects on its own (the
+ * callers answer 503 or fail open); without a listener ioredis would also print every connection error.
+ */
+function quietConnectionErrors<T extends RedisClient>(client: T): T {
+  client.on('error', () => {});
+  return client;
 }

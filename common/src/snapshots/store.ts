@@ -54,8 +54,16 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
     putSubscriber: (organizationId: string, subscriberId: string, snapshot: Versioned<SubscriberDoc>) =>
       put(keys.subscriber(organizationId, subscriberId), snapshot.version, snapshot.doc),
     putAuthVersion: (organizationId: string, version: number) => put(keys.auth(organizationId), version, null),
-    /** A null doc is a tombstone: the key is revoked, and an older live copy can never be written back. */
-    putApiKey: (keyHash: string, version: number, doc: ApiKeyDoc | null) => put(keys.apiKey(keyHash), version, doc),
+    /**
+     * A null doc is a tombstone: the key is refused (revoked, or its member not active), and an older live
+     * copy can never be written back. The organization is kept beside it, so a gateway holding the refusal
+     * can tell when that organization's auth state moves on (a member reactivated).
+     */
+    putApiKey: async (keyHash: string, organizationId: string, version: number, doc: ApiKeyDoc | null) => {
+      const written = await put(keys.apiKey(keyHash), version, doc);
+      if (written) await redis.hset(keys.apiKey(keyHash), 'org', organizationId);
+      return written;
+    },
 
     readCatalog: async (organizationId: string): Promise<Versioned<CatalogDoc> | null> => {
       const snapshot = parseHash<CatalogDoc>(await redis.hmget(keys.catalog(organizationId), 'v', 'doc'));
@@ -65,9 +73,14 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
       const snapshot = parseHash<SubscriberDoc>(await redis.hmget(keys.subscriber(organizationId, subscriberId), 'v', 'doc'));
       return snapshot?.doc ? (snapshot as Versioned<SubscriberDoc>) : null;
     },
-    /** null: not in Redis; `{doc: null}`: a tombstone (revoked). */
-    readApiKey: async (keyHash: string): Promise<Versioned<ApiKeyDoc | null> | null> =>
-      parseHash<ApiKeyDoc>(await redis.hmget(keys.apiKey(keyHash), 'v', 'doc')),
+    /** null: not in Redis; `{doc: null}`: a tombstone (refused), with the key's organization. */
+    readApiKey: async (
+      keyHash: string,
+    ): Promise<(Versioned<ApiKeyDoc | null> & { organizationId: string | null }) | null> => {
+      const [v, doc, org] = await redis.hmget(keys.apiKey(keyHash), 'v', 'doc', 'org');
+      const snapshot = parseHash<ApiKeyDoc>([v ?? null, doc ?? null]);
+      return snapshot && { ...snapshot, organizationId: snapshot.doc?.organizationId ?? org ?? null };
+    },
 
     publishInvalidation: (invalidation: Invalidation) =>
       redis.publish(keys.invalidationChannel, JSON.stringify(invalidation)),

@@ -31,9 +31,9 @@ function requestHeaders(request: FastifyRequest): Record<string, string | string
     if (value === undefined || HOP_BY_HOP.has(name) || connectionListed.has(name)) continue;
     headers[name] = value;
   }
-  const peer = request.socket.remoteAddress ?? request.ip;
-  const prior = request.headers['x-forwarded-for'];
-  headers['x-forwarded-for'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${peer}` : peer;
+  // Replaced, not appended: a client's own X-Forwarded-For must not reach admin (the audit log's `ip`).
+  // request.ip honours GATEWAY_TRUSTED_PROXIES, so a load balancer in front can still name the client.
+  headers['x-forwarded-for'] = request.ip;
   if (request.headers.host) headers['x-forwarded-host'] = request.headers.host;
   headers['x-forwarded-proto'] = request.protocol;
   headers['x-request-id'] = request.id;

@@ -98,11 +98,12 @@ export const metrics = fp(
         registers,
       }),
     });
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       requestDuration.observe(
         { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) },
         reply.elapsedTime / 1000,
       );
+      done();
     });
     app.get('/metrics', async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   },

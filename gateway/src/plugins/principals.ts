@@ -11,8 +11,10 @@ import { AdminUnavailableError } from './admin-client.ts';
 export interface KnownKey {
   keyHash: string;
   principal: Principal | null;
+  /** The key's organization, kept when it was revoked (or its member suspended) so a reactivation is seen. */
+  organizationId: string | null;
   version: number;
-  /** Unknown keys are remembered briefly only (epoch ms); revoked keys for good. */
+  /** Unknown keys, and refused keys of an unknown organization, are remembered briefly only (epoch ms). */
   forgetAt: number | null;
 }
 
@@ -59,22 +61,32 @@ export const principals = fp<{ max?: number }>(
     const principalHit = metrics.cache.bind({ cache: 'principal', result: 'hit' });
     const principalMiss = metrics.cache.bind({ cache: 'principal', result: 'miss' });
 
-    const known = (keyHash: string, version: number, doc: ApiKeyDoc | null, unknown = false): KnownKey => {
+    const known = (
+      keyHash: string,
+      version: number,
+      doc: ApiKeyDoc | null,
+      unknown = false,
+      formerOrganizationId: string | null = null,
+    ): KnownKey => {
       const entry: KnownKey = {
         keyHash,
         principal: doc ? toPrincipal(doc) : null,
+        organizationId: doc?.organizationId ?? formerOrganizationId,
         version,
-        forgetAt: unknown ? app.clock.now() + UNKNOWN_KEY_MEMORY_MS : null,
+        // A refusal whose organization is unknown cannot be re-checked cheaply, so it is only kept briefly.
+        forgetAt: unknown || (!doc && !formerOrganizationId) ? app.clock.now() + UNKNOWN_KEY_MEMORY_MS : null,
       };
       cache.set(keyHash, entry);
       return entry;
     };
 
-    async function fromAdmin(keyHash: string): Promise<KnownKey> {
+    async function fromAdmin(keyHash: string, organizationId: string | null): Promise<KnownKey> {
       metrics.snapshotRebuilds.inc({ kind: 'api_key' });
       try {
         const rebuilt = await adminClient.apiKey(keyHash);
-        return rebuilt ? known(keyHash, rebuilt.version, rebuilt.doc) : known(keyHash, 0, null, true);
+        return rebuilt
+          ? known(keyHash, rebuilt.version, rebuilt.doc, false, rebuilt.organizationId)
+          : known(keyHash, 0, null, true, organizationId);
       } catch (error) {
         if (error instanceof AdminUnavailableError) throw serviceUnavailable('API keys cannot be checked right now; retry shortly.');
         throw error;
@@ -82,7 +94,7 @@ export const principals = fp<{ max?: number }>(
     }
 
     /** Redis first (accepted when at least `minVersion`), then admin. One load per key at a time. */
-    function load(keyHash: string, minVersion: number | null): Promise<KnownKey> {
+    function load(keyHash: string, minVersion: number | null, organizationId: string | null = null): Promise<KnownKey> {
       const pending = loading.get(keyHash);
       if (pending) return pending;
       const promise = (async () => {
@@ -91,11 +103,28 @@ export const principals = fp<{ max?: number }>(
           metrics.redisErrors.inc({ op: 'api_key' });
           return undefined;
         });
-        if (stored && (minVersion === null || stored.version === minVersion)) return known(keyHash, stored.version, stored.doc);
-        return fromAdmin(keyHash);
+        if (stored && (minVersion === null || stored.version === minVersion)) {
+          return known(keyHash, stored.version, stored.doc, false, stored.organizationId ?? organizationId);
+        }
+        return fromAdmin(keyHash, organizationId);
       })().finally(() => loading.delete(keyHash));
       loading.set(keyHash, promise);
       return promise;
+    }
+
+    /**
+     * A refused key of a known organization: one read of the organization's auth version says whether
+     * anything changed since (a member reactivated); only then is the key read again.
+     */
+    async function recheckRefused(entry: KnownKey, organizationId: string): Promise<KnownKey> {
+      metrics.redisRoundTrips.inc({ op: 'auth_version' });
+      const raw = await app.redis.hget(app.redisKeys.auth(organizationId), 'v').catch(() => {
+        metrics.redisErrors.inc({ op: 'auth_version' });
+        return null;
+      });
+      const version = Number(raw ?? 0);
+      if (raw === null || version === entry.version) return entry;
+      return load(entry.keyHash, version, organizationId);
     }
 
     const service: Principals = {
@@ -111,17 +140,19 @@ export const principals = fp<{ max?: number }>(
         if (entry && entry.forgetAt !== null && app.clock.now() >= entry.forgetAt) entry = undefined;
         (entry ? principalHit : principalMiss).inc();
         entry ??= await load(keyHash, null);
+        if (!entry.principal && entry.organizationId) entry = await recheckRefused(entry, entry.organizationId);
         if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return entry;
       },
       async confirm(entry, authVersion) {
         if (entry.version === authVersion) return entry;
-        const current = await load(entry.keyHash, authVersion);
+        const current = await load(entry.keyHash, authVersion, entry.organizationId);
         if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return current;
       },
       forgetOrganization(organizationId) {
         for (const [keyHash, entry] of cache.entries()) {
+          // Refused keys stay: they re-check the auth version themselves (see recheckRefused).
           if (entry.principal?.organizationId === organizationId) cache.delete(keyHash);
         }
       },

@@ -63,7 +63,7 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
 
   async function writeApiKey(snapshot: ApiKeySnapshot): Promise<void> {
     rebuilt('api_key');
-    await store.putApiKey(snapshot.keyHash, snapshot.authVersion, snapshot.doc);
+    await store.putApiKey(snapshot.keyHash, snapshot.organizationId, snapshot.authVersion, snapshot.doc);
   }
 
   /** Every key of the organization rewritten (revoked ones as tombstones) before the new auth version. */

@@ -1,0 +1,53 @@
+/**
+ * The gateway with metering bypassed, for `npm run bench` only. Its gate call is batched exactly like the
+ * real one but its script only reads the three snapshot versions and counts nothing, so the difference
+ * between the two gateways in the same run is what metering (burst, block, count) costs.
+ */
+import { loadConfig } from '@ent/common/config';
+import type { EvalMeter } from '@ent/common/metering/contract';
+import { createGateBatcher } from '@ent/common/metering/gate-batcher';
+import { toGateResult } from '@ent/common/metering/meter';
+import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
+import { createRedis } from '@ent/common/redis/connect';
+import { redisKeys } from '@ent/common/redis/keys';
+import { buildGatewayApp } from '../../gateway/src/app.ts';
+
+// KEYS[1] catalog, KEYS[2] auth, KEYS[2+i] subscriber of eval i; replies in eval-gate-batch.lua's shape.
+const VERSIONS_ONLY = `
+local catalog = tonumber(redis.call("HGET", KEYS[1], "v")) or 0
+local auth = tonumber(redis.call("HGET", KEYS[2], "v")) or 0
+local out = {}
+for i = 3, #KEYS do
+  local subscriber = tonumber(redis.call("HGET", KEYS[i], "v")) or 0
+  for _, value in ipairs({0, 0, -1, 0, 0, catalog, subscriber, auth}) do out[#out + 1] = value end
+end
+return out`;
+
+const config = loadConfig();
+const redis = createRedis(config);
+const keys = redisKeys(config.redisKeyPrefix);
+redis.defineCommand('versionsOnly', { lua: VERSIONS_ONLY });
+const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
+  .versionsOnly;
+
+const batches = createGateBatcher(
+  (batch) =>
+    versionsOnly.call(
+      redis,
+      2 + batch.evals.length,
+      keys.catalog(batch.organizationId),
+      keys.auth(batch.organizationId),
+      ...batch.evals.map((e) => keys.subscriber(batch.organizationId, e.subscriberId)),
+    ),
+  toGateResult,
+);
+
+const unmetered: EvalMeter = {
+  gate: (input) => batches.add(input),
+  refund: async () => {},
+  addOfflineCount: async () => {},
+};
+
+const app = await buildGatewayApp({ config, redis, meter: unmetered });
+await app.listen({ host: config.host, port: config.gatewayPort });
+process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));
