@@ -16,9 +16,6 @@ import { refuseNulCharacters } from './features/shared/nul-characters.ts';
 
 /** Every route family of the admin service. One line per feature folder. */
 export async function routes(app: FastifyInstance): Promise<void> {
-  // Bodies are JSON only: Fastify's built-in text/plain parser would turn a text body into a 422 about its
-  // shape; without it a non-JSON content type is 415 UNSUPPORTED_MEDIA_TYPE (docs/decisions.md).
-  app.removeContentTypeParser('text/plain');
   app.addHook('preValidation', refuseNulCharacters);
   await app.register(featureRoutes);
   await app.register(auditRoutes);

@@ -124,7 +124,15 @@ describe('PATCH /org/subscribers/{subscriber_id}', () => {
     });
   });
 
-  it.each([[{}], [{ subscriber_id: 'other' }], [{ name: 5 }]])('refuses %j with 422', async (payload) => {
+  it('treats an empty body as a change of nothing, like the other PATCH routes', async () => {
+    const before = await versionOf('renamed');
+    const res = await patch('renamed', {});
+    expect(res.statusCode).toBe(200);
+    expect(res.json().subscriber_id).toBe('renamed');
+    expect(await versionOf('renamed')).toBe(before);
+  });
+
+  it.each([[{ subscriber_id: 'other' }], [{ name: 5 }]])('refuses %j with 422', async (payload) => {
     const res = await patch('renamed', payload);
     expect(res.statusCode).toBe(422);
     expect(res.json().error.code).toBe('VALIDATION_ERROR');

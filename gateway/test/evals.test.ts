@@ -202,6 +202,17 @@ describe('client-supplied forwarding headers', () => {
     expect(audit.json().audit_events[0].ip).not.toBe('6.6.6.6');
   });
 
+  it('answers a text/plain eval body with 415', async () => {
+    const res = await gateway.inject({
+      method: 'POST',
+      url: '/org/subscribers/alice/entitlements/check',
+      headers: { ...org.headers, 'content-type': 'text/plain' },
+      payload: '{"feature":"seats"}',
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json().error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
   it('answers a malformed path or an over-long id with the error body', async () => {
     const bad = await gateway.inject({ method: 'GET', url: '/org/plans/%ff', headers: org.headers });
     expect(bad.statusCode).toBe(422);

@@ -121,15 +121,20 @@ org
       organization_id: options.org,
       plan: arrangement.plan,
       eval_limit: arrangement.evalLimit,
-      blocking: arrangement.blocking,
+      // As GET /org/usage/current reports it: nothing can block an organization without a cap.
+      blocking: arrangement.evalLimit !== null && arrangement.blocking,
       burst: arrangement.burstPerSecond,
     };
     print(
       Boolean(options.json),
       body,
-      Object.entries(body)
-        .map(([k, v]) => `${k.padEnd(16)} ${v === null ? 'unlimited' : String(v)}`)
-        .join('\n'),
+      [
+        `organization_id  ${body.organization_id}`,
+        `plan             ${body.plan ?? 'none'}`,
+        `eval_limit       ${body.eval_limit ?? 'unlimited'}`,
+        `blocking         ${body.blocking}`,
+        `burst            ${body.burst}/s`,
+      ].join('\n'),
     );
   });
 

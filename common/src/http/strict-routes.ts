@@ -3,11 +3,15 @@ import fp from 'fastify-plugin';
 import { NoQuery } from '../schemas/common.ts';
 
 /**
- * Route-wide rules: a route that declares no query string accepts none (unknown parameters are a 422, not
- * silently ignored), and every /org route must say which scope it needs, so none is left unauthenticated.
+ * Route-wide rules: bodies are JSON; a route that declares no query string accepts none (unknown parameters
+ * are a 422, not silently ignored); every /org route must say which scope it needs, so none is left
+ * unauthenticated.
  */
 export const strictRoutes = fp(
   async function strictRoutes(app: FastifyInstance) {
+    // Bodies are JSON only: Fastify's built-in text/plain parser would turn a text body into a 422 about its
+    // shape; without it a non-JSON content type is 415 UNSUPPORTED_MEDIA_TYPE (docs/decisions.md).
+    app.removeContentTypeParser('text/plain');
     app.addHook('onRoute', (route) => {
       if (route.url.startsWith('/org')) {
         const config = (route.config ?? {}) as { scope?: string };

@@ -13,7 +13,6 @@ export const ApiKeySchema = Type.Object(
     /** Empty = full access (everything the service account's role allows). */
     scopes: Type.Array(ScopeSchema),
     created_at: Timestamp,
-    last_used_at: NullableTimestamp,
     revoked_at: NullableTimestamp,
   },
   { $id: 'ApiKey' },

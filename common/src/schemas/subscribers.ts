@@ -35,7 +35,7 @@ export const CreateSubscriberBody = Type.Object(
 );
 export type CreateSubscriberBody = Static<typeof CreateSubscriberBody>;
 
-export const UpdateSubscriberBody = Type.Object({ name: SubscriberName }, { additionalProperties: false });
+export const UpdateSubscriberBody = Type.Object({ name: Type.Optional(SubscriberName) }, { additionalProperties: false });
 export type UpdateSubscriberBody = Static<typeof UpdateSubscriberBody>;
 
 export const ListSubscribersQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });

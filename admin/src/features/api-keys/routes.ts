@@ -24,7 +24,6 @@ export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
   service_account_id: key.service_account_id,
   scopes: key.scopes.filter(isScope),
   created_at: key.created_at.toISOString(),
-  last_used_at: key.last_used_at?.toISOString() ?? null,
   revoked_at: key.revoked_at?.toISOString() ?? null,
 });
 
