@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@ent/common/config';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
+import { exitWithParent } from '@ent/common/process/exit-with-parent';
 import { createOrganization } from '../admin/src/features/organizations/bootstrap.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -38,9 +39,14 @@ const stopAll = (code: number) => {
 };
 process.once('SIGINT', () => stopAll(0));
 process.once('SIGTERM', () => stopAll(0));
+exitWithParent();
 
 for (const { name, script } of processes) {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, stdio: 'inherit', env: process.env });
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, EXIT_WITH_PARENT: 'true' },
+  });
   child.once('exit', (code) => {
     if (!stopping) {
       log(`${name} exited (${code}); stopping the rest`);

@@ -1,7 +1,9 @@
 import { loadConfig } from '@ent/common/config';
+import { exitWithParent } from '@ent/common/process/exit-with-parent';
 import { buildAdminApp } from './app.ts';
 
 const config = loadConfig();
+if (process.env.EXIT_WITH_PARENT === 'true') exitWithParent();
 const app = await buildAdminApp({ config });
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
