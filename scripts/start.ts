@@ -45,7 +45,7 @@ for (const { name, script } of processes) {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, EXIT_WITH_PARENT: 'true' },
+    env: { ...process.env, EXIT_WITH_PARENT: String(process.pid) },
   });
   child.once('exit', (code) => {
     if (!stopping) {

@@ -1,6 +1,6 @@
 import { systemClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
-import { exitWithParent } from '@ent/common/process/exit-with-parent';
+import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
 import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
 import { jobDefinitions } from './jobs/processors.ts';
@@ -8,7 +8,8 @@ import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
 
 const config = loadConfig();
-if (process.env.EXIT_WITH_PARENT === 'true') exitWithParent();
+const parentPid = parentToFollow();
+if (parentPid) exitWithParent(parentPid);
 const db = createDb(config.databaseUrl);
 const redis = createRedis(config);
 const queues = createQueues(config);

@@ -1,9 +1,10 @@
 import { loadConfig } from '@ent/common/config';
-import { exitWithParent } from '@ent/common/process/exit-with-parent';
+import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
 import { buildGatewayApp } from './app.ts';
 
 const config = loadConfig();
-if (process.env.EXIT_WITH_PARENT === 'true') exitWithParent();
+const parentPid = parentToFollow();
+if (parentPid) exitWithParent(parentPid);
 const app = await buildGatewayApp({ config });
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
