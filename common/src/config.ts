@@ -5,6 +5,8 @@ export interface Config {
   redisUrl: string;
   /** host:port list; when set, Redis is used as a cluster (also implied by a redis+cluster:// URL). */
   redisClusterNodes: string[];
+  /** How long a Redis command may take before it fails (a hung Redis becomes an error, not a hang). */
+  redisCommandTimeoutMs: number;
   /** Prepended to every Redis key and BullMQ queue, so several deployments (or test files) share one Redis. */
   redisKeyPrefix: string;
   host: string;
@@ -55,6 +57,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: list(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'ent',
+    redisCommandTimeoutMs: Number(env.REDIS_COMMAND_TIMEOUT_MS || 1000),
     host: env.HOST || '127.0.0.1',
     gatewayPort: port(env, 'GATEWAY_PORT', 3000),
     adminPort,

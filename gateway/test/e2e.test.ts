@@ -242,4 +242,33 @@ describe('degraded but up', () => {
     expect(await redis.hget(keys.catalog(org.organization_id), 'v')).not.toBeNull();
     expect(await onBoth('cold', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
   });
+
+  it('with Redis paused (hung, not refusing): evals and writes still answer, and both gateways catch up when it resumes', async () => {
+    const api = catalogClient(http(urls[0]!), org.headers);
+    await api.subscriber('paula');
+    await api.subscribe('paula', 'basic');
+    expect(await onBoth('paula', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+
+    const redisPid = redisServer.child.pid!;
+    process.kill(redisPid, 'SIGSTOP');
+    try {
+      // Warm subscribers fail open after the command timeout instead of waiting for Redis.
+      expect(await valueOn(urls[0]!, 'paula', 'seats')).toEqual({ limit: 7, source: 'plan' });
+      // Writes are committed and audited in Postgres; the write-through waits for nothing.
+      const write = await http(urls[1]!)({
+        method: 'PUT',
+        url: '/org/subscribers/paula/overrides/seats',
+        headers: org.headers,
+        payload: { kind: 'limit', limit: 99 },
+      });
+      expect(write.statusCode).toBe(200);
+    } finally {
+      process.kill(redisPid, 'SIGCONT');
+    }
+    // The rebuild job BullMQ held while Redis was away brings the change to every gateway.
+    await waitFor(
+      async () => JSON.stringify(await onBoth('paula', 'seats')) === JSON.stringify(Array(2).fill({ limit: 99, source: 'override' })),
+      'the override on both gateways after Redis resumes',
+    );
+  });
 });

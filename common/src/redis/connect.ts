@@ -5,13 +5,16 @@ export type RedisClient = Redis | Cluster;
 
 /** A single node or a cluster (REDIS_CLUSTER_NODES, or a redis+cluster:// URL), auto-pipelined. */
 export function createRedis(
-  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>,
+  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'> & Partial<Pick<Config, 'redisCommandTimeoutMs'>>,
   overrides: RedisOptions = {},
 ): RedisClient {
   const options: RedisOptions = {
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 5000,
+    // A Redis that hangs (paused, partitioned) must turn into an error the callers handle (evals fail open
+    // or answer 503, writes skip the write-through), never into requests that wait forever.
+    commandTimeout: config.redisCommandTimeoutMs,
     ...overrides,
   };
   const clusterNodes = config.redisClusterNodes.length

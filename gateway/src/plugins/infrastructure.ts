@@ -27,7 +27,7 @@ export interface GatewayInfrastructureOptions {
  * command timeout), so evals of cached subscribers keep answering and the others get a prompt 503.
  */
 export function createGatewayRedis(config: Config): RedisClient {
-  return createRedis(config, { enableOfflineQueue: false, commandTimeout: 1000, maxRetriesPerRequest: 0 });
+  return createRedis(config, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
 }
 
 /** Waits (bounded) for the first connection; a gateway starting while Redis is down starts degraded. */

@@ -6,6 +6,8 @@ import type { WriteContext } from '../../plugins/write-pipeline.ts';
 import { createSnapshotPublisher, type SnapshotPublisher } from './publisher.ts';
 import { internalSnapshotRoutes } from './routes.ts';
 
+const ENQUEUE_WAIT_MS = 250;
+
 declare module 'fastify' {
   interface FastifyInstance {
     snapshots: SnapshotPublisher;
@@ -28,10 +30,15 @@ export const snapshots = fp(
     });
     app.decorate('snapshots', publisher);
 
+    // While Redis is unreachable BullMQ holds the job and sends it once Redis is back (the catch-up); the
+    // write's response waits for that at most ENQUEUE_WAIT_MS.
     const enqueue = (payload: QueuePayloads['snapshots']) =>
-      app.queues.snapshots.add('snapshots', payload).catch((error: unknown) => {
-        app.log.error({ err: error, payload }, 'could not enqueue a snapshot rebuild');
-      });
+      Promise.race([
+        app.queues.snapshots.add('snapshots', payload).catch((error: unknown) => {
+          app.log.error({ err: error, payload }, 'could not enqueue a snapshot rebuild');
+        }),
+        new Promise<void>((resolve) => setTimeout(resolve, ENQUEUE_WAIT_MS).unref()),
+      ]);
 
     app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteContext) => {
       const organizationId = request.principal?.organizationId;
