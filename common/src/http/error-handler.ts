@@ -8,6 +8,16 @@ interface PgError {
   constraint?: string;
 }
 
+// Connection-level failures (socket errors, Postgres shutting down or unreachable, pool timeouts).
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+const CONNECTION_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Connection is closed/i];
+
+function isConnectionFailure(error: Error): boolean {
+  const code = (error as PgError).code;
+  if (code && CONNECTION_CODES.has(code)) return true;
+  return CONNECTION_MESSAGES.some((pattern) => pattern.test(error.message));
+}
+
 /** Maps anything thrown in a route to SPEC.md's error body; the only place error bodies are shaped. */
 export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (error instanceof AppError) return error;
@@ -35,6 +45,9 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
     return validationError('The request body is not valid JSON.', { field: 'body' });
   }
   const pg = error as PgError;
+  if (isConnectionFailure(error)) {
+    return new AppError(503, 'SERVICE_UNAVAILABLE', 'A backing service is unreachable right now; retry with backoff.');
+  }
   if (pg.code === '23505') return new AppError(409, 'CONFLICT', 'A resource with that identifier already exists.');
   if (pg.code === '22P02' || pg.code === '22003' || pg.code === '23514') {
     return validationError('A value is out of range or malformed.');
