@@ -174,6 +174,32 @@ describe('read-your-writes on two gateway processes', () => {
   });
 });
 
+describe('metering across gateway processes', () => {
+  it('counts N concurrent evals spread over both gateways exactly N times; 404s are not counted', async () => {
+    const arrangement = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'admin/src/cli/entctl.ts', 'org', 'arrangement', '--org', org.organization_id, '--burst', '100000', '--json'],
+      { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(arrangement.status, arrangement.stderr).toBe(0);
+    const api = catalogClient(http(urls[0]!), org.headers);
+    await api.subscriber('metered');
+    await api.subscribe('metered', 'basic');
+    const usageCount = async () =>
+      (await http(urls[1]!)({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json().count as number;
+    const before = await usageCount();
+
+    const total = 300;
+    const answers = await Promise.all(
+      Array.from({ length: total }, (_, i) => check(urls[i % 2]!, 'metered', i % 10 === 0 ? 'no-such-feature' : 'seats')),
+    );
+    const answered = answers.filter((res) => res.statusCode === 200).length;
+    expect(answered).toBe(total - total / 10);
+    expect(answers.filter((res) => res.statusCode === 404)).toHaveLength(total / 10);
+    expect(await usageCount()).toBe(before + answered);
+  });
+});
+
 describe('degraded but up', () => {
   it('keeps answering with admin (and so Postgres) stopped: warm and Redis-held subscribers', async () => {
     const api = catalogClient(http(urls[0]!), org.headers);
@@ -237,7 +263,7 @@ describe('degraded but up', () => {
       timeout: 30_000,
     });
     expect(result.status, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ organizations: 1, subscribers: 4 });
+    expect(JSON.parse(result.stdout)).toEqual({ organizations: 1, subscribers: 5 });
     expect(await redis.hget(keys.subscriber(org.organization_id, 'cold'), 'v')).not.toBeNull();
     expect(await redis.hget(keys.catalog(org.organization_id), 'v')).not.toBeNull();
     expect(await onBoth('cold', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));

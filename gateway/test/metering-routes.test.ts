@@ -1,0 +1,122 @@
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@ent/common/clock';
+import { publishArrangement, saveArrangement, type Arrangement } from '@ent/common/metering/arrangement';
+import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
+import { catalogClient, injector } from './helpers.ts';
+
+const START = Date.UTC(2031, 4, 10, 12, 0, 0, 0);
+const DAY = 24 * 60 * 60 * 1000;
+const clock = new ManualClock(START);
+let ctx: AdminTestContext;
+let gateway: GatewayApp;
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock });
+  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = ctx.app.server.address() as AddressInfo;
+  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, clock, logger: false });
+  await gateway.ready();
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await ctx?.close();
+});
+
+/** A fresh organization with one subscriber on a plan granting `seats`, under the given arrangement. */
+async function organizationWith(arrangement: Arrangement): Promise<TestOrganization> {
+  const org = await createTestOrganization(ctx.db, `Metered ${Math.random()}`);
+  await saveArrangement(ctx.db, org.organization_id, arrangement);
+  await publishArrangement(ctx.redis, ctx.app.redisKeys, org.organization_id, arrangement);
+  const api = catalogClient(injector(gateway), org.headers);
+  await api.feature('seats', 'limit');
+  await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+  await api.subscriber('alice');
+  await api.subscribe('alice', 'basic');
+  return org;
+}
+
+const check = (org: TestOrganization, feature = 'seats') =>
+  gateway.inject({ method: 'POST', url: '/org/subscribers/alice/entitlements/check', headers: org.headers, payload: { feature } });
+const list = (org: TestOrganization) =>
+  gateway.inject({ method: 'GET', url: '/org/subscribers/alice/entitlements', headers: org.headers });
+const usage = async (org: TestOrganization) =>
+  (await gateway.inject({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json();
+const headersOf = (res: Awaited<ReturnType<typeof check>>) => ({
+  limit: res.headers['x-svc-eval-limit'],
+  used: res.headers['x-svc-eval-used'],
+  warn: res.headers['x-svc-eval-warn'],
+});
+
+describe('eval headers and the monthly allotment through the eval routes', () => {
+  it('walks 80%, 100%, grace, 409 on both routes after 7 days, and the reset on the first of the month', async () => {
+    clock.set(START);
+    const org = await organizationWith({ plan: 'free', evalLimit: 10, blocking: true, burstPerSecond: 10_000 });
+    const seen = [];
+    for (let i = 1; i <= 11; i++) {
+      const res = i % 2 ? await check(org) : await list(org);
+      expect(res.statusCode).toBe(200);
+      seen.push(headersOf(res));
+    }
+    expect(seen[6]).toEqual({ limit: '10', used: '7', warn: undefined });
+    expect(seen[7]).toEqual({ limit: '10', used: '8', warn: '80' });
+    expect(seen[9]).toEqual({ limit: '10', used: '10', warn: '100' });
+    expect(seen[10]).toEqual({ limit: '10', used: '11', warn: 'grace' });
+    expect(await usage(org)).toMatchObject({ count: 11, warn: '100', allowed: true, blocking: true });
+
+    clock.advance(7 * DAY);
+    for (const res of [await check(org), await list(org)]) {
+      expect(res.statusCode).toBe(409);
+      expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'evals', value: '2031-05' } });
+      expect(res.headers['x-svc-eval-warn']).toBe('grace');
+    }
+    expect(await usage(org)).toMatchObject({ count: 11, warn: 'grace', allowed: false });
+    // The rest of the API keeps working.
+    expect((await gateway.inject({ method: 'GET', url: '/org/plans', headers: org.headers })).statusCode).toBe(200);
+
+    clock.set(Date.UTC(2031, 5, 1, 0, 0, 0, 0));
+    const next = await check(org);
+    expect(next.statusCode).toBe(200);
+    expect(headersOf(next)).toEqual({ limit: '10', used: '1', warn: undefined });
+    expect(await usage(org)).toMatchObject({ period: '2031-06', count: 1, warn: null, allowed: true });
+  });
+
+  it('keeps answering past the limit when non-blocking', async () => {
+    clock.set(START);
+    const org = await organizationWith({ plan: 'enterprise', evalLimit: 2, blocking: false, burstPerSecond: 10_000 });
+    await check(org);
+    await check(org);
+    clock.advance(8 * DAY); // past the grace period, same month
+    const res = await check(org);
+    expect(res.statusCode).toBe(200);
+    expect(headersOf(res)).toEqual({ limit: '2', used: '3', warn: '100' });
+  });
+
+  it('sends no eval headers for an unlimited organization', async () => {
+    clock.set(START);
+    const org = await organizationWith({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 10_000 });
+    const res = await check(org);
+    expect(res.statusCode).toBe(200);
+    expect(headersOf(res)).toEqual({ limit: undefined, used: undefined, warn: undefined });
+    expect(await usage(org)).toMatchObject({ gated: false, reason: 'unlimited', count: 1 });
+  });
+});
+
+describe('burst', () => {
+  it('answers 429 RATE_LIMITED with Retry-After past the burst, and counts only the 2xx answers', async () => {
+    clock.set(START + 500);
+    const org = await organizationWith({ plan: 'free', evalLimit: 1000, blocking: true, burstPerSecond: 5 });
+    const answers = await Promise.all(Array.from({ length: 8 }, () => check(org)));
+    const statuses = answers.map((res) => res.statusCode).sort();
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    const refused = answers.find((res) => res.statusCode === 429)!;
+    expect(refused.json().error).toMatchObject({ code: 'RATE_LIMITED', type: 'rate_limit_error' });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // 404s are not counted either.
+    clock.advance(1000);
+    expect((await check(org, 'no-such-feature')).statusCode).toBe(404);
+    expect((await usage(org)).count).toBe(5);
+  });
+});
