@@ -1,4 +1,6 @@
 import { decodeTime, encodeTime, monotonicFactory } from 'ulidx';
+import type { Selectable } from 'kysely';
+import type { AuditEventsTable } from '@ent/common/db/database';
 import { isWellFormedApiKey } from '@ent/common/auth/api-key';
 import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit';
 
@@ -68,24 +70,12 @@ export function recordableDetails(details: Record<string, unknown> | null): Reco
   return recorded;
 }
 
-export interface AuditEntryRow {
-  id: string;
-  organization_id: string;
-  occurred_at: Date;
-  request_id: string;
-  actor_member_id: string;
-  actor_auth_type: 'member_apikey' | 'member_session';
-  actor_key_prefix: string;
-  service: 'api' | 'identity';
-  method: string;
-  route: string;
-  params: Record<string, string>;
-  ip: string;
-  user_agent: string | null;
+/** An entry as the read route selects it: the appended row and its latest outcome. */
+export type AuditEntryRow = Omit<Selectable<AuditEventsTable>, 'recorded_at'> & {
   outcome: AuditOutcomeName | null;
   status: number | null;
   details: Record<string, unknown> | null;
-}
+};
 
 export const toAuditEventBody = (row: AuditEntryRow): AuditEventBody => {
   const outcome = row.outcome ?? 'pending';
