@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Cluster } from 'ioredis';
 import type { Kysely } from 'kysely';
 import { ManualClock, systemClock, type Clock } from '@ent/common/clock';
 import { loadConfig, type Config } from '@ent/common/config';
@@ -20,6 +21,15 @@ export interface AdminTestContext {
   redis: RedisClient;
   clock: Clock;
   close(): Promise<void>;
+}
+
+/** Deletes a test's keys on a single Redis or on every master of a cluster (one key per DEL: no cross-slot). */
+async function deleteKeys(redis: RedisClient, pattern: string): Promise<void> {
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  for (const node of nodes) {
+    const keys = await node.keys(pattern);
+    await Promise.all(keys.map((key) => redis.del(key)));
+  }
 }
 
 /** A unique Redis key prefix per test file, so files never see each other's keys. */
@@ -61,8 +71,7 @@ export async function createAdminContext(
       await app.close();
       await db.destroy();
       await ownerDb.destroy();
-      const keys = await redis.keys(`${config.redisKeyPrefix}:*`);
-      if (keys.length) await redis.del(...keys);
+      await deleteKeys(redis, `${config.redisKeyPrefix}:*`);
       redis.disconnect();
       await database.drop();
     },

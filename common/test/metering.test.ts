@@ -12,7 +12,7 @@ import type { EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
 import { createEvalMeter } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
 import { currentUsage } from '@ent/common/metering/usage';
-import { redisCluster, singleRedis } from './metering-redis-setups.ts';
+import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 
 const SECOND = 1000;
 const DAY = 24 * 60 * 60 * SECOND;

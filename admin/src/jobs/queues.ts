@@ -1,5 +1,7 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { Cluster } from 'ioredis';
 import type { Config } from '@ent/common/config';
+import { clusterNodesOf } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 
 /** Every queue and the payload of its jobs. Add a queue here first; workers and producers follow the map. */
@@ -23,12 +25,30 @@ export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, 
 
 export const QUEUE_NAMES: QueueName[] = ['snapshots', 'audit-settle', 'webhook-delivery', 'override-expiry'];
 
-/** BullMQ needs its own connection options (blocking commands); the prefix carries one hash tag for Cluster. */
-export function queueConnection(config: Config): { connection: ConnectionOptions; prefix: string } {
-  const url = new URL(config.redisUrl.replace('redis+cluster://', 'redis://'));
+export interface QueueConnection {
+  connection: ConnectionOptions;
+  prefix: string;
+  /** Ends the connection this made (a Cluster client BullMQ shares and so never closes itself). */
+  close(): Promise<void>;
+}
+
+/**
+ * BullMQ's own connection (blocking commands, no per-command retry limit) and its prefix, whose one hash tag
+ * keeps each queue's keys on one Redis Cluster slot. On a cluster BullMQ is handed a Cluster client.
+ */
+export function queueConnection(config: Config): QueueConnection {
+  const prefix = redisKeys(config.redisKeyPrefix).queuePrefix;
+  const nodes = clusterNodesOf(config);
+  if (nodes.length) {
+    const cluster = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
+    cluster.on('error', () => {});
+    return { connection: cluster, prefix, close: () => cluster.quit().then(() => undefined, () => cluster.disconnect()) };
+  }
+  const url = new URL(config.redisUrl);
   return {
     connection: { host: url.hostname, port: Number(url.port || 6379), maxRetriesPerRequest: null },
-    prefix: redisKeys(config.redisKeyPrefix).queuePrefix,
+    prefix,
+    close: async () => {},
   };
 }
 
@@ -39,16 +59,22 @@ export const defaultJobOptions: JobsOptions = {
   removeOnFail: 5000,
 };
 
+const connectionOfQueues = new WeakMap<Queues, QueueConnection>();
+
 export function createQueues(config: Config): Queues {
-  const options = { ...queueConnection(config), defaultJobOptions };
-  return {
+  const connection = queueConnection(config);
+  const options = { connection: connection.connection, prefix: connection.prefix, defaultJobOptions };
+  const queues = {
     snapshots: new Queue('snapshots', options),
     'audit-settle': new Queue('audit-settle', options),
     'webhook-delivery': new Queue('webhook-delivery', options),
     'override-expiry': new Queue('override-expiry', options),
   } as Queues;
+  connectionOfQueues.set(queues, connection);
+  return queues;
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map((queue) => queue.close()));
+  await connectionOfQueues.get(queues)?.close();
 }

@@ -4,7 +4,8 @@ import { queueConnection } from './queues.ts';
 
 /** Starts a BullMQ worker per job definition and schedules the repeatable ones; returns a stop function. */
 export async function startWorkers(deps: JobDependencies): Promise<() => Promise<void>> {
-  const { connection, prefix } = queueConnection(deps.config);
+  const shared = queueConnection(deps.config);
+  const { connection, prefix } = shared;
   const workers = jobDefinitions.map(
     (definition) =>
       new Worker(definition.queue, definition.processor(deps), {
@@ -24,5 +25,6 @@ export async function startWorkers(deps: JobDependencies): Promise<() => Promise
   }
   return async () => {
     await Promise.all(workers.map((worker) => worker.close()));
+    await shared.close();
   };
 }

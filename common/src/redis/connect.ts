@@ -17,19 +17,26 @@ export function createRedis(
     commandTimeout: config.redisCommandTimeoutMs,
     ...overrides,
   };
-  const clusterNodes = config.redisClusterNodes.length
+  const nodes = clusterNodesOf(config);
+  if (nodes.length) {
+    return quietConnectionErrors(new Cluster(nodes, { enableAutoPipelining: true, redisOptions: options }));
+  }
+  return quietConnectionErrors(new Redis(config.redisUrl, options));
+}
+
+/** The cluster's seed nodes (REDIS_CLUSTER_NODES, or a redis+cluster:// URL); empty for a single Redis. */
+export function clusterNodesOf(
+  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>,
+): { host: string; port: number }[] {
+  const listed = config.redisClusterNodes.length
     ? config.redisClusterNodes
     : config.redisUrl.startsWith('redis+cluster://')
       ? config.redisUrl.replace('redis+cluster://', '').split(',')
       : [];
-  if (clusterNodes.length) {
-    const nodes = clusterNodes.map((node) => {
-      const [host, port] = node.split(':');
-      return { host: host ?? '127.0.0.1', port: Number(port ?? 6379) };
-    });
-    return quietConnectionErrors(new Cluster(nodes, { enableAutoPipelining: true, redisOptions: options }));
-  }
-  return quietConnectionErrors(new Redis(config.redisUrl, options));
+  return listed.map((node) => {
+    const [host, port] = node.split(':');
+    return { host: host || '127.0.0.1', port: Number(port || 6379) };
+  });
 }
 
 /**

@@ -7,7 +7,7 @@ export interface RedisSetup {
   start(): Promise<{ config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>; stop(): Promise<void> }>;
 }
 
-const clusterScript = new URL('../../scripts/redis-cluster.sh', import.meta.url).pathname;
+const clusterScript = new URL('../scripts/redis-cluster.sh', import.meta.url).pathname;
 
 export const singleRedis: RedisSetup = {
   name: 'a single Redis',
