@@ -19,7 +19,9 @@ export function createRedis(
   };
   const nodes = clusterNodesOf(config);
   if (nodes.length) {
-    return quietConnectionErrors(new Cluster(nodes, { enableAutoPipelining: true, redisOptions: options }));
+    return quietConnectionErrors(
+      new Cluster(nodes, { enableAutoPipelining: options.enableAutoPipelining, redisOptions: options }),
+    );
   }
   return quietConnectionErrors(new Redis(config.redisUrl, options));
 }
