@@ -8,9 +8,9 @@ import type { EvalMeter } from '@ent/common/metering/contract';
 import { createGateBatcher } from '@ent/common/metering/gate-batcher';
 import { toGateResult } from '@ent/common/metering/meter';
 import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
-import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { buildGatewayApp } from '../../gateway/src/app.ts';
+import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
 
 // KEYS[1] catalog, KEYS[2] auth, KEYS[2+i] subscriber of eval i; replies in eval-gate-batch.lua's shape.
 const VERSIONS_ONLY = `
@@ -24,7 +24,8 @@ end
 return out`;
 
 const config = loadConfig();
-const redis = createRedis(config);
+// The very client the real gateway uses, so the two differ only in what the gate script does.
+const redis = createGatewayRedis(config);
 const keys = redisKeys(config.redisKeyPrefix);
 redis.defineCommand('versionsOnly', { lua: VERSIONS_ONLY });
 const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
