@@ -16,14 +16,11 @@ export interface QueuePayloads {
   'audit-settle': { olderThanMs: number };
   /** One webhook delivery attempt sequence for one event. */
   'webhook-delivery': { deliveryId: string };
-  /** Repeatable: expired overrides republish their subscriber's snapshot (eviction; expiry itself is exact). */
-  'override-expiry': { organizationId?: string };
 }
 
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
 
-export const QUEUE_NAMES: QueueName[] = ['snapshots', 'audit-settle', 'webhook-delivery', 'override-expiry'];
 
 export interface QueueConnection {
   connection: ConnectionOptions;
@@ -68,7 +65,6 @@ export function createQueues(config: Config): Queues {
     snapshots: new Queue('snapshots', options),
     'audit-settle': new Queue('audit-settle', options),
     'webhook-delivery': new Queue('webhook-delivery', options),
-    'override-expiry': new Queue('override-expiry', options),
   } as Queues;
   connectionOfQueues.set(queues, connection);
   return queues;
