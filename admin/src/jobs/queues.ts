@@ -21,6 +21,8 @@ export interface QueuePayloads {
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
 
+export const QUEUE_NAMES: QueueName[] = ['snapshots', 'audit-settle', 'webhook-delivery'];
+
 
 export interface QueueConnection {
   connection: ConnectionOptions;
