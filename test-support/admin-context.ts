@@ -89,3 +89,18 @@ export async function createTestOrganization(db: Kysely<Database>, name = 'Test 
   const created = await createOrganization(db, name);
   return { ...created, headers: { 'x-api-key': created.api_key } };
 }
+
+/** A subscriber's snapshot version as Postgres holds it (bumped by every write to it). */
+export async function subscriberVersion(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+): Promise<number> {
+  const row = await db
+    .selectFrom('subscribers')
+    .select('version')
+    .where('organization_id', '=', organizationId)
+    .where('subscriber_id', '=', subscriberId)
+    .executeTakeFirstOrThrow();
+  return row.version;
+}

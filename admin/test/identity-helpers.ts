@@ -1,4 +1,10 @@
-import type { AdminTestContext } from '../../test-support/admin-context.ts';
+import type { Clock } from '@ent/common/clock';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 
 export interface CommittedWrite {
   method: string;
@@ -39,4 +45,23 @@ export function caller(ctx: AdminTestContext, apiKey: string) {
     put: (url: string, payload: object) => ctx.app.inject({ method: 'PUT', url, headers, payload }),
     delete: (url: string) => ctx.app.inject({ method: 'DELETE', url, headers }),
   };
+}
+
+export interface IdentityTestContext {
+  ctx: AdminTestContext;
+  /** The organization under test, with a full-access admin key; `api` calls as it. */
+  org: TestOrganization;
+  /** A second organization, for tenant isolation. */
+  other: TestOrganization;
+  writes: CommittedWrite[];
+  api: ReturnType<typeof caller>;
+}
+
+/** The setup every identity test file shares: its own database, two organizations, the write log. */
+export async function identityTestContext(options: { clock?: Clock } = {}): Promise<IdentityTestContext> {
+  const ctx = await createAdminContext(options);
+  const writes = captureWrites(ctx);
+  const org = await createTestOrganization(ctx.db, 'Acme');
+  const other = await createTestOrganization(ctx.db, 'Other');
+  return { ctx, org, other, writes, api: caller(ctx, org.api_key) };
 }

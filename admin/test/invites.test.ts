@@ -1,28 +1,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createAdminContext,
-  createTestOrganization,
   ManualClock,
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { INVITE_TTL_MS, redeemInvite } from '../src/features/invites/service.ts';
-import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
+import {
+  caller,
+  identityTestContext,
+  lastWrite,
+  type CommittedWrite,
+  type IdentityTestContext,
+} from './identity-helpers.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
 let other: TestOrganization;
 let writes: CommittedWrite[];
-let api: ReturnType<typeof caller>;
+let api: IdentityTestContext['api'];
 const clock = new ManualClock(Date.parse('2026-11-22T12:00:00.000Z'));
 
 beforeAll(async () => {
-  ctx = await createAdminContext({ clock });
-  writes = captureWrites(ctx);
-  org = await createTestOrganization(ctx.db, 'Acme');
-  other = await createTestOrganization(ctx.db, 'Other');
-  api = caller(ctx, org.api_key);
+  ({ ctx, org, other, writes, api } = await identityTestContext({ clock }));
 });
 afterAll(() => ctx.close());
 

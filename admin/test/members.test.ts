@@ -1,25 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createAdminContext,
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
+import {
+  caller,
+  identityTestContext,
+  lastWrite,
+  type CommittedWrite,
+  type IdentityTestContext,
+} from './identity-helpers.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
 let other: TestOrganization;
 let writes: CommittedWrite[];
-let api: ReturnType<typeof caller>;
+let api: IdentityTestContext['api'];
 
 beforeAll(async () => {
-  ctx = await createAdminContext();
-  writes = captureWrites(ctx);
-  org = await createTestOrganization(ctx.db, 'Acme');
-  other = await createTestOrganization(ctx.db, 'Other');
-  api = caller(ctx, org.api_key);
+  ({ ctx, org, other, writes, api } = await identityTestContext());
 });
 afterAll(() => ctx.close());
 
@@ -90,7 +91,10 @@ describe('GET /org/members', () => {
     ]) {
       const res = await api.get(url);
       expect(res.statusCode, url).toBe(422);
-      expect(res.json().error, url).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after' } });
+      expect(res.json().error, url).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: { field: 'starting_after' },
+      });
     }
   });
 

@@ -6,6 +6,7 @@ import {
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
+  subscriberVersion,
 } from '../../test-support/admin-context.ts';
 
 const NOW = Date.parse('2027-03-15T12:00:00.000Z');
@@ -66,15 +67,7 @@ const listedFeatures = async (path: string) => {
   expect(res.statusCode).toBe(200);
   return (res.json().overrides as Array<{ feature: string }>).map((o) => o.feature);
 };
-const versionOf = async (subscriberId: string) =>
-  (
-    await ctx.db
-      .selectFrom('subscribers')
-      .select('version')
-      .where('organization_id', '=', org.organization_id)
-      .where('subscriber_id', '=', subscriberId)
-      .executeTakeFirstOrThrow()
-  ).version;
+const versionOf = (subscriberId: string) => subscriberVersion(ctx.db, org.organization_id, subscriberId);
 
 describe('PUT .../overrides/{feature_key}', () => {
   it('creates a flag override with 200 and reports what it created', async () => {
@@ -297,7 +290,10 @@ describe('GET .../overrides', () => {
     for (const cursor of ['nope', 'a', 'zzz']) {
       const res = await get(`${url('carol')}?starting_after=${cursor}`);
       expect(res.statusCode, cursor).toBe(422);
-      expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
+      expect(res.json().error).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: { field: 'starting_after', value: cursor },
+      });
     }
   });
 

@@ -4,6 +4,7 @@ import {
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
+  subscriberVersion,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 
@@ -27,15 +28,7 @@ const patch = (id: string, payload: unknown, headers = org.headers) =>
   });
 const get = (url: string, headers = org.headers) => ctx.app.inject({ method: 'GET', url, headers });
 
-const versionOf = async (subscriberId: string) =>
-  (
-    await ctx.db
-      .selectFrom('subscribers')
-      .select('version')
-      .where('organization_id', '=', org.organization_id)
-      .where('subscriber_id', '=', subscriberId)
-      .executeTakeFirstOrThrow()
-  ).version;
+const versionOf = (subscriberId: string) => subscriberVersion(ctx.db, org.organization_id, subscriberId);
 
 describe('POST /org/subscribers', () => {
   it('creates a subscriber and returns it with 201', async () => {
@@ -159,11 +152,17 @@ describe('GET /org/subscribers', () => {
     expect(all.json().has_more).toBe(false);
   });
 
-  it.each(['0', 'zzz', 'nobody'])('refuses starting_after=%s, which names no subscriber, with 422', async (cursor) => {
-    const res = await get(`/org/subscribers?starting_after=${cursor}`);
-    expect(res.statusCode).toBe(422);
-    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
-  });
+  it.each(['0', 'zzz', 'nobody'])(
+    'refuses starting_after=%s, which names no subscriber, with 422',
+    async (cursor) => {
+      const res = await get(`/org/subscribers?starting_after=${cursor}`);
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: { field: 'starting_after', value: cursor },
+      });
+    },
+  );
 
   it.each(['limit=0', 'limit=101', 'limit=abc', 'colour=blue', 'starting_after='])(
     'refuses ?%s with 422',

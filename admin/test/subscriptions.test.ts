@@ -6,6 +6,7 @@ import {
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
+  subscriberVersion,
 } from '../../test-support/admin-context.ts';
 
 let ctx: AdminTestContext;
@@ -62,15 +63,7 @@ const list = async (subscriberId: string, query = '') => {
     has_more: boolean;
   };
 };
-const versionOf = async (subscriberId: string) =>
-  (
-    await ctx.db
-      .selectFrom('subscribers')
-      .select('version')
-      .where('organization_id', '=', org.organization_id)
-      .where('subscriber_id', '=', subscriberId)
-      .executeTakeFirstOrThrow()
-  ).version;
+const versionOf = (subscriberId: string) => subscriberVersion(ctx.db, org.organization_id, subscriberId);
 
 describe('POST .../subscriptions', () => {
   it('subscribes to a plan by key and returns 201 with the subscription', async () => {
@@ -351,7 +344,10 @@ describe('GET .../subscriptions', () => {
         headers: org.headers,
       });
       expect(res.statusCode, cursor).toBe(422);
-      expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after' } });
+      expect(res.json().error).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: { field: 'starting_after' },
+      });
     }
   });
 

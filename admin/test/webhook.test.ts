@@ -1,25 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAdminApp } from '../src/app.ts';
 import {
-  createAdminContext,
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { decryptSecret } from '@ent/common/crypto/secrets';
-import { caller, captureWrites, lastWrite, type CommittedWrite } from './identity-helpers.ts';
+import {
+  caller,
+  identityTestContext,
+  lastWrite,
+  type CommittedWrite,
+  type IdentityTestContext,
+} from './identity-helpers.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
 let writes: CommittedWrite[];
-let api: ReturnType<typeof caller>;
+let api: IdentityTestContext['api'];
 
 beforeAll(async () => {
-  ctx = await createAdminContext();
-  writes = captureWrites(ctx);
-  org = await createTestOrganization(ctx.db, 'Acme');
-  api = caller(ctx, org.api_key);
+  ({ ctx, org, writes, api } = await identityTestContext());
 });
 afterAll(() => ctx.close());
 
