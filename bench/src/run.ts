@@ -83,21 +83,32 @@ function redisCpuSeconds(): number {
   return value('used_cpu_user') + value('used_cpu_sys');
 }
 
+/** Script calls (EVALSHA) the Redis server has run so far: with requests, shows how evals are batched. */
+function redisScriptCalls(): number {
+  const info = spawnSync('redis-cli', ['-u', loadConfig().redisUrl, 'info', 'commandstats'], { encoding: 'utf8' }).stdout;
+  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
 interface Measured extends Figures {
   /** Server process CPU per request, microseconds. */
   serverCpuUs: number;
   redisCpuUs: number;
+  /** Evals per Redis script call (0 when the target calls no script). */
+  evalsPerCall: number;
 }
 
 async function measure(name: string, url: string, pid: number, apiKey: string): Promise<Measured> {
   const cpuBefore = processCpuSeconds(pid);
   const redisBefore = redisCpuSeconds();
+  const callsBefore = redisScriptCalls();
   const figures = await drive(name, url, apiKey, seconds);
   const perRequest = (seconds: number) => (seconds / Math.max(1, figures.requests)) * 1e6;
+  const scriptCalls = redisScriptCalls() - callsBefore;
   return {
     ...figures,
     serverCpuUs: perRequest(processCpuSeconds(pid) - cpuBefore),
     redisCpuUs: perRequest(redisCpuSeconds() - redisBefore),
+    evalsPerCall: scriptCalls > 0 ? figures.requests / scriptCalls : 0,
   };
 }
 
@@ -114,6 +125,7 @@ function summarize(name: string, runs: Measured[]): Measured {
     requests: runs.reduce((sum, r) => sum + r.requests, 0),
     serverCpuUs: median(runs.map((r) => r.serverCpuUs)),
     redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
+    evalsPerCall: median(runs.map((r) => r.evalsPerCall)),
   };
 }
 
@@ -240,7 +252,7 @@ try {
 
   const row = (f: Measured) =>
     `${f.name.padEnd(14)} ${f.rps.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   ` +
-    `cpu/req ${f.serverCpuUs.toFixed(0).padStart(4)} us + redis ${f.redisCpuUs.toFixed(0).padStart(3)} us   non-2xx ${f.non2xx}   errors ${f.errors}`;
+    `cpu/req ${f.serverCpuUs.toFixed(0).padStart(4)} us + redis ${f.redisCpuUs.toFixed(0).padStart(3)} us   evals/script call ${f.evalsPerCall ? f.evalsPerCall.toFixed(1) : '-'}   non-2xx ${f.non2xx}   errors ${f.errors}`;
   process.stdout.write(`\nmedians of ${rounds} rounds:\n${row(bare)}\n${row(gateway)}\n${row(unmetered)}\n`);
   const totalCpu = (f: Measured) => f.serverCpuUs + f.redisCpuUs;
   process.stdout.write(
@@ -257,6 +269,7 @@ try {
       .join('; ');
   log(pick('gateway_cache_requests_total'));
   log(pick('gateway_snapshot_rebuild_requests_total') || 'gateway_snapshot_rebuild_requests_total: none');
+  log(`gateway heap: ${pick('nodejs_heap_size_used_bytes')}; ${pick('nodejs_gc_duration_seconds_sum')}`);
 } finally {
   stopAll();
   await new Promise((resolve) => setTimeout(resolve, 1500));

@@ -1,8 +1,9 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import { errorHandling } from '@ent/common/http/error-handler';
+import { lazyChildLoggerFactory } from '@ent/common/http/lazy-child-logger';
 import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
@@ -39,7 +40,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     // The gateway is the public edge: it makes its own request ids and passes them on to admin.
     genReqId: newRequestId,
     ...sharedServerOptions(config),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLoggerFactory,
     // The gateway is the public edge: only proxies in front of it (if any) may say who the client is.
     trustProxy: config.gatewayTrustedProxies.length ? config.gatewayTrustedProxies : false,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -276,8 +276,13 @@ describe('one base URL', () => {
   it('serves /healthz, /readyz and /metrics', async () => {
     expect((await gateway.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await gateway.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', redis: 'ok', admin: 'ok' });
+    await gateway.inject({ method: 'GET', url: '/no/such/route' });
     const metrics = await gateway.inject({ method: 'GET', url: '/metrics' });
-    expect(metrics.body).toContain('http_request_duration_seconds');
+    expect(metrics.body).toMatch(/^http_request_duration_seconds_count\{route="\/healthz",method="GET",status="200"\} [1-9]\d*$/m);
+    expect(metrics.body).toMatch(
+      /^http_request_duration_seconds_count\{route="\/org\/subscribers\/:subscriber_id\/entitlements\/check",method="POST",status="200"\} [1-9]\d*$/m,
+    );
+    expect(metrics.body).toMatch(/^http_request_duration_seconds_bucket\{le="\+Inf",route="\/\*",method="GET",status="404"\} [1-9]\d*$/m);
     expect(metrics.body).toContain('gateway_cache_requests_total');
     expect((await ctx.app.inject({ method: 'GET', url: '/metrics' })).body).toContain('queue_depth');
   });

@@ -14,43 +14,94 @@ interface Waiting {
   settle: { resolve: (result: EvalGateResult) => void; reject: (error: unknown) => void }[];
 }
 
+/** The evals of one organization and month: the batch being collected and the calls under way. */
+interface Lane {
+  key: string;
+  open: Waiting | null;
+  inFlight: number;
+  holdTimer: NodeJS.Timeout | null;
+}
+
 /** Bounds one script call's work, so a burst of evals never holds Redis for long. */
 const MAX_EVALS_PER_CALL = 128;
+/**
+ * How long a batch may wait for its lane's call in flight before it is sent alongside it: long enough to
+ * cover a round trip on a busy machine, short enough that a stalled Redis delays no eval noticeably more
+ * than its own command timeout.
+ */
+const DEFAULT_MAX_HOLD_MS = 2;
 const REPLY_WIDTH = 8;
 
 /**
- * Collects the gate calls made during one event-loop turn and runs them as one script call per
- * organization and month, in arrival order. Each eval still sees exactly the state a call of its own would
- * have seen (the script applies them one after another, atomically), and still costs one round trip.
+ * Collects gate calls into one script call per organization and month, in arrival order. A batch is sent
+ * at the end of the event-loop turn, or, while a call of its lane is in flight, when that call returns (or
+ * the hold limit has passed): under load, batches grow with the round trip instead of Redis receiving one small
+ * call per turn. Each eval still sees exactly the state a call of its own would have seen (the script
+ * applies them one after another, atomically), and still costs one round trip.
  */
 export function createGateBatcher(
   run: (batch: GateBatch) => Promise<EvalGateBatchReply>,
   decode: (reply: EvalGateReply, nowMs: number) => EvalGateResult,
+  { maxHoldMs = DEFAULT_MAX_HOLD_MS }: { maxHoldMs?: number } = {},
 ) {
-  let waiting = new Map<string, Waiting>();
+  const lanes = new Map<string, Lane>();
+  const ready = new Set<Lane>();
   let scheduled = false;
 
-  async function send({ batch, settle }: Waiting): Promise<void> {
-    try {
-      const reply = await run(batch);
-      batch.evals.forEach((evalInput, i) => {
-        const slice = reply.slice(i * REPLY_WIDTH, (i + 1) * REPLY_WIDTH) as EvalGateReply;
-        try {
-          settle[i]!.resolve(decode(slice, evalInput.nowMs));
-        } catch (error) {
-          settle[i]!.reject(error);
-        }
-      });
-    } catch (error) {
-      for (const { reject } of settle) reject(error);
+  function settleAll({ batch, settle }: Waiting, reply: EvalGateBatchReply): void {
+    batch.evals.forEach((evalInput, i) => {
+      const slice = reply.slice(i * REPLY_WIDTH, (i + 1) * REPLY_WIDTH) as EvalGateReply;
+      try {
+        settle[i]!.resolve(decode(slice, evalInput.nowMs));
+      } catch (error) {
+        settle[i]!.reject(error);
+      }
+    });
+  }
+
+  function dispatch(lane: Lane): void {
+    const waiting = lane.open;
+    if (lane.holdTimer) {
+      clearTimeout(lane.holdTimer);
+      lane.holdTimer = null;
+    }
+    if (!waiting) return;
+    lane.open = null;
+    lane.inFlight += 1;
+    run(waiting.batch).then(
+      (reply) => {
+        returned(lane);
+        settleAll(waiting, reply);
+      },
+      (error: unknown) => {
+        returned(lane);
+        for (const { reject } of waiting.settle) reject(error);
+      },
+    );
+  }
+
+  function returned(lane: Lane): void {
+    lane.inFlight -= 1;
+    if (lane.open) markReady(lane);
+    else if (lane.inFlight === 0) lanes.delete(lane.key);
+  }
+
+  function markReady(lane: Lane): void {
+    ready.add(lane);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
     }
   }
 
   function flush(): void {
     scheduled = false;
-    const ready = waiting;
-    waiting = new Map();
-    for (const entry of ready.values()) void send(entry);
+    for (const lane of ready) {
+      if (!lane.open) continue;
+      if (lane.inFlight === 0) dispatch(lane);
+      else lane.holdTimer ??= setTimeout(() => dispatch(lane), maxHoldMs);
+    }
+    ready.clear();
   }
 
   return {
@@ -58,18 +109,16 @@ export function createGateBatcher(
       return new Promise((resolve, reject) => {
         const period = periodOf(input.nowMs);
         const key = `${input.organizationId}\u0000${period}`;
-        let entry = waiting.get(key);
-        if (!entry || entry.batch.evals.length >= MAX_EVALS_PER_CALL) {
-          if (entry) void send(entry);
-          entry = { batch: { organizationId: input.organizationId, period, evals: [] }, settle: [] };
-          waiting.set(key, entry);
+        let lane = lanes.get(key);
+        if (!lane) {
+          lane = { key, open: null, inFlight: 0, holdTimer: null };
+          lanes.set(key, lane);
         }
-        entry.batch.evals.push(input);
-        entry.settle.push({ resolve, reject });
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(flush);
-        }
+        lane.open ??= { batch: { organizationId: input.organizationId, period, evals: [] }, settle: [] };
+        lane.open.batch.evals.push(input);
+        lane.open.settle.push({ resolve, reject });
+        if (lane.open.batch.evals.length >= MAX_EVALS_PER_CALL) dispatch(lane);
+        else markReady(lane);
       });
     },
   };

@@ -1,52 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-
-/** One labelled series of a counter, bound once: the hot path adds to a number. */
-export interface CounterSeries {
-  inc(): void;
-}
-
-/**
- * A Prometheus counter counted in plain numbers and handed to prom-client when /metrics is scraped, so an
- * eval pays an addition rather than a label hash per increment.
- */
-export class LocalCounter<Label extends string> {
-  private readonly series = new Map<string, { labels: Record<Label, string>; value: number; reported: number }>();
-  readonly counter: Counter<Label>;
-
-  constructor(name: string, help: string, private readonly labelNames: Label[], registers: Registry[]) {
-    const totals = this.series;
-    this.counter = new Counter<Label>({
-      name,
-      help,
-      labelNames,
-      registers,
-      collect() {
-        for (const entry of totals.values()) {
-          if (entry.value === entry.reported) continue;
-          this.inc(entry.labels, entry.value - entry.reported);
-          entry.reported = entry.value;
-        }
-      },
-    });
-  }
-
-  bind(labels: Record<Label, string>): CounterSeries {
-    const key = this.labelNames.map((name) => labels[name]).join('\u0000');
-    let entry = this.series.get(key);
-    if (!entry) {
-      entry = { labels, value: 0, reported: 0 };
-      this.series.set(key, entry);
-    }
-    const bound = entry;
-    return { inc: () => void bound.value++ };
-  }
-
-  inc(labels: Record<Label, string>): void {
-    this.bind(labels).inc();
-  }
-}
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { LocalCounter, LocalHistogram, type HistogramSeries } from './local-metrics.ts';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -69,13 +24,31 @@ export const metrics = fp(
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     const registers = [registry];
-    const requestDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Request duration by route template, method and status',
-      labelNames: ['route', 'method', 'status'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-      registers,
-    });
+    const requestDuration = new LocalHistogram(
+      'http_request_duration_seconds',
+      'Request duration by route template, method and status',
+      ['route', 'method', 'status'],
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registry,
+    );
+    // One observer per route template, holding its series by method and status: a response costs two map
+    // lookups, with no label object, hashing or route-options lookup.
+    const observerFor = (route: string) => {
+      const byMethod = new Map<string, Map<number, HistogramSeries>>();
+      return (request: FastifyRequest, reply: FastifyReply) => {
+        let byStatus = byMethod.get(request.method);
+        if (!byStatus) {
+          byStatus = new Map();
+          byMethod.set(request.method, byStatus);
+        }
+        let series = byStatus.get(reply.statusCode);
+        if (!series) {
+          series = requestDuration.bind({ route, method: request.method, status: String(reply.statusCode) });
+          byStatus.set(reply.statusCode, series);
+        }
+        series.observe(reply.elapsedTime / 1000);
+      };
+    };
     app.decorate('gatewayMetrics', {
       registry,
       cache: new LocalCounter(
@@ -98,11 +71,17 @@ export const metrics = fp(
         registers,
       }),
     });
+    app.addHook('onRoute', (route) => {
+      const observe = observerFor(route.url);
+      const hook: onResponseHookHandler = (request, reply, done) => {
+        observe(request, reply);
+        done();
+      };
+      route.onResponse = [...(route.onResponse ? [route.onResponse].flat() : []), hook];
+    });
+    const observeUnmatched = observerFor('unmatched');
     app.addHook('onResponse', (request, reply, done) => {
-      requestDuration.observe(
-        { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) },
-        reply.elapsedTime / 1000,
-      );
+      if (request.is404) observeUnmatched(request, reply);
       done();
     });
     app.get('/metrics', async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));

@@ -1,0 +1,65 @@
+import { Writable } from 'node:stream';
+import Fastify, { LogController } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { lazyChildLoggerFactory } from '../src/http/lazy-child-logger.ts';
+
+function appLogging(level: string) {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  const app = Fastify({
+    logger: { level, stream },
+    logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLoggerFactory,
+    genReqId: () => 'req_test',
+  });
+  return { app, lines };
+}
+
+describe('lazy request logger', () => {
+  it('logs enabled levels with the request id bound, like a pino child', async () => {
+    const { app, lines } = appLogging('warn');
+    app.get('/', async (request) => {
+      request.log.warn({ detail: 1 }, 'careful');
+      request.log.error('broken %s', 'badly');
+      return { ok: true };
+    });
+    expect((await app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
+    expect(lines).toMatchObject([
+      { level: 40, reqId: 'req_test', detail: 1, msg: 'careful' },
+      { level: 50, reqId: 'req_test', msg: 'broken badly' },
+    ]);
+  });
+
+  it('drops levels below the logger level and reports the level', async () => {
+    const { app, lines } = appLogging('warn');
+    let level = '';
+    app.get('/', async (request) => {
+      request.log.info('not shown');
+      request.log.debug('not shown either');
+      level = request.log.level;
+      return { ok: true };
+    });
+    await app.inject({ method: 'GET', url: '/' });
+    expect(lines).toEqual([]);
+    expect(level).toBe('warn');
+  });
+
+  it('honours a route-level log level and makes real children', async () => {
+    const { app, lines } = appLogging('warn');
+    app.get('/', { logLevel: 'info' }, async (request) => {
+      request.log.info('route info');
+      request.log.child({ part: 'inner' }).warn('from a child');
+      return { ok: true };
+    });
+    await app.inject({ method: 'GET', url: '/' });
+    expect(lines).toMatchObject([
+      { level: 30, reqId: 'req_test', msg: 'route info' },
+      { level: 40, reqId: 'req_test', part: 'inner', msg: 'from a child' },
+    ]);
+  });
+});
