@@ -255,11 +255,12 @@ try {
     `cpu/req ${f.serverCpuUs.toFixed(0).padStart(4)} us + redis ${f.redisCpuUs.toFixed(0).padStart(3)} us   evals/script call ${f.evalsPerCall ? f.evalsPerCall.toFixed(1) : '-'}   non-2xx ${f.non2xx}   errors ${f.errors}`;
   process.stdout.write(`\nmedians of ${rounds} rounds:\n${row(bare)}\n${row(gateway)}\n${row(unmetered)}\n`);
   const totalCpu = (f: Measured) => f.serverCpuUs + f.redisCpuUs;
+  const signedPercent = (fraction: number) => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(0)}%`;
   process.stdout.write(
     `ratio gateway/bare: throughput ${(gateway.rps / bare.rps).toFixed(2)}, p99 ${(gateway.p99 / Math.max(1, bare.p99)).toFixed(2)}x, ` +
       `cpu per request ${(totalCpu(gateway) / totalCpu(bare)).toFixed(2)}x\n` +
       `metering cost (gateway vs unmetered gateway): throughput ${(gateway.rps / unmetered.rps).toFixed(2)}, ` +
-      `cpu per request +${((totalCpu(gateway) / totalCpu(unmetered) - 1) * 100).toFixed(0)}%\n`,
+      `cpu per request ${signedPercent(totalCpu(gateway) / totalCpu(unmetered) - 1)}\n`,
   );
   const metrics = await (await fetch(`${gatewayUrl}/metrics`)).text();
   const pick = (name: string) =>

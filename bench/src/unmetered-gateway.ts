@@ -16,10 +16,11 @@ import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts'
 const VERSIONS_ONLY = `
 local catalog = tonumber(redis.call("HGET", KEYS[1], "v")) or 0
 local auth = tonumber(redis.call("HGET", KEYS[2], "v")) or 0
-local out = {}
+local out = {0, -1, 0, catalog, auth}
 for i = 3, #KEYS do
-  local subscriber = tonumber(redis.call("HGET", KEYS[i], "v")) or 0
-  for _, value in ipairs({0, 0, -1, 0, 0, catalog, subscriber, auth}) do out[#out + 1] = value end
+  out[#out + 1] = 0
+  out[#out + 1] = 0
+  out[#out + 1] = tonumber(redis.call("HGET", KEYS[i], "v")) or 0
 end
 return out`;
 

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import { describe, expect, it } from 'vitest';
 import type { EvalGateResult } from '../src/metering/contract.ts';
 import { createGateBatcher, type GateBatch } from '../src/metering/gate-batcher.ts';
-import type { EvalGateBatchReply, EvalGateReply } from '../src/metering/scripts.ts';
+import type { EvalGateBatchReply } from '../src/metering/scripts.ts';
 
 const NOW = Date.UTC(2026, 10, 22, 12);
 
@@ -11,16 +11,16 @@ function scriptedRedis(maxHoldMs = 60_000) {
   const calls: { subscribers: string[]; release: () => void; fail: (error: Error) => void }[] = [];
   const run = (batch: GateBatch) =>
     new Promise<EvalGateBatchReply>((resolve, reject) => {
-      const reply = batch.evals.flatMap((e, i) => [0, i + 1, -1, 0, 0, 1, Number(e.subscriberId.slice(1)), 1]);
+      const reply = [0, -1, 0, 1, 1, ...batch.evals.flatMap((e, i) => [0, i + 1, Number(e.subscriberId.slice(1))])];
       calls.push({
         subscribers: batch.evals.map((e) => `${batch.organizationId}/${e.subscriberId}`),
         release: () => resolve(reply as EvalGateBatchReply),
         fail: reject,
       });
     });
-  const decode = (reply: EvalGateReply): EvalGateResult => ({
+  const decode = (reply: EvalGateBatchReply, index: number): EvalGateResult => ({
     outcome: 'counted',
-    versions: { catalog: reply[5], subscriber: reply[6], auth: reply[7] },
+    versions: { catalog: reply[3]!, subscriber: reply[5 + index * 3 + 2]!, auth: reply[4]! },
     usage: null,
   });
   return { calls, batcher: createGateBatcher(run, decode, { maxHoldMs }) };

@@ -208,25 +208,39 @@ describe('arrangement changes (entctl org arrangement)', () => {
 });
 
 describe('gate reply mapping', () => {
+  // Header: status 0, limit, blocking, catalog version 1, auth version 3; then code, count, subscriber version.
+  const reply = (limit: number, ...evals: [number, number, number][]): [number, ...number[]] => [0, limit, 1, 1, 3, ...evals.flat()];
+
   it('maps every code and rejects an unknown one', () => {
     const now = at('2026-02-10T08:00:00.400Z');
-    expect(toGateResult([0, 8, 10, 1, 0, 1, 2, 3], now)).toEqual({
+    expect(toGateResult(reply(10, [0, 8, 2]), 0, now)).toEqual({
       outcome: 'counted',
       versions: { catalog: 1, subscriber: 2, auth: 3 },
       usage: { limit: 10, used: 8, warn: '80' },
     });
-    expect(toGateResult([0, 8, -1, 1, 0, 1, 2, 3], now)).toMatchObject({ outcome: 'counted', usage: null });
-    expect(toGateResult([1, 8, 10, 1, 0, 1, 2, 3], now)).toEqual({
+    expect(toGateResult(reply(-1, [0, 8, 2]), 0, now)).toMatchObject({ outcome: 'counted', usage: null });
+    expect(toGateResult(reply(10, [1, 8, 2]), 0, now)).toEqual({
       outcome: 'rate_limited',
       versions: { catalog: 1, subscriber: 2, auth: 3 },
       retryAfterSeconds: 1,
     });
-    expect(toGateResult([2, 10, 10, 1, now - GRACE_PERIOD_MS, 1, 2, 3], now)).toEqual({
+    expect(toGateResult(reply(10, [2, 10, 2]), 0, now)).toEqual({
       outcome: 'blocked',
       period: '2026-02',
       versions: { catalog: 1, subscriber: 2, auth: 3 },
       usage: { limit: 10, used: 10, warn: 'grace' },
     });
-    expect(() => toGateResult([9, 0, 0, 0, 0, 0, 0, 0], now)).toThrow(MeteringError);
+    expect(() => toGateResult(reply(10, [9, 0, 0]), 0, now)).toThrow(MeteringError);
+    expect(() => toGateResult([3], 0, now)).toThrow(MeteringError);
+  });
+
+  it("reads each eval's own slice of a batch reply and the shared header", () => {
+    const now = at('2026-02-10T08:00:00.400Z');
+    const batch = reply(100, [0, 5, 7], [1, 5, 8], [0, 6, 9]);
+    expect([0, 1, 2].map((i) => toGateResult(batch, i, now))).toEqual([
+      { outcome: 'counted', versions: { catalog: 1, subscriber: 7, auth: 3 }, usage: { limit: 100, used: 5, warn: null } },
+      { outcome: 'rate_limited', versions: { catalog: 1, subscriber: 8, auth: 3 }, retryAfterSeconds: 1 },
+      { outcome: 'counted', versions: { catalog: 1, subscriber: 9, auth: 3 }, usage: { limit: 100, used: 6, warn: null } },
+    ]);
   });
 });

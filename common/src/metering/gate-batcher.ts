@@ -1,6 +1,6 @@
 import type { EvalGateInput, EvalGateResult } from './contract.ts';
 import { periodOf } from './period.ts';
-import type { EvalGateBatchReply, EvalGateReply } from './scripts.ts';
+import type { EvalGateBatchReply } from './scripts.ts';
 
 /** Evals of one organization and one UTC month that are sent to Redis together. */
 export interface GateBatch {
@@ -30,7 +30,6 @@ const MAX_EVALS_PER_CALL = 128;
  * than its own command timeout.
  */
 const DEFAULT_MAX_HOLD_MS = 2;
-const REPLY_WIDTH = 8;
 
 /**
  * Collects gate calls into one script call per organization and month, in arrival order. A batch is sent
@@ -41,7 +40,8 @@ const REPLY_WIDTH = 8;
  */
 export function createGateBatcher(
   run: (batch: GateBatch) => Promise<EvalGateBatchReply>,
-  decode: (reply: EvalGateReply, nowMs: number) => EvalGateResult,
+  /** Eval `index` of a batch reply as the contract's result (throws when the reply says something else). */
+  decode: (reply: EvalGateBatchReply, index: number, nowMs: number) => EvalGateResult,
   { maxHoldMs = DEFAULT_MAX_HOLD_MS }: { maxHoldMs?: number } = {},
 ) {
   const lanes = new Map<string, Lane>();
@@ -50,9 +50,8 @@ export function createGateBatcher(
 
   function settleAll({ batch, settle }: Waiting, reply: EvalGateBatchReply): void {
     batch.evals.forEach((evalInput, i) => {
-      const slice = reply.slice(i * REPLY_WIDTH, (i + 1) * REPLY_WIDTH) as EvalGateReply;
       try {
-        settle[i]!.resolve(decode(slice, evalInput.nowMs));
+        settle[i]!.resolve(decode(reply, i, evalInput.nowMs));
       } catch (error) {
         settle[i]!.reject(error);
       }

@@ -11,10 +11,11 @@ import type {
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
 import { createGateBatcher } from './gate-batcher.ts';
 import {
+  GATE_REPLY_HEADER,
+  GATE_REPLY_WIDTH,
   withMeteringCommands,
   type EvalAdjustReply,
   type EvalGateBatchReply,
-  type EvalGateReply,
 } from './scripts.ts';
 import { headerWarn } from './usage.ts';
 
@@ -35,10 +36,13 @@ export class MeteringError extends Error {
   }
 }
 
-/** Maps the gate script's reply to the contract's result (the one place its codes are read). */
-export function toGateResult(reply: EvalGateReply, nowMs: number): EvalGateResult {
-  const [code, count, rawLimit, blocking, , catalog, subscriber, auth] = reply;
-  const versions: SnapshotVersions = { catalog, subscriber, auth };
+/** Maps eval `index` of the gate script's reply to the contract's result (the one place its codes are read). */
+export function toGateResult(reply: EvalGateBatchReply, index: number, nowMs: number): EvalGateResult {
+  const [, rawLimit = -1, blocking, catalog = 0, auth = 0] = reply;
+  const at = GATE_REPLY_HEADER + index * GATE_REPLY_WIDTH;
+  const code = reply[at];
+  const count = reply[at + 1] ?? 0;
+  const versions: SnapshotVersions = { catalog, subscriber: reply[at + 2] ?? 0, auth };
   const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: blocking === 1 };
   const usage = (used: number, stopped: boolean): EvalUsageHeaders | null =>
     cap.evalLimit === null ? null : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped) };

@@ -6,10 +6,14 @@ const lua = (name: string) => readFileSync(new URL(`../redis/lua/${name}`, impor
 const EVAL_GATE_BATCH = lua('eval-gate-batch.lua');
 const EVAL_ADJUST = lua('eval-adjust-2.lua');
 
-/** Raw replies; see each script's header. One eval's slice of the batch reply: */
-export type EvalGateReply = [number, number, number, number, number, number, number, number];
-/** 8 numbers per eval, or `[3]` when Redis holds no arrangement. */
+/**
+ * Raw replies; see each script's header. The batch reply is a header (status 0, limit, blocking, catalog
+ * version, auth version) then GATE_REPLY_WIDTH numbers per eval (code, count, subscriber version), or `[3]`
+ * when Redis holds no arrangement.
+ */
 export type EvalGateBatchReply = [number, ...number[]];
+export const GATE_REPLY_HEADER = 5;
+export const GATE_REPLY_WIDTH = 3;
 export type EvalAdjustReply = [number, number];
 
 export interface MeteringCommands {

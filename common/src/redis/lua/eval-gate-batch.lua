@@ -16,9 +16,9 @@
     ARGV[2]     grace period (ms) after first_over_at before a blocking arrangement stops evals
     ARGV[2+i]   now of eval i (ms since the epoch, from the application's clock; never Redis TIME)
 
-  Output: 8 numbers per eval, in order:
-    { code, count, limit (-1 = unlimited), blocking (0/1), first_over_at (0 = none),
-      catalog version, subscriber version, auth version }
+  Output: a header, then 3 numbers per eval, in order:
+    { 0, limit (-1 = unlimited), blocking (0/1), catalog version, auth version,
+      code_1, count_1, subscriber version_1, ..., code_N, count_N, subscriber version_N }
     code 0  counted
     code 1  rate limited (over the burst; not counted, does not use a burst slot)
     code 2  blocked (blocking arrangement past its grace period; not counted)
@@ -53,8 +53,8 @@ local window = tonumber(burstState[1])
 local admitted = tonumber(burstState[2]) or 0
 local admittedAny = false
 
-local out = {}
-local size = 0
+local out = {0, limitOut, blockingFlag, catalogVersion, authVersion}
+local size = 5
 for i = 1, #KEYS - 5 do
   local nowArg = ARGV[2 + i]
   local now = tonumber(nowArg)
@@ -91,13 +91,8 @@ for i = 1, #KEYS - 5 do
 
   out[size + 1] = code
   out[size + 2] = count
-  out[size + 3] = limitOut
-  out[size + 4] = blockingFlag
-  out[size + 5] = firstOverAt or 0
-  out[size + 6] = catalogVersion
-  out[size + 7] = subscriberVersion
-  out[size + 8] = authVersion
-  size = size + 8
+  out[size + 3] = subscriberVersion
+  size = size + 3
 end
 
 if admittedAny then
