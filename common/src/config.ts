@@ -25,6 +25,8 @@ export interface Config {
   /** Shared secret admin requires on /internal routes; empty disables the check (loopback deployments). */
   internalToken: string;
   bodyLimitBytes: number;
+  /** How many subscribers' resolved entitlements each gateway keeps in memory (least recently used go first). */
+  gatewayCacheSubscribers: number;
   /** Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`). */
   consoleUrl: string;
 }
@@ -37,6 +39,16 @@ const port = (env: Env, name: string, fallback: number): number => {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new Error(`${name} must be a TCP port (0-65535), got "${raw}"`);
+  }
+  return value;
+};
+
+const positiveInteger = (env: Env, name: string, fallback: number): number => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new Error(`${name} must be a positive integer, got "${raw}"`);
   }
   return value;
 };
@@ -57,7 +69,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: list(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'ent',
-    redisCommandTimeoutMs: Number(env.REDIS_COMMAND_TIMEOUT_MS || 1000),
+    redisCommandTimeoutMs: positiveInteger(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000),
     host: env.HOST || '127.0.0.1',
     gatewayPort: port(env, 'GATEWAY_PORT', 3000),
     adminPort,
@@ -68,7 +80,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     secretsKey: env.SECRETS_KEY || DEV_SECRETS_KEY,
     internalToken: env.INTERNAL_TOKEN || '',
-    bodyLimitBytes: Number(env.BODY_LIMIT_BYTES || 1024 * 1024),
+    bodyLimitBytes: positiveInteger(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    gatewayCacheSubscribers: positiveInteger(env, 'GATEWAY_CACHE_SUBSCRIBERS', 200_000),
     consoleUrl: env.CONSOLE_URL || 'https://console.entitlements.local',
   };
 }

@@ -27,7 +27,6 @@ export interface GatewayAppOptions {
   redis?: RedisClient;
   meter?: EvalMeter;
   logger?: FastifyServerOptions['logger'];
-  maxCachedSubscribers?: number;
 }
 
 export type GatewayApp = FastifyInstance;
@@ -53,7 +52,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(metrics);
   await app.register(adminClient);
   await app.register(principals);
-  await app.register(snapshotCache, { maxSubscribers: options.maxCachedSubscribers });
+  await app.register(snapshotCache, { maxSubscribers: config.gatewayCacheSubscribers });
   await app.register(meter, { meter: options.meter });
   await app.register(health);
   await app.register(evalRoutes);

@@ -235,6 +235,23 @@ describe('the warm path', () => {
     expect(await counter(gateway, 'gateway_snapshot_rebuild_requests_total')).toBe(rebuilds);
   });
 
+  it('keeps at most GATEWAY_CACHE_SUBSCRIBERS subscribers in memory, least recently used going first', async () => {
+    const small = await buildGatewayApp({ config: { ...gateway.config, gatewayCacheSubscribers: 1 }, clock, logger: false });
+    try {
+      const smallCheck = (subscriber: string) =>
+        small.inject({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers: org.headers, payload: { feature: 'seats' } });
+      const misses = () => counter(small, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
+      await smallCheck('alice');
+      await smallCheck('alice');
+      expect(await misses()).toBe(1);
+      await smallCheck('bob');
+      expect((await smallCheck('alice')).json()).toMatchObject({ feature: 'seats', source: 'plan' });
+      expect(await misses()).toBe(3);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('rebuilds correctly after Redis is flushed', async () => {
     const keys = await ctx.redis.keys(`${ctx.config.redisKeyPrefix}:*`);
     await ctx.redis.del(...keys);

@@ -25,7 +25,7 @@ export interface GatewayInfrastructureOptions {
 /**
  * The gateway's Redis connection fails fast instead of queueing while Redis is down (no offline queue, short
  * command timeout), so evals of cached subscribers keep answering and the others get a prompt 503.
- * Auto-pipelining is off: the gate batcher already sends one command per organization per event-loop turn,
+ * Auto-pipelining is off: the gate batcher already gathers an organization's evals into one command per round trip,
  * and ioredis's own per-turn pipeline on top of it only costs CPU (measured: about 15% of the gateway's
  * CPU per eval).
  */
