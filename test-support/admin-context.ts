@@ -20,6 +20,8 @@ export interface AdminTestContext {
   ownerDb: Kysely<Database>;
   redis: RedisClient;
   clock: Clock;
+  /** Queries run so far on `db`, the pool admin serves requests with (and the test sets data up with). */
+  queriesRun(): number;
   close(): Promise<void>;
 }
 
@@ -53,7 +55,13 @@ export async function createAdminContext(
 ): Promise<AdminTestContext> {
   const database = await createTestDatabase();
   const config = testConfig(database, options.config);
-  const db = createDb(config.databaseUrl, { max: 5 });
+  let queries = 0;
+  const db = createDb(config.databaseUrl, {
+    max: 5,
+    log: (event) => {
+      if (event.level === 'query') queries += 1;
+    },
+  });
   const ownerDb = createDb(config.databaseOwnerUrl, { max: 2 });
   const redis = createRedis(config);
   const clock = options.clock ?? systemClock;
@@ -67,6 +75,7 @@ export async function createAdminContext(
     ownerDb,
     redis,
     clock,
+    queriesRun: () => queries,
     async close() {
       await app.close();
       await db.destroy();

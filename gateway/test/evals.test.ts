@@ -226,13 +226,22 @@ describe('client-supplied forwarding headers', () => {
 });
 
 describe('the warm path', () => {
-  it('costs one Redis round trip and no snapshot rebuild', async () => {
+  it('costs one Redis round trip, no snapshot rebuild and no Postgres query', async () => {
     await check('alice', 'seats');
+    await list('alice');
     const trips = await counter(gateway, 'gateway_redis_round_trips_total');
     const rebuilds = await counter(gateway, 'gateway_snapshot_rebuild_requests_total');
-    for (let i = 0; i < 20; i++) expect((await check('alice', 'seats')).statusCode).toBe(200);
-    expect(await counter(gateway, 'gateway_redis_round_trips_total')).toBe(trips + 20);
+    const queries = ctx.queriesRun();
+    for (let i = 0; i < 20; i++) {
+      expect((await check('alice', 'seats')).statusCode).toBe(200);
+      expect((await list('alice')).statusCode).toBe(200);
+    }
+    expect(await counter(gateway, 'gateway_redis_round_trips_total')).toBe(trips + 40);
     expect(await counter(gateway, 'gateway_snapshot_rebuild_requests_total')).toBe(rebuilds);
+    expect(ctx.queriesRun()).toBe(queries);
+    // The count is live: a forwarded read does reach Postgres.
+    await gateway.inject({ method: 'GET', url: '/org/subscribers/alice', headers: org.headers });
+    expect(ctx.queriesRun()).toBeGreaterThan(queries);
   });
 
   it('keeps at most GATEWAY_CACHE_SUBSCRIBERS subscribers in memory, least recently used going first', async () => {

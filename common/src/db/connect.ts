@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type LogConfig } from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.ts';
 
@@ -10,6 +10,8 @@ export interface DbOptions {
   /** Fail fast when Postgres is unreachable instead of queueing requests behind a dead pool. */
   connectionTimeoutMillis?: number;
   statementTimeoutMillis?: number;
+  /** Kysely's query log: levels to log, or a function called with every query and error. */
+  log?: LogConfig;
 }
 
 export function createDb(connectionString: string, options: DbOptions = {}): Kysely<Database> {
@@ -21,7 +23,7 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.log });
 }
 
 /** Returns the URL with its database name replaced (same server, same credentials). */
