@@ -64,7 +64,7 @@ export function toGateResult(reply: EvalGateBatchReply, index: number, nowMs: nu
 
 /**
  * The eval meter of DESIGN.md §3: one atomic script call per eval (burst, monthly block, count, versions);
- * evals of one organization that arrive in the same event-loop turn share one call.
+ * evals of one organization that arrive while its previous call is in flight share the next one (gate-batcher.ts).
  * The arrangement is read from Redis on every call; when it is missing it is loaded, published and the call
  * is retried once.
  */
