@@ -33,25 +33,20 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
-const port = (env: Env, name: string, fallback: number): number => {
+/** An integer variable within [min, max], or `fallback` when unset; anything else stops the process at startup. */
+const integerIn = (env: Env, name: string, fallback: number, min: number, max: number, what: string): number => {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0 || value > 65535) {
-    throw new Error(`${name} must be a TCP port (0-65535), got "${raw}"`);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be ${what}, got "${raw}"`);
   }
   return value;
 };
 
-const positiveInteger = (env: Env, name: string, fallback: number): number => {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  }
-  return value;
-};
+const port = (env: Env, name: string, fallback: number) => integerIn(env, name, fallback, 0, 65535, 'a TCP port (0-65535)');
+const positiveInteger = (env: Env, name: string, fallback: number) =>
+  integerIn(env, name, fallback, 1, Number.MAX_SAFE_INTEGER, 'a positive integer');
 
 const list = (raw: string | undefined): string[] =>
   (raw ?? '')
