@@ -29,6 +29,10 @@ export interface Config {
   gatewayCacheSubscribers: number;
   /** Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`). */
   consoleUrl: string;
+  /** After SIGTERM/SIGINT, how long /readyz answers 503 while requests are still served, so balancers stop sending. */
+  shutdownDrainDelayMs: number;
+  /** Hard limit from the signal to the exit: what has not finished by then is abandoned and the exit code is 1. */
+  shutdownTimeoutMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -58,6 +62,7 @@ const DEV_SECRETS_KEY = 'ZW50aXRsZW1lbnRzLWRldmVsb3BtZW50LWtleS0wMDA='; // 32 by
 
 export function loadConfig(env: Env = process.env): Config {
   const adminPort = port(env, 'ADMIN_PORT', 3001);
+  const shutdownTimeoutMs = integerIn(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000, 'milliseconds between 1 and 3600000');
   return {
     databaseUrl: env.DATABASE_URL || 'postgres://entitlements_app@127.0.0.1:5432/entitlements',
     databaseOwnerUrl: env.DATABASE_OWNER_URL || 'postgres://postgres@127.0.0.1:5432/entitlements',
@@ -78,5 +83,8 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: positiveInteger(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
     gatewayCacheSubscribers: positiveInteger(env, 'GATEWAY_CACHE_SUBSCRIBERS', 200_000),
     consoleUrl: env.CONSOLE_URL || 'https://console.entitlements.local',
+    // Below the timeout, so a drain always leaves time to close.
+    shutdownDrainDelayMs: integerIn(env, 'SHUTDOWN_DRAIN_DELAY_MS', 0, 0, shutdownTimeoutMs - 1, 'milliseconds below SHUTDOWN_TIMEOUT_MS'),
+    shutdownTimeoutMs,
   };
 }
