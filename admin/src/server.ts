@@ -1,19 +1,22 @@
 import { loadConfig } from '@ent/common/config';
+import { ADMIN_SOCKET_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
+import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { buildAdminApp } from './app.ts';
 
 const config = loadConfig();
 const parentPid = parentToFollow();
 if (parentPid) exitWithParent(parentPid);
 const app = await buildAdminApp({ config });
+// A request still unanswered after this is cut off by admin itself, before the gateway's forward gives up.
+app.server.setTimeout(ADMIN_SOCKET_TIMEOUT_MS);
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    app.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
+installGracefulShutdown({
+  lifecycle: app.lifecycle,
+  drainDelayMs: config.shutdownDrainDelayMs,
+  timeoutMs: config.shutdownTimeoutMs,
+  close: () => app.close(),
+  log: (message) => app.log.warn(message),
+});
 
 await app.listen({ host: config.host, port: config.adminPort });

@@ -1,5 +1,6 @@
 import { loadConfig } from '@ent/common/config';
 import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
+import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { buildGatewayApp } from './app.ts';
 
 const config = loadConfig();
@@ -7,13 +8,14 @@ const parentPid = parentToFollow();
 if (parentPid) exitWithParent(parentPid);
 const app = await buildGatewayApp({ config });
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    app.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
+// app.close() stops listening, lets requests in flight finish, then runs the onClose hooks (the meter's hook
+// hands the evals counted offline to Redis, the clients disconnect).
+installGracefulShutdown({
+  lifecycle: app.lifecycle,
+  drainDelayMs: config.shutdownDrainDelayMs,
+  timeoutMs: config.shutdownTimeoutMs,
+  close: () => app.close(),
+  log: (message) => app.log.warn(message),
+});
 
 await app.listen({ host: config.host, port: config.gatewayPort });

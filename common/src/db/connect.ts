@@ -9,17 +9,42 @@ export interface DbOptions {
   max?: number;
   /** Fail fast when Postgres is unreachable instead of queueing requests behind a dead pool. */
   connectionTimeoutMillis?: number;
+  /** Server side: Postgres cancels a statement running longer (a lock wait included). */
   statementTimeoutMillis?: number;
+  /**
+   * Client side, for a server that stops answering altogether (partition, frozen host), which the statement
+   * timeout cannot catch. Defaults to the statement timeout plus a margin, so Postgres normally cancels first.
+   */
+  queryTimeoutMillis?: number;
+  /** Postgres ends a session left idle inside a transaction this long, releasing the locks it holds. */
+  idleInTransactionTimeoutMillis?: number;
+  /** TCP keepalive probes start after this much silence, so a dead peer is noticed on idle pooled connections. */
+  keepAliveInitialDelayMillis?: number;
   /** Kysely's query log: levels to log, or a function called with every query and error. */
   log?: LogConfig;
 }
 
+export const DB_TIMEOUT_DEFAULTS = {
+  connectionTimeoutMillis: 3000,
+  statementTimeoutMillis: 10_000,
+  /** Above the statement timeout: only a silent server reaches it. */
+  queryTimeoutMarginMillis: 500,
+  idleInTransactionTimeoutMillis: 10_000,
+  keepAliveInitialDelayMillis: 10_000,
+} as const;
+
 export function createDb(connectionString: string, options: DbOptions = {}): Kysely<Database> {
+  const statementTimeout = options.statementTimeoutMillis ?? DB_TIMEOUT_DEFAULTS.statementTimeoutMillis;
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
-    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 3000,
-    statement_timeout: options.statementTimeoutMillis ?? 10_000,
+    connectionTimeoutMillis: options.connectionTimeoutMillis ?? DB_TIMEOUT_DEFAULTS.connectionTimeoutMillis,
+    statement_timeout: statementTimeout,
+    query_timeout: options.queryTimeoutMillis ?? statementTimeout + DB_TIMEOUT_DEFAULTS.queryTimeoutMarginMillis,
+    idle_in_transaction_session_timeout:
+      options.idleInTransactionTimeoutMillis ?? DB_TIMEOUT_DEFAULTS.idleInTransactionTimeoutMillis,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: options.keepAliveInitialDelayMillis ?? DB_TIMEOUT_DEFAULTS.keepAliveInitialDelayMillis,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

@@ -3,6 +3,23 @@ import type { Config } from '../config.ts';
 import { notFound, validationError } from '../errors/app-error.ts';
 import { sendError } from './error-handler.ts';
 
+/**
+ * The slowest admin write that still commits, each step at its own timeout: the pending audit entry (1 s connect
+ * + 2 s statement), the write's transaction (3 s connect + 10.5 s, the client-side bound over the 10 s statement
+ * timeout), the post-commit Redis steps (snapshot write and announcement, 1 s command timeout each, with the
+ * rebuild enqueue waiting at most 250 ms beside them: 2.25 s counted) and the audit outcome (1 s + 2 s).
+ */
+export const ADMIN_WRITE_WORST_CASE_MS = 3000 + 13_500 + 2250 + 3000;
+
+/** Admin cuts off a request still unanswered (no bytes either way) after this: above its slowest write. */
+export const ADMIN_SOCKET_TIMEOUT_MS = 25_000;
+
+/**
+ * How long the gateway waits for admin's response headers (from the end of the request body) and between body
+ * chunks: above admin's own cut-off, so a write that commits is answered by admin, never 503 by the gateway.
+ */
+export const ADMIN_FORWARD_TIMEOUT_MS = 30_000;
+
 /** Path values (subscriber ids are up to 255 characters) fit, with room for percent-encoding. */
 const MAX_PARAM_LENGTH = 1024;
 
@@ -15,6 +32,10 @@ export function sharedServerOptions(config: Config): FastifyServerOptions {
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { removeAdditional: false } },
+    // While closing, a request that still arrives on an open keep-alive connection is served (with
+    // `Connection: close`) rather than refused with Fastify's own 503 body: the listener is already closed,
+    // so these are the last requests of connections that were in use, and the drain waits for them anyway.
+    return503OnClosing: false,
     frameworkErrors: (error, request, reply) => {
       const appError =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Pool } from 'undici';
+import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import type { Arrangement } from '@ent/common/metering/arrangement';
 import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 
@@ -35,8 +36,9 @@ export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
       connections: 128,
       keepAliveTimeout: 30_000,
       connect: { timeout: 2000 },
-      headersTimeout: 10_000,
-      bodyTimeout: 30_000,
+      // Defaults for the forwarded requests; the internal rebuild calls set their own, shorter ones.
+      headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
+      bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
     });
     const token = app.config.internalToken;
 

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
+import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus what the proxy sets itself. */
 const HOP_BY_HOP = new Set([
@@ -81,6 +82,9 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
           path: request.url,
           headers: requestHeaders(request),
           body: hasBody(request) ? request.raw : undefined,
+          // Longer than admin's slowest write, so one that commits is answered by admin, not 503 here.
+          headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
+          bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
         });
       } catch (error) {
         request.log.warn({ err: error }, 'admin unreachable');
