@@ -1,13 +1,20 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.ts';
+import { nodeOptions, redactRedisUrl, redisTarget, type RedisNode } from './redis-url.ts';
 
 export type RedisClient = Redis | Cluster;
 
-/** A single node or a cluster (REDIS_CLUSTER_NODES, or a redis+cluster:// URL), auto-pipelined. */
+type RedisConfig = Pick<Config, 'redisUrl' | 'redisClusterNodes'>;
+
+/**
+ * A single node or a cluster (REDIS_CLUSTER_NODES, or a redis+cluster:// URL), auto-pipelined, logged in with
+ * REDIS_URL's user, password, database and TLS. Throws RedisUrlError for a URL it cannot read.
+ */
 export function createRedis(
-  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'> & Partial<Pick<Config, 'redisCommandTimeoutMs'>>,
+  config: RedisConfig & Partial<Pick<Config, 'redisCommandTimeoutMs'>>,
   overrides: RedisOptions = {},
 ): RedisClient {
+  const target = redisTarget(config);
   const options: RedisOptions = {
     enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
@@ -15,30 +22,63 @@ export function createRedis(
     // A Redis that hangs (paused, partitioned) must turn into an error the callers handle (evals fail open
     // or answer 503, writes skip the write-through), never into requests that wait forever.
     commandTimeout: config.redisCommandTimeoutMs,
+    ...nodeOptions(target),
     ...overrides,
   };
-  const nodes = clusterNodesOf(config);
-  if (nodes.length) {
+  if (target.cluster) {
     return quietConnectionErrors(
-      new Cluster(nodes, { enableAutoPipelining: options.enableAutoPipelining, redisOptions: options }),
+      new Cluster(target.nodes, { enableAutoPipelining: options.enableAutoPipelining, redisOptions: options }),
     );
   }
-  return quietConnectionErrors(new Redis(config.redisUrl, options));
+  return quietConnectionErrors(new Redis({ ...target.nodes[0], ...options }));
 }
 
 /** The cluster's seed nodes (REDIS_CLUSTER_NODES, or a redis+cluster:// URL); empty for a single Redis. */
-export function clusterNodesOf(
-  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>,
-): { host: string; port: number }[] {
-  const listed = config.redisClusterNodes.length
-    ? config.redisClusterNodes
-    : config.redisUrl.startsWith('redis+cluster://')
-      ? config.redisUrl.replace('redis+cluster://', '').split(',')
-      : [];
-  return listed.map((node) => {
-    const [host, port] = node.split(':');
-    return { host: host || '127.0.0.1', port: Number(port || 6379) };
-  });
+export function clusterNodesOf(config: RedisConfig): RedisNode[] {
+  const target = redisTarget(config);
+  return target.cluster ? target.nodes : [];
+}
+
+/** Redis answered, and refused REDIS_URL's user, password or database: reconnecting cannot help. */
+export class RedisLoginError extends Error {
+  override name = 'RedisLoginError';
+}
+
+const LOGIN_REFUSED = /\b(NOAUTH|WRONGPASS|NOPERM)\b|invalid password|invalid username|DB index is out of range/i;
+
+export const isLoginRefused = (error: unknown): boolean =>
+  error instanceof Error && LOGIN_REFUSED.test(error.message);
+
+/**
+ * Resolves once a node of the configured Redis accepts the login, and rejects with RedisLoginError as soon as
+ * one refuses it. ioredis would otherwise retry a wrong password forever and every command would just wait;
+ * while Redis is unreachable this keeps waiting, as the services do.
+ */
+export async function checkRedisLogin(config: RedisConfig): Promise<void> {
+  const target = redisTarget(config);
+  const clients = target.nodes.map(
+    (node) => new Redis({ ...node, ...nodeOptions(target), lazyConnect: true, maxRetriesPerRequest: null }),
+  );
+  try {
+    await new Promise<void>((resolve, reject) => {
+      for (const client of clients) {
+        client.on('error', (error: Error) => {
+          if (!isLoginRefused(error)) return;
+          reject(
+            new RedisLoginError(
+              `Redis at ${client.options.host}:${client.options.port} refused the login of REDIS_URL ` +
+                `${JSON.stringify(redactRedisUrl(config.redisUrl))}: ${error.message.replace(/^Ready check failed: /, '')}. ` +
+                'Check the user name, password and database index in REDIS_URL.',
+            ),
+          );
+        });
+        client.once('ready', () => resolve());
+        client.connect().catch(() => {});
+      }
+    });
+  } finally {
+    for (const client of clients) client.disconnect();
+  }
 }
 
 /**
