@@ -48,6 +48,8 @@ const unmetered: EvalMeter = {
   gate: (input) => batches.add(input),
   refund: async () => {},
   addOfflineCount: async () => {},
+  settlePending: async () => {},
+  pendingSettlements: () => 0,
 };
 
 const app = await buildGatewayApp({ config, redis, meter: unmetered });

@@ -35,13 +35,35 @@ export interface EvalGateInput {
   nowMs: number;
 }
 
+/**
+ * A gate call that did not answer (Redis unreachable, timed out, or the reply lost): it may or may not have
+ * run. Every eval of it must `report` exactly once whether it was answered 2xx (fail open); the meter then
+ * settles the call exactly once Redis is back (see settlements.ts).
+ */
+export class EvalGateUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly report: (answered2xx: boolean) => void,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'EvalGateUnavailableError';
+  }
+}
+
 export interface EvalMeter {
+  /** Rejects with EvalGateUnavailableError when the call did not answer (the caller reports each eval). */
   gate(input: EvalGateInput): Promise<EvalGateResult>;
   /**
    * Un-counts one eval that was counted by `gate` but did not end in a 2xx (404, 5xx). Pass the `nowMs` given
-   * to that `gate` call, so the refund lands in the month that counted it.
+   * to that `gate` call, so the refund lands in the month that counted it. A refund Redis does not take now
+   * is kept and applied once by `settlePending`.
    */
   refund(organizationId: string, nowMs: number): Promise<void>;
-  /** Adds evals answered while Redis was unreachable (fail-open), once it is back. */
+  /** Adds evals counted elsewhere (tools, tests); not idempotent, the gateway never uses it. */
   addOfflineCount(organizationId: string, count: number, nowMs: number): Promise<void>;
+  /** Applies, once each, what failed gate calls and refunds still owe Redis; a no-op while it is unreachable. */
+  settlePending(): Promise<void>;
+  /** Failed gate calls and refunds not yet settled. */
+  pendingSettlements(): number;
 }

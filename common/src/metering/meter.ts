@@ -1,22 +1,26 @@
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 import { publishArrangement, type Arrangement } from './arrangement.ts';
-import type {
-  EvalGateInput,
-  EvalGateResult,
-  EvalMeter,
-  EvalUsageHeaders,
-  SnapshotVersions,
+import {
+  EvalGateUnavailableError,
+  type EvalGateInput,
+  type EvalGateResult,
+  type EvalMeter,
+  type EvalUsageHeaders,
+  type SnapshotVersions,
 } from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
-import { createGateBatcher } from './gate-batcher.ts';
+import { createGateBatcher, type GateBatch } from './gate-batcher.ts';
 import {
   GATE_REPLY_HEADER,
   GATE_REPLY_WIDTH,
   withMeteringCommands,
   type EvalAdjustReply,
   type EvalGateBatchReply,
+  type EvalSettleReply,
 } from './scripts.ts';
+import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn } from './usage.ts';
 
 export interface EvalMeterOptions {
@@ -26,8 +30,8 @@ export interface EvalMeterOptions {
   loadArrangement: (organizationId: string) => Promise<Arrangement>;
 }
 
-/** Reply codes of eval-gate-batch.lua and eval-adjust-2.lua. */
-const GateCode = { Counted: 0, RateLimited: 1, Blocked: 2, NoArrangement: 3 } as const;
+/** Reply codes of eval-gate-batch.lua, eval-adjust-2.lua and eval-settle-3.lua. */
+const GateCode = { Counted: 0, RateLimited: 1, Blocked: 2, NoArrangement: 3, AlreadyRan: 4, SettledBefore: 5 } as const;
 
 export class MeteringError extends Error {
   constructor(message: string) {
@@ -66,11 +70,17 @@ export function toGateResult(reply: EvalGateBatchReply, index: number, nowMs: nu
  * The eval meter of DESIGN.md §3: one atomic script call per eval (burst, monthly block, count, versions);
  * evals of one organization that arrive while its previous call is in flight share the next one (gate-batcher.ts).
  * The arrangement is read from Redis on every call; when it is missing it is loaded, published and the call
- * is retried once.
+ * is retried once. A call that does not answer, and a refund Redis does not take, are settled exactly later
+ * (settlements.ts), so the month's count stays the number of 2xx answers through Redis faults.
  */
 export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const redis = withMeteringCommands(options.redis);
   const { keys } = options;
+  // Batch ids only need to be unique among the calls Redis remembers: this meter's own prefix and a sequence.
+  const idPrefix = randomBytes(6).toString('base64url');
+  let sequence = 0;
+  const newId = () => `${idPrefix}.${(sequence++).toString(36)}`;
+  const connected = () => redis.status === 'ready';
 
   async function withArrangement<T extends [number, ...number[]]>(
     organizationId: string,
@@ -101,29 +111,78 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     );
   };
 
-  const gateBatches = createGateBatcher((batch) =>
-    withArrangement<EvalGateBatchReply>(batch.organizationId, () =>
-      redis.evalGateBatch(
-        5 + batch.evals.length,
-        keys.arrangement(batch.organizationId),
-        keys.evalUsage(batch.organizationId, batch.period),
-        keys.burst(batch.organizationId),
-        keys.catalog(batch.organizationId),
-        keys.auth(batch.organizationId),
-        ...batch.evals.map((e) => keys.subscriber(batch.organizationId, e.subscriberId)),
-        usageTtlMs(batch.evals[0]!.nowMs),
-        GRACE_PERIOD_MS,
-        ...batch.evals.map((e) => e.nowMs),
+  const settleOnce = async ({ id, organizationId, nowMs, answered }: Settlement): Promise<void> => {
+    if (!connected()) throw new MeteringError('Redis is not connected.');
+    await withArrangement<EvalSettleReply>(organizationId, () =>
+      redis.evalSettle(
+        keys.arrangement(organizationId),
+        keys.evalUsage(organizationId, periodOf(nowMs)),
+        keys.gateBatch(organizationId, id),
+        answered,
+        nowMs,
+        usageTtlMs(nowMs),
+        GATE_BATCH_MEMORY_MS,
       ),
-    ),
-    toGateResult,
-  );
+    );
+  };
+  const settlements = createSettlements(settleOnce, newId);
+
+  const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
+    const { organizationId, evals } = batch;
+    const reply = await withArrangement<EvalGateBatchReply>(organizationId, () =>
+      redis.evalGateBatch(
+        6 + evals.length,
+        keys.arrangement(organizationId),
+        keys.evalUsage(organizationId, batch.period),
+        keys.burst(organizationId),
+        keys.catalog(organizationId),
+        keys.auth(organizationId),
+        keys.gateBatch(organizationId, batchId),
+        ...evals.map((e) => keys.subscriber(organizationId, e.subscriberId)),
+        usageTtlMs(evals[0]!.nowMs),
+        GRACE_PERIOD_MS,
+        GATE_BATCH_MEMORY_MS,
+        ...evals.map((e) => e.nowMs),
+      ),
+    );
+    if (reply[0] === GateCode.AlreadyRan) throw new MeteringError(`Gate batch ${batchId} ran before.`);
+    return reply;
+  };
+
+  const gateBatches = createGateBatcher(async (batch) => {
+    const batchId = newId();
+    // Not sent at all while disconnected: such a call certainly never ran, which its settlement can rely on.
+    const sent = connected();
+    try {
+      if (!sent) throw new MeteringError('Redis is not connected.');
+      return await runBatch(batch, batchId);
+    } catch (error) {
+      const report = settlements.failedCall(batchId, batch.organizationId, batch.evals[0]!.nowMs, batch.evals.length, sent);
+      throw new EvalGateUnavailableError(`The eval gate call did not answer: ${(error as Error).message}`, report, {
+        cause: error,
+      });
+    }
+  }, toGateResult);
 
   return {
     gate: (input: EvalGateInput): Promise<EvalGateResult> => gateBatches.add(input),
 
-    refund: (organizationId, nowMs) => adjust(organizationId, -1, nowMs),
+    async refund(organizationId, nowMs) {
+      const refund: Settlement = { id: newId(), organizationId, nowMs, answered: -1 };
+      try {
+        await settleOnce(refund);
+      } catch {
+        settlements.owe(refund);
+      }
+    },
 
     addOfflineCount: (organizationId, count, nowMs) => adjust(organizationId, count, nowMs),
+
+    async settlePending() {
+      if (settlements.pending() === 0 || !connected()) return;
+      await settlements.settle();
+    },
+
+    pendingSettlements: () => settlements.pending(),
   };
 }

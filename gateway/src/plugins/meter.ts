@@ -3,26 +3,22 @@ import fp from 'fastify-plugin';
 import type { EvalMeter } from '@ent/common/metering/contract';
 import { createEvalMeter } from '@ent/common/metering/meter';
 
-export interface OfflineCounter {
-  /** One eval answered from the LRU while Redis was unreachable (fail-open). */
-  add(organizationId: string): void;
-  /** Hands the counts to Redis; what cannot be added stays for the next attempt. */
-  flush(): Promise<void>;
-  pending(): number;
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
     evalMeter: EvalMeter;
-    offlineEvals: OfflineCounter;
   }
 }
 
-const FLUSH_EVERY_MS = 1000;
+const SETTLE_EVERY_MS = 1000;
+/**
+ * What shutdown waits for the last settlements: one command timeout and a little. What Redis has not taken
+ * by then is lost with the process (logged with its size).
+ */
+const SHUTDOWN_SETTLE_MS = 1500;
 
 /**
- * The one gate call per eval (metering, burst, block and snapshot versions) and the local count of evals
- * answered while Redis was down, added to Redis once it is back.
+ * The one gate call per eval (metering, burst, block and snapshot versions), and the settlements of gate
+ * calls that did not answer and refunds Redis did not take, applied once each when Redis is back.
  */
 export const meter = fp<{ meter?: EvalMeter }>(
   async function meter(app: FastifyInstance, options) {
@@ -37,47 +33,32 @@ export const meter = fp<{ meter?: EvalMeter }>(
         },
       });
 
-    const counts = new Map<string, number>();
-    let total = 0;
-    let flushing: Promise<void> | null = null;
-    const offline: OfflineCounter = {
-      add(organizationId) {
-        counts.set(organizationId, (counts.get(organizationId) ?? 0) + 1);
-        total += 1;
-        app.gatewayMetrics.offlineEvals.set(total);
-      },
-      flush() {
-        if (total === 0 || app.redis.status !== 'ready') return Promise.resolve();
-        flushing ??= (async () => {
-          for (const [organizationId, count] of [...counts]) {
-            try {
-              await evalMeter.addOfflineCount(organizationId, count, app.clock.now());
-            } catch {
-              app.gatewayMetrics.redisErrors.inc({ op: 'offline_count' });
-              return;
-            }
-            const left = (counts.get(organizationId) ?? 0) - count;
-            if (left > 0) counts.set(organizationId, left);
-            else counts.delete(organizationId);
-            total -= count;
-            app.gatewayMetrics.offlineEvals.set(total);
-          }
-        })().finally(() => {
-          flushing = null;
-        });
-        return flushing;
-      },
-      pending: () => total,
+    const settle = async () => {
+      try {
+        await evalMeter.settlePending();
+      } catch (error) {
+        app.gatewayMetrics.redisErrors.inc({ op: 'settle' });
+        app.log.warn({ err: error, pending: evalMeter.pendingSettlements() }, 'eval settlements wait for Redis');
+      }
+      app.gatewayMetrics.offlineEvals.set(evalMeter.pendingSettlements());
     };
 
-    const timer = setInterval(() => void offline.flush(), FLUSH_EVERY_MS);
+    const timer = setInterval(() => void settle(), SETTLE_EVERY_MS);
     timer.unref();
-    app.redis.on('ready', () => void offline.flush());
+    app.redis.on('ready', () => void settle());
     app.decorate('evalMeter', evalMeter);
-    app.decorate('offlineEvals', offline);
     app.addHook('onClose', async () => {
       clearInterval(timer);
-      await offline.flush();
+      let deadline: NodeJS.Timeout | undefined;
+      await Promise.race([
+        settle(),
+        new Promise<void>((resolve) => {
+          deadline = setTimeout(resolve, SHUTDOWN_SETTLE_MS);
+        }),
+      ]);
+      clearTimeout(deadline);
+      const left = evalMeter.pendingSettlements();
+      if (left > 0) app.log.error({ pending: left }, 'eval settlements not applied before shutdown');
     });
   },
   { name: 'meter', dependencies: ['infrastructure', 'admin-client', 'metrics'] },

@@ -16,6 +16,8 @@ export interface KnownKey {
   version: number;
   /** Unknown keys, and refused keys of an unknown organization, are remembered briefly only (epoch ms). */
   forgetAt: number | null;
+  /** When a gate call (its auth version) or admin last confirmed the key (epoch ms): bounds fail-open answers. */
+  confirmedAt: number;
 }
 
 export interface Principals {
@@ -25,9 +27,17 @@ export interface Principals {
    * After the gate call: the principal as of the organization's current auth version (re-read when it
    * differs from the cached one); throws 401 when the key has been revoked meanwhile.
    */
-  confirm(known: KnownKey, authVersion: number): Promise<KnownKey>;
-  /** The cached key only, for degraded answers while Redis is unreachable. */
-  forgetOrganization(organizationId: string): void;
+  confirm(known: KnownKey, authVersion: number, nowMs: number): Promise<KnownKey>;
+  /**
+   * For an answer while Redis is unreachable: the key if confirmed within KEY_CONFIRMATION_MS, else re-checked
+   * with admin (from Postgres); throws 401 when revoked, 503 when admin cannot say.
+   */
+  confirmWithoutRedis(known: KnownKey, nowMs: number): Promise<KnownKey>;
+  /**
+   * Drops the organization's cached keys (a change was announced). With `atAuthVersion`, entries read at that
+   * version or later are kept: a late announcement never evicts a newer entry.
+   */
+  forgetOrganization(organizationId: string, atAuthVersion?: number): void;
 }
 
 declare module 'fastify' {
@@ -37,6 +47,11 @@ declare module 'fastify' {
 }
 
 const UNKNOWN_KEY_MEMORY_MS = 5000;
+/**
+ * How old a key's last confirmation may be for a fail-open answer while Redis is unreachable: a revocation
+ * committed meanwhile wins within this time (plus one admin round trip), instead of never.
+ */
+export const KEY_CONFIRMATION_MS = 10_000;
 
 const toPrincipal = (doc: ApiKeyDoc): Principal => ({
   organizationId: doc.organizationId,
@@ -57,6 +72,7 @@ export const principals = fp<{ max?: number }>(
     // Keys already checked and hashed once skip the checksum and SHA-256 on later requests.
     const hashOfKnownPlaintext = new LRUCache<string, string>({ max: options.max ?? 10_000 });
     const loading = new Map<string, Promise<KnownKey>>();
+    const rechecking = new Map<string, Promise<KnownKey>>();
     const { gatewayMetrics: metrics, snapshotStore: store, adminClient } = app;
     const principalHit = metrics.cache.bind({ cache: 'principal', result: 'hit' });
     const principalMiss = metrics.cache.bind({ cache: 'principal', result: 'miss' });
@@ -75,6 +91,7 @@ export const principals = fp<{ max?: number }>(
         version,
         // A refusal whose organization is unknown cannot be re-checked cheaply, so it is only kept briefly.
         forgetAt: unknown || (!doc && !formerOrganizationId) ? app.clock.now() + UNKNOWN_KEY_MEMORY_MS : null,
+        confirmedAt: app.clock.now(),
       };
       cache.set(keyHash, entry);
       return entry;
@@ -144,16 +161,32 @@ export const principals = fp<{ max?: number }>(
         if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return entry;
       },
-      async confirm(entry, authVersion) {
-        if (entry.version === authVersion) return entry;
+      async confirm(entry, authVersion, nowMs) {
+        if (entry.version === authVersion) {
+          entry.confirmedAt = nowMs;
+          return entry;
+        }
         const current = await load(entry.keyHash, authVersion, entry.organizationId);
         if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return current;
       },
-      forgetOrganization(organizationId) {
+      async confirmWithoutRedis(entry, nowMs) {
+        if (nowMs - entry.confirmedAt <= KEY_CONFIRMATION_MS) return entry;
+        let pending = rechecking.get(entry.keyHash);
+        if (!pending) {
+          pending = fromAdmin(entry.keyHash, entry.organizationId).finally(() => rechecking.delete(entry.keyHash));
+          rechecking.set(entry.keyHash, pending);
+        }
+        const current = await pending;
+        if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
+        return current;
+      },
+      forgetOrganization(organizationId, atAuthVersion) {
         for (const [keyHash, entry] of cache.entries()) {
           // Refused keys stay: they re-check the auth version themselves (see recheckRefused).
-          if (entry.principal?.organizationId === organizationId) cache.delete(keyHash);
+          if (entry.principal?.organizationId !== organizationId) continue;
+          if (atAuthVersion !== undefined && entry.version >= atAuthVersion) continue;
+          cache.delete(keyHash);
         }
       },
     };

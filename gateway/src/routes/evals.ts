@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Principal } from '@ent/common/auth/scopes';
 import { conflict, forbidden, notFound, rateLimited, serviceUnavailable } from '@ent/common/errors/app-error';
-import type { EvalGateResult, EvalUsageHeaders } from '@ent/common/metering/contract';
+import { EvalGateUnavailableError, type EvalGateResult, type EvalUsageHeaders } from '@ent/common/metering/contract';
+import { periodOf } from '@ent/common/metering/period';
 import { listedEntitlements } from '@ent/common/resolve/resolve';
 import { CheckBody, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
 import type { KnownKey } from '../plugins/principals.ts';
@@ -35,13 +36,21 @@ const subscriberNotFound = (subscriberId: string) =>
 /** What an eval answers once its entitlements are known: a serialized body, or an error to throw. */
 type Answer = (entry: SubscriberEntry) => string;
 
+const blockedError = (period: string) =>
+  conflict(`The organization's eval allotment for ${period} is exhausted and its grace period has ended.`, {
+    field: 'evals',
+    value: period,
+  });
+
 /**
  * The two eval routes. Warm path: the key from the LRU, one Redis round trip (the gate call meters the
  * eval and returns the snapshot versions), the serialized answer from the LRU. Postgres is never asked.
  */
 export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { principals, snapshotCache, evalMeter: meter, offlineEvals, clock, gatewayMetrics: metrics } = app;
+  const { principals, snapshotCache, evalMeter: meter, clock, gatewayMetrics: metrics } = app;
+  /** Organizations whose last gate reply on this gateway was `blocked`, with its month: still 409 while Redis is down. */
+  const blockedOrganizations = new Map<string, string>();
 
   const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
   app.decorateRequest('knownKey', null);
@@ -64,21 +73,29 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
     } catch (error) {
       metrics.redisErrors.inc({ op: 'gate' });
       request.log.warn({ err: error }, 'eval gate failed; answering from the LRU if possible');
-      return answerDegraded(reply, organizationId, subscriberId, nowMs, answer);
+      // Every eval of a failed call reports its answer exactly once, so the call can be settled exactly.
+      const report = error instanceof EvalGateUnavailableError ? error.report : null;
+      let answered2xx = false;
+      try {
+        const sent = await answerDegraded(reply, known, subscriberId, nowMs, answer);
+        answered2xx = true;
+        return sent;
+      } finally {
+        report?.(answered2xx);
+      }
     }
 
+    if (gate.outcome === 'blocked') blockedOrganizations.set(organizationId, gate.period);
+    else if (gate.outcome === 'counted' && blockedOrganizations.size > 0) blockedOrganizations.delete(organizationId);
     const counted = gate.outcome === 'counted';
     try {
-      const current = await principals.confirm(known, gate.versions.auth);
+      const current = await principals.confirm(known, gate.versions.auth, nowMs);
       refuseScope(current.principal!);
       if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
       if (gate.outcome === 'rate_limited') throw rateLimited(gate.retryAfterSeconds);
       if (gate.outcome === 'blocked') {
         setUsageHeaders(reply, gate.usage);
-        throw conflict(`The organization's eval allotment for ${gate.period} is exhausted and its grace period has ended.`, {
-          field: 'evals',
-          value: gate.period,
-        });
+        throw blockedError(gate.period);
       }
       const entry = await snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs);
       if (!entry.subscriber.exists) throw subscriberNotFound(subscriberId);
@@ -86,24 +103,29 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
       setUsageHeaders(reply, gate.usage);
       return reply.type(JSON_TYPE).send(body);
     } catch (error) {
-      if (counted) {
-        meter.refund(organizationId, nowMs).catch((refundError: unknown) => {
-          request.log.error({ err: refundError }, 'eval refund failed');
-        });
-      }
+      // Never rejects: a refund Redis does not take now is settled later.
+      if (counted) void meter.refund(organizationId, nowMs);
       throw error;
     }
   }
 
-  /** Redis unreachable: subscribers in the LRU are answered (fail open, counted locally); others 503. */
-  function answerDegraded(reply: FastifyReply, organizationId: string, subscriberId: string, nowMs: number, answer: Answer) {
+  /**
+   * Redis unreachable (fail open): a key confirmed within KEY_CONFIRMATION_MS (else re-checked with admin),
+   * an organization not last seen blocked, and a subscriber in the LRU are answered; others get 401, 409 or
+   * 503. The burst is not enforced meanwhile (see docs/decisions.md, Failure modes).
+   */
+  async function answerDegraded(reply: FastifyReply, known: KnownKey, subscriberId: string, nowMs: number, answer: Answer) {
+    const current = await principals.confirmWithoutRedis(known, nowMs);
+    refuseScope(current.principal!);
+    const organizationId = known.principal!.organizationId;
+    if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
+    const blockedIn = blockedOrganizations.get(organizationId);
+    if (blockedIn !== undefined && blockedIn === periodOf(nowMs)) throw blockedError(blockedIn);
     const entry = snapshotCache.cached(organizationId, subscriberId, nowMs);
     if (!entry || !entry.subscriber.exists) {
       throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
     }
-    const body = answer(entry);
-    offlineEvals.add(organizationId);
-    return reply.type(JSON_TYPE).send(body);
+    return reply.type(JSON_TYPE).send(answer(entry));
   }
 
   app.post(

@@ -1,7 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { notFound } from '@ent/common/errors/app-error';
+import { getArrangement } from '@ent/common/metering/arrangement';
+import { buildApiKey, buildCatalog, buildOrganizationApiKeys, buildSubscribers } from '@ent/common/snapshots/build';
 import { MISSING_SUBSCRIBER } from '@ent/common/snapshots/documents';
 import type { SnapshotPublisher } from './publisher.ts';
 import { hasNulCharacter } from '../shared/nul-characters.ts';
@@ -14,9 +16,23 @@ const SubscriberBody = Type.Object(
 const OrganizationBody = Type.Object({ organization_id: Type.String({ minLength: 1 }) }, { additionalProperties: false });
 
 /**
+ * Publishes through Redis; when that fails (Redis unreachable), the same documents straight from Postgres:
+ * still correct, and what a gateway re-checking a key while Redis is down needs (a revocation must win).
+ */
+async function publishedOrBuilt<T>(request: FastifyRequest, publish: () => Promise<T>, build: () => Promise<T>): Promise<T> {
+  try {
+    return await publish();
+  } catch (error) {
+    const built = await build();
+    request.log.warn({ err: error }, 'snapshot answered from Postgres; its Redis write failed');
+    return built;
+  }
+}
+
+/**
  * Rebuild-on-demand for gateways that miss in Redis (flushed, or a new Redis). Outside /org: gateways never
  * forward these from the public port. Each rebuilds from Postgres, writes Redis, and returns the document
- * so the gateway can answer without a second round trip.
+ * so the gateway can answer without a second round trip (from Postgres alone when Redis cannot be written).
  */
 export async function internalSnapshotRoutes(
   fastify: FastifyInstance,
@@ -24,9 +40,15 @@ export async function internalSnapshotRoutes(
 ): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { publisher } = options;
+  const { db } = fastify;
 
   app.post('/internal/snapshots/api-key', { schema: { hide: true, body: ApiKeyBody } }, async (request) => {
-    const snapshot = await publisher.publishApiKey(request.body.key_hash);
+    const keyHash = request.body.key_hash;
+    const snapshot = await publishedOrBuilt(
+      request,
+      () => publisher.publishApiKey(keyHash),
+      () => buildApiKey(db, keyHash),
+    );
     if (!snapshot) throw notFound('No such API key.');
     return { organization_id: snapshot.organizationId, version: snapshot.authVersion, doc: snapshot.doc };
   });
@@ -35,13 +57,30 @@ export async function internalSnapshotRoutes(
     const { organization_id: organizationId, subscriber_id: subscriberId } = request.body;
     // No stored subscriber id holds U+0000 (Postgres refuses it): unknown, not a database error.
     if (hasNulCharacter(subscriberId)) return { version: 0, doc: MISSING_SUBSCRIBER };
-    const built = await publisher.publishSubscribers(organizationId, [subscriberId], { announce: false });
+    const built = await publishedOrBuilt(
+      request,
+      () => publisher.publishSubscribers(organizationId, [subscriberId], { announce: false }),
+      () => buildSubscribers(db, organizationId, [subscriberId]),
+    );
     const snapshot = built.get(subscriberId);
     return snapshot ?? { version: 0, doc: MISSING_SUBSCRIBER };
   });
 
   app.post('/internal/snapshots/organization', { schema: { hide: true, body: OrganizationBody } }, async (request) => {
-    const published = await publisher.publishOrganization(request.body.organization_id);
+    const organizationId = request.body.organization_id;
+    const published = await publishedOrBuilt(
+      request,
+      () => publisher.publishOrganization(organizationId),
+      async () => {
+        const catalog = await buildCatalog(db, organizationId);
+        if (!catalog) return null;
+        const [auth, arrangement] = await Promise.all([
+          buildOrganizationApiKeys(db, organizationId),
+          getArrangement(db, organizationId),
+        ]);
+        return { catalog, authVersion: auth?.authVersion ?? 0, arrangement };
+      },
+    );
     if (!published) throw notFound('No such organization.');
     return { catalog: published.catalog, auth_version: published.authVersion, arrangement: published.arrangement };
   });

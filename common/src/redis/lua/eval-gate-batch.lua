@@ -3,18 +3,23 @@
   block, count, first_over_at, and the snapshot versions each eval's gateway compares with its cache.
   Every eval the gateway answers costs exactly one round trip; evals that arrive in the same event-loop
   turn share it, so the script's fixed cost is paid once per batch instead of once per eval.
+  Each batch is remembered briefly under its batch id (how many evals it counted), so a gateway that lost
+  the reply can settle the batch exactly with eval-settle-3.lua, and a batch that runs after it was
+  settled (or runs twice) changes nothing.
 
-  Input (numkeys = 5 + N, N >= 1 evals):
+  Input (numkeys = 6 + N, N >= 1 evals):
     KEYS[1]     arrangement hash   {limit ('' = unlimited), blocking ('1'/'0'), burst, plan}
     KEYS[2]     usage hash of the UTC month   {count, first_over_at (ms)}
     KEYS[3]     burst hash   {w (window: epoch second), n (requests admitted in it)}
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
-    KEYS[5+i]   subscriber hash of eval i   {v}
+    KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran
+    KEYS[6+i]   subscriber hash of eval i   {v}
 
     ARGV[1]     usage time to live (ms): set when KEYS[2] is created, so old months expire on their own
     ARGV[2]     grace period (ms) after first_over_at before a blocking arrangement stops evals
-    ARGV[2+i]   now of eval i (ms since the epoch, from the application's clock; never Redis TIME)
+    ARGV[3]     how long the batch is remembered (ms)
+    ARGV[3+i]   now of eval i (ms since the epoch, from the application's clock; never Redis TIME)
 
   Output: a header, then 3 numbers per eval, in order:
     { 0, limit (-1 = unlimited), blocking (0/1), catalog version, auth version,
@@ -23,9 +28,13 @@
     code 1  rate limited (over the burst; not counted, does not use a burst slot)
     code 2  blocked (blocking arrangement past its grace period; not counted)
   or the single number { 3 } when Redis holds no arrangement (nothing changed; the caller publishes it
-  and retries).
+  and retries), or { 4 } when this batch id already ran or was settled (nothing changed).
 ]]
 local rcall = redis.call
+
+if rcall("EXISTS", KEYS[6]) == 1 then
+  return {4}
+end
 
 local arrangement = rcall("HMGET", KEYS[1], "limit", "blocking", "burst")
 if not arrangement[3] then
@@ -55,10 +64,10 @@ local admittedAny = false
 
 local out = {0, limitOut, blockingFlag, catalogVersion, authVersion}
 local size = 5
-for i = 1, #KEYS - 5 do
-  local nowArg = ARGV[2 + i]
+for i = 1, #KEYS - 6 do
+  local nowArg = ARGV[3 + i]
   local now = tonumber(nowArg)
-  local subscriberVersion = tonumber(rcall("HGET", KEYS[5 + i], "v")) or 0
+  local subscriberVersion = tonumber(rcall("HGET", KEYS[6 + i], "v")) or 0
 
   local evalWindow = math.floor(now / 1000)
   if evalWindow ~= window then
@@ -112,5 +121,6 @@ if firstOverAtArg ~= storedFirstOverAt then
     rcall("HDEL", KEYS[2], "first_over_at")
   end
 end
+rcall("SET", KEYS[6], count - (storedCount or 0), "PX", ARGV[3])
 
 return out
