@@ -1,7 +1,6 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Worker, type Job } from 'bullmq';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createAdminContext,
@@ -15,76 +14,11 @@ import { queueConnection } from '../src/jobs/queues.ts';
 import {
   createWebhookDeliveryProcessor,
   jittered,
-  REPLAY_STALE_DELIVERIES,
   retryAfterMs,
   STANDARD_SCHEDULE_MS,
 } from '../src/jobs/webhook-delivery.job.ts';
 import { caller } from './identity-helpers.ts';
-
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-  at: number;
-}
-interface Reply {
-  status: number;
-  headers?: Record<string, string>;
-}
-
-/** A local receiver: per path, the replies to give (then 200) and what arrived. */
-class Receiver {
-  server: Server;
-  received = new Map<string, Received[]>();
-  replies = new Map<string, Reply[]>();
-  constructor() {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const path = req.url ?? '/';
-        const list = this.received.get(path) ?? [];
-        list.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-        this.received.set(path, list);
-        const reply = this.replies.get(path)?.shift() ?? { status: 200 };
-        res.writeHead(reply.status, reply.headers ?? {}).end('ok');
-      });
-    });
-  }
-  listen(): Promise<number> {
-    return new Promise((resolve) =>
-      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port)),
-    );
-  }
-  close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-  at(path: string): Received[] {
-    return this.received.get(path) ?? [];
-  }
-}
-
-/** Verifies with the outside verifier; throws when the signature does not match this secret. */
-const verify = (secret: string, message: Received) =>
-  new Webhook(secret).verify(message.body, {
-    'webhook-id': String(message.headers['webhook-id']),
-    'webhook-timestamp': String(message.headers['webhook-timestamp']),
-    'webhook-signature': String(message.headers['webhook-signature']),
-  });
-
-async function until<T>(
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; i < 1000; i++) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('condition not met in time');
-}
+import { Receiver, until, verify } from './webhook-helpers.ts';
 
 const FAST_SCHEDULE = [0, 100, 200, 300];
 
@@ -319,32 +253,6 @@ describe('webhook delivery', () => {
     expect(delivery.attempts).toBe(FAST_SCHEDULE.length);
     expect(delivery.last_status_code).toBeNull();
     expect(delivery.last_error).toBeTruthy();
-  });
-});
-
-describe('stale deliveries', () => {
-  it('re-enqueues a delivery whose enqueue was lost (the repeatable replay job)', async () => {
-    const { org, path, secret } = await withWebhook('replayed');
-    const longAgo = new Date(Date.now() - 10 * 60_000);
-    const [deliveryId] = await recordDeliveries(
-      ctx.db,
-      org.organization_id,
-      [{ type: 'test.replayed', data: { n: 1 } }],
-      longAgo,
-    );
-    await createWebhookDeliveryProcessor()(deps)({ data: { deliveryId: REPLAY_STALE_DELIVERIES } } as Job<{
-      deliveryId: string;
-    }>);
-    const [message] = await until(() => receiver.at(path).length >= 1 && receiver.at(path));
-    expect(verify(secret, message!)).toMatchObject({ type: 'test.replayed', data: { n: 1 } });
-    await until(async () => {
-      const row = await ctx.db
-        .selectFrom('webhook_deliveries')
-        .select('status')
-        .where('id', '=', deliveryId!)
-        .executeTakeFirst();
-      return row?.status === 'succeeded';
-    });
   });
 });
 

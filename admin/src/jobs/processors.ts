@@ -8,6 +8,7 @@ import { auditSettleJob } from './audit-settle.job.ts';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
 import { snapshotsJob } from '../features/snapshots/job.ts';
 import { webhookDeliveryJob } from './webhook-delivery.job.ts';
+import { webhookSweepJob } from './webhook-sweep.job.ts';
 
 /** What a job processor may use; built once per worker process (or per test). */
 export interface JobDependencies {
@@ -37,4 +38,5 @@ export const jobDefinitions: AnyJobDefinition[] = [
   auditSettleJob,
   snapshotsJob,
   webhookDeliveryJob,
+  webhookSweepJob,
 ];

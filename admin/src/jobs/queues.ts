@@ -1,8 +1,8 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { Cluster } from 'ioredis';
 import type { Config } from '@ent/common/config';
-import { clusterNodesOf } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
+import { nodeOptions, redisTarget } from '@ent/common/redis/redis-url';
 
 /** Every queue and the payload of its jobs. Add a queue here first; workers and producers follow the map. */
 export interface QueuePayloads {
@@ -16,13 +16,14 @@ export interface QueuePayloads {
   'audit-settle': { olderThanMs: number };
   /** One webhook delivery attempt sequence for one event. */
   'webhook-delivery': { deliveryId: string };
+  /** Repeatable: re-queue deliveries still `pending` well after their attempt was due whose job is gone or dead. */
+  'webhook-sweep': { staleAfterMs: number };
 }
 
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
 
-export const QUEUE_NAMES: QueueName[] = ['snapshots', 'audit-settle', 'webhook-delivery'];
-
+export const QUEUE_NAMES: QueueName[] = ['snapshots', 'audit-settle', 'webhook-delivery', 'webhook-sweep'];
 
 export interface QueueConnection {
   connection: ConnectionOptions;
@@ -33,19 +34,20 @@ export interface QueueConnection {
 
 /**
  * BullMQ's own connection (blocking commands, no per-command retry limit) and its prefix, whose one hash tag
- * keeps each queue's keys on one Redis Cluster slot. On a cluster BullMQ is handed a Cluster client.
+ * keeps each queue's keys on one Redis Cluster slot. It logs in as REDIS_URL says (user, password, database,
+ * TLS), like every other client. On a cluster BullMQ is handed a Cluster client.
  */
 export function queueConnection(config: Config): QueueConnection {
   const prefix = redisKeys(config.redisKeyPrefix).queuePrefix;
-  const nodes = clusterNodesOf(config);
-  if (nodes.length) {
-    const cluster = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
+  const target = redisTarget(config);
+  const login = nodeOptions(target);
+  if (target.cluster) {
+    const cluster = new Cluster(target.nodes, { redisOptions: { ...login, maxRetriesPerRequest: null } });
     cluster.on('error', () => {});
     return { connection: cluster, prefix, close: () => cluster.quit().then(() => undefined, () => cluster.disconnect()) };
   }
-  const url = new URL(config.redisUrl);
   return {
-    connection: { host: url.hostname, port: Number(url.port || 6379), maxRetriesPerRequest: null },
+    connection: { ...target.nodes[0], ...login, maxRetriesPerRequest: null },
     prefix,
     close: async () => {},
   };
@@ -67,6 +69,7 @@ export function createQueues(config: Config): Queues {
     snapshots: new Queue('snapshots', options),
     'audit-settle': new Queue('audit-settle', options),
     'webhook-delivery': new Queue('webhook-delivery', options),
+    'webhook-sweep': new Queue('webhook-sweep', options),
   } as Queues;
   connectionOfQueues.set(queues, connection);
   return queues;

@@ -47,35 +47,15 @@ export const defaultDeliveryOptions: DeliveryOptions = {
   random: Math.random,
 };
 
-const MAX_ERROR_LENGTH = 500;
+export const MAX_ERROR_LENGTH = 500;
 
 /**
- * The repeatable job's payload: re-enqueue deliveries still `pending` well after their attempt was due (the
- * enqueue after the write failed, or Redis lost the job). Job ids dedupe against a job that still exists.
+ * A job of an attempt that is no longer the delivery's next (a duplicate the sweep or a BullMQ retry left
+ * behind) sends nothing: the row's own next attempt has its own job.
  */
-export const REPLAY_STALE_DELIVERIES = 'replay-stale';
-const STALE_AFTER_MS = 2 * MINUTE;
-const REPLAY_BATCH = 500;
-
-async function replayStaleDeliveries(deps: JobDependencies): Promise<number> {
-  const cutoff = new Date(deps.clock.now() - STALE_AFTER_MS);
-  const stale = await deps.db
-    .selectFrom('webhook_deliveries')
-    .select(['id', 'attempts'])
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<', cutoff)
-    .orderBy('next_attempt_at')
-    .limit(REPLAY_BATCH)
-    .execute();
-  if (stale.length === 0) return 0;
-  await deps.queues['webhook-delivery'].addBulk(
-    stale.map((row) => ({
-      name: 'webhook-delivery',
-      data: { deliveryId: row.id },
-      opts: { jobId: deliveryJobId(row.id, row.attempts + 1) },
-    })),
-  );
-  return stale.length;
+function isStaleAttempt(jobId: string | undefined, delivery: Pick<WebhookDelivery, 'id' | 'attempts'>): boolean {
+  if (jobId === undefined || !jobId.startsWith(`${delivery.id}.`)) return false;
+  return jobId !== deliveryJobId(delivery.id, delivery.attempts + 1);
 }
 
 /** Seconds or an HTTP date, as milliseconds from `now`; null when absent or unreadable. */
@@ -194,16 +174,12 @@ export function createWebhookDeliveryProcessor(
     });
     return async (job) => {
       const { db } = deps;
-      if (job.data.deliveryId === REPLAY_STALE_DELIVERIES) {
-        await replayStaleDeliveries(deps);
-        return;
-      }
       const delivery = await db
         .selectFrom('webhook_deliveries')
         .selectAll()
         .where('id', '=', job.data.deliveryId)
         .executeTakeFirst();
-      if (!delivery || delivery.status !== 'pending') return;
+      if (!delivery || delivery.status !== 'pending' || isStaleAttempt(job.id, delivery)) return;
       const webhook = await db
         .selectFrom('webhooks')
         .selectAll()
@@ -321,6 +297,4 @@ export const webhookDeliveryJob: JobDefinition<'webhook-delivery'> = {
   queue: 'webhook-delivery',
   processor: createWebhookDeliveryProcessor(),
   concurrency: 16,
-  repeatEveryMs: MINUTE,
-  repeatPayload: { deliveryId: REPLAY_STALE_DELIVERIES },
 };
