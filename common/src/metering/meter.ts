@@ -125,7 +125,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
       ),
     );
   };
-  const settlements = createSettlements(settleOnce, newId);
+  const settlements = createSettlements(settleOnce);
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;

@@ -41,10 +41,7 @@ export interface Settlements {
  * What failed gate calls and refunds owe Redis, kept in the gateway until Redis takes them. `apply` runs
  * eval-settle-3.lua, which is idempotent per id, so a settle whose reply is lost is simply sent again.
  */
-export function createSettlements(
-  apply: (settlement: Settlement) => Promise<void>,
-  newId: () => string,
-): Settlements {
+export function createSettlements(apply: (settlement: Settlement) => Promise<void>): Settlements {
   const owed = new Set<Owed>();
   const openUnsent = new Map<string, Owed>();
   let settling: Promise<void> | null = null;
