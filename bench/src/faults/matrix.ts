@@ -1,0 +1,113 @@
+import { sleep } from './http.ts';
+import { verify } from './invariants.ts';
+import { createEvalLog, startLoad } from './load.ts';
+import { createFaultOrganization } from './organization.ts';
+import type { Scenario, Stack } from './scenarios.ts';
+import { isSuccess, startWriter } from './writer.ts';
+
+export const EVALS_PER_SECOND = 200;
+const STEADY_BEFORE_MS = 2000;
+const LOAD_AFTER_RECOVERY_MS = 3000;
+const WRITE_EVERY_MS = 200;
+/** Bounds for one scenario's load and writes: far beyond what any scenario needs. */
+const MAX_SCENARIO_SECONDS = 60;
+const REVOCATION_RETRIES = 10;
+
+export interface Tally {
+  total: number;
+  ok: number;
+  unavailable: number;
+  /** Everything else by status or failure code (401 of the revoked key, ECONNREFUSED of a dead gateway, ...). */
+  other: Record<string, number>;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  injected: string;
+  passed: boolean;
+  evals: Tally;
+  writes: Tally;
+  lostWrites: number;
+  count: { expected: number; allowedExtra: number; actual: number | null; error: number | null; rule: string };
+  convergedMs: number | null;
+  recoverySeconds: number;
+  failures: string[];
+  notes: string[];
+}
+
+function tally(answers: { status: number | null; failure: string | null }[]): Tally {
+  const result: Tally = { total: answers.length, ok: 0, unavailable: 0, other: {} };
+  for (const { status, failure } of answers) {
+    if (isSuccess(status)) result.ok++;
+    else if (status === 503) result.unavailable++;
+    else {
+      const key = status === null ? (failure ?? 'no answer') : String(status);
+      result.other[key] = (result.other[key] ?? 0) + 1;
+    }
+  }
+  return result;
+}
+
+/**
+ * One scenario on a fresh organization: warm both gateways, start the eval load and the writer, let the
+ * scenario break something and recover, keep the load on a little, stop it, then check every invariant.
+ */
+export async function runScenario(stack: Stack, scenario: Scenario, index: number): Promise<ScenarioResult> {
+  const { services } = stack;
+  await stack.postgres.start();
+  await stack.redis.start();
+  await services.ensureUp();
+  const urls = services.gatewayUrls;
+  const org = await createFaultOrganization(stack.appUrl, urls[0]!, `Faults ${index + 1} ${scenario.name}`);
+  const evals = createEvalLog(org, urls);
+  for (let g = 0; g < urls.length; g++) {
+    for (const subscriber of org.subscribers) await evals.evaluate(g, subscriber, 'check');
+    await evals.evaluate(g, org.subscribers[0]!, 'check', true);
+  }
+
+  const load = startLoad(evals, org.subscribers, urls.length, EVALS_PER_SECOND, MAX_SCENARIO_SECONDS);
+  const writer = startWriter(org, urls, { intervalMs: WRITE_EVERY_MS, maxWrites: 400, maxSeconds: MAX_SCENARIO_SECONDS, firstValue: 1000 });
+  const faultStart = Date.now();
+  let injected;
+  try {
+    await sleep(STEADY_BEFORE_MS);
+    injected = await scenario.inject(stack, writer);
+    await sleep(LOAD_AFTER_RECOVERY_MS);
+  } finally {
+    await writer.stop();
+    await load.stop();
+  }
+  // A revocation refused during the fault (503, or sent to a dead process) is retried once all is back.
+  for (let attempt = 0; attempt < REVOCATION_RETRIES && !writer.records.some((w) => w.kind === 'revoke' && isSuccess(w.status)); attempt++) {
+    if (attempt > 0) await sleep(1000);
+    await writer.revoke();
+  }
+
+  const findings = await verify({
+    org,
+    evals,
+    writes: writer.records,
+    gatewayUrls: urls,
+    pool: stack.pool,
+    countRule: injected.countRule,
+    postgresOutage: injected.postgresOutage,
+  });
+  const revocations = writer.records.filter((w) => w.kind === 'revoke');
+  findings.notes.push(
+    `revocation attempts: ${revocations.map((w) => w.status ?? w.failure).join(', ')}`,
+    `fail-open evals (2xx without eval headers): ${evals.records.filter((e) => isSuccess(e.status) && !e.metered).length}`,
+  );
+  return {
+    scenario: scenario.name,
+    injected: scenario.injected,
+    passed: findings.failures.length === 0,
+    evals: tally(evals.records),
+    writes: tally(writer.records),
+    lostWrites: findings.lostWrites,
+    count: findings.count,
+    convergedMs: findings.convergedMs,
+    recoverySeconds: Math.round((injected.recoveredAt - faultStart - STEADY_BEFORE_MS) / 100) / 10,
+    failures: findings.failures,
+    notes: findings.notes,
+  };
+}

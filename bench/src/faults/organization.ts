@@ -1,0 +1,58 @@
+import { createDb } from '@ent/common/db/connect';
+import { saveArrangement } from '@ent/common/metering/arrangement';
+import { createOrganization } from '../../../admin/src/features/organizations/bootstrap.ts';
+import { expectStatus } from './http.ts';
+
+/** The feature every write and most evals are about. */
+export const FEATURE = 'seats';
+/** What the plan grants before any override: no write of the run ever uses this value. */
+export const PLAN_LIMIT = 5;
+
+export interface FaultOrganization {
+  organizationId: string;
+  serviceAccountId: string;
+  /** Full access (admin role): writes, usage and the audit log. */
+  apiKey: string;
+  subscribers: string[];
+  /** A check-only key the scenario revokes. */
+  victim: { apiKey: string; keyId: string };
+}
+
+/**
+ * A fresh organization per scenario, so its eval count starts at 0: made in the database like
+ * `entctl org create`, a cap high enough never to warn or block (the eval headers still come, which tells
+ * metered answers from fail-open ones), a burst limit above the load; its catalog through a gateway.
+ */
+export async function createFaultOrganization(appUrl: string, gatewayUrl: string, name: string): Promise<FaultOrganization> {
+  const db = createDb(appUrl, { max: 1 });
+  let created;
+  try {
+    created = await createOrganization(db, name);
+    await saveArrangement(db, created.organization_id, { plan: 'faults', evalLimit: 1_000_000_000, blocking: true, burstPerSecond: 1_000_000 });
+  } finally {
+    await db.destroy();
+  }
+  const apiKey = created.api_key;
+  const call = (method: 'POST', path: string, body: unknown, status: number) =>
+    expectStatus({ method, url: `${gatewayUrl}${path}`, apiKey, body }, status);
+  await call('POST', '/org/features', { key: FEATURE, name: 'Seats', kind: 'limit' }, 201);
+  await call('POST', '/org/plans', { key: 'basic', name: 'Basic', kind: 'catalog', grants: [{ feature: FEATURE, kind: 'limit', limit: PLAN_LIMIT }] }, 201);
+  const subscribers = ['ann', 'bob', 'cyd', 'dee'];
+  for (const subscriber of subscribers) {
+    await call('POST', '/org/subscribers', { subscriber_id: subscriber, name: subscriber }, 201);
+    await call('POST', `/org/subscribers/${subscriber}/subscriptions`, { plan_id: 'basic' }, 201);
+  }
+  const victim = (await call(
+    'POST',
+    `/org/service-accounts/${created.service_account_id}/api-keys`,
+    { name: 'victim', scopes: ['check'] },
+    201,
+  )) as { api_key: string; key_id: string };
+  return {
+    organizationId: created.organization_id,
+    serviceAccountId: created.service_account_id,
+    apiKey,
+    subscribers,
+    victim: { apiKey: victim.api_key, keyId: victim.key_id },
+  };
+}

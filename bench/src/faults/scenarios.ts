@@ -1,0 +1,159 @@
+import type pg from 'pg';
+import { sleep } from './http.ts';
+import type { CountRule } from './invariants.ts';
+import type { PrivatePostgres } from './postgres.ts';
+import type { FaultRedis } from './redis.ts';
+import type { Services } from './services.ts';
+import type { Writer } from './writer.ts';
+
+export interface Stack {
+  postgres: PrivatePostgres;
+  redis: FaultRedis;
+  services: Services;
+  /** The owner's pool on the run's database. */
+  pool: pg.Pool;
+  appUrl: string;
+}
+
+/** What a scenario reports back once everything it broke is running again. */
+export interface Injected {
+  recoveredAt: number;
+  countRule: CountRule;
+  postgresOutage?: { from: number; to: number };
+}
+
+export interface Scenario {
+  name: string;
+  injected: string;
+  /** Breaks something under the running load and writer, revokes the victim key meanwhile, and recovers. */
+  inject(stack: Stack, writer: Writer): Promise<Injected>;
+}
+
+const all: CountRule = { kind: 'all' };
+
+/** Waits (at most 3 s) until a write is on its way, so a kill lands in the middle of one. */
+async function midWrite(writer: Writer): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (Date.now() < deadline) {
+    const since = writer.inFlightSince();
+    if (since !== null && Date.now() - since >= 3) return;
+    await sleep(1);
+  }
+}
+
+/** Keeps the fault on for `ms` in total from `since`, whatever the revocation took. */
+const holdUntil = (since: number, ms: number) => sleep(Math.max(0, since + ms - Date.now()));
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'redis-refusing',
+    injected: 'Redis stopped 10 s (connection refused), back with its data',
+    async inject({ redis }, writer) {
+      await redis.stop();
+      const since = Date.now();
+      await sleep(2000);
+      await writer.revoke();
+      await holdUntil(since, 10_000);
+      await redis.start();
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'redis-empty',
+    injected: 'Redis stopped 10 s, back empty (its files deleted)',
+    async inject({ redis }, writer) {
+      await redis.stop();
+      const since = Date.now();
+      await sleep(2000);
+      await writer.revoke();
+      await holdUntil(since, 10_000);
+      redis.wipe();
+      await redis.start();
+      const redisBackAt = Date.now();
+      return { recoveredAt: redisBackAt, countRule: { kind: 'since-empty-restart', redisBackAt } };
+    },
+  },
+  {
+    name: 'redis-hung',
+    injected: 'Redis SIGSTOP 5 s, then SIGCONT',
+    async inject({ redis }, writer) {
+      redis.pause();
+      const since = Date.now();
+      try {
+        await sleep(1000);
+        await writer.revoke();
+        await holdUntil(since, 5000);
+      } finally {
+        redis.resume();
+      }
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'postgres-stopped',
+    injected: 'Postgres fast shutdown, 10 s down, restarted',
+    async inject({ postgres }, writer) {
+      await postgres.stop();
+      const from = Date.now();
+      await sleep(2000);
+      await writer.revoke();
+      await holdUntil(from, 10_000);
+      const to = Date.now();
+      await postgres.start();
+      return { recoveredAt: Date.now(), countRule: all, postgresOutage: { from, to } };
+    },
+  },
+  {
+    name: 'admin-kill',
+    injected: 'admin kill -9 in the middle of a write (revocation queued just before), restarted',
+    async inject({ services }, writer) {
+      const revocation = writer.revoke();
+      await midWrite(writer);
+      await services.admin.kill9();
+      await revocation;
+      await sleep(1000);
+      await services.admin.start();
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'admin-kill-redis-down',
+    injected: 'Redis stopped; writes + revocation; admin kill -9 mid write; Redis back with its data; admin restarted',
+    async inject({ redis, services }, writer) {
+      await redis.stop();
+      await sleep(1000);
+      await writer.revoke();
+      await sleep(2000);
+      await midWrite(writer);
+      await services.admin.kill9();
+      await sleep(1000);
+      await redis.start();
+      await services.admin.start();
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'worker-kill',
+    injected: 'worker kill -9, 5 s down, restarted',
+    async inject({ services }, writer) {
+      await services.worker.kill9();
+      const since = Date.now();
+      await writer.revoke();
+      await holdUntil(since, 5000);
+      await services.worker.start();
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'gateway-kill',
+    injected: 'gateway-2 of 2 kill -9 under load, 3 s down, restarted',
+    async inject({ services }, writer) {
+      await services.gateways[1]!.kill9();
+      const since = Date.now();
+      await writer.revoke();
+      await holdUntil(since, 3000);
+      await services.gateways[1]!.start();
+      return { recoveredAt: Date.now(), countRule: { kind: 'killed-gateway', gateway: 1 } };
+    },
+  },
+];
