@@ -15,6 +15,7 @@ installGracefulShutdown({
   drainDelayMs: config.shutdownDrainDelayMs,
   timeoutMs: config.shutdownTimeoutMs,
   close: () => app.close(),
+  httpServer: app.server,
   log: (message) => app.log.warn(message),
 });
 

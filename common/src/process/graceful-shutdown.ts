@@ -25,6 +25,12 @@ export interface GracefulShutdownOptions {
   timeoutMs: number;
   /** Stops accepting, waits for work in flight and releases resources (for a Fastify app: `app.close()`). */
   close: () => Promise<void>;
+  /**
+   * The HTTP server `close` stops. A connection whose request was in flight when closing began stays open
+   * (keep-alive) after its response, and the server's close waits for it until the client lets go; these are
+   * closed as soon as they fall idle instead.
+   */
+  httpServer?: { closeIdleConnections(): void };
   log?: (message: string) => void;
   signals?: readonly NodeJS.Signals[];
   exit?: (code: number) => void;
@@ -34,6 +40,8 @@ export interface GracefulShutdown {
   /** What a signal does; callable directly. Later calls return the same shutdown. */
   shutdown(reason: string): Promise<void>;
 }
+
+const REAP_IDLE_EVERY_MS = 50;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -62,7 +70,12 @@ export function installGracefulShutdown(options: GracefulShutdownOptions): Grace
       let code = 0;
       try {
         if (options.drainDelayMs > 0) await sleep(options.drainDelayMs);
-        await options.close();
+        const reaper = options.httpServer && setInterval(() => options.httpServer?.closeIdleConnections(), REAP_IDLE_EVERY_MS);
+        try {
+          await options.close();
+        } finally {
+          clearInterval(reaper);
+        }
       } catch (error) {
         log(`shutdown failed: ${(error as Error).stack ?? String(error)}`);
         code = 1;
