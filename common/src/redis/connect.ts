@@ -64,10 +64,11 @@ export async function checkRedisLogin(config: RedisConfig): Promise<void> {
       for (const client of clients) {
         client.on('error', (error: Error) => {
           if (!isLoginRefused(error)) return;
+          const reason = error.message.replace(/^Ready check failed: /, '').replace(/\.$/, '');
           reject(
             new RedisLoginError(
               `Redis at ${client.options.host}:${client.options.port} refused the login of REDIS_URL ` +
-                `${JSON.stringify(redactRedisUrl(config.redisUrl))}: ${error.message.replace(/^Ready check failed: /, '')}. ` +
+                `${JSON.stringify(redactRedisUrl(config.redisUrl))}: ${reason}. ` +
                 'Check the user name, password and database index in REDIS_URL.',
             ),
           );
