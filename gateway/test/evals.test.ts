@@ -172,6 +172,27 @@ describe('read-your-writes through the gateway', () => {
   });
 });
 
+describe('cached keys and announcements', () => {
+  it("forgets an organization's cached keys, except those read at or after the announced auth version", async () => {
+    const { apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    const key = { 'x-api-key': apiKey };
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+    const misses = () => counter(gateway, 'gateway_cache_requests_total', { cache: 'principal', result: 'miss' });
+    const before = await misses();
+    const version = Number(await ctx.redis.hget(gateway.redisKeys.auth(org.organization_id), 'v'));
+    expect(version).toBeGreaterThan(0);
+    gateway.principals.forgetOrganization(org.organization_id, version); // a late announcement: kept
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+    expect(await misses()).toBe(before);
+    gateway.principals.forgetOrganization(org.organization_id, version + 1);
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+    expect(await misses()).toBe(before + 1);
+    gateway.principals.forgetOrganization(org.organization_id);
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+    expect(await misses()).toBe(before + 2);
+  });
+});
+
 describe('suspension and reactivation', () => {
   it('refuses a suspended member\'s key at once, and accepts it again at once after reactivation', async () => {
     const { apiKey, memberId } = await createKeyWithScopes(ctx.db, org.organization_id, ['check'], 'developer');
