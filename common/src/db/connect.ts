@@ -48,6 +48,9 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Nor a checked-out one, which the pool leaves without an error listener: Postgres ends its session (the
+  // idle-in-transaction timeout, a restart), its caller gets the error from the query, and the pool drops it.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.log });
 }
 
