@@ -1,8 +1,11 @@
 import { systemClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
+import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
+import { redisKeys } from '@ent/common/redis/keys';
+import { startOutboxRunner } from './features/outbox/runner.ts';
 import { jobDefinitions } from './jobs/processors.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
@@ -13,17 +16,23 @@ if (parentPid) exitWithParent(parentPid);
 const db = createDb(config.databaseUrl);
 const redis = createRedis(config);
 const queues = createQueues(config);
-const stop = await startWorkers({ config, clock: systemClock, db, redis, queues });
-process.stdout.write(`[worker] running ${jobDefinitions.length} job kinds\n`);
+const log = {
+  info: (message: string) => process.stdout.write(`[worker] ${message}\n`),
+  warn: (message: string) => process.stderr.write(`[worker] ${message}\n`),
+};
+const outbox = startOutboxRunner({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix), log });
+const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues });
+log.info(`running ${jobDefinitions.length} job kinds and the outbox relay`);
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    void (async () => {
-      await stop();
-      await closeQueues(queues);
-      await db.destroy();
-      redis.disconnect();
-      process.exit(0);
-    })();
-  });
-}
+installGracefulShutdown({
+  drainDelayMs: 0,
+  timeoutMs: config.shutdownTimeoutMs,
+  close: async () => {
+    await outbox.stop();
+    await stopWorkers();
+    await closeQueues(queues);
+    await db.destroy();
+    redis.disconnect();
+  },
+  log: log.warn,
+});

@@ -4,12 +4,7 @@ import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
-import {
-  applyArrangementChange,
-  getArrangement,
-  publishArrangement,
-  saveArrangement,
-} from '../features/organizations/arrangement.ts';
+import { applyArrangementChange, getArrangement, saveArrangement } from '../features/organizations/arrangement.ts';
 import { createOrganization } from '../features/organizations/bootstrap.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 
@@ -99,6 +94,7 @@ org
   )
   .option('--json', 'print the resulting arrangement as JSON')
   .action(async (options: ArrangementOptions) => {
+    const redis = createRedis(config);
     const arrangement = await withDb(async (db) => {
       const current = await getArrangement(db, options.org);
       const next = applyArrangementChange(current, {
@@ -108,15 +104,18 @@ org
         blocking: options.nonBlocking ? false : options.blocking ? true : undefined,
         burstPerSecond: options.burst,
       });
+      // Saved with its outbox entry in one transaction: if Redis cannot be reached now, the worker's relay
+      // publishes it as soon as it can.
       await saveArrangement(db, options.org, next);
+      const publisher = createSnapshotPublisher({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix) });
+      await publisher.publishArrangement(options.org).catch((error: unknown) => {
+        process.stderr.write(
+          `entctl: saved; Redis could not be reached (${(error as Error).message}): ` +
+            'the worker will publish the arrangement once it can\n',
+        );
+      });
       return next;
-    });
-    const redis = createRedis(config);
-    try {
-      await publishArrangement(redis, redisKeys(config.redisKeyPrefix), options.org, arrangement);
-    } finally {
-      redis.disconnect();
-    }
+    }).finally(() => redis.disconnect());
     const body = {
       organization_id: options.org,
       plan: arrangement.plan,

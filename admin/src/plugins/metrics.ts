@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { QUEUE_NAMES } from '../jobs/queues.ts';
+import { outboxLag } from '../features/outbox/store.ts';
+import { webhookDeliveryCounts } from '../features/webhook/store.ts';
 
 export interface AdminMetrics {
   registry: Registry;
@@ -46,6 +48,42 @@ export const metrics = fp(
         );
       },
     });
+    new Gauge({
+      name: 'outbox_pending_rows',
+      help: 'Outbox entries (committed changes) not yet published to Redis',
+      registers: [registry],
+      async collect() {
+        const lag = await outboxLag(app.db).catch(() => null);
+        if (lag) this.set(lag.undone);
+      },
+    });
+    new Gauge({
+      name: 'outbox_oldest_pending_age_seconds',
+      help: 'Age of the oldest outbox entry not yet published to Redis (0 when none)',
+      registers: [registry],
+      async collect() {
+        const lag = await outboxLag(app.db).catch(() => null);
+        if (lag) this.set(lag.oldestAgeSeconds);
+      },
+    });
+    new Gauge({
+      name: 'webhook_deliveries_pending',
+      help: 'Webhook deliveries not yet delivered, failed or canceled',
+      registers: [registry],
+      async collect() {
+        const counts = await webhookDeliveryCounts(app.db).catch(() => null);
+        if (counts) this.set(counts.pending);
+      },
+    });
+    new Gauge({
+      name: 'webhook_deliveries_failed_last_hour',
+      help: 'Webhook deliveries that failed for good in the last hour',
+      registers: [registry],
+      async collect() {
+        const counts = await webhookDeliveryCounts(app.db).catch(() => null);
+        if (counts) this.set(counts.failedLastHour);
+      },
+    });
     app.decorate('metrics', { registry, snapshotRebuilds });
     app.addHook('onResponse', async (request, reply) => {
       requestDuration.observe(
@@ -57,5 +95,5 @@ export const metrics = fp(
       reply.type(registry.contentType).send(await registry.metrics()),
     );
   },
-  { name: 'metrics', dependencies: ['queues'] },
+  { name: 'metrics', dependencies: ['infrastructure', 'queues'] },
 );

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Transaction } from 'kysely';
+import type { Database } from '@ent/common/db/database';
 
 export type AuditService = 'api' | 'identity';
 
@@ -23,17 +25,34 @@ export interface WriteContext {
   /** Keys, members or roles changed: gateways must re-check cached keys. */
   authChanged: boolean;
   events: DomainEvent[];
+  /** Webhook deliveries recorded in the write's transaction for `events`, handed to the worker after the commit. */
+  deliveryIds: string[];
+  /** True once `events` were recorded inside the write's transaction (writePipeline.transaction). */
+  eventsRecorded: boolean;
 }
 
 /** Runs after a write has committed and before its 2xx response is sent (read-your-writes). */
 export type CommittedListener = (request: FastifyRequest, write: WriteContext) => Promise<void>;
+
+/** Runs inside the write's transaction, after its work: what must commit with the change (webhook deliveries). */
+export type BeforeCommitListener = (trx: Transaction<Database>, request: FastifyRequest, write: WriteContext) => Promise<void>;
+
+export interface WritePipeline {
+  onCommitted(listener: CommittedListener): void;
+  beforeCommit(listener: BeforeCommitListener): void;
+  /**
+   * Runs a write in one transaction together with what it must cause (its webhook deliveries): a handler that
+   * reports events does its work here, passing `trx` to its service, and fills `request.write` inside.
+   */
+  transaction<T>(request: FastifyRequest, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
     write: WriteContext;
   }
   interface FastifyInstance {
-    writePipeline: { onCommitted(listener: CommittedListener): void };
+    writePipeline: WritePipeline;
   }
   interface FastifyContextConfig {
     /** Audit service of the route; every write under /org and the invite listing are audited. */
@@ -58,6 +77,8 @@ const newWriteContext = (): WriteContext => ({
   subscribersChanged: new Set(),
   authChanged: false,
   events: [],
+  deliveryIds: [],
+  eventsRecorded: false,
 });
 
 /**
@@ -67,7 +88,19 @@ const newWriteContext = (): WriteContext => ({
 export const writePipeline = fp(
   async function writePipeline(app: FastifyInstance) {
     const listeners: CommittedListener[] = [];
-    app.decorate('writePipeline', { onCommitted: (listener: CommittedListener) => void listeners.push(listener) });
+    const beforeCommit: BeforeCommitListener[] = [];
+    const pipeline: WritePipeline = {
+      onCommitted: (listener) => void listeners.push(listener),
+      beforeCommit: (listener) => void beforeCommit.push(listener),
+      transaction: (request, work) =>
+        app.db.transaction().execute(async (trx) => {
+          const result = await work(trx);
+          for (const listener of beforeCommit) await listener(trx, request, request.write);
+          request.write.eventsRecorded = true;
+          return result;
+        }),
+    };
+    app.decorate('writePipeline', pipeline);
     app.decorateRequest('write', null as unknown as WriteContext);
     app.addHook('onRequest', async (request) => {
       request.write = newWriteContext();
@@ -78,12 +111,12 @@ export const writePipeline = fp(
         try {
           await listener(request, request.write);
         } catch (error) {
-          // The write is committed; the rebuild job is the backstop for a failed publish.
+          // The write is committed, and so is its outbox entry: the relay delivers what this step could not.
           request.log.error({ err: error }, 'post-commit step failed');
         }
       }
       return payload;
     });
   },
-  { name: 'write-pipeline' },
+  { name: 'write-pipeline', dependencies: ['infrastructure'] },
 );

@@ -1,4 +1,4 @@
-import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -23,6 +23,8 @@ export interface OrganizationsTable {
   catalog_version: ColumnType<number, number | undefined, number>;
   /** Bumped whenever a key, member or role change may alter who is let in. */
   auth_version: ColumnType<number, number | undefined, number>;
+  /** Bumped with every change of the eval arrangement (limit, blocking, burst, plan). */
+  arrangement_version: ColumnType<number, number | undefined, number>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }
@@ -174,6 +176,27 @@ export interface WebhookDeliveriesTable {
   updated_at: Timestamp;
 }
 
+export type OutboxKind = 'catalog' | 'subscriber' | 'auth' | 'arrangement';
+
+/**
+ * What a committed write must cause in Redis, recorded in the write's own transaction: the relay republishes
+ * every row not yet `done_at` (the inline write-through after the commit is only the fast path).
+ */
+export interface OutboxTable {
+  id: Generated<number>;
+  organization_id: string;
+  kind: OutboxKind;
+  /** The subscriber id for `subscriber` rows; null otherwise. */
+  subject: string | null;
+  /** The Postgres version the write produced (the snapshot that covers it has version + 1). */
+  version: number;
+  created_at: CreatedAt;
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  last_error: ColumnType<string | null, string | null | undefined, string | null>;
+  done_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export type AuditOutcomeKind = 'rejected' | 'responded' | 'no_response';
 
 /** An audit entry as first recorded (`pending`); append-only: never updated or deleted. */
@@ -225,6 +248,7 @@ export interface Database {
   invites: InvitesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  outbox: OutboxTable;
   audit_events: AuditEventsTable;
   audit_outcomes: AuditOutcomesTable;
   audit_settle_marks: AuditSettleMarksTable;

@@ -1,6 +1,8 @@
-import type { Kysely } from 'kysely';
+import { readFileSync } from 'node:fs';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { notFound } from '../errors/app-error.ts';
+import { recordOutbox, transact } from '../outbox/record.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 
@@ -13,6 +15,9 @@ export interface Arrangement {
   blocking: boolean;
   burstPerSecond: number;
 }
+
+/** An arrangement as read from Postgres: its version (Postgres arrangement_version + 1) orders publishes. */
+export type VersionedArrangement = Arrangement & { version: number };
 
 export const SELF_SERVE_ARRANGEMENT: Arrangement = {
   plan: 'free',
@@ -48,12 +53,12 @@ export function applyArrangementChange(current: Arrangement, change: Arrangement
   };
 }
 
-type Db = Pick<Kysely<Database>, 'selectFrom' | 'updateTable'>;
+type Db = Kysely<Database>;
 
-export async function getArrangement(db: Db, organizationId: string): Promise<Arrangement> {
+export async function getArrangement(db: Db, organizationId: string): Promise<VersionedArrangement> {
   const row = await db
     .selectFrom('organizations')
-    .select(['eval_plan', 'eval_limit', 'eval_blocking', 'eval_burst'])
+    .select(['eval_plan', 'eval_limit', 'eval_blocking', 'eval_burst', 'arrangement_version'])
     .where('id', '=', organizationId)
     .executeTakeFirst();
   if (!row) throw notFound(`No organization ${organizationId}.`);
@@ -62,42 +67,62 @@ export async function getArrangement(db: Db, organizationId: string): Promise<Ar
     evalLimit: row.eval_limit,
     blocking: row.eval_blocking,
     burstPerSecond: row.eval_burst,
+    version: row.arrangement_version + 1,
   };
 }
 
-export async function saveArrangement(
-  db: Db,
-  organizationId: string,
-  arrangement: Arrangement,
-): Promise<void> {
-  const result = await db
-    .updateTable('organizations')
-    .set({
-      eval_plan: arrangement.plan,
-      eval_limit: arrangement.evalLimit,
-      eval_blocking: arrangement.blocking,
-      eval_burst: arrangement.burstPerSecond,
-      updated_at: new Date(),
-    })
-    .where('id', '=', organizationId)
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw notFound(`No organization ${organizationId}.`);
+/** Saves the arrangement and records its outbox entry in one transaction; returns the new version. */
+export async function saveArrangement(db: Db, organizationId: string, arrangement: Arrangement): Promise<number> {
+  return transact(db, async (trx) => {
+    const row = await trx
+      .updateTable('organizations')
+      .set({
+        eval_plan: arrangement.plan,
+        eval_limit: arrangement.evalLimit,
+        eval_blocking: arrangement.blocking,
+        eval_burst: arrangement.burstPerSecond,
+        arrangement_version: sql`arrangement_version + 1`,
+        updated_at: new Date(),
+      })
+      .where('id', '=', organizationId)
+      .returning('arrangement_version')
+      .executeTakeFirst();
+    if (!row) throw notFound(`No organization ${organizationId}.`);
+    await recordOutbox(trx, { organizationId, kind: 'arrangement', version: row.arrangement_version });
+    return row.arrangement_version + 1;
+  });
+}
+
+const ARRANGEMENT_PUT = readFileSync(new URL('../redis/lua/arrangement-put-1.lua', import.meta.url), 'utf8');
+const withArrangementPut = new WeakSet<object>();
+
+interface ArrangementCommands {
+  entArrangementPut(key: string, ...args: (string | number)[]): Promise<number>;
 }
 
 /**
  * The Redis copy of the arrangement that the gate script reads on every eval, so a change applies on the
- * next eval on every gateway. One HSET of every field (atomic). Empty `limit` = unlimited; empty `plan` = none.
+ * next eval on every gateway. One atomic script: a versioned arrangement never replaces a newer one; one
+ * without a version (tests, tools) is written as given. Empty `limit` = unlimited; empty `plan` = none.
+ * Returns false when Redis already held the same or a newer version.
  */
 export async function publishArrangement(
-  redis: Pick<RedisClient, 'hset'>,
+  redis: RedisClient,
   keys: Pick<RedisKeys, 'arrangement'>,
   organizationId: string,
-  arrangement: Arrangement,
-): Promise<void> {
-  await redis.hset(keys.arrangement(organizationId), {
-    limit: arrangement.evalLimit === null ? '' : String(arrangement.evalLimit),
-    blocking: arrangement.blocking ? '1' : '0',
-    burst: String(arrangement.burstPerSecond),
-    plan: arrangement.plan ?? '',
-  });
+  arrangement: Arrangement & { version?: number },
+): Promise<boolean> {
+  if (!withArrangementPut.has(redis)) {
+    redis.defineCommand('entArrangementPut', { numberOfKeys: 1, lua: ARRANGEMENT_PUT });
+    withArrangementPut.add(redis);
+  }
+  const written = await (redis as unknown as ArrangementCommands).entArrangementPut(
+    keys.arrangement(organizationId),
+    arrangement.version ?? 0,
+    arrangement.evalLimit === null ? '' : String(arrangement.evalLimit),
+    arrangement.blocking ? '1' : '0',
+    String(arrangement.burstPerSecond),
+    arrangement.plan ?? '',
+  );
+  return written === 1;
 }

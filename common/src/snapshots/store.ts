@@ -19,17 +19,23 @@ function commands(redis: RedisClient): SnapshotCommands {
   return redis as unknown as SnapshotCommands;
 }
 
-/** What gateways learn on the invalidation channel; the version check in the gate call is the guarantee. */
+/**
+ * What gateways learn on the invalidation channel; the version check in the gate call is the guarantee. Each
+ * message names the snapshot version now in Redis, so a late message (a relay or rebuild announcing what a
+ * gateway already holds) never evicts an entry as new as it.
+ */
 export type Invalidation =
-  | { kind: 'catalog'; organizationId: string }
-  | { kind: 'subscriber'; organizationId: string; subscriberId: string }
-  | { kind: 'auth'; organizationId: string }
-  | { kind: 'organization'; organizationId: string };
+  | { kind: 'catalog'; organizationId: string; version: number }
+  | { kind: 'subscriber'; organizationId: string; subscriberId: string; version: number }
+  | { kind: 'auth'; organizationId: string; version: number }
+  | { kind: 'organization'; organizationId: string; catalogVersion: number };
 
 export const parseInvalidation = (message: string): Invalidation | null => {
   try {
     const value = JSON.parse(message) as Invalidation;
-    return typeof value?.organizationId === 'string' ? value : null;
+    if (typeof value?.organizationId !== 'string') return null;
+    const version = value.kind === 'organization' ? value.catalogVersion : value.version;
+    return typeof version === 'number' ? value : null;
   } catch {
     return null;
   }

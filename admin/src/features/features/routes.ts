@@ -40,10 +40,13 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const feature = await createFeature(app.db, request.principal!.organizationId, request.body);
-      request.write.catalogChanged = true;
-      request.write.details = { key: feature.key, name: feature.name, kind: feature.kind };
-      request.write.events.push({ type: 'feature.created', data: toFeatureBody(feature) });
+      const feature = await app.writePipeline.transaction(request, async (trx) => {
+        const feature = await createFeature(trx, request.principal!.organizationId, request.body);
+        request.write.catalogChanged = true;
+        request.write.details = { key: feature.key, name: feature.name, kind: feature.kind };
+        request.write.events.push({ type: 'feature.created', data: toFeatureBody(feature) });
+        return feature;
+      });
       return reply.code(201).send(toFeatureBody(feature));
     },
   );
@@ -60,17 +63,15 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { feature, changes } = await updateFeature(
-        app.db,
-        request.principal!.organizationId,
-        request.params.key,
-        request.body,
-      );
-      request.write.details = changes;
-      if (changes) {
-        request.write.catalogChanged = true;
-        request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
-      }
+      const feature = await app.writePipeline.transaction(request, async (trx) => {
+        const { feature, changes } = await updateFeature(trx, request.principal!.organizationId, request.params.key, request.body);
+        request.write.details = changes;
+        if (changes) {
+          request.write.catalogChanged = true;
+          request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
+        }
+        return feature;
+      });
       return toFeatureBody(feature);
     },
   );

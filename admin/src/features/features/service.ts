@@ -1,3 +1,4 @@
+import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import { newId } from '@ent/common/ids';
 import type { Database, Feature } from '@ent/common/db/database';
@@ -14,7 +15,7 @@ export async function createFeature(
   organizationId: string,
   input: CreateFeatureBody,
 ): Promise<Feature> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const created = await trx
       .insertInto('features')
       .values({
@@ -45,7 +46,7 @@ export async function updateFeature(
   key: string,
   input: UpdateFeatureBody,
 ): Promise<FeatureUpdateResult> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const before = await trx
       .selectFrom('features')
       .selectAll()

@@ -51,20 +51,22 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { subscriber_id, feature_key } = request.params;
-      const { override, details } = await upsertOverride(
-        app.db,
-        request.principal!.organizationId,
-        subscriber_id,
-        feature_key,
-        request.body,
-      );
-      const body = toOverrideBody(override);
-      request.write.details = details;
-      if (details) {
-        request.write.subscribersChanged.add(subscriber_id);
-        request.write.events.push({ type: 'override.upserted', data: body });
-      }
-      return body;
+      return app.writePipeline.transaction(request, async (trx) => {
+        const { override, details } = await upsertOverride(
+          trx,
+          request.principal!.organizationId,
+          subscriber_id,
+          feature_key,
+          request.body,
+        );
+        const body = toOverrideBody(override);
+        request.write.details = details;
+        if (details) {
+          request.write.subscribersChanged.add(subscriber_id);
+          request.write.events.push({ type: 'override.upserted', data: body });
+        }
+        return body;
+      });
     },
   );
 
@@ -130,17 +132,14 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { subscriber_id, feature_key } = request.params;
-      const deleted = await deleteOverride(
-        app.db,
-        request.principal!.organizationId,
-        subscriber_id,
-        feature_key,
-      );
-      request.write.details = null;
-      if (deleted) {
-        request.write.subscribersChanged.add(subscriber_id);
-        request.write.events.push({ type: 'override.deleted', data: toOverrideBody(deleted) });
-      }
+      await app.writePipeline.transaction(request, async (trx) => {
+        const deleted = await deleteOverride(trx, request.principal!.organizationId, subscriber_id, feature_key);
+        request.write.details = null;
+        if (deleted) {
+          request.write.subscribersChanged.add(subscriber_id);
+          request.write.events.push({ type: 'override.deleted', data: toOverrideBody(deleted) });
+        }
+      });
       return reply.code(204).send(null);
     },
   );

@@ -1,3 +1,4 @@
+import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
@@ -90,7 +91,7 @@ export async function upsertOverride(
   body: PutOverrideBody,
 ): Promise<OverrideUpsertResult> {
   const value = overrideValueFrom(body);
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
     const feature = await featureOrThrow(trx, organizationId, featureKey);
     if (feature.kind !== value.kind) {
@@ -185,7 +186,7 @@ export async function deleteOverride(
   subscriberId: string,
   featureKey: string,
 ): Promise<OverrideWithFeature | undefined> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
     const feature = await featureOrThrow(trx, organizationId, featureKey);
     const deleted = await trx

@@ -64,11 +64,14 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const created = await createPlan(app.db, orgOf(request), request.body);
-      const body = toPlanBody(created);
-      request.write.catalogChanged = true;
-      request.write.details = planCreatedDetails(planState(created));
-      request.write.events.push({ type: 'plan.created', data: body });
+      const body = await app.writePipeline.transaction(request, async (trx) => {
+        const created = await createPlan(trx, orgOf(request), request.body);
+        const body = toPlanBody(created);
+        request.write.catalogChanged = true;
+        request.write.details = planCreatedDetails(planState(created));
+        request.write.events.push({ type: 'plan.created', data: body });
+        return body;
+      });
       return reply.code(201).send(body);
     },
   );
@@ -118,10 +121,8 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) =>
-      reportWrite(
-        request,
-        'plan.updated',
-        await updatePlan(app.db, orgOf(request), request.params.key, request.body),
+      app.writePipeline.transaction(request, async (trx) =>
+        reportWrite(request, 'plan.updated', await updatePlan(trx, orgOf(request), request.params.key, request.body)),
       ),
   );
 
@@ -141,10 +142,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const deleted = await deletePlan(app.db, orgOf(request), request.params.key);
-      request.write.catalogChanged = true;
-      request.write.details = null;
-      request.write.events.push({ type: 'plan.deleted', data: toPlanBody(deleted) });
+      await app.writePipeline.transaction(request, async (trx) => {
+        const deleted = await deletePlan(trx, orgOf(request), request.params.key);
+        request.write.catalogChanged = true;
+        request.write.details = null;
+        request.write.events.push({ type: 'plan.deleted', data: toPlanBody(deleted) });
+      });
       return reply.code(204).send();
     },
   );
@@ -164,10 +167,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
         },
       },
       async (request) =>
-        reportWrite(
-          request,
-          archived ? 'plan.archived' : 'plan.unarchived',
-          await setPlanArchived(app.db, orgOf(request), request.params.key, archived),
+        app.writePipeline.transaction(request, async (trx) =>
+          reportWrite(
+            request,
+            archived ? 'plan.archived' : 'plan.unarchived',
+            await setPlanArchived(trx, orgOf(request), request.params.key, archived),
+          ),
         ),
     );
   }

@@ -1,3 +1,4 @@
+import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import { newId } from '@ent/common/ids';
 import type { Database, Plan } from '@ent/common/db/database';
@@ -83,7 +84,7 @@ export async function createPlan(
   organizationId: string,
   input: CreatePlanBody,
 ): Promise<PlanWithGrants> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const grants = await resolveAgainstCatalog(trx, organizationId, input.grants ?? []);
     const plan = await trx
       .insertInto('plans')
@@ -111,7 +112,7 @@ export async function updatePlan(
   key: string,
   input: UpdatePlanBody,
 ): Promise<PlanWriteResult> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const newGrants = input.grants
       ? await resolveAgainstCatalog(trx, organizationId, input.grants)
@@ -138,7 +139,7 @@ export async function setPlanArchived(
   key: string,
   archived: boolean,
 ): Promise<PlanWriteResult> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const details = archivedDetails(before.plan.archived_at !== null, archived);
     if (!details) return { ...before, details };
@@ -161,7 +162,7 @@ export async function deletePlan(
   key: string,
 ): Promise<PlanWithGrants> {
   try {
-    return await db.transaction().execute(async (trx) => {
+    return await transact(db, async (trx) => {
       const deleted = await lockPlan(trx, organizationId, key);
       if (await planIsReferenced(trx, organizationId, deleted.plan.id)) throw planInUse(key);
       await trx.deleteFrom('plans').where('id', '=', deleted.plan.id).execute();

@@ -1,13 +1,21 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
+import { recordOutbox } from '@ent/common/outbox/record';
+
+/**
+ * Each bump records its outbox entry in the same transaction, so a committed change always reaches Redis: the
+ * write-through after the commit is the fast path, the outbox relay the guarantee.
+ */
 
 /** Call inside the transaction of every catalog write (features, plans, grants). */
 export async function bumpCatalogVersion(trx: Transaction<Database>, organizationId: string): Promise<void> {
-  await trx
+  const { catalog_version: version } = await trx
     .updateTable('organizations')
     .set({ catalog_version: sql`catalog_version + 1` })
     .where('id', '=', organizationId)
-    .execute();
+    .returning('catalog_version')
+    .executeTakeFirstOrThrow();
+  await recordOutbox(trx, { organizationId, kind: 'catalog', version });
 }
 
 /** Call inside the transaction of every write to a subscriber, its subscriptions or its overrides. */
@@ -16,19 +24,23 @@ export async function bumpSubscriberVersion(
   organizationId: string,
   subscriberId: string,
 ): Promise<void> {
-  await trx
+  const { version } = await trx
     .updateTable('subscribers')
     .set({ version: sql`version + 1`, updated_at: sql`now()` })
     .where('organization_id', '=', organizationId)
     .where('subscriber_id', '=', subscriberId)
-    .execute();
+    .returning('version')
+    .executeTakeFirstOrThrow();
+  await recordOutbox(trx, { organizationId, kind: 'subscriber', subject: subscriberId, version });
 }
 
 /** Call inside the transaction of every key, member or role change. */
 export async function bumpAuthVersion(trx: Transaction<Database>, organizationId: string): Promise<void> {
-  await trx
+  const { auth_version: version } = await trx
     .updateTable('organizations')
     .set({ auth_version: sql`auth_version + 1` })
     .where('id', '=', organizationId)
-    .execute();
+    .returning('auth_version')
+    .executeTakeFirstOrThrow();
+  await recordOutbox(trx, { organizationId, kind: 'auth', version });
 }

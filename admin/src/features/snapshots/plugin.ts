@@ -1,12 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { QueuePayloads } from '../../jobs/queues.ts';
 import type { WriteContext } from '../../plugins/write-pipeline.ts';
+import { createOutboxRelay } from '../outbox/relay.ts';
 import { createSnapshotPublisher, type SnapshotPublisher } from './publisher.ts';
 import { internalSnapshotRoutes } from './routes.ts';
-
-const ENQUEUE_WAIT_MS = 250;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,9 +14,10 @@ declare module 'fastify' {
 
 /**
  * After every committed write: the changed documents are written through to Redis and announced before the
- * 2xx leaves (read-your-writes on every gateway), and a `snapshots` job rebuilds them again from Postgres
- * (the backstop when the write-through failed). Also serves the internal rebuild routes gateways call on a
- * Redis miss.
+ * 2xx leaves (read-your-writes on every gateway). The write's own transaction recorded them in the outbox
+ * (features/shared/versions.ts); a successful publish marks those entries done, and the outbox relay publishes
+ * whatever this fast path could not (Redis down, admin killed after the commit). Also serves the internal
+ * rebuild routes gateways call on a Redis miss.
  */
 export const snapshots = fp(
   async function snapshots(app: FastifyInstance) {
@@ -30,35 +29,27 @@ export const snapshots = fp(
     });
     app.decorate('snapshots', publisher);
 
-    // While Redis is unreachable BullMQ holds the job and sends it once Redis is back (the catch-up); the
-    // write's response waits for that at most ENQUEUE_WAIT_MS.
-    const enqueue = (payload: QueuePayloads['snapshots']) =>
-      Promise.race([
-        app.queues.snapshots.add('snapshots', payload).catch((error: unknown) => {
-          app.log.error({ err: error, payload }, 'could not enqueue a snapshot rebuild');
-        }),
-        new Promise<void>((resolve) => setTimeout(resolve, ENQUEUE_WAIT_MS).unref()),
-      ]);
-
     app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteContext) => {
       const organizationId = request.principal?.organizationId;
       if (!organizationId) return;
+      // Redis unreachable: every publish would wait for its command timeout; the relay will do it.
+      if (app.redis.status !== 'ready') return;
       const steps: Promise<unknown>[] = [];
-      if (write.catalogChanged) {
-        steps.push(publisher.publishCatalog(organizationId), enqueue({ kind: 'catalog', organizationId }));
-      }
+      if (write.catalogChanged) steps.push(publisher.publishCatalog(organizationId));
       if (write.subscribersChanged.size > 0) {
         steps.push(publisher.publishSubscribers(organizationId, [...write.subscribersChanged]));
-        for (const subscriberId of write.subscribersChanged) {
-          steps.push(enqueue({ kind: 'subscriber', organizationId, subscriberId }));
-        }
       }
-      if (write.authChanged) {
-        steps.push(publisher.publishAuth(organizationId), enqueue({ kind: 'auth', organizationId }));
-      }
+      if (write.authChanged) steps.push(publisher.publishAuth(organizationId));
       const results = await Promise.allSettled(steps);
       const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
       if (failed) throw failed.reason;
+    });
+
+    // One relay pass as admin starts listening: what an admin killed after a commit left undone is published
+    // now, not only once a worker runs. Not awaited: admin answers meanwhile.
+    const relay = createOutboxRelay({ db: app.db, publisher });
+    app.addHook('onListen', async () => {
+      void relay.drainOnce().catch((error: unknown) => app.log.warn({ err: error }, 'outbox relay pass at start failed'));
     });
 
     await app.register(async (internal) => {
@@ -75,5 +66,5 @@ export const snapshots = fp(
       await internal.register(internalSnapshotRoutes, { publisher });
     });
   },
-  { name: 'snapshots', dependencies: ['infrastructure', 'queues', 'write-pipeline'] },
+  { name: 'snapshots', dependencies: ['infrastructure', 'write-pipeline'] },
 );

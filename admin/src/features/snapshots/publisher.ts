@@ -11,7 +11,8 @@ import {
 } from '@ent/common/snapshots/build';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { getArrangement, publishArrangement, type Arrangement } from '@ent/common/metering/arrangement';
+import { getArrangement, publishArrangement, type VersionedArrangement } from '@ent/common/metering/arrangement';
+import { markOutboxDone, markSubscribersDone } from '@ent/common/outbox/record';
 
 export interface SnapshotPublisherDeps {
   db: Kysely<Database>;
@@ -23,10 +24,14 @@ export interface SnapshotPublisherDeps {
 
 const SUBSCRIBER_BATCH = 1000;
 
+/** A snapshot version is the Postgres version + 1 (documents.ts): what an outbox entry's version is compared with. */
+const databaseVersionOf = (snapshotVersion: number) => snapshotVersion - 1;
+
 /**
- * Rebuilds snapshot documents from Postgres and writes them to Redis (never over a newer version), then
- * announces the change on the invalidation channel. Shared by the write-through after each commit, the
- * `snapshots` job, the on-demand rebuild routes gateways call, and `entctl snapshots rebuild`.
+ * Rebuilds snapshot documents from Postgres and writes them to Redis (never over a newer version), announces the
+ * change on the invalidation channel, and marks done the outbox entries the published version covers. Shared by
+ * the write-through after each commit, the outbox relay, the reconciler, the on-demand rebuild routes gateways
+ * call, and `entctl snapshots rebuild`.
  */
 export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
   const { db, redis, redisKeys } = deps;
@@ -38,7 +43,8 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     rebuilt('catalog');
     if (!catalog) return null;
     await store.putCatalog(organizationId, catalog);
-    await store.publishInvalidation({ kind: 'catalog', organizationId });
+    await store.publishInvalidation({ kind: 'catalog', organizationId, version: catalog.version });
+    await markOutboxDone(db, { organizationId, kind: 'catalog', version: databaseVersionOf(catalog.version) });
     return catalog;
   }
 
@@ -54,9 +60,17 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
         return store.putSubscriber(organizationId, subscriberId, snapshot);
       }),
     );
-    if (!announce) return built;
-    await Promise.all(
-      subscriberIds.map((subscriberId) => store.publishInvalidation({ kind: 'subscriber', organizationId, subscriberId })),
+    if (announce) {
+      await Promise.all(
+        [...built].map(([subscriberId, { version }]) =>
+          store.publishInvalidation({ kind: 'subscriber', organizationId, subscriberId, version }),
+        ),
+      );
+    }
+    await markSubscribersDone(
+      db,
+      organizationId,
+      [...built].map(([subscriberId, { version }]) => ({ subscriberId, version: databaseVersionOf(version) })),
     );
     return built;
   }
@@ -73,7 +87,8 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     if (!auth) return null;
     await Promise.all(auth.keys.map(writeApiKey));
     await store.putAuthVersion(organizationId, auth.authVersion);
-    await store.publishInvalidation({ kind: 'auth', organizationId });
+    await store.publishInvalidation({ kind: 'auth', organizationId, version: auth.authVersion });
+    await markOutboxDone(db, { organizationId, kind: 'auth', version: databaseVersionOf(auth.authVersion) });
     return auth.authVersion;
   }
 
@@ -85,10 +100,11 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     return snapshot;
   }
 
-  async function publishOrganizationArrangement(organizationId: string): Promise<Arrangement> {
+  async function publishOrganizationArrangement(organizationId: string): Promise<VersionedArrangement> {
     const arrangement = await getArrangement(db, organizationId);
     rebuilt('arrangement');
     await publishArrangement(redis, redisKeys, organizationId, arrangement);
+    await markOutboxDone(db, { organizationId, kind: 'arrangement', version: databaseVersionOf(arrangement.version) });
     return arrangement;
   }
 
@@ -100,15 +116,16 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
       publishAuth(organizationId),
       publishOrganizationArrangement(organizationId),
     ]);
-    await store.publishInvalidation({ kind: 'organization', organizationId });
+    await store.publishInvalidation({ kind: 'organization', organizationId, catalogVersion: catalog.version });
     return { catalog, authVersion: authVersion ?? 0, arrangement };
   }
 
-  /** The organization's documents and all its subscribers, in batches. */
-  async function rebuildOrganization(organizationId: string): Promise<{ subscribers: number }> {
-    if (!(await publishOrganization(organizationId))) throw new Error(`No organization ${organizationId}.`);
+  /** Every subscriber of the organization, in batches of ids, each batch handed to `visit`. */
+  async function forEachSubscriberBatch(
+    organizationId: string,
+    visit: (subscriberIds: string[]) => Promise<void>,
+  ): Promise<void> {
     let after = '';
-    let subscribers = 0;
     for (;;) {
       const page = await db
         .selectFrom('subscribers')
@@ -118,14 +135,22 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
         .orderBy('subscriber_id')
         .limit(SUBSCRIBER_BATCH)
         .execute();
-      if (page.length === 0) break;
+      if (page.length === 0) return;
       const ids = page.map((row) => row.subscriber_id);
-      const built = await buildSubscribers(db, organizationId, ids);
-      await Promise.all([...built].map(([id, snapshot]) => store.putSubscriber(organizationId, id, snapshot)));
-      subscribers += built.size;
+      await visit(ids);
       after = ids[ids.length - 1]!;
     }
-    await store.publishInvalidation({ kind: 'organization', organizationId });
+  }
+
+  /** The organization's documents and all its subscribers, in batches. */
+  async function rebuildOrganization(organizationId: string): Promise<{ subscribers: number }> {
+    const published = await publishOrganization(organizationId);
+    if (!published) throw new Error(`No organization ${organizationId}.`);
+    let subscribers = 0;
+    await forEachSubscriberBatch(organizationId, async (ids) => {
+      subscribers += (await publishSubscribers(organizationId, ids, { announce: false })).size;
+    });
+    await store.publishInvalidation({ kind: 'organization', organizationId, catalogVersion: published.catalog.version });
     return { subscribers };
   }
 
@@ -134,8 +159,10 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     publishSubscribers,
     publishAuth,
     publishApiKey,
+    publishArrangement: publishOrganizationArrangement,
     publishOrganization,
     rebuildOrganization,
+    forEachSubscriberBatch,
   };
 }
 

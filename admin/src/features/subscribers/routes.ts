@@ -38,11 +38,14 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       },
     },
     async (request, reply) => {
-      const subscriber = await createSubscriber(app.db, request.principal!.organizationId, request.body);
-      const body = toSubscriberBody(subscriber);
-      request.write.subscribersChanged.add(subscriber.subscriber_id);
-      request.write.details = { subscriber_id: subscriber.subscriber_id, name: subscriber.name };
-      request.write.events.push({ type: 'subscriber.created', data: body });
+      const body = await app.writePipeline.transaction(request, async (trx) => {
+        const subscriber = await createSubscriber(trx, request.principal!.organizationId, request.body);
+        const body = toSubscriberBody(subscriber);
+        request.write.subscribersChanged.add(subscriber.subscriber_id);
+        request.write.details = { subscriber_id: subscriber.subscriber_id, name: subscriber.name };
+        request.write.events.push({ type: 'subscriber.created', data: body });
+        return body;
+      });
       return reply.code(201).send(body);
     },
   );
@@ -58,21 +61,22 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
         response: { 200: SubscriberSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
-      const { subscriber, changes } = await updateSubscriber(
-        app.db,
-        request.principal!.organizationId,
-        request.params.subscriber_id,
-        request.body,
-      );
-      const body = toSubscriberBody(subscriber);
-      request.write.details = changes;
-      if (changes) {
-        request.write.subscribersChanged.add(subscriber.subscriber_id);
-        request.write.events.push({ type: 'subscriber.updated', data: body });
-      }
-      return body;
-    },
+    async (request) =>
+      app.writePipeline.transaction(request, async (trx) => {
+        const { subscriber, changes } = await updateSubscriber(
+          trx,
+          request.principal!.organizationId,
+          request.params.subscriber_id,
+          request.body,
+        );
+        const body = toSubscriberBody(subscriber);
+        request.write.details = changes;
+        if (changes) {
+          request.write.subscribersChanged.add(subscriber.subscriber_id);
+          request.write.events.push({ type: 'subscriber.updated', data: body });
+        }
+        return body;
+      }),
   );
 
   app.get(

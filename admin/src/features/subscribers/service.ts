@@ -1,3 +1,4 @@
+import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import type { Database, Subscriber } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
@@ -14,7 +15,7 @@ export async function createSubscriber(
   organizationId: string,
   input: CreateSubscriberBody,
 ): Promise<Subscriber> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const created = await trx
       .insertInto('subscribers')
       .values({
@@ -47,7 +48,7 @@ export async function updateSubscriber(
   subscriberId: string,
   input: UpdateSubscriberBody,
 ): Promise<SubscriberUpdateResult> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const before = await lockSubscriber(trx, organizationId, subscriberId);
     if (!before) throw subscriberNotFound(subscriberId);
     const changes = changedFields(before, input, ['name']);

@@ -54,16 +54,19 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const created = await createSubscription(
-        app.db,
-        request.principal!.organizationId,
-        subscriber_id,
-        request.body.plan_id,
-      );
-      const body = toSubscriptionBody(created);
-      request.write.subscribersChanged.add(subscriber_id);
-      request.write.details = { subscription_id: created.id, plan_id: created.plan_key };
-      request.write.events.push({ type: 'subscription.created', data: body });
+      const body = await app.writePipeline.transaction(request, async (trx) => {
+        const created = await createSubscription(
+          trx,
+          request.principal!.organizationId,
+          subscriber_id,
+          request.body.plan_id,
+        );
+        const body = toSubscriptionBody(created);
+        request.write.subscribersChanged.add(subscriber_id);
+        request.write.details = { subscription_id: created.id, plan_id: created.plan_key };
+        request.write.events.push({ type: 'subscription.created', data: body });
+        return body;
+      });
       return reply.code(201).send(body);
     },
   );
@@ -86,20 +89,23 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const { created, canceled } = await changeSubscription(
-        app.db,
-        request.principal!.organizationId,
-        subscriber_id,
-        request.body,
-      );
-      const body = { ...toSubscriptionBody(created), canceled_subscription_id: canceled.id };
-      request.write.subscribersChanged.add(subscriber_id);
-      request.write.details = {
-        subscription_id: created.id,
-        canceled_subscription_id: canceled.id,
-        plan_id: { from: canceled.plan_key, to: created.plan_key },
-      };
-      request.write.events.push({ type: 'subscription.changed', data: body });
+      const body = await app.writePipeline.transaction(request, async (trx) => {
+        const { created, canceled } = await changeSubscription(
+          trx,
+          request.principal!.organizationId,
+          subscriber_id,
+          request.body,
+        );
+        const body = { ...toSubscriptionBody(created), canceled_subscription_id: canceled.id };
+        request.write.subscribersChanged.add(subscriber_id);
+        request.write.details = {
+          subscription_id: created.id,
+          canceled_subscription_id: canceled.id,
+          plan_id: { from: canceled.plan_key, to: created.plan_key },
+        };
+        request.write.events.push({ type: 'subscription.changed', data: body });
+        return body;
+      });
       return reply.code(201).send(body);
     },
   );
@@ -116,19 +122,21 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request) => {
       const { subscriber_id, subscription_id } = request.params;
-      const { subscription, changed } = await cancelSubscription(
-        app.db,
-        request.principal!.organizationId,
-        subscriber_id,
-        subscription_id,
-      );
-      const body = toSubscriptionBody(subscription);
-      if (changed) {
-        request.write.subscribersChanged.add(subscriber_id);
-        request.write.details = { plan_id: subscription.plan_key };
-        request.write.events.push({ type: 'subscription.canceled', data: body });
-      }
-      return body;
+      return app.writePipeline.transaction(request, async (trx) => {
+        const { subscription, changed } = await cancelSubscription(
+          trx,
+          request.principal!.organizationId,
+          subscriber_id,
+          subscription_id,
+        );
+        const body = toSubscriptionBody(subscription);
+        if (changed) {
+          request.write.subscribersChanged.add(subscriber_id);
+          request.write.details = { plan_id: subscription.plan_key };
+          request.write.events.push({ type: 'subscription.canceled', data: body });
+        }
+        return body;
+      });
     },
   );
 

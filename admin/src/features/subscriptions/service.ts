@@ -1,3 +1,4 @@
+import { transact } from '@ent/common/outbox/record';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
@@ -98,7 +99,7 @@ export async function createSubscription(
   subscriberId: string,
   planKey: string,
 ): Promise<SubscriptionWithPlan> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     await lockSubscriberOrThrow(trx, organizationId, subscriberId);
     const plan = await planOpenForSubscribing(trx, organizationId, planKey);
     refuseSecondActiveSubscription(await findActiveSubscriptions(trx, organizationId, subscriberId), plan);
@@ -120,7 +121,7 @@ export async function changeSubscription(
   subscriberId: string,
   input: ChangeSubscriptionBody,
 ): Promise<SubscriptionChange> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     await lockSubscriberOrThrow(trx, organizationId, subscriberId);
     const active = await findActiveSubscriptions(trx, organizationId, subscriberId);
     let current: SubscriptionWithPlan;
@@ -169,7 +170,7 @@ export async function cancelSubscription(
   subscriberId: string,
   subscriptionId: string,
 ): Promise<SubscriptionCancel> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     await lockSubscriberOrThrow(trx, organizationId, subscriberId);
     const subscription = await findSubscription(trx, organizationId, subscriberId, subscriptionId);
     if (!subscription) throw subscriptionNotFound(subscriptionId);

@@ -87,19 +87,28 @@ export async function enqueueDeliveries(
 }
 
 /**
- * After each committed write: the events it produced become deliveries, handed to the worker. The write's
- * response waits only for the insert and the enqueue, never for the delivery itself.
+ * Each write's events become delivery rows in the write's own transaction (committed with the change, so none
+ * is lost to a crash), handed to the worker after the commit. The response waits only for the enqueue, never for
+ * a delivery; a delivery whose enqueue failed stays `pending` and the sweep re-queues it.
  */
 export function registerWebhookDispatch(app: FastifyInstance): void {
+  app.writePipeline.beforeCommit(async (trx, request, write) => {
+    const principal = request.principal;
+    if (!principal || write.events.length === 0) return;
+    write.deliveryIds.push(
+      ...(await recordDeliveries(trx, principal.organizationId, write.events, new Date(app.clock.now()))),
+    );
+  });
   app.writePipeline.onCommitted(async (request, write) => {
     const principal = request.principal;
     if (!principal || write.events.length === 0) return;
-    const deliveryIds = await recordDeliveries(
-      app.db,
-      principal.organizationId,
-      write.events,
-      new Date(app.clock.now()),
-    );
-    await enqueueDeliveries(app.queues, deliveryIds);
+    if (!write.eventsRecorded) {
+      // A handler that reported events outside writePipeline.transaction: record them now rather than lose them.
+      request.log.error({ route: request.routeOptions.url }, 'webhook events reported outside the write transaction');
+      write.deliveryIds.push(
+        ...(await recordDeliveries(app.db, principal.organizationId, write.events, new Date(app.clock.now()))),
+      );
+    }
+    await enqueueDeliveries(app.queues, write.deliveryIds);
   });
 }

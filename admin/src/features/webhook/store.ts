@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Webhook, WebhookDelivery, WebhookDeliveryStatus } from '@ent/common/db/database';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -48,4 +48,19 @@ export function listDeliveries(
 
 export function findDelivery(db: Db, deliveryId: string): Promise<WebhookDelivery | undefined> {
   return db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirst();
+}
+
+/** For the metrics: deliveries still pending, and those that failed for good in the last hour. */
+export async function webhookDeliveryCounts(db: Db): Promise<{ pending: number; failedLastHour: number }> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select([
+      sql<number>`count(*) FILTER (WHERE status = 'pending')::int`.as('pending'),
+      sql<number>`count(*) FILTER (WHERE status = 'failed' AND updated_at > now() - interval '1 hour')::int`.as('failed'),
+    ])
+    .where((eb) =>
+      eb.or([eb('status', '=', 'pending'), eb.and([eb('status', '=', 'failed'), eb('updated_at', '>', sql<Date>`now() - interval '1 hour'`)])]),
+    )
+    .executeTakeFirstOrThrow();
+  return { pending: row.pending, failedLastHour: row.failed };
 }
