@@ -177,6 +177,8 @@ describe('cached keys and announcements', () => {
     const { apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
     const key = { 'x-api-key': apiKey };
     expect((await check('alice', 'seats', key)).statusCode).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // announcements of the organization's first eval
+    expect((await check('alice', 'seats', key)).statusCode).toBe(200);
     const misses = () => counter(gateway, 'gateway_cache_requests_total', { cache: 'principal', result: 'miss' });
     const before = await misses();
     const version = Number(await ctx.redis.hget(gateway.redisKeys.auth(org.organization_id), 'v'));
