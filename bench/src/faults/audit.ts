@@ -8,11 +8,11 @@ export interface AuditEntry {
 }
 
 /** The entries of one request (normally one), read as a user reads them: GET /org/audit-events?request_id=. */
-export async function auditEntriesOf(gatewayUrl: string, apiKey: string, requestId: string): Promise<AuditEntry[] | null> {
+export async function auditEntriesOf(gatewayUrl: string, apiKey: string, requestId: string): Promise<AuditEntry[] | string> {
   const answer = await exchange({ method: 'GET', url: `${gatewayUrl}/org/audit-events?request_id=${encodeURIComponent(requestId)}`, apiKey });
-  if (answer.status !== 200) return null;
   const body = answer.body as { audit_events?: AuditEntry[] } | null;
-  return body?.audit_events ?? null;
+  if (answer.status !== 200 || !body?.audit_events) return `${answer.status ?? answer.failure} ${JSON.stringify(answer.body).slice(0, 200)}`;
+  return body.audit_events;
 }
 
 /**

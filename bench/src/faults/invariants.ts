@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { auditEntriesOf, replacedLimit, type AuditEntry } from './audit.ts';
 import { converge } from './converge.ts';
+import { exchange } from './http.ts';
 import type { EvalLog, EvalRecord } from './load.ts';
 import { FEATURE, type FaultOrganization } from './organization.ts';
 import { isSuccess, type WriteRecord } from './writer.ts';
@@ -99,12 +100,18 @@ export async function verify(v: Verification): Promise<Findings> {
   // Every 2xx write audited `responded` with its status.
   const succeeded = v.writes.filter((w) => isSuccess(w.status));
   const audit = new Map<number, AuditEntry>();
+  const auditSeen = new Map<number, string>();
   const auditWait = converge(async () => {
     for (const write of succeeded) {
       if (audit.has(write.seq) || !write.requestId) continue;
       const entries = await auditEntriesOf(adminGateway, v.org.apiKey, write.requestId);
-      const responded = entries?.find((e) => e.outcome === 'responded');
+      if (typeof entries === 'string') {
+        auditSeen.set(write.seq, `the audit read failed: ${entries}`);
+        continue;
+      }
+      const responded = entries.find((e) => e.outcome === 'responded');
       if (responded) audit.set(write.seq, responded);
+      else auditSeen.set(write.seq, entries.length ? `outcome ${entries.map((e) => e.outcome).join('/')}` : 'no entry');
     }
     return audit.size === succeeded.length;
   });
@@ -146,7 +153,9 @@ export async function verify(v: Verification): Promise<Findings> {
   convergedAt.push(auditAt, revocationAt, valuesAt);
 
   const unaudited = succeeded.filter((w) => !audit.has(w.seq));
-  for (const write of unaudited) failures.push(`write #${write.seq} (${write.kind}, ${write.status}) has no 'responded' audit entry`);
+  for (const write of unaudited) {
+    failures.push(`write #${write.seq} (${write.kind}, ${write.status}) has no 'responded' audit entry (${auditSeen.get(write.seq) ?? 'no request id'})`);
+  }
   for (const [seq, entry] of audit) {
     const write = succeeded.find((w) => w.seq === seq)!;
     if (entry.status !== write.status) failures.push(`write #${seq} answered ${write.status} but is audited ${entry.status}`);
@@ -206,15 +215,20 @@ export async function verify(v: Verification): Promise<Findings> {
 
   // The month's count, once the load and every verification eval are over.
   const { expected, allowedExtra, rule } = expectedCount(v.evals.records, v.countRule);
-  const seen: { count: number | null; steadySince: number } = { count: null, steadySince: Date.now() };
+  const seen: { count: number | null; steadySince: number; problem: string | null } = { count: null, steadySince: Date.now(), problem: null };
   const readCounts = async () => {
     const answers = await Promise.all(
       v.gatewayUrls.map(async (url) => {
-        const res = await fetch(`${url}/org/usage/current`, { headers: { 'x-api-key': v.org.apiKey }, signal: AbortSignal.timeout(5000) });
-        return res.ok ? ((await res.json()) as { count: number }).count : Number.NaN;
+        const answer = await exchange({ method: 'GET', url: `${url}/org/usage/current`, apiKey: v.org.apiKey });
+        const count = (answer.body as { count?: unknown } | null)?.count;
+        if (answer.status === 200 && typeof count === 'number') return count;
+        seen.problem = `${url}/org/usage/current -> ${answer.status ?? answer.failure} ${JSON.stringify(answer.body).slice(0, 200)}`;
+        return Number.NaN;
       }),
     );
-    return answers.every((c) => c === answers[0]) ? answers[0]! : Number.NaN;
+    if (answers.every((c) => c === answers[0])) return answers[0]!;
+    if (!answers.some((c) => Number.isNaN(c))) seen.problem = `the gateways disagree on the count: ${answers.join(' vs ')}`;
+    return Number.NaN;
   };
   const countAt = await converge(
     async () => {
@@ -230,7 +244,10 @@ export async function verify(v: Verification): Promise<Findings> {
   convergedAt.push(countAt);
   const finalCount = seen.count;
   const error = finalCount === null ? null : finalCount < expected ? finalCount - expected : Math.max(0, finalCount - expected - allowedExtra);
-  if (countAt === null) failures.push(`eval count ${finalCount ?? 'unreadable'}, expected ${expected}${allowedExtra ? ` to ${expected + allowedExtra}` : ''}`);
+  if (countAt === null) {
+    const range = `${expected}${allowedExtra ? ` to ${expected + allowedExtra}` : ''}`;
+    failures.push(`eval count ${finalCount ?? 'unreadable'}, expected ${range}${seen.problem ? ` (last problem: ${seen.problem})` : ''}`);
+  }
   if (lostWrites) failures.push(`${lostWrites} committed write(s) never reached every gateway`);
 
   return {

@@ -72,6 +72,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   try {
     await sleep(STEADY_BEFORE_MS);
     injected = await scenario.inject(stack, writer);
+    writer.redirect(org.subscribers.slice(4));
     await sleep(LOAD_AFTER_RECOVERY_MS);
   } finally {
     await writer.stop();

@@ -37,7 +37,8 @@ export async function createFaultOrganization(appUrl: string, gatewayUrl: string
     expectStatus({ method, url: `${gatewayUrl}${path}`, apiKey, body }, status);
   await call('POST', '/org/features', { key: FEATURE, name: 'Seats', kind: 'limit' }, 201);
   await call('POST', '/org/plans', { key: 'basic', name: 'Basic', kind: 'catalog', grants: [{ feature: FEATURE, kind: 'limit', limit: PLAN_LIMIT }] }, 201);
-  const subscribers = ['ann', 'bob', 'cyd', 'dee'];
+  // The writer uses the first four until the fault is over, then the last two (see Writer.redirect).
+  const subscribers = ['ann', 'bob', 'cyd', 'dee', 'eve', 'fay'];
   for (const subscriber of subscribers) {
     await call('POST', '/org/subscribers', { subscriber_id: subscriber, name: subscriber }, 201);
     await call('POST', `/org/subscribers/${subscriber}/subscriptions`, { plan_id: 'basic' }, 201);

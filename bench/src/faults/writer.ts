@@ -19,6 +19,11 @@ export interface Writer {
   records: WriteRecord[];
   /** Revokes the victim key as the stream's next write (or at once when the stream has ended). */
   revoke(): Promise<WriteRecord>;
+  /**
+   * Later override writes go to these subscribers only. After recovery the stream moves to subscribers the
+   * fault never saw, so a write lost during the fault is still the last word on its subscriber.
+   */
+  redirect(subscribers: string[]): void;
   /** When the write now in flight was sent, or null between writes. */
   inFlightSince(): number | null;
   stop(): Promise<void>;
@@ -49,12 +54,13 @@ export function startWriter(
   let stopped = false;
   let inFlightSince: number | null = null;
   const revocations: ((record: WriteRecord) => void)[] = [];
+  let targets = org.subscribers.slice(0, 4);
 
   const write = async (kind: WriteRecord['kind']): Promise<WriteRecord> => {
     const n = seq++;
     const gateway = n % gatewayUrls.length;
     const base = gatewayUrls[gateway]!;
-    const subscriber = kind === 'override' ? org.subscribers[n % org.subscribers.length]! : null;
+    const subscriber = kind === 'override' ? targets[n % targets.length]! : null;
     const value = kind === 'override' ? firstValue + n : null;
     inFlightSince = Date.now();
     const answer =
@@ -101,6 +107,9 @@ export function startWriter(
   return {
     records,
     inFlightSince: () => inFlightSince,
+    redirect: (subscribers) => {
+      targets = subscribers;
+    },
     revoke: () => (stopped ? write('revoke') : new Promise((resolve) => revocations.push(resolve))),
     async stop() {
       stopped = true;
