@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { createDb } from '../src/db/connect.ts';
-import { ADMIN_FORWARD_TIMEOUT_MS, ADMIN_SOCKET_TIMEOUT_MS, ADMIN_WRITE_WORST_CASE_MS } from '../src/http/server-options.ts';
+import {
+  ADMIN_FORWARD_TIMEOUT_MS,
+  ADMIN_SOCKET_TIMEOUT_MS,
+  ADMIN_WRITE_WORST_CASE_MS,
+} from '../src/http/server-options.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 
 describe('shutdown settings', () => {
@@ -19,9 +23,15 @@ describe('shutdown settings', () => {
 
   it.each([
     [{ SHUTDOWN_TIMEOUT_MS: '0' }, 'SHUTDOWN_TIMEOUT_MS must be milliseconds between 1 and 3600000, got "0"'],
-    [{ SHUTDOWN_DRAIN_DELAY_MS: 'soon' }, 'SHUTDOWN_DRAIN_DELAY_MS must be milliseconds below SHUTDOWN_TIMEOUT_MS, got "soon"'],
+    [
+      { SHUTDOWN_DRAIN_DELAY_MS: 'soon' },
+      'SHUTDOWN_DRAIN_DELAY_MS must be milliseconds below SHUTDOWN_TIMEOUT_MS, got "soon"',
+    ],
     // A drain as long as the deadline would leave no time to close.
-    [{ SHUTDOWN_DRAIN_DELAY_MS: '10000' }, 'SHUTDOWN_DRAIN_DELAY_MS must be milliseconds below SHUTDOWN_TIMEOUT_MS, got "10000"'],
+    [
+      { SHUTDOWN_DRAIN_DELAY_MS: '10000' },
+      'SHUTDOWN_DRAIN_DELAY_MS must be milliseconds below SHUTDOWN_TIMEOUT_MS, got "10000"',
+    ],
   ])('refuse %o at startup', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });
@@ -45,23 +55,35 @@ describe('createDb', () => {
 
   const settingsOf = async (db: ReturnType<typeof createDb>) => {
     const { rows } = await sql<{ name: string; setting: string }>`
-      SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'idle_in_transaction_session_timeout')`.execute(db);
+      SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'idle_in_transaction_session_timeout')`.execute(
+      db,
+    );
     return Object.fromEntries(rows.map((row) => [row.name, Number(row.setting)]));
   };
 
   it('gives every session a statement and an idle-in-transaction timeout', async () => {
     const db = createDb(database.appUrl, { max: 1 });
     try {
-      expect(await settingsOf(db)).toEqual({ statement_timeout: 10_000, idle_in_transaction_session_timeout: 10_000 });
+      expect(await settingsOf(db)).toEqual({
+        statement_timeout: 10_000,
+        idle_in_transaction_session_timeout: 10_000,
+      });
     } finally {
       await db.destroy();
     }
   });
 
   it('takes both from its options', async () => {
-    const db = createDb(database.appUrl, { max: 1, statementTimeoutMillis: 1234, idleInTransactionTimeoutMillis: 4321 });
+    const db = createDb(database.appUrl, {
+      max: 1,
+      statementTimeoutMillis: 1234,
+      idleInTransactionTimeoutMillis: 4321,
+    });
     try {
-      expect(await settingsOf(db)).toEqual({ statement_timeout: 1234, idle_in_transaction_session_timeout: 4321 });
+      expect(await settingsOf(db)).toEqual({
+        statement_timeout: 1234,
+        idle_in_transaction_session_timeout: 4321,
+      });
     } finally {
       await db.destroy();
     }

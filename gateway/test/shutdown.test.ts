@@ -3,7 +3,11 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
-import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createTestOrganization,
+  testRedisPrefix,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { freePort, healthy, startNode, startRedis, waitFor, type Started } from './processes.ts';
 
@@ -55,10 +59,15 @@ async function startAdmin(env: Record<string, string>): Promise<{ process: Start
   return { process, url };
 }
 
-async function startGateway(env: Record<string, string>, adminUrl: string): Promise<{ process: Started; url: string }> {
+async function startGateway(
+  env: Record<string, string>,
+  adminUrl: string,
+): Promise<{ process: Started; url: string }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const process = run(startNode('gateway/src/server.ts', { ...env, ADMIN_URL: adminUrl, GATEWAY_PORT: String(port) }));
+  const process = run(
+    startNode('gateway/src/server.ts', { ...env, ADMIN_URL: adminUrl, GATEWAY_PORT: String(port) }),
+  );
   await healthy(url);
   return { process, url };
 }
@@ -70,7 +79,8 @@ const readyz = async (url: string) => {
 
 const exitOf = (started$: Started) =>
   new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => {
-    if (started$.child.exitCode !== null) return resolve({ code: started$.child.exitCode, signal: null, at: Date.now() });
+    if (started$.child.exitCode !== null)
+      return resolve({ code: started$.child.exitCode, signal: null, at: Date.now() });
     started$.child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
   });
 
@@ -85,7 +95,12 @@ beforeAll(async () => {
   database = await createTestDatabase();
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'Shutdown org');
-  await saveArrangement(db, org.organization_id, { plan: 'free', evalLimit: 1_000_000, blocking: false, burstPerSecond: 1_000_000 });
+  await saveArrangement(db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 1_000_000,
+    blocking: false,
+    burstPerSecond: 1_000_000,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -97,15 +112,28 @@ afterAll(async () => {
 describe('a gateway stopped with SIGTERM', () => {
   it('fails readiness at once, keeps serving through the drain, finishes requests in flight and exits 0 within the deadline', async () => {
     const redis = await redisOn();
-    const env = { ...baseEnv(redis.url), SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS), SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) };
+    const env = {
+      ...baseEnv(redis.url),
+      SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS),
+      SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+    };
     const admin = await startAdmin(env);
     const gateway = await startGateway(env, admin.url);
     const write = (path: string, method: string, body: unknown) =>
-      fetch(`${gateway.url}${path}`, { method, headers: { ...org.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect((await write('/org/features', 'POST', { key: 'sso', name: 'SSO', kind: 'flag' })).status).toBe(201);
+      fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { ...org.headers, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await write('/org/features', 'POST', { key: 'sso', name: 'SSO', kind: 'flag' })).status).toBe(
+      201,
+    );
     expect((await write('/org/subscribers', 'POST', { subscriber_id: 'ann', name: 'Ann' })).status).toBe(201);
     expect((await check(gateway.url, 'ann')).status).toBe(200);
-    expect(await readyz(gateway.url)).toEqual({ status: 200, body: { status: 'ready', redis: 'ok', admin: 'ok' } });
+    expect(await readyz(gateway.url)).toEqual({
+      status: 200,
+      body: { status: 'ready', redis: 'ok', admin: 'ok' },
+    });
 
     // A write held in flight: another session holds the subscriber row, so admin's UPDATE waits on the lock
     // (the audit entry, which only references the organization, is not held up).
@@ -115,15 +143,18 @@ describe('a gateway stopped with SIGTERM', () => {
     let exit: ReturnType<typeof exitOf> | undefined;
     try {
       await holder.query('BEGIN');
-      await holder.query('SELECT 1 FROM subscribers WHERE organization_id = $1 AND subscriber_id = $2 FOR NO KEY UPDATE', [
-        org.organization_id,
-        'ann',
-      ]);
+      await holder.query(
+        'SELECT 1 FROM subscribers WHERE organization_id = $1 AND subscriber_id = $2 FOR NO KEY UPDATE',
+        [org.organization_id, 'ann'],
+      );
       slowWrite = write('/org/subscribers/ann', 'PATCH', { name: 'Ann Again' });
       await waitFor(
         async () =>
-          (await holder.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))
-            .rows[0].n > 0,
+          (
+            await holder.query(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+          ).rows[0].n > 0,
         'the write waiting on the row lock',
       );
       const evals = Array.from({ length: 40 }, () => check(gateway.url, 'ann'));
@@ -132,7 +163,11 @@ describe('a gateway stopped with SIGTERM', () => {
       const signalledAt = Date.now();
       process.kill(gateway.process.child.pid!, 'SIGTERM');
       // Readiness fails at once while the gateway still serves: balancers stop sending, nobody is refused.
-      await waitFor(async () => (await readyz(gateway.url)).status === 503, 'readiness to fail', DRAIN_DELAY_MS);
+      await waitFor(
+        async () => (await readyz(gateway.url)).status === 503,
+        'readiness to fail',
+        DRAIN_DELAY_MS,
+      );
       expect(await readyz(gateway.url)).toEqual({ status: 503, body: { status: 'shutting_down' } });
       expect((await check(gateway.url, 'ann')).status).toBe(200);
       expect(Date.now() - signalledAt).toBeLessThan(DRAIN_DELAY_MS);
@@ -165,7 +200,9 @@ describe('a gateway stopped with SIGTERM', () => {
     // Admin frozen: the forwarded request can finish only after the gateway's deadline.
     process.kill(admin.process.child.pid!, 'SIGSTOP');
     try {
-      const stuck = fetch(`${gateway.url}/org/features`, { headers: org.headers }).catch((error: Error) => error);
+      const stuck = fetch(`${gateway.url}/org/features`, { headers: org.headers }).catch(
+        (error: Error) => error,
+      );
       await new Promise((resolve) => setTimeout(resolve, 200));
       const exit = exitOf(gateway.process);
       const signalledAt = Date.now();
@@ -188,16 +225,25 @@ describe('gateway readiness', () => {
     const env = baseEnv(redis.url);
     const admin = await startAdmin(env);
     const gateway = await startGateway(env, admin.url);
-    expect(await readyz(gateway.url)).toEqual({ status: 200, body: { status: 'ready', redis: 'ok', admin: 'ok' } });
+    expect(await readyz(gateway.url)).toEqual({
+      status: 200,
+      body: { status: 'ready', redis: 'ok', admin: 'ok' },
+    });
 
     await admin.process.stop();
-    expect(await readyz(gateway.url)).toEqual({ status: 200, body: { status: 'ready', redis: 'ok', admin: 'unreachable' } });
+    expect(await readyz(gateway.url)).toEqual({
+      status: 200,
+      body: { status: 'ready', redis: 'ok', admin: 'unreachable' },
+    });
 
     // A Redis that hangs rather than refuses: the probe still answers, within its own timeout.
     process.kill(redis.server.child.pid!, 'SIGSTOP');
     try {
       const askedAt = Date.now();
-      expect(await readyz(gateway.url)).toEqual({ status: 503, body: { status: 'not_ready', redis: 'unreachable', admin: 'unreachable' } });
+      expect(await readyz(gateway.url)).toEqual({
+        status: 503,
+        body: { status: 'not_ready', redis: 'unreachable', admin: 'unreachable' },
+      });
       // Well above the 1 s probe timeout, far below a hang.
       expect(Date.now() - askedAt).toBeLessThan(5000);
     } finally {
@@ -211,9 +257,15 @@ describe('admin readiness', () => {
   it('needs Postgres, not Redis', async () => {
     const redis = await redisOn();
     const admin = await startAdmin(baseEnv(redis.url));
-    expect(await readyz(admin.url)).toEqual({ status: 200, body: { status: 'ready', postgres: 'ok', redis: 'ok' } });
+    expect(await readyz(admin.url)).toEqual({
+      status: 200,
+      body: { status: 'ready', postgres: 'ok', redis: 'ok' },
+    });
     await redis.server.stop();
-    expect(await readyz(admin.url)).toEqual({ status: 200, body: { status: 'ready', postgres: 'ok', redis: 'unreachable' } });
+    expect(await readyz(admin.url)).toEqual({
+      status: 200,
+      body: { status: 'ready', postgres: 'ok', redis: 'unreachable' },
+    });
   }, 60_000);
 
   it('is not ready while Postgres is unreachable', async () => {
@@ -221,12 +273,18 @@ describe('admin readiness', () => {
     const closed = new URL(database.appUrl);
     closed.port = String(await freePort());
     const admin = await startAdmin({ ...baseEnv(redis.url), DATABASE_URL: closed.toString() });
-    expect(await readyz(admin.url)).toEqual({ status: 503, body: { status: 'not_ready', postgres: 'unreachable', redis: 'ok' } });
+    expect(await readyz(admin.url)).toEqual({
+      status: 503,
+      body: { status: 'not_ready', postgres: 'unreachable', redis: 'ok' },
+    });
   }, 60_000);
 
   it('answers 503 shutting_down during its drain and exits 0', async () => {
     const redis = await redisOn();
-    const admin = await startAdmin({ ...baseEnv(redis.url), SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS) });
+    const admin = await startAdmin({
+      ...baseEnv(redis.url),
+      SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS),
+    });
     const exit = exitOf(admin.process);
     const signalledAt = Date.now();
     process.kill(admin.process.child.pid!, 'SIGTERM');

@@ -40,11 +40,13 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? DB_TIMEOUT_DEFAULTS.connectionTimeoutMillis,
     statement_timeout: statementTimeout,
-    query_timeout: options.queryTimeoutMillis ?? statementTimeout + DB_TIMEOUT_DEFAULTS.queryTimeoutMarginMillis,
+    query_timeout:
+      options.queryTimeoutMillis ?? statementTimeout + DB_TIMEOUT_DEFAULTS.queryTimeoutMarginMillis,
     idle_in_transaction_session_timeout:
       options.idleInTransactionTimeoutMillis ?? DB_TIMEOUT_DEFAULTS.idleInTransactionTimeoutMillis,
     keepAlive: true,
-    keepAliveInitialDelayMillis: options.keepAliveInitialDelayMillis ?? DB_TIMEOUT_DEFAULTS.keepAliveInitialDelayMillis,
+    keepAliveInitialDelayMillis:
+      options.keepAliveInitialDelayMillis ?? DB_TIMEOUT_DEFAULTS.keepAliveInitialDelayMillis,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

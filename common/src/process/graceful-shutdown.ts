@@ -60,7 +60,9 @@ export function installGracefulShutdown(options: GracefulShutdownOptions): Grace
 
   const shutdown = (reason: string): Promise<void> => {
     running ??= (async () => {
-      log(`shutting down (${reason}): draining for ${options.drainDelayMs} ms, exiting within ${options.timeoutMs} ms`);
+      log(
+        `shutting down (${reason}): draining for ${options.drainDelayMs} ms, exiting within ${options.timeoutMs} ms`,
+      );
       options.lifecycle?.beginShutdown();
       // Deliberately not unref'd: a close that never settles must still end in an exit.
       const deadline = setTimeout(() => {
@@ -70,7 +72,9 @@ export function installGracefulShutdown(options: GracefulShutdownOptions): Grace
       let code = 0;
       try {
         if (options.drainDelayMs > 0) await sleep(options.drainDelayMs);
-        const reaper = options.httpServer && setInterval(() => options.httpServer?.closeIdleConnections(), REAP_IDLE_EVERY_MS);
+        const reaper =
+          options.httpServer &&
+          setInterval(() => options.httpServer?.closeIdleConnections(), REAP_IDLE_EVERY_MS);
         try {
           await options.close();
         } finally {

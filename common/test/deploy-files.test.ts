@@ -1,0 +1,252 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+
+/** The metrics the services export (admin/src/plugins/metrics.ts, gateway/src/plugins/metrics.ts). */
+const EXPORTED = [
+  'http_request_duration_seconds',
+  'gateway_redis_errors_total',
+  'gateway_redis_round_trips_total',
+  'gateway_offline_evals_pending',
+  'gateway_cache_requests_total',
+  'gateway_snapshot_rebuild_requests_total',
+  'snapshot_rebuilds_total',
+  'queue_depth',
+  'outbox_pending_rows',
+  'outbox_oldest_pending_age_seconds',
+  'webhook_deliveries_pending',
+  'webhook_deliveries_failed_last_hour',
+];
+const HISTOGRAMS = ['http_request_duration_seconds'];
+const SERIES = new Set([
+  ...EXPORTED,
+  ...HISTOGRAMS.flatMap((name) => ['_bucket', '_count', '_sum'].map((suffix) => name + suffix)),
+]);
+const baseName = (series: string) => HISTOGRAMS.find((name) => series.startsWith(`${name}_`)) ?? series;
+
+const KEYWORDS = new Set([
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+]);
+
+/** Metric names a PromQL expression selects: identifiers outside strings, matchers, ranges, groupings and numbers that are not calls. */
+function metricNamesIn(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ')
+    .replace(/(?<![a-zA-Z0-9_:])\d[\w.]*/g, ' ');
+  const names = [...bare.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*(\s*\()?/g)]
+    .filter((match) => match[1] === undefined)
+    .map((match) => match[0])
+    .filter((name) => !KEYWORDS.has(name));
+  return [...new Set(names)];
+}
+
+const unknownIn = (expr: string) => metricNamesIn(expr).filter((name) => !SERIES.has(name));
+
+describe('metricNamesIn', () => {
+  it('finds the selected metrics and nothing else', () => {
+    expect(
+      metricNamesIn(
+        'histogram_quantile(0.99, sum by (le, route) (rate(http_request_duration_seconds_bucket{route=~"/org/x", job="gw"}[5m]))) > 0.05',
+      ),
+    ).toEqual(['http_request_duration_seconds_bucket']);
+    expect(
+      metricNamesIn('max(deriv(outbox_pending_rows[10m])) > 0 and max(outbox_pending_rows offset 1h) > 1e2'),
+    ).toEqual(['outbox_pending_rows']);
+    expect(metricNamesIn('sum by (job) (rate(gateway_redis_errors_totl[5m])) / queue_depth')).toEqual([
+      'gateway_redis_errors_totl',
+      'queue_depth',
+    ]);
+  });
+});
+
+describe('the exported metric list', () => {
+  it('matches what the services register', () => {
+    const sources = read('admin/src/plugins/metrics.ts') + read('gateway/src/plugins/metrics.ts');
+    for (const name of EXPORTED) expect(sources, name).toContain(`'${name}'`);
+  });
+});
+
+interface Rule {
+  alert?: string;
+  expr?: unknown;
+  for?: unknown;
+  labels?: { severity?: unknown };
+  annotations?: { summary?: unknown; description?: unknown; runbook?: unknown };
+}
+
+describe('deploy/prometheus/alerts.yaml', () => {
+  const file = parse(read('deploy/prometheus/alerts.yaml')) as { groups: { name: string; rules: Rule[] }[] };
+  const rules = file.groups.flatMap((group) => group.rules);
+  const readmeAnchors = new Set(
+    [...read('deploy/README.md').matchAll(/^#+\s+(.+)$/gm)].map((match) =>
+      match[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+
+  it('gives every alert an expression, a duration, a severity, a summary, a description and a runbook that exists', () => {
+    expect(rules.length).toBeGreaterThan(0);
+    for (const rule of rules) {
+      expect(rule.alert, JSON.stringify(rule)).toMatch(/^[A-Z][A-Za-z]+$/);
+      expect(typeof rule.expr, rule.alert).toBe('string');
+      expect(rule.for, rule.alert).toMatch(/^\d+[smh]$/);
+      expect(rule.labels?.severity, rule.alert).toMatch(/^(critical|warning)$/);
+      expect(rule.annotations?.summary, rule.alert).toEqual(expect.any(String));
+      expect(rule.annotations?.description, rule.alert).toEqual(expect.any(String));
+      const runbook = String(rule.annotations?.runbook);
+      expect(runbook, rule.alert).toMatch(/^deploy\/README\.md#/);
+      expect(readmeAnchors, `${rule.alert}: ${runbook}`).toContain(runbook.split('#')[1]);
+    }
+    expect(new Set(rules.map((rule) => rule.alert)).size).toBe(rules.length);
+  });
+
+  it('selects only metrics the services export', () => {
+    for (const rule of rules) expect(unknownIn(String(rule.expr)), rule.alert).toEqual([]);
+  });
+
+  it('covers outbox lag and growth, Redis errors, 5xx, eval latency, webhook failures and offline evals', () => {
+    const used = new Set(rules.flatMap((rule) => metricNamesIn(String(rule.expr)).map(baseName)));
+    for (const name of [
+      'outbox_oldest_pending_age_seconds',
+      'outbox_pending_rows',
+      'gateway_redis_errors_total',
+      'http_request_duration_seconds',
+      'webhook_deliveries_failed_last_hour',
+      'gateway_offline_evals_pending',
+    ]) {
+      expect(used, name).toContain(name);
+    }
+    const exprs = rules.map((rule) => String(rule.expr));
+    expect(exprs.some((expr) => expr.includes('status=~"5.."'))).toBe(true);
+    expect(
+      exprs.some((expr) => expr.includes('histogram_quantile(0.99') && expr.includes('entitlements')),
+    ).toBe(true);
+  });
+});
+
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  datasource?: { type?: string; uid?: string };
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: { expr: string; datasource?: { uid?: string } }[];
+}
+
+describe('deploy/grafana/entitlements-dashboard.json', () => {
+  const dashboard = JSON.parse(read('deploy/grafana/entitlements-dashboard.json')) as {
+    schemaVersion: number;
+    templating: { list: { name: string; type: string; query: unknown }[] };
+    panels: Panel[];
+  };
+  const graphs = dashboard.panels.filter((panel) => panel.type !== 'row');
+
+  it('is a schema 39 dashboard on a ${DS_PROMETHEUS} datasource variable', () => {
+    expect(dashboard.schemaVersion).toBe(39);
+    expect(dashboard.templating.list).toContainEqual(
+      expect.objectContaining({ name: 'DS_PROMETHEUS', type: 'datasource', query: 'prometheus' }),
+    );
+    for (const panel of graphs) {
+      expect(panel.datasource?.uid, panel.title).toBe('${DS_PROMETHEUS}');
+      for (const target of panel.targets ?? [])
+        expect(target.datasource?.uid, panel.title).toBe('${DS_PROMETHEUS}');
+    }
+  });
+
+  it('lays out panels with unique ids inside the 24-column grid', () => {
+    expect(new Set(dashboard.panels.map((panel) => panel.id)).size).toBe(dashboard.panels.length);
+    for (const panel of dashboard.panels)
+      expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24);
+  });
+
+  it('queries only exported metrics, and every one of them', () => {
+    const used = new Set<string>();
+    for (const panel of graphs) {
+      expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      for (const target of panel.targets ?? []) {
+        expect(unknownIn(target.expr), panel.title).toEqual([]);
+        for (const name of metricNamesIn(target.expr)) used.add(baseName(name));
+      }
+    }
+    expect([...used].sort()).toEqual([...EXPORTED].sort());
+  });
+});
+
+interface Container {
+  name: string;
+  env?: { name: string; value: string }[];
+  readinessProbe?: { httpGet?: { path?: string } };
+  livenessProbe?: { httpGet?: { path?: string } };
+}
+
+describe('deploy/k8s/entitlements.yaml and deploy/compose.yaml', () => {
+  /** SHUTDOWN_TIMEOUT_MS as configured, else the default. */
+  const shutdownTimeoutMs = (value: string | undefined) => Number(value ?? 10_000);
+
+  it('probe readiness on /readyz and let every service finish its shutdown before the kill', () => {
+    const deployments = parseAllDocuments(read('deploy/k8s/entitlements.yaml'))
+      .map(
+        (doc) =>
+          doc.toJS() as {
+            kind: string;
+            spec: { template: { spec: { terminationGracePeriodSeconds?: number; containers: Container[] } } };
+          },
+      )
+      .filter((doc) => doc.kind === 'Deployment');
+    const served = deployments.filter((doc) =>
+      doc.spec.template.spec.containers.some((container) => container.readinessProbe),
+    );
+    expect(served.map((doc) => doc.spec.template.spec.containers[0]!.name).sort()).toEqual([
+      'admin',
+      'gateway',
+    ]);
+    for (const { spec } of served) {
+      const container = spec.template.spec.containers[0]!;
+      expect(container.readinessProbe?.httpGet?.path, container.name).toBe('/readyz');
+      expect(container.livenessProbe?.httpGet?.path, container.name).toBe('/healthz');
+      const timeout = shutdownTimeoutMs(
+        container.env?.find((env) => env.name === 'SHUTDOWN_TIMEOUT_MS')?.value,
+      );
+      const drain = Number(container.env?.find((env) => env.name === 'SHUTDOWN_DRAIN_DELAY_MS')?.value ?? 0);
+      expect(drain, container.name).toBeGreaterThan(0);
+      expect(drain, container.name).toBeLessThan(timeout);
+      expect((spec.template.spec.terminationGracePeriodSeconds ?? 30) * 1000, container.name).toBeGreaterThan(
+        timeout,
+      );
+    }
+
+    const compose = parse(read('deploy/compose.yaml'), { merge: true }) as {
+      services: Record<
+        string,
+        { environment?: Record<string, string>; stop_grace_period?: string; healthcheck?: { test: string[] } }
+      >;
+    };
+    for (const [name, port] of [
+      ['gateway', 3000],
+      ['admin', 3001],
+    ] as const) {
+      const service = compose.services[name]!;
+      expect(service.healthcheck?.test.join(' '), name).toContain(`http://127.0.0.1:${port}/readyz`);
+      const grace = Number(/^(\d+)s$/.exec(service.stop_grace_period ?? '10s')?.[1]) * 1000;
+      expect(grace, name).toBeGreaterThan(shutdownTimeoutMs(service.environment?.SHUTDOWN_TIMEOUT_MS));
+    }
+  });
+});
