@@ -182,16 +182,25 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
     subscriber.on('message', (_channel: string, message: string) => {
       const invalidation = parseInvalidation(message);
       if (!invalidation) return;
+      // Only what is older than the announced version goes: a late announcement (the relay or a rebuild
+      // republishing what this gateway already holds) must not evict a fresh entry, which is what a gateway
+      // answers from while Redis is unreachable.
       switch (invalidation.kind) {
-        case 'subscriber':
-          entries.delete(entryKey(invalidation.organizationId, invalidation.subscriberId));
+        case 'subscriber': {
+          const key = entryKey(invalidation.organizationId, invalidation.subscriberId);
+          const entry = entries.peek(key);
+          if (entry && (entry.forgetAt !== null || entry.subscriberVersion < invalidation.version)) entries.delete(key);
           break;
+        }
         case 'catalog':
-        case 'organization':
-          catalogs.delete(invalidation.organizationId);
+        case 'organization': {
+          const version = invalidation.kind === 'catalog' ? invalidation.version : invalidation.catalogVersion;
+          const cached = catalogs.peek(invalidation.organizationId);
+          if (cached && cached.version < version) catalogs.delete(invalidation.organizationId);
           break;
+        }
         case 'auth':
-          app.principals?.forgetOrganization(invalidation.organizationId);
+          app.principals?.forgetOrganization(invalidation.organizationId, invalidation.version);
           break;
       }
     });
