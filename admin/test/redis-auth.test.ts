@@ -1,4 +1,8 @@
-import type { Queue } from 'bullmq';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRedisLogin, RedisLoginError } from '@ent/common/redis/connect';
@@ -134,6 +138,56 @@ describe('a worker process whose login Redis refuses stops at once and says why'
       expect(worker.output()).not.toContain('not-the-pw-9f3');
     } finally {
       await worker.stop();
+    }
+  });
+});
+
+/** A throwaway CA and a certificate for 127.0.0.1 signed by it, in a fresh directory. */
+function testCertificates(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ent-redis-tls-'));
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore', timeout: 20_000 });
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=ent-test-ca');
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n');
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '1', '-extfile', 'ext');
+  return dir;
+}
+
+describe('rediss:// (TLS) with a password and a database index', () => {
+  it('a worker process connects over TLS and runs the jobs queued there', async () => {
+    const dir = testCertificates();
+    const port = await freePort();
+    // The later --port 0 turns the plain port off: only TLS is served.
+    const server = redisServer(port, [
+      '--port', '0', '--tls-port', String(port), '--tls-cert-file', join(dir, 'server.pem'),
+      '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.pem'),
+      '--tls-auth-clients', 'no', '--requirepass', REQUIRED_PASSWORD,
+    ]);
+    const ca = readFileSync(join(dir, 'ca.pem'));
+    const prefix = `${ctx.config.redisKeyPrefix}tls`;
+    const producer = new Queue('audit-settle', {
+      connection: { host: '127.0.0.1', port, password: REQUIRED_PASSWORD, db: 3, tls: { ca }, maxRetriesPerRequest: null },
+      prefix: redisKeys(prefix).queuePrefix,
+    });
+    producer.on('error', () => {});
+    // The worker trusts the test CA the way a deployment adds its own: NODE_EXTRA_CA_CERTS.
+    const worker = startNode('admin/src/worker.ts', {
+      REDIS_URL: `rediss://:${REQUIRED_PASSWORD}@127.0.0.1:${port}/3`,
+      NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem'),
+      REDIS_KEY_PREFIX: prefix,
+      DATABASE_URL: ctx.config.databaseUrl,
+      LOG_LEVEL: 'silent',
+    });
+    try {
+      await waitFor(async () => worker.output().includes('[worker] running'), 'the worker to start', 20_000);
+      const job = await producer.add('audit-settle', { olderThanMs: 60_000 });
+      await waitFor(async () => (await job.getState()) === 'completed', 'the job over TLS to complete', 15_000);
+      expect((await producer.getJobSchedulers()).map((scheduler) => scheduler.key)).toEqual(['audit-settle-every']);
+    } finally {
+      await worker.stop();
+      await producer.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
