@@ -152,6 +152,31 @@ describe('fail-open under Redis faults', () => {
     expect(await usageCount(url)).toBe(before + 15);
   }, 60_000);
 
+  it('exits on SIGTERM within its deadline when the last settlements cannot reach a paused Redis', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const gateway = startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port), SHUTDOWN_TIMEOUT_MS: '60000' });
+    try {
+      await healthy(url);
+      expect((await check(url, 'warm', 'seats')).statusCode).toBe(200);
+      const redisPid = redisServer.child.pid!;
+      process.kill(redisPid, 'SIGSTOP');
+      try {
+        expect((await check(url, 'warm', 'seats')).statusCode).toBe(200);
+        await waitFor(async () => (await pendingSettlements(url)) > 0, 'a settlement pending', 5000);
+        const exited = new Promise<number | null>((resolve) => gateway.child.once('exit', (code) => resolve(code)));
+        process.kill(gateway.child.pid!, 'SIGTERM');
+        const code = await Promise.race([exited, sleep(15_000).then(() => 'still running')]);
+        expect(code, gateway.output()).toBe(0);
+        expect(gateway.output()).toContain('eval settlements not applied before shutdown');
+      } finally {
+        process.kill(redisPid, 'SIGCONT');
+      }
+    } finally {
+      await gateway.stop();
+    }
+  }, 60_000);
+
   it('with Redis stopped: a blocked organization stays 409, a revoked key gets 401 within the bound, admin unreachable gets 503', async () => {
     const [viaA, viaB] = urls as [string, string];
     // Blocked: the month is over its limit and past its grace period.
