@@ -87,9 +87,16 @@ describe('a Redis that demands a user, a password and a database index', () => {
     }
   });
 
-  it("the worker's queues log in too and process a job", async () => {
+  it("the worker's queues log in too and process a job; a schedule no job uses any more is dropped", async () => {
+    // The schedule an earlier version kept for its webhook replay sentinel.
+    await ctx.app.queues['webhook-delivery'].upsertJobScheduler(
+      'webhook-delivery-every',
+      { every: 60_000 },
+      { name: 'webhook-delivery', data: { deliveryId: 'replay-stale' } },
+    );
     const stop = await startWorkers(depsOf(ctx));
     try {
+      expect(await ctx.app.queues['webhook-delivery'].getJobSchedulers()).toEqual([]);
       const queue = ctx.app.queues['audit-settle'];
       const job = await queue.add('audit-settle', { olderThanMs: 60_000 });
       await waitFor(async () => (await job.getState()) === 'completed', 'the audit-settle job to complete', 10_000);
