@@ -89,7 +89,7 @@ describe('a Redis that demands a user, a password and a database index', () => {
 
   it("the worker's queues log in too and process a job; a schedule no job uses any more is dropped", async () => {
     // The schedule an earlier version kept for its webhook replay sentinel.
-    await ctx.app.queues['webhook-delivery'].upsertJobScheduler(
+    await (ctx.app.queues['webhook-delivery'] as unknown as Queue).upsertJobScheduler(
       'webhook-delivery-every',
       { every: 60_000 },
       { name: 'webhook-delivery', data: { deliveryId: 'replay-stale' } },
