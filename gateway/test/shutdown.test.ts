@@ -9,7 +9,7 @@ import {
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
-import { freePort, healthy, startNode, startRedis, waitFor, type Started } from './processes.ts';
+import { freePort, startNode, startRedis, waitFor, type Started } from './processes.ts';
 
 /**
  * Readiness and graceful shutdown of real processes: each scenario starts its own admin, gateway and, where
@@ -51,12 +51,18 @@ const baseEnv = (redisUrl: string): Record<string, string> => ({
   LOG_LEVEL: 'warn',
 });
 
+/** Waits for /healthz (generously: a loaded machine starts tsx slowly); a failure shows the process's output. */
+const healthyOr = (service: Started, url: string) =>
+  waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`, 60_000).catch((error: Error) => {
+    throw new Error(`${error.message}\n${service.output()}`);
+  });
+
 async function startAdmin(env: Record<string, string>): Promise<{ process: Started; url: string }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const process = run(startNode('admin/src/server.ts', { ...env, ADMIN_PORT: String(port) }));
-  await healthy(url);
-  return { process, url };
+  const service = run(startNode('admin/src/server.ts', { ...env, ADMIN_PORT: String(port) }));
+  await healthyOr(service, url);
+  return { process: service, url };
 }
 
 async function startGateway(
@@ -65,11 +71,11 @@ async function startGateway(
 ): Promise<{ process: Started; url: string }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const process = run(
+  const service = run(
     startNode('gateway/src/server.ts', { ...env, ADMIN_URL: adminUrl, GATEWAY_PORT: String(port) }),
   );
-  await healthy(url);
-  return { process, url };
+  await healthyOr(service, url);
+  return { process: service, url };
 }
 
 const readyz = async (url: string) => {
@@ -101,13 +107,13 @@ beforeAll(async () => {
     blocking: false,
     burstPerSecond: 1_000_000,
   });
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await Promise.all(started.map((p) => p.stop()));
   await db?.destroy();
   await database?.drop();
-}, 60_000);
+}, 120_000);
 
 describe('a gateway stopped with SIGTERM', () => {
   it('fails readiness at once, keeps serving through the drain, finishes requests in flight and exits 0 within the deadline', async () => {
@@ -190,7 +196,7 @@ describe('a gateway stopped with SIGTERM', () => {
       await holder.query('ROLLBACK').catch(() => {});
       await holder.end();
     }
-  }, 60_000);
+  }, 120_000);
 
   it('exits 1 when the work in flight outlasts SHUTDOWN_TIMEOUT_MS', async () => {
     const redis = await redisOn();
@@ -216,7 +222,7 @@ describe('a gateway stopped with SIGTERM', () => {
     } finally {
       process.kill(admin.process.child.pid!, 'SIGCONT');
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('gateway readiness', () => {
@@ -250,7 +256,7 @@ describe('gateway readiness', () => {
       process.kill(redis.server.child.pid!, 'SIGCONT');
     }
     await waitFor(async () => (await readyz(gateway.url)).status === 200, 'readiness once Redis resumes');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('admin readiness', () => {
@@ -266,7 +272,7 @@ describe('admin readiness', () => {
       status: 200,
       body: { status: 'ready', postgres: 'ok', redis: 'unreachable' },
     });
-  }, 60_000);
+  }, 120_000);
 
   it('is not ready while Postgres is unreachable', async () => {
     const redis = await redisOn();
@@ -277,7 +283,7 @@ describe('admin readiness', () => {
       status: 503,
       body: { status: 'not_ready', postgres: 'unreachable', redis: 'ok' },
     });
-  }, 60_000);
+  }, 120_000);
 
   it('answers 503 shutting_down during its drain and exits 0', async () => {
     const redis = await redisOn();
@@ -293,5 +299,5 @@ describe('admin readiness', () => {
     const exited = await exit;
     expect({ code: exited.code, signal: exited.signal }).toEqual({ code: 0, signal: null });
     expect(exited.at - signalledAt).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
-  }, 60_000);
+  }, 120_000);
 });
