@@ -9,6 +9,7 @@ export interface GatewayMetrics {
   redisRoundTrips: LocalCounter<'op'>;
   redisErrors: LocalCounter<'op'>;
   snapshotRebuilds: LocalCounter<'kind'>;
+  /** Pending count settlements; the metric keeps its name so dashboards and alerts keep working. */
   offlineEvals: Gauge;
 }
 
@@ -67,7 +68,7 @@ export const metrics = fp(
       ),
       offlineEvals: new Gauge({
         name: 'gateway_offline_evals_pending',
-        help: 'Evals answered while Redis was unreachable, not yet added to Redis',
+        help: 'Eval count settlements (gate calls that failed while Redis was unreachable, refunds) not yet applied to Redis',
         registers,
       }),
     });
