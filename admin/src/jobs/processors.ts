@@ -6,7 +6,6 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { auditSettleJob } from './audit-settle.job.ts';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
-import { snapshotsJob } from '../features/snapshots/job.ts';
 import { webhookDeliveryJob } from './webhook-delivery.job.ts';
 import { webhookSweepJob } from './webhook-sweep.job.ts';
 
@@ -36,7 +35,6 @@ export type AnyJobDefinition = JobDefinition<any>;
 /** Every job the worker runs. One line per job file. */
 export const jobDefinitions: AnyJobDefinition[] = [
   auditSettleJob,
-  snapshotsJob,
   webhookDeliveryJob,
   webhookSweepJob,
 ];

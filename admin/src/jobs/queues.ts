@@ -6,12 +6,6 @@ import { nodeOptions, redisTarget } from '@ent/common/redis/redis-url';
 
 /** Every queue and the payload of its jobs. Add a queue here first; workers and producers follow the map. */
 export interface QueuePayloads {
-  /** Rebuild snapshots from Postgres into Redis, then tell gateways to drop what they cached. */
-  snapshots:
-    | { kind: 'catalog'; organizationId: string }
-    | { kind: 'subscriber'; organizationId: string; subscriberId: string }
-    | { kind: 'auth'; organizationId: string }
-    | { kind: 'organization'; organizationId: string };
   /** Repeatable: settle audit entries left `pending` past the bound to `no_response`. */
   'audit-settle': { olderThanMs: number };
   /** One webhook delivery attempt sequence for one event. */
@@ -23,7 +17,7 @@ export interface QueuePayloads {
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
 
-export const QUEUE_NAMES: QueueName[] = ['snapshots', 'audit-settle', 'webhook-delivery', 'webhook-sweep'];
+export const QUEUE_NAMES: QueueName[] = ['audit-settle', 'webhook-delivery', 'webhook-sweep'];
 
 export interface QueueConnection {
   connection: ConnectionOptions;
@@ -66,7 +60,6 @@ export function createQueues(config: Config): Queues {
   const connection = queueConnection(config);
   const options = { connection: connection.connection, prefix: connection.prefix, defaultJobOptions };
   const queues = {
-    snapshots: new Queue('snapshots', options),
     'audit-settle': new Queue('audit-settle', options),
     'webhook-delivery': new Queue('webhook-delivery', options),
     'webhook-sweep': new Queue('webhook-sweep', options),
