@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type { Kysely } from 'kysely';
+import { createDb } from '@ent/common/db/connect';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
@@ -31,15 +31,12 @@ declare module 'fastify' {
 
 /** Its own small pool with short timeouts: a stuck database turns into a quick 503, not a hung write. */
 export function createAuditDb(config: Config): Kysely<Database> {
-  const pool = new pg.Pool({
-    connectionString: config.databaseUrl,
+  return createDb(config.databaseUrl, {
     max: 10,
     connectionTimeoutMillis: AUDIT_CONNECT_TIMEOUT_MS,
-    statement_timeout: AUDIT_STATEMENT_TIMEOUT_MS,
-    lock_timeout: AUDIT_LOCK_TIMEOUT_MS,
+    statementTimeoutMillis: AUDIT_STATEMENT_TIMEOUT_MS,
+    lockTimeoutMillis: AUDIT_LOCK_TIMEOUT_MS,
   });
-  pool.on('error', () => {});
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 function entryFor(request: FastifyRequest): NewAuditEntry {

@@ -16,6 +16,8 @@ export interface DbOptions {
    * timeout cannot catch. Defaults to the statement timeout plus a margin, so Postgres normally cancels first.
    */
   queryTimeoutMillis?: number;
+  /** Server side: a statement waiting longer than this for a lock fails (unset: only the statement timeout). */
+  lockTimeoutMillis?: number;
   /** Postgres ends a session left idle inside a transaction this long, releasing the locks it holds. */
   idleInTransactionTimeoutMillis?: number;
   /** TCP keepalive probes start after this much silence, so a dead peer is noticed on idle pooled connections. */
@@ -40,6 +42,7 @@ export function createDb(connectionString: string, options: DbOptions = {}): Kys
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? DB_TIMEOUT_DEFAULTS.connectionTimeoutMillis,
     statement_timeout: statementTimeout,
+    ...(options.lockTimeoutMillis === undefined ? {} : { lock_timeout: options.lockTimeoutMillis }),
     query_timeout:
       options.queryTimeoutMillis ?? statementTimeout + DB_TIMEOUT_DEFAULTS.queryTimeoutMarginMillis,
     idle_in_transaction_session_timeout:
