@@ -9,9 +9,16 @@ const started: { pid: number; name: string }[] = [];
 const asyncCleanups: (() => Promise<void>)[] = [];
 const syncCleanups: (() => void)[] = [];
 
+let cleaning: Promise<void> | null = null;
+
 export function track(pid: number | undefined, name: string): number {
   if (!pid) throw new Error(`${name} did not start`);
   started.push({ pid, name });
+  if (cleaning) {
+    // Started by a scenario still running while the run stops (after a signal): it must not outlive the run.
+    process.kill(pid, 'SIGKILL');
+    throw new Error(`${name} started while the run was stopping`);
+  }
   return pid;
 }
 
@@ -21,7 +28,6 @@ export function onCleanup(run: () => Promise<void>, runSync: () => void): void {
   syncCleanups.push(runSync);
 }
 
-let cleaning: Promise<void> | null = null;
 export function cleanupAll(): Promise<void> {
   cleaning ??= (async () => {
     for (const run of [...asyncCleanups].reverse()) {

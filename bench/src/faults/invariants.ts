@@ -160,6 +160,18 @@ export async function verify(v: Verification): Promise<Findings> {
     const write = succeeded.find((w) => w.seq === seq)!;
     if (entry.status !== write.status) failures.push(`write #${seq} answered ${write.status} but is audited ${entry.status}`);
   }
+  // A 503 write did not run: never audited as a success; during the Postgres outage, never `responded` at all.
+  for (const write of v.writes.filter((w) => w.status === 503 && w.requestId)) {
+    const entries = await auditEntriesOf(adminGateway, v.org.apiKey, write.requestId!);
+    if (typeof entries === 'string') {
+      failures.push(`write #${write.seq} answered 503; its audit entries could not be read: ${entries}`);
+      continue;
+    }
+    const responded = entries.filter((e) => e.outcome === 'responded');
+    const duringOutage = v.postgresOutage && write.startedAt >= v.postgresOutage.from && write.endedAt <= v.postgresOutage.to;
+    const wrong = responded.filter((e) => duringOutage || isSuccess(e.status));
+    if (wrong.length) failures.push(`write #${write.seq} answered 503 but is audited responded ${wrong.map((e) => e.status).join('/')}`);
+  }
   if (!revoked) failures.push('the victim key was never revoked with a 2xx (every attempt failed)');
   else if (revocationAt === null) failures.push('the revoked key is still accepted on some gateway (or not revoked in Postgres)');
 

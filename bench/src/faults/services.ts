@@ -1,4 +1,4 @@
-import { freePort, healthy, startNode, waitFor, type Started } from '../../../gateway/test/processes.ts';
+import { freePort, startNode, waitFor, type Started } from '../../../gateway/test/processes.ts';
 import { onCleanup, track } from './children.ts';
 
 /** One service process (admin, worker or a gateway) that a scenario may kill and start again on the same port. */
@@ -22,6 +22,10 @@ export interface Services {
   /** Starts whatever is not running (a previous scenario's victim that failed to come back). */
   ensureUp(): Promise<void>;
 }
+
+/** Generous: on a loaded machine a tsx start can take well over the tests' 20 s. */
+const START_BOUND_MS = 60_000;
+const healthy = (url: string) => waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`, START_BOUND_MS);
 
 const exited = (started: Started) => new Promise<void>((resolve) => {
   if (started.child.exitCode !== null || started.child.signalCode !== null) return resolve();
@@ -67,7 +71,7 @@ export async function startServices(baseEnv: Record<string, string>): Promise<Se
   const env = { ...baseEnv, ADMIN_PORT: String(adminPort), ADMIN_URL: adminUrl, LOG_LEVEL: 'warn' };
   const admin = service('admin', 'admin/src/server.ts', env, () => healthy(adminUrl));
   const worker = service('worker', 'admin/src/worker.ts', env, (started) =>
-    waitFor(async () => started.output().includes('[worker] running'), 'the worker', 30_000),
+    waitFor(async () => started.output().includes('[worker] running'), 'the worker', START_BOUND_MS),
   );
   const gatewayUrls: string[] = [];
   const gateways: Service[] = [];
