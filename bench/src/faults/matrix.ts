@@ -30,7 +30,8 @@ export interface ScenarioResult {
   lostWrites: number;
   count: { expected: number; allowedExtra: number; actual: number | null; error: number | null; rule: string };
   convergedMs: number | null;
-  recoverySeconds: number;
+  /** From injecting the fault until everything it broke was running again. */
+  faultSeconds: number;
   failures: string[];
   notes: string[];
 }
@@ -67,10 +68,11 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
 
   const load = startLoad(evals, org.subscribers, urls.length, EVALS_PER_SECOND, MAX_SCENARIO_SECONDS);
   const writer = startWriter(org, urls, { intervalMs: WRITE_EVERY_MS, maxWrites: 400, maxSeconds: MAX_SCENARIO_SECONDS, firstValue: 1000 });
-  const faultStart = Date.now();
+  let faultFrom = Date.now();
   let injected;
   try {
     await sleep(STEADY_BEFORE_MS);
+    faultFrom = Date.now();
     injected = await scenario.inject(stack, writer);
     writer.redirect(org.subscribers.slice(4));
     await sleep(LOAD_AFTER_RECOVERY_MS);
@@ -94,7 +96,12 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     postgresOutage: injected.postgresOutage,
   });
   const revocations = writer.records.filter((w) => w.kind === 'revoke');
+  const during = <T extends { startedAt: number }>(records: T[]) => records.filter((r) => r.startedAt >= faultFrom && r.startedAt < injected.recoveredAt);
+  const duringWrites = tally(during(writer.records));
+  const duringEvals = tally(during(evals.records));
   findings.notes.push(
+    `during the fault (${((injected.recoveredAt - faultFrom) / 1000).toFixed(1)} s): writes ${duringWrites.ok}/${duringWrites.unavailable}/${duringWrites.total - duringWrites.ok - duringWrites.unavailable}, ` +
+      `evals ${duringEvals.ok}/${duringEvals.unavailable}/${duringEvals.total - duringEvals.ok - duringEvals.unavailable} (2xx/503/other)`,
     `revocation attempts: ${revocations.map((w) => w.status ?? w.failure).join(', ')}`,
     `fail-open evals (2xx without eval headers): ${evals.records.filter((e) => isSuccess(e.status) && !e.metered).length}`,
   );
@@ -107,7 +114,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     lostWrites: findings.lostWrites,
     count: findings.count,
     convergedMs: findings.convergedMs,
-    recoverySeconds: Math.round((injected.recoveredAt - faultStart - STEADY_BEFORE_MS) / 100) / 10,
+    faultSeconds: Math.round((injected.recoveredAt - faultFrom) / 100) / 10,
     failures: findings.failures,
     notes: findings.notes,
   };

@@ -72,7 +72,7 @@ try {
         lostWrites: 0,
         count: { expected: 0, allowedExtra: 0, actual: null, error: null, rule: 'not measured' },
         convergedMs: null,
-        recoverySeconds: 0,
+        faultSeconds: 0,
         failures: [`the scenario could not run: ${error instanceof Error ? error.message : String(error)}`],
         notes: [],
       });
