@@ -112,6 +112,47 @@ describe('the outbox, written in the write transaction', () => {
   });
 });
 
+describe('webhook deliveries, written in the write transaction', () => {
+  it('are inserted in the same transaction as the change: visible inside it, invisible outside until it commits', async () => {
+    const put = await ctx.app.inject({
+      method: 'PUT',
+      url: '/org/webhook',
+      headers: org.headers,
+      payload: { url: 'http://127.0.0.1:9/hooks' },
+    });
+    expect(put.statusCode).toBe(201);
+    const seen: { inside: number; outside: number; outboxInside: number }[] = [];
+    const count = (db: typeof ctx.db) =>
+      db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('organization_id', '=', org.organization_id)
+        .where('event_type', '=', 'feature.created')
+        .executeTakeFirstOrThrow()
+        .then((row) => Number(row.n));
+    ctx.app.writePipeline.beforeCommit(async (trx, request) => {
+      if (request.routeOptions.url !== '/org/features') return;
+      const outboxInside = await trx
+        .selectFrom('outbox')
+        .select('id')
+        .where('organization_id', '=', org.organization_id)
+        .where('kind', '=', 'catalog')
+        .where('done_at', 'is', null)
+        .execute();
+      seen.push({ inside: await count(trx), outside: await count(ctx.ownerDb), outboxInside: outboxInside.length });
+    });
+    const created = await ctx.app.inject({
+      method: 'POST',
+      url: '/org/features',
+      headers: org.headers,
+      payload: { key: 'sso', name: 'SSO', kind: 'flag' },
+    });
+    expect(created.statusCode).toBe(201);
+    expect(seen).toEqual([{ inside: 1, outside: 0, outboxInside: 1 }]);
+    expect(await count(ctx.ownerDb)).toBe(1);
+  });
+});
+
 describe('the relay', () => {
   it('publishes what the write-through could not (Redis unreachable from admin), once Redis answers', async () => {
     await createOutboxRelay({ db: ctx.db, publisher: ctx.app.snapshots }).drainOnce();
