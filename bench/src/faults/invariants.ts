@@ -161,7 +161,9 @@ export async function verify(v: Verification): Promise<Findings> {
     if (entry.status !== write.status) failures.push(`write #${seq} answered ${write.status} but is audited ${entry.status}`);
   }
   // A 503 write did not run: never audited as a success; during the Postgres outage, never `responded` at all.
-  for (const write of v.writes.filter((w) => w.status === 503 && w.requestId)) {
+  // A 503 that says its outcome is unknown (admin died after receiving it) may have been applied; the others
+  // must not have been.
+  for (const write of v.writes.filter((w) => w.status === 503 && !w.outcomeUnknown && w.requestId)) {
     const entries = await auditEntriesOf(adminGateway, v.org.apiKey, write.requestId!);
     if (typeof entries === 'string') {
       failures.push(`write #${write.seq} answered 503; its audit entries could not be read: ${entries}`);
@@ -180,7 +182,7 @@ export async function verify(v: Verification): Promise<Findings> {
   let lostWrites = 0;
   for (const subscriber of written) {
     const mine = overrideWrites.filter((w) => w.subscriber === subscriber).sort((a, b) => a.seq - b.seq);
-    const refused = new Map(mine.filter((w) => w.status === 503).map((w) => [w.value!, w]));
+    const refused = new Map(mine.filter((w) => w.status === 503 && !w.outcomeUnknown).map((w) => [w.value!, w]));
     let possible: OverrideState[] = [null];
     for (const write of mine) {
       if (isSuccess(write.status)) {
@@ -198,8 +200,8 @@ export async function verify(v: Verification): Promise<Findings> {
           }
         }
         possible = [write.value];
-      } else if (write.status !== 503 && !(write.status !== null && write.status < 500)) {
-        possible.push(write.value); // no answer, or a 5xx other than 503: it may have been applied
+      } else if (write.outcomeUnknown || (write.status !== 503 && !(write.status !== null && write.status < 500))) {
+        possible.push(write.value); // no answer, a 503 of unknown outcome, or another 5xx: it may have been applied
       }
     }
     const inPostgres = truth.get(subscriber) ?? null;

@@ -11,6 +11,8 @@ export interface WriteRecord {
   status: number | null;
   failure: string | null;
   requestId: string | null;
+  /** A 503 whose details say the outcome is unknown: admin received the write and died before answering. */
+  outcomeUnknown: boolean;
   startedAt: number;
   endedAt: number;
 }
@@ -30,6 +32,9 @@ export interface Writer {
 }
 
 export const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;
+
+const outcomeUnknown = (answer: Exchange): boolean =>
+  (answer.body as { error?: { details?: { outcome?: unknown } } } | null)?.error?.details?.outcome === 'unknown';
 
 const requestIdOf = (answer: Exchange): string | null => {
   const header = answer.headers?.get('x-request-id');
@@ -86,6 +91,7 @@ export function startWriter(
       status: answer.status,
       failure: answer.failure,
       requestId: requestIdOf(answer),
+      outcomeUnknown: answer.status === 503 && outcomeUnknown(answer),
       startedAt: answer.startedAt,
       endedAt: answer.endedAt,
     };

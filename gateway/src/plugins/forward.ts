@@ -50,6 +50,28 @@ function responseHeaders(headers: IncomingHttpHeaders): Record<string, string | 
   return out;
 }
 
+/** Failures before admin could have received the request: nothing ran. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * A write whose connection to admin broke after it was sent may have committed (admin killed between its
+ * commit and its answer): the 503 says so in `details.outcome`, and its audit entry ends `no_response`.
+ * One that never reached admin did not run, like every other 503.
+ */
+function forwardFailed(request: FastifyRequest, error: unknown) {
+  const code = (error as { code?: string }).code ?? '';
+  if (NOT_SENT.has(code) || SAFE_METHODS.has(request.method)) {
+    return serviceUnavailable('The service is temporarily unavailable; retry shortly.');
+  }
+  return serviceUnavailable(
+    'The service stopped answering while handling this request; it may or may not have been applied. ' +
+      'Read the resource (or its audit entry, by request id) before retrying.',
+    { outcome: 'unknown' },
+  );
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 const hasBody = (request: FastifyRequest): boolean =>
   request.headers['transfer-encoding'] !== undefined ||
   (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
@@ -88,7 +110,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
         });
       } catch (error) {
         request.log.warn({ err: error }, 'admin unreachable');
-        throw serviceUnavailable('The service is temporarily unavailable; retry shortly.');
+        throw forwardFailed(request, error);
       }
       reply.code(response.statusCode).headers(responseHeaders(response.headers));
       return reply.send(response.body);
