@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { notFound } from '../errors/app-error.ts';
 import { recordOutbox, transact } from '../outbox/record.ts';
+import { withScripts } from '../redis/commands.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 
@@ -93,13 +93,6 @@ export async function saveArrangement(db: Db, organizationId: string, arrangemen
   });
 }
 
-const ARRANGEMENT_PUT = readFileSync(new URL('../redis/lua/arrangement-put-1.lua', import.meta.url), 'utf8');
-const withArrangementPut = new WeakSet<object>();
-
-interface ArrangementCommands {
-  entArrangementPut(key: string, ...args: (string | number)[]): Promise<number>;
-}
-
 /**
  * The Redis copy of the arrangement that the gate script reads on every eval, so a change applies on the
  * next eval on every gateway. One atomic script: a versioned arrangement never replaces a newer one; one
@@ -112,11 +105,7 @@ export async function publishArrangement(
   organizationId: string,
   arrangement: Arrangement & { version?: number },
 ): Promise<boolean> {
-  if (!withArrangementPut.has(redis)) {
-    redis.defineCommand('entArrangementPut', { numberOfKeys: 1, lua: ARRANGEMENT_PUT });
-    withArrangementPut.add(redis);
-  }
-  const written = await (redis as unknown as ArrangementCommands).entArrangementPut(
+  const written = await withScripts(redis).entArrangementPut(
     keys.arrangement(organizationId),
     arrangement.version ?? 0,
     arrangement.evalLimit === null ? '' : String(arrangement.evalLimit),

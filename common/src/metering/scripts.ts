@@ -1,11 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { withScripts } from '../redis/commands.ts';
 import type { RedisClient } from '../redis/connect.ts';
-
-const lua = (name: string) => readFileSync(new URL(`../redis/lua/${name}`, import.meta.url), 'utf8');
-
-const EVAL_GATE_BATCH = lua('eval-gate-batch.lua');
-const EVAL_ADJUST = lua('eval-adjust-2.lua');
-const EVAL_SETTLE = lua('eval-settle-3.lua');
 
 /**
  * Raw replies; see each script's header. The batch reply is a header (status 0, limit, blocking, catalog
@@ -28,13 +22,7 @@ export interface MeteringCommands {
 
 export type MeteringRedis = RedisClient & MeteringCommands;
 
-/** Loads the metering scripts on a client once (EVALSHA, falling back to EVAL after a restart). */
+/** The metering scripts with their reply types (defined once per client by redis/commands.ts). */
 export function withMeteringCommands(redis: RedisClient): MeteringRedis {
-  const target = redis as MeteringRedis;
-  if (typeof target.evalGateBatch !== 'function') {
-    redis.defineCommand('evalGateBatch', { lua: EVAL_GATE_BATCH });
-    redis.defineCommand('evalAdjust', { numberOfKeys: 2, lua: EVAL_ADJUST });
-    redis.defineCommand('evalSettle', { numberOfKeys: 3, lua: EVAL_SETTLE });
-  }
-  return target;
+  return withScripts(redis) as unknown as MeteringRedis;
 }

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.ts';
+import { withScripts } from './commands.ts';
 import { nodeOptions, redactRedisUrl, redisTarget, type RedisNode } from './redis-url.ts';
 
 export type RedisClient = Redis | Cluster;
@@ -25,12 +26,15 @@ export function createRedis(
     ...nodeOptions(target),
     ...overrides,
   };
+  // Every script is defined before the first command, never while auto-pipelines are in flight (commands.ts).
   if (target.cluster) {
-    return quietConnectionErrors(
-      new Cluster(target.nodes, { enableAutoPipelining: options.enableAutoPipelining, redisOptions: options }),
+    return withScripts(
+      quietConnectionErrors(
+        new Cluster(target.nodes, { enableAutoPipelining: options.enableAutoPipelining, redisOptions: options }),
+      ),
     );
   }
-  return quietConnectionErrors(new Redis({ ...target.nodes[0], ...options }));
+  return withScripts(quietConnectionErrors(new Redis({ ...target.nodes[0], ...options })));
 }
 
 /** The cluster's seed nodes (REDIS_CLUSTER_NODES, or a redis+cluster:// URL); empty for a single Redis. */

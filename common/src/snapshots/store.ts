@@ -1,23 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { withScripts } from '../redis/commands.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from './documents.ts';
-
-const SNAPSHOT_PUT = readFileSync(new URL('./lua/snapshot-put-1.lua', import.meta.url), 'utf8');
-
-interface SnapshotCommands {
-  entSnapshotPut(key: string, version: number, doc: string): Promise<number>;
-}
-
-const defined = new WeakSet<object>();
-
-function commands(redis: RedisClient): SnapshotCommands {
-  if (!defined.has(redis)) {
-    redis.defineCommand('entSnapshotPut', { numberOfKeys: 1, lua: SNAPSHOT_PUT });
-    defined.add(redis);
-  }
-  return redis as unknown as SnapshotCommands;
-}
 
 /**
  * What gateways learn on the invalidation channel; the version check in the gate call is the guarantee. Each
@@ -50,7 +34,7 @@ const parseHash = <T>(fields: (string | null)[]): Versioned<T | null> | null => 
 /** Reads and version-guarded writes of snapshot documents in Redis. */
 export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
   const put = (key: string, version: number, doc: unknown): Promise<boolean> =>
-    commands(redis)
+    withScripts(redis)
       .entSnapshotPut(key, version, doc === null ? '' : JSON.stringify(doc))
       .then((written) => written === 1);
 

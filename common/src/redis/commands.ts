@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import type { RedisClient } from './connect.ts';
+
+const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.url), 'utf8');
+
+/**
+ * Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`
+ * (the gate batch takes a variable number of keys, passed first on each call).
+ */
+const SCRIPTS = {
+  entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
+  entArrangementPut: { numberOfKeys: 1, lua: lua('arrangement-put-1.lua') },
+  evalGateBatch: { lua: lua('eval-gate-batch.lua') },
+  evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
+  evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },
+} as const;
+
+type Reply = Promise<number | number[]>;
+export type ScriptCommands = { [Name in keyof typeof SCRIPTS]: (...keysAndArgs: (string | number)[]) => Reply };
+
+/**
+ * Defines every script on a client (EVALSHA, falling back to EVAL after a Redis restart), once. createRedis does
+ * it as the client is made: defining a command while auto-pipelines are in flight is unsafe in ioredis (a
+ * pipeline made before the definition does not know the script, its replies fall out of step with its
+ * callbacks, and ioredis throws from a nextTick, ending the process). The check here is for clients made
+ * elsewhere.
+ */
+export function withScripts<T extends RedisClient>(redis: T): T & ScriptCommands {
+  const target = redis as T & ScriptCommands;
+  for (const [name, definition] of Object.entries(SCRIPTS)) {
+    if (typeof (target as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, definition);
+  }
+  return target;
+}
