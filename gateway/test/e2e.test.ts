@@ -5,10 +5,25 @@ import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { redisKeys } from '@ent/common/redis/keys';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createTestOrganization,
+  testRedisPrefix,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { catalogClient } from './helpers.ts';
-import { freePort, healthy, startNode, startRedis, waitFor, type Started } from './processes.ts';
+import {
+  healthy,
+  startNode,
+  startRedis,
+  waitFor,
+  type Started,
+  httpClient,
+  serviceEnv,
+  startGateways,
+  ownRedisAnswers,
+  startOwnRedis,
+} from './processes.ts';
 
 /**
  * Real processes: one admin, one worker, two gateways, on free ports, against a test database and a Redis
@@ -29,31 +44,28 @@ let redis: Redis;
 const prefix = testRedisPrefix();
 const keys = redisKeys(prefix);
 
-const http =
-  (base: string) =>
-  async ({ method, url, headers, payload }: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => {
-    const res = await fetch(`${base}${url}`, {
-      method,
-      headers: { ...headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: payload === undefined ? undefined : JSON.stringify(payload),
-    });
-    const text = await res.text();
-    return {
-      statusCode: res.status,
-      headers: Object.fromEntries(res.headers) as Record<string, unknown>,
-      json: () => (text ? JSON.parse(text) : null),
-    };
-  };
+const http = httpClient;
 
 const check = (base: string, subscriber: string, feature: string, key = org.api_key) =>
-  http(base)({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers: { 'x-api-key': key }, payload: { feature } });
+  http(base)({
+    method: 'POST',
+    url: `/org/subscribers/${subscriber}/entitlements/check`,
+    headers: { 'x-api-key': key },
+    payload: { feature },
+  });
 const valueOn = async (base: string, subscriber: string, feature: string) => {
   const res = await check(base, subscriber, feature);
-  if (res.statusCode !== 200) throw new Error(`${base} check ${subscriber}/${feature} -> ${res.statusCode} ${JSON.stringify(res.json())}`);
+  if (res.statusCode !== 200)
+    throw new Error(
+      `${base} check ${subscriber}/${feature} -> ${res.statusCode} ${JSON.stringify(res.json())}`,
+    );
   const body = res.json();
-  return body.kind === 'flag' ? { allowed: body.allowed, source: body.source } : { limit: body.limit, source: body.source };
+  return body.kind === 'flag'
+    ? { allowed: body.allowed, source: body.source }
+    : { limit: body.limit, source: body.source };
 };
-const onBoth = (subscriber: string, feature: string) => Promise.all(urls.map((url) => valueOn(url, subscriber, feature)));
+const onBoth = (subscriber: string, feature: string) =>
+  Promise.all(urls.map((url) => valueOn(url, subscriber, feature)));
 
 const startAdmin = async () => {
   admin = startNode('admin/src/server.ts', env);
@@ -62,40 +74,33 @@ const startAdmin = async () => {
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  redisPort = await freePort();
-  redisServer = startRedis(redisPort);
-  const adminPort = await freePort();
-  adminUrl = `http://127.0.0.1:${adminPort}`;
-  env = {
-    DATABASE_URL: database.appUrl,
-    DATABASE_OWNER_URL: database.ownerUrl,
-    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    REDIS_KEY_PREFIX: prefix,
-    ADMIN_PORT: String(adminPort),
-    ADMIN_URL: adminUrl,
-    LOG_LEVEL: 'warn',
-  };
+  ({ server: redisServer, port: redisPort } = await startOwnRedis());
+  ({ env, adminUrl } = await serviceEnv({ database, redisPort, prefix }));
   redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server');
   await startAdmin();
   worker = startNode('admin/src/worker.ts', env);
-  urls = [];
-  for (let i = 0; i < 2; i++) {
-    const port = await freePort();
-    gateways.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }));
-    urls.push(`http://127.0.0.1:${port}`);
-  }
-  await Promise.all(urls.map(healthy));
+  const started = await startGateways(env, 2);
+  gateways.push(...started.gateways);
+  urls = started.urls;
 
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'E2E org');
-  await saveArrangement(db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
+  await saveArrangement(db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 100_000,
+    blocking: true,
+    burstPerSecond: 100_000,
+  });
   const api = catalogClient(http(urls[0]!), org.headers);
   await api.feature('sso', 'flag');
   await api.feature('seats', 'limit');
   await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
-  await api.plan('pro', [{ feature: 'sso', kind: 'flag' }, { feature: 'seats', kind: 'limit', limit: 25 }]);
+  await api.plan('pro', [
+    { feature: 'sso', kind: 'flag' },
+    { feature: 'seats', kind: 'limit', limit: 25 },
+  ]);
 }, 90_000);
 
 afterAll(async () => {
@@ -112,7 +117,10 @@ describe('read-your-writes on two gateway processes', () => {
     const viaA = catalogClient(http(urls[0]!), org.headers);
     const viaB = catalogClient(http(urls[1]!), org.headers);
     await viaA.subscriber('ann');
-    expect(await onBoth('ann', 'seats')).toEqual([{ limit: 0, source: 'none' }, { limit: 0, source: 'none' }]);
+    expect(await onBoth('ann', 'seats')).toEqual([
+      { limit: 0, source: 'none' },
+      { limit: 0, source: 'none' },
+    ]);
 
     const basic = await viaB.subscribe('ann', 'basic');
     expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 3, source: 'plan' }));
@@ -157,7 +165,11 @@ describe('read-your-writes on two gateway processes', () => {
     await api.subscriber('otto');
     await api.subscribe('otto', 'pro');
     const expiresAt = Date.now() + 1500;
-    await api.override('otto', 'sso', { kind: 'flag', allowed: false, expires_at: new Date(expiresAt).toISOString() });
+    await api.override('otto', 'sso', {
+      kind: 'flag',
+      allowed: false,
+      expires_at: new Date(expiresAt).toISOString(),
+    });
     expect(await onBoth('otto', 'sso')).toEqual(Array(2).fill({ allowed: false, source: 'override' }));
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 5));
     expect(await onBoth('otto', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
@@ -168,7 +180,11 @@ describe('read-your-writes on two gateway processes', () => {
       const undone = await db.selectFrom('outbox').select('id').where('done_at', 'is', null).execute();
       return undone.length === 0;
     }, 'every outbox entry done');
-    const done = await db.selectFrom('outbox').select('id').where('organization_id', '=', org.organization_id).execute();
+    const done = await db
+      .selectFrom('outbox')
+      .select('id')
+      .where('organization_id', '=', org.organization_id)
+      .execute();
     expect(done.length).toBeGreaterThan(0);
   });
 });
@@ -177,7 +193,18 @@ describe('metering across gateway processes', () => {
   it('counts N concurrent evals spread over both gateways exactly N times; 404s are not counted', async () => {
     const arrangement = spawnSync(
       process.execPath,
-      ['--import', 'tsx', 'admin/src/cli/entctl.ts', 'org', 'arrangement', '--org', org.organization_id, '--burst', '100000', '--json'],
+      [
+        '--import',
+        'tsx',
+        'admin/src/cli/entctl.ts',
+        'org',
+        'arrangement',
+        '--org',
+        org.organization_id,
+        '--burst',
+        '100000',
+        '--json',
+      ],
       { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 },
     );
     expect(arrangement.status, arrangement.stderr).toBe(0);
@@ -185,12 +212,15 @@ describe('metering across gateway processes', () => {
     await api.subscriber('metered');
     await api.subscribe('metered', 'basic');
     const usageCount = async () =>
-      (await http(urls[1]!)({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json().count as number;
+      (await http(urls[1]!)({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json()
+        .count as number;
     const before = await usageCount();
 
     const total = 300;
     const answers = await Promise.all(
-      Array.from({ length: total }, (_, i) => check(urls[i % 2]!, 'metered', i % 10 === 0 ? 'no-such-feature' : 'seats')),
+      Array.from({ length: total }, (_, i) =>
+        check(urls[i % 2]!, 'metered', i % 10 === 0 ? 'no-such-feature' : 'seats'),
+      ),
     );
     const answered = answers.filter((res) => res.statusCode === 200).length;
     expect(answered).toBe(total - total / 10);
@@ -237,6 +267,7 @@ describe('degraded but up', () => {
     expect(uncached.json().error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', type: 'api_error' });
 
     redisServer = startRedis(redisPort); // comes back empty: also the "flushed Redis" case below
+    await ownRedisAnswers(redisServer, redisPort);
     redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
     redis.on('error', () => {});
     await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server back');
@@ -256,11 +287,24 @@ describe('degraded but up', () => {
 
   it('entctl snapshots rebuild writes every document back', async () => {
     await redis.flushall();
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', 'snapshots', 'rebuild', '--org', org.organization_id, '--json'], {
-      env: { ...process.env, ...env },
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
+    const result = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'admin/src/cli/entctl.ts',
+        'snapshots',
+        'rebuild',
+        '--org',
+        org.organization_id,
+        '--json',
+      ],
+      {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
     expect(result.status, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ organizations: 1, subscribers: 5 });
     expect(await redis.hget(keys.subscriber(org.organization_id, 'cold'), 'v')).not.toBeNull();
@@ -292,7 +336,9 @@ describe('degraded but up', () => {
     }
     // The worker's outbox relay publishes the committed change once Redis answers again.
     await waitFor(
-      async () => JSON.stringify(await onBoth('paula', 'seats')) === JSON.stringify(Array(2).fill({ limit: 99, source: 'override' })),
+      async () =>
+        JSON.stringify(await onBoth('paula', 'seats')) ===
+        JSON.stringify(Array(2).fill({ limit: 99, source: 'override' })),
       'the override on both gateways after Redis resumes',
     );
   });

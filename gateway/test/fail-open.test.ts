@@ -5,11 +5,27 @@ import { saveArrangement } from '@ent/common/metering/arrangement';
 import { GRACE_PERIOD_MS, periodOf } from '@ent/common/metering/period';
 import { redisKeys } from '@ent/common/redis/keys';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createTestOrganization,
+  testRedisPrefix,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { KEY_CONFIRMATION_MS } from '../src/plugins/principals.ts';
 import { catalogClient } from './helpers.ts';
-import { freePort, healthy, startNode, startRedis, waitFor, type Started } from './processes.ts';
+import {
+  freePort,
+  healthy,
+  startNode,
+  startRedis,
+  waitFor,
+  type Started,
+  httpClient,
+  serviceEnv,
+  startGateways,
+  ownRedisAnswers,
+  startOwnRedis,
+} from './processes.ts';
 
 /**
  * Fail-open under Redis faults, with real processes (one admin, two gateways) against a Redis this file starts
@@ -32,26 +48,18 @@ const prefix = testRedisPrefix();
 const keys = redisKeys(prefix);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const http =
-  (base: string) =>
-  async ({ method, url, headers, payload }: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => {
-    const res = await fetch(`${base}${url}`, {
-      method,
-      headers: { ...headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: payload === undefined ? undefined : JSON.stringify(payload),
-    });
-    const text = await res.text();
-    return {
-      statusCode: res.status,
-      headers: Object.fromEntries(res.headers) as Record<string, unknown>,
-      json: () => (text ? JSON.parse(text) : null),
-    };
-  };
+const http = httpClient;
 
 const check = (base: string, subscriber: string, feature: string, key = org.api_key) =>
-  http(base)({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers: { 'x-api-key': key }, payload: { feature } });
+  http(base)({
+    method: 'POST',
+    url: `/org/subscribers/${subscriber}/entitlements/check`,
+    headers: { 'x-api-key': key },
+    payload: { feature },
+  });
 const usageCount = async (base: string) =>
-  (await http(base)({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json().count as number;
+  (await http(base)({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json()
+    .count as number;
 const pendingSettlements = async (base: string) => {
   const text = await (await fetch(`${base}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('gateway_offline_evals_pending '));
@@ -63,6 +71,7 @@ const startAdmin = async () => {
 };
 const startOurRedis = async () => {
   redisServer = startRedis(redisPort);
+  await ownRedisAnswers(redisServer, redisPort);
   redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server');
@@ -70,31 +79,23 @@ const startOurRedis = async () => {
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  redisPort = await freePort();
-  const adminPort = await freePort();
-  adminUrl = `http://127.0.0.1:${adminPort}`;
-  env = {
-    DATABASE_URL: database.appUrl,
-    DATABASE_OWNER_URL: database.ownerUrl,
-    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    REDIS_KEY_PREFIX: prefix,
-    ADMIN_PORT: String(adminPort),
-    ADMIN_URL: adminUrl,
-    LOG_LEVEL: 'error',
-  };
-  await startOurRedis();
+  ({ server: redisServer, port: redisPort } = await startOwnRedis());
+  ({ env, adminUrl } = await serviceEnv({ database, redisPort, prefix, logLevel: 'error' }));
+  redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
+  redis.on('error', () => {});
   await startAdmin();
-  urls = [];
-  for (let i = 0; i < 2; i++) {
-    const port = await freePort();
-    gateways.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }));
-    urls.push(`http://127.0.0.1:${port}`);
-  }
-  await Promise.all(urls.map(healthy));
+  const started = await startGateways(env, 2);
+  gateways.push(...started.gateways);
+  urls = started.urls;
 
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'Fail-open org');
-  await saveArrangement(db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
+  await saveArrangement(db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 100_000,
+    blocking: true,
+    burstPerSecond: 100_000,
+  });
   const api = catalogClient(http(urls[0]!), org.headers);
   await api.feature('seats', 'limit');
   await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
@@ -104,7 +105,12 @@ beforeAll(async () => {
   }
 
   blockedOrg = await createTestOrganization(db, 'Blocked org');
-  await saveArrangement(db, blockedOrg.organization_id, { plan: 'free', evalLimit: 5, blocking: true, burstPerSecond: 100_000 });
+  await saveArrangement(db, blockedOrg.organization_id, {
+    plan: 'free',
+    evalLimit: 5,
+    blocking: true,
+    burstPerSecond: 100_000,
+  });
   const blockedApi = catalogClient(http(urls[0]!), blockedOrg.headers);
   await blockedApi.feature('seats', 'limit');
   await blockedApi.subscriber('warm');
@@ -155,7 +161,11 @@ describe('fail-open under Redis faults', () => {
   it('exits on SIGTERM within its deadline when the last settlements cannot reach a paused Redis', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const gateway = startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port), SHUTDOWN_TIMEOUT_MS: '60000' });
+    const gateway = startNode('gateway/src/server.ts', {
+      ...env,
+      GATEWAY_PORT: String(port),
+      SHUTDOWN_TIMEOUT_MS: '60000',
+    });
     try {
       await healthy(url);
       expect((await check(url, 'warm', 'seats')).statusCode).toBe(200);
@@ -164,7 +174,9 @@ describe('fail-open under Redis faults', () => {
       try {
         expect((await check(url, 'warm', 'seats')).statusCode).toBe(200);
         await waitFor(async () => (await pendingSettlements(url)) > 0, 'a settlement pending', 5000);
-        const exited = new Promise<number | null>((resolve) => gateway.child.once('exit', (code) => resolve(code)));
+        const exited = new Promise<number | null>((resolve) =>
+          gateway.child.once('exit', (code) => resolve(code)),
+        );
         process.kill(gateway.child.pid!, 'SIGTERM');
         const code = await Promise.race([exited, sleep(15_000).then(() => 'still running')]);
         expect(code, gateway.output()).toBe(0);
@@ -232,7 +244,10 @@ describe('fail-open under Redis faults', () => {
       await startAdmin();
       await startOurRedis();
     }
-    await waitFor(async () => (await check(viaB, 'warm', 'seats')).statusCode === 200, 'evals answered again');
+    await waitFor(
+      async () => (await check(viaB, 'warm', 'seats')).statusCode === 200,
+      'evals answered again',
+    );
     expect((await check(viaB, 'warm', 'seats', apiKey)).statusCode).toBe(401);
   }, 90_000);
 });

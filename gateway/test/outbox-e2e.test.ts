@@ -6,10 +6,25 @@ import { Redis } from 'ioredis';
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createTestOrganization,
+  testRedisPrefix,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { catalogClient } from './helpers.ts';
-import { freePort, healthy, start, startNode, waitFor, type Started } from './processes.ts';
+import {
+  healthy,
+  startNode,
+  waitFor,
+  type Started,
+  httpClient,
+  serviceEnv,
+  startGateways,
+  ownRedisAnswers,
+  startRedis,
+  startOwnRedis,
+} from './processes.ts';
 
 /**
  * The failure the outbox exists for, with real processes: a write committed while Redis is down, admin killed
@@ -31,17 +46,8 @@ const prefix = testRedisPrefix();
 const CONVERGE_MS = 15_000;
 
 const startRedisWithData = async () => {
-  redisServer = start('redis-server', ['--port', String(redisPort), '--dir', redisDir, '--save', '', '--appendonly', 'no'], {});
-  const probe = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1, lazyConnect: true });
-  probe.on('error', () => {});
-  try {
-    await waitFor(async () => {
-      if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-      return (await probe.ping()) === 'PONG';
-    }, 'redis-server');
-  } finally {
-    probe.disconnect();
-  }
+  redisServer = startRedis(redisPort, ['--dir', redisDir]);
+  await ownRedisAnswers(redisServer, redisPort);
 };
 
 /** A clean stop that keeps the data (an RDB in redisDir), so the next start comes back with it. */
@@ -61,17 +67,7 @@ const killHard = async (process: Started | undefined) => {
   await exited;
 };
 
-const http =
-  (base: string) =>
-  async ({ method, url, headers, payload }: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => {
-    const res = await fetch(`${base}${url}`, {
-      method,
-      headers: { ...headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: payload === undefined ? undefined : JSON.stringify(payload),
-    });
-    const text = await res.text();
-    return { statusCode: res.status, headers: Object.fromEntries(res.headers) as Record<string, unknown>, json: () => (text ? JSON.parse(text) : null) };
-  };
+const http = httpClient;
 
 const check = (base: string, org: TestOrganization, subscriber: string, key = org.api_key) =>
   http(base)({
@@ -81,7 +77,12 @@ const check = (base: string, org: TestOrganization, subscriber: string, key = or
     payload: { feature: 'seats' },
   });
 
-async function allGatewaysAgree(org: TestOrganization, subscriber: string, limit: number, revokedKey: string): Promise<boolean> {
+async function allGatewaysAgree(
+  org: TestOrganization,
+  subscriber: string,
+  limit: number,
+  revokedKey: string,
+): Promise<boolean> {
   for (const url of urls) {
     const answer = await check(url, org, subscriber);
     if (answer.statusCode !== 200 || answer.json().limit !== limit) return false;
@@ -98,7 +99,12 @@ const startAdmin = async () => {
 /** An organization whose subscriber `ann` and check key are warm on both gateways. */
 async function warmOrganization(name: string) {
   const org = await createTestOrganization(db, name);
-  await saveArrangement(db, org.organization_id, { plan: null, evalLimit: null, blocking: false, burstPerSecond: 100_000 });
+  await saveArrangement(db, org.organization_id, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 100_000,
+  });
   const api = catalogClient(http(urls[0]!), org.headers);
   await api.feature('seats', 'limit');
   await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
@@ -113,7 +119,10 @@ async function warmOrganization(name: string) {
 }
 
 /** With Redis down: an override and a key revocation are committed (2xx), then admin dies before publishing. */
-async function commitWhileRedisIsDownThenKillAdmin(org: TestOrganization, key: { serviceAccountId: string; keyId: string }) {
+async function commitWhileRedisIsDownThenKillAdmin(
+  org: TestOrganization,
+  key: { serviceAccountId: string; keyId: string },
+) {
   await stopRedisKeepingData();
   const override = await http(urls[0]!)({
     method: 'PUT',
@@ -135,32 +144,19 @@ async function commitWhileRedisIsDownThenKillAdmin(org: TestOrganization, key: {
 beforeAll(async () => {
   database = await createTestDatabase();
   redisDir = mkdtempSync(join(tmpdir(), 'ent-outbox-redis-'));
-  redisPort = await freePort();
-  const adminPort = await freePort();
-  adminUrl = `http://127.0.0.1:${adminPort}`;
-  env = {
-    DATABASE_URL: database.appUrl,
-    DATABASE_OWNER_URL: database.ownerUrl,
-    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    REDIS_KEY_PREFIX: prefix,
-    ADMIN_PORT: String(adminPort),
-    ADMIN_URL: adminUrl,
-    LOG_LEVEL: 'warn',
-  };
-  await startRedisWithData();
+  ({ server: redisServer, port: redisPort } = await startOwnRedis(['--dir', redisDir]));
+  ({ env, adminUrl } = await serviceEnv({ database, redisPort, prefix, logLevel: 'warn' }));
   await startAdmin();
-  urls = [];
-  for (let i = 0; i < 2; i++) {
-    const port = await freePort();
-    gateways.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }));
-    urls.push(`http://127.0.0.1:${port}`);
-  }
-  await Promise.all(urls.map(healthy));
+  const started = await startGateways(env, 2);
+  gateways.push(...started.gateways);
+  urls = started.urls;
   db = createDb(database.appUrl, { max: 2 });
 }, 90_000);
 
 afterAll(async () => {
-  await Promise.all([...gateways, worker, admin].filter((p): p is Started => Boolean(p)).map((p) => p.stop()));
+  await Promise.all(
+    [...gateways, worker, admin].filter((p): p is Started => Boolean(p)).map((p) => p.stop()),
+  );
   await redisServer?.stop();
   await db?.destroy();
   await database?.drop();
@@ -174,17 +170,30 @@ describe('a write committed while Redis is down, then admin killed (kill -9), th
     // Nobody has published the committed writes: Redis holds the old versions, so the gateways still agree
     // with their caches. Admin's start publishes the outbox.
     await startAdmin();
-    await waitFor(() => allGatewaysAgree(org, 'ann', 500, key.apiKey), 'both gateways to serve the override and refuse the key', CONVERGE_MS);
-    const undone = await db.selectFrom('outbox').select('id').where('organization_id', '=', org.organization_id).where('done_at', 'is', null).execute();
+    await waitFor(
+      () => allGatewaysAgree(org, 'ann', 500, key.apiKey),
+      'both gateways to serve the override and refuse the key',
+      CONVERGE_MS,
+    );
+    const undone = await db
+      .selectFrom('outbox')
+      .select('id')
+      .where('organization_id', '=', org.organization_id)
+      .where('done_at', 'is', null)
+      .execute();
     expect(undone).toEqual([]);
   });
 
-  it('reaches every gateway through the worker\'s relay while admin stays down', async () => {
+  it("reaches every gateway through the worker's relay while admin stays down", async () => {
     worker = startNode('admin/src/worker.ts', env);
     await waitFor(async () => worker!.output().includes('outbox relay'), 'the worker to start', 20_000);
     const { org, key } = await warmOrganization('Worker relays');
     await commitWhileRedisIsDownThenKillAdmin(org, key);
-    await waitFor(() => allGatewaysAgree(org, 'ann', 500, key.apiKey), 'both gateways to serve the override and refuse the key', CONVERGE_MS);
+    await waitFor(
+      () => allGatewaysAgree(org, 'ann', 500, key.apiKey),
+      'both gateways to serve the override and refuse the key',
+      CONVERGE_MS,
+    );
     await startAdmin();
   });
 });
