@@ -19,8 +19,10 @@ export async function settleAudit(
   deps: { db: Kysely<Database>; clock: Clock },
   olderThanMs: number = AUDIT_SETTLE_AFTER_MS,
 ): Promise<number> {
-  const cutoff = new Date(deps.clock.now() - olderThanMs);
-  const since = await latestSettleMark(deps.db);
+  const now = deps.clock.now();
+  const cutoff = new Date(now - olderThanMs);
+  // Marks after this run's clock are ignored: one dated in the future must not make every run skip.
+  const since = await latestSettleMark(deps.db, new Date(now));
   if (since && since >= cutoff) return 0;
   let settled = 0;
   for (let batch = 0; batch < MAX_BATCHES; batch++) {

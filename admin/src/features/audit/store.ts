@@ -158,11 +158,17 @@ export async function listAuditEntries(
   return rows.map((row) => ({ ...row, outcome: row.outcome ?? null, status: row.status ?? null, details: row.details ?? null }));
 }
 
-/** Every entry that occurred before the latest mark has an outcome (the settle job's invariant). */
-export async function latestSettleMark(db: Kysely<Database>): Promise<Date | null> {
+/**
+ * Every entry that occurred before the latest mark has an outcome (the settle job's invariant). Marks after
+ * `notAfter` (default: the database's clock) are ignored: a future-dated mark (clock skew, a bad row) would
+ * otherwise make every settle run skip and hide pending entries from the filter. Ignoring a mark is always
+ * safe, only slower: an earlier mark covers less.
+ */
+export async function latestSettleMark(db: Kysely<Database>, notAfter?: Date): Promise<Date | null> {
   const row = await db
     .selectFrom('audit_settle_marks')
     .select((eb) => eb.fn.max('settled_before').as('settled_before'))
+    .where('settled_before', '<=', notAfter ?? sql<Date>`now()`)
     .executeTakeFirst();
   return row?.settled_before ? new Date(row.settled_before) : null;
 }
