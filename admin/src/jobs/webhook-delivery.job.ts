@@ -4,7 +4,12 @@ import type { Database, WebhookDelivery } from '@ent/common/db/database';
 import { deliveryJobId } from '../features/webhook/dispatch.ts';
 import { signingSecrets } from '../features/webhook/service.ts';
 import { signatureHeader } from '../features/webhook/signing.ts';
-import { TargetRefusedError, assertPublicTarget, publicOnlyLookup } from '../features/webhook/targets.ts';
+import {
+  TargetRefusedError,
+  assertPublicTarget,
+  publicOnlyLookup,
+  withoutAddresses,
+} from '../features/webhook/targets.ts';
 import type { JobDefinition, JobDependencies, JobProcessor } from './processors.ts';
 
 const SECOND = 1000;
@@ -72,6 +77,23 @@ export function jittered(delayMs: number, options: Pick<DeliveryOptions, 'jitter
   return Math.max(0, Math.round(delayMs * (1 + (options.random() * 2 - 1) * options.jitter)));
 }
 
+/**
+ * An error as `last_error` shows it to the tenant: the message (or, for an AggregateError from trying each
+ * address, its first inner one), never an IP address the target resolved to.
+ */
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return withoutAddresses(String(error));
+  if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'timed out';
+  const inner = error instanceof AggregateError ? (error.errors[0] as unknown) : (error.cause ?? null);
+  const code = (error as { code?: unknown }).code;
+  const text =
+    error.message ||
+    (inner instanceof Error ? inner.message : '') ||
+    (typeof code === 'string' ? code : '') ||
+    error.name;
+  return withoutAddresses(text);
+}
+
 type Outcome =
   | { kind: 'delivered'; status: number }
   | { kind: 'gone'; status: number }
@@ -87,12 +109,14 @@ async function send(
   secrets: string[],
 ): Promise<Outcome> {
   const target = new URL(url);
+  // One deadline for the whole attempt, DNS check included: a slow resolver cannot hold a worker slot longer.
+  const signal = AbortSignal.timeout(options.timeoutMs);
   if (!deps.config.webhookAllowPrivateTargets) {
     try {
-      await assertPublicTarget(target);
+      await assertPublicTarget(target, { signal });
     } catch (error) {
       if (error instanceof TargetRefusedError) return { kind: 'refused', error: error.message };
-      return { kind: 'retry', status: null, error: `DNS: ${(error as Error).message}`, retryAfterMs: null };
+      return { kind: 'retry', status: null, error: `DNS: ${describeError(error)}`, retryAfterMs: null };
     }
   }
   const timestamp = Math.floor(deps.clock.now() / SECOND);
@@ -110,7 +134,7 @@ async function send(
       body: delivery.payload,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal,
       maxRedirections: 0,
     } as Parameters<typeof httpRequest>[1]);
     await response.body.dump().catch(() => undefined);
@@ -130,12 +154,7 @@ async function send(
     ) {
       return { kind: 'refused', error: (error as Error).message };
     }
-    return {
-      kind: 'retry',
-      status: null,
-      error: (error as Error).message || String(error),
-      retryAfterMs: null,
-    };
+    return { kind: 'retry', status: null, error: describeError(error), retryAfterMs: null };
   }
 }
 
