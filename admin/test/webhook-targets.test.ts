@@ -11,7 +11,13 @@ import {
 } from '../src/features/webhook/targets.ts';
 
 /** Each refused range: its first and last address are refused, the addresses just outside are not. */
-const IPV4_BOUNDARIES: [range: string, first: string, last: string, before: string | null, after: string | null][] = [
+const IPV4_BOUNDARIES: [
+  range: string,
+  first: string,
+  last: string,
+  before: string | null,
+  after: string | null,
+][] = [
   ['0.0.0.0/8', '0.0.0.0', '0.255.255.255', null, '1.0.0.0'],
   ['10.0.0.0/8', '10.0.0.0', '10.255.255.255', '9.255.255.255', '11.0.0.0'],
   ['100.64.0.0/10', '100.64.0.0', '100.127.255.255', '100.63.255.255', '100.128.0.0'],
@@ -29,19 +35,61 @@ const IPV4_BOUNDARIES: [range: string, first: string, last: string, before: stri
   ['240.0.0.0/4', '240.0.0.0', '255.255.255.255', null, null],
 ];
 
-const IPV6_BOUNDARIES: [range: string, first: string, last: string, before: string | null, after: string | null][] = [
+const IPV6_BOUNDARIES: [
+  range: string,
+  first: string,
+  last: string,
+  before: string | null,
+  after: string | null,
+][] = [
   ['::/96 (IPv4-compatible, :: and ::1)', '::', '::ffff:ffff', null, null],
   ['::ffff:0:0/96 of a private IPv4', '::ffff:0.0.0.0', '::ffff:127.255.255.255', null, null],
   ['64:ff9b::/96 (NAT64)', '64:ff9b::', '64:ff9b::ffff:ffff', null, null],
   ['64:ff9b:1::/48 (local NAT64)', '64:ff9b:1::', '64:ff9b:1:ffff:ffff:ffff:ffff:ffff', null, null],
   ['100::/64 (discard)', '100::', '100::ffff:ffff:ffff:ffff', null, null],
-  ['2001::/32 (Teredo)', '2001::', '2001:0:ffff:ffff:ffff:ffff:ffff:ffff', '2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff', '2001:1::'],
-  ['2001:2::/48 (benchmarking)', '2001:2::', '2001:2:0:ffff:ffff:ffff:ffff:ffff', '2001:1:ffff:ffff:ffff:ffff:ffff:ffff', '2001:2:1::'],
-  ['2001:10::/28 (ORCHID)', '2001:10::', '2001:1f:ffff:ffff:ffff:ffff:ffff:ffff', '2001:f:ffff:ffff:ffff:ffff:ffff:ffff', null],
+  [
+    '2001::/32 (Teredo)',
+    '2001::',
+    '2001:0:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2001:1::',
+  ],
+  [
+    '2001:2::/48 (benchmarking)',
+    '2001:2::',
+    '2001:2:0:ffff:ffff:ffff:ffff:ffff',
+    '2001:1:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2001:2:1::',
+  ],
+  [
+    '2001:10::/28 (ORCHID)',
+    '2001:10::',
+    '2001:1f:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2001:f:ffff:ffff:ffff:ffff:ffff:ffff',
+    null,
+  ],
   ['2001:20::/28 (ORCHIDv2)', '2001:20::', '2001:2f:ffff:ffff:ffff:ffff:ffff:ffff', null, '2001:30::'],
-  ['2001:db8::/32 (documentation)', '2001:db8::', '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff', '2001:db7:ffff:ffff:ffff:ffff:ffff:ffff', '2001:db9::'],
-  ['2002::/16 (6to4)', '2002::', '2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff', '2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff', '2003::'],
-  ['3fff::/20 (documentation)', '3fff::', '3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff', '3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff', null],
+  [
+    '2001:db8::/32 (documentation)',
+    '2001:db8::',
+    '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2001:db7:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2001:db9::',
+  ],
+  [
+    '2002::/16 (6to4)',
+    '2002::',
+    '2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+    '2003::',
+  ],
+  [
+    '3fff::/20 (documentation)',
+    '3fff::',
+    '3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff',
+    '3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+    null,
+  ],
   ['5f00::/16 (SRv6)', '5f00::', '5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff', null, null],
   ['fc00::/7 (unique local)', 'fc00::', 'fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', null, null],
   ['fe80::/10 (link-local)', 'fe80::', 'febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff', null, null],
@@ -52,24 +100,33 @@ const IPV6_BOUNDARIES: [range: string, first: string, last: string, before: stri
 ];
 
 describe('isPrivateAddress', () => {
-  it.each(IPV4_BOUNDARIES)('IPv4 %s: refuses %s and %s, allows the neighbours', (_range, first, last, before, after) => {
-    expect(isPrivateAddress(first)).toBe(true);
-    expect(isPrivateAddress(last)).toBe(true);
-    if (before) expect(isPrivateAddress(before)).toBe(false);
-    if (after) expect(isPrivateAddress(after)).toBe(false);
-  });
+  it.each(IPV4_BOUNDARIES)(
+    'IPv4 %s: refuses %s and %s, allows the neighbours',
+    (_range, first, last, before, after) => {
+      expect(isPrivateAddress(first)).toBe(true);
+      expect(isPrivateAddress(last)).toBe(true);
+      if (before) expect(isPrivateAddress(before)).toBe(false);
+      if (after) expect(isPrivateAddress(after)).toBe(false);
+    },
+  );
 
-  it.each(IPV6_BOUNDARIES)('IPv6 %s: refuses %s and %s, allows the neighbours', (_range, first, last, before, after) => {
-    expect(isPrivateAddress(first)).toBe(true);
-    expect(isPrivateAddress(last)).toBe(true);
-    if (before) expect(isPrivateAddress(before)).toBe(false);
-    if (after) expect(isPrivateAddress(after)).toBe(false);
-  });
+  it.each(IPV6_BOUNDARIES)(
+    'IPv6 %s: refuses %s and %s, allows the neighbours',
+    (_range, first, last, before, after) => {
+      expect(isPrivateAddress(first)).toBe(true);
+      expect(isPrivateAddress(last)).toBe(true);
+      if (before) expect(isPrivateAddress(before)).toBe(false);
+      if (after) expect(isPrivateAddress(after)).toBe(false);
+    },
+  );
 
   it('tests every listed range', () => {
     const tested = [...IPV4_BOUNDARIES, ...IPV6_BOUNDARIES].map(([range]) => range);
     for (const [network, prefix] of [...REFUSED_IPV4, ...REFUSED_IPV6]) {
-      expect(tested.some((range) => range.startsWith(`${network}/${prefix}`)), `${network}/${prefix}`).toBe(true);
+      expect(
+        tested.some((range) => range.startsWith(`${network}/${prefix}`)),
+        `${network}/${prefix}`,
+      ).toBe(true);
     }
   });
 
@@ -132,7 +189,9 @@ describe('assertPublicTarget', () => {
   });
 
   it('refuses a name that resolves to loopback (localhost, through the system resolver)', async () => {
-    await expect(assertPublicTarget(new URL('http://localhost:1/'))).rejects.toBeInstanceOf(TargetRefusedError);
+    await expect(assertPublicTarget(new URL('http://localhost:1/'))).rejects.toBeInstanceOf(
+      TargetRefusedError,
+    );
   });
 
   it('refuses when any one of the addresses a name has is private', async () => {
@@ -144,7 +203,9 @@ describe('assertPublicTarget', () => {
       TargetRefusedError,
     );
     await expect(
-      assertPublicTarget(new URL('http://public.test/'), { resolveAll: async () => [{ address: '8.8.4.4', family: 4 }] }),
+      assertPublicTarget(new URL('http://public.test/'), {
+        resolveAll: async () => [{ address: '8.8.4.4', family: 4 }],
+      }),
     ).resolves.toBeUndefined();
   });
 

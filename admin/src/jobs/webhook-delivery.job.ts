@@ -58,7 +58,10 @@ export const MAX_ERROR_LENGTH = 500;
  * A job of an attempt that is no longer the delivery's next (a duplicate the sweep or a BullMQ retry left
  * behind) sends nothing: the row's own next attempt has its own job.
  */
-function isStaleAttempt(jobId: string | undefined, delivery: Pick<WebhookDelivery, 'id' | 'attempts'>): boolean {
+function isStaleAttempt(
+  jobId: string | undefined,
+  delivery: Pick<WebhookDelivery, 'id' | 'attempts'>,
+): boolean {
   if (jobId === undefined || !jobId.startsWith(`${delivery.id}.`)) return false;
   return jobId !== deliveryJobId(delivery.id, delivery.attempts + 1);
 }

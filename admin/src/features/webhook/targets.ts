@@ -175,7 +175,8 @@ export async function assertPublicTarget(url: URL, options: TargetCheckOptions =
 }
 
 const IPV4_WITH_PORT = /\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b/g;
-const IPV6_WITH_PORT = /(?<![\w.:])\[?(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})(?:%\w+)?\]?(?::\d{1,5})?/gi;
+const IPV6_WITH_PORT =
+  /(?<![\w.:])\[?(?:[0-9a-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]{0,4})(?:%\w+)?\]?(?::\d{1,5})?/gi;
 
 /** A connection error as the tenant may read it: every IP address (and its port) replaced. */
 export const withoutAddresses = (message: string): string =>
