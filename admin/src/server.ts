@@ -1,10 +1,12 @@
 import { loadConfig } from '@ent/common/config';
+import { assertSecretsKeyringUsable } from '@ent/common/crypto/keyring';
 import { ADMIN_SOCKET_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
 import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { buildAdminApp } from './app.ts';
 
 const config = loadConfig();
+assertSecretsKeyringUsable(config.secretsKey);
 const parentPid = parentToFollow();
 if (parentPid) exitWithParent(parentPid);
 const app = await buildAdminApp({ config });

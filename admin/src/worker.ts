@@ -1,5 +1,6 @@
 import { systemClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
+import { assertSecretsKeyringUsable } from '@ent/common/crypto/keyring';
 import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
 import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { createDb } from '@ent/common/db/connect';
@@ -11,6 +12,7 @@ import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
 
 const config = loadConfig();
+assertSecretsKeyringUsable(config.secretsKey);
 const parentPid = parentToFollow();
 if (parentPid) exitWithParent(parentPid);
 const db = createDb(config.databaseUrl);

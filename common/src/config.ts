@@ -1,3 +1,5 @@
+import { secretsKeyringFromEnv, type SecretsKeyring } from './crypto/keyring.ts';
+
 /** One validated configuration object, read from the environment once per process. */
 export interface Config {
   databaseUrl: string;
@@ -20,9 +22,15 @@ export interface Config {
   gatewayTrustedProxies: string[];
   /** Lets webhook deliveries reach loopback and private addresses (tests, local development). */
   webhookAllowPrivateTargets: boolean;
-  /** 32-byte key (hex or base64) that encrypts webhook secrets at rest. */
-  secretsKey: string;
-  /** Shared secret admin requires on /internal routes; empty disables the check (loopback deployments). */
+  /**
+   * Keyring encrypting webhook secrets and invite links at rest: SECRETS_KEY (32 bytes, hex or base64) is current,
+   * SECRETS_KEY_PREVIOUS (comma-separated) still decrypt. Admin, worker and entctl assert it usable at startup.
+   */
+  secretsKey: SecretsKeyring;
+  /**
+   * Shared secret gateways present on admin's /internal routes. Empty: only loopback peers reach them, and admin
+   * refuses to listen on a non-loopback HOST.
+   */
   internalToken: string;
   bodyLimitBytes: number;
   /** How many subscribers' resolved entitlements each gateway keeps in memory (least recently used go first). */
@@ -58,10 +66,9 @@ const list = (raw: string | undefined): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-const DEV_SECRETS_KEY = 'ZW50aXRsZW1lbnRzLWRldmVsb3BtZW50LWtleS0wMDA='; // 32 bytes, development only
-
 export function loadConfig(env: Env = process.env): Config {
   const adminPort = port(env, 'ADMIN_PORT', 3001);
+  const host = env.HOST || '127.0.0.1';
   const shutdownTimeoutMs = integerIn(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000, 'milliseconds between 1 and 3600000');
   return {
     databaseUrl: env.DATABASE_URL || 'postgres://entitlements_app@127.0.0.1:5432/entitlements',
@@ -70,7 +77,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisClusterNodes: list(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'ent',
     redisCommandTimeoutMs: positiveInteger(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000),
-    host: env.HOST || '127.0.0.1',
+    host,
     gatewayPort: port(env, 'GATEWAY_PORT', 3000),
     adminPort,
     adminUrl: env.ADMIN_URL || `http://127.0.0.1:${adminPort}`,
@@ -78,7 +85,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: list(env.TRUSTED_PROXIES || '127.0.0.1,::1,::ffff:127.0.0.1'),
     gatewayTrustedProxies: list(env.GATEWAY_TRUSTED_PROXIES),
     webhookAllowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
-    secretsKey: env.SECRETS_KEY || DEV_SECRETS_KEY,
+    secretsKey: secretsKeyringFromEnv(env, host),
     internalToken: env.INTERNAL_TOKEN || '',
     bodyLimitBytes: positiveInteger(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
     gatewayCacheSubscribers: positiveInteger(env, 'GATEWAY_CACHE_SUBSCRIBERS', 200_000),

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Role } from '@ent/common/auth/scopes';
-import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '@ent/common/crypto/secrets';
+import { decryptSecret, encryptSecret, randomToken, sha256Hex, type SecretsKeyring } from '@ent/common/crypto/secrets';
 import type { Database, Invite, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
@@ -12,11 +12,11 @@ export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** Where the console serves its join page; the link carries the single-use token. */
 
 export interface InviteSettings {
-  secretsKey: string;
+  secretsKey: SecretsKeyring;
   consoleUrl: string;
 }
 
-const tokenContext = (inviteId: string) => `invite:${inviteId}`;
+export const tokenContext = (inviteId: string) => `invite:${inviteId}`;
 
 export const inviteUrl = (consoleUrl: string, token: string): string =>
   `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { decryptSecret, encryptSecret } from '@ent/common/crypto/secrets';
+import { decryptSecret, encryptSecret, type SecretsKeyring } from '@ent/common/crypto/secrets';
 import type { Database, Webhook } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
 import type { PutWebhookBody } from '@ent/common/schemas/webhook';
@@ -12,13 +12,13 @@ import { findWebhookForUpdate } from './store.ts';
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 export interface WebhookSettings {
-  secretsKey: string;
+  secretsKey: SecretsKeyring;
   allowPrivateTargets: boolean;
 }
 
 export const webhookNotFound = () => notFound('No webhook is configured; create it with PUT /org/webhook.');
 
-const secretContext = (organizationId: string) => `webhook:${organizationId}`;
+export const secretContext = (organizationId: string) => `webhook:${organizationId}`;
 export const encryptWebhookSecret = (
   secret: string,
   settings: Pick<WebhookSettings, 'secretsKey'>,
@@ -26,7 +26,7 @@ export const encryptWebhookSecret = (
 ) => encryptSecret(secret, settings.secretsKey, secretContext(organizationId));
 
 /** The secrets that sign a delivery at `now`: the current one, and the previous one during the overlap. */
-export function signingSecrets(webhook: Webhook, secretsKey: string, now: Date): string[] {
+export function signingSecrets(webhook: Webhook, secretsKey: SecretsKeyring, now: Date): string[] {
   const context = secretContext(webhook.organization_id);
   const secrets = [decryptSecret(webhook.secret_ciphertext, secretsKey, context)];
   if (
