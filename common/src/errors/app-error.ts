@@ -30,7 +30,8 @@ export interface ErrorBody {
     code: ErrorCode;
     message: string;
     request_id: string;
-    details?: ErrorDetails;
+    /** Always present (SPEC.md part 7 lists it as an object): `{}` when there is nothing to add. */
+    details: ErrorDetails;
   };
 }
 
@@ -70,8 +71,8 @@ export class AppError extends Error {
       code: this.code,
       message: this.message,
       request_id: requestId,
+      details: this.details ?? {},
     };
-    if (this.details) error.details = this.details;
     return { error };
   }
 }

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, validationError } from '../errors/app-error.ts';
+import { addJsonBodyParser } from './json-body.ts';
 import { describeValidationError } from './validation.ts';
 
 interface PgError {
@@ -68,6 +69,9 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, appError
 
 export const errorHandling = fp(
   async function errorHandling(app: FastifyInstance) {
+    // Both services register this plugin first: hostile bodies are refused with the error body before any
+    // route (or any recursive walk over the body) sees them.
+    addJsonBodyParser(app);
     app.setErrorHandler((error: Error, request, reply) => {
       const appError = toAppError(error);
       if (appError.status >= 500) request.log.error({ err: error }, 'request failed');

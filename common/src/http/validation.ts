@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isDateTime } from './date-time.ts';
 
 // ajv-formats ships CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -15,6 +16,8 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     strict: false,
   });
   addFormats(ajv);
+  // Every timestamp the API accepts must become a Date: see isDateTime for what ajv-formats lets through.
+  ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
   return ajv;
 }
 
@@ -52,6 +55,9 @@ export function describeValidationError(error: ErrorObject, part: string): Valid
   let message = `${field} ${error.message ?? 'is invalid'}`;
   if (extra && typeof params.additionalProperty === 'string') message = `${field} is not a known field`;
   if (typeof params.missingProperty === 'string') message = `${field} is required`;
+  if (error.keyword === 'format' && params.format === 'date-time') {
+    message = `${field} must be an RFC 3339 date-time with a real date, seconds 00-59 and an offset within ±23:59`;
+  }
   if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
     message = `${field} must be one of: ${params.allowedValues.join(', ')}`;
   }

@@ -19,6 +19,14 @@ function paramFilters(query: Record<string, unknown>): Record<string, string> {
   return params;
 }
 
+/** The schema's format already refuses what Date.parse cannot read; this keeps a NaN out of the query regardless. */
+function timeFilter(value: string | undefined, field: string): number | undefined {
+  if (!value) return undefined;
+  const ms = rfc3339ToMs(value);
+  if (!Number.isFinite(ms)) throw validationError(`${field} is not a time this service can represent.`, { field, value });
+  return ms;
+}
+
 export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -42,6 +50,8 @@ export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
           value: query.starting_after,
         });
       }
+      const occurredAfter = timeFilter(query.occurred_after, 'occurred_after');
+      const occurredBefore = timeFilter(query.occurred_before, 'occurred_before');
       const filter: AuditListFilter = {
         limit,
         startingAfter: query.starting_after,
@@ -52,8 +62,8 @@ export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
         params: paramFilters(query as Record<string, unknown>),
         service: query.service,
         requestId: query.request_id,
-        occurredAfter: query.occurred_after ? rfc3339ToMs(query.occurred_after) : undefined,
-        occurredBefore: query.occurred_before ? rfc3339ToMs(query.occurred_before) : undefined,
+        occurredAfter,
+        occurredBefore,
       };
       const page = toPage(await listAuditEntries(app.db, organizationId, filter), limit);
       return { audit_events: page.items.map(toAuditEventBody), has_more: page.hasMore };
