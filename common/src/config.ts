@@ -41,6 +41,13 @@ export interface Config {
   shutdownDrainDelayMs: number;
   /** Hard limit from the signal to the exit: what has not finished by then is abandoned and the exit code is 1. */
   shutdownTimeoutMs: number;
+  /** Failed key lookups allowed per client address (IPv6: per /64) a minute, as a burst too; 0 = no limit. */
+  authFailuresPerMinute: number;
+  /** Port for `/metrics` and the detailed `/readyz` (gateway; admin uses adminMetricsPort); 0 = not served. */
+  gatewayMetricsPort: number;
+  adminMetricsPort: number;
+  /** Address the metrics port binds (the public port's HOST by default). */
+  metricsHost: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -93,5 +100,9 @@ export function loadConfig(env: Env = process.env): Config {
     // Below the timeout, so a drain always leaves time to close.
     shutdownDrainDelayMs: integerIn(env, 'SHUTDOWN_DRAIN_DELAY_MS', 0, 0, shutdownTimeoutMs - 1, 'milliseconds below SHUTDOWN_TIMEOUT_MS'),
     shutdownTimeoutMs,
+    authFailuresPerMinute: integerIn(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000, 'an integer between 0 and 1000000'),
+    gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 9464),
+    adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 9465),
+    metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',
   };
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { LRUCache } from 'lru-cache';
 import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
+import { AuthFailureLimiter, authRateLimited } from '@ent/common/auth/failure-limiter';
 import { effectiveScopes, type Principal } from '@ent/common/auth/scopes';
 import { serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import type { ApiKeyDoc } from '@ent/common/snapshots/documents';
@@ -21,8 +22,11 @@ export interface KnownKey {
 }
 
 export interface Principals {
-  /** The key's principal from the LRU, else Redis, else admin; throws 401 for a bad, unknown or revoked key. */
-  authenticate(plaintext: string | undefined): Promise<KnownKey>;
+  /**
+   * The key's principal from the LRU, else Redis, else admin; throws 401 for a bad, unknown or revoked key, and
+   * 429 (before any lookup) for a key not in memory when `clientIp` has used up its failed lookups.
+   */
+  authenticate(plaintext: string | undefined, clientIp?: string): Promise<KnownKey>;
   /**
    * After the gate call: the principal as of the organization's current auth version (re-read when it
    * differs from the cached one); throws 401 when the key has been revoked meanwhile.
@@ -47,6 +51,8 @@ declare module 'fastify' {
 }
 
 const UNKNOWN_KEY_MEMORY_MS = 5000;
+/** Unknown keys remembered at once (about 200 bytes each); random keys only ever evict each other. */
+const UNKNOWN_KEYS_MAX = 10_000;
 /**
  * How old a key's last confirmation may be for a fail-open answer while Redis is unreachable: a revocation
  * committed meanwhile wins within this time (plus one admin round trip), instead of never.
@@ -66,9 +72,12 @@ const toPrincipal = (doc: ApiKeyDoc): Principal => ({
 });
 
 /** API keys by SHA-256 hash: an LRU over the Redis key documents, rebuilt through admin on a miss. */
-export const principals = fp<{ max?: number }>(
+export const principals = fp<{ max?: number; unknownMax?: number }>(
   async function principals(app: FastifyInstance, options) {
     const cache = new LRUCache<string, KnownKey>({ max: options.max ?? 10_000 });
+    // Keys remembered briefly (unknown ones) live apart, so a flood of random keys cannot evict real ones.
+    const unknownKeys = new LRUCache<string, KnownKey>({ max: options.unknownMax ?? UNKNOWN_KEYS_MAX });
+    const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
     // Keys already checked and hashed once skip the checksum and SHA-256 on later requests.
     const hashOfKnownPlaintext = new LRUCache<string, string>({ max: options.max ?? 10_000 });
     const loading = new Map<string, Promise<KnownKey>>();
@@ -93,7 +102,13 @@ export const principals = fp<{ max?: number }>(
         forgetAt: unknown || (!doc && !formerOrganizationId) ? app.clock.now() + UNKNOWN_KEY_MEMORY_MS : null,
         confirmedAt: app.clock.now(),
       };
-      cache.set(keyHash, entry);
+      if (entry.forgetAt === null) {
+        cache.set(keyHash, entry);
+        unknownKeys.delete(keyHash);
+      } else {
+        unknownKeys.set(keyHash, entry);
+        cache.delete(keyHash);
+      }
       return entry;
     };
 
@@ -145,18 +160,25 @@ export const principals = fp<{ max?: number }>(
     }
 
     const service: Principals = {
-      async authenticate(plaintext) {
+      async authenticate(plaintext, clientIp) {
         if (!plaintext) throw unauthenticated();
         let keyHash = hashOfKnownPlaintext.get(plaintext);
         if (keyHash === undefined) {
           if (!isWellFormedApiKey(plaintext)) throw unauthenticated();
           keyHash = hashApiKey(plaintext);
-          hashOfKnownPlaintext.set(plaintext, keyHash);
         }
-        let entry = cache.get(keyHash);
+        let entry = cache.get(keyHash) ?? unknownKeys.get(keyHash);
         if (entry && entry.forgetAt !== null && app.clock.now() >= entry.forgetAt) entry = undefined;
         (entry ? principalHit : principalMiss).inc();
-        entry ??= await load(keyHash, null);
+        if (!entry) {
+          // Only lookups cost anything: an address out of failures gets no more of them, keys in memory still work.
+          const retryAfter = clientIp === undefined ? 0 : failures.retryAfterSeconds(clientIp);
+          if (retryAfter > 0) throw authRateLimited(retryAfter);
+          entry = await load(keyHash, null);
+          if (!entry.principal && clientIp !== undefined) failures.recordFailure(clientIp);
+        }
+        // Only keys that were issued are remembered by plaintext: random ones would evict them.
+        if (entry.forgetAt === null) hashOfKnownPlaintext.set(plaintext, keyHash);
         if (!entry.principal && entry.organizationId) entry = await recheckRefused(entry, entry.organizationId);
         if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return entry;

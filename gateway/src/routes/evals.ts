@@ -56,7 +56,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   app.decorateRequest('knownKey', null);
   const authenticate = async (request: FastifyRequest) => {
     const header = request.headers['x-api-key'];
-    const known = await principals.authenticate(Array.isArray(header) ? header[0] : header);
+    const known = await principals.authenticate(Array.isArray(header) ? header[0] : header, request.ip);
     refuseScope(known.principal!);
     request.knownKey = known;
   };

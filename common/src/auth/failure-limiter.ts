@@ -1,0 +1,71 @@
+import { isIPv6 } from 'node:net';
+import { LRUCache } from 'lru-cache';
+import { AppError } from '../errors/app-error.ts';
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** How many clients' buckets a process keeps; the least recently seen go first (a forgotten client starts full). */
+export const AUTH_FAILURE_CLIENTS = 50_000;
+
+/** Groups `a:b:c:d:…` by its /64, which one host (or site) usually owns whole; IPv4 (and IPv4-mapped) stay exact. */
+export function clientKey(ip: string): string {
+  if (ip.startsWith('::ffff:') && ip.includes('.')) return ip.slice(7);
+  if (!isIPv6(ip)) return ip;
+  const [head = '', tail = ''] = ip.split('::');
+  const headParts = head ? head.split(':') : [];
+  const tailParts = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...headParts, ...Array<string>(8 - headParts.length - tailParts.length).fill('0'), ...tailParts] : headParts;
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+export const authRateLimited = (retryAfterSeconds: number) =>
+  new AppError(429, 'RATE_LIMITED', 'Too many failed authentications from this address; retry later.', undefined, {
+    'retry-after': String(retryAfterSeconds),
+  });
+
+/**
+ * Failed authentications that cost a lookup, per client address: a token bucket holding `perMinute` failures,
+ * refilled at `perMinute` a minute. An empty bucket means no more lookups for unknown keys from that address
+ * until it refills; keys the process already knows are still answered. `perMinute` 0 turns the limit off.
+ */
+export class AuthFailureLimiter {
+  private readonly buckets: LRUCache<string, Bucket>;
+  private readonly perMs: number;
+
+  constructor(
+    private readonly perMinute: number,
+    private readonly now: () => number,
+    maxClients = AUTH_FAILURE_CLIENTS,
+  ) {
+    this.buckets = new LRUCache({ max: maxClients });
+    this.perMs = perMinute / 60_000;
+  }
+
+  private refilled(key: string): Bucket | undefined {
+    const bucket = this.buckets.get(key);
+    if (!bucket) return undefined;
+    const now = this.now();
+    bucket.tokens = Math.min(this.perMinute, bucket.tokens + Math.max(0, now - bucket.at) * this.perMs);
+    bucket.at = now;
+    return bucket;
+  }
+
+  /** 0 when the address may make a lookup now, else the whole seconds until it may (for Retry-After). */
+  retryAfterSeconds(ip: string): number {
+    if (this.perMinute === 0) return 0;
+    const bucket = this.refilled(clientKey(ip));
+    if (!bucket || bucket.tokens >= 1) return 0;
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perMs / 1000));
+  }
+
+  recordFailure(ip: string): void {
+    if (this.perMinute === 0) return;
+    const key = clientKey(ip);
+    const bucket = this.refilled(key);
+    if (bucket) bucket.tokens = Math.max(0, bucket.tokens - 1);
+    else this.buckets.set(key, { tokens: this.perMinute - 1, at: this.now() });
+  }
+}

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import { generateApiKey } from '@ent/common/auth/api-key';
+import { clientKey } from '@ent/common/auth/failure-limiter';
+import { ManualClock } from '@ent/common/clock';
+import { saveArrangement } from '@ent/common/metering/arrangement';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
+import { adminClient } from '../src/plugins/admin-client.ts';
+import { infrastructure } from '../src/plugins/infrastructure.ts';
+import { metrics } from '../src/plugins/metrics.ts';
+import { principals } from '../src/plugins/principals.ts';
+
+/**
+ * A flood of random well-formed keys (the most a key-less client can send that passes the offline checksum)
+ * costs lookups bounded by the per-address failure limit, not by the number of requests.
+ */
+const LIMIT = 10;
+const FLOOD = 500;
+const clock = new ManualClock(Date.UTC(2031, 4, 10, 12, 0, 0, 0));
+let ctx: AdminTestContext;
+let gateway: GatewayApp;
+let org: TestOrganization;
+
+const randomKey = () => generateApiKey().plaintext;
+const adminKeyLookups = async (app: GatewayApp): Promise<number> => {
+  const metric = await app.gatewayMetrics.registry.getSingleMetric('gateway_snapshot_rebuild_requests_total')?.get();
+  return (metric?.values ?? []).filter((v) => v.labels.kind === 'api_key').reduce((sum, v) => sum + v.value, 0);
+};
+const check = (key: string, remoteAddress = '127.0.0.1') =>
+  gateway.inject({
+    method: 'POST',
+    url: '/org/subscribers/alice/entitlements/check',
+    headers: { 'x-api-key': key },
+    payload: { feature: 'sso' },
+    remoteAddress,
+  });
+
+async function statuses<T extends { statusCode: number }>(count: number, send: (i: number) => Promise<T>): Promise<Record<number, number>> {
+  const seen: Record<number, number> = {};
+  for (let i = 0; i < count; i++) {
+    const { statusCode } = await send(i);
+    seen[statusCode] = (seen[statusCode] ?? 0) + 1;
+  }
+  return seen;
+}
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock, config: { authFailuresPerMinute: LIMIT } });
+  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = ctx.app.server.address() as AddressInfo;
+  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, clock, logger: false });
+  await gateway.ready();
+  org = await createTestOrganization(ctx.db, 'Flood org');
+  await saveArrangement(ctx.db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
+  const feature = await gateway.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key: 'sso', name: 'SSO', kind: 'flag' } });
+  expect(feature.statusCode).toBe(201);
+  const subscriber = await gateway.inject({ method: 'POST', url: '/org/subscribers', headers: org.headers, payload: { subscriber_id: 'alice' } });
+  expect(subscriber.statusCode).toBe(201);
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await ctx?.close();
+});
+
+describe('random well-formed keys on the eval routes', () => {
+  it('cost at most the limit in admin calls and Postgres queries, then 429 with Retry-After', async () => {
+    expect((await check(org.api_key)).statusCode).toBe(200); // the real key is in memory before the flood
+    // What one unknown key's lookup costs, measured from another address.
+    const lookupsBefore = await adminKeyLookups(gateway);
+    const queriesBefore = ctx.queriesRun();
+    expect((await check(randomKey(), '10.9.9.9')).statusCode).toBe(401);
+    const queriesPerLookup = ctx.queriesRun() - queriesBefore;
+    expect(await adminKeyLookups(gateway)).toBe(lookupsBefore + 1);
+    expect(queriesPerLookup).toBeGreaterThan(0);
+
+    const lookups = await adminKeyLookups(gateway);
+    const queries = ctx.queriesRun();
+    const seen = await statuses(FLOOD, () => check(randomKey()));
+    expect(seen).toEqual({ 401: LIMIT, 429: FLOOD - LIMIT });
+    expect((await adminKeyLookups(gateway)) - lookups).toBe(LIMIT);
+    expect(ctx.queriesRun() - queries).toBe(LIMIT * queriesPerLookup);
+
+    const limited = await check(randomKey());
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error).toMatchObject({ code: 'RATE_LIMITED', type: 'rate_limit_error' });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+    // A key in memory still answers from the limited address; other addresses are not limited.
+    expect((await check(org.api_key)).statusCode).toBe(200);
+    expect((await check(randomKey(), '10.1.2.3')).statusCode).toBe(401);
+    // The bucket refills at LIMIT a minute.
+    clock.advance(60_000);
+    expect(await statuses(LIMIT + 5, () => check(randomKey()))).toEqual({ 401: LIMIT, 429: 5 });
+  });
+
+  it('answers a repeated unknown key from memory: one lookup, never a 429', async () => {
+    const key = randomKey();
+    const lookups = await adminKeyLookups(gateway);
+    expect(await statuses(100, () => check(key, '10.4.4.4'))).toEqual({ 401: 100 });
+    expect((await adminKeyLookups(gateway)) - lookups).toBe(1);
+  });
+
+  it('limits IPv6 clients by /64', async () => {
+    expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:0db8:0001:0002:ffff:0:0:9')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    const seen = await statuses(LIMIT + 3, (i) => check(randomKey(), `2001:db8:1:2::${i + 1}`));
+    expect(seen).toEqual({ 401: LIMIT, 429: 3 });
+    expect((await check(randomKey(), '2001:db8:1:3::1')).statusCode).toBe(401);
+  });
+});
+
+describe('random well-formed keys sent straight to admin', () => {
+  it('cost at most the limit in Postgres queries; a key that just worked still does', async () => {
+    const headers = (key: string) => ({ 'x-api-key': key });
+    const features = (key: string, remoteAddress: string) =>
+      ctx.app.inject({ method: 'GET', url: '/org/features', headers: headers(key), remoteAddress });
+    expect((await features(org.api_key, '192.0.2.1')).statusCode).toBe(200);
+    const queries = ctx.queriesRun();
+    const seen = await statuses(FLOOD, () => features(randomKey(), '192.0.2.1'));
+    expect(seen).toEqual({ 401: LIMIT, 429: FLOOD - LIMIT });
+    // One query per lookup: the key's row.
+    expect(ctx.queriesRun() - queries).toBe(LIMIT);
+    const limited = await features(randomKey(), '192.0.2.1');
+    expect(limited.json().error.code).toBe('RATE_LIMITED');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect((await features(org.api_key, '192.0.2.1')).statusCode).toBe(200);
+    // A real key this address never used waits like any other unknown key (the address is out of lookups).
+    const fresh = await createKeyWithScopes(ctx.db, org.organization_id, ['catalog:read']);
+    expect((await features(fresh.apiKey, '192.0.2.1')).statusCode).toBe(429);
+    expect((await features(fresh.apiKey, '192.0.2.2')).statusCode).toBe(200);
+  });
+
+  it('remembers a never-issued key: repeats cost no query', async () => {
+    const key = randomKey();
+    const first = await ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': key }, remoteAddress: '192.0.2.50' });
+    expect(first.statusCode).toBe(401);
+    const queries = ctx.queriesRun();
+    const seen = await statuses(100, () =>
+      ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': key }, remoteAddress: '192.0.2.50' }),
+    );
+    expect(seen).toEqual({ 401: 100 });
+    expect(ctx.queriesRun() - queries).toBe(0);
+  });
+
+  it('limits by the client address the gateway forwards, not by the gateway', async () => {
+    const features = (key: string, remoteAddress: string) =>
+      gateway.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': key }, remoteAddress });
+    const queries = ctx.queriesRun();
+    const seen = await statuses(100, () => features(randomKey(), '198.51.100.7'));
+    expect(seen).toEqual({ 401: LIMIT, 429: 100 - LIMIT });
+    expect(ctx.queriesRun() - queries).toBe(LIMIT);
+    expect((await features(randomKey(), '198.51.100.8')).statusCode).toBe(401);
+    expect((await features(org.api_key, '198.51.100.9')).statusCode).toBe(200);
+  });
+});
+
+describe('the negative cache', () => {
+  it('never evicts real keys: unknown keys have their own bounded LRU', async () => {
+    const { port } = ctx.app.server.address() as AddressInfo;
+    const config = { ...ctx.config, adminUrl: `http://127.0.0.1:${port}`, authFailuresPerMinute: 0 };
+    const app = Fastify({ logger: false });
+    await app.register(infrastructure, { config, clock, redis: ctx.redis });
+    await app.register(metrics);
+    await app.register(adminClient);
+    await app.register(principals, { max: 2, unknownMax: 2 });
+    await app.ready();
+    try {
+      const real = await app.principals.authenticate(org.api_key, '127.0.0.1');
+      expect(real.principal?.organizationId).toBe(org.organization_id);
+      for (let i = 0; i < 50; i++) {
+        await expect(app.principals.authenticate(randomKey(), '127.0.0.1')).rejects.toMatchObject({ status: 401 });
+      }
+      const lookups = await adminKeyLookups(app);
+      const redisReads = async () => {
+        const metric = await app.gatewayMetrics.registry.getSingleMetric('gateway_redis_round_trips_total')?.get();
+        return (metric?.values ?? []).filter((v) => v.labels.op === 'api_key').reduce((sum, v) => sum + v.value, 0);
+      };
+      const reads = await redisReads();
+      expect((await app.principals.authenticate(org.api_key, '127.0.0.1')).principal?.keyId).toBe(real.principal?.keyId);
+      expect(await adminKeyLookups(app)).toBe(lookups);
+      expect(await redisReads()).toBe(reads);
+    } finally {
+      await app.close();
+    }
+  });
+});
