@@ -33,6 +33,10 @@ interface RouteCase {
   name: string;
   access: Access;
   adminOnly?: boolean;
+  /** Gives someone the viewer role: the caller must hold every scope a viewer has. */
+  grantsViewer?: boolean;
+  /** Manages keys of another service account: full-access keys only. */
+  othersKeys?: boolean;
   ok: number;
   send: (c: ReturnType<typeof caller>) => ReturnType<ReturnType<typeof caller>['get']>;
 }
@@ -45,6 +49,7 @@ const routes: RouteCase[] = [
     name: 'POST /org/members',
     access: 'write',
     adminOnly: true,
+    grantsViewer: true,
     ok: 201,
     send: (c) => c.post('/org/members', { email: `m${++counter}@example.com`, role: 'viewer' }),
   },
@@ -59,6 +64,7 @@ const routes: RouteCase[] = [
     name: 'POST /org/invites',
     access: 'write',
     adminOnly: true,
+    grantsViewer: true,
     ok: 201,
     send: (c) => c.post('/org/invites', { role: 'viewer' }),
   },
@@ -92,12 +98,14 @@ const routes: RouteCase[] = [
   {
     name: 'POST .../api-keys',
     access: 'write',
+    othersKeys: true,
     ok: 201,
     send: (c) => c.post(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys`, {}),
   },
   {
     name: 'DELETE .../api-keys/{id}',
     access: 'write',
+    othersKeys: true,
     ok: 404,
     send: (c) => c.delete(`/org/service-accounts/${viewerAccount.service_account_id}/api-keys/key_unknown`),
   },
@@ -135,7 +143,15 @@ function allowed(route: RouteCase, role: Role, scopes: Scope[]): boolean {
   const roleAllows = role === 'viewer' ? route.access === 'read' : true;
   const keyAllows =
     scopes.length === 0 || scopes.includes(route.access === 'read' ? 'org:read' : 'org:write');
-  return roleAllows && keyAllows && (!route.adminOnly || role === 'admin');
+  const viewerScopes: Scope[] = ['check', 'catalog:read', 'subscribers:read', 'org:read'];
+  const holdsViewer = scopes.length === 0 || viewerScopes.every((scope) => scopes.includes(scope));
+  return (
+    roleAllows &&
+    keyAllows &&
+    (!route.adminOnly || role === 'admin') &&
+    (!route.grantsViewer || holdsViewer) &&
+    (!route.othersKeys || scopes.length === 0)
+  );
 }
 
 describe('role x scope matrix (org:*)', () => {

@@ -234,9 +234,59 @@ describe('roles on member routes', () => {
     ).toBe(403);
     const writer = await createKeyWithScopes(ctx.db, org.organization_id, ['org:write']);
     expect((await caller(ctx, writer.apiKey).get('/org/members')).statusCode).toBe(403);
+    // A viewer's session reads the catalog and subscribers, which an org:write-only key cannot.
+    const refused = await caller(ctx, writer.apiKey).post('/org/members', {
+      email: 'w@example.com',
+      role: 'viewer',
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({
+      type: 'permission_error',
+      details: { field: 'role', value: 'viewer' },
+    });
+    expect(refused.json().error.message).toContain('catalog:read');
+  });
+
+  it('lets an admin key grant a role only when it holds every scope of that role', async () => {
+    const viewerRights = await createKeyWithScopes(ctx.db, org.organization_id, [
+      'check',
+      'catalog:read',
+      'subscribers:read',
+      'org:read',
+      'org:write',
+    ]);
+    const keyApi = caller(ctx, viewerRights.apiKey);
+    const viewer = await keyApi.post('/org/members', { email: 'vr@example.com', role: 'viewer' });
+    expect(viewer.statusCode).toBe(201);
     expect(
-      (await caller(ctx, writer.apiKey).post('/org/members', { email: 'w@example.com', role: 'viewer' }))
-        .statusCode,
-    ).toBe(201);
+      (await keyApi.post('/org/members', { email: 'dr@example.com', role: 'developer' })).statusCode,
+    ).toBe(403);
+    expect(
+      (await keyApi.patch(`/org/members/${viewer.json().member_id}`, { role: 'developer' })).statusCode,
+    ).toBe(403);
+    const developer = (await api.post('/org/members', { email: 'dd@example.com', role: 'developer' })).json();
+    // Lowering a role or suspending grants nothing.
+    expect((await keyApi.patch(`/org/members/${developer.member_id}`, { role: 'viewer' })).statusCode).toBe(
+      200,
+    );
+    expect(
+      (await keyApi.patch(`/org/members/${developer.member_id}`, { status: 'suspended' })).statusCode,
+    ).toBe(200);
+  });
+
+  it('treats making a suspended member active as granting its role again', async () => {
+    const admin = (await api.post('/org/members', { email: 'sleeper@example.com', role: 'admin' })).json();
+    expect((await api.patch(`/org/members/${admin.member_id}`, { status: 'suspended' })).statusCode).toBe(
+      200,
+    );
+    const writer = caller(
+      ctx,
+      (await createKeyWithScopes(ctx.db, org.organization_id, ['org:write'])).apiKey,
+    );
+    const res = await writer.patch(`/org/members/${admin.member_id}`, { status: 'active' });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.details).toEqual({ field: 'role', value: 'admin' });
+    expect((await api.get(`/org/members/${admin.member_id}`)).json().status).toBe('suspended');
+    expect((await api.patch(`/org/members/${admin.member_id}`, { status: 'active' })).statusCode).toBe(200);
   });
 });

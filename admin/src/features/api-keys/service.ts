@@ -5,7 +5,7 @@ import type { ApiKey, Database } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import type { CreateApiKeyBody } from '@ent/common/schemas/api-keys';
-import { assertMayManageRole } from '../members/roles.ts';
+import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { findApiKey } from './store.ts';
@@ -16,7 +16,10 @@ export interface CreatedApiKey {
   plaintext: string;
 }
 
-/** Scopes omitted: `check`; an empty list: full access (whatever the service account's role allows). */
+/**
+ * Scopes omitted: `check`; an empty list: full access (whatever the service account's role allows). Either
+ * way the caller must hold what it grants: the default `check` too.
+ */
 export async function createApiKey(
   db: Kysely<Database>,
   principal: Principal,
@@ -25,7 +28,12 @@ export async function createApiKey(
 ): Promise<CreatedApiKey> {
   const organizationId = principal.organizationId;
   const account = await getServiceAccount(db, organizationId, serviceAccountId);
-  assertMayManageRole(principal, account.role as Role);
+  const scopes = input.scopes ?? DEFAULT_KEY_SCOPES;
+  assertMayGrant(principal, {
+    kind: 'key',
+    scopes,
+    target: { serviceAccountId: account.id, role: account.role as Role },
+  });
   if (account.status !== 'active') {
     throw conflict(`The service account is ${account.status}; it cannot get new keys.`, {
       field: 'service_account_id',
@@ -43,7 +51,7 @@ export async function createApiKey(
         name: input.name ?? '',
         key_prefix: generated.prefix,
         key_hash: generated.hash,
-        scopes: input.scopes ?? DEFAULT_KEY_SCOPES,
+        scopes,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -63,7 +71,7 @@ export async function revokeApiKey(
 ): Promise<boolean> {
   const organizationId = principal.organizationId;
   const account = await getServiceAccount(db, organizationId, serviceAccountId);
-  assertMayManageRole(principal, account.role as Role);
+  assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
   return db.transaction().execute(async (trx) => {
     const key = await findApiKey(trx, organizationId, serviceAccountId, keyId);
     if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });

@@ -11,6 +11,7 @@ import {
   ListInvitesQuery,
   type InviteBody,
 } from '@ent/common/schemas/invites';
+import { assertMayGrant } from '../members/roles.ts';
 import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import {
   createInvite,
@@ -50,6 +51,8 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const principal = request.principal!;
+      // Whoever joins holds everything the role allows, so the inviter must hold all of it.
+      assertMayGrant(principal, { kind: 'role', role: request.body.role });
       const invite = await createInvite(
         app.db,
         settings,

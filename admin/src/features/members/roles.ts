@@ -1,17 +1,37 @@
-import type { Principal, Role } from '@ent/common/auth/scopes';
+import {
+  ROLE_RANK,
+  grantRefusal,
+  keyManagementRefusal,
+  type Grant,
+  type Principal,
+  type Role,
+} from '@ent/common/auth/scopes';
 import { forbidden } from '@ent/common/errors/app-error';
 
-const RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2 };
-
 /**
- * No one acts on a service account (or its keys) ranked above their own role, and no one creates one:
- * otherwise a developer could mint an admin key.
+ * No one acts on a service account ranked above their own role, and no one creates one: otherwise a
+ * developer could mint an admin key.
  */
 export function assertMayManageRole(principal: Principal, role: Role): void {
-  if (RANK[role] > RANK[principal.role]) {
+  if (ROLE_RANK[role] > ROLE_RANK[principal.role]) {
     throw forbidden(`A ${principal.role} may not manage a service account with the ${role} role.`, {
       field: 'role',
       value: role,
     });
   }
+}
+
+/** 403 unless the principal holds everything the grant would give (DESIGN.md §2.10). */
+export function assertMayGrant(principal: Principal, grant: Grant): void {
+  const refusal = grantRefusal(principal, grant);
+  if (refusal) throw forbidden(refusal.message, { field: refusal.field, value: refusal.value });
+}
+
+/** 403 unless the principal may create or revoke keys of this service account. */
+export function assertMayManageKeys(
+  principal: Principal,
+  target: { serviceAccountId: string; role: Role },
+): void {
+  const refusal = keyManagementRefusal(principal, target);
+  if (refusal) throw forbidden(refusal.message, { field: refusal.field, value: refusal.value });
 }

@@ -81,7 +81,7 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const member = await createMember(app.db, request.principal!.organizationId, request.body);
+      const member = await createMember(app.db, request.principal!, request.body);
       request.write.details = { member_id: member.id, role: member.role };
       request.write.authChanged = true;
       return reply.code(201).send(toMemberBody(member));
@@ -102,7 +102,7 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     async (request) => {
       const { member, changes } = await updateMember(
         app.db,
-        request.principal!.organizationId,
+        request.principal!,
         request.params.member_id,
         request.body,
       );

@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely';
-import type { Role } from '@ent/common/auth/scopes';
+import { ROLE_RANK, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
 import { changedFields, type Change } from '../shared/changes.ts';
+import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { countOtherActiveAdmins, findMember, lockOrganization } from './store.ts';
 
@@ -13,12 +14,17 @@ export const memberNotFound = (memberId: string) =>
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
-/** Console users sign in elsewhere; this records the member (email and role) directly. */
+/**
+ * Console users sign in elsewhere; this records the member (email and role) directly. The member's session
+ * will hold everything the role allows, so the caller must hold all of it.
+ */
 export async function createMember(
   db: Kysely<Database>,
-  organizationId: string,
+  principal: Principal,
   input: CreateMemberBody,
 ): Promise<Member> {
+  assertMayGrant(principal, { kind: 'role', role: input.role });
+  const organizationId = principal.organizationId;
   try {
     return await db.transaction().execute(async (trx) => {
       const member = await trx
@@ -63,15 +69,24 @@ export interface MemberUpdateResult {
 }
 
 /**
+ * Raising a role, or making a suspended member active again, grants the member everything its role allows
+ * (its sessions and full-access keys follow the role), so either needs a caller who holds all of that.
+ * Lowering a role or suspending grants nothing.
+ */
+const grantsRights = (before: Member, role: Role, status: Member['status']): boolean =>
+  status === 'active' && (before.status !== 'active' || ROLE_RANK[role] > ROLE_RANK[before.role as Role]);
+
+/**
  * Role and status changes. `removed` is final and revokes the member's keys; the last active admin can
  * neither be demoted, suspended nor removed.
  */
 export async function updateMember(
   db: Kysely<Database>,
-  organizationId: string,
+  principal: Principal,
   memberId: string,
   input: UpdateMemberBody,
 ): Promise<MemberUpdateResult> {
+  const organizationId = principal.organizationId;
   return db.transaction().execute(async (trx) => {
     await lockOrganization(trx, organizationId);
     const before = await findMember(trx, organizationId, memberId);
@@ -83,6 +98,7 @@ export async function updateMember(
     }
     const role = (input.role ?? before.role) as Role;
     const status = input.status ?? before.status;
+    if (grantsRights(before, role, status)) assertMayGrant(principal, { kind: 'role', role });
     const losesAdmin =
       before.role === 'admin' && before.status === 'active' && (role !== 'admin' || status !== 'active');
     if (losesAdmin && (await countOtherActiveAdmins(trx, organizationId, memberId)) === 0) {
