@@ -250,3 +250,139 @@ describe('deploy/k8s/entitlements.yaml and deploy/compose.yaml', () => {
     }
   });
 });
+
+describe('deploy defaults carry no working secret', () => {
+  const composeText = read('deploy/compose.yaml');
+  const compose = parse(composeText, { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string>; command?: string[] | string }>;
+  };
+  const SECRET_NAMES = ['DATABASE_URL', 'DATABASE_OWNER_URL', 'REDIS_URL', 'SECRETS_KEY', 'INTERNAL_TOKEN'];
+
+  it('compose: every password and key is a required variable, never a literal', () => {
+    expect(composeText).not.toMatch(/POSTGRES_HOST_AUTH_METHOD|trust/);
+    const required = /^\$\{[A-Z_]+:\?[^}]+\}$/;
+    for (const [name, service] of Object.entries(compose.services)) {
+      const env = service.environment ?? {};
+      for (const key of [
+        'POSTGRES_PASSWORD',
+        'APP_DB_PASSWORD',
+        'REDIS_PASSWORD',
+        'SECRETS_KEY',
+        'INTERNAL_TOKEN',
+      ]) {
+        if (key in env) expect(env[key], `${name} ${key}`).toMatch(required);
+      }
+      for (const key of ['DATABASE_URL', 'DATABASE_OWNER_URL', 'REDIS_URL']) {
+        if (!(key in env)) continue;
+        const url = env[key]!;
+        // The credentials part of the URL: user, then ':' and a required variable, nothing typed in.
+        expect(url, `${name} ${key}`).toMatch(/^(postgres|redis):\/\/[a-z_]*:\$\{[A-Z_]+:\?[^}]+\}@/);
+      }
+    }
+    expect(compose.services.postgres!.environment!.POSTGRES_PASSWORD).toBe(
+      '${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}',
+    );
+  });
+
+  it('compose: services use the restricted role; the owner URL goes to migrate only; Redis requires a password', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      const env = service.environment ?? {};
+      if (env.DATABASE_URL) expect(env.DATABASE_URL, name).toMatch(/^postgres:\/\/entitlements_app:/);
+      if (name !== 'migrate') expect(env, name).not.toHaveProperty('DATABASE_OWNER_URL');
+    }
+    expect(compose.services.gateway!.environment).not.toHaveProperty('DATABASE_URL');
+    expect(compose.services.gateway!.environment).not.toHaveProperty('SECRETS_KEY');
+    expect(String(compose.services.redis!.command)).toContain('--requirepass "$$REDIS_PASSWORD"');
+    expect(read('deploy/postgres/create-app-role.sh')).toContain(
+      "CREATE ROLE entitlements_app LOGIN PASSWORD :'app_password'",
+    );
+  });
+
+  interface K8sEnv {
+    name: string;
+    value?: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string } };
+  }
+  interface K8sDoc {
+    kind: string;
+    metadata: { name: string };
+    data?: Record<string, string>;
+    spec?: {
+      podSelector?: { matchLabels?: Record<string, string> };
+      ingress?: {
+        from: { podSelector?: { matchLabels?: Record<string, string> } }[];
+        ports: { port: number }[];
+      }[];
+      template?: {
+        spec: {
+          containers: {
+            name: string;
+            env?: K8sEnv[];
+            envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+          }[];
+        };
+      };
+    };
+  }
+  const k8s = parseAllDocuments(read('deploy/k8s/entitlements.yaml')).map((doc) => doc.toJS() as K8sDoc);
+
+  it('k8s: no Secret with values in the file; every secret from the Secret by secretKeyRef, none inline', () => {
+    expect(k8s.filter((doc) => doc.kind === 'Secret')).toEqual([]);
+    for (const doc of k8s.filter((d) => d.kind === 'ConfigMap')) {
+      for (const key of Object.keys(doc.data ?? {})) expect(SECRET_NAMES, key).not.toContain(key);
+    }
+    const containers = k8s.flatMap((doc) => doc.spec?.template?.spec.containers ?? []);
+    expect(containers.map((c) => c.name).sort()).toEqual(['admin', 'gateway', 'migrate', 'worker']);
+    const needs: Record<string, string[]> = {
+      migrate: ['DATABASE_OWNER_URL', 'DATABASE_URL'],
+      gateway: ['INTERNAL_TOKEN', 'REDIS_URL'],
+      admin: ['DATABASE_URL', 'INTERNAL_TOKEN', 'REDIS_URL', 'SECRETS_KEY'],
+      worker: ['DATABASE_URL', 'REDIS_URL', 'SECRETS_KEY'],
+    };
+    for (const container of containers) {
+      expect(
+        container.envFrom?.some((from) => from.secretRef),
+        container.name,
+      ).toBe(false);
+      const secrets = (container.env ?? []).filter((env) => SECRET_NAMES.includes(env.name));
+      for (const env of secrets) {
+        expect(env.value, `${container.name} ${env.name}`).toBeUndefined();
+        expect(env.valueFrom?.secretKeyRef, `${container.name} ${env.name}`).toEqual({
+          name: 'entitlements',
+          key: env.name,
+        });
+      }
+      expect(secrets.map((env) => env.name).sort(), container.name).toEqual(needs[container.name]);
+    }
+  });
+
+  it('k8s: a NetworkPolicy lets only gateway pods reach admin port 3001', () => {
+    const policies = k8s.filter((doc) => doc.kind === 'NetworkPolicy');
+    const admin = policies.find((doc) => doc.spec?.podSelector?.matchLabels?.app === 'entitlements-admin');
+    expect(admin).toBeDefined();
+    const toAdminPort = admin!.spec!.ingress!.filter((rule) => rule.ports.some((port) => port.port === 3001));
+    expect(toAdminPort).toHaveLength(1);
+    expect(toAdminPort[0]!.from).toEqual([{ podSelector: { matchLabels: { app: 'entitlements-gateway' } } }]);
+  });
+
+  it('.dockerignore keeps history, installs, tests and env files out of the image', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('#'));
+    for (const entry of [
+      '.git',
+      '**/node_modules',
+      '.env',
+      'test-support',
+      'admin/test',
+      'gateway/test',
+      'common/test',
+    ])
+      expect(ignored, entry).toContain(entry);
+    // The Dockerfile's dependency stage copies every workspace's package.json.
+    for (const copied of read('deploy/Dockerfile').matchAll(/^COPY (?!--from)(\S+)/gm))
+      if (copied[1] !== '.') expect(ignored, copied[1]).not.toContain(copied[1]);
+    expect(ignored).toContain('!bench/package.json');
+  });
+});
