@@ -35,26 +35,66 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+# Local development and CI connect over loopback without a password as `postgres` (creates test databases,
+# runs migrations) and `entitlements_app` (the services). Only a cluster this script has just installed gets
+# that, and only for those roles on loopback; an existing cluster's pg_hba.conf is never edited.
+LOCAL_DEV_ROLES=postgres,entitlements_app
+HBA_MARKER='# entitlements: local development, loopback only (added by scripts/ensure-services.sh)'
+
+local_dev_hba_lines() {
+  printf '%s\n' "$HBA_MARKER" \
+    "host all $LOCAL_DEV_ROLES 127.0.0.1/32 trust" \
+    "host all $LOCAL_DEV_ROLES ::1/128 trust"
+}
+
+# Puts the lines first (pg_hba.conf is first match) once; every other line stays as it was.
+add_local_dev_rules() {
+  local file=$1 tmp
+  if grep -qxF "$HBA_MARKER" "$file"; then return 0; fi
+  tmp=$(mktemp)
+  { local_dev_hba_lines; cat "$file"; } >"$tmp"
+  cat "$tmp" >"$file" # in place, so the file keeps its owner and mode
+  rm -f "$tmp"
+}
+
+# Says what to add when the default owner URL is refused; changes nothing.
+advise_local_auth() {
+  if [ -n "${TEST_DATABASE_OWNER_URL:-}${DATABASE_OWNER_URL:-}" ] || ! command -v psql >/dev/null 2>&1; then return 0; fi
+  if psql -w -q -At "postgresql://postgres@$PGHOST_CHECK:$PGPORT_CHECK/postgres" -c 'select 1' >/dev/null 2>&1; then
+    return 0
+  fi
+  log "PostgreSQL refuses postgres@$PGHOST_CHECK without a password. For local development either set"
+  log "DATABASE_OWNER_URL/TEST_DATABASE_OWNER_URL (and DATABASE_URL) with passwords, or put these lines first in"
+  log "pg_hba.conf (SHOW hba_file;) and reload PostgreSQL (loopback and the project's roles only):"
+  local_dev_hba_lines | sed 's/^/    /' >&2
+}
+
 ensure_postgres() {
-  if port_open "$PGHOST_CHECK" "$PGPORT_CHECK"; then return 0; fi
-  if ! command -v pg_ctlcluster >/dev/null 2>&1; then apt_install postgresql; fi
+  if port_open "$PGHOST_CHECK" "$PGPORT_CHECK"; then
+    advise_local_auth
+    return 0
+  fi
+  local installed=false
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    apt_install postgresql
+    installed=true
+  fi
   local version
   version=$(ls /etc/postgresql | sort -V | tail -n 1)
   if [ -z "$version" ]; then log "no PostgreSQL cluster found in /etc/postgresql"; exit 1; fi
   local conf="/etc/postgresql/$version/main"
-  # Local development and CI use trust authentication on loopback, as this machine's own cluster does.
-  if [ -f "$conf/pg_hba.conf" ] && ! grep -qE '^host\s+all\s+all\s+127\.0\.0\.1/32\s+trust' "$conf/pg_hba.conf"; then
-    if is_root; then
-      sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\nlocal all all trust' "$conf/pg_hba.conf"
-    fi
+  if $installed && [ -f "$conf/pg_hba.conf" ]; then
+    log "allowing $LOCAL_DEV_ROLES on loopback without a password in the new cluster ($conf/pg_hba.conf)"
+    add_local_dev_rules "$conf/pg_hba.conf"
   fi
   log "starting PostgreSQL $version"
-  if is_root; then
-    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
-  else
-    pg_ctlcluster "$version" main start || true
-  fi
+  local ctl=(pg_ctlcluster)
+  if is_root; then ctl+=(--skip-systemctl-redirect); fi
+  "${ctl[@]}" "$version" main start || true
+  # The package may have started the cluster before the edit: make it read pg_hba.conf again.
+  if $installed; then "${ctl[@]}" "$version" main reload || true; fi
   wait_for PostgreSQL "$PGHOST_CHECK" "$PGPORT_CHECK"
+  advise_local_auth
 }
 
 ensure_redis() {
@@ -65,6 +105,11 @@ ensure_redis() {
   wait_for Redis "$REDIS_HOST_CHECK" "$REDIS_PORT_CHECK"
 }
 
-ensure_postgres
-ensure_redis
-log "PostgreSQL $PGHOST_CHECK:$PGPORT_CHECK and Redis $REDIS_HOST_CHECK:$REDIS_PORT_CHECK are up"
+main() {
+  ensure_postgres
+  ensure_redis
+  log "PostgreSQL $PGHOST_CHECK:$PGPORT_CHECK and Redis $REDIS_HOST_CHECK:$REDIS_PORT_CHECK are up"
+}
+
+# Sourced (by its test), it only defines the functions.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main; fi
