@@ -47,7 +47,7 @@ const subscriberInPostgres = async (id: string) =>
       .executeTakeFirstOrThrow()
   ).version;
 const metric = async (name: string) => {
-  const text = (await ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
+  const text = (await ctx.app.metrics.registry.metrics());
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? undefined : Number(line.split(' ')[1]);
 };

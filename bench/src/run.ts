@@ -178,7 +178,13 @@ const prefix = `bench${randomBytes(3).toString('hex')}`;
 
 try {
   await migrateToLatest({ ownerUrl, appUrl });
-  const [adminPort, gatewayPort, barePort, unmeteredPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const [adminPort, gatewayPort, barePort, unmeteredPort, gatewayMetricsPort] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   const env = {
     DATABASE_URL: appUrl,
     DATABASE_OWNER_URL: ownerUrl,
@@ -210,7 +216,7 @@ try {
   log(`snapshots: ${entctl('snapshots', 'rebuild', '--org', org.organization_id)} in ${Date.now() - started} ms`);
 
   startNode('admin/src/server.ts', env);
-  const gatewayProcess = startNode('gateway/src/server.ts', env);
+  const gatewayProcess = startNode('gateway/src/server.ts', { ...env, GATEWAY_METRICS_PORT: String(gatewayMetricsPort) });
   const bareProcess = startNode('bench/src/bare-server.ts', env);
   const unmeteredProcess = startNode('bench/src/unmetered-gateway.ts', { ...env, GATEWAY_PORT: String(unmeteredPort) });
   await Promise.all([
@@ -262,7 +268,7 @@ try {
       `metering cost (gateway vs unmetered gateway): throughput ${(gateway.rps / unmetered.rps).toFixed(2)}, ` +
       `cpu per request ${signedPercent(totalCpu(gateway) / totalCpu(unmetered) - 1)}\n`,
   );
-  const metrics = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const metrics = await (await fetch(`http://127.0.0.1:${gatewayMetricsPort}/metrics`)).text();
   const pick = (name: string) =>
     metrics
       .split('\n')

@@ -43,7 +43,10 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Failed key lookups allowed per client address (IPv6: per /64) a minute, as a burst too; 0 = no limit. */
   authFailuresPerMinute: number;
-  /** Port for `/metrics` and the detailed `/readyz` (gateway; admin uses adminMetricsPort); 0 = not served. */
+  /**
+   * The operations port: `/metrics` and the detailed `/readyz` (gateway; admin uses adminMetricsPort). 0 (the
+   * default) = not served, so two processes on one host never collide; deploy/ sets 9464 and 9465.
+   */
   gatewayMetricsPort: number;
   adminMetricsPort: number;
   /** Address the metrics port binds (the public port's HOST by default). */
@@ -101,8 +104,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDrainDelayMs: integerIn(env, 'SHUTDOWN_DRAIN_DELAY_MS', 0, 0, shutdownTimeoutMs - 1, 'milliseconds below SHUTDOWN_TIMEOUT_MS'),
     shutdownTimeoutMs,
     authFailuresPerMinute: integerIn(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000, 'an integer between 0 and 1000000'),
-    gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 9464),
-    adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 9465),
+    gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 0),
+    adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 0),
     metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',
   };
 }

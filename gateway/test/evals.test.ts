@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { ManualClock } from '@ent/common/clock';
+import { buildOperationsApp } from '@ent/common/http/operations-app';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
@@ -324,15 +325,18 @@ describe('one base URL', () => {
 
   it('serves /healthz, /readyz and /metrics', async () => {
     expect((await gateway.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    expect((await gateway.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', redis: 'ok', admin: 'ok' });
+    expect((await gateway.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready' });
+    const operations = await buildOperationsApp({ registry: gateway.gatewayMetrics.registry, readiness: gateway.readiness });
+    expect((await operations.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', redis: 'ok', admin: 'ok' });
     await gateway.inject({ method: 'GET', url: '/no/such/route' });
-    const metrics = await gateway.inject({ method: 'GET', url: '/metrics' });
+    const metrics = await operations.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toMatch(/^http_request_duration_seconds_count\{route="\/healthz",method="GET",status="200"\} [1-9]\d*$/m);
     expect(metrics.body).toMatch(
       /^http_request_duration_seconds_count\{route="\/org\/subscribers\/:subscriber_id\/entitlements\/check",method="POST",status="200"\} [1-9]\d*$/m,
     );
     expect(metrics.body).toMatch(/^http_request_duration_seconds_bucket\{le="\+Inf",route="\/\*",method="GET",status="404"\} [1-9]\d*$/m);
     expect(metrics.body).toContain('gateway_cache_requests_total');
-    expect((await ctx.app.inject({ method: 'GET', url: '/metrics' })).body).toContain('queue_depth');
+    const adminOperations = await buildOperationsApp({ registry: ctx.app.metrics.registry, readiness: ctx.app.readiness });
+    expect((await adminOperations.inject({ method: 'GET', url: '/metrics' })).body).toContain('queue_depth');
   });
 });

@@ -16,7 +16,10 @@ declare module 'fastify' {
   }
 }
 
-/** Prometheus metrics at `/metrics`: request durations, snapshot rebuilds, queue depth. One registry per app. */
+/**
+ * Prometheus metrics (request durations, snapshot rebuilds, queue depth), served at `/metrics` on the operations
+ * port (common/src/http/operations-app.ts), never the public one. One registry per app.
+ */
 export const metrics = fp(
   async function metrics(app: FastifyInstance) {
     const registry = new Registry();
@@ -91,9 +94,6 @@ export const metrics = fp(
         reply.elapsedTime / 1000,
       );
     });
-    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
-      reply.type(registry.contentType).send(await registry.metrics()),
-    );
   },
   { name: 'metrics', dependencies: ['infrastructure', 'queues'] },
 );

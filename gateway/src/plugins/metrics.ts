@@ -19,7 +19,10 @@ declare module 'fastify' {
   }
 }
 
-/** Prometheus metrics at `/metrics`; one registry per app so several apps can live in one test process. */
+/**
+ * Prometheus metrics, served at `/metrics` on the operations port (common/src/http/operations-app.ts), never
+ * the public one; one registry per app so several apps can live in one test process.
+ */
 export const metrics = fp(
   async function metrics(app: FastifyInstance) {
     const registry = new Registry();
@@ -85,7 +88,6 @@ export const metrics = fp(
       if (request.is404) observeUnmatched(request, reply);
       done();
     });
-    app.get('/metrics', async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   },
   { name: 'metrics' },
 );
