@@ -1,6 +1,7 @@
 import type { FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.ts';
 import { notFound, validationError } from '../errors/app-error.ts';
+import { clientErrorHandler } from './client-errors.ts';
 import { sendError } from './error-handler.ts';
 
 /**
@@ -36,6 +37,7 @@ export function sharedServerOptions(config: Config): FastifyServerOptions {
     // `Connection: close`) rather than refused with Fastify's own 503 body: the listener is already closed,
     // so these are the last requests of connections that were in use, and the drain waits for them anyway.
     return503OnClosing: false,
+    clientErrorHandler,
     frameworkErrors: (error, request, reply) => {
       const appError =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
