@@ -27,45 +27,66 @@ export const authRateLimited = (retryAfterSeconds: number) =>
   });
 
 /**
- * Failed authentications that cost a lookup, per client address: a token bucket holding `perMinute` failures,
- * refilled at `perMinute` a minute. An empty bucket means no more lookups for unknown keys from that address
- * until it refills; keys the process already knows are still answered. `perMinute` 0 turns the limit off.
+ * Token buckets by key, in a bounded LRU: each holds `capacity` tokens and refills `capacity` per `periodMs`.
+ * A key without a bucket is full; one forgotten (least recently used) starts full again.
  */
-export class AuthFailureLimiter {
+export class TokenBuckets {
   private readonly buckets: LRUCache<string, Bucket>;
   private readonly perMs: number;
 
   constructor(
-    private readonly perMinute: number,
+    private readonly capacity: number,
+    periodMs: number,
     private readonly now: () => number,
-    maxClients = AUTH_FAILURE_CLIENTS,
+    maxKeys: number,
   ) {
-    this.buckets = new LRUCache({ max: maxClients });
-    this.perMs = perMinute / 60_000;
+    this.buckets = new LRUCache({ max: maxKeys });
+    this.perMs = capacity / periodMs;
   }
 
   private refilled(key: string): Bucket | undefined {
     const bucket = this.buckets.get(key);
     if (!bucket) return undefined;
     const now = this.now();
-    bucket.tokens = Math.min(this.perMinute, bucket.tokens + Math.max(0, now - bucket.at) * this.perMs);
+    bucket.tokens = Math.min(this.capacity, bucket.tokens + Math.max(0, now - bucket.at) * this.perMs);
     bucket.at = now;
     return bucket;
   }
 
-  /** 0 when the address may make a lookup now, else the whole seconds until it may (for Retry-After). */
-  retryAfterSeconds(ip: string): number {
-    if (this.perMinute === 0) return 0;
-    const bucket = this.refilled(clientKey(ip));
+  /** 0 when the key has a token, else the whole seconds until it has one (for Retry-After). */
+  retryAfterSeconds(key: string): number {
+    if (this.capacity === 0) return 0;
+    const bucket = this.refilled(key);
     if (!bucket || bucket.tokens >= 1) return 0;
     return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perMs / 1000));
   }
 
-  recordFailure(ip: string): void {
-    if (this.perMinute === 0) return;
-    const key = clientKey(ip);
+  take(key: string): void {
+    if (this.capacity === 0) return;
     const bucket = this.refilled(key);
     if (bucket) bucket.tokens = Math.max(0, bucket.tokens - 1);
-    else this.buckets.set(key, { tokens: this.perMinute - 1, at: this.now() });
+    else this.buckets.set(key, { tokens: this.capacity - 1, at: this.now() });
+  }
+}
+
+/**
+ * Failed authentications that cost a lookup, per client address: a token bucket holding `perMinute` failures,
+ * refilled at `perMinute` a minute. An empty bucket means no more lookups for unknown keys from that address
+ * until it refills; keys the process already knows are still answered. `perMinute` 0 turns the limit off.
+ */
+export class AuthFailureLimiter {
+  private readonly buckets: TokenBuckets;
+
+  constructor(perMinute: number, now: () => number, maxClients = AUTH_FAILURE_CLIENTS) {
+    this.buckets = new TokenBuckets(perMinute, 60_000, now, maxClients);
+  }
+
+  /** 0 when the address may make a lookup now, else the whole seconds until it may (for Retry-After). */
+  retryAfterSeconds(ip: string): number {
+    return this.buckets.retryAfterSeconds(clientKey(ip));
+  }
+
+  recordFailure(ip: string): void {
+    this.buckets.take(clientKey(ip));
   }
 }

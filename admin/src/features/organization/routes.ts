@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { TokenBuckets } from '@ent/common/auth/failure-limiter';
 import type { Organization } from '@ent/common/db/database';
+import { AppError } from '@ent/common/errors/app-error';
 import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
 import {
   OrganizationSchema,
@@ -19,8 +21,25 @@ export const toOrganizationBody = (organization: Organization): OrganizationBody
 
 const tags = ['organization'];
 
+/**
+ * Slugs are one namespace across tenants, so a 409 necessarily says a slug is taken: slugs are public names,
+ * never secrets (generated ones end in six characters of the organization id, so they cannot be guessed from
+ * a name). What is limited is probing: an organization gets this many "slug taken" answers an hour (per
+ * admin process); after that PATCH /org is 429 before its body is read (so it is not audited, like every 429).
+ */
+export const SLUG_CONFLICTS_PER_HOUR = 5;
+
+const slugProbing = (retryAfterSeconds: number) =>
+  new AppError(429, 'RATE_LIMITED', 'Too many slug changes refused as taken; retry later.', {}, {
+    'retry-after': String(retryAfterSeconds),
+  });
+
+const isSlugConflict = (error: unknown): boolean =>
+  error instanceof AppError && error.status === 409 && error.details?.field === 'slug';
+
 export async function organizationRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const slugConflicts = new TokenBuckets(SLUG_CONFLICTS_PER_HOUR, 3_600_000, () => app.clock.now(), 100_000);
 
   app.get(
     '/org',
@@ -35,6 +54,12 @@ export async function organizationRoutes(fastify: FastifyInstance): Promise<void
     '/org',
     {
       config: { scope: 'org:write', auditService: 'identity' },
+      // After authentication (a global onRequest hook), before the audit entry (preParsing).
+      onRequest: async (request) => {
+        if (!request.principal) return;
+        const retryAfter = slugConflicts.retryAfterSeconds(request.principal.organizationId);
+        if (retryAfter > 0) throw slugProbing(retryAfter);
+      },
       schema: {
         tags,
         body: UpdateOrganizationBody,
@@ -42,11 +67,11 @@ export async function organizationRoutes(fastify: FastifyInstance): Promise<void
       },
     },
     async (request) => {
-      const { organization, changes } = await updateOrganization(
-        app.db,
-        request.principal!.organizationId,
-        request.body,
-      );
+      const organizationId = request.principal!.organizationId;
+      const { organization, changes } = await updateOrganization(app.db, organizationId, request.body).catch((error: unknown) => {
+        if (isSlugConflict(error)) slugConflicts.take(organizationId);
+        throw error;
+      });
       request.write.details = changes;
       return toOrganizationBody(organization);
     },
