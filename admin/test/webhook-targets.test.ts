@@ -9,6 +9,7 @@ import {
   isPrivateAddress,
   withoutAddresses,
 } from '../src/features/webhook/targets.ts';
+import { validateWebhookUrl } from '../src/features/webhook/service.ts';
 
 /** Each refused range: its first and last address are refused, the addresses just outside are not. */
 const IPV4_BOUNDARIES: [
@@ -238,4 +239,28 @@ describe('withoutAddresses', () => {
     ['getaddrinfo ENOTFOUND hooks.example.com', 'getaddrinfo ENOTFOUND hooks.example.com'],
     ['endpoint answered 500', 'endpoint answered 500'],
   ])('%j becomes %j', (message, expected) => expect(withoutAddresses(message)).toBe(expected));
+});
+
+describe('PUT /org/webhook validation (validateWebhookUrl)', () => {
+  it.each([
+    'http://[::ffff:127.0.0.1]/hook',
+    'http://[::127.0.0.1]/hook',
+    'http://[2002:7f00:1::]/hook',
+    'http://[64:ff9b::a9fe:a9fe]/hook',
+    'http://[64:ff9b:1::1]/hook',
+    'http://[2001::1]/hook',
+    'http://[fec0::1]/hook',
+    'http://localhost/hook',
+  ])('refuses %s with a validation error', async (url) => {
+    await expect(validateWebhookUrl(url, false)).rejects.toMatchObject({
+      status: 422,
+      message: 'url points at a private or loopback address.',
+    });
+  });
+
+  it('accepts a public address literal', async () => {
+    await expect(validateWebhookUrl('https://[2606:4700:4700::1111]/hook', false)).resolves.toBe(
+      'https://[2606:4700:4700::1111]/hook',
+    );
+  });
 });
