@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@ent/common/config';
+import { randomToken } from '@ent/common/crypto/secrets';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent } from '@ent/common/process/exit-with-parent';
@@ -13,6 +14,9 @@ import { createOrganization } from '../admin/src/features/organizations/bootstra
 const root = fileURLToPath(new URL('..', import.meta.url));
 const config = loadConfig();
 const log = (message: string) => process.stdout.write(`[start] ${message}\n`);
+
+// Admin and gateway must share one; a fresh random one per run keeps /internal closed even to local users.
+if (!process.env.INTERNAL_TOKEN) process.env.INTERNAL_TOKEN = randomToken(32);
 
 const services = spawnSync('bash', ['scripts/ensure-services.sh'], { cwd: root, stdio: 'inherit' });
 if (services.status !== 0) process.exit(services.status ?? 1);

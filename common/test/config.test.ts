@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
+import { assertSecretsKeyringUsable } from '../src/crypto/keyring.ts';
+import { encryptSecret } from '../src/crypto/secrets.ts';
 
 describe('loadConfig', () => {
   it('falls back to the documented defaults', () => {
@@ -27,5 +29,49 @@ describe('loadConfig', () => {
 
   it('refuses a port outside 0-65535', () => {
     expect(() => loadConfig({ GATEWAY_PORT: '70000' })).toThrow('GATEWAY_PORT must be a TCP port');
+  });
+
+  const KEY = 'a1'.repeat(32);
+  const PREVIOUS = Buffer.alloc(32, 7).toString('base64');
+
+  it('reads SECRETS_KEY and SECRETS_KEY_PREVIOUS into a keyring', () => {
+    const { secretsKey } = loadConfig({ SECRETS_KEY: KEY, SECRETS_KEY_PREVIOUS: ` ${PREVIOUS} ,${KEY}`, HOST: '0.0.0.0', NODE_ENV: 'production' });
+    expect(secretsKey.refusal).toBeNull();
+    expect(secretsKey.previous.map((k) => k.id)).toEqual([loadConfig({ SECRETS_KEY: PREVIOUS }).secretsKey.current.id]);
+    expect(() => assertSecretsKeyringUsable(secretsKey)).not.toThrow();
+  });
+
+  it.each([
+    ['SECRETS_KEY', 'not-a-key'],
+    ['SECRETS_KEY', 'ab'.repeat(16)],
+    ['SECRETS_KEY_PREVIOUS', 'ab'.repeat(40)],
+  ])('refuses %s=%s at startup', (name, value) => {
+    expect(() => loadConfig({ SECRETS_KEY: KEY, [name]: value })).toThrow(`${name} must be 32 bytes`);
+  });
+
+  it('refuses SECRETS_KEY_PREVIOUS without SECRETS_KEY', () => {
+    expect(() => loadConfig({ SECRETS_KEY_PREVIOUS: PREVIOUS })).toThrow('SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not');
+  });
+
+  it.each([
+    ['127.0.0.1', undefined],
+    ['localhost', 'development'],
+    ['::1', 'test'],
+  ])('uses the development key on HOST=%s with NODE_ENV=%s', (host, nodeEnv) => {
+    const { secretsKey } = loadConfig({ HOST: host, NODE_ENV: nodeEnv });
+    expect(() => assertSecretsKeyringUsable(secretsKey)).not.toThrow();
+    expect(encryptSecret('x', secretsKey, 'ctx')).toMatch(/^v2\./);
+  });
+
+  it.each([
+    ['0.0.0.0', undefined],
+    ['10.1.2.3', 'development'],
+    ['admin.internal', undefined],
+    ['127.0.0.1', 'production'],
+  ])('refuses the development key on HOST=%s with NODE_ENV=%s, at startup and on every use', (host, nodeEnv) => {
+    const { secretsKey } = loadConfig({ HOST: host, NODE_ENV: nodeEnv });
+    expect(() => assertSecretsKeyringUsable(secretsKey)).toThrow('SECRETS_KEY is not set');
+    expect(() => assertSecretsKeyringUsable(secretsKey)).toThrow('openssl rand -base64 32');
+    expect(() => encryptSecret('x', secretsKey, 'ctx')).toThrow('SECRETS_KEY is not set');
   });
 });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -134,8 +135,9 @@ export async function waitFor(
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** Up to a minute: starting node with tsx takes seconds, and far longer on a machine saturated by other work. */
 export const healthy = (url: string) =>
-  waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`);
+  waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`, 60_000);
 
 export interface HttpAnswer {
   statusCode: number;
@@ -187,6 +189,8 @@ export async function serviceEnv(options: {
     ADMIN_PORT: String(adminPort),
     ADMIN_URL: adminUrl,
     LOG_LEVEL: options.logLevel ?? 'warn',
+    // Every process-level test runs the way a deployment does: gateways present the token admin requires.
+    INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
   };
   return { env, adminUrl };
 }

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { loadConfig } from '@ent/common/config';
+import { loadConfig, type Config } from '@ent/common/config';
+import { assertSecretsKeyringUsable } from '@ent/common/crypto/keyring';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
@@ -7,8 +8,16 @@ import { redisKeys } from '@ent/common/redis/keys';
 import { applyArrangementChange, getArrangement, saveArrangement } from '../features/organizations/arrangement.ts';
 import { createOrganization } from '../features/organizations/bootstrap.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
+import { rotateSecrets } from './rotate-secrets.ts';
 
-const config = loadConfig();
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  // A configuration mistake (e.g. a malformed SECRETS_KEY) is one line for the operator, not a stack trace.
+  process.stderr.write(`entctl: ${(error as Error).message}\n`);
+  process.exit(1);
+}
 
 const wholeNumber = (min: number) => (raw: string) => {
   const value = Number(raw);
@@ -160,6 +169,29 @@ program
     } finally {
       redis.disconnect();
     }
+  });
+
+program
+  .command('secrets')
+  .description('Secrets stored encrypted with SECRETS_KEY (webhook signing secrets, live invite links).')
+  .command('rotate')
+  .description(
+    'Re-encrypt every stored secret under the current SECRETS_KEY, reading old ones with SECRETS_KEY_PREVIOUS. ' +
+      'Run once admin and worker use the new keyring; afterwards SECRETS_KEY_PREVIOUS can be removed. Idempotent.',
+  )
+  .option('--json', 'print {webhook_secrets, invite_tokens} counts as JSON')
+  .action(async (options: { json?: boolean }) => {
+    assertSecretsKeyringUsable(config.secretsKey);
+    const result = await withDb((db) => rotateSecrets(db, config.secretsKey));
+    print(
+      Boolean(options.json),
+      { key_id: config.secretsKey.current.id, ...result },
+      [
+        `current key id   ${config.secretsKey.current.id}`,
+        `webhook secrets  ${result.webhook_secrets.reencrypted} re-encrypted, ${result.webhook_secrets.current} already current`,
+        `invite tokens    ${result.invite_tokens.reencrypted} re-encrypted, ${result.invite_tokens.current} already current`,
+      ].join('\n'),
+    );
   });
 
 try {

@@ -29,6 +29,11 @@ declare module 'fastify' {
   }
 }
 
+const isRouteNotFound = (body: unknown): boolean => {
+  const message = (body as { error?: { message?: unknown } } | null)?.error?.message;
+  return typeof message === 'string' && message.startsWith('No route ');
+};
+
 /** One undici Pool to admin: the forwarder and the internal rebuild calls share it. */
 export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
   async function adminClient(app: FastifyInstance, options) {
@@ -59,6 +64,11 @@ export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
       }
       const json = (await response.body.json().catch(() => null)) as T;
       if (response.statusCode >= 500) throw new AdminUnavailableError(`admin answered ${response.statusCode}`);
+      // Admin hides its internal routes from a caller without the right token; taking that 404 for "no such key"
+      // would turn an INTERNAL_TOKEN mismatch into every key being refused.
+      if (response.statusCode === 404 && isRouteNotFound(json)) {
+        throw new AdminUnavailableError(`admin refused ${path}: INTERNAL_TOKEN differs between gateway and admin`);
+      }
       return { status: response.statusCode, body: json };
     }
 
