@@ -210,3 +210,37 @@ describe('roles on service accounts and keys', () => {
     expect((await viewer.post('/org/service-accounts', { name: 'v', role: 'viewer' })).statusCode).toBe(403);
   });
 });
+
+describe('rotation with a restricted key', () => {
+  it('a CI key rotates itself with its own scopes, and can neither widen nor touch other accounts', async () => {
+    const ci = await createKeyWithScopes(ctx.db, org.organization_id, ['org:write', 'catalog:write']);
+    const ciApi = caller(ctx, ci.apiKey);
+    const url = `/org/service-accounts/${ci.serviceAccountId}/api-keys`;
+    const next = await ciApi.post(url, { name: 'ci next', scopes: ['catalog:write', 'org:write'] });
+    expect(next.statusCode).toBe(201);
+    const nextApi = caller(ctx, next.json().api_key);
+    expect((await nextApi.delete(`${url}/${ci.keyId}`)).statusCode).toBe(204);
+    expect((await ciApi.post(url, { scopes: ['org:write'] })).statusCode).toBe(401);
+
+    const widened = await nextApi.post(url, { scopes: ['catalog:write', 'catalog:read'] });
+    expect(widened.statusCode).toBe(403);
+    expect(widened.json().error.details).toEqual({ field: 'scopes', value: ['catalog:read'] });
+    const elsewhere = await nextApi.post(`/org/service-accounts/${org.service_account_id}/api-keys`, {
+      scopes: ['catalog:write'],
+    });
+    expect(elsewhere.statusCode).toBe(403);
+    expect(elsewhere.json().error.details).toEqual({
+      field: 'service_account_id',
+      value: org.service_account_id,
+    });
+    const orgKeys = (await api.get(`/org/service-accounts/${org.service_account_id}/api-keys`)).json();
+    expect(
+      (
+        await nextApi.delete(
+          `/org/service-accounts/${org.service_account_id}/api-keys/${orgKeys.api_keys[0].key_id}`,
+        )
+      ).statusCode,
+    ).toBe(403);
+    expect((await api.get('/org')).statusCode).toBe(200);
+  });
+});
