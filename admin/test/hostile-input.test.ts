@@ -1,3 +1,5 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDateTime } from '@ent/common/http/date-time';
 import { MAX_JSON_DEPTH, exceedsJsonDepth } from '@ent/common/http/json-depth';
@@ -9,6 +11,7 @@ let org: TestOrganization;
 beforeAll(async () => {
   ctx = await createAdminContext();
   org = await createTestOrganization(ctx.db, 'Hostile');
+  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
   await ctx.app.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key: 'sso', name: 'SSO', kind: 'flag' } });
   await ctx.app.inject({ method: 'POST', url: '/org/subscribers', headers: org.headers, payload: { id: 'alice' } });
 });
@@ -174,5 +177,38 @@ describe('error.details', () => {
     const missing = await ctx.app.inject({ method: 'GET', url: '/nowhere', headers: org.headers });
     expect(missing.statusCode).toBe(404);
     expect(expectErrorBody(missing.body, 404).details).toEqual({});
+  });
+});
+
+/** One raw exchange with the listening server: what it writes back before closing. */
+function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('no answer within 5 s'));
+    }, 5000);
+    socket.on('data', (chunk) => (received += chunk.toString('utf8')));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(received);
+    });
+    socket.on('error', () => undefined);
+    socket.write(request);
+  });
+}
+
+describe('requests Node refuses before Fastify', () => {
+  it.each([
+    ['headers over 16 KB', `GET /org/features HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'REQUEST_HEADERS_TOO_LARGE'],
+    ['bytes that are not HTTP', 'HELLO\u0000 /\r\n\r\n', 400, 'BAD_REQUEST'],
+  ])('%s get the error body', async (_name, request, status, code) => {
+    const { port } = ctx.app.server.address() as AddressInfo;
+    const answer = await rawExchange(port, request);
+    expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
+    const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+    const error = expectErrorBody(body, status, code);
+    expect(error.details).toEqual({});
   });
 });
