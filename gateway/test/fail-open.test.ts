@@ -60,8 +60,10 @@ const check = (base: string, subscriber: string, feature: string, key = org.api_
 const usageCount = async (base: string) =>
   (await http(base)({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json()
     .count as number;
-const pendingSettlements = async (base: string) => {
-  const text = await (await fetch(`${base}/metrics`)).text();
+/** The first gateway's operations port (/metrics is not on the public one). */
+let metricsUrl: string;
+const pendingSettlements = async (metricsBase = metricsUrl) => {
+  const text = await (await fetch(`${metricsBase}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('gateway_offline_evals_pending '));
   return Number(line?.split(' ')[1] ?? NaN);
 };
@@ -84,9 +86,12 @@ beforeAll(async () => {
   redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
   await startAdmin();
-  const started = await startGateways(env, 2);
-  gateways.push(...started.gateways);
-  urls = started.urls;
+  const metricsPort = await freePort();
+  metricsUrl = `http://127.0.0.1:${metricsPort}`;
+  const first = await startGateways({ ...env, GATEWAY_METRICS_PORT: String(metricsPort) }, 1);
+  const second = await startGateways(env, 1);
+  gateways.push(...first.gateways, ...second.gateways);
+  urls = [...first.urls, ...second.urls];
 
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'Fail-open org');
@@ -150,20 +155,22 @@ describe('fail-open under Redis faults', () => {
     expect(statuses.filter((s) => s === 404)).toHaveLength(3);
     expect(statuses.filter((s) => s === 503)).toHaveLength(3);
 
-    await waitFor(async () => (await pendingSettlements(url)) === 0, 'every failed gate call settled');
+    await waitFor(async () => (await pendingSettlements()) === 0, 'every failed gate call settled');
     expect(await usageCount(url)).toBe(before + 15);
     // Nothing is applied twice by later settle rounds.
     await sleep(2500);
-    expect(await pendingSettlements(url)).toBe(0);
+    expect(await pendingSettlements()).toBe(0);
     expect(await usageCount(url)).toBe(before + 15);
   }, 60_000);
 
   it('exits on SIGTERM within its deadline when the last settlements cannot reach a paused Redis', async () => {
     const port = await freePort();
+    const opsPort = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const gateway = startNode('gateway/src/server.ts', {
       ...env,
       GATEWAY_PORT: String(port),
+      GATEWAY_METRICS_PORT: String(opsPort),
       SHUTDOWN_TIMEOUT_MS: '60000',
     });
     try {
@@ -173,7 +180,7 @@ describe('fail-open under Redis faults', () => {
       process.kill(redisPid, 'SIGSTOP');
       try {
         expect((await check(url, 'warm', 'seats')).statusCode).toBe(200);
-        await waitFor(async () => (await pendingSettlements(url)) > 0, 'a settlement pending', 5000);
+        await waitFor(async () => (await pendingSettlements(`http://127.0.0.1:${opsPort}`)) > 0, 'a settlement pending', 5000);
         const exited = new Promise<number | null>((resolve) =>
           gateway.child.once('exit', (code) => resolve(code)),
         );
