@@ -97,6 +97,23 @@ describe('random well-formed keys on the eval routes', () => {
     expect(await statuses(LIMIT + 5, () => check(randomKey()))).toEqual({ 401: LIMIT, 429: 5 });
   });
 
+  it('holds the token before the lookup: concurrent requests cannot all pass on one', async () => {
+    const lookups = await adminKeyLookups(gateway);
+    const answers = await Promise.all(Array.from({ length: 200 }, () => check(randomKey(), '10.77.0.1')));
+    const seen: Record<number, number> = {};
+    for (const { statusCode } of answers) seen[statusCode] = (seen[statusCode] ?? 0) + 1;
+    expect(seen).toEqual({ 401: LIMIT, 429: 200 - LIMIT });
+    expect((await adminKeyLookups(gateway)) - lookups).toBe(LIMIT);
+    const queries = ctx.queriesRun();
+    const direct = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': randomKey() }, remoteAddress: '10.77.0.2' }),
+      ),
+    );
+    expect(direct.filter((res) => res.statusCode === 401)).toHaveLength(LIMIT);
+    expect(ctx.queriesRun() - queries).toBe(LIMIT);
+  });
+
   it('answers a repeated unknown key from memory: one lookup, never a 429', async () => {
     const key = randomKey();
     const lookups = await adminKeyLookups(gateway);

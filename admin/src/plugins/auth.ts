@@ -86,24 +86,26 @@ export const authentication = fp(
       if (forgetAt !== undefined && app.clock.now() < forgetAt) {
         return sendError(request, reply, unauthenticated('The API key is invalid or has been revoked.'));
       }
-      if (!recentlyValid.has(keyHash)) {
-        const retryAfter = failures.retryAfterSeconds(request.ip);
+      const limited = !recentlyValid.has(keyHash);
+      if (limited) {
+        const retryAfter = failures.beforeLookup(request.ip);
         if (retryAfter > 0) return sendError(request, reply, authRateLimited(retryAfter));
       }
       let found: { principal: Principal | null; issued: boolean };
       try {
         found = await findPrincipal(app, plaintext);
       } catch (error) {
+        if (limited) failures.notAFailure(request.ip); // not the client's failure
         request.log.error({ err: error }, 'key lookup failed');
         return sendError(request, reply, serviceUnavailable('Credentials cannot be checked right now; retry with backoff.'));
       }
       const { principal } = found;
       if (!principal) {
-        failures.recordFailure(request.ip);
         recentlyValid.delete(keyHash);
         if (!found.issued) unknownKeys.set(keyHash, app.clock.now() + UNKNOWN_KEY_MEMORY_MS);
         return sendError(request, reply, unauthenticated('The API key is invalid or has been revoked.'));
       }
+      if (limited) failures.notAFailure(request.ip);
       recentlyValid.set(keyHash, true);
       request.principal = principal;
       const reason = refusal(principal, request);

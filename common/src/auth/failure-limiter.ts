@@ -67,6 +67,23 @@ export class TokenBuckets {
     if (bucket) bucket.tokens = Math.max(0, bucket.tokens - 1);
     else this.buckets.set(key, { tokens: this.capacity - 1, at: this.now() });
   }
+
+  /**
+   * Takes a token when there is one (0), else says how long until there is. Taken before the work it pays
+   * for, so concurrent requests cannot all pass on the same token.
+   */
+  tryTake(key: string): number {
+    const retryAfter = this.retryAfterSeconds(key);
+    if (retryAfter === 0) this.take(key);
+    return retryAfter;
+  }
+
+  /** Gives back a token taken for work that turned out not to count. */
+  giveBack(key: string): void {
+    if (this.capacity === 0) return;
+    const bucket = this.refilled(key);
+    if (bucket) bucket.tokens = Math.min(this.capacity, bucket.tokens + 1);
+  }
 }
 
 /**
@@ -81,12 +98,16 @@ export class AuthFailureLimiter {
     this.buckets = new TokenBuckets(perMinute, 60_000, now, maxClients);
   }
 
-  /** 0 when the address may make a lookup now, else the whole seconds until it may (for Retry-After). */
-  retryAfterSeconds(ip: string): number {
-    return this.buckets.retryAfterSeconds(clientKey(ip));
+  /**
+   * Before a lookup: 0 when the address may make it (a token is held for it until `notAFailure`), else the whole
+   * seconds until it may (for Retry-After). Held up front, so concurrent lookups cannot share one token.
+   */
+  beforeLookup(ip: string): number {
+    return this.buckets.tryTake(clientKey(ip));
   }
 
-  recordFailure(ip: string): void {
-    this.buckets.take(clientKey(ip));
+  /** The lookup found a working key: its token goes back (only failures count). */
+  notAFailure(ip: string): void {
+    this.buckets.giveBack(clientKey(ip));
   }
 }

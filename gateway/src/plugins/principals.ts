@@ -172,10 +172,16 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
         (entry ? principalHit : principalMiss).inc();
         if (!entry) {
           // Only lookups cost anything: an address out of failures gets no more of them, keys in memory still work.
-          const retryAfter = clientIp === undefined ? 0 : failures.retryAfterSeconds(clientIp);
+          const retryAfter = clientIp === undefined ? 0 : failures.beforeLookup(clientIp);
           if (retryAfter > 0) throw authRateLimited(retryAfter);
-          entry = await load(keyHash, null);
-          if (!entry.principal && clientIp !== undefined) failures.recordFailure(clientIp);
+          try {
+            entry = await load(keyHash, null);
+          } catch (error) {
+            // Admin could not say (503): not the client's failure.
+            if (clientIp !== undefined) failures.notAFailure(clientIp);
+            throw error;
+          }
+          if (entry.principal && clientIp !== undefined) failures.notAFailure(clientIp);
         }
         // Only keys that were issued are remembered by plaintext: random ones would evict them.
         if (entry.forgetAt === null) hashOfKnownPlaintext.set(plaintext, keyHash);
