@@ -55,6 +55,10 @@ async function rowsOf(organizationId: string): Promise<Record<string, unknown[]>
 
 const isEvalRoute = (operation: Operation): boolean => operation.path.includes('/entitlements');
 
+/** A path value for this parameter of this route: `{key}` is a plan key under /org/plans, a feature key elsewhere. */
+const pathIdFor = (path: string, name: string, data: TenantData): string =>
+  (name === 'key' && path.startsWith('/org/plans') ? data.key[2] : idFor(name, data))!;
+
 /** The ids a request may carry, by the name of the field or parameter that holds them. */
 function idFor(name: string, data: TenantData): string | undefined {
   const byName: Record<string, string | undefined> = {
@@ -118,6 +122,8 @@ interface Probe {
   payload?: unknown;
   /** Whether a victim id is in the path: the request names a resource the caller's organization lacks. */
   victimInPath: boolean;
+  /** The path names the caller's own resources and the body the victim's ids (plan, subscription, feature). */
+  ownPathVictimBody?: boolean;
 }
 
 /** Path fillings: every value the victim's; and, where there are several, each with one of the caller's own. */
@@ -125,7 +131,7 @@ function pathFillings(operation: Operation, victim: TenantData, own: TenantData)
   const names = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name);
   if (names.length === 0) return [{ url: operation.path, victimInPath: false }];
   const fill = (choose: (name: string, index: number) => TenantData) =>
-    names.reduce((url, name, index) => url.replace(`{${name}}`, encodeURIComponent(idFor(name, choose(name, index))!)), operation.path);
+    names.reduce((url, name, index) => url.replace(`{${name}}`, encodeURIComponent(pathIdFor(operation.path, name, choose(name, index)))), operation.path);
   const fillings = [{ url: fill(() => victim), victimInPath: true }];
   for (let ownIndex = 0; ownIndex < names.length && names.length > 1; ownIndex++) {
     fillings.push({ url: fill((_, index) => (index === ownIndex ? own : victim)), victimInPath: true });
@@ -150,8 +156,13 @@ function probesFor(operation: Operation, victim: TenantData, own: TenantData, vi
   if (operation.path === '/org/audit-events') {
     queries.push(`params[subscriber_id]=${victim.subscriber_id[0]}`, `params[key]=${victim.key[0]}`);
   }
-  // The path names the caller's own resource, so only the query carries the victim's ids.
-  const ownUrl = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(idFor(name, own)!));
+  // The path names the caller's own resource, so only the query or the body carries the victim's ids.
+  const ownUrl = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(pathIdFor(operation.path, name, own)));
+  if (operation.body && ownUrl !== operation.path) {
+    for (const full of [false, true]) {
+      probes.push({ operation, url: ownUrl, payload: bodyWithIds(operation.body, victim, full), victimInPath: false, ownPathVictimBody: true });
+    }
+  }
   for (const query of queries) probes.push({ operation, url: `${ownUrl}?${query}`, victimInPath: false });
   return probes;
 }
@@ -201,7 +212,9 @@ describe.each([
     });
     // Requests whose path names a victim resource first: the body probes below may create same-named
     // resources (a subscriber id, a feature key) in the caller's own organization, which is allowed.
-    pairs.sort((x, y) => Number(y.probe.victimInPath) - Number(x.probe.victimInPath));
+    // Then the caller's own resources given victim ids in the body, before anything can create same-named ones.
+    const order = (probe: Probe) => (probe.victimInPath ? 0 : probe.ownPathVictimBody ? 1 : 2);
+    pairs.sort((x, y) => order(x.probe) - order(y.probe));
     const probes = pairs.map((pair) => pair.probe);
     const secrets = serverIds(victim.org, victim.data);
     const problems: string[] = [];
@@ -223,6 +236,10 @@ describe.each([
       } else if (res.statusCode < 300) {
         const leaked = secrets.find((id) => res.body.includes(id));
         if (leaked) problems.push(`leaks ${leaked}: ${label}`);
+      }
+      if (probe.ownPathVictimBody && res.statusCode < 300) {
+        const named = [...victim.data.key, ...victim.data.subscriber_id].find((id) => res.body.includes(id));
+        if (named) problems.push(`accepted the victim's ${named}: ${label}`);
       }
       if (probe.victimInPath) {
         const emptyList = probe.operation.method === 'GET' && res.statusCode === 200 && isEmptyList(res.json() as Record<string, unknown>);
