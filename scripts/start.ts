@@ -8,10 +8,14 @@ import { loadConfig } from '@ent/common/config';
 import { randomToken } from '@ent/common/crypto/secrets';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
-import { exitWithParent } from '@ent/common/process/exit-with-parent';
+import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
 import { createOrganization } from '../admin/src/features/organizations/bootstrap.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+// One gateway and one admin on this host: their operations ports (/metrics, detailed /readyz) get the
+// conventional numbers unless set, so a local run is observable like a deployment.
+process.env.GATEWAY_METRICS_PORT ||= '9464';
+process.env.ADMIN_METRICS_PORT ||= '9465';
 const config = loadConfig();
 const log = (message: string) => process.stdout.write(`[start] ${message}\n`);
 
@@ -44,6 +48,8 @@ const stopAll = (code: number) => {
 process.once('SIGINT', () => stopAll(0));
 process.once('SIGTERM', () => stopAll(0));
 exitWithParent();
+const npm = npmBehindShell();
+if (npm) exitWithProcess(npm);
 
 for (const { name, script } of processes) {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
@@ -86,4 +92,7 @@ try {
 } finally {
   await db.destroy();
 }
-log(`ready: base URL http://127.0.0.1:${config.gatewayPort} (admin on ${config.adminPort})`);
+log(
+  `ready: base URL http://127.0.0.1:${config.gatewayPort} (admin on ${config.adminPort}; ` +
+    `metrics on ${config.gatewayMetricsPort} and ${config.adminMetricsPort})`,
+);

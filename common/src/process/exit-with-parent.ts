@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /**
  * Ends this process (with SIGTERM, so its own shutdown runs) once the process that started it is gone.
  * `npm start` runs as a tree (npm, the starter, admin, worker, gateway); whatever ends the top of the tree,
@@ -17,4 +19,31 @@ export function exitWithParent(parentPid: number = process.ppid, checkEveryMs = 
 export function parentToFollow(env: Record<string, string | undefined> = process.env): number | null {
   const pid = Number(env.EXIT_WITH_PARENT);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/**
+ * The process that started our parent, when our parent is only the `sh -c` npm runs scripts through: a signal
+ * sent to npm's PID alone (SIGINT from a supervisor, say) ends npm but not that shell, which waits for us.
+ */
+export function npmBehindShell(parentPid: number = process.ppid): number | null {
+  if (!process.env.npm_lifecycle_event) return null;
+  try {
+    const stat = readFileSync(`/proc/${parentPid}/stat`, 'utf8');
+    const grandparent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(grandparent) && grandparent > 1 ? grandparent : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Ends this process (SIGTERM) once `pid` no longer exists. */
+export function exitWithProcess(pid: number, checkEveryMs = 500): void {
+  const check = () => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      process.kill(process.pid, 'SIGTERM');
+    }
+  };
+  setInterval(check, checkEveryMs).unref();
 }
