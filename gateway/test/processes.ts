@@ -28,7 +28,7 @@ export async function freePort(): Promise<number> {
     const port = FIRST_PORT + block * PORT_BLOCK + (nextOffset++ % PORT_BLOCK);
     if (await portIsFree(port)) return port;
   }
-  throw new Error('no free port in this worker\'s block');
+  throw new Error("no free port in this worker's block");
 }
 
 export interface Started {
@@ -195,18 +195,23 @@ export async function serviceEnv(options: {
   return { env, adminUrl };
 }
 
-/** `count` gateway processes on free ports, healthy; their URLs in the same order. */
+/** `count` gateway processes on free ports, healthy; their URLs in the same order. None is left running on failure. */
 export async function startGateways(
   env: Record<string, string>,
   count: number,
 ): Promise<{ gateways: Started[]; urls: string[] }> {
   const gateways: Started[] = [];
   const urls: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const port = await freePort();
-    gateways.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }));
-    urls.push(`http://127.0.0.1:${port}`);
+  try {
+    for (let i = 0; i < count; i++) {
+      const port = await freePort();
+      gateways.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }));
+      urls.push(`http://127.0.0.1:${port}`);
+    }
+    await Promise.all(urls.map(healthy));
+  } catch (error) {
+    await Promise.all(gateways.map((gateway) => gateway.stop()));
+    throw error;
   }
-  await Promise.all(urls.map(healthy));
   return { gateways, urls };
 }
