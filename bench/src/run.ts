@@ -9,9 +9,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../gateway/test/processes.ts';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { loadConfig } from '@ent/common/config';
@@ -26,16 +26,6 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const subscriberCount = Number(process.env.BENCH_SUBSCRIBERS ?? 100_000);
 const log = (message: string) => process.stdout.write(`[bench] ${message}\n`);
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 const children: ChildProcess[] = [];
 const startNode = (script: string, env: Record<string, string>) => {

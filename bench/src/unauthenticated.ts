@@ -7,8 +7,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../gateway/test/processes.ts';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { generateApiKey } from '@ent/common/auth/api-key';
@@ -20,16 +20,6 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const log = (message: string) => process.stdout.write(`[bench:unauth] ${message}\n`);
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 const children: ChildProcess[] = [];
 const startNode = (script: string, env: Record<string, string>) => {
