@@ -174,6 +174,30 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
     };
     app.decorate('snapshotCache', cache);
 
+    /**
+     * A newer subscriber document was announced: it is read now, while Redis is reachable (the announcement came
+     * through it), and the old entry stays until the new one is in. Evicting instead would leave nothing to
+     * answer from if Redis went away before the subscriber's next eval (a 503 where failing open was possible).
+     */
+    async function refresh(organizationId: string, subscriberId: string, entry: SubscriberEntry, version: number) {
+      try {
+        const subscriber = await loadSubscriber(organizationId, subscriberId, version);
+        const built = build({ version: entry.catalogVersion, doc: entry.catalog }, subscriber, app.clock.now());
+        const key = entryKey(organizationId, subscriberId);
+        const current = entries.peek(key);
+        if (
+          current &&
+          current.forgetAt === null &&
+          current.subscriberVersion < built.subscriberVersion &&
+          current.catalogVersion <= built.catalogVersion
+        ) {
+          entries.set(key, built);
+        }
+      } catch {
+        // The next eval's version check reloads it; until then the old entry is what fail-open answers from.
+      }
+    }
+
     if (options.subscribeInvalidations === false) return;
     // Announcements (write-through and rebuild-job completions) evict at once; the version check in the
     // gate call is what guarantees freshness, so a lost message costs nothing but a round trip.
@@ -189,7 +213,11 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
         case 'subscriber': {
           const key = entryKey(invalidation.organizationId, invalidation.subscriberId);
           const entry = entries.peek(key);
-          if (entry && (entry.forgetAt !== null || entry.subscriberVersion < invalidation.version)) entries.delete(key);
+          if (!entry) break;
+          if (entry.forgetAt !== null) entries.delete(key);
+          else if (entry.subscriberVersion < invalidation.version) {
+            void refresh(invalidation.organizationId, invalidation.subscriberId, entry, invalidation.version);
+          }
           break;
         }
         case 'catalog':

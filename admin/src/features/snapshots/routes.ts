@@ -20,6 +20,8 @@ const OrganizationBody = Type.Object({ organization_id: Type.String({ minLength:
  * still correct, and what a gateway re-checking a key while Redis is down needs (a revocation must win).
  */
 async function publishedOrBuilt<T>(request: FastifyRequest, publish: () => Promise<T>, build: () => Promise<T>): Promise<T> {
+  // Not connected: a write would only wait out reconnection attempts while the gateway waits for its answer.
+  if (request.server.redis.status !== 'ready') return build();
   try {
     return await publish();
   } catch (error) {
