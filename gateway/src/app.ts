@@ -18,6 +18,7 @@ import { metrics } from './plugins/metrics.ts';
 import { principals } from './plugins/principals.ts';
 import { snapshotCache } from './plugins/snapshot-cache.ts';
 import { evalRoutes } from './routes/evals.ts';
+import { evaluator } from './routes/evaluator.ts';
 import { newRequestId } from './request-ids.ts';
 
 export interface GatewayAppOptions {
@@ -55,6 +56,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(snapshotCache, { maxSubscribers: config.gatewayCacheSubscribers });
   await app.register(meter, { meter: options.meter });
   await app.register(health);
+  await app.register(evaluator);
   await app.register(evalRoutes);
   await app.register(forwardToAdmin);
   return app;

@@ -1,0 +1,188 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Principal } from '@ent/common/auth/scopes';
+import { conflict, forbidden, notFound, rateLimited, serviceUnavailable } from '@ent/common/errors/app-error';
+import { EvalGateUnavailableError, type EvalGateResult, type EvalUsageHeaders } from '@ent/common/metering/contract';
+import { periodOf } from '@ent/common/metering/period';
+import type { KnownKey } from '../plugins/principals.ts';
+import type { SubscriberEntry } from '../plugins/snapshot-cache.ts';
+import { ifNoneMatchMatches, strongEtag } from './etag.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    knownKey: KnownKey | null;
+  }
+  interface FastifyInstance {
+    evaluator: Evaluator;
+  }
+}
+
+/** What an eval answers once its entitlements are known: a serialized body, or an error to throw. */
+export type Answer = (entry: SubscriberEntry) => string;
+
+export interface EvaluateOptions {
+  /**
+   * Answers carry a strong ETag (cached on the entry under this key) and a matching If-None-Match gets a 304,
+   * which is not a 2xx and so not an eval (SPEC.md counts 2xx): it is refunded like any other non-2xx.
+   */
+  etagKey?: string;
+  /** The error for a subscriber that does not exist (default: 404 NOT_FOUND). */
+  unknownSubscriber?: (subscriberId: string) => Error;
+}
+
+export interface Evaluator {
+  /** Resolves the key (401) and checks the "check" scope (403); the key is kept on the request. */
+  authenticate(request: FastifyRequest, key: string | undefined): Promise<void>;
+  /** One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. */
+  evaluate(request: FastifyRequest, reply: FastifyReply, subscriberId: string, answer: Answer, options?: EvaluateOptions): Promise<FastifyReply>;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function setUsageHeaders(reply: FastifyReply, usage: EvalUsageHeaders | null): void {
+  if (!usage) return;
+  reply.header('x-svc-eval-limit', usage.limit);
+  reply.header('x-svc-eval-used', usage.used);
+  if (usage.warn) reply.header('x-svc-eval-warn', usage.warn);
+}
+
+const refuseScope = (principal: Principal) => {
+  if (!principal.scopes.has('check')) {
+    throw forbidden('This API key lacks the "check" scope (or its member\'s role does not allow it).');
+  }
+};
+
+const subscriberNotFound = (subscriberId: string) =>
+  notFound(`No subscriber "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
+
+const blockedError = (period: string) =>
+  conflict(`The organization's eval allotment for ${period} is exhausted and its grace period has ended.`, {
+    field: 'evals',
+    value: period,
+  });
+
+const ETAG_SUFFIX = '\u0000etag';
+
+/** Sends the answer, or a 304 when the client's If-None-Match already names it. */
+function send(request: FastifyRequest, reply: FastifyReply, entry: SubscriberEntry, body: string, options: EvaluateOptions | undefined) {
+  if (options?.etagKey !== undefined) {
+    const key = options.etagKey + ETAG_SUFFIX;
+    let etag = entry.json.get(key);
+    if (etag === undefined) {
+      etag = strongEtag(body);
+      entry.json.set(key, etag);
+    }
+    reply.header('etag', etag);
+    if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  }
+  return reply.type(JSON_TYPE).send(body);
+}
+
+const is2xx = (reply: FastifyReply) => reply.statusCode >= 200 && reply.statusCode < 300;
+
+/**
+ * The eval hot path shared by the eval routes and OFREP. Warm path: the key from the LRU, one Redis round trip
+ * (the gate call meters the eval and returns the snapshot versions), the serialized answer from the LRU.
+ * Postgres is never asked.
+ */
+export const evaluator = fp(
+  async function evaluator(app: FastifyInstance) {
+    const { principals, snapshotCache, evalMeter: meter, clock, gatewayMetrics: metrics } = app;
+    /** Organizations whose last gate reply on this gateway was `blocked`, with its month: still 409 while Redis is down. */
+    const blockedOrganizations = new Map<string, string>();
+    const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
+    app.decorateRequest('knownKey', null);
+
+    async function authenticate(request: FastifyRequest, key: string | undefined) {
+      const known = await principals.authenticate(key, request.ip);
+      refuseScope(known.principal!);
+      request.knownKey = known;
+    }
+
+    async function evaluate(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      subscriberId: string,
+      answer: Answer,
+      options?: EvaluateOptions,
+    ): Promise<FastifyReply> {
+      const known = request.knownKey!;
+      const organizationId = known.principal!.organizationId;
+      const nowMs = clock.now();
+
+      let gate: EvalGateResult;
+      try {
+        gateRoundTrips.inc();
+        gate = await meter.gate({ organizationId, subscriberId, nowMs });
+      } catch (error) {
+        metrics.redisErrors.inc({ op: 'gate' });
+        request.log.warn({ err: error }, 'eval gate failed; answering from the LRU if possible');
+        // Every eval of a failed call reports its answer exactly once, so the call can be settled exactly.
+        const report = error instanceof EvalGateUnavailableError ? error.report : null;
+        let answered2xx = false;
+        try {
+          const sent = await answerDegraded(request, reply, known, subscriberId, nowMs, answer, options);
+          answered2xx = is2xx(sent);
+          return sent;
+        } finally {
+          report?.(answered2xx);
+        }
+      }
+
+      if (gate.outcome === 'blocked') blockedOrganizations.set(organizationId, gate.period);
+      else if (gate.outcome === 'counted' && blockedOrganizations.size > 0) blockedOrganizations.delete(organizationId);
+      const counted = gate.outcome === 'counted';
+      try {
+        const current = await principals.confirm(known, gate.versions.auth, nowMs);
+        refuseScope(current.principal!);
+        if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
+        if (gate.outcome === 'rate_limited') throw rateLimited(gate.retryAfterSeconds);
+        if (gate.outcome === 'blocked') {
+          setUsageHeaders(reply, gate.usage);
+          throw blockedError(gate.period);
+        }
+        const entry = await snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs);
+        if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
+        const body = answer(entry);
+        setUsageHeaders(reply, gate.usage);
+        const sent = send(request, reply, entry, body, options);
+        // Never rejects: a refund Redis does not take now is settled later.
+        if (counted && !is2xx(sent)) void meter.refund(organizationId, nowMs);
+        return sent;
+      } catch (error) {
+        if (counted) void meter.refund(organizationId, nowMs);
+        throw error;
+      }
+    }
+
+    /**
+     * Redis unreachable (fail open): a key confirmed within KEY_CONFIRMATION_MS (else re-checked with admin),
+     * an organization not last seen blocked, and a subscriber in the LRU are answered; others get 401, 409 or
+     * 503. The burst is not enforced meanwhile (see docs/decisions.md, Failure modes).
+     */
+    async function answerDegraded(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      known: KnownKey,
+      subscriberId: string,
+      nowMs: number,
+      answer: Answer,
+      options: EvaluateOptions | undefined,
+    ) {
+      const current = await principals.confirmWithoutRedis(known, nowMs);
+      refuseScope(current.principal!);
+      const organizationId = known.principal!.organizationId;
+      if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
+      const blockedIn = blockedOrganizations.get(organizationId);
+      if (blockedIn !== undefined && blockedIn === periodOf(nowMs)) throw blockedError(blockedIn);
+      const entry = snapshotCache.cached(organizationId, subscriberId, nowMs);
+      if (!entry || !entry.subscriber.exists) {
+        throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
+      }
+      return send(request, reply, entry, answer(entry), options);
+    }
+
+    app.decorate('evaluator', { authenticate, evaluate });
+  },
+  { name: 'evaluator', dependencies: ['snapshot-cache'] },
+);
