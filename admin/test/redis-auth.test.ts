@@ -117,6 +117,37 @@ describe('a Redis that demands a user, a password and a database index', () => {
   });
 });
 
+describe('admin and gateway processes whose login Redis refuses stop and say why', () => {
+  it.each([
+    ['admin', 'admin/src/server.ts'],
+    ['gateway', 'gateway/src/server.ts'],
+  ])('%s', async (_name, script) => {
+    const port = await freePort();
+    const service = startNode(script, {
+      REDIS_URL: `redis://alice:not-the-pw-9f3@127.0.0.1:${aclPort}/2`,
+      REDIS_KEY_PREFIX: ctx.config.redisKeyPrefix,
+      DATABASE_URL: ctx.config.databaseUrl,
+      ADMIN_PORT: String(port),
+      GATEWAY_PORT: String(port),
+      LOG_LEVEL: 'fatal',
+    });
+    try {
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => resolve(null), 30_000);
+        service.child.once('exit', (exitCode) => {
+          clearTimeout(timer);
+          resolve(exitCode);
+        });
+      });
+      expect(code, service.output()).toBe(1);
+      expect(service.output()).toMatch(/refused the login.*WRONGPASS/);
+      expect(service.output()).not.toContain('not-the-pw-9f3');
+    } finally {
+      await service.stop();
+    }
+  });
+});
+
 describe('a worker process whose login Redis refuses stops at once and says why', () => {
   const cases: [string, () => string, RegExp][] = [
     ['a wrong password', () => `redis://alice:not-the-pw-9f3@127.0.0.1:${aclPort}/2`, /refused the login.*WRONGPASS/],

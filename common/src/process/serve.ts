@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.ts';
 import { buildOperationsApp, type Readiness } from '../http/operations-app.ts';
+import { checkRedisLogin, RedisLoginError } from '../redis/connect.ts';
 import { installGracefulShutdown, type Lifecycle } from './graceful-shutdown.ts';
 
 export interface Served {
@@ -19,10 +20,20 @@ export interface Served {
  */
 export async function serve(
   service: Served,
-  config: Pick<Config, 'host' | 'metricsHost' | 'shutdownDrainDelayMs' | 'shutdownTimeoutMs'>,
+  config: Pick<
+    Config,
+    'host' | 'metricsHost' | 'shutdownDrainDelayMs' | 'shutdownTimeoutMs' | 'redisUrl' | 'redisClusterNodes'
+  >,
   ports: { public: number; operations: number },
 ): Promise<void> {
   const { app } = service;
+  // A Redis that refuses REDIS_URL's login will never let the service work, and ioredis would retry forever
+  // behind 503s: stop and say why. An unreachable Redis is waited for, as everywhere (readiness says so).
+  checkRedisLogin(config).catch((error: unknown) => {
+    if (!(error instanceof RedisLoginError)) return;
+    app.log.fatal(error.message);
+    process.exit(1);
+  });
   const operations = ports.operations
     ? await buildOperationsApp({ registry: service.registry, readiness: service.readiness })
     : null;
