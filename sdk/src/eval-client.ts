@@ -1,0 +1,206 @@
+import type { paths } from './generated/api.ts';
+import { EntitlementsError } from './errors.ts';
+import { Transport, type EvalUsage, type TransportOptions } from './transport.ts';
+
+type ListBody =
+  paths['/org/subscribers/{subscriber_id}/entitlements']['get']['responses'][200]['content']['application/json'];
+/** One feature's answer as the service sends it (SPEC.md part 2). */
+export type Entitlement = ListBody['entitlements'][number];
+
+/** A fallback: a boolean for a flag (`allowed`), a number or null (unlimited) for a limit. */
+export type FallbackValue = boolean | number | null;
+export type FailMode = 'open' | 'closed';
+
+export interface EvalClientOptions extends TransportOptions {
+  /** How long a subscriber's entitlements are answered locally before revalidating (ETag); default 30 s, 0 = never. */
+  cacheTtlMs?: number;
+  /** At most this many subscribers cached (least recently used dropped); default 10,000. */
+  maxCachedSubscribers?: number;
+  /** Per feature: what to answer when the service cannot (outage, timeout, 429/409 after retries). */
+  fallbacks?: Record<string, FallbackValue>;
+  /** Answered for features without a fallback of their own; default: by fail mode. */
+  defaultFallback?: FallbackValue;
+  /** Per feature: open (allowed / unlimited) or closed (denied / 0) when no fallback value is configured. */
+  failModes?: Record<string, FailMode>;
+  /** Default `closed`. */
+  defaultFailMode?: FailMode;
+  /** Answer a stale cached document (`stale: true`) before any fallback when the service fails; default true. */
+  serveStale?: boolean;
+}
+
+export interface CheckAnswer {
+  feature: string;
+  kind: 'flag' | 'limit' | null;
+  allowed: boolean;
+  /** null = unlimited. For a flag: null when allowed, 0 when not. */
+  limit: number | null;
+  source: 'override' | 'plan' | 'none' | null;
+  /** true when this is a configured fallback or fail mode, not the service's answer. */
+  fallback: boolean;
+  /** true when answered from a cached document the service could not revalidate. */
+  stale: boolean;
+  /** The eval usage headers of the last response this answer came from. */
+  usage: EvalUsage | null;
+  /** Why the service could not answer, when `fallback` or `stale`. */
+  error: EntitlementsError | null;
+}
+
+export interface ListAnswer {
+  subscriberId: string;
+  entitlements: Entitlement[];
+  stale: boolean;
+  usage: EvalUsage | null;
+}
+
+interface Cached {
+  entitlements: Entitlement[];
+  byFeature: Map<string, Entitlement>;
+  etag: string | null;
+  usage: EvalUsage | null;
+  freshUntil: number;
+}
+
+/** Failures that mean "the service cannot answer now", as opposed to a mistake in the call. */
+const UNAVAILABLE = new Set(['TIMEOUT', 'NETWORK_ERROR', 'SERVICE_UNAVAILABLE', 'RATE_LIMITED', 'CONFLICT']);
+
+/**
+ * Evals for servers (member keys are secrets: never ship this to a browser). Each subscriber's whole
+ * entitlement document (`GET .../entitlements?all=true`) is cached and revalidated with If-None-Match, so
+ * `check` of any feature is answered locally within the TTL.
+ */
+export class EvalClient {
+  readonly #transport: Transport;
+  readonly #options: EvalClientOptions;
+  readonly #cache = new Map<string, Cached>();
+  readonly #inFlight = new Map<string, Promise<Cached>>();
+  #lastUsage: EvalUsage | null = null;
+
+  constructor(options: EvalClientOptions) {
+    this.#options = options;
+    this.#transport = new Transport(options);
+  }
+
+  /** The eval usage headers of the last response from the service. */
+  get lastUsage(): EvalUsage | null {
+    return this.#lastUsage;
+  }
+
+  async list(subscriberId: string): Promise<ListAnswer> {
+    try {
+      const doc = await this.#document(subscriberId);
+      return { subscriberId, entitlements: doc.entitlements, stale: false, usage: doc.usage };
+    } catch (error) {
+      const cached = this.#staleFor(error);
+      if (!cached) throw error;
+      return { subscriberId, entitlements: cached(subscriberId)?.entitlements ?? [], stale: true, usage: null };
+    }
+  }
+
+  async check(subscriberId: string, feature: string): Promise<CheckAnswer> {
+    let doc: Cached;
+    try {
+      doc = await this.#document(subscriberId);
+    } catch (error) {
+      if (!(error instanceof EntitlementsError) || !UNAVAILABLE.has(error.code)) throw error;
+      const stale = this.#options.serveStale === false ? undefined : this.#cache.get(subscriberId)?.byFeature.get(feature);
+      if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
+      return this.#fallback(feature, error);
+    }
+    const entitlement = doc.byFeature.get(feature);
+    if (!entitlement) {
+      throw new EntitlementsError({
+        code: 'NOT_FOUND',
+        message: `No feature with key "${feature}".`,
+        details: { field: 'feature', value: feature },
+      });
+    }
+    return { ...answerOf(entitlement), stale: false, usage: doc.usage, error: null };
+  }
+
+  /** Drops a subscriber's cached document (e.g. after a write of yours), or all of them. */
+  invalidate(subscriberId?: string): void {
+    if (subscriberId === undefined) this.#cache.clear();
+    else this.#cache.delete(subscriberId);
+  }
+
+  async close(): Promise<void> {
+    await this.#transport.close();
+  }
+
+  #staleFor(error: unknown): ((subscriberId: string) => Cached | undefined) | null {
+    if (this.#options.serveStale === false) return null;
+    if (!(error instanceof EntitlementsError) || !UNAVAILABLE.has(error.code)) return null;
+    return (subscriberId) => this.#cache.get(subscriberId);
+  }
+
+  #fallback(feature: string, error: EntitlementsError): CheckAnswer {
+    const options = this.#options;
+    const base = { feature, source: null, fallback: true, stale: false, usage: null, error } as const;
+    const fallbacks = options.fallbacks ?? {};
+    const value = Object.hasOwn(fallbacks, feature) ? fallbacks[feature] : options.defaultFallback;
+    if (value !== undefined) {
+      if (typeof value === 'boolean') return { ...base, kind: 'flag', allowed: value, limit: value ? null : 0 };
+      return { ...base, kind: 'limit', allowed: value === null || value > 0, limit: value };
+    }
+    const open = (options.failModes?.[feature] ?? options.defaultFailMode ?? 'closed') === 'open';
+    return { ...base, kind: null, allowed: open, limit: open ? null : 0 };
+  }
+
+  async #document(subscriberId: string): Promise<Cached> {
+    const cached = this.#cache.get(subscriberId);
+    if (cached && Date.now() < cached.freshUntil) {
+      // Re-inserted so the Map's order is least recently used first.
+      this.#cache.delete(subscriberId);
+      this.#cache.set(subscriberId, cached);
+      return cached;
+    }
+    // Concurrent checks of one subscriber share one request.
+    const pending = this.#inFlight.get(subscriberId);
+    if (pending) return pending;
+    const fetching = this.#fetch(subscriberId, cached).finally(() => this.#inFlight.delete(subscriberId));
+    this.#inFlight.set(subscriberId, fetching);
+    return fetching;
+  }
+
+  async #fetch(subscriberId: string, cached: Cached | undefined): Promise<Cached> {
+    const reply = await this.#transport.send(
+      'GET',
+      `/org/subscribers/${encodeURIComponent(subscriberId)}/entitlements?all=true`,
+      { ifNoneMatch: cached?.etag ?? null },
+    );
+    if (reply.usage) this.#lastUsage = reply.usage;
+    const ttl = this.#options.cacheTtlMs ?? 30_000;
+    let next: Cached;
+    if (reply.status === 304 && cached) {
+      next = { ...cached, usage: reply.usage ?? cached.usage, freshUntil: Date.now() + ttl };
+    } else {
+      const body = reply.body as ListBody;
+      next = {
+        entitlements: body.entitlements,
+        byFeature: new Map(body.entitlements.map((entry) => [entry.feature, entry])),
+        etag: reply.etag,
+        usage: reply.usage,
+        freshUntil: Date.now() + ttl,
+      };
+    }
+    this.#cache.delete(subscriberId);
+    this.#cache.set(subscriberId, next);
+    const max = this.#options.maxCachedSubscribers ?? 10_000;
+    while (this.#cache.size > max) this.#cache.delete(this.#cache.keys().next().value!);
+    return next;
+  }
+}
+
+function answerOf(entry: Entitlement): Omit<CheckAnswer, 'stale' | 'usage' | 'error'> {
+  if (entry.kind === 'flag') {
+    return { feature: entry.feature, kind: 'flag', allowed: entry.allowed, limit: entry.allowed ? null : 0, source: entry.source, fallback: false };
+  }
+  return {
+    feature: entry.feature,
+    kind: 'limit',
+    allowed: entry.limit === null || entry.limit > 0,
+    limit: entry.limit,
+    source: entry.source,
+    fallback: false,
+  };
+}

@@ -1,0 +1,154 @@
+import { Agent, request, type Dispatcher } from 'undici';
+import { EntitlementsError, errorFromResponse } from './errors.ts';
+
+/** The eval usage headers (SPEC.md part 8); null when the organization has no monthly cap. */
+export interface EvalUsage {
+  limit: number;
+  used: number;
+  /** `80`, `100` or `grace`; null when not warning. */
+  warn: string | null;
+}
+
+export interface RetryOptions {
+  /** Attempts after the first; default 2. */
+  retries?: number;
+  /** First backoff ceiling in ms (doubling per attempt, full jitter); default 100. */
+  baseDelayMs?: number;
+  /** Backoff ceiling in ms; default 2000. */
+  maxDelayMs?: number;
+  /** A Retry-After longer than this ends the retries at once instead of waiting; default 5000. */
+  maxRetryAfterMs?: number;
+}
+
+export interface TransportOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** Per attempt, connection to full body; default 2000 ms. */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  /** Default: an undici keep-alive Agent owned (and closed) by this client. */
+  dispatcher?: Dispatcher;
+}
+
+export interface Reply {
+  status: number;
+  body: unknown;
+  etag: string | null;
+  usage: EvalUsage | null;
+}
+
+const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
+
+const header = (headers: Record<string, string | string[] | undefined>, name: string): string | null => {
+  const value = headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+};
+
+function usageFrom(headers: Record<string, string | string[] | undefined>): EvalUsage | null {
+  const limit = header(headers, 'x-svc-eval-limit');
+  const used = header(headers, 'x-svc-eval-used');
+  if (limit === null || used === null) return null;
+  return { limit: Number(limit), used: Number(used), warn: header(headers, 'x-svc-eval-warn') };
+}
+
+function retryAfterSeconds(headers: Record<string, string | string[] | undefined>): number | null {
+  const value = header(headers, 'retry-after');
+  if (value === null) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, (date - Date.now()) / 1000);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One HTTP client per SDK client: keep-alive connections, timeouts, retries with jittered backoff. */
+export class Transport {
+  readonly #baseUrl: string;
+  readonly #apiKey: string;
+  readonly #timeoutMs: number;
+  readonly #retry: Required<RetryOptions>;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+
+  constructor(options: TransportOptions) {
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#timeoutMs = options.timeoutMs ?? 2000;
+    this.#retry = {
+      retries: options.retry?.retries ?? 2,
+      baseDelayMs: options.retry?.baseDelayMs ?? 100,
+      maxDelayMs: options.retry?.maxDelayMs ?? 2000,
+      maxRetryAfterMs: options.retry?.maxRetryAfterMs ?? 5000,
+    };
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+  }
+
+  /**
+   * A 2xx or 304 reply; anything else after the retries is thrown as an EntitlementsError. Retried: no
+   * response, a timeout, 429 and 502/503/504, waiting Retry-After when the service sends one.
+   */
+  async send(method: 'GET' | 'POST', path: string, options: { body?: unknown; ifNoneMatch?: string | null } = {}): Promise<Reply> {
+    const headers: Record<string, string> = { 'x-api-key': this.#apiKey, accept: 'application/json' };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+
+    for (let attempt = 0; ; attempt++) {
+      let failure: EntitlementsError;
+      let waitMs: number | null = null;
+      try {
+        const res = await request(`${this.#baseUrl}${path}`, {
+          method,
+          headers,
+          body,
+          dispatcher: this.#dispatcher,
+          signal: AbortSignal.timeout(this.#timeoutMs),
+        });
+        const text = await res.body.text();
+        const parsed: unknown = text ? safeJson(text) : null;
+        const usage = usageFrom(res.headers);
+        if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 304) {
+          return { status: res.statusCode, body: parsed, etag: header(res.headers, 'etag'), usage };
+        }
+        const retryAfter = retryAfterSeconds(res.headers);
+        failure = errorFromResponse(res.statusCode, parsed, retryAfter);
+        if (!RETRIED_STATUSES.has(res.statusCode)) throw failure;
+        if (retryAfter !== null) waitMs = retryAfter * 1000;
+      } catch (error) {
+        if (error instanceof EntitlementsError) throw error;
+        failure = transportError(error, this.#timeoutMs);
+      }
+      if (attempt >= this.#retry.retries) throw failure;
+      if (waitMs !== null && waitMs > this.#retry.maxRetryAfterMs) throw failure;
+      const ceiling = Math.min(this.#retry.maxDelayMs, this.#retry.baseDelayMs * 2 ** attempt);
+      // Full jitter spreads the retries of many servers that failed at once; Retry-After is a floor.
+      await sleep((waitMs ?? 0) + Math.random() * ceiling);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function transportError(error: unknown, timeoutMs: number): EntitlementsError {
+  const name = (error as { name?: string } | null)?.name;
+  if (name === 'TimeoutError' || name === 'AbortError') {
+    return new EntitlementsError({ code: 'TIMEOUT', message: `No answer within ${timeoutMs} ms.`, cause: error });
+  }
+  return new EntitlementsError({
+    code: 'NETWORK_ERROR',
+    message: `The service could not be reached: ${(error as Error | null)?.message ?? String(error)}`,
+    cause: error,
+  });
+}
