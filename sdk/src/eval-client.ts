@@ -90,9 +90,9 @@ export class EvalClient {
       const doc = await this.#document(subscriberId);
       return { subscriberId, entitlements: doc.entitlements, stale: false, usage: doc.usage };
     } catch (error) {
-      const cached = this.#staleFor(error);
-      if (!cached) throw error;
-      return { subscriberId, entitlements: cached(subscriberId)?.entitlements ?? [], stale: true, usage: null };
+      const stale = this.#staleFor(error)?.get(subscriberId);
+      if (!stale) throw error;
+      return { subscriberId, entitlements: stale.entitlements, stale: true, usage: null };
     }
   }
 
@@ -102,7 +102,7 @@ export class EvalClient {
       doc = await this.#document(subscriberId);
     } catch (error) {
       if (!(error instanceof EntitlementsError) || !UNAVAILABLE.has(error.code)) throw error;
-      const stale = this.#options.serveStale === false ? undefined : this.#cache.get(subscriberId)?.byFeature.get(feature);
+      const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
       if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
       return this.#fallback(feature, error);
     }
@@ -127,10 +127,11 @@ export class EvalClient {
     await this.#transport.close();
   }
 
-  #staleFor(error: unknown): ((subscriberId: string) => Cached | undefined) | null {
+  /** The cache to answer stale from, when the failure means the service cannot answer now. */
+  #staleFor(error: unknown): Map<string, Cached> | null {
     if (this.#options.serveStale === false) return null;
     if (!(error instanceof EntitlementsError) || !UNAVAILABLE.has(error.code)) return null;
-    return (subscriberId) => this.#cache.get(subscriberId);
+    return this.#cache;
   }
 
   #fallback(feature: string, error: EntitlementsError): CheckAnswer {
