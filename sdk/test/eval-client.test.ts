@@ -16,6 +16,7 @@ import {
 } from '../../gateway/test/processes.ts';
 import { EntitlementsError, EvalClient, type EvalClientOptions } from '../src/index.ts';
 import { countingProxy } from './counting-proxy.ts';
+import { readmeExample } from '../examples/readme.ts';
 
 /** Real processes: admin, worker and one gateway on a Redis of this file; the SDK talks to a counting proxy. */
 let database: TestDatabase;
@@ -166,6 +167,14 @@ describe('EvalClient against real processes', () => {
     }
   });
 
+  it('runs the README example as written', async () => {
+    const answer = await readmeExample(proxy.url, org.api_key);
+    expect(answer).toMatchObject({ sso: { allowed: true, fallback: false }, seats: { limit: 25 } });
+    expect(answer!.features).toBeTruthy();
+    expect(answer!.all.entitlements).toHaveLength(2);
+    expect(await readmeExample(proxy.url.replace(/$/, ''), org.api_key).then((a) => a?.usage)).toMatchObject({ limit: 100_000 });
+  });
+
   it('falls back when the gateway is down: per-feature values, fail-closed, fail-open, stale cache', async () => {
     const warm = client({ cacheTtlMs: 0, retry: { retries: 1, baseDelayMs: 10 }, timeoutMs: 1000 });
     expect((await warm.check('dan', 'seats')).limit).toBe(25);
@@ -192,4 +201,18 @@ describe('EvalClient against real processes', () => {
     await expect(cold.list('eve')).rejects.toBeInstanceOf(EntitlementsError);
     expect(await warm.list('dan')).toMatchObject({ stale: true, entitlements: [{ feature: 'seats' }, { feature: 'sso' }] });
   }, 60_000);
+});
+
+describe('README', () => {
+  it('holds the example this file runs, importing the published package', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+    const example = (await readFile(new URL('../examples/readme.ts', import.meta.url), 'utf8'))
+      .split('\n')
+      .slice(2)
+      .join('\n')
+      .replace("from '../src/index.ts';", "from '@entitlements/sdk';")
+      .trimEnd();
+    expect(readme).toContain('```ts\n' + example + '\n```');
+  });
 });
