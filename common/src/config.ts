@@ -51,6 +51,8 @@ export interface Config {
   adminMetricsPort: number;
   /** Address the metrics port binds (the public port's HOST by default). */
   metricsHost: string;
+  /** Browser origins allowed to call the gateway's OFREP routes (CORS); `*` = any; none by default. */
+  ofrepCorsOrigins: string[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -107,5 +109,6 @@ export function loadConfig(env: Env = process.env): Config {
     gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 0),
     adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 0),
     metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',
+    ofrepCorsOrigins: list(env.OFREP_CORS_ORIGINS),
   };
 }

@@ -19,6 +19,7 @@ import { principals } from './plugins/principals.ts';
 import { snapshotCache } from './plugins/snapshot-cache.ts';
 import { evalRoutes } from './routes/evals.ts';
 import { evaluator } from './routes/evaluator.ts';
+import { ofrepRoutes } from './routes/ofrep.ts';
 import { newRequestId } from './request-ids.ts';
 
 export interface GatewayAppOptions {
@@ -58,6 +59,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(health);
   await app.register(evaluator);
   await app.register(evalRoutes);
+  await app.register(ofrepRoutes);
   await app.register(forwardToAdmin);
   return app;
 }

@@ -78,6 +78,7 @@ function send(request: FastifyRequest, reply: FastifyReply, entry: SubscriberEnt
   return reply.type(JSON_TYPE).send(body);
 }
 
+/** Read from the reply itself: what `send` returns is not always the reply. */
 const is2xx = (reply: FastifyReply) => reply.statusCode >= 200 && reply.statusCode < 300;
 
 /**
@@ -122,7 +123,7 @@ export const evaluator = fp(
         let answered2xx = false;
         try {
           const sent = await answerDegraded(request, reply, known, subscriberId, nowMs, answer, options);
-          answered2xx = is2xx(sent);
+          answered2xx = is2xx(reply);
           return sent;
         } finally {
           report?.(answered2xx);
@@ -147,7 +148,7 @@ export const evaluator = fp(
         setUsageHeaders(reply, gate.usage);
         const sent = send(request, reply, entry, body, options);
         // Never rejects: a refund Redis does not take now is settled later.
-        if (counted && !is2xx(sent)) void meter.refund(organizationId, nowMs);
+        if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
         return sent;
       } catch (error) {
         if (counted) void meter.refund(organizationId, nowMs);

@@ -1,0 +1,155 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { sendError, toAppError } from '@ent/common/http/error-handler';
+import type { CheckResult } from '@ent/common/resolve/resolve';
+import { OfrepParams, OfrepRequest, type OfrepFailure, type OfrepSuccess } from '@ent/common/schemas/ofrep';
+import type { Answer } from './evaluator.ts';
+
+/** An OFREP error answered with the protocol's own body (`{key?, errorCode, errorDetails}`). */
+class OfrepError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: OfrepFailure,
+  ) {
+    super(body.errorDetails ?? body.errorCode);
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const SINGLE_PATH = '/ofrep/v1/evaluate/flags/:key';
+const BULK_PATH = '/ofrep/v1/evaluate/flags';
+const BULK_CACHE_KEY = '\u0000ofrep-bulk';
+const MAX_SUBSCRIBER_ID = 255;
+
+/** docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one. */
+export function toOfrep(result: CheckResult): OfrepSuccess {
+  const reason = result.source === 'override' ? 'TARGETING_MATCH' : 'STATIC';
+  if (result.kind === 'flag') {
+    return { key: result.feature, value: result.allowed, reason, variant: result.source, metadata: { source: result.source, kind: 'flag' } };
+  }
+  const unlimited = result.limit === null;
+  return {
+    key: result.feature,
+    value: result.limit ?? Number.MAX_SAFE_INTEGER,
+    reason,
+    variant: result.source,
+    metadata: { source: result.source, kind: 'limit', unlimited },
+  };
+}
+
+/** X-API-Key, else `Authorization: Bearer <key>` (the OFREP providers' `headers` option sends either). */
+function apiKeyOf(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-api-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key !== undefined) return key;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return match?.[1];
+}
+
+/**
+ * OFREP's statuses: 401, 403 and 429 without a body (429 keeps Retry-After), a malformed request 400
+ * PARSE_ERROR; a blocked organization (409) and 5xx keep SPEC.md's error body, which OFREP leaves open.
+ */
+function ofrepErrorHandler(this: FastifyInstance, error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  const key = (request.params as { key?: string } | undefined)?.key;
+  if (error instanceof OfrepError) return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.body));
+  const appError = toAppError(error);
+  if (appError.status === 401 || appError.status === 403 || appError.status === 429) {
+    return reply.code(appError.status).headers(appError.headers).send();
+  }
+  if (appError.status === 422) {
+    const body: OfrepFailure = { ...(key === undefined ? {} : { key }), errorCode: 'PARSE_ERROR', errorDetails: appError.message };
+    return reply.code(400).type(JSON_TYPE).send(JSON.stringify(body));
+  }
+  if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+  return sendError(request, reply, appError);
+}
+
+const EXPOSED = 'ETag, Retry-After, X-Request-Id, X-Svc-Eval-Limit, X-Svc-Eval-Used, X-Svc-Eval-Warn';
+const ALLOWED_HEADERS = 'Content-Type, Authorization, X-API-Key, If-None-Match';
+
+/** The two OFREP routes, on the same hot path and metering as the eval routes (each request is one eval). */
+export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { evaluator, config } = app;
+  const anyOrigin = config.ofrepCorsOrigins.includes('*');
+  const origins = new Set(config.ofrepCorsOrigins);
+  const allowedOrigin = (request: FastifyRequest): string | null => {
+    const origin = request.headers.origin;
+    return origin !== undefined && (anyOrigin || origins.has(origin)) ? origin : null;
+  };
+
+  const cors = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (config.ofrepCorsOrigins.length === 0) return;
+    reply.header('vary', 'Origin');
+    const origin = allowedOrigin(request);
+    if (origin === null) return;
+    reply.header('access-control-allow-origin', origin);
+    reply.header('access-control-expose-headers', EXPOSED);
+  };
+  const authenticate = async (request: FastifyRequest) => evaluator.authenticate(request, apiKeyOf(request));
+
+  /** The subscriber id, or the protocol's 400 before any eval is counted. */
+  const targetingKeyOf = (body: OfrepRequest, key: string | undefined): string => {
+    const keyed = key === undefined ? {} : { key };
+    const targetingKey = body.context?.targetingKey;
+    if (targetingKey === undefined || targetingKey === '') {
+      throw new OfrepError(400, { ...keyed, errorCode: 'TARGETING_KEY_MISSING', errorDetails: 'context.targetingKey (the subscriber id) is required.' });
+    }
+    if (targetingKey.length > MAX_SUBSCRIBER_ID) {
+      throw new OfrepError(400, { ...keyed, errorCode: 'INVALID_CONTEXT', errorDetails: `No subscriber "${targetingKey}".` });
+    }
+    return targetingKey;
+  };
+  const unknownSubscriber = (key: string | undefined) => (subscriberId: string) =>
+    new OfrepError(400, { ...(key === undefined ? {} : { key }), errorCode: 'INVALID_CONTEXT', errorDetails: `No subscriber "${subscriberId}".` });
+
+  const preflight = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (allowedOrigin(request) !== null) {
+      reply.header('access-control-allow-methods', 'POST, OPTIONS');
+      reply.header('access-control-allow-headers', ALLOWED_HEADERS);
+      reply.header('access-control-max-age', '600');
+    }
+    return reply.code(204).send();
+  };
+  app.options(SINGLE_PATH, { onRequest: cors }, preflight);
+  app.options(BULK_PATH, { onRequest: cors }, preflight);
+
+  app.post(
+    SINGLE_PATH,
+    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { params: OfrepParams, body: OfrepRequest } },
+    async (request, reply) => {
+      const { key } = request.params;
+      const subscriberId = targetingKeyOf(request.body, key);
+      const cacheKey = `\u0000ofrep\u0000${key}`;
+      const answer: Answer = (entry) => {
+        let json = entry.json.get(cacheKey);
+        if (json === undefined) {
+          const result = entry.resolved.byFeature.get(key);
+          if (!result) throw new OfrepError(404, { key, errorCode: 'FLAG_NOT_FOUND', errorDetails: `No feature with key "${key}".` });
+          json = JSON.stringify(toOfrep(result));
+          entry.json.set(cacheKey, json);
+        }
+        return json;
+      };
+      return evaluator.evaluate(request, reply, subscriberId, answer, { unknownSubscriber: unknownSubscriber(key) });
+    },
+  );
+
+  app.post(
+    BULK_PATH,
+    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { body: OfrepRequest } },
+    async (request, reply) => {
+      const subscriberId = targetingKeyOf(request.body, undefined);
+      const answer: Answer = (entry) => {
+        let json = entry.json.get(BULK_CACHE_KEY);
+        if (json === undefined) {
+          json = JSON.stringify({ flags: entry.resolved.results.map(toOfrep) });
+          entry.json.set(BULK_CACHE_KEY, json);
+        }
+        return json;
+      };
+      return evaluator.evaluate(request, reply, subscriberId, answer, { etagKey: BULK_CACHE_KEY, unknownSubscriber: unknownSubscriber(undefined) });
+    },
+  );
+}
