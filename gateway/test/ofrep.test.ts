@@ -235,3 +235,12 @@ describe('OFREP CORS', () => {
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
   });
 });
+
+describe('OFREP in /openapi.json', () => {
+  it('lists both routes with their OFREP responses', async () => {
+    const { paths } = (await gateway.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(Object.keys(paths['/ofrep/v1/evaluate/flags/{key}'].post.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '429']));
+    expect(Object.keys(paths['/ofrep/v1/evaluate/flags'].post.responses)).toEqual(expect.arrayContaining(['200', '304', '400']));
+    expect(paths['/org/subscribers/{subscriber_id}/entitlements'].get.responses['304']).toBeDefined();
+  });
+});

@@ -1,6 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorBodySchema } from '@ent/common/schemas/common';
 import { CheckBody, CheckResultSchema, EntitlementListSchema, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
+import { OfrepBulkSuccess, OfrepFailure, OfrepParams, OfrepRequest, OfrepSuccess } from '@ent/common/schemas/ofrep';
 
 /**
  * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this
@@ -44,6 +45,54 @@ const queryParameters = Object.entries((EntitlementsQuery as unknown as { proper
   ([name, schema]) => ({ in: 'query', name, required: false, schema: plain(schema), description: schema.description }),
 );
 
+const etagHeader = { description: 'strong ETag of the body; send it back as If-None-Match', schema: { type: 'string' } };
+const ifNoneMatch = { in: 'header', name: 'If-None-Match', required: false, schema: { type: 'string' } };
+
+/** OFREP (open-feature/protocol service/openapi.yaml) as the gateway answers it; docs/decisions.md has the mapping. */
+const ofrepErrors = {
+  401: { description: 'Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body' },
+  403: { description: 'The key lacks the check scope; no body' },
+  409: json(ErrorBodySchema, 'The monthly eval allotment is exhausted and blocking applies'),
+  429: { description: 'More than the burst limit; no body', headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+  503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
+};
+// The document declares only the X-API-Key scheme; OFREP also takes the same key as `Authorization: Bearer`.
+const ofrepSecurity = [{ apiKey: [] }];
+const OFREP_PATHS: Record<string, Record<string, unknown>> = {
+  '/ofrep/v1/evaluate/flags/{key}': {
+    post: {
+      tags: ['ofrep'],
+      summary: 'OpenFeature: evaluate one feature for context.targetingKey (scope check; one eval)',
+      security: ofrepSecurity,
+      parameters: Object.entries((OfrepParams as unknown as { properties: Record<string, TSchema> }).properties).map(
+        ([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }),
+      ),
+      requestBody: { required: true, content: { 'application/json': { schema: plain(OfrepRequest) } } },
+      responses: {
+        200: { ...json(OfrepSuccess, 'The evaluation'), headers: evalHeaders },
+        400: json(OfrepFailure, 'TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR'),
+        404: json(OfrepFailure, 'FLAG_NOT_FOUND'),
+        ...ofrepErrors,
+      },
+    },
+  },
+  '/ofrep/v1/evaluate/flags': {
+    post: {
+      tags: ['ofrep'],
+      summary: 'OpenFeature: evaluate every catalog feature for context.targetingKey (scope check; one eval)',
+      security: ofrepSecurity,
+      parameters: [ifNoneMatch],
+      requestBody: { required: true, content: { 'application/json': { schema: plain(OfrepRequest) } } },
+      responses: {
+        200: { ...json(OfrepBulkSuccess, 'Every catalog feature, ordered by key'), headers: { ...evalHeaders, ETag: etagHeader } },
+        304: { description: 'If-None-Match matched the current ETag; not counted as an eval', headers: { ETag: etagHeader } },
+        400: json(OfrepFailure, 'TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR'),
+        ...ofrepErrors,
+      },
+    },
+  },
+};
+
 export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
   '/org/subscribers/{subscriber_id}/entitlements/check': {
     post: {
@@ -59,9 +108,14 @@ export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
       tags: ['evals'],
       summary: "The subscriber's entitlements, ordered by feature key (scope check; one eval)",
       parameters: [...pathParameters, ...queryParameters],
-      responses: { 200: { ...json(EntitlementListSchema, 'The entitlements'), headers: evalHeaders }, ...errors },
+      responses: {
+        200: { ...json(EntitlementListSchema, 'The entitlements'), headers: { ...evalHeaders, ETag: etagHeader } },
+        304: { description: 'If-None-Match matched the current ETag; not counted as an eval', headers: { ETag: etagHeader } },
+        ...errors,
+      },
     },
   },
+  ...OFREP_PATHS,
 };
 
 /** swagger's `transformObject`: the generated document plus the gateway's eval routes. */
