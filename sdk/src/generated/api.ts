@@ -4,6 +4,323 @@
  */
 
 export interface paths {
+  '/ofrep/v1/evaluate/flags': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** OpenFeature: evaluate every catalog feature for context.targetingKey (scope check; one eval) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: {
+          'If-None-Match'?: string;
+        };
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description evaluation context; only targetingKey is used */
+            context?: {
+              /** @description the subscriber id */
+              targetingKey?: string;
+            } & {
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+      responses: {
+        /** @description Every catalog feature, ordered by key */
+        200: {
+          headers: {
+            /** @description strong ETag of the body; send it back as If-None-Match */
+            ETag?: string;
+            /** @description evals included this month */
+            'X-Svc-Eval-Limit'?: number;
+            /** @description evals counted so far this month (may lag by about a second) */
+            'X-Svc-Eval-Used'?: number;
+            /** @description 80, 100 or grace; present only when warning */
+            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              flags: {
+                key: string;
+                metadata: {
+                  kind: 'flag' | 'limit';
+                  source: 'override' | 'plan' | 'none';
+                  /** @description limits only */
+                  unlimited?: boolean;
+                };
+                /** @description TARGETING_MATCH for an override */
+                reason: 'TARGETING_MATCH' | 'STATIC';
+                /** @description a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited */
+                value: boolean | number;
+                variant: 'override' | 'plan' | 'none';
+              }[];
+            };
+          };
+        };
+        /** @description If-None-Match matched the current ETag; not counted as an eval */
+        304: {
+          headers: {
+            /** @description strong ETag of the body; send it back as If-None-Match */
+            ETag?: string;
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              errorCode:
+                'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+              errorDetails?: string;
+              key?: string;
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description The key lacks the check scope; no body */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description The monthly eval allotment is exhausted and blocking applies */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description More than the burst limit; no body */
+        429: {
+          headers: {
+            'Retry-After'?: number;
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description Entitlements cannot be loaded right now */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/ofrep/v1/evaluate/flags/{key}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** OpenFeature: evaluate one feature for context.targetingKey (scope check; one eval) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          key: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description evaluation context; only targetingKey is used */
+            context?: {
+              /** @description the subscriber id */
+              targetingKey?: string;
+            } & {
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+      responses: {
+        /** @description The evaluation */
+        200: {
+          headers: {
+            /** @description evals included this month */
+            'X-Svc-Eval-Limit'?: number;
+            /** @description evals counted so far this month (may lag by about a second) */
+            'X-Svc-Eval-Used'?: number;
+            /** @description 80, 100 or grace; present only when warning */
+            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              key: string;
+              metadata: {
+                kind: 'flag' | 'limit';
+                source: 'override' | 'plan' | 'none';
+                /** @description limits only */
+                unlimited?: boolean;
+              };
+              /** @description TARGETING_MATCH for an override */
+              reason: 'TARGETING_MATCH' | 'STATIC';
+              /** @description a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited */
+              value: boolean | number;
+              variant: 'override' | 'plan' | 'none';
+            };
+          };
+        };
+        /** @description TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              errorCode:
+                'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+              errorDetails?: string;
+              key?: string;
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description The key lacks the check scope; no body */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description FLAG_NOT_FOUND */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              errorCode:
+                'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+              errorDetails?: string;
+              key?: string;
+            };
+          };
+        };
+        /** @description The monthly eval allotment is exhausted and blocking applies */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description More than the burst limit; no body */
+        429: {
+          headers: {
+            'Retry-After'?: number;
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description Entitlements cannot be loaded right now */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/org': {
     parameters: {
       query?: never;
@@ -4619,6 +4936,8 @@ export interface paths {
         /** @description The entitlements */
         200: {
           headers: {
+            /** @description strong ETag of the body; send it back as If-None-Match */
+            ETag?: string;
             /** @description evals included this month */
             'X-Svc-Eval-Limit'?: number;
             /** @description evals counted so far this month (may lag by about a second) */
@@ -4648,6 +4967,15 @@ export interface paths {
               subscriber_id: string;
             };
           };
+        };
+        /** @description If-None-Match matched the current ETag; not counted as an eval */
+        304: {
+          headers: {
+            /** @description strong ETag of the body; send it back as If-None-Match */
+            ETag?: string;
+            [name: string]: unknown;
+          };
+          content?: never;
         };
         /** @description Missing, invalid or revoked API key */
         401: {
