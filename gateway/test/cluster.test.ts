@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { saveArrangement } from '@ent/common/metering/arrangement';
@@ -6,8 +5,8 @@ import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { redisCluster } from '../../test-support/redis-setups.ts';
 import { createReconciler } from '../../admin/src/features/outbox/reconciler.ts';
-import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
-import { catalogClient, injector } from './helpers.ts';
+import type { GatewayApp } from '../src/app.ts';
+import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
 
 // The eval path end to end on a 3-master Redis Cluster: snapshots, the batched gate script, BullMQ queues
 // and key revocation all keep to one hash slot per organization.
@@ -22,10 +21,7 @@ beforeAll(async () => {
   const cluster = await redisCluster.start();
   stopCluster = cluster.stop;
   ctx = await createAdminContext({ clock, config: { redisClusterNodes: cluster.config.redisClusterNodes } });
-  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = ctx.app.server.address() as AddressInfo;
-  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, clock, logger: false });
-  await gateway.ready();
+  gateway = await gatewayOverAdmin(ctx, { clock });
   org = await createTestOrganization(ctx.db, 'Cluster org');
   const arrangement = { plan: 'free', evalLimit: 5, blocking: true, burstPerSecond: 10_000 };
   await saveArrangement(ctx.db, org.organization_id, arrangement);

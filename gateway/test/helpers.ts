@@ -1,5 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
-import type { GatewayApp } from '../src/app.ts';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '@ent/common/clock';
+import type { Config } from '@ent/common/config';
+import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
 
 type Inject = (options: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => Promise<{
   statusCode: number;
@@ -38,3 +41,22 @@ export const injector =
   (app: GatewayApp): Inject =>
   async ({ method, url, headers, payload }) =>
     (await app.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) })) as LightMyRequestResponse;
+
+/**
+ * A gateway app in this process, forwarding to the test's admin app, which is made to listen on a free port
+ * (the gateway reaches admin over HTTP, as in production). Close it before the admin context.
+ */
+export async function gatewayOverAdmin(
+  ctx: { app: { listen(options: { host: string; port: number }): Promise<string>; server: { address(): unknown } }; config: Config },
+  options: { clock?: Clock; config?: Partial<Config> } = {},
+): Promise<GatewayApp> {
+  if (!ctx.app.server.address()) await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = ctx.app.server.address() as AddressInfo;
+  const gateway = await buildGatewayApp({
+    config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}`, ...options.config },
+    clock: options.clock,
+    logger: false,
+  });
+  await gateway.ready();
+  return gateway;
+}

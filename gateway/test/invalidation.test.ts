@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AddressInfo } from 'node:net';
 import type { Invalidation } from '@ent/common/snapshots/store';
 import {
   createAdminContext,
@@ -8,8 +7,8 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
-import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
-import { catalogClient, injector } from './helpers.ts';
+import type { GatewayApp } from '../src/app.ts';
+import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
 import { waitFor } from './processes.ts';
 
 let ctx: AdminTestContext;
@@ -36,10 +35,7 @@ const snapshotVersion = async (subscriber: string) => (await subscriberVersion(c
 
 beforeAll(async () => {
   ctx = await createAdminContext();
-  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = ctx.app.server.address() as AddressInfo;
-  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, logger: false });
-  await gateway.ready();
+  gateway = await gatewayOverAdmin(ctx);
   org = await createTestOrganization(ctx.db, 'Invalidation org');
   api = catalogClient(injector(gateway), org.headers);
   await api.feature('seats', 'limit');

@@ -1,10 +1,9 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { publishArrangement, saveArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
-import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
-import { catalogClient, injector } from './helpers.ts';
+import type { GatewayApp } from '../src/app.ts';
+import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
 
 const START = Date.UTC(2031, 4, 10, 12, 0, 0, 0);
 const DAY = 24 * 60 * 60 * 1000;
@@ -14,10 +13,7 @@ let gateway: GatewayApp;
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock });
-  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = ctx.app.server.address() as AddressInfo;
-  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, clock, logger: false });
-  await gateway.ready();
+  gateway = await gatewayOverAdmin(ctx, { clock });
 });
 
 afterAll(async () => {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify from 'fastify';
 import { generateApiKey } from '@ent/common/auth/api-key';
 import { clientKey } from '@ent/common/auth/failure-limiter';
@@ -7,7 +7,8 @@ import { ManualClock } from '@ent/common/clock';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
-import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
+import { gatewayOverAdmin } from './helpers.ts';
+import type { GatewayApp } from '../src/app.ts';
 import { adminClient } from '../src/plugins/admin-client.ts';
 import { infrastructure } from '../src/plugins/infrastructure.ts';
 import { metrics } from '../src/plugins/metrics.ts';
@@ -49,10 +50,7 @@ async function statuses<T extends { statusCode: number }>(count: number, send: (
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock, config: { authFailuresPerMinute: LIMIT } });
-  await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = ctx.app.server.address() as AddressInfo;
-  gateway = await buildGatewayApp({ config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}` }, clock, logger: false });
-  await gateway.ready();
+  gateway = await gatewayOverAdmin(ctx, { clock });
   org = await createTestOrganization(ctx.db, 'Flood org');
   await saveArrangement(ctx.db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
   const feature = await gateway.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key: 'sso', name: 'SSO', kind: 'flag' } });
