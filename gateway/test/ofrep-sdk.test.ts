@@ -4,6 +4,8 @@ import { ErrorCode, OpenFeature, type Client } from '@openfeature/server-sdk';
 import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
 import { createDb } from '@ent/common/db/connect';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
+import { readFile } from 'node:fs/promises';
+import { openFeatureExample } from '../examples/openfeature.ts';
 import { catalogClient } from './helpers.ts';
 import { healthy, httpClient, serviceEnv, startGateways, startNode, type Started } from './processes.ts';
 
@@ -14,6 +16,7 @@ const gateways: Started[] = [];
 let db: ReturnType<typeof createDb>;
 let org: TestOrganization;
 let client: Client;
+let gatewayUrl: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -23,6 +26,7 @@ beforeAll(async () => {
   const started = await startGateways(env, 1);
   gateways.push(...started.gateways);
   const url = started.urls[0]!;
+  gatewayUrl = url;
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'OpenFeature org');
   const call = httpClient(url);
@@ -39,6 +43,9 @@ beforeAll(async () => {
   await api.subscribe('alice', 'pro');
   await api.subscriber('bob');
   await api.override('bob', 'sso', { kind: 'flag', allowed: true });
+  await api.subscriber('ann');
+  await api.subscribe('ann', 'pro');
+  await api.override('ann', 'seats', { kind: 'limit', limit: 40 });
   await OpenFeature.setProviderAndWait(new OFREPProvider({ baseUrl: url, headers: [['Authorization', `Bearer ${org.api_key}`]] }));
   client = OpenFeature.getClient();
 }, 90_000);
@@ -76,5 +83,17 @@ describe('@openfeature/server-sdk with @openfeature/ofrep-provider', () => {
   it('falls back to the default with TARGETING_KEY_MISSING without a targeting key', async () => {
     const res = await client.getBooleanDetails('sso', false, {});
     expect(res).toMatchObject({ value: false, reason: 'ERROR', errorCode: ErrorCode.TARGETING_KEY_MISSING });
+  });
+
+  it("runs the README's OpenFeature example as written", async () => {
+    expect(await openFeatureExample(gatewayUrl, org.api_key)).toEqual({
+      sso: true,
+      seats: 40,
+      reason: 'TARGETING_MATCH',
+      source: 'override',
+    });
+    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+    const example = (await readFile(new URL('../examples/openfeature.ts', import.meta.url), 'utf8')).trimEnd();
+    expect(readme).toContain('```ts\n' + example + '\n```');
   });
 });
