@@ -163,6 +163,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
       async authenticate(plaintext, clientIp) {
         if (!plaintext) throw unauthenticated();
         let keyHash = hashOfKnownPlaintext.get(plaintext);
+        const hashedNow = keyHash === undefined;
         if (keyHash === undefined) {
           if (!isWellFormedApiKey(plaintext)) throw unauthenticated();
           keyHash = hashApiKey(plaintext);
@@ -184,7 +185,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
           if (entry.principal && clientIp !== undefined) failures.notAFailure(clientIp);
         }
         // Only keys that were issued are remembered by plaintext: random ones would evict them.
-        if (entry.forgetAt === null) hashOfKnownPlaintext.set(plaintext, keyHash);
+        if (hashedNow && entry.forgetAt === null) hashOfKnownPlaintext.set(plaintext, keyHash);
         if (!entry.principal && entry.organizationId) entry = await recheckRefused(entry, entry.organizationId);
         if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return entry;
