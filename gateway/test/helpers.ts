@@ -60,3 +60,17 @@ export async function gatewayOverAdmin(
   await gateway.ready();
   return gateway;
 }
+
+/** sso (flag), seats (limit 25) and storage (unlimited) on plan `pro`, and `alice` subscribed to it. */
+export async function seedProPlan(api: ReturnType<typeof catalogClient>): Promise<void> {
+  await api.feature('sso', 'flag');
+  await api.feature('seats', 'limit');
+  await api.feature('storage', 'limit');
+  await api.plan('pro', [
+    { feature: 'sso', kind: 'flag' },
+    { feature: 'seats', kind: 'limit', limit: 25 },
+    { feature: 'storage', kind: 'limit', limit: null },
+  ]);
+  await api.subscriber('alice');
+  await api.subscribe('alice', 'pro');
+}

@@ -6,7 +6,7 @@ import { createDb } from '@ent/common/db/connect';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { readFile } from 'node:fs/promises';
 import { openFeatureExample } from '../examples/openfeature.ts';
-import { catalogClient } from './helpers.ts';
+import { catalogClient, seedProPlan } from './helpers.ts';
 import { healthy, httpClient, serviceEnv, startGateways, startNode, type Started } from './processes.ts';
 
 /** The unmodified OpenFeature server SDK and OFREP provider against real admin and gateway processes. */
@@ -31,16 +31,7 @@ beforeAll(async () => {
   org = await createTestOrganization(db, 'OpenFeature org');
   const call = httpClient(url);
   const api = catalogClient(call, { 'x-api-key': org.api_key });
-  await api.feature('sso', 'flag');
-  await api.feature('seats', 'limit');
-  await api.feature('storage', 'limit');
-  await api.plan('pro', [
-    { feature: 'sso', kind: 'flag' },
-    { feature: 'seats', kind: 'limit', limit: 25 },
-    { feature: 'storage', kind: 'limit', limit: null },
-  ]);
-  await api.subscriber('alice');
-  await api.subscribe('alice', 'pro');
+  await seedProPlan(api);
   await api.subscriber('bob');
   await api.override('bob', 'sso', { kind: 'flag', allowed: true });
   await api.subscriber('ann');

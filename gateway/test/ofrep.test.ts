@@ -5,7 +5,7 @@ import { publishArrangement, saveArrangement, type Arrangement } from '@ent/comm
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
-import { catalogClient, injector } from './helpers.ts';
+import { catalogClient, injector, seedProPlan } from './helpers.ts';
 
 const START = Date.UTC(2031, 4, 10, 12, 0, 0, 0);
 const DAY = 24 * 60 * 60 * 1000;
@@ -21,18 +21,9 @@ async function organizationWith(arrangement: Arrangement): Promise<TestOrganizat
   await saveArrangement(ctx.db, created.organization_id, arrangement);
   await publishArrangement(ctx.redis, ctx.app.redisKeys, created.organization_id, arrangement);
   const api = catalogClient(injector(gateway), created.headers);
-  await api.feature('sso', 'flag');
+  await seedProPlan(api);
   await api.feature('audit', 'flag');
-  await api.feature('seats', 'limit');
-  await api.feature('storage', 'limit');
   await api.feature('api_calls', 'limit');
-  await api.plan('pro', [
-    { feature: 'sso', kind: 'flag' },
-    { feature: 'seats', kind: 'limit', limit: 25 },
-    { feature: 'storage', kind: 'limit', limit: null },
-  ]);
-  await api.subscriber('alice');
-  await api.subscribe('alice', 'pro');
   await api.subscriber('bob');
   await api.override('bob', 'audit', { kind: 'flag', allowed: true });
   await api.override('bob', 'seats', { kind: 'limit', limit: 7 });

@@ -44,6 +44,13 @@ async function midWrite(writer: Writer): Promise<void> {
 /** Keeps the fault on for `ms` in total from `since`, whatever the revocation took. */
 const holdUntil = (since: number, ms: number) => sleep(Math.max(0, since + ms - Date.now()));
 
+/** The fault holds for `holdMs` from `since`; the victim key is revoked `revokeAfterMs` into it. */
+async function holdRevoking(writer: Writer, since: number, revokeAfterMs: number, holdMs: number): Promise<void> {
+  await sleep(revokeAfterMs);
+  await writer.revoke();
+  await holdUntil(since, holdMs);
+}
+
 export const scenarios: Scenario[] = [
   {
     name: 'redis-refusing',
@@ -51,9 +58,7 @@ export const scenarios: Scenario[] = [
     async inject({ redis }, writer) {
       await redis.stop();
       const since = Date.now();
-      await sleep(2000);
-      await writer.revoke();
-      await holdUntil(since, 10_000);
+      await holdRevoking(writer, since, 2000, 10_000);
       await redis.start();
       return { recoveredAt: Date.now(), countRule: all };
     },
@@ -64,9 +69,7 @@ export const scenarios: Scenario[] = [
     async inject({ redis }, writer) {
       await redis.stop();
       const since = Date.now();
-      await sleep(2000);
-      await writer.revoke();
-      await holdUntil(since, 10_000);
+      await holdRevoking(writer, since, 2000, 10_000);
       redis.wipe();
       await redis.start();
       const redisBackAt = Date.now();
@@ -80,9 +83,7 @@ export const scenarios: Scenario[] = [
       redis.pause();
       const since = Date.now();
       try {
-        await sleep(1000);
-        await writer.revoke();
-        await holdUntil(since, 5000);
+        await holdRevoking(writer, since, 1000, 5000);
       } finally {
         redis.resume();
       }
@@ -95,9 +96,7 @@ export const scenarios: Scenario[] = [
     async inject({ postgres }, writer) {
       await postgres.stop();
       const from = Date.now();
-      await sleep(2000);
-      await writer.revoke();
-      await holdUntil(from, 10_000);
+      await holdRevoking(writer, from, 2000, 10_000);
       const to = Date.now();
       await postgres.start();
       return { recoveredAt: Date.now(), countRule: all, postgresOutage: { from, to } };
