@@ -33,8 +33,13 @@ export interface Config {
    */
   internalToken: string;
   bodyLimitBytes: number;
-  /** How many subscribers' resolved entitlements each gateway keeps in memory (least recently used go first). */
-  gatewayCacheSubscribers: number;
+  /**
+   * Memory each gateway gives its subscriber cache, in MiB of estimated heap (least recently used go first);
+   * catalogs get an eighth of it on top. About 250 bytes a subscriber without overrides.
+   */
+  gatewayCacheBytes: number;
+  /** Per-organization catalog size limits: features, plans (archived included) and plan grants in all. */
+  catalogLimits: { features: number; plans: number; grants: number };
   /** Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`). */
   consoleUrl: string;
   /** After SIGTERM/SIGINT, how long /readyz answers 503 while requests are still served, so balancers stop sending. */
@@ -58,7 +63,14 @@ export interface Config {
 type Env = Record<string, string | undefined>;
 
 /** An integer variable within [min, max], or `fallback` when unset; anything else stops the process at startup. */
-const integerIn = (env: Env, name: string, fallback: number, min: number, max: number, what: string): number => {
+const integerIn = (
+  env: Env,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+  what: string,
+): number => {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -68,7 +80,8 @@ const integerIn = (env: Env, name: string, fallback: number, min: number, max: n
   return value;
 };
 
-const port = (env: Env, name: string, fallback: number) => integerIn(env, name, fallback, 0, 65535, 'a TCP port (0-65535)');
+const port = (env: Env, name: string, fallback: number) =>
+  integerIn(env, name, fallback, 0, 65535, 'a TCP port (0-65535)');
 const positiveInteger = (env: Env, name: string, fallback: number) =>
   integerIn(env, name, fallback, 1, Number.MAX_SAFE_INTEGER, 'a positive integer');
 
@@ -81,7 +94,14 @@ const list = (raw: string | undefined): string[] =>
 export function loadConfig(env: Env = process.env): Config {
   const adminPort = port(env, 'ADMIN_PORT', 3001);
   const host = env.HOST || '127.0.0.1';
-  const shutdownTimeoutMs = integerIn(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 1, 3_600_000, 'milliseconds between 1 and 3600000');
+  const shutdownTimeoutMs = integerIn(
+    env,
+    'SHUTDOWN_TIMEOUT_MS',
+    10_000,
+    1,
+    3_600_000,
+    'milliseconds between 1 and 3600000',
+  );
   return {
     databaseUrl: env.DATABASE_URL || 'postgres://entitlements_app@127.0.0.1:5432/entitlements',
     databaseOwnerUrl: env.DATABASE_OWNER_URL || 'postgres://postgres@127.0.0.1:5432/entitlements',
@@ -100,12 +120,39 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: secretsKeyringFromEnv(env, host),
     internalToken: env.INTERNAL_TOKEN || '',
     bodyLimitBytes: positiveInteger(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
-    gatewayCacheSubscribers: positiveInteger(env, 'GATEWAY_CACHE_SUBSCRIBERS', 200_000),
+    gatewayCacheBytes:
+      integerIn(env, 'GATEWAY_CACHE_MB', 512, 1, 1_048_576, 'MiB between 1 and 1048576') * 1024 * 1024,
+    catalogLimits: {
+      features: integerIn(env, 'CATALOG_MAX_FEATURES', 1000, 1, 100_000, 'an integer between 1 and 100000'),
+      plans: integerIn(env, 'CATALOG_MAX_PLANS', 500, 1, 100_000, 'an integer between 1 and 100000'),
+      grants: integerIn(
+        env,
+        'CATALOG_MAX_GRANTS',
+        25_000,
+        1,
+        10_000_000,
+        'an integer between 1 and 10000000',
+      ),
+    },
     consoleUrl: env.CONSOLE_URL || 'https://console.entitlements.local',
     // Below the timeout, so a drain always leaves time to close.
-    shutdownDrainDelayMs: integerIn(env, 'SHUTDOWN_DRAIN_DELAY_MS', 0, 0, shutdownTimeoutMs - 1, 'milliseconds below SHUTDOWN_TIMEOUT_MS'),
+    shutdownDrainDelayMs: integerIn(
+      env,
+      'SHUTDOWN_DRAIN_DELAY_MS',
+      0,
+      0,
+      shutdownTimeoutMs - 1,
+      'milliseconds below SHUTDOWN_TIMEOUT_MS',
+    ),
     shutdownTimeoutMs,
-    authFailuresPerMinute: integerIn(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000, 'an integer between 0 and 1000000'),
+    authFailuresPerMinute: integerIn(
+      env,
+      'AUTH_FAILURES_PER_MINUTE',
+      30,
+      0,
+      1_000_000,
+      'an integer between 0 and 1000000',
+    ),
     gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 0),
     adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 0),
     metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',

@@ -10,21 +10,33 @@ describe('loadConfig', () => {
     expect(config.adminUrl).toBe('http://127.0.0.1:3001');
     expect(config.redisCommandTimeoutMs).toBe(1000);
     expect(config.bodyLimitBytes).toBe(1024 * 1024);
-    expect(config.gatewayCacheSubscribers).toBe(200_000);
+    expect(config.gatewayCacheBytes).toBe(512 * 1024 * 1024);
+    expect(config.catalogLimits).toEqual({ features: 1000, plans: 500, grants: 25_000 });
   });
 
   it('reads sizes and timeouts from the environment', () => {
-    const config = loadConfig({ GATEWAY_CACHE_SUBSCRIBERS: '5000', REDIS_COMMAND_TIMEOUT_MS: '250', BODY_LIMIT_BYTES: '2048' });
-    expect(config).toMatchObject({ gatewayCacheSubscribers: 5000, redisCommandTimeoutMs: 250, bodyLimitBytes: 2048 });
+    const config = loadConfig({
+      GATEWAY_CACHE_MB: '64',
+      CATALOG_MAX_FEATURES: '350',
+      REDIS_COMMAND_TIMEOUT_MS: '250',
+      BODY_LIMIT_BYTES: '2048',
+    });
+    expect(config).toMatchObject({
+      gatewayCacheBytes: 64 * 1024 * 1024,
+      catalogLimits: { features: 350, plans: 500, grants: 25_000 },
+      redisCommandTimeoutMs: 250,
+      bodyLimitBytes: 2048,
+    });
   });
 
   it.each([
-    ['GATEWAY_CACHE_SUBSCRIBERS', 'lots'],
-    ['GATEWAY_CACHE_SUBSCRIBERS', '0'],
-    ['REDIS_COMMAND_TIMEOUT_MS', '-5'],
-    ['BODY_LIMIT_BYTES', '1.5'],
-  ])('refuses %s=%s at startup instead of running with a nonsense value', (name, value) => {
-    expect(() => loadConfig({ [name]: value })).toThrow(`${name} must be a positive integer, got "${value}"`);
+    ['GATEWAY_CACHE_MB', 'lots', 'MiB between 1 and 1048576'],
+    ['GATEWAY_CACHE_MB', '0', 'MiB between 1 and 1048576'],
+    ['CATALOG_MAX_FEATURES', '0', 'an integer between 1 and 100000'],
+    ['REDIS_COMMAND_TIMEOUT_MS', '-5', 'a positive integer'],
+    ['BODY_LIMIT_BYTES', '1.5', 'a positive integer'],
+  ])('refuses %s=%s at startup instead of running with a nonsense value', (name, value, what) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(`${name} must be ${what}, got "${value}"`);
   });
 
   it('refuses a port outside 0-65535', () => {
@@ -35,9 +47,16 @@ describe('loadConfig', () => {
   const PREVIOUS = Buffer.alloc(32, 7).toString('base64');
 
   it('reads SECRETS_KEY and SECRETS_KEY_PREVIOUS into a keyring', () => {
-    const { secretsKey } = loadConfig({ SECRETS_KEY: KEY, SECRETS_KEY_PREVIOUS: ` ${PREVIOUS} ,${KEY}`, HOST: '0.0.0.0', NODE_ENV: 'production' });
+    const { secretsKey } = loadConfig({
+      SECRETS_KEY: KEY,
+      SECRETS_KEY_PREVIOUS: ` ${PREVIOUS} ,${KEY}`,
+      HOST: '0.0.0.0',
+      NODE_ENV: 'production',
+    });
     expect(secretsKey.refusal).toBeNull();
-    expect(secretsKey.previous.map((k) => k.id)).toEqual([loadConfig({ SECRETS_KEY: PREVIOUS }).secretsKey.current.id]);
+    expect(secretsKey.previous.map((k) => k.id)).toEqual([
+      loadConfig({ SECRETS_KEY: PREVIOUS }).secretsKey.current.id,
+    ]);
     expect(() => assertSecretsKeyringUsable(secretsKey)).not.toThrow();
   });
 
@@ -50,7 +69,9 @@ describe('loadConfig', () => {
   });
 
   it('refuses SECRETS_KEY_PREVIOUS without SECRETS_KEY', () => {
-    expect(() => loadConfig({ SECRETS_KEY_PREVIOUS: PREVIOUS })).toThrow('SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not');
+    expect(() => loadConfig({ SECRETS_KEY_PREVIOUS: PREVIOUS })).toThrow(
+      'SECRETS_KEY_PREVIOUS is set but SECRETS_KEY is not',
+    );
   });
 
   it.each([
@@ -68,10 +89,13 @@ describe('loadConfig', () => {
     ['10.1.2.3', 'development'],
     ['admin.internal', undefined],
     ['127.0.0.1', 'production'],
-  ])('refuses the development key on HOST=%s with NODE_ENV=%s, at startup and on every use', (host, nodeEnv) => {
-    const { secretsKey } = loadConfig({ HOST: host, NODE_ENV: nodeEnv });
-    expect(() => assertSecretsKeyringUsable(secretsKey)).toThrow('SECRETS_KEY is not set');
-    expect(() => assertSecretsKeyringUsable(secretsKey)).toThrow('openssl rand -base64 32');
-    expect(() => encryptSecret('x', secretsKey, 'ctx')).toThrow('SECRETS_KEY is not set');
-  });
+  ])(
+    'refuses the development key on HOST=%s with NODE_ENV=%s, at startup and on every use',
+    (host, nodeEnv) => {
+      const { secretsKey } = loadConfig({ HOST: host, NODE_ENV: nodeEnv });
+      expect(() => assertSecretsKeyringUsable(secretsKey)).toThrow('SECRETS_KEY is not set');
+      expect(() => assertSecretsKeyringUsable(secretsKey)).toThrow('openssl rand -base64 32');
+      expect(() => encryptSecret('x', secretsKey, 'ctx')).toThrow('SECRETS_KEY is not set');
+    },
+  );
 });

@@ -54,7 +54,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(metrics);
   await app.register(adminClient);
   await app.register(principals);
-  await app.register(snapshotCache, { maxSubscribers: config.gatewayCacheSubscribers });
+  await app.register(snapshotCache, { maxBytes: config.gatewayCacheBytes });
   await app.register(meter, { meter: options.meter });
   await app.register(health);
   await app.register(evaluator);

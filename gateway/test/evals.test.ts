@@ -264,8 +264,8 @@ describe('the warm path', () => {
     expect(ctx.queriesRun()).toBeGreaterThan(queries);
   });
 
-  it('keeps at most GATEWAY_CACHE_SUBSCRIBERS subscribers in memory, least recently used going first', async () => {
-    const small = await buildGatewayApp({ config: { ...gateway.config, gatewayCacheSubscribers: 1 }, clock, logger: false });
+  it('keeps at most GATEWAY_CACHE_MB of subscribers in memory (bytes, not entries), least recently used going first', async () => {
+    const small = await buildGatewayApp({ config: { ...gateway.config, gatewayCacheBytes: 400 }, clock, logger: false });
     try {
       const smallCheck = (subscriber: string) =>
         small.inject({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers: org.headers, payload: { feature: 'seats' } });

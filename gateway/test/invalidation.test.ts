@@ -28,7 +28,7 @@ const announce = (invalidation: Invalidation) =>
 const cached = (subscriber: string) => gateway.snapshotCache.cached(org.organization_id, subscriber, Date.now());
 /** The seats limit in the gateway's cached entry, without an eval. */
 const seatsOf = (subscriber: string) => {
-  const result = cached(subscriber)?.resolved.byFeature.get('seats');
+  const result = cached(subscriber)?.result('seats');
   return result?.kind === 'limit' ? result.limit : undefined;
 };
 const snapshotVersion = async (subscriber: string) => (await subscriberVersion(ctx.db, org.organization_id, subscriber)) + 1;

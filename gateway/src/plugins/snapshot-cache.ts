@@ -4,29 +4,21 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
 import type { SnapshotVersions } from '@ent/common/metering/contract';
-import { resolveAll, type ResolvedEntitlements } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
+import { CatalogEntry, SubscriberEntry } from '../cache/entries.ts';
 import { AdminUnavailableError } from './admin-client.ts';
 
-/**
- * One subscriber's resolved entitlements and the versions they were built from. Responses are serialized
- * once per entry and feature (`json`), so a warm eval does no resolution and no serialization.
- */
-export interface SubscriberEntry {
-  catalogVersion: number;
-  subscriberVersion: number;
-  catalog: CatalogDoc;
-  subscriber: SubscriberDoc;
-  resolved: ResolvedEntitlements;
-  json: Map<string, string>;
-  /** Unknown subscribers are remembered briefly (epoch ms): their version 0 is also "not in Redis". */
-  forgetAt: number | null;
-}
+export type { SubscriberEntry } from '../cache/entries.ts';
 
 export interface SnapshotCache {
   /** Entitlements that match `versions` at `nowMs`: from the LRU, else Redis, else rebuilt through admin. */
-  entitlements(organizationId: string, subscriberId: string, versions: SnapshotVersions, nowMs: number): Promise<SubscriberEntry>;
+  entitlements(
+    organizationId: string,
+    subscriberId: string,
+    versions: SnapshotVersions,
+    nowMs: number,
+  ): Promise<SubscriberEntry>;
   /** Whatever the LRU holds, re-resolved locally if an override expired; for answers while Redis is down. */
   cached(organizationId: string, subscriberId: string, nowMs: number): SubscriberEntry | undefined;
 }
@@ -40,11 +32,33 @@ declare module 'fastify' {
 const UNKNOWN_SUBSCRIBER_MEMORY_MS = 1000;
 const entryKey = (organizationId: string, subscriberId: string) => `${organizationId}\n${subscriberId}`;
 
-export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number; subscribeInvalidations?: boolean }>(
+/** A catalog's estimated heap bytes: its features and grants (a 20-feature, 5-plan catalog is about 10 KB). */
+function catalogDocBytes(doc: CatalogDoc): number {
+  let grants = 0;
+  for (const plan of Object.values(doc.plans)) grants += Object.keys(plan.grants).length;
+  return 1000 + Object.keys(doc.features).length * 120 + Object.keys(doc.plans).length * 200 + grants * 110;
+}
+
+export interface SnapshotCacheOptions {
+  /** The bound on what subscriber entries hold, in estimated heap bytes (GATEWAY_CACHE_MB). */
+  maxBytes?: number;
+  subscribeInvalidations?: boolean;
+}
+
+export const snapshotCache = fp<SnapshotCacheOptions>(
   async function snapshotCache(app: FastifyInstance, options) {
     const { gatewayMetrics: metrics, snapshotStore: store, adminClient } = app;
-    const entries = new LRUCache<string, SubscriberEntry>({ max: options.maxSubscribers ?? 200_000 });
-    const catalogs = new LRUCache<string, Versioned<CatalogDoc>>({ max: options.maxCatalogs ?? 10_000 });
+    const maxBytes = options.maxBytes ?? 512 * 1024 * 1024;
+    // Bounded by bytes, not entries: a subscriber with overrides costs more, and one large tenant cannot
+    // hold more than the budget. Catalogs (and their shared plan sets) get an eighth of it on top.
+    const entries = new LRUCache<string, SubscriberEntry>({
+      maxSize: maxBytes,
+      sizeCalculation: (entry, key) => entry.bytes(key.length),
+    });
+    const catalogs = new LRUCache<string, CatalogEntry>({
+      maxSize: Math.max(16 * 1024 * 1024, Math.floor(maxBytes / 8)),
+      sizeCalculation: (catalog) => catalog.bytes,
+    });
     const loading = new Map<string, Promise<unknown>>();
     const entitlementsHit = metrics.cache.bind({ cache: 'entitlements', result: 'hit' });
     const catalogHit = metrics.cache.bind({ cache: 'catalog', result: 'hit' });
@@ -59,7 +73,9 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
 
     const unavailable = (error: unknown): never => {
       if (error instanceof AdminUnavailableError) {
-        throw serviceUnavailable('Entitlements for this subscriber cannot be loaded right now; retry shortly.');
+        throw serviceUnavailable(
+          'Entitlements for this subscriber cannot be loaded right now; retry shortly.',
+        );
       }
       throw error;
     };
@@ -74,15 +90,16 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
       }
     };
 
-    function keepCatalog(organizationId: string, catalog: Versioned<CatalogDoc>): Versioned<CatalogDoc> {
+    function keepCatalog(organizationId: string, catalog: Versioned<CatalogDoc>): CatalogEntry {
       const cached = catalogs.get(organizationId);
-      if (cached && cached.version > catalog.version) return cached;
-      catalogs.set(organizationId, catalog);
-      return catalog;
+      if (cached && cached.version >= catalog.version) return cached;
+      const entry = new CatalogEntry(catalog.version, catalog.doc, catalogDocBytes(catalog.doc));
+      catalogs.set(organizationId, entry);
+      return entry;
     }
 
     /** Version 0 means Redis has no catalog (new or flushed): admin rebuilds and republishes it. */
-    function loadCatalog(organizationId: string, wanted: number): Promise<Versioned<CatalogDoc>> {
+    function loadCatalog(organizationId: string, wanted: number): Promise<CatalogEntry> {
       const cached = catalogs.get(organizationId);
       if (cached && wanted !== 0 && cached.version >= wanted) {
         catalogHit.inc();
@@ -100,10 +117,16 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
       });
     }
 
-    function loadSubscriber(organizationId: string, subscriberId: string, wanted: number): Promise<Versioned<SubscriberDoc>> {
+    function loadSubscriber(
+      organizationId: string,
+      subscriberId: string,
+      wanted: number,
+    ): Promise<Versioned<SubscriberDoc>> {
       return once(`sub\n${organizationId}\n${subscriberId}\n${wanted}`, async () => {
         if (wanted !== 0) {
-          const stored = await redisRead('subscriber', () => store.readSubscriber(organizationId, subscriberId));
+          const stored = await redisRead('subscriber', () =>
+            store.readSubscriber(organizationId, subscriberId),
+          );
           if (stored && stored.version >= wanted) return stored;
         }
         metrics.snapshotRebuilds.inc({ kind: 'subscriber' });
@@ -111,26 +134,18 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
       });
     }
 
-    function build(catalog: Versioned<CatalogDoc>, subscriber: Versioned<SubscriberDoc>, nowMs: number): SubscriberEntry {
-      return {
-        catalogVersion: catalog.version,
-        subscriberVersion: subscriber.version,
-        catalog: catalog.doc,
-        subscriber: subscriber.doc,
-        resolved: resolveAll(catalog.doc, subscriber.doc, nowMs),
-        json: new Map(),
-        forgetAt: subscriber.doc.exists ? null : nowMs + UNKNOWN_SUBSCRIBER_MEMORY_MS,
-      };
-    }
-
-    /** Override expiry is exact: past `validUntil` the entry is resolved again from the documents it holds. */
-    function fresh(entry: SubscriberEntry, nowMs: number): SubscriberEntry {
-      const { validUntil } = entry.resolved;
-      if (validUntil === null || nowMs < validUntil) return entry;
-      entry.resolved = resolveAll(entry.catalog, entry.subscriber, nowMs);
-      entry.json = new Map();
-      return entry;
-    }
+    const build = (
+      catalog: CatalogEntry,
+      subscriber: Versioned<SubscriberDoc>,
+      nowMs: number,
+    ): SubscriberEntry =>
+      SubscriberEntry.of(
+        catalog,
+        subscriber.version,
+        subscriber.doc,
+        nowMs,
+        subscriber.doc.exists ? null : nowMs + UNKNOWN_SUBSCRIBER_MEMORY_MS,
+      );
 
     const matches = (entry: SubscriberEntry, versions: SnapshotVersions, nowMs: number): boolean =>
       entry.forgetAt === null
@@ -143,12 +158,15 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
         const entry = entries.get(key);
         if (entry && matches(entry, versions, nowMs)) {
           entitlementsHit.inc();
-          return fresh(entry, nowMs);
+          return entry.refreshAt(nowMs);
         }
         metrics.cache.inc({ cache: 'entitlements', result: 'miss' });
         // Only the document whose version moved is read again.
         const sameSubscriber =
-          entry && entry.forgetAt === null && versions.subscriber !== 0 && entry.subscriberVersion === versions.subscriber;
+          entry &&
+          entry.forgetAt === null &&
+          versions.subscriber !== 0 &&
+          entry.subscriberVersion === versions.subscriber;
         const [catalog, subscriber] = await Promise.all([
           loadCatalog(organizationId, versions.catalog),
           sameSubscriber
@@ -161,7 +179,8 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
         if (
           !current ||
           current.forgetAt !== null ||
-          (current.catalogVersion <= built.catalogVersion && current.subscriberVersion <= built.subscriberVersion)
+          (current.catalogVersion <= built.catalogVersion &&
+            current.subscriberVersion <= built.subscriberVersion)
         ) {
           entries.set(key, built);
         }
@@ -169,7 +188,7 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
       },
       cached(organizationId, subscriberId, nowMs) {
         const entry = entries.get(entryKey(organizationId, subscriberId));
-        return entry ? fresh(entry, nowMs) : undefined;
+        return entry?.refreshAt(nowMs);
       },
     };
     app.decorate('snapshotCache', cache);
@@ -179,10 +198,15 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
      * through it), and the old entry stays until the new one is in. Evicting instead would leave nothing to
      * answer from if Redis went away before the subscriber's next eval (a 503 where failing open was possible).
      */
-    async function refresh(organizationId: string, subscriberId: string, entry: SubscriberEntry, version: number) {
+    async function refresh(
+      organizationId: string,
+      subscriberId: string,
+      entry: SubscriberEntry,
+      version: number,
+    ) {
       try {
         const subscriber = await loadSubscriber(organizationId, subscriberId, version);
-        const built = build({ version: entry.catalogVersion, doc: entry.catalog }, subscriber, app.clock.now());
+        const built = build(entry.catalog, subscriber, app.clock.now());
         const key = entryKey(organizationId, subscriberId);
         const current = entries.peek(key);
         if (
@@ -222,7 +246,8 @@ export const snapshotCache = fp<{ maxSubscribers?: number; maxCatalogs?: number;
         }
         case 'catalog':
         case 'organization': {
-          const version = invalidation.kind === 'catalog' ? invalidation.version : invalidation.catalogVersion;
+          const version =
+            invalidation.kind === 'catalog' ? invalidation.version : invalidation.catalogVersion;
           const cached = catalogs.peek(invalidation.organizationId);
           if (cached && cached.version < version) catalogs.delete(invalidation.organizationId);
           break;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
-import { listedEntitlements } from '@ent/common/resolve/resolve';
+import { EVERY_FEATURE } from '../cache/entries.ts';
 import { CheckBody, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
 import type { Answer } from './evaluator.ts';
 
@@ -20,34 +20,35 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const { feature } = request.body;
       return evaluator.evaluate(request, reply, request.params.subscriber_id, (entry) => {
-        let json = entry.json.get(feature);
-        if (json === undefined) {
-          const result = entry.resolved.byFeature.get(feature);
-          if (!result) throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
-          json = JSON.stringify(result);
-          entry.json.set(feature, json);
-        }
-        return json;
+        const result = entry.result(feature);
+        if (!result)
+          throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
+        return entry.serialized(feature, feature, () => JSON.stringify(result));
       });
     },
   );
 
   app.get(
     '/org/subscribers/:subscriber_id/entitlements',
-    { config: { scope: 'check' }, onRequest: authenticate, schema: { params: EvalParams, querystring: EntitlementsQuery } },
+    {
+      config: { scope: 'check' },
+      onRequest: authenticate,
+      schema: { params: EvalParams, querystring: EntitlementsQuery },
+    },
     async (request, reply) => {
       const subscriberId = request.params.subscriber_id;
       const all = request.query.all === true;
       const cacheKey = all ? '\u0000all' : '\u0000granted';
+      // The list itself is shared by the subscribers of a plan set; the body around it names the subscriber.
+      const prefix = `{"subscriber_id":${JSON.stringify(subscriberId)},"entitlements":`;
       const answer: Answer = (entry) => {
-        let json = entry.json.get(cacheKey);
-        if (json === undefined) {
-          json = JSON.stringify({ subscriber_id: subscriberId, entitlements: listedEntitlements(entry.resolved, all) });
-          entry.json.set(cacheKey, json);
-        }
-        return json;
+        const listed = entry.serialized(cacheKey, EVERY_FEATURE, () => {
+          const results = entry.results();
+          return JSON.stringify(all ? results : results.filter((result) => result.source !== 'none'));
+        });
+        return `${prefix}${listed}}`;
       };
-      return evaluator.evaluate(request, reply, subscriberId, answer, { etagKey: cacheKey });
+      return evaluator.evaluate(request, reply, subscriberId, answer, { etag: true });
     },
   );
 }

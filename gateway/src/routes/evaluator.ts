@@ -2,7 +2,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '@ent/common/auth/scopes';
 import { conflict, forbidden, notFound, rateLimited, serviceUnavailable } from '@ent/common/errors/app-error';
-import { EvalGateUnavailableError, type EvalGateResult, type EvalUsageHeaders } from '@ent/common/metering/contract';
+import {
+  EvalGateUnavailableError,
+  type EvalGateResult,
+  type EvalUsageHeaders,
+} from '@ent/common/metering/contract';
 import { periodOf } from '@ent/common/metering/period';
 import type { KnownKey } from '../plugins/principals.ts';
 import type { SubscriberEntry } from '../plugins/snapshot-cache.ts';
@@ -22,10 +26,10 @@ export type Answer = (entry: SubscriberEntry) => string;
 
 export interface EvaluateOptions {
   /**
-   * Answers carry a strong ETag (cached on the entry under this key) and a matching If-None-Match gets a 304,
-   * which is not a 2xx and so not an eval (SPEC.md counts 2xx): it is refunded like any other non-2xx.
+   * Answers carry a strong ETag (the body's hash) and a matching If-None-Match gets a 304, which is not a 2xx
+   * and so not an eval (SPEC.md counts 2xx): it is refunded like any other non-2xx.
    */
-  etagKey?: string;
+  etag?: boolean;
   /** The error for a subscriber that does not exist (default: 404 NOT_FOUND). */
   unknownSubscriber?: (subscriberId: string) => Error;
 }
@@ -34,7 +38,13 @@ export interface Evaluator {
   /** Resolves the key (401) and checks the "check" scope (403); the key is kept on the request. */
   authenticate(request: FastifyRequest, key: string | undefined): Promise<void>;
   /** One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. */
-  evaluate(request: FastifyRequest, reply: FastifyReply, subscriberId: string, answer: Answer, options?: EvaluateOptions): Promise<FastifyReply>;
+  evaluate(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    subscriberId: string,
+    answer: Answer,
+    options?: EvaluateOptions,
+  ): Promise<FastifyReply>;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -61,17 +71,19 @@ const blockedError = (period: string) =>
     value: period,
   });
 
-const ETAG_SUFFIX = '\u0000etag';
-
-/** Sends the answer, or a 304 when the client's If-None-Match already names it. */
-function send(request: FastifyRequest, reply: FastifyReply, entry: SubscriberEntry, body: string, options: EvaluateOptions | undefined) {
-  if (options?.etagKey !== undefined) {
-    const key = options.etagKey + ETAG_SUFFIX;
-    let etag = entry.json.get(key);
-    if (etag === undefined) {
-      etag = strongEtag(body);
-      entry.json.set(key, etag);
-    }
+/**
+ * Sends the answer, or a 304 when the client's If-None-Match already names it. The tag is hashed per request:
+ * kept per subscriber it would cost every cached entry memory, and answers that name the subscriber (lists)
+ * cannot share one.
+ */
+function send(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: string,
+  options: EvaluateOptions | undefined,
+) {
+  if (options?.etag) {
+    const etag = strongEtag(body);
     reply.header('etag', etag);
     if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
   }
@@ -131,12 +143,14 @@ export const evaluator = fp(
       }
 
       if (gate.outcome === 'blocked') blockedOrganizations.set(organizationId, gate.period);
-      else if (gate.outcome === 'counted' && blockedOrganizations.size > 0) blockedOrganizations.delete(organizationId);
+      else if (gate.outcome === 'counted' && blockedOrganizations.size > 0)
+        blockedOrganizations.delete(organizationId);
       const counted = gate.outcome === 'counted';
       try {
         const current = await principals.confirm(known, gate.versions.auth, nowMs);
         refuseScope(current.principal!);
-        if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
+        if (current.principal!.organizationId !== organizationId)
+          throw serviceUnavailable('Retry the request.');
         if (gate.outcome === 'rate_limited') throw rateLimited(gate.retryAfterSeconds);
         if (gate.outcome === 'blocked') {
           setUsageHeaders(reply, gate.usage);
@@ -146,7 +160,7 @@ export const evaluator = fp(
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         const body = answer(entry);
         setUsageHeaders(reply, gate.usage);
-        const sent = send(request, reply, entry, body, options);
+        const sent = send(request, reply, body, options);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
         return sent;
@@ -173,14 +187,15 @@ export const evaluator = fp(
       const current = await principals.confirmWithoutRedis(known, nowMs);
       refuseScope(current.principal!);
       const organizationId = known.principal!.organizationId;
-      if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
+      if (current.principal!.organizationId !== organizationId)
+        throw serviceUnavailable('Retry the request.');
       const blockedIn = blockedOrganizations.get(organizationId);
       if (blockedIn !== undefined && blockedIn === periodOf(nowMs)) throw blockedError(blockedIn);
       const entry = snapshotCache.cached(organizationId, subscriberId, nowMs);
       if (!entry || !entry.subscriber.exists) {
         throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
       }
-      return send(request, reply, entry, answer(entry), options);
+      return send(request, reply, answer(entry), options);
     }
 
     app.decorate('evaluator', { authenticate, evaluate });

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { sendError, toAppError } from '@ent/common/http/error-handler';
 import type { CheckResult } from '@ent/common/resolve/resolve';
 import { OfrepParams, OfrepRequest, type OfrepFailure, type OfrepSuccess } from '@ent/common/schemas/ofrep';
+import { EVERY_FEATURE } from '../cache/entries.ts';
 import type { Answer } from './evaluator.ts';
 
 /** An OFREP error answered with the protocol's own body (`{key?, errorCode, errorDetails}`). */
@@ -25,7 +26,13 @@ const MAX_SUBSCRIBER_ID = 255;
 export function toOfrep(result: CheckResult): OfrepSuccess {
   const reason = result.source === 'override' ? 'TARGETING_MATCH' : 'STATIC';
   if (result.kind === 'flag') {
-    return { key: result.feature, value: result.allowed, reason, variant: result.source, metadata: { source: result.source, kind: 'flag' } };
+    return {
+      key: result.feature,
+      value: result.allowed,
+      reason,
+      variant: result.source,
+      metadata: { source: result.source, kind: 'flag' },
+    };
   }
   const unlimited = result.limit === null;
   return {
@@ -50,15 +57,25 @@ function apiKeyOf(request: FastifyRequest): string | undefined {
  * OFREP's statuses: 401, 403 and 429 without a body (429 keeps Retry-After), a malformed request 400
  * PARSE_ERROR; a blocked organization (409) and 5xx keep SPEC.md's error body, which OFREP leaves open.
  */
-function ofrepErrorHandler(this: FastifyInstance, error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+function ofrepErrorHandler(
+  this: FastifyInstance,
+  error: FastifyError | Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
   const key = (request.params as { key?: string } | undefined)?.key;
-  if (error instanceof OfrepError) return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.body));
+  if (error instanceof OfrepError)
+    return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.body));
   const appError = toAppError(error);
   if (appError.status === 401 || appError.status === 403 || appError.status === 429) {
     return reply.code(appError.status).headers(appError.headers).send();
   }
   if (appError.status === 422) {
-    const body: OfrepFailure = { ...(key === undefined ? {} : { key }), errorCode: 'PARSE_ERROR', errorDetails: appError.message };
+    const body: OfrepFailure = {
+      ...(key === undefined ? {} : { key }),
+      errorCode: 'PARSE_ERROR',
+      errorDetails: appError.message,
+    };
     return reply.code(400).type(JSON_TYPE).send(JSON.stringify(body));
   }
   if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
@@ -94,15 +111,27 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
     const keyed = key === undefined ? {} : { key };
     const targetingKey = body.context?.targetingKey;
     if (targetingKey === undefined || targetingKey === '') {
-      throw new OfrepError(400, { ...keyed, errorCode: 'TARGETING_KEY_MISSING', errorDetails: 'context.targetingKey (the subscriber id) is required.' });
+      throw new OfrepError(400, {
+        ...keyed,
+        errorCode: 'TARGETING_KEY_MISSING',
+        errorDetails: 'context.targetingKey (the subscriber id) is required.',
+      });
     }
     if (targetingKey.length > MAX_SUBSCRIBER_ID) {
-      throw new OfrepError(400, { ...keyed, errorCode: 'INVALID_CONTEXT', errorDetails: `No subscriber "${targetingKey}".` });
+      throw new OfrepError(400, {
+        ...keyed,
+        errorCode: 'INVALID_CONTEXT',
+        errorDetails: `No subscriber "${targetingKey}".`,
+      });
     }
     return targetingKey;
   };
   const unknownSubscriber = (key: string | undefined) => (subscriberId: string) =>
-    new OfrepError(400, { ...(key === undefined ? {} : { key }), errorCode: 'INVALID_CONTEXT', errorDetails: `No subscriber "${subscriberId}".` });
+    new OfrepError(400, {
+      ...(key === undefined ? {} : { key }),
+      errorCode: 'INVALID_CONTEXT',
+      errorDetails: `No subscriber "${subscriberId}".`,
+    });
 
   const preflight = async (request: FastifyRequest, reply: FastifyReply) => {
     if (allowedOrigin(request) !== null) {
@@ -117,22 +146,28 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.post(
     SINGLE_PATH,
-    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { params: OfrepParams, body: OfrepRequest } },
+    {
+      onRequest: [cors, authenticate],
+      errorHandler: ofrepErrorHandler,
+      schema: { params: OfrepParams, body: OfrepRequest },
+    },
     async (request, reply) => {
       const { key } = request.params;
       const subscriberId = targetingKeyOf(request.body, key);
       const cacheKey = `\u0000ofrep\u0000${key}`;
       const answer: Answer = (entry) => {
-        let json = entry.json.get(cacheKey);
-        if (json === undefined) {
-          const result = entry.resolved.byFeature.get(key);
-          if (!result) throw new OfrepError(404, { key, errorCode: 'FLAG_NOT_FOUND', errorDetails: `No feature with key "${key}".` });
-          json = JSON.stringify(toOfrep(result));
-          entry.json.set(cacheKey, json);
-        }
-        return json;
+        const result = entry.result(key);
+        if (!result)
+          throw new OfrepError(404, {
+            key,
+            errorCode: 'FLAG_NOT_FOUND',
+            errorDetails: `No feature with key "${key}".`,
+          });
+        return entry.serialized(cacheKey, key, () => JSON.stringify(toOfrep(result)));
       };
-      return evaluator.evaluate(request, reply, subscriberId, answer, { unknownSubscriber: unknownSubscriber(key) });
+      return evaluator.evaluate(request, reply, subscriberId, answer, {
+        unknownSubscriber: unknownSubscriber(key),
+      });
     },
   );
 
@@ -141,15 +176,14 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
     { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { body: OfrepRequest } },
     async (request, reply) => {
       const subscriberId = targetingKeyOf(request.body, undefined);
-      const answer: Answer = (entry) => {
-        let json = entry.json.get(BULK_CACHE_KEY);
-        if (json === undefined) {
-          json = JSON.stringify({ flags: entry.resolved.results.map(toOfrep) });
-          entry.json.set(BULK_CACHE_KEY, json);
-        }
-        return json;
-      };
-      return evaluator.evaluate(request, reply, subscriberId, answer, { etagKey: BULK_CACHE_KEY, unknownSubscriber: unknownSubscriber(undefined) });
+      const answer: Answer = (entry) =>
+        entry.serialized(BULK_CACHE_KEY, EVERY_FEATURE, () =>
+          JSON.stringify({ flags: entry.results().map(toOfrep) }),
+        );
+      return evaluator.evaluate(request, reply, subscriberId, answer, {
+        etag: true,
+        unknownSubscriber: unknownSubscriber(undefined),
+      });
     },
   );
 }

@@ -1,0 +1,215 @@
+import { isLive, type CheckResult } from '@ent/common/resolve/resolve';
+import { resolveFeature } from '@ent/common/resolve/resolve';
+import { MISSING_SUBSCRIBER, type CatalogDoc, type SubscriberDoc } from '@ent/common/snapshots/documents';
+
+/**
+ * What a gateway keeps per subscriber, built so that most of it is shared.
+ *
+ * Most subscribers of an organization share one catalog version and one set of active plans and have no
+ * override: they resolve to the same answers. A `PlanSet` holds those answers (and their serialized forms)
+ * once per catalog version and set of plans; a subscriber's entry points at its plan set and keeps only what
+ * differs: its live overrides. `resolveAll` (common/src/resolve) stays the definition; a property test checks
+ * that an entry answers exactly what `resolveAll` answers for its own documents, whatever else is cached.
+ */
+
+/** Answers that depend on every feature (lists, bulk) rather than one. */
+export const EVERY_FEATURE = null;
+
+/** The resolution shared by all subscribers of one catalog version with the same active plans and no live override. */
+export interface PlanSet {
+  /** The interned subscriber document of such a subscriber: entries without overrides point here. */
+  readonly doc: SubscriberDoc;
+  /** Every catalog feature, ordered by key. */
+  readonly results: readonly CheckResult[];
+  readonly byFeature: ReadonlyMap<string, CheckResult>;
+  /** Serialized answers (and their ETags), made once for every subscriber of the plan set. */
+  readonly serialized: Map<string, string>;
+  /** False when the catalog already held as many plan sets as it may: then it belongs to one entry alone. */
+  readonly shared: boolean;
+}
+
+/** Distinct plan sets kept per catalog version; more (a catalog with thousands of plan combinations) are not shared. */
+const MAX_PLAN_SETS = 4096;
+
+/** One catalog version as the gateway holds it, with the plan sets resolved from it so far. */
+export class CatalogEntry {
+  private readonly planSets = new Map<string, PlanSet>();
+  private planSetBytes = 0;
+
+  constructor(
+    readonly version: number,
+    readonly doc: CatalogDoc,
+    /** Estimated bytes of the document itself (its JSON length is a fair proxy). */
+    private readonly docBytes: number,
+  ) {}
+
+  /** Estimated bytes held by this catalog version and its shared plan sets. */
+  get bytes(): number {
+    return this.docBytes + this.planSetBytes;
+  }
+
+  /** The plan set of `plans` (order and repeats do not matter: grants merge). */
+  planSet(plans: readonly string[]): PlanSet {
+    const key = planSetKey(plans);
+    const known = this.planSets.get(key);
+    if (known) return known;
+    const shared = this.planSets.size < MAX_PLAN_SETS;
+    const planSet = resolvePlanSet(this.doc, key === '' ? [] : key.split('\n'), shared);
+    if (shared) {
+      this.planSets.set(key, planSet);
+      this.planSetBytes += planSetBytes(planSet);
+    }
+    return planSet;
+  }
+}
+
+const planSetKey = (plans: readonly string[]): string => {
+  if (plans.length === 0) return '';
+  if (plans.length === 1) return plans[0]!;
+  return [...new Set(plans)].sort().join('\n');
+};
+
+const EMPTY_OVERRIDES: SubscriberDoc['overrides'] = Object.freeze({}) as SubscriberDoc['overrides'];
+
+function resolvePlanSet(catalog: CatalogDoc, plans: string[], shared: boolean): PlanSet {
+  const doc: SubscriberDoc = { exists: true, plans, overrides: EMPTY_OVERRIDES };
+  const results: CheckResult[] = [];
+  const byFeature = new Map<string, CheckResult>();
+  for (const key of Object.keys(catalog.features).sort()) {
+    const result = resolveFeature(catalog, doc, key, 0)!;
+    results.push(result);
+    byFeature.set(key, result);
+  }
+  return { doc, results, byFeature, serialized: new Map(), shared };
+}
+
+/** Rough heap bytes of a plan set: its results and map entries, before any serialized answer. */
+const planSetBytes = (planSet: PlanSet): number => 200 + planSet.results.length * 160;
+
+/**
+ * One subscriber's entitlements: its plan set, plus the overrides that are live now (null when none, the
+ * common case). Versions say which documents it was built from.
+ */
+export class SubscriberEntry {
+  /** Live overrides of catalog features with the feature's kind, by feature key; null when there are none. */
+  private overrides: Map<string, CheckResult> | null = null;
+  /** The first instant (epoch ms) a live override expires and the answers change; null = never. */
+  private validUntil: number | null = null;
+  readonly planSet: PlanSet;
+
+  constructor(
+    readonly catalog: CatalogEntry,
+    readonly subscriberVersion: number,
+    /** The subscriber's document; for a subscriber without overrides, its plan set's interned one. */
+    readonly subscriber: SubscriberDoc,
+    /** Unknown subscribers are remembered briefly (epoch ms); null for a subscriber that exists. */
+    readonly forgetAt: number | null,
+    nowMs: number,
+  ) {
+    this.planSet = catalog.planSet(subscriber.plans);
+    this.resolveOverrides(nowMs);
+  }
+
+  /** Builds the entry of `doc`, interning the document when it has no overrides. */
+  static of(
+    catalog: CatalogEntry,
+    subscriberVersion: number,
+    doc: SubscriberDoc,
+    nowMs: number,
+    forgetAt: number | null,
+  ) {
+    if (!doc.exists)
+      return new SubscriberEntry(catalog, subscriberVersion, MISSING_SUBSCRIBER, forgetAt, nowMs);
+    const interned = hasOverrides(doc) ? doc : catalog.planSet(doc.plans).doc;
+    return new SubscriberEntry(catalog, subscriberVersion, interned, forgetAt, nowMs);
+  }
+
+  get catalogVersion(): number {
+    return this.catalog.version;
+  }
+
+  /** True when every answer is its plan set's (no live override). */
+  get sharesAnswers(): boolean {
+    return this.overrides === null;
+  }
+
+  /** Override expiry is exact: past `validUntil` the overrides are resolved again from the document held. */
+  refreshAt(nowMs: number): this {
+    if (this.validUntil !== null && nowMs >= this.validUntil) this.resolveOverrides(nowMs);
+    return this;
+  }
+
+  /** The feature's answer; undefined when the catalog has no such feature. */
+  result(feature: string): CheckResult | undefined {
+    return this.overrides?.get(feature) ?? this.planSet.byFeature.get(feature);
+  }
+
+  /** Every catalog feature's answer, ordered by key. */
+  results(): readonly CheckResult[] {
+    const overrides = this.overrides;
+    if (overrides === null) return this.planSet.results;
+    return this.planSet.results.map((result) => overrides.get(result.feature) ?? result);
+  }
+
+  /**
+   * A serialized answer that depends on one feature (or on every feature: EVERY_FEATURE). When the plan set's
+   * answer is the subscriber's, it is made once and kept on the shared plan set; otherwise it is made for this
+   * request (only subscribers with a live override on what is asked pay that, and they keep nothing).
+   */
+  serialized(key: string, feature: string | typeof EVERY_FEATURE, make: () => string): string {
+    const own = this.overrides !== null && (feature === EVERY_FEATURE || this.overrides.has(feature));
+    if (own || !this.planSet.shared) return make();
+    let value = this.planSet.serialized.get(key);
+    if (value === undefined) {
+      value = make();
+      this.planSet.serialized.set(key, value);
+    }
+    return value;
+  }
+
+  /** Estimated heap bytes this entry holds beyond what it shares (used to bound the cache by bytes). */
+  bytes(cacheKeyLength: number): number {
+    let total = ENTRY_BYTES + cacheKeyLength * 2;
+    if (!this.planSet.shared) total += planSetBytes(this.planSet);
+    if (this.subscriber !== this.planSet.doc && this.subscriber !== MISSING_SUBSCRIBER) {
+      total += DOCUMENT_BYTES + this.subscriber.plans.length * 48;
+      total += Object.keys(this.subscriber.overrides).length * OVERRIDE_BYTES;
+    }
+    return total;
+  }
+
+  private resolveOverrides(nowMs: number): void {
+    const { features } = this.catalog.doc;
+    let overrides: Map<string, CheckResult> | null = null;
+    let validUntil: number | null = null;
+    for (const [feature, override] of Object.entries(this.subscriber.overrides)) {
+      const kind = features[feature];
+      if (kind === undefined || !isLive(override, nowMs)) continue;
+      if (override.expiresAt !== null && (validUntil === null || override.expiresAt < validUntil))
+        validUntil = override.expiresAt;
+      if (override.kind !== kind) continue;
+      overrides ??= new Map();
+      overrides.set(
+        feature,
+        override.kind === 'flag'
+          ? { feature, kind: 'flag', allowed: override.allowed, source: 'override' }
+          : { feature, kind: 'limit', limit: override.limit, source: 'override' },
+      );
+    }
+    this.overrides = overrides;
+    this.validUntil = validUntil;
+  }
+}
+
+const hasOverrides = (doc: SubscriberDoc): boolean => {
+  for (const _ in doc.overrides) return true;
+  return false;
+};
+
+/**
+ * Heap bytes, measured with `npm run bench -- memory` (bench/src/memory.ts): an entry object, its slot in the
+ * LRU (map entry, list links, size) and, for subscribers with overrides, their own document and results.
+ */
+const ENTRY_BYTES = 190;
+const DOCUMENT_BYTES = 120;
+const OVERRIDE_BYTES = 260;
