@@ -41,7 +41,7 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const feature = await app.writePipeline.transaction(request, async (trx) => {
-        const feature = await createFeature(trx, request.principal!.organizationId, request.body);
+        const feature = await createFeature(trx, request.principal!.organizationId, request.body, app.config.catalogLimits);
         request.write.catalogChanged = true;
         request.write.details = { key: feature.key, name: feature.name, kind: feature.kind };
         request.write.events.push({ type: 'feature.created', data: toFeatureBody(feature) });

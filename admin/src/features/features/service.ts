@@ -5,6 +5,7 @@ import type { Database, Feature } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
 import { changedFields, type Change } from '../shared/changes.ts';
+import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
 import { findFeature } from './store.ts';
 
@@ -14,8 +15,10 @@ export async function createFeature(
   db: Kysely<Database>,
   organizationId: string,
   input: CreateFeatureBody,
+  limits: CatalogLimits,
 ): Promise<Feature> {
   return transact(db, async (trx) => {
+    await assertCatalogRoom(trx, organizationId, limits, { features: 1 });
     const created = await trx
       .insertInto('features')
       .values({

@@ -65,7 +65,7 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const body = await app.writePipeline.transaction(request, async (trx) => {
-        const created = await createPlan(trx, orgOf(request), request.body);
+        const created = await createPlan(trx, orgOf(request), request.body, app.config.catalogLimits);
         const body = toPlanBody(created);
         request.write.catalogChanged = true;
         request.write.details = planCreatedDetails(planState(created));
@@ -122,7 +122,7 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) =>
       app.writePipeline.transaction(request, async (trx) =>
-        reportWrite(request, 'plan.updated', await updatePlan(trx, orgOf(request), request.params.key, request.body)),
+        reportWrite(request, 'plan.updated', await updatePlan(trx, orgOf(request), request.params.key, request.body, app.config.catalogLimits)),
       ),
   );
 

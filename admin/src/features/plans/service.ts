@@ -9,6 +9,7 @@ import { findFeaturesByKeys } from '../features/store.ts';
 import { checkCursor, toPage, type Page } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
 import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';
+import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { byFeatureKey, resolveGrants, toGrantBody, type ResolvedGrant } from './grants.ts';
 import {
   findGrants,
@@ -83,9 +84,11 @@ export async function createPlan(
   db: Kysely<Database>,
   organizationId: string,
   input: CreatePlanBody,
+  limits: CatalogLimits,
 ): Promise<PlanWithGrants> {
   return transact(db, async (trx) => {
     const grants = await resolveAgainstCatalog(trx, organizationId, input.grants ?? []);
+    await assertCatalogRoom(trx, organizationId, limits, { plans: 1, grants: grants.length });
     const plan = await trx
       .insertInto('plans')
       .values({
@@ -111,12 +114,16 @@ export async function updatePlan(
   organizationId: string,
   key: string,
   input: UpdatePlanBody,
+  limits: CatalogLimits,
 ): Promise<PlanWriteResult> {
   return transact(db, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const newGrants = input.grants
       ? await resolveAgainstCatalog(trx, organizationId, input.grants)
       : undefined;
+    if (newGrants) {
+      await assertCatalogRoom(trx, organizationId, limits, { grants: newGrants.length, replacingPlanId: before.plan.id });
+    }
     const grants = newGrants ? grantBodies(newGrants) : before.grants;
     const name = input.name ?? before.plan.name;
     const details = planUpdatedDetails(planState(before), { ...planState(before), name, grants });

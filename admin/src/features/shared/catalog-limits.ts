@@ -1,0 +1,58 @@
+import { sql, type Transaction } from 'kysely';
+import type { Config } from '@ent/common/config';
+import type { Database } from '@ent/common/db/database';
+import { validationError } from '@ent/common/errors/app-error';
+
+export type CatalogLimits = Config['catalogLimits'];
+
+/** What a catalog write adds: features, plans, or a plan's grants (replacing that plan's current ones). */
+export type CatalogGrowth =
+  { features: number } | { plans: number; grants: number } | { grants: number; replacingPlanId: string };
+
+const tooLarge = (what: 'features' | 'plans' | 'grants', limit: number, setting: string) =>
+  validationError(
+    `This organization's catalog may hold at most ${limit} ${what === 'grants' ? 'plan grants in all' : what} ` +
+      `(the server's ${setting}); archive or remove some first, or ask the operator to raise the limit.`,
+    { field: what, value: limit },
+  );
+
+/**
+ * Every gateway holds each organization's whole catalog (and resolves every feature for each plan set), so its
+ * size is bounded per organization. The organization's row is locked first: catalog writes already serialize on
+ * it (bumpCatalogVersion), so two concurrent creations cannot both take the last place.
+ */
+export async function assertCatalogRoom(
+  trx: Transaction<Database>,
+  organizationId: string,
+  limits: CatalogLimits,
+  growth: CatalogGrowth,
+): Promise<void> {
+  await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
+  if ('features' in growth) {
+    const { count } = await trx
+      .selectFrom('features')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirstOrThrow();
+    if (count + growth.features > limits.features)
+      throw tooLarge('features', limits.features, 'CATALOG_MAX_FEATURES');
+    return;
+  }
+  if ('plans' in growth) {
+    const { count } = await trx
+      .selectFrom('plans')
+      .select(sql<number>`count(*)::int`.as('count'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirstOrThrow();
+    if (count + growth.plans > limits.plans) throw tooLarge('plans', limits.plans, 'CATALOG_MAX_PLANS');
+  }
+  if (growth.grants === 0) return;
+  let grants = trx
+    .selectFrom('plan_grants as g')
+    .innerJoin('plans as p', 'p.id', 'g.plan_id')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where('p.organization_id', '=', organizationId);
+  if ('replacingPlanId' in growth) grants = grants.where('g.plan_id', '!=', growth.replacingPlanId);
+  const { count } = await grants.executeTakeFirstOrThrow();
+  if (count + growth.grants > limits.grants) throw tooLarge('grants', limits.grants, 'CATALOG_MAX_GRANTS');
+}
