@@ -1,45 +1,54 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 
-export const FEATURES = 20;
-export const PLANS = 5;
+export interface SeedShape {
+  features: number;
+  plans: number;
+  subscribers: number;
+}
+
+export const DEFAULT_SHAPE: SeedShape = { features: 20, plans: 5, subscribers: 100_000 };
+
+export const featureKey = (i: number) => `feature-${String(i).padStart(2, '0')}`;
 
 /**
- * 20 features (even: limit, odd: flag), 5 plans granting overlapping features, `subscribers` subscribers with
- * one subscription each (every seventh has a second), and an override on every tenth. Bulk SQL.
+ * `features` features (even: limit, odd: flag), `plans` plans granting overlapping prefixes of the catalog
+ * (with 20 features and 5 plans: 7, 10, 13, 16 and 19 features), `subscribers` subscribers with one subscription
+ * each (every seventh has a second), and an override on every tenth. Bulk SQL.
  */
-export async function seed(db: Kysely<Database>, organizationId: string, subscribers: number): Promise<void> {
+export async function seed(db: Kysely<Database>, organizationId: string, shape: SeedShape): Promise<void> {
+  const { features, plans, subscribers } = shape;
   await sql`
     INSERT INTO features (id, organization_id, key, name, kind)
     SELECT 'feat_bench_' || i, ${organizationId}, 'feature-' || lpad(i::text, 2, '0'), 'Feature ' || i,
            CASE WHEN i % 2 = 0 THEN 'limit' ELSE 'flag' END
-    FROM generate_series(0, ${FEATURES - 1}) AS i`.execute(db);
+    FROM generate_series(0, ${features - 1}) AS i`.execute(db);
   await sql`
     INSERT INTO plans (id, organization_id, key, name, kind)
     SELECT 'plan_bench_' || p, ${organizationId}, 'plan-' || p, 'Plan ' || p, 'catalog'
-    FROM generate_series(0, ${PLANS - 1}) AS p`.execute(db);
+    FROM generate_series(0, ${plans - 1}) AS p`.execute(db);
   await sql`
     INSERT INTO plan_grants (plan_id, feature_id, feature_kind, limit_value)
     SELECT 'plan_bench_' || p, 'feat_bench_' || i, CASE WHEN i % 2 = 0 THEN 'limit' ELSE 'flag' END,
            CASE WHEN i % 2 = 0 THEN CASE WHEN p = 4 AND i < 6 THEN NULL ELSE (p + 1) * 10 + i END END
-    FROM generate_series(0, ${PLANS - 1}) AS p, generate_series(0, ${FEATURES - 1}) AS i
-    WHERE i <= 6 + p * 3`.execute(db);
+    FROM generate_series(0, ${plans - 1}) AS p, generate_series(0, ${features - 1}) AS i
+    WHERE i * 20 < ${features} * (7 + 3 * (p % 5))`.execute(db);
   await sql`
     INSERT INTO subscribers (organization_id, subscriber_id, name)
     SELECT ${organizationId}, 'sub-' || s, 'Subscriber ' || s FROM generate_series(0, ${subscribers - 1}) AS s`.execute(db);
   await sql`
     INSERT INTO subscriptions (id, organization_id, subscriber_id, plan_id)
-    SELECT 'sub_bench_a' || s, ${organizationId}, 'sub-' || s, 'plan_bench_' || (s % ${PLANS})
+    SELECT 'sub_bench_a' || s, ${organizationId}, 'sub-' || s, 'plan_bench_' || (s % ${plans})
     FROM generate_series(0, ${subscribers - 1}) AS s`.execute(db);
   await sql`
     INSERT INTO subscriptions (id, organization_id, subscriber_id, plan_id)
-    SELECT 'sub_bench_b' || s, ${organizationId}, 'sub-' || s, 'plan_bench_' || ((s + 2) % ${PLANS})
+    SELECT 'sub_bench_b' || s, ${organizationId}, 'sub-' || s, 'plan_bench_' || ((s + 2) % ${plans})
     FROM generate_series(0, ${subscribers - 1}) AS s WHERE s % 7 = 0`.execute(db);
   await sql`
     INSERT INTO overrides (id, organization_id, subscriber_id, feature_id, feature_kind, allowed, limit_value)
-    SELECT 'ovr_bench_' || s, ${organizationId}, 'sub-' || s, 'feat_bench_' || (s % ${FEATURES}),
-           CASE WHEN s % 2 = 0 THEN 'limit' ELSE 'flag' END,
-           CASE WHEN s % 2 = 1 THEN true END,
-           CASE WHEN s % 2 = 0 THEN 1000 + s END
+    SELECT 'ovr_bench_' || s, ${organizationId}, 'sub-' || s, 'feat_bench_' || (s % ${features}),
+           CASE WHEN (s % ${features}) % 2 = 0 THEN 'limit' ELSE 'flag' END,
+           CASE WHEN (s % ${features}) % 2 = 1 THEN true END,
+           CASE WHEN (s % ${features}) % 2 = 0 THEN 1000 + s END
     FROM generate_series(0, ${subscribers - 1}) AS s WHERE s % 10 = 0`.execute(db);
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { Gauge } from 'prom-client';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
 import type { SnapshotVersions } from '@ent/common/metering/contract';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
@@ -58,6 +59,24 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
     const catalogs = new LRUCache<string, CatalogEntry>({
       maxSize: Math.max(16 * 1024 * 1024, Math.floor(maxBytes / 8)),
       sizeCalculation: (catalog) => catalog.bytes,
+    });
+    new Gauge({
+      name: 'gateway_cache_subscribers',
+      help: 'Subscribers whose entitlements this gateway holds in memory',
+      registers: [metrics.registry],
+      collect() {
+        this.set(entries.size);
+      },
+    });
+    new Gauge({
+      name: 'gateway_cache_estimated_bytes',
+      help: 'Estimated heap bytes held by the cached subscribers (bounded by GATEWAY_CACHE_MB) and catalogs',
+      labelNames: ['cache'],
+      registers: [metrics.registry],
+      collect() {
+        this.set({ cache: 'subscribers' }, entries.calculatedSize);
+        this.set({ cache: 'catalogs' }, catalogs.calculatedSize);
+      },
     });
     const loading = new Map<string, Promise<unknown>>();
     const entitlementsHit = metrics.cache.bind({ cache: 'entitlements', result: 'hit' });

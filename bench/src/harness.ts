@@ -1,0 +1,210 @@
+/**
+ * What every `npm run bench` mode shares: a fresh database and Redis key prefix, the seeded organization,
+ * child processes started (and stopped) by PID, CPU and memory readings from /proc, and cleanup.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { loadConfig } from '@ent/common/config';
+import { createDb, withDatabase } from '@ent/common/db/connect';
+import { migrateToLatest } from '@ent/common/db/migrate';
+import { createOrganization } from '../../admin/src/features/organizations/bootstrap.ts';
+import { freePort } from '../../gateway/test/processes.ts';
+import { seed, type SeedShape } from './seed.ts';
+
+export { freePort };
+export const root = fileURLToPath(new URL('../..', import.meta.url));
+export const log = (message: string) => process.stdout.write(`[bench] ${message}\n`);
+export const envNumber = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+export interface Child {
+  process: ChildProcess;
+  pid: number;
+}
+
+const children: ChildProcess[] = [];
+
+/** A Node script of this repository (through tsx), optionally pinned to CPUs with taskset. */
+export function startNode(script: string, env: Record<string, string>, options: { cpus?: string; nodeArgs?: string[] } = {}): Child {
+  const nodeArgs = [...(options.nodeArgs ?? []), '--import', 'tsx', script];
+  const [command, args] = options.cpus
+    ? ['taskset', ['-c', options.cpus, process.execPath, ...nodeArgs]]
+    : [process.execPath, nodeArgs];
+  const child = spawn(command as string, args as string[], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  return { process: child, pid: child.pid! };
+}
+
+/** Any other command (a private redis-server), stopped with the rest. */
+export function startCommand(command: string, args: string[]): Child {
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return { process: child, pid: child.pid! };
+}
+
+/** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s. */
+export async function stopChildren(): Promise<void> {
+  const running = children.splice(0).filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
+  await Promise.all(
+    running.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            if (child.exitCode === null) child.kill('SIGKILL');
+            resolve();
+          }, 10_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+export async function healthy(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    if (await fetch(url).then((res) => res.ok, () => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** CPU seconds (user + system) a process has used so far. */
+export function processCpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Resident memory of a process, bytes. */
+export function residentBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
+}
+
+export function redisInfo(redisUrl: string, section: string): string {
+  return spawnSync('redis-cli', ['-u', redisUrl, 'info', section], { encoding: 'utf8' }).stdout;
+}
+
+/** CPU seconds a Redis server has used so far. */
+export function redisCpuSeconds(redisUrl: string): number {
+  const info = redisInfo(redisUrl, 'cpu');
+  const value = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return value('used_cpu_user') + value('used_cpu_sys');
+}
+
+/** Script calls (EVALSHA) a Redis server has run so far. */
+export function redisScriptCalls(redisUrl: string): number {
+  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(redisInfo(redisUrl, 'commandstats'))?.[1] ?? 0);
+}
+
+/** One metric's value from a Prometheus text page (the sum of its series when labels are not given). */
+export async function metric(metricsUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+export interface BenchWorld {
+  config: ReturnType<typeof loadConfig>;
+  redisUrl: string;
+  organizationId: string;
+  apiKey: string;
+  /** Environment every service of this run gets (database, Redis, prefix, admin address). */
+  env: Record<string, string>;
+  adminUrl: string;
+  entctl: (...args: string[]) => string;
+  cleanup: () => Promise<void>;
+}
+
+/**
+ * A fresh database (migrated), a unique Redis key prefix, and one seeded organization with a high eval
+ * limit and burst (so metering is exercised but never refuses), its snapshots already in Redis.
+ */
+export async function createWorld(shape: SeedShape, options: { redisUrl?: string } = {}): Promise<BenchWorld> {
+  const config = loadConfig();
+  const redisUrl = options.redisUrl ?? config.redisUrl;
+  const databaseName = `ent_bench_${randomBytes(4).toString('hex')}`;
+  const ownerUrl = withDatabase(config.databaseOwnerUrl, databaseName);
+  const appUrl = withDatabase(config.databaseUrl, databaseName);
+  const prefix = `bench${randomBytes(3).toString('hex')}`;
+
+  const cleanup = async () => {
+    await stopChildren();
+    const client = new pg.Client({ connectionString: withDatabase(config.databaseOwnerUrl, 'postgres') });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => {});
+    await client.end();
+    const keys = spawnSync('redis-cli', ['-u', redisUrl, '--scan', '--count', '1000', '--pattern', `${prefix}:*`], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+    })
+      .stdout.split('\n')
+      .filter(Boolean);
+    for (let i = 0; i < keys.length; i += 1000) {
+      spawnSync('redis-cli', ['-u', redisUrl, 'UNLINK', ...keys.slice(i, i + 1000)]);
+    }
+  };
+
+  try {
+    await migrateToLatest({ ownerUrl, appUrl });
+    const adminPort = await freePort();
+    const env = {
+      DATABASE_URL: appUrl,
+      DATABASE_OWNER_URL: ownerUrl,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: prefix,
+      ADMIN_PORT: String(adminPort),
+      ADMIN_URL: `http://127.0.0.1:${adminPort}`,
+      LOG_LEVEL: 'warn',
+      CATALOG_MAX_FEATURES: String(Math.max(1000, shape.features)),
+    };
+    const db = createDb(appUrl, { max: 2 });
+    const org = await createOrganization(db, 'Bench');
+    let started = Date.now();
+    await seed(db, org.organization_id, shape);
+    await db.destroy();
+    log(
+      `seeded ${shape.features} features, ${shape.plans} plans, ${shape.subscribers} subscribers ` +
+        `(10% with overrides) in ${Date.now() - started} ms`,
+    );
+    const entctl = (...args: string[]) => {
+      const result = spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', ...args], {
+        cwd: root,
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      });
+      if (result.status !== 0) throw new Error(`entctl ${args.join(' ')}: ${result.stderr}`);
+      return result.stdout.trim();
+    };
+    entctl('org', 'arrangement', '--org', org.organization_id, '--burst', '10000000', '--eval-limit', '1000000000', '--json');
+    started = Date.now();
+    log(`snapshots: ${entctl('snapshots', 'rebuild', '--org', org.organization_id)} in ${Date.now() - started} ms`);
+    return {
+      config,
+      redisUrl,
+      organizationId: org.organization_id,
+      apiKey: org.api_key,
+      env,
+      adminUrl: env.ADMIN_URL,
+      entctl,
+      cleanup,
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}

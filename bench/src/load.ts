@@ -1,0 +1,113 @@
+/** Load generation with autocannon: keep-alive connections, a different subscriber on every request. */
+import autocannon from 'autocannon';
+import { featureKey } from './seed.ts';
+
+export type RouteKind = 'check' | 'list' | 'ofrep';
+
+export interface LoadFigures {
+  rps: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  /** Requests answered with each status code. */
+  statuses: Record<string, number>;
+}
+
+export interface LoadOptions {
+  url: string;
+  apiKey: string;
+  route: RouteKind;
+  subscribers: number;
+  features: number;
+  connections: number;
+  /** Seconds, or a request count with `amount`. */
+  seconds?: number;
+  amount?: number;
+  /** Where in the scattered walk over subscribers this load starts (spreads concurrent loads apart). */
+  offset?: number;
+}
+
+const STEP = 7919; // a prime: walks every subscriber in a scattered order
+
+function requestFor(route: RouteKind, apiKey: string, subscriber: string, feature: string) {
+  switch (route) {
+    case 'check':
+      return {
+        method: 'POST' as const,
+        path: `/org/subscribers/${subscriber}/entitlements/check`,
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        body: JSON.stringify({ feature }),
+      };
+    case 'list':
+      return {
+        method: 'GET' as const,
+        path: `/org/subscribers/${subscriber}/entitlements?all=true`,
+        headers: { 'x-api-key': apiKey },
+      };
+    case 'ofrep':
+      return {
+        method: 'POST' as const,
+        path: `/ofrep/v1/evaluate/flags/${feature}`,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: JSON.stringify({ context: { targetingKey: subscriber } }),
+      };
+  }
+}
+
+/** The q-quantile of recorded latencies (ms): autocannon's own summary has no p95. */
+const quantile = (sorted: Float64Array, q: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+export function drive(options: LoadOptions): Promise<LoadFigures> {
+  let n = options.offset ?? 0;
+  let latencies = new Float64Array(1 << 16);
+  let recorded = 0;
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: options.url,
+        connections: options.connections,
+        ...(options.amount ? { amount: options.amount } : { duration: options.seconds ?? 10 }),
+        pipelining: 1,
+        requests: [
+          {
+            setupRequest: (request) => {
+              n = (n + STEP) % options.subscribers;
+              return {
+                ...request,
+                ...requestFor(options.route, options.apiKey, `sub-${n}`, featureKey(n % options.features)),
+              };
+            },
+          },
+        ],
+      },
+      (error, result) => {
+        if (error) return reject(error);
+        const statuses: Record<string, number> = {};
+        for (const [status, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[status] = stat?.count ?? 0;
+        const sorted = latencies.subarray(0, recorded).sort();
+        resolve({
+          rps: result.requests.average,
+          p50: quantile(sorted, 0.5),
+          p95: quantile(sorted, 0.95),
+          p99: quantile(sorted, 0.99),
+          requests: result.requests.total,
+          non2xx: result.non2xx,
+          errors: result.errors,
+          statuses,
+        });
+      },
+    );
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, milliseconds: number) => {
+      if (recorded === latencies.length) {
+        const grown = new Float64Array(latencies.length * 2);
+        grown.set(latencies);
+        latencies = grown;
+      }
+      latencies[recorded++] = milliseconds;
+    });
+  });
+}

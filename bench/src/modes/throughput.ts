@@ -1,0 +1,273 @@
+/**
+ * `npm run bench` (mode `throughput`): the warm metered check next to a bare Fastify route returning the same
+ * JSON, in alternating rounds of the same run; also the gateway with metering bypassed, the list route with
+ * `all=true`, OFREP single-flag evaluation, and the SDK's warm-cache `check` against a raw HTTP check.
+ */
+import { Pool } from 'undici';
+import { EvalClient } from '../../../sdk/src/eval-client.ts';
+import {
+  createWorld,
+  envNumber,
+  freePort,
+  healthy,
+  log,
+  median,
+  metric,
+  processCpuSeconds,
+  redisCpuSeconds,
+  redisScriptCalls,
+  startNode,
+  type BenchWorld,
+} from '../harness.ts';
+import { drive, type LoadFigures, type RouteKind } from '../load.ts';
+import { DEFAULT_SHAPE, featureKey } from '../seed.ts';
+
+export interface TargetFigures extends LoadFigures {
+  name: string;
+  /** Server process CPU per request, microseconds. */
+  serverCpuUs: number;
+  redisCpuUs: number;
+  /** Evals per Redis script call (0 when the target calls no script). */
+  evalsPerCall: number;
+}
+
+export interface InProcessFigures {
+  name: string;
+  opsPerSecond: number;
+  p50Us: number;
+  p99Us: number;
+  requestsSent: number;
+}
+
+export interface ThroughputResult {
+  mode: 'throughput';
+  date: string;
+  settings: { seconds: number; rounds: number; connections: number; subscribers: number; features: number; plans: number };
+  /** Medians over the rounds, by target name. */
+  targets: TargetFigures[];
+  rounds: TargetFigures[][];
+  ratios: {
+    checkThroughputVsBare: number;
+    checkThroughputVsBareRoundMedian: number;
+    checkP99VsBare: number;
+    checkCpuVsBare: number;
+    meteringThroughputCost: number;
+    meteringCpuCost: number;
+    listThroughputVsCheck: number;
+    ofrepThroughputVsCheck: number;
+    ofrepP99VsCheck: number;
+  };
+  sdk: InProcessFigures[];
+  gatewayHeapBytes: number;
+}
+
+const sum = (figures: TargetFigures[], pick: (f: TargetFigures) => number) => figures.reduce((s, f) => s + pick(f), 0);
+
+function summarize(name: string, runs: TargetFigures[]): TargetFigures {
+  const statuses: Record<string, number> = {};
+  for (const run of runs) for (const [status, n] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  return {
+    name,
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p95: median(runs.map((r) => r.p95)),
+    p99: median(runs.map((r) => r.p99)),
+    requests: sum(runs, (r) => r.requests),
+    non2xx: sum(runs, (r) => r.non2xx),
+    errors: sum(runs, (r) => r.errors),
+    statuses,
+    serverCpuUs: median(runs.map((r) => r.serverCpuUs)),
+    redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
+    evalsPerCall: median(runs.map((r) => r.evalsPerCall)),
+  };
+}
+
+/** `concurrency` loops calling `call` for `seconds`; latency per call in microseconds. */
+async function inProcess(name: string, seconds: number, concurrency: number, call: (i: number) => Promise<unknown>) {
+  const latencies: number[] = [];
+  const until = performance.now() + seconds * 1000;
+  let i = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        const at = performance.now();
+        await call(i++);
+        latencies.push((performance.now() - at) * 1000);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    name,
+    opsPerSecond: latencies.length / elapsed,
+    p50Us: latencies[Math.floor(latencies.length * 0.5)] ?? 0,
+    p99Us: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+  };
+}
+
+/** The SDK's check answered from its warm cache against the same check sent over HTTP, from this process. */
+async function sdkFigures(world: BenchWorld, gatewayUrl: string, metricsUrl: string, seconds: number): Promise<InProcessFigures[]> {
+  const cached = 1000;
+  const features = DEFAULT_SHAPE.features;
+  const client = new EvalClient({ baseUrl: gatewayUrl, apiKey: world.apiKey, cacheTtlMs: 10 * 60_000 });
+  const pool = new Pool(gatewayUrl, { connections: 64 });
+  const evals = () => metric(metricsUrl, 'http_request_duration_seconds_count');
+  try {
+    for (let s = 0; s < cached; s++) await client.list(`sub-${s}`);
+    let before = await evals();
+    const sdk = await inProcess('sdk check, warm cache', seconds, 64, (i) =>
+      client.check(`sub-${i % cached}`, featureKey(i % features)),
+    );
+    const sdkRequests = (await evals()) - before;
+    before = await evals();
+    const body = (i: number) => JSON.stringify({ feature: featureKey(i % features) });
+    const raw = await inProcess('raw HTTP check', seconds, 64, async (i) => {
+      const res = await pool.request({
+        method: 'POST',
+        path: `/org/subscribers/sub-${i % cached}/entitlements/check`,
+        headers: { 'content-type': 'application/json', 'x-api-key': world.apiKey },
+        body: body(i),
+      });
+      await res.body.text();
+      if (res.statusCode !== 200) throw new Error(`raw check answered ${res.statusCode}`);
+    });
+    const rawRequests = (await evals()) - before;
+    return [
+      { ...sdk, requestsSent: sdkRequests },
+      { ...raw, requestsSent: rawRequests },
+    ];
+  } finally {
+    await client.close();
+    await pool.close();
+  }
+}
+
+export async function runThroughput(): Promise<ThroughputResult> {
+  const seconds = envNumber('BENCH_SECONDS', 10);
+  const rounds = envNumber('BENCH_ROUNDS', 5);
+  const connections = envNumber('BENCH_CONNECTIONS', 64);
+  const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', DEFAULT_SHAPE.subscribers) };
+  const world = await createWorld(shape);
+  try {
+    const [gatewayPort, barePort, unmeteredPort, metricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const cpuProfile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    startNode('admin/src/server.ts', world.env);
+    const gateway = startNode(
+      'gateway/src/server.ts',
+      { ...world.env, GATEWAY_PORT: String(gatewayPort), GATEWAY_METRICS_PORT: String(metricsPort) },
+      { nodeArgs: cpuProfile },
+    );
+    const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) });
+    const unmetered = startNode('bench/src/unmetered-gateway.ts', { ...world.env, GATEWAY_PORT: String(unmeteredPort) });
+    const url = (port: number) => `http://127.0.0.1:${port}`;
+    await Promise.all([world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort)].map((u) => healthy(`${u}/healthz`)));
+
+    const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections };
+    log(`warming the gateways' caches: one eval for each of the ${shape.subscribers} subscribers`);
+    const started = Date.now();
+    await drive({ ...load, url: url(gatewayPort), route: 'check', amount: shape.subscribers });
+    await drive({ ...load, url: url(unmeteredPort), route: 'check', amount: shape.subscribers });
+    await drive({ ...load, url: url(barePort), route: 'check', seconds: 2 });
+    log(`warmed in ${Date.now() - started} ms`);
+
+    const targets: { name: string; port: number; pid: number; route: RouteKind }[] = [
+      { name: 'bare fastify', port: barePort, pid: bare.pid, route: 'check' },
+      { name: 'gateway check', port: gatewayPort, pid: gateway.pid, route: 'check' },
+      { name: 'unmetered check', port: unmeteredPort, pid: unmetered.pid, route: 'check' },
+      { name: 'gateway list all=true', port: gatewayPort, pid: gateway.pid, route: 'list' },
+      { name: 'gateway OFREP flag', port: gatewayPort, pid: gateway.pid, route: 'ofrep' },
+    ];
+    log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
+    const byRound: TargetFigures[][] = [];
+    for (let round = 0; round < rounds; round++) {
+      const figures: TargetFigures[] = [];
+      for (const target of targets) {
+        const cpuBefore = processCpuSeconds(target.pid);
+        const redisBefore = redisCpuSeconds(world.redisUrl);
+        const callsBefore = redisScriptCalls(world.redisUrl);
+        const measured = await drive({ ...load, url: url(target.port), route: target.route, seconds });
+        const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
+        const calls = redisScriptCalls(world.redisUrl) - callsBefore;
+        figures.push({
+          name: target.name,
+          ...measured,
+          serverCpuUs: perRequest(processCpuSeconds(target.pid) - cpuBefore),
+          redisCpuUs: perRequest(redisCpuSeconds(world.redisUrl) - redisBefore),
+          evalsPerCall: calls > 0 ? measured.requests / calls : 0,
+        });
+      }
+      log(`round ${round + 1}: ${figures.map((f) => `${f.name} ${f.rps.toFixed(0)}/s`).join(', ')}`);
+      byRound.push(figures);
+    }
+    const medians = targets.map((t) => summarize(t.name, byRound.map((r) => r.find((f) => f.name === t.name)!)));
+    const [bareFigures, check, unmeteredFigures, list, ofrep] = medians as [TargetFigures, TargetFigures, TargetFigures, TargetFigures, TargetFigures];
+    const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
+    // Ratios of medians, and the median of each round's own ratio (both in the same run).
+    const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
+    const ratios = {
+      checkThroughputVsBare: check.rps / bareFigures.rps,
+      checkThroughputVsBareRoundMedian: roundRatio((r) => r[1]!.rps / r[0]!.rps),
+      checkP99VsBare: check.p99 / bareFigures.p99,
+      checkCpuVsBare: totalCpu(check) / totalCpu(bareFigures),
+      meteringThroughputCost: check.rps / unmeteredFigures.rps,
+      meteringCpuCost: totalCpu(check) / totalCpu(unmeteredFigures),
+      listThroughputVsCheck: list.rps / check.rps,
+      ofrepThroughputVsCheck: ofrep.rps / check.rps,
+      ofrepP99VsCheck: ofrep.p99 / check.p99,
+    };
+    log('the SDK: warm-cache check against a raw HTTP check, from this process');
+    const sdk = await sdkFigures(world, url(gatewayPort), `http://127.0.0.1:${metricsPort}`, Math.min(seconds, 5));
+    const result: ThroughputResult = {
+      mode: 'throughput',
+      date: new Date().toISOString(),
+      settings: { seconds, rounds, connections, ...shape },
+      targets: medians,
+      rounds: byRound,
+      ratios,
+      sdk,
+      gatewayHeapBytes: await metric(`http://127.0.0.1:${metricsPort}`, 'nodejs_heap_size_used_bytes'),
+    };
+    return result;
+  } finally {
+    await world.cleanup();
+  }
+}
+
+const us = (value: number) => `${value.toFixed(0)} µs`;
+const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
+
+export function renderThroughput(result: ThroughputResult): string {
+  const { settings: s, ratios: r } = result;
+  const rows = result.targets.map(
+    (t) =>
+      `| ${t.name} | ${fmt(t.rps)} | ${t.p50.toFixed(1)} ms | ${t.p99.toFixed(1)} ms | ${us(t.serverCpuUs)}` +
+      `${t.redisCpuUs >= 0.5 ? ` + ${us(t.redisCpuUs)} Redis` : ''} | ${t.non2xx} |`,
+  );
+  const sdkRows = result.sdk.map(
+    (f) => `| ${f.name} | ${fmt(f.opsPerSecond)} | ${us(f.p50Us)} | ${us(f.p99Us)} | ${fmt(f.requestsSent)} |`,
+  );
+  return [
+    `Medians of ${s.rounds} alternating rounds of ${s.seconds} s, ${s.connections} connections, ${fmt(s.subscribers)} ` +
+      `subscribers (${s.features} features, ${s.plans} plans, 10% with overrides), ${result.date.slice(0, 10)}:`,
+    '',
+    '| target | req/s | p50 | p99 | CPU per request | non-2xx |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Same-run ratios: warm metered check / bare route throughput **${r.checkThroughputVsBare.toFixed(2)}** ` +
+      `(median of per-round ratios ${r.checkThroughputVsBareRoundMedian.toFixed(2)}), p99 **${r.checkP99VsBare.toFixed(2)}×**, ` +
+      `CPU per request (gateway + Redis) **${r.checkCpuVsBare.toFixed(2)}×**; metering costs ` +
+      `${((1 - r.meteringThroughputCost) * 100).toFixed(0)}% of throughput and ${((r.meteringCpuCost - 1) * 100).toFixed(0)}% CPU; ` +
+      `list with all=true does ${r.listThroughputVsCheck.toFixed(2)} of the check's throughput; OFREP single-flag ` +
+      `evaluation ${r.ofrepThroughputVsCheck.toFixed(2)} of it, at ${r.ofrepP99VsCheck.toFixed(2)}× its p99.`,
+    '',
+    'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
+    'undici pool, 64 concurrent callers in the bench process each:',
+    '',
+    '| call | calls/s | p50 | p99 | HTTP requests sent |',
+    '|---|---|---|---|---|',
+    ...sdkRows,
+  ].join('\n');
+}
