@@ -172,7 +172,8 @@ export async function createWorld(shape: SeedShape, options: { redisUrl?: string
       LOG_LEVEL: 'warn',
       CATALOG_MAX_FEATURES: String(Math.max(1000, shape.features)),
     };
-    const db = createDb(appUrl, { max: 2 });
+    // Bulk inserts of a million rows take longer than a request's statement timeout.
+    const db = createDb(appUrl, { max: 2, statementTimeoutMillis: 600_000 });
     const org = await createOrganization(db, 'Bench');
     let started = Date.now();
     await seed(db, org.organization_id, shape);

@@ -28,10 +28,15 @@ export interface Principals {
    */
   authenticate(plaintext: string | undefined, clientIp?: string): Promise<KnownKey>;
   /**
-   * After the gate call: the principal as of the organization's current auth version (re-read when it
-   * differs from the cached one); throws 401 when the key has been revoked meanwhile.
+   * The warm path of `authenticate`, without a promise: a valid key already in memory, else undefined (then
+   * `authenticate` decides).
    */
-  confirm(known: KnownKey, authVersion: number, nowMs: number): Promise<KnownKey>;
+  known(plaintext: string): KnownKey | undefined;
+  /**
+   * After the gate call: the principal as of the organization's current auth version (re-read when it
+   * differs from the cached one, hence a promise only then); throws 401 when the key has been revoked meanwhile.
+   */
+  confirm(known: KnownKey, authVersion: number, nowMs: number): KnownKey | Promise<KnownKey>;
   /**
    * For an answer while Redis is unreachable: the key if confirmed within KEY_CONFIRMATION_MS, else re-checked
    * with admin (from Postgres); throws 401 when revoked, 503 when admin cannot say.
@@ -190,14 +195,23 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
         if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return entry;
       },
-      async confirm(entry, authVersion, nowMs) {
+      known(plaintext) {
+        const keyHash = hashOfKnownPlaintext.get(plaintext);
+        if (keyHash === undefined) return undefined;
+        const entry = cache.get(keyHash);
+        if (!entry || !entry.principal || entry.forgetAt !== null) return undefined;
+        principalHit.inc();
+        return entry;
+      },
+      confirm(entry, authVersion, nowMs) {
         if (entry.version === authVersion) {
           entry.confirmedAt = nowMs;
           return entry;
         }
-        const current = await load(entry.keyHash, authVersion, entry.organizationId);
-        if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
-        return current;
+        return load(entry.keyHash, authVersion, entry.organizationId).then((current) => {
+          if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
+          return current;
+        });
       },
       async confirmWithoutRedis(entry, nowMs) {
         if (nowMs - entry.confirmedAt <= KEY_CONFIRMATION_MS) return entry;

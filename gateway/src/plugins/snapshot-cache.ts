@@ -13,13 +13,16 @@ import { AdminUnavailableError } from './admin-client.ts';
 export type { SubscriberEntry } from '../cache/entries.ts';
 
 export interface SnapshotCache {
-  /** Entitlements that match `versions` at `nowMs`: from the LRU, else Redis, else rebuilt through admin. */
+  /**
+   * Entitlements that match `versions` at `nowMs`: from the LRU (without a promise on that warm path), else
+   * Redis, else rebuilt through admin.
+   */
   entitlements(
     organizationId: string,
     subscriberId: string,
     versions: SnapshotVersions,
     nowMs: number,
-  ): Promise<SubscriberEntry>;
+  ): SubscriberEntry | Promise<SubscriberEntry>;
   /** Whatever the LRU holds, re-resolved locally if an override expired; for answers while Redis is down. */
   cached(organizationId: string, subscriberId: string, nowMs: number): SubscriberEntry | undefined;
 }
@@ -172,45 +175,55 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
         : versions.subscriber === 0 && nowMs < entry.forgetAt;
 
     const cache: SnapshotCache = {
-      async entitlements(organizationId, subscriberId, versions, nowMs) {
+      entitlements(organizationId, subscriberId, versions, nowMs) {
         const key = entryKey(organizationId, subscriberId);
         const entry = entries.get(key);
         if (entry && matches(entry, versions, nowMs)) {
           entitlementsHit.inc();
           return entry.refreshAt(nowMs);
         }
-        metrics.cache.inc({ cache: 'entitlements', result: 'miss' });
-        // Only the document whose version moved is read again.
-        const sameSubscriber =
-          entry &&
-          entry.forgetAt === null &&
-          versions.subscriber !== 0 &&
-          entry.subscriberVersion === versions.subscriber;
-        const [catalog, subscriber] = await Promise.all([
-          loadCatalog(organizationId, versions.catalog),
-          sameSubscriber
-            ? { version: entry.subscriberVersion, doc: entry.subscriber }
-            : loadSubscriber(organizationId, subscriberId, versions.subscriber),
-        ]);
-        const built = build(catalog, subscriber, nowMs);
-        const current = entries.get(key);
-        // A concurrent load may have cached newer documents already; never replace newer with older.
-        if (
-          !current ||
-          current.forgetAt !== null ||
-          (current.catalogVersion <= built.catalogVersion &&
-            current.subscriberVersion <= built.subscriberVersion)
-        ) {
-          entries.set(key, built);
-        }
-        return built;
+        return load(key, entry, organizationId, subscriberId, versions, nowMs);
       },
       cached(organizationId, subscriberId, nowMs) {
-        const entry = entries.get(entryKey(organizationId, subscriberId));
-        return entry?.refreshAt(nowMs);
+        return entries.get(entryKey(organizationId, subscriberId))?.refreshAt(nowMs);
       },
     };
     app.decorate('snapshotCache', cache);
+
+    async function load(
+      key: string,
+      entry: SubscriberEntry | undefined,
+      organizationId: string,
+      subscriberId: string,
+      versions: SnapshotVersions,
+      nowMs: number,
+    ): Promise<SubscriberEntry> {
+      metrics.cache.inc({ cache: 'entitlements', result: 'miss' });
+      // Only the document whose version moved is read again.
+      const sameSubscriber =
+        entry &&
+        entry.forgetAt === null &&
+        versions.subscriber !== 0 &&
+        entry.subscriberVersion === versions.subscriber;
+      const [catalog, subscriber] = await Promise.all([
+        loadCatalog(organizationId, versions.catalog),
+        sameSubscriber
+          ? { version: entry.subscriberVersion, doc: entry.subscriber }
+          : loadSubscriber(organizationId, subscriberId, versions.subscriber),
+      ]);
+      const built = build(catalog, subscriber, nowMs);
+      const current = entries.get(key);
+      // A concurrent load may have cached newer documents already; never replace newer with older.
+      if (
+        !current ||
+        current.forgetAt !== null ||
+        (current.catalogVersion <= built.catalogVersion &&
+          current.subscriberVersion <= built.subscriberVersion)
+      ) {
+        entries.set(key, built);
+      }
+      return built;
+    }
 
     /**
      * A newer subscriber document was announced: it is read now, while Redis is reachable (the announcement came

@@ -9,10 +9,10 @@ import type { Answer } from './evaluator.ts';
 export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { evaluator } = app;
-  const authenticate = async (request: FastifyRequest) => {
+  const authenticate = evaluator.authentication((request: FastifyRequest) => {
     const header = request.headers['x-api-key'];
-    await evaluator.authenticate(request, Array.isArray(header) ? header[0] : header);
-  };
+    return Array.isArray(header) ? header[0] : header;
+  });
 
   app.post(
     '/org/subscribers/:subscriber_id/entitlements/check',

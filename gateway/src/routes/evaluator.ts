@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '@ent/common/auth/scopes';
 import { conflict, forbidden, notFound, rateLimited, serviceUnavailable } from '@ent/common/errors/app-error';
@@ -35,8 +35,11 @@ export interface EvaluateOptions {
 }
 
 export interface Evaluator {
-  /** Resolves the key (401) and checks the "check" scope (403); the key is kept on the request. */
-  authenticate(request: FastifyRequest, key: string | undefined): Promise<void>;
+  /**
+   * An onRequest hook that resolves the key `keyOf` reads (401) and checks the "check" scope (403), keeping the
+   * key on the request. A callback hook: a key already in memory costs no promise.
+   */
+  authentication(keyOf: (request: FastifyRequest) => string | undefined): onRequestHookHandler;
   /** One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. */
   evaluate(
     request: FastifyRequest,
@@ -106,11 +109,31 @@ export const evaluator = fp(
     const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
     app.decorateRequest('knownKey', null);
 
-    async function authenticate(request: FastifyRequest, key: string | undefined) {
-      const known = await principals.authenticate(key, request.ip);
-      refuseScope(known.principal!);
-      request.knownKey = known;
+    /** Undefined when decided at once (a key in memory), else the lookup under way. */
+    function authenticate(request: FastifyRequest, key: string | undefined): Promise<void> | undefined {
+      const known = key === undefined ? undefined : principals.known(key);
+      if (known) {
+        refuseScope(known.principal!);
+        request.knownKey = known;
+        return undefined;
+      }
+      return principals.authenticate(key, request.ip).then((looked) => {
+        refuseScope(looked.principal!);
+        request.knownKey = looked;
+      });
     }
+
+    const authentication: Evaluator['authentication'] = (keyOf) =>
+      function authenticateEval(request, _reply, done) {
+        let pending: Promise<void> | undefined;
+        try {
+          pending = authenticate(request, keyOf(request));
+        } catch (error) {
+          return done(error as Error);
+        }
+        if (pending === undefined) done();
+        else pending.then(() => done(), done);
+      };
 
     async function evaluate(
       request: FastifyRequest,
@@ -147,7 +170,8 @@ export const evaluator = fp(
         blockedOrganizations.delete(organizationId);
       const counted = gate.outcome === 'counted';
       try {
-        const current = await principals.confirm(known, gate.versions.auth, nowMs);
+        const confirmed = principals.confirm(known, gate.versions.auth, nowMs);
+        const current = confirmed instanceof Promise ? await confirmed : confirmed;
         refuseScope(current.principal!);
         if (current.principal!.organizationId !== organizationId)
           throw serviceUnavailable('Retry the request.');
@@ -156,7 +180,8 @@ export const evaluator = fp(
           setUsageHeaders(reply, gate.usage);
           throw blockedError(gate.period);
         }
-        const entry = await snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs);
+        const cachedOrLoading = snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs);
+        const entry = cachedOrLoading instanceof Promise ? await cachedOrLoading : cachedOrLoading;
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         const body = answer(entry);
         setUsageHeaders(reply, gate.usage);
@@ -198,7 +223,7 @@ export const evaluator = fp(
       return send(request, reply, answer(entry), options);
     }
 
-    app.decorate('evaluator', { authenticate, evaluate });
+    app.decorate('evaluator', { authentication, evaluate });
   },
   { name: 'evaluator', dependencies: ['snapshot-cache'] },
 );

@@ -104,7 +104,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
     reply.header('access-control-allow-origin', origin);
     reply.header('access-control-expose-headers', EXPOSED);
   };
-  const authenticate = async (request: FastifyRequest) => evaluator.authenticate(request, apiKeyOf(request));
+  const authenticate = evaluator.authentication(apiKeyOf);
 
   /** The subscriber id, or the protocol's 400 before any eval is counted. */
   const targetingKeyOf = (body: OfrepRequest, key: string | undefined): string => {
