@@ -178,6 +178,12 @@ export async function createWorld(shape: SeedShape, options: { redisUrl?: string
     let started = Date.now();
     await seed(db, org.organization_id, shape);
     await db.destroy();
+    // Fresh statistics (as the owner: only it may ANALYZE), or the planner still sees the tables empty and the
+    // snapshot rebuild scans them once per batch.
+    const owner = new pg.Client({ connectionString: ownerUrl });
+    await owner.connect();
+    await owner.query('ANALYZE');
+    await owner.end();
     log(
       `seeded ${shape.features} features, ${shape.plans} plans, ${shape.subscribers} subscribers ` +
         `(10% with overrides) in ${Date.now() - started} ms`,

@@ -18,6 +18,8 @@ const BACKSLASH = 0x5c; // \
  * Brackets inside strings are skipped; malformed text is left for the parser to refuse.
  */
 export function exceedsJsonDepth(text: string, maxDepth = MAX_JSON_DEPTH): boolean {
+  // Too short to open more than maxDepth brackets (an eval's body, say): nothing to read.
+  if (text.length <= maxDepth) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
