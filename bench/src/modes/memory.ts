@@ -1,10 +1,20 @@
 /**
  * `npm run bench -- memory`: one real gateway process, its cache filled by real evals (one per subscriber) to
  * 100,000 and then 1,000,000 subscribers (20 features, 5 plans, 10% with overrides); RSS (from /proc) and V8
- * heap (from its /metrics) at each step, per cached subscriber above the process's warm baseline.
+ * heap (from its /metrics, after a full collection) at each step, per cached subscriber above the process's warm
+ * baseline.
  * BENCH_MEMORY_SUBSCRIBERS changes the largest step (default 1,000,000).
  */
-import { createWorld, envNumber, freePort, healthy, log, metric, residentBytes, startNode } from '../harness.ts';
+import {
+  createWorld,
+  envNumber,
+  freePort,
+  healthy,
+  log,
+  metric,
+  residentBytes,
+  startNode,
+} from '../harness.ts';
 import { drive } from '../load.ts';
 import { DEFAULT_SHAPE } from '../seed.ts';
 
@@ -29,8 +39,14 @@ export interface MemoryResult {
   steps: MemoryStep[];
 }
 
-/** Lets the heap settle (incremental marking finishes, idle-time GC) before reading it. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 5000));
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A full collection in the gateway (bench/src/gc-on-signal.mjs), so the readings are what it really holds. */
+async function collectGarbage(pid: number): Promise<void> {
+  await pause(1000);
+  process.kill(pid, 'SIGUSR2');
+  await pause(2000);
+}
 
 export async function runMemory(): Promise<MemoryResult> {
   const largest = envNumber('BENCH_MEMORY_SUBSCRIBERS', 1_000_000);
@@ -40,28 +56,45 @@ export async function runMemory(): Promise<MemoryResult> {
   try {
     const [gatewayPort, metricsPort] = [await freePort(), await freePort()];
     startNode('admin/src/server.ts', world.env);
-    const gateway = startNode('gateway/src/server.ts', {
-      ...world.env,
-      GATEWAY_PORT: String(gatewayPort),
-      GATEWAY_METRICS_PORT: String(metricsPort),
-      GATEWAY_CACHE_MB: String(cacheMb),
-    });
+    const gateway = startNode(
+      'gateway/src/server.ts',
+      {
+        ...world.env,
+        GATEWAY_PORT: String(gatewayPort),
+        GATEWAY_METRICS_PORT: String(metricsPort),
+        GATEWAY_CACHE_MB: String(cacheMb),
+      },
+      { nodeArgs: ['--expose-gc', '--import', './bench/src/gc-on-signal.mjs'] },
+    );
     const url = `http://127.0.0.1:${gatewayPort}`;
     const metricsUrl = `http://127.0.0.1:${metricsPort}`;
     await Promise.all([healthy(`${world.adminUrl}/healthz`), healthy(`${url}/healthz`)]);
-    const load = { url, apiKey: world.apiKey, features: shape.features, connections: 64, route: 'check' as const };
+    const load = {
+      url,
+      apiKey: world.apiKey,
+      features: shape.features,
+      connections: 64,
+      route: 'check' as const,
+    };
     // The warm baseline: code loaded, the hot path compiled, the catalog cached, a handful of subscribers.
     await drive({ ...load, subscribers: 100, amount: 20_000 });
-    await settle();
-    const baseline = { rssBytes: residentBytes(gateway.pid), heapUsedBytes: await metric(metricsUrl, 'nodejs_heap_size_used_bytes') };
-    log(`baseline: RSS ${(baseline.rssBytes / 2 ** 20).toFixed(0)} MiB, heap ${(baseline.heapUsedBytes / 2 ** 20).toFixed(0)} MiB`);
+    await collectGarbage(gateway.pid);
+    const baseline = {
+      rssBytes: residentBytes(gateway.pid),
+      heapUsedBytes: await metric(metricsUrl, 'nodejs_heap_size_used_bytes'),
+    };
+    log(
+      `baseline: RSS ${(baseline.rssBytes / 2 ** 20).toFixed(0)} MiB, heap ${(baseline.heapUsedBytes / 2 ** 20).toFixed(0)} MiB`,
+    );
 
     const steps: MemoryStep[] = [];
-    for (const subscribers of [100_000, largest].filter((n, i, all) => n <= largest && all.indexOf(n) === i)) {
+    for (const subscribers of [100_000, largest].filter(
+      (n, i, all) => n <= largest && all.indexOf(n) === i,
+    )) {
       const started = Date.now();
       const warm = await drive({ ...load, subscribers, amount: subscribers });
       const warmSeconds = (Date.now() - started) / 1000;
-      await settle();
+      await collectGarbage(gateway.pid);
       const cachedSubscribers = await metric(metricsUrl, 'gateway_cache_subscribers');
       const rssBytes = residentBytes(gateway.pid);
       const heapUsedBytes = await metric(metricsUrl, 'nodejs_heap_size_used_bytes');

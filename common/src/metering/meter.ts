@@ -40,19 +40,22 @@ export class MeteringError extends Error {
   }
 }
 
+function usageOf(cap: { evalLimit: number | null; blocking: boolean }, used: number, stopped: boolean): EvalUsageHeaders | null {
+  return cap.evalLimit === null ? null : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped) };
+}
+
 /** Maps eval `index` of the gate script's reply to the contract's result (the one place its codes are read). */
 export function toGateResult(reply: EvalGateBatchReply, index: number, nowMs: number): EvalGateResult {
-  const [, rawLimit = -1, blocking, catalog = 0, auth = 0] = reply;
+  // Indexed reads, not destructuring (the iterator protocol) and no closure: this runs once per eval.
+  const rawLimit = reply[1] ?? -1;
   const at = GATE_REPLY_HEADER + index * GATE_REPLY_WIDTH;
   const code = reply[at];
   const count = reply[at + 1] ?? 0;
-  const versions: SnapshotVersions = { catalog, subscriber: reply[at + 2] ?? 0, auth };
-  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: blocking === 1 };
-  const usage = (used: number, stopped: boolean): EvalUsageHeaders | null =>
-    cap.evalLimit === null ? null : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped) };
+  const versions: SnapshotVersions = { catalog: reply[3] ?? 0, subscriber: reply[at + 2] ?? 0, auth: reply[4] ?? 0 };
+  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: reply[2] === 1 };
   switch (code) {
     case GateCode.Counted:
-      return { outcome: 'counted', versions, usage: usage(count, false) };
+      return { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
     case GateCode.RateLimited:
       return {
         outcome: 'rate_limited',
@@ -60,7 +63,7 @@ export function toGateResult(reply: EvalGateBatchReply, index: number, nowMs: nu
         retryAfterSeconds: Math.max(1, Math.ceil((1000 - (nowMs % 1000)) / 1000)),
       };
     case GateCode.Blocked:
-      return { outcome: 'blocked', versions, period: periodOf(nowMs), usage: usage(count, true) };
+      return { outcome: 'blocked', versions, period: periodOf(nowMs), usage: usageOf(cap, count, true) };
     default:
       throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
   }
