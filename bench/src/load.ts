@@ -78,7 +78,7 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
               n = (n + STEP) % options.subscribers;
               return {
                 ...request,
-                ...requestFor(options.route, options.apiKey, `sub-${n}`, featureKey(n % options.features)),
+                ...requestFor(options.route, options.apiKey, `sub-${n}`, featureKey(n % options.features, options.features)),
               };
             },
           },

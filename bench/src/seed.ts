@@ -9,7 +9,9 @@ export interface SeedShape {
 
 export const DEFAULT_SHAPE: SeedShape = { features: 20, plans: 5, subscribers: 100_000 };
 
-export const featureKey = (i: number) => `feature-${String(i).padStart(2, '0')}`;
+/** Zero-padded to the catalog's widest index (at least two digits), so keys sort like their numbers. */
+export const keyWidth = (features: number) => Math.max(2, String(features - 1).length);
+export const featureKey = (i: number, features: number) => `feature-${String(i).padStart(keyWidth(features), '0')}`;
 
 /**
  * `features` features (even: limit, odd: flag), `plans` plans granting overlapping prefixes of the catalog
@@ -20,7 +22,7 @@ export async function seed(db: Kysely<Database>, organizationId: string, shape: 
   const { features, plans, subscribers } = shape;
   await sql`
     INSERT INTO features (id, organization_id, key, name, kind)
-    SELECT 'feat_bench_' || i, ${organizationId}, 'feature-' || lpad(i::text, 2, '0'), 'Feature ' || i,
+    SELECT 'feat_bench_' || i, ${organizationId}, 'feature-' || lpad(i::text, ${keyWidth(features)}, '0'), 'Feature ' || i,
            CASE WHEN i % 2 = 0 THEN 'limit' ELSE 'flag' END
     FROM generate_series(0, ${features - 1}) AS i`.execute(db);
   await sql`

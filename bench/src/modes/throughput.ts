@@ -118,11 +118,11 @@ async function sdkFigures(world: BenchWorld, gatewayUrl: string, metricsUrl: str
     for (let s = 0; s < cached; s++) await client.list(`sub-${s}`);
     let before = await evals();
     const sdk = await inProcess('sdk check, warm cache', seconds, 64, (i) =>
-      client.check(`sub-${i % cached}`, featureKey(i % features)),
+      client.check(`sub-${i % cached}`, featureKey(i % features, features)),
     );
     const sdkRequests = (await evals()) - before;
     before = await evals();
-    const body = (i: number) => JSON.stringify({ feature: featureKey(i % features) });
+    const body = (i: number) => JSON.stringify({ feature: featureKey(i % features, features) });
     const raw = await inProcess('raw HTTP check', seconds, 64, async (i) => {
       const res = await pool.request({
         method: 'POST',

@@ -8,6 +8,16 @@ import { createHash } from 'node:crypto';
 export const strongEtag = (body: string): string =>
   `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
 
+/** Where a shared answer's ETag is kept beside the answer (entries.ts `serialized`). */
+export const ETAG_KEY = '\u0000etag';
+
+/**
+ * The strong ETag of a body made of a per-request part and a shared part whose ETag is already known (a list
+ * that names its subscriber around a plan set's shared list): the SHA-256 of the two, so a long shared body is
+ * hashed once, not per request, and the tag still changes with either part.
+ */
+export const etagOfParts = (own: string, sharedEtag: string): string => strongEtag(`${own}\u0000${sharedEtag}`);
+
 /** RFC 9110 §13.1.2: `*` or a list of tags, compared weakly (a `W/` prefix is ignored). */
 export function ifNoneMatchMatches(header: string | string[] | undefined, etag: string): boolean {
   if (header === undefined) return false;

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
-import { EVERY_FEATURE } from '../cache/entries.ts';
+import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
+import { ETAG_KEY, etagOfParts, strongEtag } from './etag.ts';
 import { CheckBody, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
 import type { Answer } from './evaluator.ts';
 
@@ -48,7 +49,12 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
         });
         return `${prefix}${listed}}`;
       };
-      return evaluator.evaluate(request, reply, subscriberId, answer, { etag: true });
+      // The list's hash is made once per plan set; per request only the subscriber id and that hash are hashed.
+      const etag = (entry: SubscriberEntry, body: string) => {
+        const listed = body.slice(prefix.length, -1);
+        return etagOfParts(subscriberId, entry.serialized(cacheKey + ETAG_KEY, EVERY_FEATURE, () => strongEtag(listed)));
+      };
+      return evaluator.evaluate(request, reply, subscriberId, answer, { etag });
     },
   );
 }

@@ -10,7 +10,7 @@ import {
 import { periodOf } from '@ent/common/metering/period';
 import type { KnownKey } from '../plugins/principals.ts';
 import type { SubscriberEntry } from '../plugins/snapshot-cache.ts';
-import { ifNoneMatchMatches, strongEtag } from './etag.ts';
+import { ifNoneMatchMatches } from './etag.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,10 +26,10 @@ export type Answer = (entry: SubscriberEntry) => string;
 
 export interface EvaluateOptions {
   /**
-   * Answers carry a strong ETag (the body's hash) and a matching If-None-Match gets a 304, which is not a 2xx
-   * and so not an eval (SPEC.md counts 2xx): it is refunded like any other non-2xx.
+   * The answer's strong ETag (a SHA-256 over its content: etag.ts); a matching If-None-Match gets a 304, which
+   * is not a 2xx and so not an eval (SPEC.md counts 2xx): it is refunded like any other non-2xx.
    */
-  etag?: boolean;
+  etag?: (entry: SubscriberEntry, body: string) => string;
   /** The error for a subscriber that does not exist (default: 404 NOT_FOUND). */
   unknownSubscriber?: (subscriberId: string) => Error;
 }
@@ -74,19 +74,16 @@ const blockedError = (period: string) =>
     value: period,
   });
 
-/**
- * Sends the answer, or a 304 when the client's If-None-Match already names it. The tag is hashed per request:
- * kept per subscriber it would cost every cached entry memory, and answers that name the subscriber (lists)
- * cannot share one.
- */
+/** Sends the answer, or a 304 when the client's If-None-Match already names it. */
 function send(
   request: FastifyRequest,
   reply: FastifyReply,
+  entry: SubscriberEntry,
   body: string,
   options: EvaluateOptions | undefined,
 ) {
   if (options?.etag) {
-    const etag = strongEtag(body);
+    const etag = options.etag(entry, body);
     reply.header('etag', etag);
     if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
   }
@@ -185,7 +182,7 @@ export const evaluator = fp(
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         const body = answer(entry);
         setUsageHeaders(reply, gate.usage);
-        const sent = send(request, reply, body, options);
+        const sent = send(request, reply, entry, body, options);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
         return sent;
@@ -220,7 +217,7 @@ export const evaluator = fp(
       if (!entry || !entry.subscriber.exists) {
         throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
       }
-      return send(request, reply, answer(entry), options);
+      return send(request, reply, entry, answer(entry), options);
     }
 
     app.decorate('evaluator', { authentication, evaluate });

@@ -3,7 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { sendError, toAppError } from '@ent/common/http/error-handler';
 import type { CheckResult } from '@ent/common/resolve/resolve';
 import { OfrepParams, OfrepRequest, type OfrepFailure, type OfrepSuccess } from '@ent/common/schemas/ofrep';
-import { EVERY_FEATURE } from '../cache/entries.ts';
+import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
+import { ETAG_KEY, strongEtag } from './etag.ts';
 import type { Answer } from './evaluator.ts';
 
 /** An OFREP error answered with the protocol's own body (`{key?, errorCode, errorDetails}`). */
@@ -181,7 +182,8 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
           JSON.stringify({ flags: entry.results().map(toOfrep) }),
         );
       return evaluator.evaluate(request, reply, subscriberId, answer, {
-        etag: true,
+        etag: (entry: SubscriberEntry, body: string) =>
+          entry.serialized(BULK_CACHE_KEY + ETAG_KEY, EVERY_FEATURE, () => strongEtag(body)),
         unknownSubscriber: unknownSubscriber(undefined),
       });
     },
