@@ -7,7 +7,7 @@ import type { EvalGateBatchReply } from '../src/metering/scripts.ts';
 const NOW = Date.UTC(2026, 10, 22, 12);
 
 /** A fake script: records each call's subscribers and answers when the test releases it. */
-function scriptedRedis(maxHoldMs = 60_000) {
+function scriptedRedis(maxHoldMs = 60_000, turnsToWait = 0) {
   const calls: { subscribers: string[]; release: () => void; fail: (error: Error) => void }[] = [];
   const run = (batch: GateBatch) =>
     new Promise<EvalGateBatchReply>((resolve, reject) => {
@@ -23,12 +23,32 @@ function scriptedRedis(maxHoldMs = 60_000) {
     versions: { catalog: reply[3]!, subscriber: reply[5 + index * 3 + 2]!, auth: reply[4]! },
     usage: null,
   });
-  return { calls, batcher: createGateBatcher(run, decode, { maxHoldMs }) };
+  return { calls, batcher: createGateBatcher(run, decode, { maxHoldMs, turnsToWait, smallBatch: 4 }) };
 }
 
 const evalOf = (organizationId: string, n: number, nowMs = NOW) => ({ organizationId, subscriberId: `s${n}`, nowMs });
 
 describe('gate batcher', () => {
+  it('lets a small batch wait a few event-loop turns for more evals, then sends it; a full one goes at once', async () => {
+    const { calls, batcher } = scriptedRedis(60_000, 2);
+    const answers = [batcher.add(evalOf('a', 1))];
+    await nextTurn();
+    answers.push(batcher.add(evalOf('a', 2)));
+    expect(calls).toHaveLength(0);
+    await nextTurn();
+    await nextTurn();
+    await nextTurn();
+    expect(calls.map((c) => c.subscribers)).toEqual([['a/s1', 'a/s2']]);
+    calls[0]!.release();
+    await Promise.all(answers);
+    // Four evals (smallBatch here) are not small: sent at the end of their turn.
+    const full = [1, 2, 3, 4].map((n) => batcher.add(evalOf('b', n)));
+    await nextTurn();
+    expect(calls.map((c) => c.subscribers)).toEqual([['a/s1', 'a/s2'], ['b/s1', 'b/s2', 'b/s3', 'b/s4']]);
+    calls[1]!.release();
+    await Promise.all(full);
+  });
+
   it('sends the evals of one turn as one call per organization, and answers each with its own slice', async () => {
     const { calls, batcher } = scriptedRedis();
     const answers = [batcher.add(evalOf('a', 1)), batcher.add(evalOf('a', 2)), batcher.add(evalOf('b', 3))];

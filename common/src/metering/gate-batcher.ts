@@ -20,6 +20,8 @@ interface Lane {
   open: Waiting | null;
   inFlight: number;
   holdTimer: NodeJS.Timeout | null;
+  /** Event-loop turns the open batch has waited for more evals while small. */
+  turnsWaited: number;
 }
 
 /** Bounds one script call's work, so a burst of evals never holds Redis for long. */
@@ -30,6 +32,13 @@ const MAX_EVALS_PER_CALL = 128;
  * than its own command timeout.
  */
 const DEFAULT_MAX_HOLD_MS = 2;
+/**
+ * A batch smaller than this waits up to DEFAULT_TURNS_TO_WAIT more event-loop turns (setImmediate: no timer, and an
+ * idle loop spins them in microseconds) for evals still being read from the sockets; Redis's fixed cost per
+ * script call is then shared by more evals.
+ */
+const DEFAULT_SMALL_BATCH = 32;
+const DEFAULT_TURNS_TO_WAIT = 2;
 
 /**
  * Collects gate calls into one script call per organization and month, in arrival order. A batch is sent
@@ -42,7 +51,11 @@ export function createGateBatcher(
   run: (batch: GateBatch) => Promise<EvalGateBatchReply>,
   /** Eval `index` of a batch reply as the contract's result (throws when the reply says something else). */
   decode: (reply: EvalGateBatchReply, index: number, nowMs: number) => EvalGateResult,
-  { maxHoldMs = DEFAULT_MAX_HOLD_MS }: { maxHoldMs?: number } = {},
+  {
+    maxHoldMs = DEFAULT_MAX_HOLD_MS,
+    smallBatch = DEFAULT_SMALL_BATCH,
+    turnsToWait = DEFAULT_TURNS_TO_WAIT,
+  }: { maxHoldMs?: number; smallBatch?: number; turnsToWait?: number } = {},
 ) {
   const lanes = new Map<string, Lane>();
   const ready = new Set<Lane>();
@@ -95,12 +108,20 @@ export function createGateBatcher(
 
   function flush(): void {
     scheduled = false;
+    const again: Lane[] = [];
     for (const lane of ready) {
       if (!lane.open) continue;
-      if (lane.inFlight === 0) dispatch(lane);
-      else lane.holdTimer ??= setTimeout(() => dispatch(lane), maxHoldMs);
+      if (lane.inFlight > 0) lane.holdTimer ??= setTimeout(() => dispatch(lane), maxHoldMs);
+      else if (lane.open.batch.evals.length < smallBatch && lane.turnsWaited < turnsToWait) {
+        lane.turnsWaited += 1;
+        again.push(lane);
+      } else {
+        lane.turnsWaited = 0;
+        dispatch(lane);
+      }
     }
     ready.clear();
+    for (const lane of again) markReady(lane);
   }
 
   return {
@@ -110,7 +131,7 @@ export function createGateBatcher(
         const key = `${input.organizationId}\u0000${period}`;
         let lane = lanes.get(key);
         if (!lane) {
-          lane = { key, open: null, inFlight: 0, holdTimer: null };
+          lane = { key, open: null, inFlight: 0, holdTimer: null, turnsWaited: 0 };
           lanes.set(key, lane);
         }
         lane.open ??= { batch: { organizationId: input.organizationId, period, evals: [] }, settle: [] };
