@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { listedEntitlements, resolveAll, resolveFeature, type CheckResult } from '../src/resolve/resolve.ts';
 import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '../src/snapshots/documents.ts';
+import { catalogArbitrary } from '../../test-support/catalog-arbitrary.ts';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 0);
 
@@ -120,25 +121,8 @@ describe('resolveAll and the listing', () => {
 // ---- properties ----
 
 const featureKeys = ['a', 'b', 'c', 'd', 'e', 'f'];
-const kindArb = fc.constantFrom<'flag' | 'limit'>('flag', 'limit');
 const limitArb = fc.option(fc.nat({ max: 1000 }), { nil: null });
-
-const catalogArb: fc.Arbitrary<CatalogDoc> = fc
-  .tuple(fc.dictionary(fc.constantFrom(...featureKeys), kindArb, { minKeys: 1 }), fc.integer({ min: 0, max: 5 }))
-  .chain(([features, planCount]) => {
-    const keys = Object.keys(features);
-    const grantArb = (key: string): fc.Arbitrary<Grant> =>
-      features[key] === 'flag' ? fc.constant({ kind: 'flag' as const }) : limitArb.map((limit) => ({ kind: 'limit' as const, limit }));
-    const planArb = fc.record({
-      archived: fc.boolean(),
-      grants: fc.subarray(keys).chain((granted) =>
-        fc.tuple(...granted.map(grantArb)).map((grants) => Object.fromEntries(granted.map((k, i) => [k, grants[i]!]))),
-      ),
-    });
-    return fc
-      .tuple(...Array.from({ length: planCount }, () => planArb))
-      .map((plans) => ({ features, plans: Object.fromEntries(plans.map((p, i) => [`plan_${i}`, p])) }));
-  });
+const catalogArb = catalogArbitrary(featureKeys, 1000);
 
 const overrideArb = (kind: 'flag' | 'limit'): fc.Arbitrary<OverrideValue> => {
   const expiresAt = fc.option(fc.integer({ min: NOW - 5000, max: NOW + 5000 }), { nil: null });

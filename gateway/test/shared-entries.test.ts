@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolveAll } from '@ent/common/resolve/resolve';
-import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '@ent/common/snapshots/documents';
+import type { CatalogDoc, OverrideValue, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { catalogArbitrary } from '../../test-support/catalog-arbitrary.ts';
 import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/cache/entries.ts';
 
 /**
@@ -11,31 +12,8 @@ import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/cache/entri
  */
 const NOW = Date.UTC(2026, 10, 23, 12);
 const featureKeys = ['a', 'b', 'c', 'd', 'e'];
-const kindArb = fc.constantFrom<'flag' | 'limit'>('flag', 'limit');
 const limitArb = fc.option(fc.nat({ max: 100 }), { nil: null });
-
-const catalogArb: fc.Arbitrary<CatalogDoc> = fc
-  .tuple(fc.dictionary(fc.constantFrom(...featureKeys), kindArb, { minKeys: 1 }), fc.integer({ min: 0, max: 4 }))
-  .chain(([features, planCount]) => {
-    const keys = Object.keys(features);
-    const grantArb = (key: string): fc.Arbitrary<Grant> =>
-      features[key] === 'flag'
-        ? fc.constant({ kind: 'flag' as const })
-        : limitArb.map((limit) => ({ kind: 'limit' as const, limit }));
-    const planArb = fc.record({
-      archived: fc.boolean(),
-      grants: fc
-        .subarray(keys)
-        .chain((granted) =>
-          fc
-            .tuple(...granted.map(grantArb))
-            .map((grants) => Object.fromEntries(granted.map((k, i) => [k, grants[i]!]))),
-        ),
-    });
-    return fc
-      .tuple(...Array.from({ length: planCount }, () => planArb))
-      .map((plans) => ({ features, plans: Object.fromEntries(plans.map((p, i) => [`plan_${i}`, p])) }));
-  });
+const catalogArb = catalogArbitrary(featureKeys, 100);
 
 /** Any override, including a kind the feature no longer has and features the catalog does not hold. */
 const overrideArb: fc.Arbitrary<OverrideValue> = fc.oneof(
