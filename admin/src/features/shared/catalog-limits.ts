@@ -28,23 +28,22 @@ export async function assertCatalogRoom(
   growth: CatalogGrowth,
 ): Promise<void> {
   await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
+  const rowsOf = async (table: 'features' | 'plans') =>
+    (
+      await trx
+        .selectFrom(table)
+        .select(sql<number>`count(*)::int`.as('count'))
+        .where('organization_id', '=', organizationId)
+        .executeTakeFirstOrThrow()
+    ).count;
   if ('features' in growth) {
-    const { count } = await trx
-      .selectFrom('features')
-      .select(sql<number>`count(*)::int`.as('count'))
-      .where('organization_id', '=', organizationId)
-      .executeTakeFirstOrThrow();
-    if (count + growth.features > limits.features)
+    if ((await rowsOf('features')) + growth.features > limits.features) {
       throw tooLarge('features', limits.features, 'CATALOG_MAX_FEATURES');
+    }
     return;
   }
-  if ('plans' in growth) {
-    const { count } = await trx
-      .selectFrom('plans')
-      .select(sql<number>`count(*)::int`.as('count'))
-      .where('organization_id', '=', organizationId)
-      .executeTakeFirstOrThrow();
-    if (count + growth.plans > limits.plans) throw tooLarge('plans', limits.plans, 'CATALOG_MAX_PLANS');
+  if ('plans' in growth && (await rowsOf('plans')) + growth.plans > limits.plans) {
+    throw tooLarge('plans', limits.plans, 'CATALOG_MAX_PLANS');
   }
   if (growth.grants === 0) return;
   let grants = trx
