@@ -7,7 +7,7 @@ import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { startOutboxRunner } from './features/outbox/runner.ts';
-import { jobDefinitions } from './jobs/processors.ts';
+import { jobDefinitions } from './jobs/registry.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
 

@@ -4,7 +4,7 @@ import { keyPrefixOf } from '@ent/common/auth/api-key';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { auditEntryIds } from '../src/features/audit/entry.ts';
 import { latestSettleMark } from '../src/features/audit/store.ts';
-import { settleAudit } from '../src/jobs/audit-settle.job.ts';
+import { settleAudit } from '../src/features/audit/settle.job.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;

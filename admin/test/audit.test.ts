@@ -6,8 +6,8 @@ import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { TEST_APP_ROLE } from '../../test-support/databases.ts';
 import { auditEntryIds, auditIdFloor, recordableDetails, rfc3339ToMs, routeTemplate } from '../src/features/audit/entry.ts';
-import { settleAudit } from '../src/jobs/audit-settle.job.ts';
-import { jobDefinitions } from '../src/jobs/processors.ts';
+import { settleAudit } from '../src/features/audit/settle.job.ts';
+import { jobDefinitions } from '../src/jobs/registry.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;

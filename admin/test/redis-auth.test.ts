@@ -13,8 +13,9 @@ import {
   createTestOrganization,
   type AdminTestContext,
 } from '../../test-support/admin-context.ts';
-import { auditSettleJob } from '../src/jobs/audit-settle.job.ts';
-import { jobDefinitions, type AnyJobDefinition, type JobDependencies } from '../src/jobs/processors.ts';
+import { auditSettleJob } from '../src/features/audit/settle.job.ts';
+import type { AnyJobDefinition, JobDependencies } from '../src/jobs/job.ts';
+import { jobDefinitions } from '../src/jobs/registry.ts';
 import type { QueueName } from '../src/jobs/queues.ts';
 import { startWorkers } from '../src/jobs/start-workers.ts';
 import { caller } from './identity-helpers.ts';

@@ -9,8 +9,8 @@ import {
 } from '../../test-support/admin-context.ts';
 import { recordDeliveries } from '../src/features/webhook/dispatch.ts';
 import { TARGET_REFUSED_MESSAGE } from '../src/features/webhook/targets.ts';
-import type { JobDependencies } from '../src/jobs/processors.ts';
-import { createWebhookDeliveryProcessor } from '../src/jobs/webhook-delivery.job.ts';
+import type { JobDependencies } from '../src/jobs/job.ts';
+import { createWebhookDeliveryProcessor } from '../src/features/webhook/delivery.job.ts';
 import { caller } from './identity-helpers.ts';
 
 /** An IPv4 or IPv6 address, with or without a port, anywhere in the text. */

@@ -9,14 +9,14 @@ import {
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { recordDeliveries } from '../src/features/webhook/dispatch.ts';
-import type { JobDependencies } from '../src/jobs/processors.ts';
+import type { JobDependencies } from '../src/jobs/job.ts';
 import { queueConnection } from '../src/jobs/queues.ts';
 import {
   createWebhookDeliveryProcessor,
   jittered,
   retryAfterMs,
   STANDARD_SCHEDULE_MS,
-} from '../src/jobs/webhook-delivery.job.ts';
+} from '../src/features/webhook/delivery.job.ts';
 import { caller } from './identity-helpers.ts';
 import { Receiver, until, verify } from './webhook-helpers.ts';
 

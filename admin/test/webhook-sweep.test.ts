@@ -9,10 +9,10 @@ import {
   type AdminTestContext,
 } from '../../test-support/admin-context.ts';
 import { deliveryJobId, recordDeliveries } from '../src/features/webhook/dispatch.ts';
-import type { JobDependencies } from '../src/jobs/processors.ts';
+import type { JobDependencies } from '../src/jobs/job.ts';
 import { queueConnection } from '../src/jobs/queues.ts';
-import { createWebhookDeliveryProcessor } from '../src/jobs/webhook-delivery.job.ts';
-import { sweepStaleDeliveries } from '../src/jobs/webhook-sweep.job.ts';
+import { createWebhookDeliveryProcessor } from '../src/features/webhook/delivery.job.ts';
+import { sweepStaleDeliveries } from '../src/features/webhook/sweep.job.ts';
 import { caller } from './identity-helpers.ts';
 import { Receiver, until, verify } from './webhook-helpers.ts';
 

@@ -1,6 +1,7 @@
 import { Worker, type Queue } from 'bullmq';
 import { checkRedisLogin } from '@ent/common/redis/connect';
-import { jobDefinitions, type AnyJobDefinition, type JobDependencies } from './processors.ts';
+import type { AnyJobDefinition, JobDependencies } from './job.ts';
+import { jobDefinitions } from './registry.ts';
 import { queueConnection } from './queues.ts';
 
 export interface StartWorkersOptions {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from './connect.ts';
+import type { RedisClient } from './client.ts';
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.url), 'utf8');
 

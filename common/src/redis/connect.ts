@@ -1,9 +1,10 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.ts';
+import type { RedisClient } from './client.ts';
 import { withScripts } from './commands.ts';
 import { nodeOptions, redactRedisUrl, redisTarget, type RedisNode } from './redis-url.ts';
 
-export type RedisClient = Redis | Cluster;
+export type { RedisClient } from './client.ts';
 
 type RedisConfig = Pick<Config, 'redisUrl' | 'redisClusterNodes'>;
 

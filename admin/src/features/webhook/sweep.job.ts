@@ -1,9 +1,9 @@
 import type { JobState } from 'bullmq';
 import type { Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
-import { deliveryJobId } from '../features/webhook/dispatch.ts';
-import type { JobDefinition, JobDependencies } from './processors.ts';
-import { MAX_ERROR_LENGTH, STANDARD_SCHEDULE_MS } from './webhook-delivery.job.ts';
+import { deliveryJobId } from './dispatch.ts';
+import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
+import { MAX_ERROR_LENGTH, STANDARD_SCHEDULE_MS } from './delivery.job.ts';
 
 const MINUTE = 60_000;
 

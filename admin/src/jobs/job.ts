@@ -4,10 +4,12 @@ import type { Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
-import { auditSettleJob } from './audit-settle.job.ts';
 import type { QueueName, QueuePayloads, Queues } from './queues.ts';
-import { webhookDeliveryJob } from './webhook-delivery.job.ts';
-import { webhookSweepJob } from './webhook-sweep.job.ts';
+
+/**
+ * What a job is: its queue, its processor and (for periodic work) its schedule. Each job is defined beside its
+ * feature (`features/<family>/<name>.job.ts`) and listed once in `registry.ts`.
+ */
 
 /** What a job processor may use; built once per worker process (or per test). */
 export interface JobDependencies {
@@ -31,10 +33,3 @@ export interface JobDefinition<Name extends QueueName> {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogenous list, each entry typed at definition
 export type AnyJobDefinition = JobDefinition<any>;
-
-/** Every job the worker runs. One line per job file. */
-export const jobDefinitions: AnyJobDefinition[] = [
-  auditSettleJob,
-  webhookDeliveryJob,
-  webhookSweepJob,
-];

@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
 import { Agent, request as httpRequest } from 'undici';
 import type { Database, WebhookDelivery } from '@ent/common/db/database';
-import { deliveryJobId } from '../features/webhook/dispatch.ts';
-import { signingSecrets } from '../features/webhook/service.ts';
-import { signatureHeader } from '../features/webhook/signing.ts';
+import { deliveryJobId } from './dispatch.ts';
+import { signingSecrets } from './service.ts';
+import { signatureHeader } from './signing.ts';
 import {
   TargetRefusedError,
   assertPublicTarget,
   publicOnlyLookup,
   withoutAddresses,
-} from '../features/webhook/targets.ts';
-import type { JobDefinition, JobDependencies, JobProcessor } from './processors.ts';
+} from './targets.ts';
+import type { JobDefinition, JobDependencies, JobProcessor } from '../../jobs/job.ts';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

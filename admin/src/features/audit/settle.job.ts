@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
-import { insertSettleMark, latestSettleMark, settlePendingEntries } from '../features/audit/store.ts';
-import type { JobDefinition, JobDependencies } from './processors.ts';
+import { insertSettleMark, latestSettleMark, settlePendingEntries } from './store.ts';
+import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
 
 /** An entry still `pending` this long after its request arrived will never get an answer: settle it. */
 export const AUDIT_SETTLE_AFTER_MS = 5 * 60_000;
