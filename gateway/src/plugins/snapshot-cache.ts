@@ -285,12 +285,12 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
           break;
         }
         case 'auth':
-          app.principals?.forgetOrganization(invalidation.organizationId, invalidation.version);
+          app.principals.forgetOrganization(invalidation.organizationId, invalidation.version);
           break;
       }
     });
     void subscriber.subscribe(app.redisKeys.invalidationChannel).catch(() => {});
     app.addHook('onClose', async () => subscriber.disconnect());
   },
-  { name: 'snapshot-cache', dependencies: ['infrastructure', 'admin-client', 'metrics'] },
+  { name: 'snapshot-cache', dependencies: ['infrastructure', 'admin-client', 'metrics', 'principals'] },
 );

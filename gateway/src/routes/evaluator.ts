@@ -222,5 +222,5 @@ export const evaluator = fp(
 
     app.decorate('evaluator', { authentication, evaluate });
   },
-  { name: 'evaluator', dependencies: ['snapshot-cache'] },
+  { name: 'evaluator', dependencies: ['infrastructure', 'metrics', 'principals', 'snapshot-cache', 'meter'] },
 );

@@ -33,7 +33,7 @@ export const snapshots = fp(
       db: app.db,
       redis: app.redis,
       redisKeys: app.redisKeys,
-      onRebuilt: (kind) => app.metrics?.snapshotRebuilds.inc({ kind }),
+      onRebuilt: (kind) => app.metrics.snapshotRebuilds.inc({ kind }),
     });
     app.decorate('snapshots', publisher);
 
@@ -78,5 +78,5 @@ export const snapshots = fp(
       await internal.register(internalSnapshotRoutes, { publisher });
     });
   },
-  { name: 'snapshots', dependencies: ['infrastructure', 'write-pipeline'] },
+  { name: 'snapshots', dependencies: ['infrastructure', 'metrics', 'write-pipeline'] },
 );
