@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { resolveAll } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, OverrideValue, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { catalogArbitrary } from '../../test-support/catalog-arbitrary.ts';
+import { Value } from '@sinclair/typebox/value';
+import { CheckResultSchema, EntitlementListSchema } from '@ent/common/schemas/evals';
+import { OfrepBulkSuccess, OfrepSuccess } from '@ent/common/schemas/ofrep';
 import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/cache/entries.ts';
+import { toOfrep } from '../src/routes/ofrep.ts';
 
 /**
  * Subscribers of one catalog version share plan sets and their serialized answers: whatever order they are
@@ -120,5 +124,25 @@ describe('shared subscriber entries', () => {
     expect(withOverride.refreshAt(NOW + 1000).result('seats')).toMatchObject({ limit: 3, source: 'plan' });
     expect(withOverride.serialized('seats', 'seats', () => 'own')).toBe('first');
     expect(withOverride.bytes(30)).toBeGreaterThan(a.bytes(30));
+  });
+
+  it('serialize to what the response schemas of the routes and the OpenAPI document say', () => {
+    fc.assert(
+      fc.property(worldArb, ({ catalog, subscribers }) => {
+        const catalogEntry = new CatalogEntry(1, catalog, 1000);
+        subscribers.forEach((doc, i) => {
+          const entry = SubscriberEntry.of(catalogEntry, 1, doc, NOW, null);
+          const results = entry.results();
+          for (const result of results) {
+            expect(Value.Check(CheckResultSchema, JSON.parse(JSON.stringify(result)))).toBe(true);
+            expect(Value.Check(OfrepSuccess, JSON.parse(JSON.stringify(toOfrep(result))))).toBe(true);
+          }
+          const list = { subscriber_id: `s${i}`, entitlements: results };
+          expect(Value.Check(EntitlementListSchema, JSON.parse(JSON.stringify(list)))).toBe(true);
+          expect(Value.Check(OfrepBulkSuccess, { flags: results.map(toOfrep) })).toBe(true);
+        });
+      }),
+      { numRuns: 100 },
+    );
   });
 });

@@ -1,11 +1,9 @@
 import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '../snapshots/documents.ts';
 
-export type EntitlementSource = 'override' | 'plan' | 'none';
+import type { CheckResult } from '../schemas/evals.ts';
 
-/** SPEC.md part 2 "Entitlement check result", fields in this order. */
-export type CheckResult =
-  | { feature: string; kind: 'flag'; allowed: boolean; source: EntitlementSource }
-  | { feature: string; kind: 'limit'; limit: number | null; source: EntitlementSource };
+export type { CheckResult } from '../schemas/evals.ts';
+export type EntitlementSource = CheckResult['source'];
 
 export interface ResolvedEntitlements {
   /** Every catalog feature, ordered by feature key. */

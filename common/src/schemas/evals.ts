@@ -15,6 +15,10 @@ export const EntitlementsQuery = Type.Object(
 );
 export type EntitlementsQuery = Static<typeof EntitlementsQuery>;
 
+/**
+ * SPEC.md part 2 "Entitlement check result", fields in this order: the one schema of the answer, used by the
+ * gateway's route (response schema), the resolver's types (`CheckResult`) and the OpenAPI document.
+ */
 export const CheckResultSchema = Type.Union(
   [
     Type.Object({
@@ -33,7 +37,10 @@ export const CheckResultSchema = Type.Union(
   { $id: 'CheckResult' },
 );
 
+export type CheckResult = Static<typeof CheckResultSchema>;
+
 export const EntitlementListSchema = Type.Object({
   subscriber_id: Type.String(),
   entitlements: Type.Array(CheckResultSchema),
 });
+export type EntitlementList = Static<typeof EntitlementListSchema>;

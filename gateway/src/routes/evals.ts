@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
 import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
 import { ETAG_KEY, etagOfParts, strongEtag } from './etag.ts';
-import { CheckBody, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
+import { CheckBody, CheckResultSchema, EntitlementListSchema, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
 import type { Answer } from './evaluator.ts';
 
 /** The two eval routes, on the shared hot path (evaluator.ts). */
@@ -17,7 +17,12 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.post(
     '/org/subscribers/:subscriber_id/entitlements/check',
-    { config: { scope: 'check' }, onRequest: authenticate, schema: { params: EvalParams, body: CheckBody } },
+    {
+      config: { scope: 'check' },
+      onRequest: authenticate,
+      // Answers are sent pre-serialized (a JSON string is not serialized again); the schema is their contract.
+      schema: { params: EvalParams, body: CheckBody, response: { 200: CheckResultSchema } },
+    },
     async (request, reply) => {
       const { feature } = request.body;
       return evaluator.evaluate(request, reply, request.params.subscriber_id, (entry) => {
@@ -34,7 +39,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
     {
       config: { scope: 'check' },
       onRequest: authenticate,
-      schema: { params: EvalParams, querystring: EntitlementsQuery },
+      schema: { params: EvalParams, querystring: EntitlementsQuery, response: { 200: EntitlementListSchema } },
     },
     async (request, reply) => {
       const subscriberId = request.params.subscriber_id;

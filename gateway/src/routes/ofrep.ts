@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { sendError, toAppError } from '@ent/common/http/error-handler';
 import type { CheckResult } from '@ent/common/resolve/resolve';
-import { OfrepParams, OfrepRequest, type OfrepFailure, type OfrepSuccess } from '@ent/common/schemas/ofrep';
+import { OfrepBulkSuccess, OfrepParams, OfrepRequest, OfrepSuccess, type OfrepFailure } from '@ent/common/schemas/ofrep';
 import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
 import { ETAG_KEY, strongEtag } from './etag.ts';
 import type { Answer } from './evaluator.ts';
@@ -150,7 +150,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
     {
       onRequest: [cors, authenticate],
       errorHandler: ofrepErrorHandler,
-      schema: { params: OfrepParams, body: OfrepRequest },
+      schema: { params: OfrepParams, body: OfrepRequest, response: { 200: OfrepSuccess } },
     },
     async (request, reply) => {
       const { key } = request.params;
@@ -174,7 +174,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.post(
     BULK_PATH,
-    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { body: OfrepRequest } },
+    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { body: OfrepRequest, response: { 200: OfrepBulkSuccess } } },
     async (request, reply) => {
       const subscriberId = targetingKeyOf(request.body, undefined);
       const answer: Answer = (entry) =>
