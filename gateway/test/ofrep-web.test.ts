@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
 import { createDb } from '@ent/common/db/connect';
 import {
   createTestOrganization,
@@ -20,17 +20,6 @@ import { healthy, httpClient, serviceEnv, startGateways, startNode, type Started
  * The unmodified @openfeature/web-sdk and @openfeature/ofrep-web-provider in a real Chromium, on a page served
  * from another origin than the gateway's, so every OFREP request is a CORS request (preflight included).
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const BULK_PATH = '/ofrep/v1/evaluate/flags';
 
 /** One request the page made to the gateway and the gateway's answer, headers as the browser saw them. */
@@ -147,11 +136,7 @@ const bulkPosts = (exchanges: Exchange[]) =>
   exchanges.filter((e) => e.method === 'POST' && e.path === BULK_PATH);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: this test drives Debian's Chromium (apt-get install -y chromium; .ci/run installs it).`,
-    );
-  }
+  assertChromiumInstalled();
   const bundle = await build({
     entryPoints: [fileURLToPath(new URL('./fixtures/ofrep-web-page.ts', import.meta.url))],
     bundle: true,
@@ -184,7 +169,7 @@ beforeAll(async () => {
   await api.subscriber('carol');
   await api.subscribe('carol', 'pro');
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 }, 90_000);
 
 afterAll(async () => {

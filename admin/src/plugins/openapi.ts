@@ -1,10 +1,13 @@
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ErrorBodySchema } from '@ent/common/schemas/common';
 import { withEvalPaths } from './openapi-evals.ts';
 
-/** The OpenAPI 3.1 document is generated from the same route schemas that validate requests. */
+/**
+ * The OpenAPI 3.1 document is generated from the same route schemas that validate requests; `/docs` renders it.
+ */
 export const openapi = fp(
   async function openapi(app: FastifyInstance) {
     app.addSchema(ErrorBodySchema);
@@ -24,6 +27,12 @@ export const openapi = fp(
       transformObject: withEvalPaths as never,
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    // The API reference, rendered from the same document by Swagger UI (its assets ship in the package: no CDN).
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0 },
+      staticCSP: true,
+    });
   },
   { name: 'openapi' },
 );
