@@ -41,7 +41,12 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const feature = await app.writePipeline.transaction(request, async (trx) => {
-        const feature = await createFeature(trx, request.principal!.organizationId, request.body, app.config.catalogLimits);
+        const feature = await createFeature(
+          trx,
+          request.principal!.organizationId,
+          request.body,
+          app.config.catalogLimits,
+        );
         request.write.catalogChanged = true;
         request.write.details = { key: feature.key, name: feature.name, kind: feature.kind };
         request.write.events.push({ type: 'feature.created', data: toFeatureBody(feature) });
@@ -64,9 +69,14 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const feature = await app.writePipeline.transaction(request, async (trx) => {
-        const { feature, changes } = await updateFeature(trx, request.principal!.organizationId, request.params.key, request.body);
-        request.write.details = changes;
-        if (changes) {
+        const { feature, details } = await updateFeature(
+          trx,
+          request.principal!.organizationId,
+          request.params.key,
+          request.body,
+        );
+        request.write.details = details;
+        if (details) {
           request.write.catalogChanged = true;
           request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
         }
@@ -80,12 +90,20 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/features',
     {
       config: { scope: 'catalog:read' },
-      schema: { tags, querystring: ListFeaturesQuery, response: { 200: FeatureListSchema, ...commonErrorResponses } },
+      schema: {
+        tags,
+        querystring: ListFeaturesQuery,
+        response: { 200: FeatureListSchema, ...commonErrorResponses },
+      },
     },
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       const organizationId = request.principal!.organizationId;
-      await checkCursor(request.query.starting_after, (key) => findFeature(app.db, organizationId, key), 'a feature key of this organization');
+      await checkCursor(
+        request.query.starting_after,
+        (key) => findFeature(app.db, organizationId, key),
+        'a feature key of this organization',
+      );
       const rows = await listFeatures(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
@@ -106,6 +124,7 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: FeatureSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => toFeatureBody(await getFeature(app.db, request.principal!.organizationId, request.params.key)),
+    async (request) =>
+      toFeatureBody(await getFeature(app.db, request.principal!.organizationId, request.params.key)),
   );
 }

@@ -1,15 +1,15 @@
 import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
-import { newId } from '@ent/common/ids';
 import type { Database, Feature } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
-import { findFeature } from './store.ts';
+import { findFeature, insertFeature, lockFeature, updateFeatureRow } from './store.ts';
 
-export const featureNotFound = (key: string) => notFound(`No feature with key "${key}".`, { field: 'key', value: key });
+export const featureNotFound = (key: string) =>
+  notFound(`No feature with key "${key}".`, { field: 'key', value: key });
 
 export async function createFeature(
   db: Kysely<Database>,
@@ -19,28 +19,18 @@ export async function createFeature(
 ): Promise<Feature> {
   return transact(db, async (trx) => {
     await assertCatalogRoom(trx, organizationId, limits, { features: 1 });
-    const created = await trx
-      .insertInto('features')
-      .values({
-        id: newId('feat'),
-        organization_id: organizationId,
-        key: input.key,
-        name: input.name,
-        kind: input.kind,
-        description: input.description ?? '',
-      })
-      .onConflict((oc) => oc.columns(['organization_id', 'key']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (!created) throw conflict(`A feature with key "${input.key}" already exists.`, { field: 'key', value: input.key });
+    const created = await insertFeature(trx, organizationId, input);
+    if (!created)
+      throw conflict(`A feature with key "${input.key}" already exists.`, { field: 'key', value: input.key });
     await bumpCatalogVersion(trx, organizationId);
     return created;
   });
 }
 
+/** A write's result: the row after it, and the audit details of what changed (null: nothing did). */
 export interface FeatureUpdateResult {
   feature: Feature;
-  changes: Record<string, Change> | null;
+  details: Record<string, Change> | null;
 }
 
 export async function updateFeature(
@@ -50,28 +40,21 @@ export async function updateFeature(
   input: UpdateFeatureBody,
 ): Promise<FeatureUpdateResult> {
   return transact(db, async (trx) => {
-    const before = await trx
-      .selectFrom('features')
-      .selectAll()
-      .where('organization_id', '=', organizationId)
-      .where('key', '=', key)
-      .forUpdate()
-      .executeTakeFirst();
+    const before = await lockFeature(trx, organizationId, key);
     if (!before) throw featureNotFound(key);
-    const changes = changedFields(before, input, ['name', 'description']);
-    if (!changes) return { feature: before, changes };
-    const feature = await trx
-      .updateTable('features')
-      .set({ ...input, updated_at: new Date() })
-      .where('id', '=', before.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const details = changedFields(before, input, ['name', 'description']);
+    if (!details) return { feature: before, details };
+    const feature = await updateFeatureRow(trx, before.id, input);
     await bumpCatalogVersion(trx, organizationId);
-    return { feature, changes };
+    return { feature, details };
   });
 }
 
-export async function getFeature(db: Kysely<Database>, organizationId: string, key: string): Promise<Feature> {
+export async function getFeature(
+  db: Kysely<Database>,
+  organizationId: string,
+  key: string,
+): Promise<Feature> {
   const feature = await findFeature(db, organizationId, key);
   if (!feature) throw featureNotFound(key);
   return feature;

@@ -44,7 +44,11 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       const organizationId = request.principal!.organizationId;
-      await checkCursor(request.query.starting_after, (id) => findMember(app.db, organizationId, id), 'a member of this organization');
+      await checkCursor(
+        request.query.starting_after,
+        (id) => findMember(app.db, organizationId, id),
+        'a member of this organization',
+      );
       const rows = await listMembers(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,
@@ -100,14 +104,14 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { member, changes } = await updateMember(
+      const { member, details } = await updateMember(
         app.db,
         request.principal!,
         request.params.member_id,
         request.body,
       );
-      request.write.details = changes;
-      if (changes) request.write.authChanged = true;
+      request.write.details = details;
+      if (details) request.write.authChanged = true;
       return toMemberBody(member);
     },
   );

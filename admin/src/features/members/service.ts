@@ -2,12 +2,18 @@ import type { Kysely } from 'kysely';
 import { ROLE_RANK, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { countOtherActiveAdmins, findMember, lockOrganization } from './store.ts';
+import {
+  countOtherActiveAdmins,
+  findMember,
+  insertMember,
+  lockOrganization,
+  revokeMemberKeys,
+  updateMemberRow,
+} from './store.ts';
 
 export const memberNotFound = (memberId: string) =>
   notFound(`No member with id "${memberId}".`, { field: 'member_id', value: memberId });
@@ -27,18 +33,7 @@ export async function createMember(
   const organizationId = principal.organizationId;
   try {
     return await db.transaction().execute(async (trx) => {
-      const member = await trx
-        .insertInto('members')
-        .values({
-          id: newId('mem'),
-          organization_id: organizationId,
-          kind: 'user',
-          email: input.email.toLowerCase(),
-          name: input.name ?? null,
-          role: input.role,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const member = await insertMember(trx, organizationId, input);
       await bumpAuthVersion(trx, organizationId);
       return member;
     });
@@ -65,7 +60,8 @@ export async function getMember(
 
 export interface MemberUpdateResult {
   member: Member;
-  changes: Record<string, Change> | null;
+  /** The audit details of what changed; null: nothing did. */
+  details: Record<string, Change> | null;
 }
 
 /**
@@ -91,8 +87,8 @@ export async function updateMember(
     await lockOrganization(trx, organizationId);
     const before = await findMember(trx, organizationId, memberId);
     if (!before) throw memberNotFound(memberId);
-    const changes = changedFields(before, input, ['role', 'status']);
-    if (!changes) return { member: before, changes };
+    const details = changedFields(before, input, ['role', 'status']);
+    if (!details) return { member: before, details };
     if (before.status === 'removed') {
       throw conflict('A removed member cannot be changed.', { field: 'status', value: before.status });
     }
@@ -107,23 +103,9 @@ export async function updateMember(
         value: input.role && input.role !== 'admin' ? input.role : input.status,
       });
     }
-    const member = await trx
-      .updateTable('members')
-      .set({ role, status, updated_at: new Date() })
-      .where('id', '=', memberId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    if (status === 'removed') {
-      const accounts = trx.selectFrom('service_accounts').select('id').where('member_id', '=', memberId);
-      await trx
-        .updateTable('api_keys')
-        .set({ revoked_at: new Date() })
-        .where('organization_id', '=', organizationId)
-        .where('service_account_id', 'in', accounts)
-        .where('revoked_at', 'is', null)
-        .execute();
-    }
+    const member = await updateMemberRow(trx, memberId, { role, status });
+    if (status === 'removed') await revokeMemberKeys(trx, organizationId, memberId);
     await bumpAuthVersion(trx, organizationId);
-    return { member, changes };
+    return { member, details };
   });
 }

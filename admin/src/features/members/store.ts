@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Member, MemberStatus } from '@ent/common/db/database';
+import { newId } from '@ent/common/ids';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -51,4 +52,53 @@ export async function countOtherActiveAdmins(
 /** Serializes role and status changes of one organization (the last-admin rule reads, then writes). */
 export async function lockOrganization(trx: Transaction<Database>, organizationId: string): Promise<void> {
   await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
+}
+
+/** A user member (console sign-in); the email is stored lowercase. */
+export function insertMember(
+  trx: Transaction<Database>,
+  organizationId: string,
+  input: { email: string; name?: string | null; role: string },
+): Promise<Member> {
+  return trx
+    .insertInto('members')
+    .values({
+      id: newId('mem'),
+      organization_id: organizationId,
+      kind: 'user',
+      email: input.email.toLowerCase(),
+      name: input.name ?? null,
+      role: input.role,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function updateMemberRow(
+  trx: Transaction<Database>,
+  memberId: string,
+  values: { role: string; status: MemberStatus },
+): Promise<Member> {
+  return trx
+    .updateTable('members')
+    .set({ ...values, updated_at: new Date() })
+    .where('id', '=', memberId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Revokes every live key of the member's service accounts. */
+export async function revokeMemberKeys(
+  trx: Transaction<Database>,
+  organizationId: string,
+  memberId: string,
+): Promise<void> {
+  const accounts = trx.selectFrom('service_accounts').select('id').where('member_id', '=', memberId);
+  await trx
+    .updateTable('api_keys')
+    .set({ revoked_at: new Date() })
+    .where('organization_id', '=', organizationId)
+    .where('service_account_id', 'in', accounts)
+    .where('revoked_at', 'is', null)
+    .execute();
 }

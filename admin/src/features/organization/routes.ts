@@ -30,9 +30,15 @@ const tags = ['organization'];
 export const SLUG_CONFLICTS_PER_HOUR = 5;
 
 const slugProbing = (retryAfterSeconds: number) =>
-  new AppError(429, 'RATE_LIMITED', 'Too many slug changes refused as taken; retry later.', {}, {
-    'retry-after': String(retryAfterSeconds),
-  });
+  new AppError(
+    429,
+    'RATE_LIMITED',
+    'Too many slug changes refused as taken; retry later.',
+    {},
+    {
+      'retry-after': String(retryAfterSeconds),
+    },
+  );
 
 const isSlugConflict = (error: unknown): boolean =>
   error instanceof AppError && error.status === 409 && error.details?.field === 'slug';
@@ -68,11 +74,13 @@ export async function organizationRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request) => {
       const organizationId = request.principal!.organizationId;
-      const { organization, changes } = await updateOrganization(app.db, organizationId, request.body).catch((error: unknown) => {
-        if (isSlugConflict(error)) slugConflicts.take(organizationId);
-        throw error;
-      });
-      request.write.details = changes;
+      const { organization, details } = await updateOrganization(app.db, organizationId, request.body).catch(
+        (error: unknown) => {
+          if (isSlugConflict(error)) slugConflicts.take(organizationId);
+          throw error;
+        },
+      );
+      request.write.details = details;
       return toOrganizationBody(organization);
     },
   );

@@ -3,22 +3,20 @@ import type { Database, Organization } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { UpdateOrganizationBody } from '@ent/common/schemas/organization';
 import { changedFields, type Change } from '../shared/changes.ts';
+import { findOrganization, lockOrganization, updateOrganizationRow } from './store.ts';
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
 export async function getOrganization(db: Kysely<Database>, organizationId: string): Promise<Organization> {
-  const organization = await db
-    .selectFrom('organizations')
-    .selectAll()
-    .where('id', '=', organizationId)
-    .executeTakeFirst();
+  const organization = await findOrganization(db, organizationId);
   if (!organization) throw notFound('No such organization.');
   return organization;
 }
 
 export interface OrganizationUpdateResult {
   organization: Organization;
-  changes: Record<string, Change> | null;
+  /** The audit details of what changed; null: nothing did. */
+  details: Record<string, Change> | null;
 }
 
 export async function updateOrganization(
@@ -27,23 +25,13 @@ export async function updateOrganization(
   input: UpdateOrganizationBody,
 ): Promise<OrganizationUpdateResult> {
   return db.transaction().execute(async (trx) => {
-    const before = await trx
-      .selectFrom('organizations')
-      .selectAll()
-      .where('id', '=', organizationId)
-      .forUpdate()
-      .executeTakeFirst();
+    const before = await lockOrganization(trx, organizationId);
     if (!before) throw notFound('No such organization.');
-    const changes = changedFields(before, input, ['name', 'slug']);
-    if (!changes) return { organization: before, changes };
+    const details = changedFields(before, input, ['name', 'slug']);
+    if (!details) return { organization: before, details };
     try {
-      const organization = await trx
-        .updateTable('organizations')
-        .set({ ...input, updated_at: new Date() })
-        .where('id', '=', organizationId)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return { organization, changes };
+      const organization = await updateOrganizationRow(trx, organizationId, input);
+      return { organization, details };
     } catch (error) {
       if (isUniqueViolation(error)) {
         throw conflict(`The slug "${input.slug}" is already taken.`, { field: 'slug', value: input.slug });

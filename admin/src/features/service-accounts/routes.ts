@@ -107,13 +107,13 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request) => {
-      const { account, changes } = await updateServiceAccount(
+      const { account, details } = await updateServiceAccount(
         app.db,
         request.principal!,
         request.params.service_account_id,
         request.body,
       );
-      request.write.details = changes;
+      request.write.details = details;
       return toServiceAccountBody(account);
     },
   );

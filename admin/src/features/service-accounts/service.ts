@@ -58,7 +58,8 @@ export async function createServiceAccount(
 
 export interface ServiceAccountUpdateResult {
   account: ServiceAccountRow;
-  changes: Record<string, Change> | null;
+  /** The audit details of what changed; null: nothing did. */
+  details: Record<string, Change> | null;
 }
 
 export async function updateServiceAccount(
@@ -72,8 +73,8 @@ export async function updateServiceAccount(
     const before = await findServiceAccount(trx, organizationId, id);
     if (!before) throw serviceAccountNotFound(id);
     assertMayManageRole(principal, before.role as Role);
-    const changes = changedFields(before, input, ['name']);
-    if (!changes || input.name === undefined) return { account: before, changes: null };
+    const details = changedFields(before, input, ['name']);
+    if (!details || input.name === undefined) return { account: before, details: null };
     const now = new Date();
     await trx
       .updateTable('service_accounts')
@@ -86,6 +87,6 @@ export async function updateServiceAccount(
       .where('id', '=', before.member_id)
       .execute();
     const account = await findServiceAccount(trx, organizationId, id);
-    return { account: account!, changes };
+    return { account: account!, details };
   });
 }

@@ -63,15 +63,15 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
     },
     async (request) =>
       app.writePipeline.transaction(request, async (trx) => {
-        const { subscriber, changes } = await updateSubscriber(
+        const { subscriber, details } = await updateSubscriber(
           trx,
           request.principal!.organizationId,
           request.params.subscriber_id,
           request.body,
         );
         const body = toSubscriberBody(subscriber);
-        request.write.details = changes;
-        if (changes) {
+        request.write.details = details;
+        if (details) {
           request.write.subscribersChanged.add(subscriber.subscriber_id);
           request.write.events.push({ type: 'subscriber.updated', data: body });
         }

@@ -39,7 +39,8 @@ export async function createSubscriber(
 
 export interface SubscriberUpdateResult {
   subscriber: Subscriber;
-  changes: Record<string, Change> | null;
+  /** The audit details of what changed; null: nothing did. */
+  details: Record<string, Change> | null;
 }
 
 export async function updateSubscriber(
@@ -51,8 +52,8 @@ export async function updateSubscriber(
   return transact(db, async (trx) => {
     const before = await lockSubscriber(trx, organizationId, subscriberId);
     if (!before) throw subscriberNotFound(subscriberId);
-    const changes = changedFields(before, input, ['name']);
-    if (!changes) return { subscriber: before, changes };
+    const details = changedFields(before, input, ['name']);
+    if (!details) return { subscriber: before, details };
     await trx
       .updateTable('subscribers')
       .set({ name: input.name })
@@ -61,7 +62,7 @@ export async function updateSubscriber(
       .execute();
     await bumpSubscriberVersion(trx, organizationId, subscriberId);
     const subscriber = (await lockSubscriber(trx, organizationId, subscriberId))!;
-    return { subscriber, changes };
+    return { subscriber, details };
   });
 }
 

@@ -100,13 +100,13 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, response: { 200: WebhookWithSecretSchema, ...withNotFound } },
     },
     async (request) => {
-      const { webhook, secret, changes } = await rotateWebhookSecret(
+      const { webhook, secret, details } = await rotateWebhookSecret(
         app.db,
         settings,
         request.principal!.organizationId,
         now(),
       );
-      request.write.details = changes;
+      request.write.details = details;
       return { ...toWebhookBody(webhook), secret };
     },
   );
@@ -119,13 +119,13 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         schema: { tags, response: { 200: WebhookSchema, ...withNotFound } },
       },
       async (request) => {
-        const { webhook, changes } = await setWebhookDisabled(
+        const { webhook, details } = await setWebhookDisabled(
           app.db,
           request.principal!.organizationId,
           action === 'disable',
           now(),
         );
-        request.write.details = changes;
+        request.write.details = details;
         return toWebhookBody(webhook);
       },
     );

@@ -100,8 +100,8 @@ export async function putWebhook(
         .executeTakeFirstOrThrow();
       return { webhook, secret, details: { url: webhook.url, secret_prefix: webhook.secret_prefix } };
     }
-    const changes = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
-    if (!changes) return { webhook: before, secret: null, details: null };
+    const details = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
+    if (!details) return { webhook: before, secret: null, details: null };
     const disabled = input.disabled ?? before.disabled;
     const webhook = await trx
       .updateTable('webhooks')
@@ -109,14 +109,14 @@ export async function putWebhook(
       .where('organization_id', '=', organizationId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return { webhook, secret: null, details: changes };
+    return { webhook, secret: null, details };
   });
 }
 
 export interface RotateResult {
   webhook: Webhook;
   secret: string;
-  changes: Record<string, Change>;
+  details: Record<string, Change>;
 }
 
 /** A new secret; the current one becomes the previous secret and keeps signing for 24 hours. */
@@ -145,14 +145,14 @@ export async function rotateWebhookSecret(
     return {
       webhook,
       secret,
-      changes: { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } },
+      details: { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } },
     };
   });
 }
 
 export interface ToggleResult {
   webhook: Webhook;
-  changes: Record<string, Change> | null;
+  details: Record<string, Change> | null;
 }
 
 export async function setWebhookDisabled(
@@ -164,13 +164,13 @@ export async function setWebhookDisabled(
   return db.transaction().execute(async (trx) => {
     const before = await findWebhookForUpdate(trx, organizationId);
     if (!before) throw webhookNotFound();
-    if (before.disabled === disabled) return { webhook: before, changes: null };
+    if (before.disabled === disabled) return { webhook: before, details: null };
     const webhook = await trx
       .updateTable('webhooks')
       .set({ disabled, disabled_reason: null, updated_at: now })
       .where('organization_id', '=', organizationId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return { webhook, changes: { disabled: { from: before.disabled, to: disabled } } };
+    return { webhook, details: { disabled: { from: before.disabled, to: disabled } } };
   });
 }

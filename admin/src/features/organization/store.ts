@@ -1,0 +1,35 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, Organization } from '@ent/common/db/database';
+import type { UpdateOrganizationBody } from '@ent/common/schemas/organization';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export function findOrganization(db: Db, organizationId: string): Promise<Organization | undefined> {
+  return db.selectFrom('organizations').selectAll().where('id', '=', organizationId).executeTakeFirst();
+}
+
+/** The organization's row, locked until the transaction ends. */
+export function lockOrganization(
+  trx: Transaction<Database>,
+  organizationId: string,
+): Promise<Organization | undefined> {
+  return trx
+    .selectFrom('organizations')
+    .selectAll()
+    .where('id', '=', organizationId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export function updateOrganizationRow(
+  trx: Transaction<Database>,
+  organizationId: string,
+  input: UpdateOrganizationBody,
+): Promise<Organization> {
+  return trx
+    .updateTable('organizations')
+    .set({ ...input, updated_at: new Date() })
+    .where('id', '=', organizationId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
