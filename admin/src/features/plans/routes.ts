@@ -122,7 +122,11 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) =>
       app.writePipeline.transaction(request, async (trx) =>
-        reportWrite(request, 'plan.updated', await updatePlan(trx, orgOf(request), request.params.key, request.body, app.config.catalogLimits)),
+        reportWrite(
+          request,
+          'plan.updated',
+          await updatePlan(trx, orgOf(request), request.params.key, request.body, app.config.catalogLimits),
+        ),
       ),
   );
 

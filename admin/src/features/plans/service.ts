@@ -1,6 +1,5 @@
 import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
-import { newId } from '@ent/common/ids';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreatePlanBody, GrantBody, GrantInput, UpdatePlanBody } from '@ent/common/schemas/plans';
@@ -12,11 +11,15 @@ import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-cha
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { byFeatureKey, resolveGrants, toGrantBody, type ResolvedGrant } from './grants.ts';
 import {
+  deletePlanRow,
   findGrants,
   findPlan,
+  insertPlan,
   listPlans as listPlanRows,
+  lockPlanRow,
   planIsReferenced,
   replaceGrants,
+  updatePlanRow,
   type PlanListFilter,
 } from './store.ts';
 
@@ -75,7 +78,7 @@ async function lockPlan(
   organizationId: string,
   key: string,
 ): Promise<PlanWithGrants> {
-  const plan = await findPlan(trx, organizationId, key, { forUpdate: true });
+  const plan = await lockPlanRow(trx, organizationId, key);
   if (!plan) throw planNotFound(key);
   return { plan, grants: await grantsOf(trx, plan.id) };
 }
@@ -89,18 +92,7 @@ export async function createPlan(
   return transact(db, async (trx) => {
     const grants = await resolveAgainstCatalog(trx, organizationId, input.grants ?? []);
     await assertCatalogRoom(trx, organizationId, limits, { plans: 1, grants: grants.length });
-    const plan = await trx
-      .insertInto('plans')
-      .values({
-        id: newId('plan'),
-        organization_id: organizationId,
-        key: input.key,
-        name: input.name,
-        kind: input.kind,
-      })
-      .onConflict((oc) => oc.columns(['organization_id', 'key']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
+    const plan = await insertPlan(trx, organizationId, input);
     if (!plan)
       throw conflict(`A plan with key "${input.key}" already exists.`, { field: 'key', value: input.key });
     await replaceGrants(trx, plan.id, grants);
@@ -122,18 +114,16 @@ export async function updatePlan(
       ? await resolveAgainstCatalog(trx, organizationId, input.grants)
       : undefined;
     if (newGrants) {
-      await assertCatalogRoom(trx, organizationId, limits, { grants: newGrants.length, replacingPlanId: before.plan.id });
+      await assertCatalogRoom(trx, organizationId, limits, {
+        grants: newGrants.length,
+        replacingPlanId: before.plan.id,
+      });
     }
     const grants = newGrants ? grantBodies(newGrants) : before.grants;
     const name = input.name ?? before.plan.name;
     const details = planUpdatedDetails(planState(before), { ...planState(before), name, grants });
     if (!details) return { ...before, details };
-    const plan = await trx
-      .updateTable('plans')
-      .set({ name, updated_at: new Date() })
-      .where('id', '=', before.plan.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const plan = await updatePlanRow(trx, before.plan.id, { name });
     if (newGrants && details.grants) await replaceGrants(trx, plan.id, newGrants);
     await bumpCatalogVersion(trx, organizationId);
     return { plan, grants, details };
@@ -151,12 +141,10 @@ export async function setPlanArchived(
     const details = archivedDetails(before.plan.archived_at !== null, archived);
     if (!details) return { ...before, details };
     const now = new Date();
-    const plan = await trx
-      .updateTable('plans')
-      .set({ archived_at: archived ? now : null, updated_at: now })
-      .where('id', '=', before.plan.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const plan = await updatePlanRow(trx, before.plan.id, {
+      archived_at: archived ? now : null,
+      updated_at: now,
+    });
     await bumpCatalogVersion(trx, organizationId);
     return { plan, grants: before.grants, details };
   });
@@ -172,7 +160,7 @@ export async function deletePlan(
     return await transact(db, async (trx) => {
       const deleted = await lockPlan(trx, organizationId, key);
       if (await planIsReferenced(trx, organizationId, deleted.plan.id)) throw planInUse(key);
-      await trx.deleteFrom('plans').where('id', '=', deleted.plan.id).execute();
+      await deletePlanRow(trx, deleted.plan.id);
       await bumpCatalogVersion(trx, organizationId);
       return deleted;
     });
@@ -197,7 +185,11 @@ export async function listPlans(
   organizationId: string,
   filter: PlanListFilter,
 ): Promise<Page<PlanWithGrants>> {
-  await checkCursor(filter.startingAfter, (key) => findPlan(db, organizationId, key), 'a plan key of this organization');
+  await checkCursor(
+    filter.startingAfter,
+    (key) => findPlan(db, organizationId, key),
+    'a plan key of this organization',
+  );
   const { items: plans, hasMore } = toPage(await listPlanRows(db, organizationId, filter), filter.limit);
   const grants = await findGrants(
     db,

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan, PlanKind } from '@ent/common/db/database';
+import { newId } from '@ent/common/ids';
 import type { ResolvedGrant } from './grants.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -11,19 +12,57 @@ export interface StoredGrant {
   limit: number | null;
 }
 
-export function findPlan(
-  db: Db,
+const planByKey = (db: Db, organizationId: string, key: string) =>
+  db.selectFrom('plans').selectAll().where('organization_id', '=', organizationId).where('key', '=', key);
+
+export function findPlan(db: Db, organizationId: string, key: string): Promise<Plan | undefined> {
+  return planByKey(db, organizationId, key).executeTakeFirst();
+}
+
+/** The plan's row, locked until the transaction ends; undefined when there is none. */
+export function lockPlanRow(
+  trx: Transaction<Database>,
   organizationId: string,
   key: string,
-  options: { forUpdate?: boolean } = {},
 ): Promise<Plan | undefined> {
-  let query = db
-    .selectFrom('plans')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('key', '=', key);
-  if (options.forUpdate) query = query.forUpdate();
-  return query.executeTakeFirst();
+  return planByKey(trx, organizationId, key).forUpdate().executeTakeFirst();
+}
+
+/** The new plan, or undefined when its key is taken. */
+export function insertPlan(
+  trx: Transaction<Database>,
+  organizationId: string,
+  input: { key: string; name: string; kind: PlanKind },
+): Promise<Plan | undefined> {
+  return trx
+    .insertInto('plans')
+    .values({
+      id: newId('plan'),
+      organization_id: organizationId,
+      key: input.key,
+      name: input.name,
+      kind: input.kind,
+    })
+    .onConflict((oc) => oc.columns(['organization_id', 'key']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function updatePlanRow(
+  trx: Transaction<Database>,
+  planId: string,
+  values: { name?: string; archived_at?: Date | null; updated_at?: Date },
+): Promise<Plan> {
+  return trx
+    .updateTable('plans')
+    .set({ updated_at: new Date(), ...values })
+    .where('id', '=', planId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function deletePlanRow(trx: Transaction<Database>, planId: string): Promise<void> {
+  await trx.deleteFrom('plans').where('id', '=', planId).execute();
 }
 
 export interface PlanListFilter {
