@@ -92,7 +92,11 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       const organizationId = request.principal!.organizationId;
-      await checkCursor(request.query.starting_after, (id) => findSubscriber(app.db, organizationId, id), 'a subscriber of this organization');
+      await checkCursor(
+        request.query.starting_after,
+        (id) => findSubscriber(app.db, organizationId, id),
+        'a subscriber of this organization',
+      );
       const rows = await listSubscribers(app.db, organizationId, {
         limit,
         startingAfter: request.query.starting_after,

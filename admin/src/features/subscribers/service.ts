@@ -5,7 +5,7 @@ import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateSubscriberBody, UpdateSubscriberBody } from '@ent/common/schemas/subscribers';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
-import { findSubscriber, lockSubscriber } from './store.ts';
+import { findSubscriber, insertSubscriber, lockSubscriber, updateSubscriberName } from './store.ts';
 
 export const subscriberNotFound = (subscriberId: string) =>
   notFound(`No subscriber with id "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
@@ -16,17 +16,7 @@ export async function createSubscriber(
   input: CreateSubscriberBody,
 ): Promise<Subscriber> {
   return transact(db, async (trx) => {
-    const created = await trx
-      .insertInto('subscribers')
-      .values({
-        organization_id: organizationId,
-        subscriber_id: input.subscriber_id,
-        name: input.name ?? null,
-      })
-      .onConflict((oc) => oc.columns(['organization_id', 'subscriber_id']).doNothing())
-      .returning('subscriber_id')
-      .executeTakeFirst();
-    if (!created) {
+    if (!(await insertSubscriber(trx, organizationId, input))) {
       throw conflict(`A subscriber with id "${input.subscriber_id}" already exists.`, {
         field: 'subscriber_id',
         value: input.subscriber_id,
@@ -54,12 +44,7 @@ export async function updateSubscriber(
     if (!before) throw subscriberNotFound(subscriberId);
     const details = changedFields(before, input, ['name']);
     if (!details) return { subscriber: before, details };
-    await trx
-      .updateTable('subscribers')
-      .set({ name: input.name })
-      .where('organization_id', '=', organizationId)
-      .where('subscriber_id', '=', subscriberId)
-      .execute();
+    await updateSubscriberName(trx, organizationId, subscriberId, input.name);
     await bumpSubscriberVersion(trx, organizationId, subscriberId);
     const subscriber = (await lockSubscriber(trx, organizationId, subscriberId))!;
     return { subscriber, details };

@@ -53,3 +53,32 @@ export function listSubscribers(
     .limit(filter.limit + 1)
     .execute();
 }
+
+/** True when created; false when the id is taken. */
+export async function insertSubscriber(
+  trx: Transaction<Database>,
+  organizationId: string,
+  input: { subscriber_id: string; name?: string | null },
+): Promise<boolean> {
+  const created = await trx
+    .insertInto('subscribers')
+    .values({ organization_id: organizationId, subscriber_id: input.subscriber_id, name: input.name ?? null })
+    .onConflict((oc) => oc.columns(['organization_id', 'subscriber_id']).doNothing())
+    .returning('subscriber_id')
+    .executeTakeFirst();
+  return created !== undefined;
+}
+
+export async function updateSubscriberName(
+  trx: Transaction<Database>,
+  organizationId: string,
+  subscriberId: string,
+  name: string | null | undefined,
+): Promise<void> {
+  await trx
+    .updateTable('subscribers')
+    .set({ name })
+    .where('organization_id', '=', organizationId)
+    .where('subscriber_id', '=', subscriberId)
+    .execute();
+}

@@ -123,16 +123,16 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     async (request) => {
       const { subscriber_id, subscription_id } = request.params;
       return app.writePipeline.transaction(request, async (trx) => {
-        const { subscription, changed } = await cancelSubscription(
+        const { subscription, details } = await cancelSubscription(
           trx,
           request.principal!.organizationId,
           subscriber_id,
           subscription_id,
         );
         const body = toSubscriptionBody(subscription);
-        if (changed) {
+        request.write.details = details;
+        if (details) {
           request.write.subscribersChanged.add(subscriber_id);
-          request.write.details = { plan_id: subscription.plan_key };
           request.write.events.push({ type: 'subscription.canceled', data: body });
         }
         return body;

@@ -1,15 +1,16 @@
 import { transact } from '@ent/common/outbox/record';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
 import type { ChangeSubscriptionBody } from '@ent/common/schemas/subscriptions';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
 import { checkCursor } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import {
+  endSubscription,
   findActiveSubscriptions,
+  insertSubscription,
   findPlanForSubscribing,
   findSubscription,
   listSubscriptions,
@@ -59,38 +60,6 @@ function refuseSecondActiveSubscription(active: SubscriptionWithPlan[], plan: Pl
       subscription_id: existing.id,
     });
   }
-}
-
-async function insertSubscription(
-  trx: Transaction<Database>,
-  organizationId: string,
-  subscriberId: string,
-  plan: Plan,
-): Promise<SubscriptionWithPlan> {
-  const created = await trx
-    .insertInto('subscriptions')
-    .values({
-      id: newId('sub'),
-      organization_id: organizationId,
-      subscriber_id: subscriberId,
-      plan_id: plan.id,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return { ...created, plan_key: plan.key };
-}
-
-async function endSubscription(
-  trx: Transaction<Database>,
-  subscription: SubscriptionWithPlan,
-): Promise<SubscriptionWithPlan> {
-  const ended = await trx
-    .updateTable('subscriptions')
-    .set({ status: 'canceled', canceled_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-    .where('id', '=', subscription.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return { ...ended, plan_key: subscription.plan_key };
 }
 
 export async function createSubscription(
@@ -160,8 +129,8 @@ export async function changeSubscription(
 
 export interface SubscriptionCancel {
   subscription: SubscriptionWithPlan;
-  /** False when it was already canceled: nothing changed. */
-  changed: boolean;
+  /** The audit details (the plan it was of); null when it was already canceled: nothing changed. */
+  details: { plan_id: string } | null;
 }
 
 export async function cancelSubscription(
@@ -174,10 +143,10 @@ export async function cancelSubscription(
     await lockSubscriberOrThrow(trx, organizationId, subscriberId);
     const subscription = await findSubscription(trx, organizationId, subscriberId, subscriptionId);
     if (!subscription) throw subscriptionNotFound(subscriptionId);
-    if (subscription.status === 'canceled') return { subscription, changed: false };
+    if (subscription.status === 'canceled') return { subscription, details: null };
     const canceled = await endSubscription(trx, subscription);
     await bumpSubscriberVersion(trx, organizationId, subscriberId);
-    return { subscription: canceled, changed: true };
+    return { subscription: canceled, details: { plan_id: canceled.plan_key } };
   });
 }
 

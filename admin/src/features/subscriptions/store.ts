@@ -1,4 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { newId } from '@ent/common/ids';
 import type { Database, Plan, Subscription, SubscriptionStatus } from '@ent/common/db/database';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -70,4 +71,36 @@ export function listSubscriptions(
     .orderBy('s.id', 'desc')
     .limit(filter.limit + 1)
     .execute();
+}
+
+export async function insertSubscription(
+  trx: Transaction<Database>,
+  organizationId: string,
+  subscriberId: string,
+  plan: Plan,
+): Promise<SubscriptionWithPlan> {
+  const created = await trx
+    .insertInto('subscriptions')
+    .values({
+      id: newId('sub'),
+      organization_id: organizationId,
+      subscriber_id: subscriberId,
+      plan_id: plan.id,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...created, plan_key: plan.key };
+}
+
+export async function endSubscription(
+  trx: Transaction<Database>,
+  subscription: SubscriptionWithPlan,
+): Promise<SubscriptionWithPlan> {
+  const ended = await trx
+    .updateTable('subscriptions')
+    .set({ status: 'canceled', canceled_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('id', '=', subscription.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...ended, plan_key: subscription.plan_key };
 }
