@@ -133,7 +133,12 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const { subscriber_id, feature_key } = request.params;
       await app.writePipeline.transaction(request, async (trx) => {
-        const deleted = await deleteOverride(trx, request.principal!.organizationId, subscriber_id, feature_key);
+        const deleted = await deleteOverride(
+          trx,
+          request.principal!.organizationId,
+          subscriber_id,
+          feature_key,
+        );
         request.write.details = null;
         if (deleted) {
           request.write.subscribersChanged.add(subscriber_id);

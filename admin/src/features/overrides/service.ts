@@ -2,7 +2,6 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
 import type { PutOverrideBody } from '@ent/common/schemas/overrides';
 import { findFeature } from '../features/store.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
@@ -10,7 +9,16 @@ import { checkCursor } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
-import { findOverride, listOverrides, type OverrideListFilter, type OverrideWithFeature } from './store.ts';
+import {
+  deleteOverrideRow,
+  findOverride,
+  insertOverride,
+  listOverrides,
+  updateOverrideRow,
+  type OverrideColumns,
+  type OverrideListFilter,
+  type OverrideWithFeature,
+} from './store.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -104,25 +112,14 @@ export async function upsertOverride(
         },
       );
     }
-    const columns = {
+    const columns: OverrideColumns = {
       allowed: value.kind === 'flag' ? value.allowed : null,
       limit_value: value.kind === 'limit' ? value.limit : null,
       expires_at: value.expiresAt,
     };
     const existing = await findOverride(trx, organizationId, subscriberId, feature.id);
     if (!existing) {
-      const created = await trx
-        .insertInto('overrides')
-        .values({
-          id: newId('ovr'),
-          organization_id: organizationId,
-          subscriber_id: subscriberId,
-          feature_id: feature.id,
-          feature_kind: feature.kind,
-          ...columns,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const created = await insertOverride(trx, organizationId, subscriberId, feature, columns);
       await bumpSubscriberVersion(trx, organizationId, subscriberId);
       const override = { ...created, feature_key: feature.key };
       return {
@@ -132,19 +129,14 @@ export async function upsertOverride(
     }
     const before = auditedValues(existing);
     const after = auditedValues({ feature_kind: feature.kind, ...columns });
-    const changes: Record<string, Change> | null = changedFields(before, after, [
+    const details: Record<string, Change> | null = changedFields(before, after, [
       valueField(feature.kind),
       'expires_at',
     ]);
-    if (!changes) return { override: existing, details: null };
-    const updated = await trx
-      .updateTable('overrides')
-      .set({ ...columns, updated_at: new Date() })
-      .where('id', '=', existing.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    if (!details) return { override: existing, details };
+    const updated = await updateOverrideRow(trx, existing.id, columns);
     await bumpSubscriberVersion(trx, organizationId, subscriberId);
-    return { override: { ...updated, feature_key: feature.key }, details: changes };
+    return { override: { ...updated, feature_key: feature.key }, details };
   });
 }
 
@@ -189,13 +181,7 @@ export async function deleteOverride(
   return transact(db, async (trx) => {
     if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
     const feature = await featureOrThrow(trx, organizationId, featureKey);
-    const deleted = await trx
-      .deleteFrom('overrides')
-      .where('organization_id', '=', organizationId)
-      .where('subscriber_id', '=', subscriberId)
-      .where('feature_id', '=', feature.id)
-      .returningAll()
-      .executeTakeFirst();
+    const deleted = await deleteOverrideRow(trx, organizationId, subscriberId, feature.id);
     if (!deleted) return undefined;
     await bumpSubscriberVersion(trx, organizationId, subscriberId);
     return { ...deleted, feature_key: feature.key };

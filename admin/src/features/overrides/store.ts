@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { Database, Override } from '@ent/common/db/database';
+import type { Database, FeatureKind, Override } from '@ent/common/db/database';
+import { newId } from '@ent/common/ids';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -49,4 +50,61 @@ export function listOverrides(
     .orderBy('f.key')
     .limit(filter.limit + 1)
     .execute();
+}
+
+/** An override's value columns: `allowed` for a flag, `limit_value` for a limit, and the expiry. */
+export interface OverrideColumns {
+  allowed: boolean | null;
+  limit_value: number | null;
+  expires_at: Date | null;
+}
+
+export function insertOverride(
+  trx: Transaction<Database>,
+  organizationId: string,
+  subscriberId: string,
+  feature: { id: string; kind: FeatureKind },
+  columns: OverrideColumns,
+): Promise<Override> {
+  return trx
+    .insertInto('overrides')
+    .values({
+      id: newId('ovr'),
+      organization_id: organizationId,
+      subscriber_id: subscriberId,
+      feature_id: feature.id,
+      feature_kind: feature.kind,
+      ...columns,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function updateOverrideRow(
+  trx: Transaction<Database>,
+  overrideId: string,
+  columns: OverrideColumns,
+): Promise<Override> {
+  return trx
+    .updateTable('overrides')
+    .set({ ...columns, updated_at: new Date() })
+    .where('id', '=', overrideId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The deleted override, or undefined when there was none. */
+export function deleteOverrideRow(
+  trx: Transaction<Database>,
+  organizationId: string,
+  subscriberId: string,
+  featureId: string,
+): Promise<Override | undefined> {
+  return trx
+    .deleteFrom('overrides')
+    .where('organization_id', '=', organizationId)
+    .where('subscriber_id', '=', subscriberId)
+    .where('feature_id', '=', featureId)
+    .returningAll()
+    .executeTakeFirst();
 }
