@@ -3,12 +3,11 @@ import { generateApiKey } from '@ent/common/auth/api-key';
 import { DEFAULT_KEY_SCOPES, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { ApiKey, Database } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
 import type { CreateApiKeyBody } from '@ent/common/schemas/api-keys';
 import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { findApiKey } from './store.ts';
+import { insertApiKey, lockApiKey, revokeApiKeyRow } from './store.ts';
 
 export interface CreatedApiKey {
   key: ApiKey;
@@ -42,19 +41,14 @@ export async function createApiKey(
   }
   const generated = generateApiKey();
   const key = await db.transaction().execute(async (trx) => {
-    const created = await trx
-      .insertInto('api_keys')
-      .values({
-        id: newId('key'),
-        organization_id: organizationId,
-        service_account_id: serviceAccountId,
-        name: input.name ?? '',
-        key_prefix: generated.prefix,
-        key_hash: generated.hash,
-        scopes,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const created = await insertApiKey(trx, {
+      organizationId,
+      serviceAccountId,
+      name: input.name ?? '',
+      prefix: generated.prefix,
+      hash: generated.hash,
+      scopes,
+    });
     await bumpAuthVersion(trx, organizationId);
     return created;
   });
@@ -73,10 +67,10 @@ export async function revokeApiKey(
   const account = await getServiceAccount(db, organizationId, serviceAccountId);
   assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
   return db.transaction().execute(async (trx) => {
-    const key = await findApiKey(trx, organizationId, serviceAccountId, keyId);
+    const key = await lockApiKey(trx, organizationId, serviceAccountId, keyId);
     if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });
     if (key.revoked_at) return false;
-    await trx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).execute();
+    await revokeApiKeyRow(trx, keyId, now);
     await bumpAuthVersion(trx, organizationId);
     return true;
   });

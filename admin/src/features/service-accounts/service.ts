@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely';
 import type { Principal, Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { notFound } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
 import type {
   CreateServiceAccountBody,
   UpdateServiceAccountBody,
@@ -10,7 +9,12 @@ import type {
 import { assertMayManageRole } from '../members/roles.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { findServiceAccount, type ServiceAccountRow } from './store.ts';
+import {
+  findServiceAccount,
+  insertServiceAccount,
+  renameServiceAccount,
+  type ServiceAccountRow,
+} from './store.ts';
 
 export const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
@@ -34,22 +38,7 @@ export async function createServiceAccount(
   assertMayManageRole(principal, input.role);
   const organizationId = principal.organizationId;
   return db.transaction().execute(async (trx) => {
-    const memberId = newId('mem');
-    const id = newId('sa');
-    await trx
-      .insertInto('members')
-      .values({
-        id: memberId,
-        organization_id: organizationId,
-        kind: 'service_account',
-        name: input.name,
-        role: input.role,
-      })
-      .execute();
-    await trx
-      .insertInto('service_accounts')
-      .values({ id, organization_id: organizationId, member_id: memberId, name: input.name })
-      .execute();
+    const id = await insertServiceAccount(trx, organizationId, input);
     await bumpAuthVersion(trx, organizationId);
     const created = await findServiceAccount(trx, organizationId, id);
     return created!;
@@ -75,17 +64,7 @@ export async function updateServiceAccount(
     assertMayManageRole(principal, before.role as Role);
     const details = changedFields(before, input, ['name']);
     if (!details || input.name === undefined) return { account: before, details: null };
-    const now = new Date();
-    await trx
-      .updateTable('service_accounts')
-      .set({ name: input.name, updated_at: now })
-      .where('id', '=', id)
-      .execute();
-    await trx
-      .updateTable('members')
-      .set({ name: input.name, updated_at: now })
-      .where('id', '=', before.member_id)
-      .execute();
+    await renameServiceAccount(trx, before, input.name);
     const account = await findServiceAccount(trx, organizationId, id);
     return { account: account!, details };
   });

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, MemberStatus } from '@ent/common/db/database';
+import { newId } from '@ent/common/ids';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -50,5 +51,49 @@ export function listServiceAccounts(
   return query
     .orderBy('sa.id', 'desc')
     .limit(filter.limit + 1)
+    .execute();
+}
+
+/** A service account and the member it is; returns the account's id. */
+export async function insertServiceAccount(
+  trx: Transaction<Database>,
+  organizationId: string,
+  input: { name: string; role: string },
+): Promise<string> {
+  const memberId = newId('mem');
+  const id = newId('sa');
+  await trx
+    .insertInto('members')
+    .values({
+      id: memberId,
+      organization_id: organizationId,
+      kind: 'service_account',
+      name: input.name,
+      role: input.role,
+    })
+    .execute();
+  await trx
+    .insertInto('service_accounts')
+    .values({ id, organization_id: organizationId, member_id: memberId, name: input.name })
+    .execute();
+  return id;
+}
+
+/** Renames the account and the member it is. */
+export async function renameServiceAccount(
+  trx: Transaction<Database>,
+  account: { id: string; member_id: string },
+  name: string,
+): Promise<void> {
+  const now = new Date();
+  await trx
+    .updateTable('service_accounts')
+    .set({ name, updated_at: now })
+    .where('id', '=', account.id)
+    .execute();
+  await trx
+    .updateTable('members')
+    .set({ name, updated_at: now })
+    .where('id', '=', account.member_id)
     .execute();
 }
