@@ -13,12 +13,7 @@ import {
 } from '@ent/common/schemas/invites';
 import { assertMayGrant } from '../members/roles.ts';
 import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import {
-  createInvite,
-  inviteLinkOf,
-  revokeInvite,
-  type InviteSettings,
-} from './service.ts';
+import { createInvite, inviteLinkOf, revokeInvite, type InviteSettings } from './service.ts';
 import { findInvite, listLiveInvites } from './store.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
@@ -79,7 +74,11 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
     async (request) => {
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       const organizationId = request.principal!.organizationId;
-      await checkCursor(request.query.starting_after, (id) => findInvite(app.db, organizationId, id), 'an invite of this organization');
+      await checkCursor(
+        request.query.starting_after,
+        (id) => findInvite(app.db, organizationId, id),
+        'an invite of this organization',
+      );
       const rows = await listLiveInvites(app.db, organizationId, now(), {
         limit,
         startingAfter: request.query.starting_after,

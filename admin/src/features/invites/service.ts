@@ -1,12 +1,19 @@
 import type { Kysely } from 'kysely';
 import type { Role } from '@ent/common/auth/scopes';
-import { decryptSecret, encryptSecret, randomToken, sha256Hex, type SecretsKeyring } from '@ent/common/crypto/secrets';
+import {
+  decryptSecret,
+  encryptSecret,
+  randomToken,
+  sha256Hex,
+  type SecretsKeyring,
+} from '@ent/common/crypto/secrets';
 import type { Database, Invite, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { findInvite } from './store.ts';
+import { insertMember } from '../members/store.ts';
+import { acceptInviteRow, findInvite, insertInvite, revokeInviteRow } from './store.ts';
 
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** Where the console serves its join page; the link carries the single-use token. */
@@ -40,21 +47,17 @@ export async function createInvite(
 ): Promise<Invite> {
   const id = newId('inv');
   const token = randomToken(32);
-  return db
-    .insertInto('invites')
-    .values({
-      id,
-      organization_id: organizationId,
-      role: input.role,
-      email: input.email?.toLowerCase() ?? null,
-      token_hash: sha256Hex(token),
-      token_ciphertext: encryptSecret(token, settings.secretsKey, tokenContext(id)),
-      created_by_member_id: createdByMemberId,
-      expires_at: new Date(now.getTime() + INVITE_TTL_MS),
-      created_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return insertInvite(db, {
+    id,
+    organizationId,
+    role: input.role,
+    email: input.email?.toLowerCase() ?? null,
+    tokenHash: sha256Hex(token),
+    tokenCiphertext: encryptSecret(token, settings.secretsKey, tokenContext(id)),
+    createdByMemberId,
+    expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
+    createdAt: now,
+  });
 }
 
 /** Revokes a live invite; revoking one that was revoked or has expired changes nothing. */
@@ -68,14 +71,7 @@ export async function revokeInvite(
   if (!invite) throw notFound(`No invite with id "${inviteId}".`, { field: 'invite_id', value: inviteId });
   if (invite.accepted_at)
     throw conflict('The invite has already been accepted.', { field: 'invite_id', value: inviteId });
-  const result = await db
-    .updateTable('invites')
-    .set({ revoked_at: now, token_ciphertext: null })
-    .where('id', '=', inviteId)
-    .where('revoked_at', 'is', null)
-    .where('accepted_at', 'is', null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n && invite.expires_at > now;
+  return (await revokeInviteRow(db, inviteId, now)) && invite.expires_at > now;
 }
 
 /**
@@ -89,29 +85,14 @@ export async function redeemInvite(
   now: Date,
 ): Promise<Member> {
   return db.transaction().execute(async (trx) => {
-    const invite = await trx
-      .updateTable('invites')
-      .set({ accepted_at: now, token_ciphertext: null })
-      .where('token_hash', '=', sha256Hex(token))
-      .where('accepted_at', 'is', null)
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', now)
-      .returningAll()
-      .executeTakeFirst();
+    const invite = await acceptInviteRow(trx, sha256Hex(token), now);
     if (!invite) throw notFound('The invite link is invalid, expired, revoked or already used.');
     const email = (invite.email ?? joiner.email).toLowerCase();
-    const member = await trx
-      .insertInto('members')
-      .values({
-        id: newId('mem'),
-        organization_id: invite.organization_id,
-        kind: 'user',
-        email,
-        name: joiner.name ?? null,
-        role: invite.role as Role,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const member = await insertMember(trx, invite.organization_id, {
+      email,
+      name: joiner.name ?? null,
+      role: invite.role as Role,
+    });
     await bumpAuthVersion(trx, invite.organization_id);
     return member;
   });

@@ -32,3 +32,63 @@ export function findInvite(db: Db, organizationId: string, inviteId: string): Pr
     .where('id', '=', inviteId)
     .executeTakeFirst();
 }
+
+export function insertInvite(
+  db: Db,
+  values: {
+    id: string;
+    organizationId: string;
+    role: string;
+    email: string | null;
+    tokenHash: string;
+    tokenCiphertext: string;
+    createdByMemberId: string;
+    expiresAt: Date;
+    createdAt: Date;
+  },
+): Promise<Invite> {
+  return db
+    .insertInto('invites')
+    .values({
+      id: values.id,
+      organization_id: values.organizationId,
+      role: values.role,
+      email: values.email,
+      token_hash: values.tokenHash,
+      token_ciphertext: values.tokenCiphertext,
+      created_by_member_id: values.createdByMemberId,
+      expires_at: values.expiresAt,
+      created_at: values.createdAt,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** True when a live (not revoked, not accepted) invite was revoked now. */
+export async function revokeInviteRow(db: Db, inviteId: string, now: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('invites')
+    .set({ revoked_at: now, token_ciphertext: null })
+    .where('id', '=', inviteId)
+    .where('revoked_at', 'is', null)
+    .where('accepted_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Marks the invite of this token accepted, once and only while it is live; undefined otherwise. */
+export function acceptInviteRow(
+  trx: Transaction<Database>,
+  tokenHash: string,
+  now: Date,
+): Promise<Invite | undefined> {
+  return trx
+    .updateTable('invites')
+    .set({ accepted_at: now, token_ciphertext: null })
+    .where('token_hash', '=', tokenHash)
+    .where('accepted_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returningAll()
+    .executeTakeFirst();
+}
