@@ -6,7 +6,7 @@ import type { PutWebhookBody } from '@ent/common/schemas/webhook';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget } from './targets.ts';
-import { findWebhookForUpdate } from './store.ts';
+import { insertWebhook, lockWebhook, updateWebhookRow } from './store.ts';
 
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -82,33 +82,28 @@ export async function putWebhook(
 ): Promise<PutWebhookResult> {
   const url = await validateWebhookUrl(input.url, settings.allowPrivateTargets);
   return db.transaction().execute(async (trx) => {
-    const before = await findWebhookForUpdate(trx, organizationId);
+    const before = await lockWebhook(trx, organizationId);
     if (!before) {
       const secret = generateWebhookSecret();
-      const webhook = await trx
-        .insertInto('webhooks')
-        .values({
-          organization_id: organizationId,
-          url,
-          secret_ciphertext: encryptWebhookSecret(secret, settings, organizationId),
-          secret_prefix: secretPrefixOf(secret),
-          disabled: input.disabled ?? false,
-          created_at: now,
-          updated_at: now,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const webhook = await insertWebhook(trx, {
+        organizationId,
+        url,
+        secretCiphertext: encryptWebhookSecret(secret, settings, organizationId),
+        secretPrefix: secretPrefixOf(secret),
+        disabled: input.disabled ?? false,
+        now,
+      });
       return { webhook, secret, details: { url: webhook.url, secret_prefix: webhook.secret_prefix } };
     }
     const details = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
     if (!details) return { webhook: before, secret: null, details: null };
     const disabled = input.disabled ?? before.disabled;
-    const webhook = await trx
-      .updateTable('webhooks')
-      .set({ url, disabled, disabled_reason: disabled ? before.disabled_reason : null, updated_at: now })
-      .where('organization_id', '=', organizationId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const webhook = await updateWebhookRow(trx, organizationId, {
+      url,
+      disabled,
+      disabled_reason: disabled ? before.disabled_reason : null,
+      updated_at: now,
+    });
     return { webhook, secret: null, details };
   });
 }
@@ -127,21 +122,16 @@ export async function rotateWebhookSecret(
   now: Date,
 ): Promise<RotateResult> {
   return db.transaction().execute(async (trx) => {
-    const before = await findWebhookForUpdate(trx, organizationId);
+    const before = await lockWebhook(trx, organizationId);
     if (!before) throw webhookNotFound();
     const secret = generateWebhookSecret();
-    const webhook = await trx
-      .updateTable('webhooks')
-      .set({
-        secret_ciphertext: encryptWebhookSecret(secret, settings, organizationId),
-        secret_prefix: secretPrefixOf(secret),
-        previous_secret_ciphertext: before.secret_ciphertext,
-        previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS),
-        updated_at: now,
-      })
-      .where('organization_id', '=', organizationId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const webhook = await updateWebhookRow(trx, organizationId, {
+      secret_ciphertext: encryptWebhookSecret(secret, settings, organizationId),
+      secret_prefix: secretPrefixOf(secret),
+      previous_secret_ciphertext: before.secret_ciphertext,
+      previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS),
+      updated_at: now,
+    });
     return {
       webhook,
       secret,
@@ -162,15 +152,14 @@ export async function setWebhookDisabled(
   now: Date,
 ): Promise<ToggleResult> {
   return db.transaction().execute(async (trx) => {
-    const before = await findWebhookForUpdate(trx, organizationId);
+    const before = await lockWebhook(trx, organizationId);
     if (!before) throw webhookNotFound();
     if (before.disabled === disabled) return { webhook: before, details: null };
-    const webhook = await trx
-      .updateTable('webhooks')
-      .set({ disabled, disabled_reason: null, updated_at: now })
-      .where('organization_id', '=', organizationId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const webhook = await updateWebhookRow(trx, organizationId, {
+      disabled,
+      disabled_reason: null,
+      updated_at: now,
+    });
     return { webhook, details: { disabled: { from: before.disabled, to: disabled } } };
   });
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Webhook, WebhookDelivery, WebhookDeliveryStatus } from '@ent/common/db/database';
+import type { Updateable } from 'kysely';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -11,7 +12,8 @@ export function findWebhook(db: Db, organizationId: string): Promise<Webhook | u
     .executeTakeFirst();
 }
 
-export function findWebhookForUpdate(
+/** The organization's webhook row, locked until the transaction ends. */
+export function lockWebhook(
   trx: Transaction<Database>,
   organizationId: string,
 ): Promise<Webhook | undefined> {
@@ -56,11 +58,55 @@ export async function webhookDeliveryCounts(db: Db): Promise<{ pending: number; 
     .selectFrom('webhook_deliveries')
     .select([
       sql<number>`count(*) FILTER (WHERE status = 'pending')::int`.as('pending'),
-      sql<number>`count(*) FILTER (WHERE status = 'failed' AND updated_at > now() - interval '1 hour')::int`.as('failed'),
+      sql<number>`count(*) FILTER (WHERE status = 'failed' AND updated_at > now() - interval '1 hour')::int`.as(
+        'failed',
+      ),
     ])
     .where((eb) =>
-      eb.or([eb('status', '=', 'pending'), eb.and([eb('status', '=', 'failed'), eb('updated_at', '>', sql<Date>`now() - interval '1 hour'`)])]),
+      eb.or([
+        eb('status', '=', 'pending'),
+        eb.and([eb('status', '=', 'failed'), eb('updated_at', '>', sql<Date>`now() - interval '1 hour'`)]),
+      ]),
     )
     .executeTakeFirstOrThrow();
   return { pending: row.pending, failedLastHour: row.failed };
+}
+
+export function insertWebhook(
+  trx: Transaction<Database>,
+  values: {
+    organizationId: string;
+    url: string;
+    secretCiphertext: string;
+    secretPrefix: string;
+    disabled: boolean;
+    now: Date;
+  },
+): Promise<Webhook> {
+  return trx
+    .insertInto('webhooks')
+    .values({
+      organization_id: values.organizationId,
+      url: values.url,
+      secret_ciphertext: values.secretCiphertext,
+      secret_prefix: values.secretPrefix,
+      disabled: values.disabled,
+      created_at: values.now,
+      updated_at: values.now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function updateWebhookRow(
+  trx: Transaction<Database>,
+  organizationId: string,
+  values: Updateable<Database['webhooks']>,
+): Promise<Webhook> {
+  return trx
+    .updateTable('webhooks')
+    .set(values)
+    .where('organization_id', '=', organizationId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
