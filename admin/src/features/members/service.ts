@@ -4,13 +4,13 @@ import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
 import { changedFields, type Change } from '../shared/changes.ts';
+import { lockOrganization } from '../organization/store.ts';
 import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
   countOtherActiveAdmins,
   findMember,
   insertMember,
-  lockOrganization,
   revokeMemberKeys,
   updateMemberRow,
 } from './store.ts';

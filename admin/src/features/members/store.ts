@@ -49,11 +49,6 @@ export async function countOtherActiveAdmins(
   return Number(row.count);
 }
 
-/** Serializes role and status changes of one organization (the last-admin rule reads, then writes). */
-export async function lockOrganization(trx: Transaction<Database>, organizationId: string): Promise<void> {
-  await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
-}
-
 /** A user member (console sign-in); the email is stored lowercase. */
 export function insertMember(
   trx: Transaction<Database>,

@@ -1,7 +1,9 @@
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { validationError } from '@ent/common/errors/app-error';
+import { lockOrganization } from '../organization/store.ts';
+import { catalogSizeStore } from './catalog-size.store.ts';
 
 export type CatalogLimits = Config['catalogLimits'];
 
@@ -27,31 +29,18 @@ export async function assertCatalogRoom(
   limits: CatalogLimits,
   growth: CatalogGrowth,
 ): Promise<void> {
-  await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
-  const rowsOf = async (table: 'features' | 'plans') =>
-    (
-      await trx
-        .selectFrom(table)
-        .select(sql<number>`count(*)::int`.as('count'))
-        .where('organization_id', '=', organizationId)
-        .executeTakeFirstOrThrow()
-    ).count;
+  await lockOrganization(trx, organizationId);
+  const size = catalogSizeStore(trx, organizationId);
   if ('features' in growth) {
-    if ((await rowsOf('features')) + growth.features > limits.features) {
+    if ((await size.features()) + growth.features > limits.features) {
       throw tooLarge('features', limits.features, 'CATALOG_MAX_FEATURES');
     }
     return;
   }
-  if ('plans' in growth && (await rowsOf('plans')) + growth.plans > limits.plans) {
+  if ('plans' in growth && (await size.plans()) + growth.plans > limits.plans) {
     throw tooLarge('plans', limits.plans, 'CATALOG_MAX_PLANS');
   }
   if (growth.grants === 0) return;
-  let grants = trx
-    .selectFrom('plan_grants as g')
-    .innerJoin('plans as p', 'p.id', 'g.plan_id')
-    .select(sql<number>`count(*)::int`.as('count'))
-    .where('p.organization_id', '=', organizationId);
-  if ('replacingPlanId' in growth) grants = grants.where('g.plan_id', '!=', growth.replacingPlanId);
-  const { count } = await grants.executeTakeFirstOrThrow();
-  if (count + growth.grants > limits.grants) throw tooLarge('grants', limits.grants, 'CATALOG_MAX_GRANTS');
+  const grants = await size.grants('replacingPlanId' in growth ? growth.replacingPlanId : undefined);
+  if (grants + growth.grants > limits.grants) throw tooLarge('grants', limits.grants, 'CATALOG_MAX_GRANTS');
 }
