@@ -9,7 +9,7 @@ import { randomToken } from '@ent/common/crypto/secrets';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
-import { createOrganization } from '../admin/src/features/organizations/bootstrap.ts';
+import { createOrganization } from '../admin/src/features/provisioning/create-organization.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // One gateway and one admin on this host: their operations ports (/metrics, detailed /readyz) get the

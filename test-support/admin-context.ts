@@ -7,7 +7,7 @@ import { createDb } from '@ent/common/db/connect';
 import type { Database } from '@ent/common/db/database';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { buildAdminApp, type AdminApp } from '../admin/src/app.ts';
-import { createOrganization, type CreatedOrganization } from '../admin/src/features/organizations/bootstrap.ts';
+import { createOrganization, type CreatedOrganization } from '../admin/src/features/provisioning/create-organization.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
 
 export interface AdminTestContext {

@@ -17,7 +17,7 @@ import {
   getArrangement,
   publishArrangement,
   saveArrangement,
-} from '../src/features/organizations/arrangement.ts';
+} from '@ent/common/metering/arrangement';
 
 const run = promisify(execFile);
 const entctlPath = new URL('../src/cli/entctl.ts', import.meta.url).pathname;

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { loadConfig } from '@ent/common/config';
 import { createDb, withDatabase } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
-import { createOrganization } from '../../admin/src/features/organizations/bootstrap.ts';
+import { createOrganization } from '../../admin/src/features/provisioning/create-organization.ts';
 import { freePort } from '../../gateway/test/processes.ts';
 import { seed, type SeedShape } from './seed.ts';
 

@@ -5,8 +5,8 @@ import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
-import { applyArrangementChange, getArrangement, saveArrangement } from '../features/organizations/arrangement.ts';
-import { createOrganization } from '../features/organizations/bootstrap.ts';
+import { applyArrangementChange, getArrangement, saveArrangement } from '@ent/common/metering/arrangement';
+import { createOrganization } from '../features/provisioning/create-organization.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
 

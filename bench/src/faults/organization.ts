@@ -1,6 +1,6 @@
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
-import { createOrganization } from '../../../admin/src/features/organizations/bootstrap.ts';
+import { createOrganization } from '../../../admin/src/features/provisioning/create-organization.ts';
 import { expectStatus } from './http.ts';
 
 /** The feature every write and most evals are about. */
