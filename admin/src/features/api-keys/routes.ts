@@ -13,9 +13,7 @@ import {
 import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
 import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
 import { getServiceAccount } from '../service-accounts/service.ts';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import { createApiKey, revokeApiKey } from './service.ts';
-import { findApiKey, listApiKeys } from './store.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from './service.ts';
 
 export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
   key_id: key.id,
@@ -79,17 +77,10 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
     async (request) => {
       const organizationId = request.principal!.organizationId;
       const account = await getServiceAccount(app.db, organizationId, request.params.service_account_id);
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      await checkCursor(
-        request.query.starting_after,
-        (id) => findApiKey(app.db, organizationId, account.id, id),
-        'a key of this service account',
-      );
-      const rows = await listApiKeys(app.db, organizationId, account.id, {
-        limit,
+      const page = await listApiKeys(app.db, organizationId, account.id, {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });
-      const page = toPage(rows, limit);
       return { api_keys: page.items.map(toApiKeyBody), has_more: page.hasMore };
     },
   );

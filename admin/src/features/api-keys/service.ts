@@ -7,7 +7,14 @@ import type { CreateApiKeyBody } from '@ent/common/schemas/api-keys';
 import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { insertApiKey, lockApiKey, revokeApiKeyRow } from './store.ts';
+import {
+  findApiKey,
+  insertApiKey,
+  listApiKeys as listApiKeyRows,
+  lockApiKey,
+  revokeApiKeyRow,
+} from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export interface CreatedApiKey {
   key: ApiKey;
@@ -74,4 +81,21 @@ export async function revokeApiKey(
     await bumpAuthVersion(trx, organizationId);
     return true;
   });
+}
+
+/** A service account's keys, newest first (revoked ones included), one page. */
+export function listApiKeys(
+  db: Kysely<Database>,
+  organizationId: string,
+  serviceAccountId: string,
+  request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
+): Promise<Page<ApiKey>> {
+  return paginate(
+    request,
+    {
+      find: (id) => findApiKey(db, organizationId, serviceAccountId, id),
+      what: 'a key of this service account',
+    },
+    (filter) => listApiKeyRows(db, organizationId, serviceAccountId, filter),
+  );
 }

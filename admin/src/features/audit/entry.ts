@@ -46,7 +46,8 @@ export const recordableParam = (value: unknown): string => String(value).replace
 /** A whole API key (a key prefix is 8 characters of the secret part) or a webhook signing secret. */
 const SECRET_PATTERNS = [/svc-mk-1-[A-Za-z0-9]{20,}/, /whsec_[A-Za-z0-9+/=_-]{16,}/];
 
-const looksSecret = (value: string): boolean => isWellFormedApiKey(value) || SECRET_PATTERNS.some((p) => p.test(value));
+const looksSecret = (value: string): boolean =>
+  isWellFormedApiKey(value) || SECRET_PATTERNS.some((p) => p.test(value));
 
 /** Defence in depth: handlers never put secrets in details, but a string that looks like one is never stored. */
 function withoutSecrets(value: unknown): unknown {
@@ -84,7 +85,11 @@ export const toAuditEventBody = (row: AuditEntryRow): AuditEventBody => {
     occurred_at: row.occurred_at.toISOString(),
     request_id: row.request_id,
     organization_id: row.organization_id,
-    actor: { member_id: row.actor_member_id, auth_type: row.actor_auth_type, key_prefix: row.actor_key_prefix },
+    actor: {
+      member_id: row.actor_member_id,
+      auth_type: row.actor_auth_type,
+      key_prefix: row.actor_key_prefix,
+    },
     service: row.service,
     method: row.method,
     route: row.route,

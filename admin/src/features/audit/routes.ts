@@ -3,9 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { validationError } from '@ent/common/errors/app-error';
 import { AuditEventListSchema, ListAuditEventsQuery, type AuditOutcomeName } from '@ent/common/schemas/audit';
 import { commonErrorResponses } from '@ent/common/schemas/common';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
 import { rfc3339ToMs, toAuditEventBody } from './entry.ts';
-import { auditEntryExists, listAuditEntries, type AuditListFilter } from './store.ts';
+import { listAuditEvents } from './service.ts';
 
 const PARAM_KEY = /^params\[(.+)\]$/;
 
@@ -23,7 +22,8 @@ function paramFilters(query: Record<string, unknown>): Record<string, string> {
 function timeFilter(value: string | undefined, field: string): number | undefined {
   if (!value) return undefined;
   const ms = rfc3339ToMs(value);
-  if (!Number.isFinite(ms)) throw validationError(`${field} is not a time this service can represent.`, { field, value });
+  if (!Number.isFinite(ms))
+    throw validationError(`${field} is not a time this service can represent.`, { field, value });
   return ms;
 }
 
@@ -43,17 +43,10 @@ export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
     async (request) => {
       const organizationId = request.principal!.organizationId;
       const query = request.query;
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-      if (query.starting_after && !(await auditEntryExists(app.db, organizationId, query.starting_after))) {
-        throw validationError('starting_after is not an audit entry of this organization.', {
-          field: 'starting_after',
-          value: query.starting_after,
-        });
-      }
       const occurredAfter = timeFilter(query.occurred_after, 'occurred_after');
       const occurredBefore = timeFilter(query.occurred_before, 'occurred_before');
-      const filter: AuditListFilter = {
-        limit,
+      const page = await listAuditEvents(app.db, organizationId, {
+        limit: query.limit,
         startingAfter: query.starting_after,
         actorMemberId: query.actor_member_id,
         outcome: query.outcome as AuditOutcomeName | undefined,
@@ -64,8 +57,7 @@ export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
         requestId: query.request_id,
         occurredAfter,
         occurredBefore,
-      };
-      const page = toPage(await listAuditEntries(app.db, organizationId, filter), limit);
+      });
       return { audit_events: page.items.map(toAuditEventBody), has_more: page.hasMore };
     },
   );

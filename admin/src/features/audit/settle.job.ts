@@ -38,7 +38,9 @@ export async function settleAudit(
 
 export const auditSettleJob: JobDefinition<'audit-settle'> = {
   queue: 'audit-settle',
-  processor: (deps: JobDependencies) => async (job) => ({ settled: await settleAudit(deps, job.data.olderThanMs) }),
+  processor: (deps: JobDependencies) => async (job) => ({
+    settled: await settleAudit(deps, job.data.olderThanMs),
+  }),
   concurrency: 1,
   repeatEveryMs: 60_000,
   repeatPayload: { olderThanMs: AUDIT_SETTLE_AFTER_MS },

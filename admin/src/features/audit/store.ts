@@ -95,7 +95,11 @@ export interface AuditListFilter {
   occurredBefore?: number;
 }
 
-export async function auditEntryExists(db: Kysely<Database>, organizationId: string, id: string): Promise<boolean> {
+export async function auditEntryExists(
+  db: Kysely<Database>,
+  organizationId: string,
+  id: string,
+): Promise<boolean> {
   const row = await db
     .selectFrom('audit_events')
     .select('id')
@@ -140,8 +144,10 @@ export async function listAuditEntries(
   if (filter.service) query = query.where('e.service', '=', filter.service);
   if (filter.requestId) query = query.where('e.request_id', '=', filter.requestId);
   // An entry's id carries its occurred_at (newAuditEntryId), so a time window is an id range on the key.
-  if (filter.occurredAfter !== undefined) query = query.where('e.id', '>=', auditIdFloor(filter.occurredAfter));
-  if (filter.occurredBefore !== undefined) query = query.where('e.id', '<', auditIdFloor(filter.occurredBefore));
+  if (filter.occurredAfter !== undefined)
+    query = query.where('e.id', '>=', auditIdFloor(filter.occurredAfter));
+  if (filter.occurredBefore !== undefined)
+    query = query.where('e.id', '<', auditIdFloor(filter.occurredBefore));
   if (filter.params && Object.keys(filter.params).length > 0) {
     query = query.where(sql<boolean>`e.params @> ${JSON.stringify(filter.params)}::jsonb`);
   }
@@ -154,8 +160,16 @@ export async function listAuditEntries(
     // Stated on the outcome row too, so the (organization_id, outcome, event_id) index can drive the page.
     query = query.where('o.organization_id', '=', organizationId).where('o.outcome', '=', filter.outcome);
   }
-  const rows = await query.orderBy('e.id', 'desc').limit(filter.limit + 1).execute();
-  return rows.map((row) => ({ ...row, outcome: row.outcome ?? null, status: row.status ?? null, details: row.details ?? null }));
+  const rows = await query
+    .orderBy('e.id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
+  return rows.map((row) => ({
+    ...row,
+    outcome: row.outcome ?? null,
+    status: row.status ?? null,
+    details: row.details ?? null,
+  }));
 }
 
 /**

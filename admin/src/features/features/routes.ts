@@ -11,9 +11,7 @@ import {
   UpdateFeatureBody,
   type FeatureBody,
 } from '@ent/common/schemas/features';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import { createFeature, getFeature, updateFeature } from './service.ts';
-import { findFeature, listFeatures } from './store.ts';
+import { createFeature, getFeature, listFeatures, updateFeature } from './service.ts';
 
 export const toFeatureBody = (feature: Feature): FeatureBody => ({
   key: feature.key,
@@ -97,19 +95,11 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const organizationId = request.principal!.organizationId;
-      await checkCursor(
-        request.query.starting_after,
-        (key) => findFeature(app.db, organizationId, key),
-        'a feature key of this organization',
-      );
-      const rows = await listFeatures(app.db, organizationId, {
-        limit,
+      const page = await listFeatures(app.db, request.principal!.organizationId, {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
         kind: request.query.kind,
       });
-      const page = toPage(rows, limit);
       return { features: page.items.map(toFeatureBody), has_more: page.hasMore };
     },
   );

@@ -6,7 +6,15 @@ import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/common/schemas/f
 import { changedFields, type Change } from '../shared/changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
-import { findFeature, insertFeature, lockFeature, updateFeatureRow } from './store.ts';
+import {
+  findFeature,
+  insertFeature,
+  listFeatures as listFeatureRows,
+  lockFeature,
+  updateFeatureRow,
+  type FeatureListFilter,
+} from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'key', value: key });
@@ -58,4 +66,17 @@ export async function getFeature(
   const feature = await findFeature(db, organizationId, key);
   if (!feature) throw featureNotFound(key);
   return feature;
+}
+
+/** The organization's features, ordered by key, one page. */
+export function listFeatures(
+  db: Kysely<Database>,
+  organizationId: string,
+  request: PageRequest<FeatureListFilter>,
+): Promise<Page<Feature>> {
+  return paginate(
+    request,
+    { find: (key) => findFeature(db, organizationId, key), what: 'a feature key of this organization' },
+    (filter) => listFeatureRows(db, organizationId, filter),
+  );
 }

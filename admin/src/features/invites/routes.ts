@@ -12,9 +12,7 @@ import {
   type InviteBody,
 } from '@ent/common/schemas/invites';
 import { assertMayGrant } from '../members/roles.ts';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import { createInvite, inviteLinkOf, revokeInvite, type InviteSettings } from './service.ts';
-import { findInvite, listLiveInvites } from './store.ts';
+import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
   secretsKey: config.secretsKey,
@@ -72,18 +70,10 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const organizationId = request.principal!.organizationId;
-      await checkCursor(
-        request.query.starting_after,
-        (id) => findInvite(app.db, organizationId, id),
-        'an invite of this organization',
-      );
-      const rows = await listLiveInvites(app.db, organizationId, now(), {
-        limit,
+      const page = await listInvites(app.db, request.principal!.organizationId, now(), {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });
-      const page = toPage(rows, limit);
       return { invites: page.items.map((invite) => toInviteBody(invite, settings)), has_more: page.hasMore };
     },
   );

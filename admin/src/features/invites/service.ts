@@ -13,7 +13,8 @@ import { newId } from '@ent/common/ids';
 import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { insertMember } from '../members/store.ts';
-import { acceptInviteRow, findInvite, insertInvite, revokeInviteRow } from './store.ts';
+import { acceptInviteRow, findInvite, insertInvite, listLiveInvites, revokeInviteRow } from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /** Where the console serves its join page; the link carries the single-use token. */
@@ -96,4 +97,18 @@ export async function redeemInvite(
     await bumpAuthVersion(trx, invite.organization_id);
     return member;
   });
+}
+
+/** The organization's live invites (not accepted, revoked or expired at `now`), newest first, one page. */
+export function listInvites(
+  db: Kysely<Database>,
+  organizationId: string,
+  now: Date,
+  request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
+): Promise<Page<Invite>> {
+  return paginate(
+    request,
+    { find: (id) => findInvite(db, organizationId, id), what: 'an invite of this organization' },
+    (filter) => listLiveInvites(db, organizationId, now, filter),
+  );
 }

@@ -11,9 +11,7 @@ import {
   UpdateMemberBody,
   type MemberBody,
 } from '@ent/common/schemas/members';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import { createMember, getMember, updateMember } from './service.ts';
-import { findMember, listMembers } from './store.ts';
+import { createMember, getMember, listMembers, updateMember } from './service.ts';
 
 export const toMemberBody = (member: Member): MemberBody => ({
   member_id: member.id,
@@ -42,20 +40,12 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const organizationId = request.principal!.organizationId;
-      await checkCursor(
-        request.query.starting_after,
-        (id) => findMember(app.db, organizationId, id),
-        'a member of this organization',
-      );
-      const rows = await listMembers(app.db, organizationId, {
-        limit,
+      const page = await listMembers(app.db, request.principal!.organizationId, {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
         status: request.query.status,
         kind: request.query.kind,
       });
-      const page = toPage(rows, limit);
       return { members: page.items.map(toMemberBody), has_more: page.hasMore };
     },
   );

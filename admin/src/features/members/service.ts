@@ -13,7 +13,10 @@ import {
   insertMember,
   revokeMemberKeys,
   updateMemberRow,
+  listMembers as listMemberRows,
+  type MemberListFilter,
 } from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export const memberNotFound = (memberId: string) =>
   notFound(`No member with id "${memberId}".`, { field: 'member_id', value: memberId });
@@ -108,4 +111,17 @@ export async function updateMember(
     await bumpAuthVersion(trx, organizationId);
     return { member, details };
   });
+}
+
+/** The organization's members, newest first, one page. */
+export function listMembers(
+  db: Kysely<Database>,
+  organizationId: string,
+  request: PageRequest<MemberListFilter>,
+): Promise<Page<Member>> {
+  return paginate(
+    request,
+    { find: (id) => findMember(db, organizationId, id), what: 'a member of this organization' },
+    (filter) => listMemberRows(db, organizationId, filter),
+  );
 }

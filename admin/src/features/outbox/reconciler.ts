@@ -54,11 +54,20 @@ export function createReconciler(deps: ReconcilerDeps) {
         .where('subscriber_id', '>', after)
         .orderBy('subscriber_id')
         .limit(SUBSCRIBER_PAGE);
-      if (!full) query = query.where('updated_at', '>', sql<Date>`now() - make_interval(secs => ${RECENT_WINDOW_MS / 1000})`);
+      if (!full)
+        query = query.where(
+          'updated_at',
+          '>',
+          sql<Date>`now() - make_interval(secs => ${RECENT_WINDOW_MS / 1000})`,
+        );
       const page = await query.execute();
       if (page.length === 0) return repaired;
-      const inRedis = await Promise.all(page.map((row) => hgetVersion(keys.subscriber(organizationId, row.subscriber_id))));
-      const behind = page.filter((row, i) => inRedis[i]! < snapshotVersionOf(row.version)).map((row) => row.subscriber_id);
+      const inRedis = await Promise.all(
+        page.map((row) => hgetVersion(keys.subscriber(organizationId, row.subscriber_id))),
+      );
+      const behind = page
+        .filter((row, i) => inRedis[i]! < snapshotVersionOf(row.version))
+        .map((row) => row.subscriber_id);
       if (behind.length > 0) {
         await publisher.publishSubscribers(organizationId, behind);
         repaired += behind.length;

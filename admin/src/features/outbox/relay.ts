@@ -5,7 +5,10 @@ import { leaseDue, markDone, markFailed, pruneDone, type OutboxRow } from './sto
 
 export interface OutboxRelayDeps {
   db: Kysely<Database>;
-  publisher: Pick<SnapshotPublisher, 'publishCatalog' | 'publishSubscribers' | 'publishAuth' | 'publishArrangement'>;
+  publisher: Pick<
+    SnapshotPublisher,
+    'publishCatalog' | 'publishSubscribers' | 'publishAuth' | 'publishArrangement'
+  >;
 }
 
 export interface OutboxRelayOptions {
@@ -85,7 +88,9 @@ export function createOutboxRelay(deps: OutboxRelayDeps, overrides: Partial<Outb
         await publisher.publishArrangement(organizationId);
         return;
       case 'subscriber':
-        await publisher.publishSubscribers(organizationId, [...new Set(group.rows.map((row) => row.subject!))]);
+        await publisher.publishSubscribers(organizationId, [
+          ...new Set(group.rows.map((row) => row.subject!)),
+        ]);
         return;
     }
   }

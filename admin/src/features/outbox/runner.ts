@@ -55,7 +55,8 @@ export function startOutboxRunner(deps: OutboxRunnerDeps, overrides: Partial<Out
     draining ??= relay
       .drainOnce()
       .then((result) => {
-        if (result.failed > 0) log.warn(`outbox relay: ${result.failed} entries failed, will retry with backoff`);
+        if (result.failed > 0)
+          log.warn(`outbox relay: ${result.failed} entries failed, will retry with backoff`);
         return result;
       })
       .catch((error: unknown) => {

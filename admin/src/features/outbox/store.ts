@@ -32,7 +32,12 @@ export async function leaseDue(db: Kysely<Database>, limit: number, leaseMs: num
 
 export async function markDone(db: Kysely<Database>, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.updateTable('outbox').set({ done_at: sql`now()` }).where('id', 'in', ids).where('done_at', 'is', null).execute();
+  await db
+    .updateTable('outbox')
+    .set({ done_at: sql`now()` })
+    .where('id', 'in', ids)
+    .where('done_at', 'is', null)
+    .execute();
 }
 
 export async function markFailed(

@@ -11,7 +11,6 @@ import {
   PutOverrideBody,
   type OverrideBody,
 } from '@ent/common/schemas/overrides';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
 import { deleteOverride, getOverride, listSubscriberOverrides, upsertOverride } from './service.ts';
 import type { OverrideWithFeature } from './store.ts';
 
@@ -82,18 +81,16 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listSubscriberOverrides(
+      const page = await listSubscriberOverrides(
         app.db,
         request.principal!.organizationId,
         request.params.subscriber_id,
         {
-          limit,
+          limit: request.query.limit,
           startingAfter: request.query.starting_after,
           liveAt: request.query.include_expired ? undefined : new Date(app.clock.now()),
         },
       );
-      const page = toPage(rows, limit);
       return { overrides: page.items.map(toOverrideBody), has_more: page.hasMore };
     },
   );

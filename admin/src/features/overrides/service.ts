@@ -5,7 +5,7 @@ import { notFound, validationError } from '@ent/common/errors/app-error';
 import type { PutOverrideBody } from '@ent/common/schemas/overrides';
 import { findFeature } from '../features/store.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
-import { checkCursor } from '../shared/pagination.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
@@ -157,18 +157,20 @@ export async function listSubscriberOverrides(
   db: Kysely<Database>,
   organizationId: string,
   subscriberId: string,
-  filter: OverrideListFilter,
-): Promise<OverrideWithFeature[]> {
+  request: PageRequest<OverrideListFilter>,
+): Promise<Page<OverrideWithFeature>> {
   await subscriberExistsOrThrow(db, organizationId, subscriberId);
-  await checkCursor(
-    filter.startingAfter,
-    async (featureKey) => {
-      const feature = await findFeature(db, organizationId, featureKey);
-      return feature && findOverride(db, organizationId, subscriberId, feature.id);
+  return paginate(
+    request,
+    {
+      find: async (featureKey) => {
+        const feature = await findFeature(db, organizationId, featureKey);
+        return feature && findOverride(db, organizationId, subscriberId, feature.id);
+      },
+      what: "the feature key of one of this subscriber's overrides",
     },
-    "the feature key of one of this subscriber's overrides",
+    (filter) => listOverrides(db, organizationId, subscriberId, filter),
   );
-  return listOverrides(db, organizationId, subscriberId, filter);
 }
 
 /** Deleting an override that does not exist changes nothing and is not an error; returns the deleted one. */

@@ -10,7 +10,6 @@ import {
   UpdatePlanBody,
   type PlanBody,
 } from '@ent/common/schemas/plans';
-import { DEFAULT_PAGE_SIZE } from '../shared/pagination.ts';
 import { planCreatedDetails } from './grant-changes.ts';
 import {
   createPlan,
@@ -88,7 +87,7 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const page = await listPlans(app.db, orgOf(request), {
-        limit: request.query.limit ?? DEFAULT_PAGE_SIZE,
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
         kind: request.query.kind,
       });

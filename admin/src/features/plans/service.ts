@@ -5,7 +5,7 @@ import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreatePlanBody, GrantBody, GrantInput, UpdatePlanBody } from '@ent/common/schemas/plans';
 import type { AuditDetails } from '../../plugins/write-pipeline.ts';
 import { findFeaturesByKeys } from '../features/store.ts';
-import { checkCursor, toPage, type Page } from '../shared/pagination.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
 import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
@@ -183,14 +183,13 @@ export async function getPlan(
 export async function listPlans(
   db: Kysely<Database>,
   organizationId: string,
-  filter: PlanListFilter,
+  request: PageRequest<PlanListFilter>,
 ): Promise<Page<PlanWithGrants>> {
-  await checkCursor(
-    filter.startingAfter,
-    (key) => findPlan(db, organizationId, key),
-    'a plan key of this organization',
+  const { items: plans, hasMore } = await paginate(
+    request,
+    { find: (key) => findPlan(db, organizationId, key), what: 'a plan key of this organization' },
+    (filter) => listPlanRows(db, organizationId, filter),
   );
-  const { items: plans, hasMore } = toPage(await listPlanRows(db, organizationId, filter), filter.limit);
   const grants = await findGrants(
     db,
     plans.map((plan) => plan.id),

@@ -32,14 +32,22 @@ export async function createOrganization(db: Kysely<Database>, name: string): Pr
   const key = generateApiKey();
   const slug = `${slugFrom(name)}-${organizationId.slice(-6)}`;
   await db.transaction().execute(async (trx) => {
-    await trx.insertInto('organizations').values({ id: organizationId, name, slug, eval_plan: 'free' }).execute();
+    await trx
+      .insertInto('organizations')
+      .values({ id: organizationId, name, slug, eval_plan: 'free' })
+      .execute();
     await trx
       .insertInto('members')
       .values({ id: memberId, organization_id: organizationId, kind: 'service_account', name, role: 'admin' })
       .execute();
     await trx
       .insertInto('service_accounts')
-      .values({ id: serviceAccountId, organization_id: organizationId, member_id: memberId, name: `${name} admin` })
+      .values({
+        id: serviceAccountId,
+        organization_id: organizationId,
+        member_id: memberId,
+        name: `${name} admin`,
+      })
       .execute();
     await trx
       .insertInto('api_keys')
@@ -54,5 +62,10 @@ export async function createOrganization(db: Kysely<Database>, name: string): Pr
       })
       .execute();
   });
-  return { organization_id: organizationId, member_id: memberId, service_account_id: serviceAccountId, api_key: key.plaintext };
+  return {
+    organization_id: organizationId,
+    member_id: memberId,
+    service_account_id: serviceAccountId,
+    api_key: key.plaintext,
+  };
 }

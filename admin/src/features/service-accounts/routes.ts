@@ -10,9 +10,13 @@ import {
   UpdateServiceAccountBody,
   type ServiceAccountBody,
 } from '@ent/common/schemas/service-accounts';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import { createServiceAccount, getServiceAccount, updateServiceAccount } from './service.ts';
-import { findServiceAccount, listServiceAccounts, type ServiceAccountRow } from './store.ts';
+import {
+  createServiceAccount,
+  getServiceAccount,
+  listServiceAccounts,
+  updateServiceAccount,
+} from './service.ts';
+import type { ServiceAccountRow } from './store.ts';
 
 export const toServiceAccountBody = (account: ServiceAccountRow): ServiceAccountBody => ({
   service_account_id: account.id,
@@ -63,18 +67,10 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const organizationId = request.principal!.organizationId;
-      await checkCursor(
-        request.query.starting_after,
-        (id) => findServiceAccount(app.db, organizationId, id),
-        'a service account of this organization',
-      );
-      const rows = await listServiceAccounts(app.db, organizationId, {
-        limit,
+      const page = await listServiceAccounts(app.db, request.principal!.organizationId, {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });
-      const page = toPage(rows, limit);
       return { service_accounts: page.items.map(toServiceAccountBody), has_more: page.hasMore };
     },
   );

@@ -12,9 +12,11 @@ import { bumpAuthVersion } from '../shared/versions.ts';
 import {
   findServiceAccount,
   insertServiceAccount,
+  listServiceAccounts as listServiceAccountRows,
   renameServiceAccount,
   type ServiceAccountRow,
 } from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
@@ -68,4 +70,20 @@ export async function updateServiceAccount(
     const account = await findServiceAccount(trx, organizationId, id);
     return { account: account!, details };
   });
+}
+
+/** The organization's service accounts, newest first, one page. */
+export function listServiceAccounts(
+  db: Kysely<Database>,
+  organizationId: string,
+  request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
+): Promise<Page<ServiceAccountRow>> {
+  return paginate(
+    request,
+    {
+      find: (id) => findServiceAccount(db, organizationId, id),
+      what: 'a service account of this organization',
+    },
+    (filter) => listServiceAccountRows(db, organizationId, filter),
+  );
 }

@@ -27,3 +27,22 @@ export async function checkCursor(
   if (await find(startingAfter)) return;
   throw validationError(`starting_after is not ${what}.`, { field: 'starting_after', value: startingAfter });
 }
+
+/** A list request as routes pass it: the page size (DEFAULT_PAGE_SIZE when absent), the cursor, any filters. */
+export type PageRequest<Filter extends { limit: number }> = Omit<Filter, 'limit'> & {
+  limit?: number | undefined;
+};
+
+/**
+ * One page of a list, the one way every list is paged: the cursor checked (`checkCursor`), `limit + 1` rows
+ * asked of `list`, the extra one telling whether another page follows.
+ */
+export async function paginate<Row, Filter extends { limit: number; startingAfter?: string | undefined }>(
+  request: PageRequest<Filter>,
+  cursor: { find: (value: string) => Promise<unknown>; what: string },
+  list: (filter: Filter) => Promise<Row[]>,
+): Promise<Page<Row>> {
+  const limit = request.limit ?? DEFAULT_PAGE_SIZE;
+  await checkCursor(request.startingAfter, cursor.find, cursor.what);
+  return toPage(await list({ ...request, limit } as Filter), limit);
+}

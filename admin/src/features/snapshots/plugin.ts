@@ -12,7 +12,7 @@ const tokenDigest = (token: string): Buffer => createHash('sha256').update(token
 
 export const INTERNAL_TOKEN_REQUIRED = (host: string) =>
   `INTERNAL_TOKEN must be set when admin listens on a non-loopback address (HOST=${host}): its /internal routes ` +
-  'return any tenant\'s documents. Set the same random INTERNAL_TOKEN (openssl rand -hex 32) for admin and gateways.';
+  "return any tenant's documents. Set the same random INTERNAL_TOKEN (openssl rand -hex 32) for admin and gateways.";
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,12 +57,15 @@ export const snapshots = fp(
     // now, not only once a worker runs. Not awaited: admin answers meanwhile.
     const relay = createOutboxRelay({ db: app.db, publisher });
     app.addHook('onListen', async () => {
-      void relay.drainOnce().catch((error: unknown) => app.log.warn({ err: error }, 'outbox relay pass at start failed'));
+      void relay
+        .drainOnce()
+        .catch((error: unknown) => app.log.warn({ err: error }, 'outbox relay pass at start failed'));
     });
 
     await app.register(async (internal) => {
       const expected = app.config.internalToken;
-      if (!expected && !isLoopbackHost(app.config.host)) throw new Error(INTERNAL_TOKEN_REQUIRED(app.config.host));
+      if (!expected && !isLoopbackHost(app.config.host))
+        throw new Error(INTERNAL_TOKEN_REQUIRED(app.config.host));
       const expectedDigest = expected ? tokenDigest(expected) : null;
       internal.addHook('onRequest', async (request, reply) => {
         const given = request.headers['x-internal-token'];

@@ -11,7 +11,11 @@ import {
 } from '@ent/common/snapshots/build';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { getArrangement, publishArrangement, type VersionedArrangement } from '@ent/common/metering/arrangement';
+import {
+  getArrangement,
+  publishArrangement,
+  type VersionedArrangement,
+} from '@ent/common/metering/arrangement';
 import { markOutboxDone, markSubscribersDone } from '@ent/common/outbox/record';
 
 export interface SnapshotPublisherDeps {
@@ -44,7 +48,11 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     if (!catalog) return null;
     await store.putCatalog(organizationId, catalog);
     await store.publishInvalidation({ kind: 'catalog', organizationId, version: catalog.version });
-    await markOutboxDone(db, { organizationId, kind: 'catalog', version: databaseVersionOf(catalog.version) });
+    await markOutboxDone(db, {
+      organizationId,
+      kind: 'catalog',
+      version: databaseVersionOf(catalog.version),
+    });
     return catalog;
   }
 
@@ -70,7 +78,10 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     await markSubscribersDone(
       db,
       organizationId,
-      [...built].map(([subscriberId, { version }]) => ({ subscriberId, version: databaseVersionOf(version) })),
+      [...built].map(([subscriberId, { version }]) => ({
+        subscriberId,
+        version: databaseVersionOf(version),
+      })),
     );
     return built;
   }
@@ -104,7 +115,11 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     const arrangement = await getArrangement(db, organizationId);
     rebuilt('arrangement');
     await publishArrangement(redis, redisKeys, organizationId, arrangement);
-    await markOutboxDone(db, { organizationId, kind: 'arrangement', version: databaseVersionOf(arrangement.version) });
+    await markOutboxDone(db, {
+      organizationId,
+      kind: 'arrangement',
+      version: databaseVersionOf(arrangement.version),
+    });
     return arrangement;
   }
 
@@ -116,7 +131,11 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
       publishAuth(organizationId),
       publishOrganizationArrangement(organizationId),
     ]);
-    await store.publishInvalidation({ kind: 'organization', organizationId, catalogVersion: catalog.version });
+    await store.publishInvalidation({
+      kind: 'organization',
+      organizationId,
+      catalogVersion: catalog.version,
+    });
     return { catalog, authVersion: authVersion ?? 0, arrangement };
   }
 
@@ -150,7 +169,11 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     await forEachSubscriberBatch(organizationId, async (ids) => {
       subscribers += (await publishSubscribers(organizationId, ids, { announce: false })).size;
     });
-    await store.publishInvalidation({ kind: 'organization', organizationId, catalogVersion: published.catalog.version });
+    await store.publishInvalidation({
+      kind: 'organization',
+      organizationId,
+      catalogVersion: published.catalog.version,
+    });
     return { subscribers };
   }
 

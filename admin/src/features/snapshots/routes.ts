@@ -3,23 +3,41 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { notFound } from '@ent/common/errors/app-error';
 import { getArrangement } from '@ent/common/metering/arrangement';
-import { buildApiKey, buildCatalog, buildOrganizationApiKeys, buildSubscribers } from '@ent/common/snapshots/build';
+import {
+  buildApiKey,
+  buildCatalog,
+  buildOrganizationApiKeys,
+  buildSubscribers,
+} from '@ent/common/snapshots/build';
 import { MISSING_SUBSCRIBER } from '@ent/common/snapshots/documents';
 import type { SnapshotPublisher } from './publisher.ts';
 import { hasNulCharacter } from '../shared/nul-characters.ts';
 
-const ApiKeyBody = Type.Object({ key_hash: Type.String({ pattern: '^[0-9a-f]{64}$' }) }, { additionalProperties: false });
-const SubscriberBody = Type.Object(
-  { organization_id: Type.String({ minLength: 1 }), subscriber_id: Type.String({ minLength: 1, maxLength: 255 }) },
+const ApiKeyBody = Type.Object(
+  { key_hash: Type.String({ pattern: '^[0-9a-f]{64}$' }) },
   { additionalProperties: false },
 );
-const OrganizationBody = Type.Object({ organization_id: Type.String({ minLength: 1 }) }, { additionalProperties: false });
+const SubscriberBody = Type.Object(
+  {
+    organization_id: Type.String({ minLength: 1 }),
+    subscriber_id: Type.String({ minLength: 1, maxLength: 255 }),
+  },
+  { additionalProperties: false },
+);
+const OrganizationBody = Type.Object(
+  { organization_id: Type.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
 
 /**
  * Publishes through Redis; when that fails (Redis unreachable), the same documents straight from Postgres:
  * still correct, and what a gateway re-checking a key while Redis is down needs (a revocation must win).
  */
-async function publishedOrBuilt<T>(request: FastifyRequest, publish: () => Promise<T>, build: () => Promise<T>): Promise<T> {
+async function publishedOrBuilt<T>(
+  request: FastifyRequest,
+  publish: () => Promise<T>,
+  build: () => Promise<T>,
+): Promise<T> {
   // Not connected: a write would only wait out reconnection attempts while the gateway waits for its answer.
   if (request.server.redis.status !== 'ready') return build();
   try {
@@ -55,35 +73,47 @@ export async function internalSnapshotRoutes(
     return { organization_id: snapshot.organizationId, version: snapshot.authVersion, doc: snapshot.doc };
   });
 
-  app.post('/internal/snapshots/subscriber', { schema: { hide: true, body: SubscriberBody } }, async (request) => {
-    const { organization_id: organizationId, subscriber_id: subscriberId } = request.body;
-    // No stored subscriber id holds U+0000 (Postgres refuses it): unknown, not a database error.
-    if (hasNulCharacter(subscriberId)) return { version: 0, doc: MISSING_SUBSCRIBER };
-    const built = await publishedOrBuilt(
-      request,
-      () => publisher.publishSubscribers(organizationId, [subscriberId], { announce: false }),
-      () => buildSubscribers(db, organizationId, [subscriberId]),
-    );
-    const snapshot = built.get(subscriberId);
-    return snapshot ?? { version: 0, doc: MISSING_SUBSCRIBER };
-  });
+  app.post(
+    '/internal/snapshots/subscriber',
+    { schema: { hide: true, body: SubscriberBody } },
+    async (request) => {
+      const { organization_id: organizationId, subscriber_id: subscriberId } = request.body;
+      // No stored subscriber id holds U+0000 (Postgres refuses it): unknown, not a database error.
+      if (hasNulCharacter(subscriberId)) return { version: 0, doc: MISSING_SUBSCRIBER };
+      const built = await publishedOrBuilt(
+        request,
+        () => publisher.publishSubscribers(organizationId, [subscriberId], { announce: false }),
+        () => buildSubscribers(db, organizationId, [subscriberId]),
+      );
+      const snapshot = built.get(subscriberId);
+      return snapshot ?? { version: 0, doc: MISSING_SUBSCRIBER };
+    },
+  );
 
-  app.post('/internal/snapshots/organization', { schema: { hide: true, body: OrganizationBody } }, async (request) => {
-    const organizationId = request.body.organization_id;
-    const published = await publishedOrBuilt(
-      request,
-      () => publisher.publishOrganization(organizationId),
-      async () => {
-        const catalog = await buildCatalog(db, organizationId);
-        if (!catalog) return null;
-        const [auth, arrangement] = await Promise.all([
-          buildOrganizationApiKeys(db, organizationId),
-          getArrangement(db, organizationId),
-        ]);
-        return { catalog, authVersion: auth?.authVersion ?? 0, arrangement };
-      },
-    );
-    if (!published) throw notFound('No such organization.');
-    return { catalog: published.catalog, auth_version: published.authVersion, arrangement: published.arrangement };
-  });
+  app.post(
+    '/internal/snapshots/organization',
+    { schema: { hide: true, body: OrganizationBody } },
+    async (request) => {
+      const organizationId = request.body.organization_id;
+      const published = await publishedOrBuilt(
+        request,
+        () => publisher.publishOrganization(organizationId),
+        async () => {
+          const catalog = await buildCatalog(db, organizationId);
+          if (!catalog) return null;
+          const [auth, arrangement] = await Promise.all([
+            buildOrganizationApiKeys(db, organizationId),
+            getArrangement(db, organizationId),
+          ]);
+          return { catalog, authVersion: auth?.authVersion ?? 0, arrangement };
+        },
+      );
+      if (!published) throw notFound('No such organization.');
+      return {
+        catalog: published.catalog,
+        auth_version: published.authVersion,
+        arrangement: published.arrangement,
+      };
+    },
+  );
 }

@@ -11,9 +11,7 @@ import {
   UpdateSubscriberBody,
   type SubscriberBody,
 } from '@ent/common/schemas/subscribers';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
-import { createSubscriber, getSubscriber, updateSubscriber } from './service.ts';
-import { findSubscriber, listSubscribers } from './store.ts';
+import { createSubscriber, getSubscriber, listSubscribers, updateSubscriber } from './service.ts';
 
 export const toSubscriberBody = (subscriber: Subscriber): SubscriberBody => ({
   subscriber_id: subscriber.subscriber_id,
@@ -90,18 +88,10 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const organizationId = request.principal!.organizationId;
-      await checkCursor(
-        request.query.starting_after,
-        (id) => findSubscriber(app.db, organizationId, id),
-        'a subscriber of this organization',
-      );
-      const rows = await listSubscribers(app.db, organizationId, {
-        limit,
+      const page = await listSubscribers(app.db, request.principal!.organizationId, {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });
-      const page = toPage(rows, limit);
       return { subscribers: page.items.map(toSubscriberBody), has_more: page.hasMore };
     },
   );

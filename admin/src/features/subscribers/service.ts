@@ -5,7 +5,15 @@ import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateSubscriberBody, UpdateSubscriberBody } from '@ent/common/schemas/subscribers';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
-import { findSubscriber, insertSubscriber, lockSubscriber, updateSubscriberName } from './store.ts';
+import {
+  findSubscriber,
+  insertSubscriber,
+  listSubscribers as listSubscriberRows,
+  lockSubscriber,
+  updateSubscriberName,
+  type SubscriberListFilter,
+} from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export const subscriberNotFound = (subscriberId: string) =>
   notFound(`No subscriber with id "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
@@ -59,4 +67,17 @@ export async function getSubscriber(
   const subscriber = await findSubscriber(db, organizationId, subscriberId);
   if (!subscriber) throw subscriberNotFound(subscriberId);
   return subscriber;
+}
+
+/** The organization's subscribers, one page. */
+export function listSubscribers(
+  db: Kysely<Database>,
+  organizationId: string,
+  request: PageRequest<SubscriberListFilter>,
+): Promise<Page<Subscriber>> {
+  return paginate(
+    request,
+    { find: (id) => findSubscriber(db, organizationId, id), what: 'a subscriber of this organization' },
+    (filter) => listSubscriberRows(db, organizationId, filter),
+  );
 }

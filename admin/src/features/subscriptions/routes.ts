@@ -12,7 +12,6 @@ import {
   SubscriptionSchema,
   type SubscriptionBody,
 } from '@ent/common/schemas/subscriptions';
-import { DEFAULT_PAGE_SIZE, toPage } from '../shared/pagination.ts';
 import {
   cancelSubscription,
   changeSubscription,
@@ -152,18 +151,16 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await listSubscriberSubscriptions(
+      const page = await listSubscriberSubscriptions(
         app.db,
         request.principal!.organizationId,
         request.params.subscriber_id,
         {
-          limit,
+          limit: request.query.limit,
           startingAfter: request.query.starting_after,
           status: request.query.status,
         },
       );
-      const page = toPage(rows, limit);
       return { subscriptions: page.items.map(toSubscriptionBody), has_more: page.hasMore };
     },
   );

@@ -5,7 +5,7 @@ import { conflict, notFound, validationError } from '@ent/common/errors/app-erro
 import type { ChangeSubscriptionBody } from '@ent/common/schemas/subscriptions';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
-import { checkCursor } from '../shared/pagination.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import {
   endSubscription,
@@ -154,13 +154,15 @@ export async function listSubscriberSubscriptions(
   db: Kysely<Database>,
   organizationId: string,
   subscriberId: string,
-  filter: SubscriptionListFilter,
-): Promise<SubscriptionWithPlan[]> {
+  request: PageRequest<SubscriptionListFilter>,
+): Promise<Page<SubscriptionWithPlan>> {
   if (!(await findSubscriber(db, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
-  await checkCursor(
-    filter.startingAfter,
-    (id) => findSubscription(db, organizationId, subscriberId, id),
-    'a subscription of this subscriber',
+  return paginate(
+    request,
+    {
+      find: (id) => findSubscription(db, organizationId, subscriberId, id),
+      what: 'a subscription of this subscriber',
+    },
+    (filter) => listSubscriptions(db, organizationId, subscriberId, filter),
   );
-  return listSubscriptions(db, organizationId, subscriberId, filter);
 }

@@ -4,12 +4,7 @@ import type { Database, WebhookDelivery } from '@ent/common/db/database';
 import { deliveryJobId } from './dispatch.ts';
 import { signingSecrets } from './service.ts';
 import { signatureHeader } from './signing.ts';
-import {
-  TargetRefusedError,
-  assertPublicTarget,
-  publicOnlyLookup,
-  withoutAddresses,
-} from './targets.ts';
+import { TargetRefusedError, assertPublicTarget, publicOnlyLookup, withoutAddresses } from './targets.ts';
 import type { JobDefinition, JobDependencies, JobProcessor } from '../../jobs/job.ts';
 
 const SECOND = 1000;

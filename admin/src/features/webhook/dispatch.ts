@@ -104,9 +104,17 @@ export function registerWebhookDispatch(app: FastifyInstance): void {
     if (!principal || write.events.length === 0) return;
     if (!write.eventsRecorded) {
       // A handler that reported events outside writePipeline.transaction: record them now rather than lose them.
-      request.log.error({ route: request.routeOptions.url }, 'webhook events reported outside the write transaction');
+      request.log.error(
+        { route: request.routeOptions.url },
+        'webhook events reported outside the write transaction',
+      );
       write.deliveryIds.push(
-        ...(await recordDeliveries(app.db, principal.organizationId, write.events, new Date(app.clock.now()))),
+        ...(await recordDeliveries(
+          app.db,
+          principal.organizationId,
+          write.events,
+          new Date(app.clock.now()),
+        )),
       );
     }
     await enqueueDeliveries(app.queues, write.deliveryIds);

@@ -11,16 +11,16 @@ import {
   type WebhookBody,
   type WebhookDeliveryBody,
 } from '@ent/common/schemas/webhook';
-import { DEFAULT_PAGE_SIZE, checkCursor, toPage } from '../shared/pagination.ts';
 import { registerWebhookDispatch } from './dispatch.ts';
 import {
+  listWebhookDeliveries,
   putWebhook,
   rotateWebhookSecret,
   setWebhookDisabled,
   webhookNotFound,
   type WebhookSettings,
 } from './service.ts';
-import { findDelivery, findWebhook, listDeliveries } from './store.ts';
+import { findWebhook } from './store.ts';
 
 export const toWebhookBody = (webhook: Webhook): WebhookBody => ({
   url: webhook.url,
@@ -142,20 +142,12 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const organizationId = request.principal!.organizationId;
-      await checkCursor(
-        request.query.starting_after,
-        async (id) => (await findDelivery(app.db, id))?.organization_id === organizationId,
-        'a delivery of this organization',
-      );
-      const rows = await listDeliveries(app.db, organizationId, {
-        limit,
+      const page = await listWebhookDeliveries(app.db, request.principal!.organizationId, {
+        limit: request.query.limit,
         startingAfter: request.query.starting_after,
         status: request.query.status,
         eventType: request.query.event_type,
       });
-      const page = toPage(rows, limit);
       return { deliveries: page.items.map(toDeliveryBody), has_more: page.hasMore };
     },
   );

@@ -1,12 +1,20 @@
 import type { Kysely } from 'kysely';
 import { decryptSecret, encryptSecret, type SecretsKeyring } from '@ent/common/crypto/secrets';
-import type { Database, Webhook } from '@ent/common/db/database';
+import type { Database, Webhook, WebhookDelivery } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
 import type { PutWebhookBody } from '@ent/common/schemas/webhook';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget } from './targets.ts';
-import { insertWebhook, lockWebhook, updateWebhookRow } from './store.ts';
+import {
+  findDelivery,
+  insertWebhook,
+  listDeliveries,
+  lockWebhook,
+  updateWebhookRow,
+  type DeliveryListFilter,
+} from './store.ts';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -162,4 +170,20 @@ export async function setWebhookDisabled(
     });
     return { webhook, details: { disabled: { from: before.disabled, to: disabled } } };
   });
+}
+
+/** The organization's webhook deliveries, newest first, one page. */
+export function listWebhookDeliveries(
+  db: Kysely<Database>,
+  organizationId: string,
+  request: PageRequest<DeliveryListFilter>,
+): Promise<Page<WebhookDelivery>> {
+  return paginate(
+    request,
+    {
+      find: async (id) => (await findDelivery(db, id))?.organization_id === organizationId,
+      what: 'a delivery of this organization',
+    },
+    (filter) => listDeliveries(db, organizationId, filter),
+  );
 }

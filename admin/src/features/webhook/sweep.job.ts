@@ -36,7 +36,13 @@ export interface SweepResult {
 }
 
 /** The job will still run: the delivery is only late (a busy worker, a long Retry-After). */
-const LIVE_STATES = new Set<JobState | 'unknown'>(['waiting', 'waiting-children', 'prioritized', 'delayed', 'active']);
+const LIVE_STATES = new Set<JobState | 'unknown'>([
+  'waiting',
+  'waiting-children',
+  'prioritized',
+  'delayed',
+  'active',
+]);
 
 interface StaleRow {
   id: string;
@@ -117,12 +123,17 @@ export async function sweepStaleDeliveries(
         const job = await queue.getJob(jobId);
         const lastAttempt = row.attempts + 1 >= options.maxAttempts;
         const reason = `the worker's attempt failed: ${job?.failedReason || 'no reason recorded'}`;
-        if (!(await countDeadAttempt(deps.db, row, reason, new Date(deps.clock.now()), lastAttempt))) continue;
+        if (!(await countDeadAttempt(deps.db, row, reason, new Date(deps.clock.now()), lastAttempt)))
+          continue;
         if (lastAttempt) {
           result.gaveUp += 1;
           continue;
         }
-        await queue.add('webhook-delivery', { deliveryId: row.id }, { jobId: deliveryJobId(row.id, row.attempts + 2) });
+        await queue.add(
+          'webhook-delivery',
+          { deliveryId: row.id },
+          { jobId: deliveryJobId(row.id, row.attempts + 2) },
+        );
       } else {
         // A completed job of the same id would make the add a silent no-op. Removing fails only for a job
         // another sweeper just re-added and a worker holds: that one is live, and the add below is a no-op.
