@@ -51,8 +51,8 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(metrics);
   await app.register(writePipeline);
   await app.register(snapshots);
-  await app.register(audit);
   await app.register(authentication);
+  await app.register(audit);
   await app.register(routes);
   return app;
 }

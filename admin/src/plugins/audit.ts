@@ -25,7 +25,8 @@ interface AuditState {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    audit: AuditState;
+    /** Made when first needed (`stateOf`); null before. */
+    audit: AuditState | null;
   }
 }
 
@@ -39,13 +40,13 @@ export function createAuditDb(config: Config): Kysely<Database> {
   });
 }
 
-function entryFor(request: FastifyRequest): NewAuditEntry {
+function entryFor(request: FastifyRequest, state: AuditState): NewAuditEntry {
   const principal = request.principal!;
   const userAgent = request.headers['user-agent'];
   return {
-    id: request.audit.id,
+    id: state.id,
     organizationId: principal.organizationId,
-    occurredAt: request.audit.occurredAt,
+    occurredAt: state.occurredAt,
     requestId: request.id,
     actor: { memberId: principal.memberId, authType: principal.authType, keyPrefix: principal.keyPrefix },
     service: request.routeOptions.config.auditService ?? 'api',
@@ -73,31 +74,34 @@ export const audit = fp(
     });
     app.decorateRequest('audit', null as unknown as AuditState);
 
-    app.addHook('onRequest', async (request) => {
-      request.audit = { ...newAuditEntryId(app.clock.now()), entry: null, outcomeRecorded: false };
-    });
+    // Made when first needed: a 403 from the authentication hook (which runs first) ends the request before
+    // any later onRequest hook, and is still recorded, as rejected, when it is sent.
+    const stateOf = (request: FastifyRequest): AuditState =>
+      (request.audit ??= { ...newAuditEntryId(app.clock.now()), entry: null, outcomeRecorded: false });
 
     app.addHook('preParsing', async (request, _reply, payload) => {
       if (!request.principal || !isAuditedRequest(request)) return payload;
-      const entry = entryFor(request);
+      const state = stateOf(request);
+      const entry = entryFor(request, state);
       try {
         await insertPendingEntry(db, entry);
       } catch (error) {
         request.log.error({ err: error }, 'audit log unavailable: the write was refused');
         throw serviceUnavailable('The audit log cannot record this request right now, so it was not executed; retry with backoff.');
       }
-      request.audit.entry = entry;
+      state.entry = entry;
       return payload;
     });
 
     app.addHook('onSend', async (request, reply, payload) => {
-      const state = request.audit;
-      if (!state || state.outcomeRecorded || !request.principal || !isAuditedRequest(request)) return payload;
+      if (!request.principal || !isAuditedRequest(request)) return payload;
+      const state = stateOf(request);
+      if (state.outcomeRecorded) return payload;
       state.outcomeRecorded = true;
       const status = reply.statusCode;
       try {
         if (!state.entry) {
-          if (status === 403) await insertSettledEntry(db, entryFor(request), { outcome: 'rejected', status: null, details: null });
+          if (status === 403) await insertSettledEntry(db, entryFor(request, state), { outcome: 'rejected', status: null, details: null });
           return payload;
         }
         const ok = status >= 200 && status < 300;
@@ -115,5 +119,5 @@ export const audit = fp(
       return payload;
     });
   },
-  { name: 'audit', dependencies: ['infrastructure', 'write-pipeline'] },
+  { name: 'audit', dependencies: ['infrastructure', 'write-pipeline', 'authentication'] },
 );
