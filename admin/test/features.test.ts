@@ -86,12 +86,16 @@ describe('features', () => {
   });
 
   it('lists features by key with cursor pagination', async () => {
-    const first = await ctx.app.inject({ method: 'GET', url: '/org/features?limit=2', headers: org.headers });
+    const own = await createTestOrganization(ctx.db, 'Listing');
+    for (const [key, kind] of [['sso', 'flag'], ['seats', 'limit'], ['api-calls', 'limit']]) {
+      expect((await post(own.headers, { key, name: key, kind })).statusCode).toBe(201);
+    }
+    const first = await ctx.app.inject({ method: 'GET', url: '/org/features?limit=2', headers: own.headers });
     expect(first.statusCode).toBe(200);
     const body = first.json();
     expect(body.features.map((f: { key: string }) => f.key)).toEqual(['api-calls', 'seats']);
     expect(body.has_more).toBe(true);
-    const next = await ctx.app.inject({ method: 'GET', url: '/org/features?limit=2&starting_after=seats', headers: org.headers });
+    const next = await ctx.app.inject({ method: 'GET', url: '/org/features?limit=2&starting_after=seats', headers: own.headers });
     expect(next.json()).toMatchObject({ features: [{ key: 'sso' }], has_more: false });
   });
 

@@ -34,8 +34,9 @@ const auditedPatches = async (organizationId: string) =>
 
 describe('slug probing', () => {
   it('generated slugs carry part of the organization id, so a name alone does not find them', async () => {
-    const res = await ctx.app.inject({ method: 'GET', url: '/org', headers: target.headers });
-    expect(res.json().slug).toBe(`acme-${target.organization_id.slice(-6).toLowerCase()}`);
+    const fresh = await createTestOrganization(ctx.db, 'Acme');
+    const res = await ctx.app.inject({ method: 'GET', url: '/org', headers: fresh.headers });
+    expect(res.json().slug).toBe(`acme-${fresh.organization_id.slice(-6).toLowerCase()}`);
   });
 
   it(`answers "taken" ${SLUG_CONFLICTS_PER_HOUR} times an hour, then 429 before the body is read (not audited)`, async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import { createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import {
   caller,
@@ -22,9 +22,10 @@ afterAll(() => ctx.close());
 
 describe('GET /org', () => {
   it('returns the organization of the key', async () => {
-    const res = await api.get('/org');
+    const fresh = await createTestOrganization(ctx.db, 'Acme');
+    const res = await ctx.app.inject({ method: 'GET', url: '/org', headers: fresh.headers });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ organization_id: org.organization_id, name: 'Acme' });
+    expect(res.json()).toMatchObject({ organization_id: fresh.organization_id, name: 'Acme' });
     expect(res.json().slug).toMatch(/^acme-/);
   });
 
@@ -36,25 +37,32 @@ describe('GET /org', () => {
 
 describe('PATCH /org', () => {
   it('changes name and slug and reports both as changes', async () => {
-    const before = (await api.get('/org')).json();
-    const res = await api.patch('/org', { name: 'Acme Inc', slug: 'acme-inc' });
+    const own = caller(ctx, (await createTestOrganization(ctx.db, 'Renamed')).api_key);
+    const before = (await own.get('/org')).json();
+    const res = await own.patch('/org', { name: 'Acme Inc', slug: 'acme-inc-renamed' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ name: 'Acme Inc', slug: 'acme-inc' });
+    expect(res.json()).toMatchObject({ name: 'Acme Inc', slug: 'acme-inc-renamed' });
     expect(lastWrite(writes)).toMatchObject({
       method: 'PATCH',
       route: '/org',
-      details: { name: { from: before.name, to: 'Acme Inc' }, slug: { from: before.slug, to: 'acme-inc' } },
+      details: {
+        name: { from: before.name, to: 'Acme Inc' },
+        slug: { from: before.slug, to: 'acme-inc-renamed' },
+      },
     });
   });
 
   it('reports null details when nothing changed', async () => {
-    const res = await api.patch('/org', { name: 'Acme Inc' });
+    const own = caller(ctx, (await createTestOrganization(ctx.db, 'Unchanged')).api_key);
+    const res = await own.patch('/org', { name: 'Unchanged' });
     expect(res.statusCode).toBe(200);
     expect(lastWrite(writes).details).toBeNull();
   });
 
   it('refuses a slug another organization has with 409 CONFLICT', async () => {
-    const res = await caller(ctx, other.api_key).patch('/org', { slug: 'acme-inc' });
+    const holder = caller(ctx, (await createTestOrganization(ctx.db, 'Holder')).api_key);
+    expect((await holder.patch('/org', { slug: 'acme-held' })).statusCode).toBe(200);
+    const res = await caller(ctx, other.api_key).patch('/org', { slug: 'acme-held' });
     expect(res.statusCode).toBe(409);
     expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'slug' } });
   });

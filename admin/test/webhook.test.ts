@@ -3,7 +3,6 @@ import { buildAdminApp } from '../src/app.ts';
 import {
   createTestOrganization,
   type AdminTestContext,
-  type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { decryptSecret } from '@ent/common/crypto/secrets';
@@ -16,24 +15,33 @@ import {
 } from './identity-helpers.ts';
 
 let ctx: AdminTestContext;
-let org: TestOrganization;
 let writes: CommittedWrite[];
 let api: IdentityTestContext['api'];
 
 beforeAll(async () => {
-  ({ ctx, org, writes, api } = await identityTestContext());
+  ({ ctx, writes, api } = await identityTestContext());
 });
 afterAll(() => ctx.close());
 
+/** An organization of its own (so cases share nothing), its admin caller, and, with `url`, a webhook. */
+async function freshOrganization(url?: string) {
+  const own = await createTestOrganization(ctx.db, 'Webhook org');
+  const ownApi = caller(ctx, own.api_key);
+  const created = url === undefined ? null : (await ownApi.put('/org/webhook', { url })).json();
+  return { own, ownApi, created };
+}
+
 describe('webhook configuration', () => {
   it('answers 404 before a webhook exists, on reads and on rotate/enable/disable', async () => {
-    expect((await api.get('/org/webhook')).statusCode).toBe(404);
+    const { ownApi } = await freshOrganization();
+    expect((await ownApi.get('/org/webhook')).statusCode).toBe(404);
     for (const action of ['rotate', 'enable', 'disable']) {
-      expect((await api.post(`/org/webhook/${action}`)).statusCode).toBe(404);
+      expect((await ownApi.post(`/org/webhook/${action}`)).statusCode).toBe(404);
     }
   });
 
   it('PUT creates it (201) and shows the secret once; details are url and secret_prefix, never the secret', async () => {
+    const { ownApi: api } = await freshOrganization();
     const res = await api.put('/org/webhook', { url: 'http://127.0.0.1:9/hooks' });
     expect(res.statusCode).toBe(201);
     const body = res.json();
@@ -53,6 +61,7 @@ describe('webhook configuration', () => {
   });
 
   it('stores the secret encrypted (a dump alone does not reveal it)', async () => {
+    const { own: org } = await freshOrganization('http://127.0.0.1:9/hooks');
     const row = await ctx.db
       .selectFrom('webhooks')
       .selectAll()
@@ -69,6 +78,7 @@ describe('webhook configuration', () => {
   });
 
   it('PUT on an existing webhook changes url and disabled (as changes, 200, no secret); null when unchanged', async () => {
+    const { ownApi: api } = await freshOrganization('http://127.0.0.1:9/hooks');
     const res = await api.put('/org/webhook', { url: 'http://127.0.0.1:9/v2', disabled: true });
     expect(res.statusCode).toBe(200);
     expect(res.json().secret).toBeUndefined();
@@ -81,6 +91,8 @@ describe('webhook configuration', () => {
   });
 
   it('enable and disable report disabled as a change, null when already so', async () => {
+    const { ownApi: api } = await freshOrganization('http://127.0.0.1:9/hooks');
+    expect((await api.post('/org/webhook/disable')).statusCode).toBe(200);
     const enabled = await api.post('/org/webhook/enable');
     expect(enabled.statusCode).toBe(200);
     expect(enabled.json().disabled).toBe(false);
@@ -93,6 +105,7 @@ describe('webhook configuration', () => {
   });
 
   it('rotate returns the new secret once; secret_prefix as a change; previous secret kept 24 hours', async () => {
+    const { ownApi: api } = await freshOrganization('http://127.0.0.1:9/hooks');
     const before = (await api.get('/org/webhook')).json();
     const res = await api.post('/org/webhook/rotate');
     expect(res.statusCode).toBe(200);
@@ -157,6 +170,7 @@ describe('webhook configuration', () => {
   });
 
   it('needs org:read to read and org:write to change; a viewer cannot change it', async () => {
+    const { own: org } = await freshOrganization('http://127.0.0.1:9/hooks');
     const reader = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, ['org:read'])).apiKey);
     expect((await reader.get('/org/webhook')).statusCode).toBe(200);
     expect((await reader.get('/org/webhook/deliveries')).statusCode).toBe(200);
