@@ -7,13 +7,16 @@ import { migrateToLatest } from '@ent/common/db/migrate';
 import { migrations } from '@ent/common/db/migrations/index';
 import { TEST_APP_ROLE, TEST_OWNER_URL } from '../../test-support/databases.ts';
 
-const database = `ent_mig_${randomBytes(5).toString('hex')}`;
-const ownerUrl = withDatabase(TEST_OWNER_URL, database);
-const appUrl = (() => {
-  const url = new URL(withDatabase(TEST_OWNER_URL, database));
-  url.username = TEST_APP_ROLE;
-  return url.toString();
-})();
+const databases: string[] = [];
+
+/** A database name of its own for one case (created by the migration under test), dropped after the file. */
+function freshDatabase() {
+  const database = `ent_mig_${randomBytes(5).toString('hex')}`;
+  databases.push(database);
+  const appUrl = new URL(withDatabase(TEST_OWNER_URL, database));
+  appUrl.username = TEST_APP_ROLE;
+  return { ownerUrl: withDatabase(TEST_OWNER_URL, database), appUrl: appUrl.toString() };
+}
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
@@ -26,11 +29,12 @@ async function query<T extends pg.QueryResultRow>(url: string, text: string): Pr
 }
 
 afterAll(async () => {
-  await query(TEST_OWNER_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  for (const database of databases) await query(TEST_OWNER_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
 });
 
 describe('migrations', () => {
   it('create the database from nothing, then run clean a second time with nothing to apply', async () => {
+    const { ownerUrl, appUrl } = freshDatabase();
     const first = await migrateToLatest({ ownerUrl, appUrl });
     expect(first.results?.map((r) => r.migrationName)).toEqual(Object.keys(migrations));
     expect(first.results?.every((r) => r.status === 'Success')).toBe(true);
@@ -39,6 +43,8 @@ describe('migrations', () => {
   });
 
   it('leave the services\' role owning nothing, with only INSERT and SELECT on the audit tables', async () => {
+    const { ownerUrl, appUrl } = freshDatabase();
+    await migrateToLatest({ ownerUrl, appUrl });
     const owned = await query<{ tablename: string }>(
       ownerUrl,
       `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tableowner = '${TEST_APP_ROLE}'`,
@@ -56,12 +62,18 @@ describe('migrations', () => {
   });
 
   it('are what `entctl migrate` runs, and it says so when there is nothing to do', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', 'migrate', '--json'], {
-      env: { ...process.env, DATABASE_OWNER_URL: ownerUrl, DATABASE_URL: appUrl },
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    expect(result.status, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ applied: [] });
+    const { ownerUrl, appUrl } = freshDatabase();
+    const migrate = () =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', 'migrate', '--json'], {
+        env: { ...process.env, DATABASE_OWNER_URL: ownerUrl, DATABASE_URL: appUrl },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+    const first = migrate();
+    expect(first.status, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout)).toEqual({ applied: Object.keys(migrations) });
+    const second = migrate();
+    expect(second.status, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toEqual({ applied: [] });
   });
 });
