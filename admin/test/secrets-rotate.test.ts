@@ -22,12 +22,16 @@ let org: TestOrganization;
 let afterRotation: AdminApp | undefined;
 
 /** The real CLI against this test's database, as an operator runs it. */
-function entctl(args: string[], keys: { SECRETS_KEY: string; SECRETS_KEY_PREVIOUS?: string }) {
+function entctl(
+  args: string[],
+  keys: { SECRETS_KEY: string; SECRETS_KEY_PREVIOUS?: string },
+  database: AdminTestContext['database'] = ctx.database,
+) {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'admin/src/cli/entctl.ts', ...args], {
     env: {
       ...process.env,
-      DATABASE_URL: ctx.database.appUrl,
-      DATABASE_OWNER_URL: ctx.database.ownerUrl,
+      DATABASE_URL: database.appUrl,
+      DATABASE_OWNER_URL: database.ownerUrl,
       SECRETS_KEY_PREVIOUS: '',
       ...keys,
     },
@@ -108,14 +112,28 @@ describe('entctl secrets rotate', () => {
     expect(listed.json().invites.map((i: { url: string }) => i.url)).toEqual([link]);
   });
 
-  it('stops with a clear message when a stored secret decrypts with no key, and for a malformed SECRETS_KEY', () => {
-    const unknown = entctl(['secrets', 'rotate'], { SECRETS_KEY: randomBytes(32).toString('base64') });
-    expect(unknown.status).toBe(1);
-    expect(unknown.stderr).toMatch(/^entctl: webhook of org_\S+: secret was encrypted with key id [0-9a-f]{8}, which is in neither/m);
-    const malformed = entctl(['secrets', 'rotate'], { SECRETS_KEY: 'too-short' });
-    expect(malformed.status).toBe(1);
-    expect(malformed.stderr.trim()).toBe(
-      'entctl: SECRETS_KEY must be 32 bytes, as 64 hex characters or base64 (generate one with: openssl rand -base64 32)',
-    );
+  it('stops with a clear message when a stored secret decrypts with no key, and for a malformed SECRETS_KEY', async () => {
+    // A database of its own: the counts of the rotation case above stay its own.
+    const own = await createAdminContext({ config: { secretsKey: keyringOf(OLD_KEY) } });
+    try {
+      const ownOrg = await createTestOrganization(own.db, 'Unknown key org');
+      const created = await own.app.inject({
+        method: 'PUT',
+        url: '/org/webhook',
+        headers: ownOrg.headers,
+        payload: { url: 'http://127.0.0.1:9/hook' },
+      });
+      expect(created.statusCode).toBe(201);
+      const unknown = entctl(['secrets', 'rotate'], { SECRETS_KEY: randomBytes(32).toString('base64') }, own.database);
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr).toMatch(/^entctl: webhook of org_\S+: secret was encrypted with key id [0-9a-f]{8}, which is in neither/m);
+      const malformed = entctl(['secrets', 'rotate'], { SECRETS_KEY: 'too-short' }, own.database);
+      expect(malformed.status).toBe(1);
+      expect(malformed.stderr.trim()).toBe(
+        'entctl: SECRETS_KEY must be 32 bytes, as 64 hex characters or base64 (generate one with: openssl rand -base64 32)',
+      );
+    } finally {
+      await own.close();
+    }
   });
 });
