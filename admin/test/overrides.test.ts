@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { WriteContext } from '../src/plugins/write-pipeline.ts';
 import {
   ManualClock,
@@ -21,8 +21,13 @@ const lastWrite = () => writes[writes.length - 1]!;
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock });
-  org = await createTestOrganization(ctx.db, 'Acme');
   ctx.app.writePipeline.onCommitted(async (_request, write) => void writes.push(write));
+});
+// Every case gets an organization of its own (five features, three subscribers, no override yet), so cases
+// share no state and run in any order.
+beforeEach(async () => {
+  clock.set(NOW);
+  org = await createTestOrganization(ctx.db, 'Acme');
   for (const [key, kind] of [
     ['sso', 'flag'],
     ['audit-log', 'flag'],
@@ -127,6 +132,7 @@ describe('PUT .../overrides/{feature_key}', () => {
   });
 
   it('replaces an existing override in place and reports the changes', async () => {
+    await put('alice', 'seats', { kind: 'limit', limit: 10, expires_at: '2030-01-01T00:00:00+02:00' });
     const first = (await get(url('alice', 'seats'))).json();
     const before = await versionOf('alice');
     const res = await put('alice', 'seats', { kind: 'limit', limit: 20 });
@@ -142,6 +148,7 @@ describe('PUT .../overrides/{feature_key}', () => {
   });
 
   it('reports only what changed', async () => {
+    await put('alice', 'seats', { kind: 'limit', limit: 20 });
     const res = await put('alice', 'seats', { kind: 'limit', limit: 20, expires_at: iso(NOW + 48 * HOUR) });
     expect(res.statusCode).toBe(200);
     expect(lastWrite().details).toEqual({ expires_at: { from: null, to: iso(NOW + 48 * HOUR) } });
@@ -150,6 +157,7 @@ describe('PUT .../overrides/{feature_key}', () => {
   });
 
   it('changes nothing (details null, version kept) when the values are the same', async () => {
+    await put('alice', 'sso', { kind: 'flag', allowed: true });
     const before = await versionOf('alice');
     const res = await put('alice', 'sso', { kind: 'flag', allowed: true, expires_at: null });
     expect(res.statusCode).toBe(200);
@@ -217,6 +225,9 @@ describe('PUT .../overrides/{feature_key}', () => {
   });
 
   it('left the override untouched after refused bodies', async () => {
+    await put('bob', 'projects', { kind: 'limit', limit: 0 });
+    expect((await put('bob', 'projects', { kind: 'limit', limit: -1 })).statusCode).toBe(422);
+    expect((await put('bob', 'projects', { kind: 'flag', allowed: true })).statusCode).toBe(422);
     expect((await get(url('bob', 'projects'))).json()).toMatchObject({ limit: 0, expires_at: null });
   });
   it('keeps one override per feature under concurrent puts', async () => {
@@ -231,12 +242,14 @@ describe('PUT .../overrides/{feature_key}', () => {
 
 describe('GET .../overrides/{feature_key}', () => {
   it('returns the override', async () => {
+    await put('alice', 'sso', { kind: 'flag', allowed: true });
     const res = await get(url('alice', 'sso'));
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ subscriber_id: 'alice', feature: 'sso', kind: 'flag', allowed: true });
   });
 
   it('returns an expired override too', async () => {
+    await put('carol', 'beta', { kind: 'flag', allowed: true, expires_at: iso(NOW - HOUR) });
     const res = await get(url('carol', 'beta'));
     expect(res.statusCode).toBe(200);
     expect(res.json().expires_at).toBe(iso(NOW - HOUR));
@@ -253,6 +266,7 @@ describe('GET .../overrides/{feature_key}', () => {
 
 describe('GET .../overrides', () => {
   it('lists live overrides ordered by feature key; include_expired=true adds expired ones', async () => {
+    await put('carol', 'beta', { kind: 'flag', allowed: true, expires_at: iso(NOW - HOUR) });
     await put('carol', 'sso', { kind: 'flag', allowed: true, expires_at: iso(NOW + HOUR) });
     await put('carol', 'seats', { kind: 'limit', limit: 5 });
     await put('carol', 'audit-log', { kind: 'flag', allowed: false, expires_at: iso(NOW) });
@@ -267,6 +281,8 @@ describe('GET .../overrides', () => {
   });
 
   it('treats expiry by the service clock: an override expires the instant its time passes', async () => {
+    await put('carol', 'sso', { kind: 'flag', allowed: true, expires_at: iso(NOW + HOUR) });
+    await put('carol', 'seats', { kind: 'limit', limit: 5 });
     clock.advance(HOUR - 1);
     expect(await listedFeatures(url('carol'))).toEqual(['seats', 'sso']);
     clock.advance(1);
@@ -275,6 +291,10 @@ describe('GET .../overrides', () => {
   });
 
   it('pages with limit and starting_after (a feature key)', async () => {
+    await put('carol', 'beta', { kind: 'flag', allowed: true, expires_at: iso(NOW - HOUR) });
+    await put('carol', 'sso', { kind: 'flag', allowed: true, expires_at: iso(NOW + HOUR) });
+    await put('carol', 'seats', { kind: 'limit', limit: 5 });
+    await put('carol', 'audit-log', { kind: 'flag', allowed: false, expires_at: iso(NOW) });
     const first = await get(`${url('carol')}?include_expired=true&limit=3`);
     expect(first.json().overrides.map((o: { feature: string }) => o.feature)).toEqual([
       'audit-log',
@@ -298,6 +318,10 @@ describe('GET .../overrides', () => {
   });
 
   it("lists only the subscriber's own overrides", async () => {
+    await put('bob', 'seats', { kind: 'limit', limit: null });
+    await put('bob', 'projects', { kind: 'limit', limit: 0 });
+    await put('bob', 'sso', { kind: 'flag', allowed: false });
+    await put('alice', 'beta', { kind: 'flag', allowed: true });
     expect(await listedFeatures(url('bob'))).toEqual(['projects', 'seats', 'sso']);
   });
 
@@ -317,6 +341,9 @@ describe('GET .../overrides', () => {
 
 describe('DELETE .../overrides/{feature_key}', () => {
   it('deletes the override with 204; it is gone afterwards', async () => {
+    await put('bob', 'seats', { kind: 'limit', limit: null });
+    await put('bob', 'projects', { kind: 'limit', limit: 0 });
+    await put('bob', 'sso', { kind: 'flag', allowed: false });
     const existing = (await get(url('bob', 'seats'))).json();
     const before = await versionOf('bob');
     const res = await del('bob', 'seats');
@@ -345,8 +372,11 @@ describe('DELETE .../overrides/{feature_key}', () => {
   });
 
   it('can create the override again after a delete (a new id)', async () => {
+    const first = await put('bob', 'seats', { kind: 'limit', limit: 3 });
+    expect((await del('bob', 'seats')).statusCode).toBe(204);
     const res = await put('bob', 'seats', { kind: 'limit', limit: 1 });
     expect(res.statusCode).toBe(200);
     expect(lastWrite().details).toMatchObject({ kind: 'limit', limit: 1, override_id: res.json().id });
+    expect(res.json().id).not.toBe(first.json().id);
   });
 });
