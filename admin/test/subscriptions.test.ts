@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '@ent/common/ids';
 import type { WriteContext } from '../src/plugins/write-pipeline.ts';
 import {
@@ -33,8 +33,12 @@ async function insertPlan(organizationId: string, key: string, archived = false)
 
 beforeAll(async () => {
   ctx = await createAdminContext();
-  org = await createTestOrganization(ctx.db, 'Acme');
   ctx.app.writePipeline.onCommitted(async (_request, write) => void writes.push(write));
+});
+// Every case gets an organization of its own (four plans and an archived one, no subscriber yet), so cases
+// share no state and run in any order.
+beforeEach(async () => {
+  org = await createTestOrganization(ctx.db, 'Acme');
   for (const key of ['basic', 'pro', 'enterprise', 'addon']) await insertPlan(org.organization_id, key);
   await insertPlan(org.organization_id, 'legacy', true);
 });
@@ -88,6 +92,8 @@ describe('POST .../subscriptions', () => {
   });
 
   it('allows active subscriptions to several different plans', async () => {
+    await newSubscriber('alice');
+    await subscribe('alice', 'basic');
     expect((await subscribe('alice', 'addon')).statusCode).toBe(201);
     expect((await list('alice', '?status=active')).subscriptions.map((s) => s.plan_id).sort()).toEqual([
       'addon',
@@ -96,6 +102,8 @@ describe('POST .../subscriptions', () => {
   });
 
   it('refuses a second active subscription to the same plan with 409', async () => {
+    await newSubscriber('alice');
+    await subscribe('alice', 'basic');
     const res = await subscribe('alice', 'basic');
     expect(res.statusCode).toBe(409);
     expect(res.json().error).toMatchObject({
@@ -105,6 +113,7 @@ describe('POST .../subscriptions', () => {
   });
 
   it('refuses an archived plan with 409 CONFLICT', async () => {
+    await newSubscriber('alice');
     const res = await subscribe('alice', 'legacy');
     expect(res.statusCode).toBe(409);
     expect(res.json().error).toMatchObject({
@@ -114,6 +123,7 @@ describe('POST .../subscriptions', () => {
   });
 
   it('refuses an unknown plan with 422 VALIDATION_ERROR on plan_id', async () => {
+    await newSubscriber('alice');
     const res = await subscribe('alice', 'nope');
     expect(res.statusCode).toBe(422);
     expect(res.json().error).toMatchObject({
@@ -123,6 +133,7 @@ describe('POST .../subscriptions', () => {
   });
 
   it('does not find a plan of another organization', async () => {
+    await newSubscriber('alice');
     const other = await createTestOrganization(ctx.db, 'Other');
     await insertPlan(other.organization_id, 'theirs');
     expect((await subscribe('alice', 'theirs')).statusCode).toBe(422);
@@ -189,6 +200,8 @@ describe('POST .../subscriptions/change', () => {
   });
 
   it('changes the only active subscription when subscription_id is omitted', async () => {
+    await newSubscriber('bob');
+    await subscribe('bob', 'pro');
     const res = await change('bob', { plan_id: 'enterprise' });
     expect(res.statusCode).toBe(201);
     expect(res.json().plan_id).toBe('enterprise');
@@ -207,6 +220,7 @@ describe('POST .../subscriptions/change', () => {
   });
 
   it('refuses an omitted subscription_id with 422 when several are active', async () => {
+    await newSubscriber('carol');
     await subscribe('carol', 'basic');
     await subscribe('carol', 'addon');
     const res = await change('carol', { plan_id: 'pro' });
@@ -216,6 +230,9 @@ describe('POST .../subscriptions/change', () => {
   });
 
   it('answers 404 for an unknown subscription_id, or one of another subscriber', async () => {
+    await newSubscriber('carol');
+    await newSubscriber('bob');
+    await subscribe('bob', 'enterprise');
     expect((await change('carol', { plan_id: 'pro', subscription_id: 'sub_nope' })).statusCode).toBe(404);
     const bobs = (await list('bob', '?status=active')).subscriptions[0]!;
     const res = await change('carol', { plan_id: 'pro', subscription_id: bobs.subscription_id });
@@ -229,6 +246,8 @@ describe('POST .../subscriptions/change', () => {
   });
 
   it('refuses a canceled subscription with 409', async () => {
+    await newSubscriber('bob');
+    await cancel('bob', (await subscribe('bob', 'basic')).json().subscription_id);
     const canceledOne = (await list('bob', '?status=canceled')).subscriptions[0]!;
     const res = await change('bob', { plan_id: 'basic', subscription_id: canceledOne.subscription_id });
     expect(res.statusCode).toBe(409);
@@ -236,6 +255,8 @@ describe('POST .../subscriptions/change', () => {
   });
 
   it('refuses an archived plan with 409 and an unknown plan with 422, changing nothing', async () => {
+    await newSubscriber('bob');
+    await subscribe('bob', 'enterprise');
     const before = await list('bob');
     const archived = await change('bob', { plan_id: 'legacy' });
     expect(archived.statusCode).toBe(409);
@@ -247,6 +268,11 @@ describe('POST .../subscriptions/change', () => {
   });
 
   it('refuses a change to the plan the subscriber is already on (409)', async () => {
+    await newSubscriber('bob');
+    await subscribe('bob', 'enterprise');
+    await newSubscriber('carol');
+    await subscribe('carol', 'basic');
+    await subscribe('carol', 'addon');
     expect((await change('bob', { plan_id: 'enterprise' })).statusCode).toBe(409);
     const carols = (await list('carol', '?status=active')).subscriptions;
     const onBasic = carols.find((s) => s.plan_id === 'basic')!;
@@ -286,6 +312,8 @@ describe('POST .../subscriptions/{subscription_id}/cancel', () => {
   });
 
   it('answers 200 unchanged with details null when it is already canceled', async () => {
+    await newSubscriber('dave');
+    await cancel('dave', (await subscribe('dave', 'pro')).json().subscription_id);
     const canceled = (await list('dave', '?status=canceled')).subscriptions[0]!;
     const before = await versionOf('dave');
     const res = await cancel('dave', canceled.subscription_id);
@@ -297,10 +325,15 @@ describe('POST .../subscriptions/{subscription_id}/cancel', () => {
   });
 
   it('lets the subscriber subscribe to the plan again after a cancel', async () => {
+    await newSubscriber('dave');
+    await cancel('dave', (await subscribe('dave', 'pro')).json().subscription_id);
     expect((await subscribe('dave', 'pro')).statusCode).toBe(201);
   });
 
   it('answers 404 for an unknown subscription, one of another subscriber, or an unknown subscriber', async () => {
+    await newSubscriber('dave');
+    await newSubscriber('alice');
+    await subscribe('alice', 'basic');
     expect((await cancel('dave', 'sub_nope')).statusCode).toBe(404);
     const alices = (await list('alice')).subscriptions[0]!;
     expect((await cancel('dave', alices.subscription_id)).statusCode).toBe(404);
@@ -335,6 +368,7 @@ describe('GET .../subscriptions', () => {
   });
 
   it("refuses a starting_after that is not one of the subscriber's subscriptions with 422", async () => {
+    await newSubscriber('erin');
     await newSubscriber('gina');
     const ginas = (await subscribe('gina', 'basic')).json().subscription_id as string;
     for (const cursor of ['sub_zzzzzzzzzzzzzzzzzzzzzzzzzz', 'x', ginas]) {
