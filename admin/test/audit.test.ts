@@ -3,9 +3,20 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyPrefixOf } from '@ent/common/auth/api-key';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { TEST_APP_ROLE } from '../../test-support/databases.ts';
-import { auditEntryIds, auditIdFloor, recordableDetails, rfc3339ToMs, routeTemplate } from '../src/features/audit/entry.ts';
+import {
+  auditEntryIds,
+  auditIdFloor,
+  recordableDetails,
+  rfc3339ToMs,
+  routeTemplate,
+} from '../src/features/audit/entry.ts';
 import { settleAudit } from '../src/features/audit/settle.job.ts';
 import { jobDefinitions } from '../src/jobs/registry.ts';
 
@@ -40,10 +51,17 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const inject = (method: 'POST' | 'PATCH' | 'PUT' | 'DELETE' | 'GET', url: string, payload?: object, headers = org.headers) =>
-  ctx.app.inject({ method, url, headers: { 'user-agent': 'audit-test/1.0', ...headers }, payload });
+const inject = (
+  method: 'POST' | 'PATCH' | 'PUT' | 'DELETE' | 'GET',
+  url: string,
+  payload?: object,
+  headers = org.headers,
+) => ctx.app.inject({ method, url, headers: { 'user-agent': 'audit-test/1.0', ...headers }, payload });
 
-async function list(query = '', headers = org.headers): Promise<{ audit_events: AuditEvent[]; has_more: boolean }> {
+async function list(
+  query = '',
+  headers = org.headers,
+): Promise<{ audit_events: AuditEvent[]; has_more: boolean }> {
   const res = await ctx.app.inject({ method: 'GET', url: `/org/audit-events${query}`, headers });
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
@@ -56,15 +74,28 @@ async function entryFor(requestId: string): Promise<AuditEvent> {
 }
 
 async function countRows(): Promise<{ events: number; outcomes: number }> {
-  const events = await ctx.ownerDb.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  const outcomes = await ctx.ownerDb.selectFrom('audit_outcomes').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const events = await ctx.ownerDb
+    .selectFrom('audit_events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  const outcomes = await ctx.ownerDb
+    .selectFrom('audit_outcomes')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return { events: Number(events.n), outcomes: Number(outcomes.n) };
 }
 
+let keys = 0;
+/** A feature key no other case uses, so each case makes the features it writes. */
+const uniqueKey = (base: string) => `${base}-${++keys}`;
+const createFeature = async (key: string, name: string) =>
+  expect((await inject('POST', '/org/features', { key, name, kind: 'flag' })).statusCode).toBe(201);
+
 describe('recording feature writes', () => {
   it('records a create with every field SPEC.md names', async () => {
+    const key = uniqueKey('sso');
     const before = Date.now();
-    const res = await inject('POST', '/org/features', { key: 'sso', name: 'Single sign-on', kind: 'flag' });
+    const res = await inject('POST', '/org/features', { key, name: 'Single sign-on', kind: 'flag' });
     expect(res.statusCode).toBe(201);
     const requestId = res.headers['x-request-id'] as string;
     const entry = await entryFor(requestId);
@@ -82,7 +113,7 @@ describe('recording feature writes', () => {
       user_agent: 'audit-test/1.0',
       outcome: 'responded',
       status: 201,
-      details: { key: 'sso', name: 'Single sign-on', kind: 'flag' },
+      details: { key, name: 'Single sign-on', kind: 'flag' },
     });
     const occurred = Date.parse(entry.occurred_at);
     expect(occurred).toBeGreaterThanOrEqual(before);
@@ -90,48 +121,71 @@ describe('recording feature writes', () => {
   });
 
   it('records a change as {from, to} with the route template and params', async () => {
-    const res = await inject('PATCH', '/org/features/sso', { name: 'SSO', description: 'SAML and OIDC' });
+    const key = uniqueKey('sso');
+    await createFeature(key, 'Single sign-on');
+    const res = await inject('PATCH', `/org/features/${key}`, { name: 'SSO', description: 'SAML and OIDC' });
     expect(res.statusCode).toBe(200);
     const entry = await entryFor(res.headers['x-request-id'] as string);
     expect(entry).toMatchObject({
       method: 'PATCH',
       route: '/org/features/{key}',
-      params: { key: 'sso' },
+      params: { key },
       outcome: 'responded',
       status: 200,
-      details: { name: { from: 'Single sign-on', to: 'SSO' }, description: { from: '', to: 'SAML and OIDC' } },
+      details: {
+        name: { from: 'Single sign-on', to: 'SSO' },
+        description: { from: '', to: 'SAML and OIDC' },
+      },
     });
   });
 
   it('records a write that changed nothing with details null', async () => {
-    const res = await inject('PATCH', '/org/features/sso', { name: 'SSO' });
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO');
+    const res = await inject('PATCH', `/org/features/${key}`, { name: 'SSO' });
     expect(res.statusCode).toBe(200);
     const entry = await entryFor(res.headers['x-request-id'] as string);
     expect(entry).toMatchObject({ outcome: 'responded', status: 200, details: null });
   });
 
   it('records a failed write with its status and no details', async () => {
-    const res = await inject('POST', '/org/features', { key: 'sso', name: 'Again', kind: 'flag' });
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO');
+    const res = await inject('POST', '/org/features', { key, name: 'Again', kind: 'flag' });
     expect(res.statusCode).toBe(409);
-    expect(await entryFor(res.json().error.request_id)).toMatchObject({ outcome: 'responded', status: 409, details: null });
+    expect(await entryFor(res.json().error.request_id)).toMatchObject({
+      outcome: 'responded',
+      status: 409,
+      details: null,
+    });
     const invalid = await inject('POST', '/org/features', { key: 'Bad Key', name: 'x', kind: 'flag' });
     expect(invalid.statusCode).toBe(422);
-    expect(await entryFor(invalid.json().error.request_id)).toMatchObject({ outcome: 'responded', status: 422 });
+    expect(await entryFor(invalid.json().error.request_id)).toMatchObject({
+      outcome: 'responded',
+      status: 422,
+    });
   });
 
   it('replaces a field over 2 KiB with {too_large: true}, still naming it', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO');
     const description = 'x'.repeat(5000);
-    const res = await inject('PATCH', '/org/features/sso', { description, name: 'SSO!' });
+    const res = await inject('PATCH', `/org/features/${key}`, { description, name: 'SSO!' });
     expect(res.statusCode).toBe(200);
     const entry = await entryFor(res.headers['x-request-id'] as string);
     expect(entry.details).toEqual({ description: { too_large: true }, name: { from: 'SSO', to: 'SSO!' } });
   });
 
   it('names the forwarded caller only when the request comes from a trusted proxy', async () => {
-    const res = await inject('POST', '/org/features', { key: 'fwd', name: 'Fwd', kind: 'flag' }, {
-      ...org.headers,
-      'x-forwarded-for': '203.0.113.9',
-    });
+    const res = await inject(
+      'POST',
+      '/org/features',
+      { key: 'fwd', name: 'Fwd', kind: 'flag' },
+      {
+        ...org.headers,
+        'x-forwarded-for': '203.0.113.9',
+      },
+    );
     expect((await entryFor(res.headers['x-request-id'] as string)).ip).toBe('203.0.113.9');
     const direct = await ctx.app.inject({
       method: 'POST',
@@ -150,7 +204,12 @@ describe('recording feature writes', () => {
     await inject('GET', '/org/features');
     await inject('GET', '/org/features/sso');
     await inject('POST', '/org/features', { key: 'nokey', name: 'x', kind: 'flag' }, {});
-    await inject('POST', '/org/features', { key: 'nokey', name: 'x', kind: 'flag' }, { 'x-api-key': 'svc-mk-1-nope' });
+    await inject(
+      'POST',
+      '/org/features',
+      { key: 'nokey', name: 'x', kind: 'flag' },
+      { 'x-api-key': 'svc-mk-1-nope' },
+    );
     await inject('POST', '/org/no-such-route', {});
     await list();
     expect(await countRows()).toEqual(before);
@@ -161,7 +220,12 @@ describe('403: rejected', () => {
   it('records a check-only key calling POST /org/features as rejected, and nothing ran', async () => {
     const key = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
     plaintextKeys.push(key.apiKey);
-    const res = await inject('POST', '/org/features', { key: 'denied', name: 'Denied', kind: 'flag' }, { 'x-api-key': key.apiKey });
+    const res = await inject(
+      'POST',
+      '/org/features',
+      { key: 'denied', name: 'Denied', kind: 'flag' },
+      { 'x-api-key': key.apiKey },
+    );
     expect(res.statusCode).toBe(403);
     const entry = await entryFor(res.json().error.request_id);
     expect(entry).toMatchObject({
@@ -180,33 +244,51 @@ describe('403: rejected', () => {
     const developer = await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer');
     plaintextKeys.push(catalog.apiKey, developer.apiKey);
     for (const key of [catalog, developer]) {
-      const res = await ctx.app.inject({ method: 'GET', url: '/org/audit-events', headers: { 'x-api-key': key.apiKey } });
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: '/org/audit-events',
+        headers: { 'x-api-key': key.apiKey },
+      });
       expect(res.statusCode).toBe(403);
     }
     const auditor = await createKeyWithScopes(ctx.db, org.organization_id, ['org:audit:read']);
     plaintextKeys.push(auditor.apiKey);
-    const res = await ctx.app.inject({ method: 'GET', url: '/org/audit-events', headers: { 'x-api-key': auditor.apiKey } });
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/audit-events',
+      headers: { 'x-api-key': auditor.apiKey },
+    });
     expect(res.statusCode).toBe(200);
   });
 });
 
 describe('503 when the entry cannot be recorded', () => {
   it('refuses the write with 503 SERVICE_UNAVAILABLE when INSERT on the log is refused, and nothing changes', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO!');
     const before = await countRows();
     await sql`REVOKE INSERT ON audit_events FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
     try {
-      const res = await inject('POST', '/org/features', { key: 'unaudited', name: 'Unaudited', kind: 'flag' });
+      const res = await inject('POST', '/org/features', {
+        key: 'unaudited',
+        name: 'Unaudited',
+        kind: 'flag',
+      });
       expect(res.statusCode).toBe(503);
-      expect(res.json().error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', type: 'api_error', request_id: res.headers['x-request-id'] });
-      const patch = await inject('PATCH', '/org/features/sso', { name: 'Changed while unaudited' });
+      expect(res.json().error).toMatchObject({
+        code: 'SERVICE_UNAVAILABLE',
+        type: 'api_error',
+        request_id: res.headers['x-request-id'],
+      });
+      const patch = await inject('PATCH', `/org/features/${key}`, { name: 'Changed while unaudited' });
       expect(patch.statusCode).toBe(503);
       // Reads keep working.
-      expect((await inject('GET', '/org/features/sso')).statusCode).toBe(200);
+      expect((await inject('GET', `/org/features/${key}`)).statusCode).toBe(200);
     } finally {
       await sql`GRANT INSERT ON audit_events TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
     }
     expect((await inject('GET', '/org/features/unaudited')).statusCode).toBe(404);
-    expect((await inject('GET', '/org/features/sso')).json().name).toBe('SSO!');
+    expect((await inject('GET', `/org/features/${key}`)).json().name).toBe('SSO!');
     expect(await countRows()).toEqual(before);
   });
 
@@ -235,9 +317,13 @@ describe('503 when the entry cannot be recorded', () => {
 describe('append-only in the database', () => {
   it('refuses UPDATE, DELETE and TRUNCATE to the services role', async () => {
     for (const table of ['audit_events', 'audit_outcomes', 'audit_settle_marks'] as const) {
-      await expect(sql`UPDATE ${sql.table(table)} SET recorded_at = recorded_at`.execute(ctx.db)).rejects.toThrow(/permission denied/);
+      await expect(
+        sql`UPDATE ${sql.table(table)} SET recorded_at = recorded_at`.execute(ctx.db),
+      ).rejects.toThrow(/permission denied/);
       await expect(sql`DELETE FROM ${sql.table(table)}`.execute(ctx.db)).rejects.toThrow(/permission denied/);
-      await expect(sql`TRUNCATE ${sql.table(table)} CASCADE`.execute(ctx.db)).rejects.toThrow(/permission denied/);
+      await expect(sql`TRUNCATE ${sql.table(table)} CASCADE`.execute(ctx.db)).rejects.toThrow(
+        /permission denied/,
+      );
     }
     const grants = await sql<{ table_name: string; privilege_type: string }>`
       SELECT table_name, privilege_type FROM information_schema.role_table_grants
@@ -256,13 +342,18 @@ describe('append-only in the database', () => {
   });
 
   it('refuses UPDATE, DELETE and TRUNCATE to the owner too (triggers)', async () => {
+    await createFeature(uniqueKey('kept'), 'Kept');
     const before = await countRows();
     expect(before.events).toBeGreaterThan(0);
     await sql`INSERT INTO audit_settle_marks (settled_before) VALUES ('2000-01-01')`.execute(ctx.ownerDb);
     for (const table of ['audit_events', 'audit_outcomes', 'audit_settle_marks'] as const) {
-      await expect(sql`UPDATE ${sql.table(table)} SET recorded_at = recorded_at`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
+      await expect(
+        sql`UPDATE ${sql.table(table)} SET recorded_at = recorded_at`.execute(ctx.ownerDb),
+      ).rejects.toThrow(/append-only/);
       await expect(sql`DELETE FROM ${sql.table(table)}`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
-      await expect(sql`TRUNCATE ${sql.table(table)} CASCADE`.execute(ctx.ownerDb)).rejects.toThrow(/append-only/);
+      await expect(sql`TRUNCATE ${sql.table(table)} CASCADE`.execute(ctx.ownerDb)).rejects.toThrow(
+        /append-only/,
+      );
     }
     expect(await countRows()).toEqual(before);
   });
@@ -272,24 +363,25 @@ describe('settling entries left pending', () => {
   it('appends no_response to entries pending past the bound, once', async () => {
     const newAuditEntryId = auditEntryIds();
     const { id, occurredAt } = newAuditEntryId(Date.now() - 10 * 60_000);
-    const insertPending = (entryId: string, at: Date) => ctx.db
-      .insertInto('audit_events')
-      .values({
-        id: entryId,
-        organization_id: org.organization_id,
-        occurred_at: at,
-        request_id: 'req_01kpendingpendingpendingpe',
-        actor_member_id: org.member_id,
-        actor_auth_type: 'member_apikey',
-        actor_key_prefix: keyPrefixOf(org.api_key),
-        service: 'api',
-        method: 'POST',
-        route: '/org/features',
-        params: '{}',
-        ip: '127.0.0.1',
-        user_agent: null,
-      })
-      .execute();
+    const insertPending = (entryId: string, at: Date) =>
+      ctx.db
+        .insertInto('audit_events')
+        .values({
+          id: entryId,
+          organization_id: org.organization_id,
+          occurred_at: at,
+          request_id: 'req_01kpendingpendingpendingpe',
+          actor_member_id: org.member_id,
+          actor_auth_type: 'member_apikey',
+          actor_key_prefix: keyPrefixOf(org.api_key),
+          service: 'api',
+          method: 'POST',
+          route: '/org/features',
+          params: '{}',
+          ip: '127.0.0.1',
+          user_agent: null,
+        })
+        .execute();
     await insertPending(id, occurredAt);
     const fresh = await inject('POST', '/org/features', { key: 'fresh', name: 'Fresh', kind: 'flag' });
     expect(fresh.statusCode).toBe(201);
@@ -303,7 +395,9 @@ describe('settling entries left pending', () => {
 
     expect((await list('?outcome=pending')).audit_events).toEqual([]);
     const settled = (await list('?outcome=no_response')).audit_events;
-    expect(settled.map((e) => [e.id, e.outcome, e.status, e.details])).toEqual([[id, 'no_response', null, null]]);
+    expect(settled.map((e) => [e.id, e.outcome, e.status, e.details])).toEqual([
+      [id, 'no_response', null, null],
+    ]);
     expect((await entryFor(fresh.headers['x-request-id'] as string)).outcome).toBe('responded');
 
     // After the mark, a request that never answers (recent, no outcome) is still found as pending.
@@ -311,7 +405,9 @@ describe('settling entries left pending', () => {
     await insertPending(recent.id, recent.occurredAt);
     expect((await list('?outcome=pending')).audit_events.map((e) => e.id)).toEqual([recent.id]);
     expect(await settleAudit(ctx, 5 * 60_000)).toBe(0);
-    expect(await settleAudit({ db: ctx.db, clock: { now: () => Date.now() + 6 * 60_000 } }, 5 * 60_000)).toBe(1);
+    expect(await settleAudit({ db: ctx.db, clock: { now: () => Date.now() + 6 * 60_000 } }, 5 * 60_000)).toBe(
+      1,
+    );
     expect((await list('?outcome=pending')).audit_events).toEqual([]);
   });
 });
@@ -330,10 +426,18 @@ describe('pure helpers', () => {
     expect(recordableDetails({ grants: { a: { from: null, to: { kind: 'flag' } } } })).toEqual({
       grants: { a: { from: null, to: { kind: 'flag' } } },
     });
-    expect(recordableDetails({ grants: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`feature_${i}`, { from: null, to: { kind: 'flag' } }])) })).toEqual({
+    expect(
+      recordableDetails({
+        grants: Object.fromEntries(
+          Array.from({ length: 200 }, (_, i) => [`feature_${i}`, { from: null, to: { kind: 'flag' } }]),
+        ),
+      }),
+    ).toEqual({
       grants: { too_large: true },
     });
-    expect(recordableDetails({ secret: 'whsec_abcdefghijklmnopqrstuvwxyz' })).toEqual({ secret: '[redacted]' });
+    expect(recordableDetails({ secret: 'whsec_abcdefghijklmnopqrstuvwxyz' })).toEqual({
+      secret: '[redacted]',
+    });
   });
 
   it('makes entry ids that carry occurred_at, so a time window is an id range', () => {
@@ -357,7 +461,8 @@ describe('reading the log: filters', () => {
   let second: Awaited<ReturnType<typeof createKeyWithScopes>>;
   let checkOnly: Awaited<ReturnType<typeof createKeyWithScopes>>;
   let all: AuditEvent[];
-  const get = (query: string) => list(query, filterOrg.headers).then((body) => body.audit_events.map((e) => e.request_id));
+  const get = (query: string) =>
+    list(query, filterOrg.headers).then((body) => body.audit_events.map((e) => e.request_id));
   const requestIds: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -369,9 +474,21 @@ describe('reading the log: filters', () => {
       ['createF1', 'POST', '/org/features', { key: 'f1', name: 'F1', kind: 'flag' }, filterOrg.headers],
       ['patchF1', 'PATCH', '/org/features/f1', { name: 'F1 renamed' }, filterOrg.headers],
       ['conflictF1', 'POST', '/org/features', { key: 'f1', name: 'F1', kind: 'flag' }, filterOrg.headers],
-      ['createF2', 'POST', '/org/features', { key: 'f2', name: 'F2', kind: 'limit' }, { 'x-api-key': second.apiKey }],
+      [
+        'createF2',
+        'POST',
+        '/org/features',
+        { key: 'f2', name: 'F2', kind: 'limit' },
+        { 'x-api-key': second.apiKey },
+      ],
       ['patchF2', 'PATCH', '/org/features/f2', { description: 'two' }, { 'x-api-key': second.apiKey }],
-      ['rejected', 'POST', '/org/features', { key: 'f3', name: 'F3', kind: 'flag' }, { 'x-api-key': checkOnly.apiKey }],
+      [
+        'rejected',
+        'POST',
+        '/org/features',
+        { key: 'f3', name: 'F3', kind: 'flag' },
+        { 'x-api-key': checkOnly.apiKey },
+      ],
     ];
     for (const [name, method, url, payload, headers] of steps) {
       const res = await inject(method, url, payload, headers);
@@ -383,7 +500,9 @@ describe('reading the log: filters', () => {
 
   it('lists every entry newest first by id, each with its outcome', () => {
     expect(all.map((e) => e.request_id)).toEqual(
-      ['rejected', 'patchF2', 'createF2', 'conflictF1', 'patchF1', 'createF1'].map((name) => requestIds[name]),
+      ['rejected', 'patchF2', 'createF2', 'conflictF1', 'patchF1', 'createF1'].map(
+        (name) => requestIds[name],
+      ),
     );
     expect([...all.map((e) => e.id)].sort().reverse()).toEqual(all.map((e) => e.id));
     expect(all.map((e) => [e.outcome, e.status])).toEqual([
@@ -405,7 +524,11 @@ describe('reading the log: filters', () => {
 
   it.each([
     ['actor_member_id', () => `actor_member_id=${second.memberId}`, ['patchF2', 'createF2']],
-    ['outcome=responded', () => 'outcome=responded', ['patchF2', 'createF2', 'conflictF1', 'patchF1', 'createF1']],
+    [
+      'outcome=responded',
+      () => 'outcome=responded',
+      ['patchF2', 'createF2', 'conflictF1', 'patchF1', 'createF1'],
+    ],
     ['outcome=rejected', () => 'outcome=rejected', ['rejected']],
     ['outcome=pending', () => 'outcome=pending', []],
     ['outcome=no_response', () => 'outcome=no_response', []],
@@ -415,54 +538,85 @@ describe('reading the log: filters', () => {
     ['params[key]', () => 'params[key]=f1', ['patchF1']],
     ['params[key] (encoded brackets)', () => 'params%5Bkey%5D=f2', ['patchF2']],
     ['params, two names (AND)', () => 'params[key]=f1&params[other]=x', []],
-    ['service=api', () => 'service=api', ['rejected', 'patchF2', 'createF2', 'conflictF1', 'patchF1', 'createF1']],
+    [
+      'service=api',
+      () => 'service=api',
+      ['rejected', 'patchF2', 'createF2', 'conflictF1', 'patchF1', 'createF1'],
+    ],
     ['service=identity', () => 'service=identity', []],
     ['request_id', () => `request_id=${requestIds.conflictF1}`, ['conflictF1']],
-    ['actor + method + outcome', () => `actor_member_id=${filterOrg.member_id}&method=POST&outcome=responded`, ['conflictF1', 'createF1']],
-    ['route + params + actor', () => `route=${encodeURIComponent('/org/features/{key}')}&params[key]=f2&actor_member_id=${second.memberId}`, ['patchF2']],
-    ['route + params, actor mismatch', () => `route=${encodeURIComponent('/org/features/{key}')}&params[key]=f2&actor_member_id=${filterOrg.member_id}`, []],
+    [
+      'actor + method + outcome',
+      () => `actor_member_id=${filterOrg.member_id}&method=POST&outcome=responded`,
+      ['conflictF1', 'createF1'],
+    ],
+    [
+      'route + params + actor',
+      () =>
+        `route=${encodeURIComponent('/org/features/{key}')}&params[key]=f2&actor_member_id=${second.memberId}`,
+      ['patchF2'],
+    ],
+    [
+      'route + params, actor mismatch',
+      () =>
+        `route=${encodeURIComponent('/org/features/{key}')}&params[key]=f2&actor_member_id=${filterOrg.member_id}`,
+      [],
+    ],
   ])('filters by %s', async (_name, query, expected) => {
     expect(await get(`?${query()}`)).toEqual(expected.map((name) => requestIds[name]));
   });
 
   it('filters by occurred_after (inclusive) and occurred_before (exclusive), alone and combined', async () => {
     const at = (name: string) => all.find((e) => e.request_id === requestIds[name])!.occurred_at;
-    expect(await get(`?occurred_after=${at('createF2')}`)).toEqual(['rejected', 'patchF2', 'createF2'].map((n) => requestIds[n]));
-    expect(await get(`?occurred_before=${at('createF2')}`)).toEqual(['conflictF1', 'patchF1', 'createF1'].map((n) => requestIds[n]));
-    expect(await get(`?occurred_after=${at('patchF1')}&occurred_before=${at('patchF2')}&method=POST`)).toEqual(
-      ['createF2', 'conflictF1'].map((n) => requestIds[n]),
+    expect(await get(`?occurred_after=${at('createF2')}`)).toEqual(
+      ['rejected', 'patchF2', 'createF2'].map((n) => requestIds[n]),
     );
+    expect(await get(`?occurred_before=${at('createF2')}`)).toEqual(
+      ['conflictF1', 'patchF1', 'createF1'].map((n) => requestIds[n]),
+    );
+    expect(
+      await get(`?occurred_after=${at('patchF1')}&occurred_before=${at('patchF2')}&method=POST`),
+    ).toEqual(['createF2', 'conflictF1'].map((n) => requestIds[n]));
     const offset = new Date(Date.parse(at('createF2'))).toISOString().replace('Z', '+00:00');
     expect(await get(`?occurred_after=${encodeURIComponent(offset)}`)).toHaveLength(3);
   });
 
+  // These two add entries: each has an organization of its own, so the data set above stays as it is.
   it('pages newest first with no gaps or repeats while new entries arrive', async () => {
-    const expected = (await list('?limit=100', filterOrg.headers)).audit_events.map((e) => e.id);
+    const own = await createTestOrganization(ctx.db, 'Paging org');
+    plaintextKeys.push(own.api_key);
+    for (let i = 0; i < 5; i++)
+      await inject('POST', '/org/features', { key: `seed-${i}`, name: 'Seed', kind: 'flag' }, own.headers);
+    const expected = (await list('?limit=100', own.headers)).audit_events.map((e) => e.id);
+    expect(expected).toHaveLength(5);
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 20; page++) {
-      const body = await list(`?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, filterOrg.headers);
+      const body = await list(`?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, own.headers);
       if (page === 0) expect(body.audit_events.map((e) => e.id)).toEqual(expected.slice(0, 2));
       seen.push(...body.audit_events.map((e) => e.id));
       // A write lands between pages: it is newer than every page still to come.
-      await inject('POST', '/org/features', { key: `page-${page}`, name: 'Page', kind: 'flag' }, filterOrg.headers);
+      await inject('POST', '/org/features', { key: `page-${page}`, name: 'Page', kind: 'flag' }, own.headers);
       if (!body.has_more) break;
       cursor = body.audit_events.at(-1)!.id;
     }
     expect(seen).toEqual(expected);
     expect(new Set(seen).size).toBe(seen.length);
-    const newest = await list('?limit=1', filterOrg.headers);
+    const newest = await list('?limit=1', own.headers);
     expect(newest.has_more).toBe(true);
     expect(newest.audit_events[0]!.id > expected[0]!).toBe(true);
   });
 
   it('defaults to 20 per page and allows at most 100', async () => {
-    for (let i = 0; i < 18; i++) await inject('POST', '/org/features', { key: `bulk-${i}`, name: 'Bulk', kind: 'flag' }, filterOrg.headers);
-    const page = await list('', filterOrg.headers);
+    const own = await createTestOrganization(ctx.db, 'Bulk org');
+    plaintextKeys.push(own.api_key);
+    for (let i = 0; i < 24; i++)
+      await inject('POST', '/org/features', { key: `bulk-${i}`, name: 'Bulk', kind: 'flag' }, own.headers);
+    const page = await list('', own.headers);
     expect(page.audit_events).toHaveLength(20);
     expect(page.has_more).toBe(true);
-    const big = await list('?limit=100', filterOrg.headers);
-    expect(big.audit_events.length).toBeLessThanOrEqual(100);
+    const big = await list('?limit=100', own.headers);
+    expect(big.audit_events).toHaveLength(24);
     expect(big.has_more).toBe(false);
   });
 
@@ -489,14 +643,23 @@ describe('reading the log: filters', () => {
     ['params=x', 'params'],
     ['params[a-b]=x', 'params[a-b]'],
   ])('answers %s with 422 VALIDATION_ERROR naming %s', async (query, field) => {
-    const res = await ctx.app.inject({ method: 'GET', url: `/org/audit-events?${query}`, headers: filterOrg.headers });
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: `/org/audit-events?${query}`,
+      headers: filterOrg.headers,
+    });
     expect(res.statusCode, res.body).toBe(422);
     expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field } });
   });
 
   it('refuses a cursor from another organization', async () => {
+    await createFeature(uniqueKey('theirs'), 'Theirs');
     const theirs = (await list('?limit=1', org.headers)).audit_events[0]!;
-    const res = await ctx.app.inject({ method: 'GET', url: `/org/audit-events?starting_after=${theirs.id}`, headers: filterOrg.headers });
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: `/org/audit-events?starting_after=${theirs.id}`,
+      headers: filterOrg.headers,
+    });
     expect(res.statusCode).toBe(422);
     expect(res.json().error.details).toMatchObject({ field: 'starting_after' });
   });
@@ -508,13 +671,43 @@ describe('OpenAPI', () => {
     expect(res.statusCode).toBe(200);
     const route = res.json().paths['/org/audit-events'];
     expect(route.get.parameters.map((p: { name: string }) => p.name)).toEqual(
-      expect.arrayContaining(['limit', 'starting_after', 'outcome', 'route', 'occurred_after', 'occurred_before']),
+      expect.arrayContaining([
+        'limit',
+        'starting_after',
+        'outcome',
+        'route',
+        'occurred_after',
+        'occurred_before',
+      ]),
     );
   });
 });
 
 describe('no secrets in the log', () => {
   it('holds no plaintext key anywhere, in the tables or through the API', async () => {
+    // Keys of every kind at work (whatever else this file ran before): writes, refusals, and keys made over the API.
+    const own = await createTestOrganization(ctx.db, 'Keys org');
+    plaintextKeys.push(own.api_key);
+    for (const scopes of [['catalog:write'], ['check'], ['org:write'], ['catalog:read']] as const) {
+      const key = await createKeyWithScopes(ctx.db, own.organization_id, [...scopes]);
+      plaintextKeys.push(key.apiKey);
+      for (let i = 0; i < 6; i++) {
+        await inject(
+          'POST',
+          '/org/features',
+          { key: uniqueKey('swept'), name: 'Swept', kind: 'flag' },
+          { 'x-api-key': key.apiKey },
+        );
+      }
+    }
+    const made = await inject(
+      'POST',
+      `/org/service-accounts/${own.service_account_id}/api-keys`,
+      { name: 'made over the API' },
+      own.headers,
+    );
+    expect(made.statusCode, made.body).toBe(201);
+    plaintextKeys.push(made.json().api_key);
     expect(plaintextKeys.length).toBeGreaterThan(5);
     const rows = await sql<{ row: string }>`
       SELECT row_to_json(e)::text || coalesce(row_to_json(o)::text, '') AS row
@@ -525,7 +718,7 @@ describe('no secrets in the log', () => {
       expect(dump).not.toContain(key);
       expect(dump).not.toContain(key.slice(keyPrefixOf(key).length));
     }
-    for (const headers of [org.headers, other.headers]) {
+    for (const headers of [org.headers, other.headers, own.headers]) {
       let cursor = '';
       for (let page = 0; page < 50; page++) {
         const body = await list(`?limit=100${cursor}`, headers);
