@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { Worker, type Job } from 'bullmq';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDb } from '@ent/common/db/connect';
 import {
   createAdminContext,
@@ -91,6 +91,11 @@ async function failFirstAttempt(deliveryId: string): Promise<void> {
   await crashing.close();
   await unreachable.destroy();
 }
+
+// The sweep looks at every pending delivery: each case starts with none but its own, so the counts are its own.
+beforeEach(async () => {
+  await ctx.db.updateTable('webhook_deliveries').set({ status: 'canceled' }).where('status', '=', 'pending').execute();
+});
 
 describe('the webhook sweep', () => {
   it('re-queues a delivery whose enqueue was lost (no job at all), found by its Postgres state', async () => {
