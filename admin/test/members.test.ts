@@ -24,8 +24,12 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
+/** An admin caller of an organization of its own, for cases whose members must be theirs alone. */
+const ownCaller = async () => caller(ctx, (await createTestOrganization(ctx.db, 'Members org')).api_key);
+
 describe('POST /org/members', () => {
   it('creates a member with email and role; details name member_id and role', async () => {
+    const api = await ownCaller();
     const res = await api.post('/org/members', { email: 'Ada@Example.com', role: 'developer', name: 'Ada' });
     expect(res.statusCode).toBe(201);
     const member = res.json();
@@ -45,6 +49,8 @@ describe('POST /org/members', () => {
   });
 
   it('refuses the same email twice with 409', async () => {
+    const api = await ownCaller();
+    expect((await api.post('/org/members', { email: 'Ada@Example.com', role: 'developer' })).statusCode).toBe(201);
     const res = await api.post('/org/members', { email: 'ada@example.com', role: 'viewer' });
     expect(res.statusCode).toBe(409);
     expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'email' } });
@@ -64,6 +70,8 @@ describe('POST /org/members', () => {
 
 describe('GET /org/members', () => {
   it('lists members newest first with cursor pagination and filters', async () => {
+    const api = await ownCaller();
+    await api.post('/org/members', { email: 'ada@example.com', role: 'developer' });
     await api.post('/org/members', { email: 'grace@example.com', role: 'viewer' });
     const first = await api.get('/org/members?limit=1');
     expect(first.statusCode).toBe(200);
