@@ -95,17 +95,18 @@ describe('PATCH /org/subscribers/{subscriber_id}', () => {
   });
 
   it('clears the name with null', async () => {
-    const res = await patch('renamed', { name: null });
+    await create({ subscriber_id: 'cleared', name: 'Old' });
+    const res = await patch('cleared', { name: null });
     expect(res.statusCode).toBe(200);
     expect(res.json().name).toBeNull();
   });
 
   it('changes nothing when the name is the same', async () => {
-    await patch('renamed', { name: 'Same' });
-    const before = await versionOf('renamed');
-    const res = await patch('renamed', { name: 'Same' });
+    await create({ subscriber_id: 'same', name: 'Same' });
+    const before = await versionOf('same');
+    const res = await patch('same', { name: 'Same' });
     expect(res.statusCode).toBe(200);
-    expect(await versionOf('renamed')).toBe(before);
+    expect(await versionOf('same')).toBe(before);
   });
 
   it('answers 404 for an unknown subscriber', async () => {
@@ -118,11 +119,12 @@ describe('PATCH /org/subscribers/{subscriber_id}', () => {
   });
 
   it('treats an empty body as a change of nothing, like the other PATCH routes', async () => {
-    const before = await versionOf('renamed');
-    const res = await patch('renamed', {});
+    await create({ subscriber_id: 'empty-body', name: 'Kept' });
+    const before = await versionOf('empty-body');
+    const res = await patch('empty-body', {});
     expect(res.statusCode).toBe(200);
-    expect(res.json().subscriber_id).toBe('renamed');
-    expect(await versionOf('renamed')).toBe(before);
+    expect(res.json()).toMatchObject({ subscriber_id: 'empty-body', name: 'Kept' });
+    expect(await versionOf('empty-body')).toBe(before);
   });
 
   it.each([[{ subscriber_id: 'other' }], [{ name: 5 }]])('refuses %j with 422', async (payload) => {
@@ -176,9 +178,10 @@ describe('GET /org/subscribers', () => {
 
 describe('GET /org/subscribers/{subscriber_id}', () => {
   it('returns one subscriber', async () => {
-    const res = await get('/org/subscribers/cus_123');
+    await create({ subscriber_id: 'cus_read', name: 'Globex' });
+    const res = await get('/org/subscribers/cus_read');
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ subscriber_id: 'cus_123', name: 'Globex' });
+    expect(res.json()).toMatchObject({ subscriber_id: 'cus_read', name: 'Globex' });
   });
 
   it('answers 404 for an unknown or malformed id', async () => {
