@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
-import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createTestOrganization,
+  testRedisPrefix,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { catalogClient } from '../../gateway/test/helpers.ts';
 import {
@@ -24,6 +28,7 @@ let redisServer: Started;
 const processes: Started[] = [];
 let gateway: Started;
 let gatewayUrl: string;
+let env: Record<string, string>;
 let org: TestOrganization;
 let burstOrg: TestOrganization;
 let db: ReturnType<typeof createDb>;
@@ -35,7 +40,8 @@ const client = (options: Partial<EvalClientOptions> = {}) => {
   clients.push(made);
   return made;
 };
-const requestsFor = (subscriber: string) => proxy.seen.filter((seen) => seen.path.includes(`/subscribers/${subscriber}/`));
+const requestsFor = (subscriber: string) =>
+  proxy.seen.filter((seen) => seen.path.includes(`/subscribers/${subscriber}/`));
 
 async function catalog(organization: TestOrganization) {
   const api = catalogClient(httpClient(gatewayUrl), organization.headers);
@@ -52,7 +58,8 @@ beforeAll(async () => {
   database = await createTestDatabase();
   let redisPort: number;
   ({ server: redisServer, port: redisPort } = await startOwnRedis());
-  const { env, adminUrl } = await serviceEnv({ database, redisPort, prefix: testRedisPrefix() });
+  let adminUrl: string;
+  ({ env, adminUrl } = await serviceEnv({ database, redisPort, prefix: testRedisPrefix() }));
   processes.push(startNode('admin/src/server.ts', env));
   await healthy(adminUrl);
   processes.push(startNode('admin/src/worker.ts', env));
@@ -63,7 +70,12 @@ beforeAll(async () => {
 
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'SDK org');
-  await saveArrangement(db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
+  await saveArrangement(db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 100_000,
+    blocking: true,
+    burstPerSecond: 100_000,
+  });
   const api = await catalog(org);
   for (const id of ['ann', 'bob', 'cat', 'dan', 'eve']) {
     await api.subscriber(id);
@@ -71,7 +83,12 @@ beforeAll(async () => {
   }
 
   burstOrg = await createTestOrganization(db, 'SDK burst org');
-  await saveArrangement(db, burstOrg.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 1 });
+  await saveArrangement(db, burstOrg.organization_id, {
+    plan: 'free',
+    evalLimit: 100_000,
+    blocking: true,
+    burstPerSecond: 1,
+  });
   const burstApi = await catalog(burstOrg);
   for (const id of ['b1', 'b2', 'b3']) await burstApi.subscriber(id);
 }, 120_000);
@@ -89,10 +106,22 @@ describe('EvalClient against real processes', () => {
   it('answers check and list with the service values and the usage headers', async () => {
     const sdk = client();
     const sso = await sdk.check('ann', 'sso');
-    expect(sso).toMatchObject({ feature: 'sso', kind: 'flag', allowed: true, source: 'plan', fallback: false, stale: false });
+    expect(sso).toMatchObject({
+      feature: 'sso',
+      kind: 'flag',
+      allowed: true,
+      source: 'plan',
+      fallback: false,
+      stale: false,
+    });
     expect(sso.usage).toMatchObject({ limit: 100_000 });
     expect(sso.usage!.used).toBeGreaterThanOrEqual(0);
-    expect(await sdk.check('ann', 'seats')).toMatchObject({ kind: 'limit', limit: 25, allowed: true, fallback: false });
+    expect(await sdk.check('ann', 'seats')).toMatchObject({
+      kind: 'limit',
+      limit: 25,
+      allowed: true,
+      fallback: false,
+    });
     const list = await sdk.list('ann');
     expect(list.entitlements.map((entry) => entry.feature)).toEqual(['seats', 'sso']);
     expect(sdk.lastUsage).toMatchObject({ limit: 100_000 });
@@ -135,13 +164,18 @@ describe('EvalClient against real processes', () => {
     const raw = httpClient(gatewayUrl);
     await waitFor(async () => {
       const answers = await Promise.all(
-        [1, 2, 3].map(() => raw({ method: 'GET', url: '/org/subscribers/b1/entitlements', headers: burstOrg.headers })),
+        [1, 2, 3].map(() =>
+          raw({ method: 'GET', url: '/org/subscribers/b1/entitlements', headers: burstOrg.headers }),
+        ),
       );
       return answers.some((answer) => answer.statusCode === 429);
     }, 'the burst limit of 1/s');
     await new Promise((resolve) => setTimeout(resolve, 1100));
 
-    const sdk = client({ apiKey: burstOrg.api_key, retry: { retries: 5, baseDelayMs: 20, maxRetryAfterMs: 5000 } });
+    const sdk = client({
+      apiKey: burstOrg.api_key,
+      retry: { retries: 5, baseDelayMs: 20, maxRetryAfterMs: 5000 },
+    });
     const before = proxy.seen.length;
     const answers = await Promise.all(['b1', 'b2', 'b3'].map((id) => sdk.check(id, 'sso')));
     expect(answers.every((answer) => answer.fallback === false && answer.allowed === false)).toBe(true);
@@ -157,7 +191,11 @@ describe('EvalClient against real processes', () => {
   }, 60_000);
 
   it('gives up at once when Retry-After exceeds maxRetryAfterMs, with RATE_LIMITED', async () => {
-    const sdk = client({ apiKey: burstOrg.api_key, retry: { retries: 5, maxRetryAfterMs: 0 }, defaultFailMode: 'open' });
+    const sdk = client({
+      apiKey: burstOrg.api_key,
+      retry: { retries: 5, maxRetryAfterMs: 0 },
+      defaultFailMode: 'open',
+    });
     const answers = await Promise.all(['b1', 'b2', 'b3'].map((id) => sdk.check(id, 'seats')));
     const limited = answers.filter((answer) => answer.fallback);
     expect(limited.length).toBeGreaterThan(0);
@@ -172,36 +210,62 @@ describe('EvalClient against real processes', () => {
     expect(answer).toMatchObject({ sso: { allowed: true, fallback: false }, seats: { limit: 25 } });
     expect(answer!.features).toBeTruthy();
     expect(answer!.all.entitlements).toHaveLength(2);
-    expect(await readmeExample(proxy.url.replace(/$/, ''), org.api_key).then((a) => a?.usage)).toMatchObject({ limit: 100_000 });
+    expect(await readmeExample(proxy.url.replace(/$/, ''), org.api_key).then((a) => a?.usage)).toMatchObject({
+      limit: 100_000,
+    });
   });
 
   it('falls back when the gateway is down: per-feature values, fail-closed, fail-open, stale cache', async () => {
     const warm = client({ cacheTtlMs: 0, retry: { retries: 1, baseDelayMs: 10 }, timeoutMs: 1000 });
     expect((await warm.check('dan', 'seats')).limit).toBe(25);
     await gateway.stop();
-
-    const cold = client({
-      retry: { retries: 1, baseDelayMs: 10 },
-      timeoutMs: 1000,
-      fallbacks: { seats: 5 },
-      failModes: { sso: 'closed' },
-      defaultFailMode: 'open',
-    });
-    const seats = await cold.check('eve', 'seats');
-    expect(seats).toMatchObject({ feature: 'seats', kind: 'limit', limit: 5, allowed: true, fallback: true, source: null });
-    expect(seats.error?.code).toMatch(/^(NETWORK_ERROR|SERVICE_UNAVAILABLE)$/);
-    expect(await cold.check('eve', 'sso')).toMatchObject({ allowed: false, limit: 0, fallback: true });
-    expect(await cold.check('eve', 'reports')).toMatchObject({ allowed: true, limit: null, fallback: true });
-
-    const defaulted = client({ retry: { retries: 0 }, defaultFallback: false });
-    expect(await defaulted.check('eve', 'sso')).toMatchObject({ kind: 'flag', allowed: false, fallback: true });
-
-    // A document the service answered before the outage wins over any fallback, marked stale.
-    expect(await warm.check('dan', 'seats')).toMatchObject({ limit: 25, stale: true, fallback: false });
-    await expect(cold.list('eve')).rejects.toBeInstanceOf(EntitlementsError);
-    expect(await warm.list('dan')).toMatchObject({ stale: true, entitlements: [{ feature: 'seats' }, { feature: 'sso' }] });
+    try {
+      await whileTheGatewayIsDown(warm);
+    } finally {
+      // Back on the same port (behind the same proxy), so no other case depends on running before this one.
+      gateway = startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: new URL(gatewayUrl).port });
+      await healthy(gatewayUrl);
+    }
   }, 60_000);
 });
+
+/** What the SDK answers while the gateway is stopped (the case above restarts it). */
+async function whileTheGatewayIsDown(warm: ReturnType<typeof client>): Promise<void> {
+  const cold = client({
+    retry: { retries: 1, baseDelayMs: 10 },
+    timeoutMs: 1000,
+    fallbacks: { seats: 5 },
+    failModes: { sso: 'closed' },
+    defaultFailMode: 'open',
+  });
+  const seats = await cold.check('eve', 'seats');
+  expect(seats).toMatchObject({
+    feature: 'seats',
+    kind: 'limit',
+    limit: 5,
+    allowed: true,
+    fallback: true,
+    source: null,
+  });
+  expect(seats.error?.code).toMatch(/^(NETWORK_ERROR|SERVICE_UNAVAILABLE)$/);
+  expect(await cold.check('eve', 'sso')).toMatchObject({ allowed: false, limit: 0, fallback: true });
+  expect(await cold.check('eve', 'reports')).toMatchObject({ allowed: true, limit: null, fallback: true });
+
+  const defaulted = client({ retry: { retries: 0 }, defaultFallback: false });
+  expect(await defaulted.check('eve', 'sso')).toMatchObject({
+    kind: 'flag',
+    allowed: false,
+    fallback: true,
+  });
+
+  // A document the service answered before the outage wins over any fallback, marked stale.
+  expect(await warm.check('dan', 'seats')).toMatchObject({ limit: 25, stale: true, fallback: false });
+  await expect(cold.list('eve')).rejects.toBeInstanceOf(EntitlementsError);
+  expect(await warm.list('dan')).toMatchObject({
+    stale: true,
+    entitlements: [{ feature: 'seats' }, { feature: 'sso' }],
+  });
+}
 
 describe('README', () => {
   it('holds the example this file runs, importing the published package', async () => {
