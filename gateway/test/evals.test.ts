@@ -282,12 +282,28 @@ describe('the warm path', () => {
   });
 
   it('rebuilds correctly after Redis is flushed', async () => {
+    // An organization of its own, whose answers no other case changes.
+    const own = await createTestOrganization(ctx.db, 'Flushed org');
+    const ownApi = catalogClient(injector(gateway), own.headers);
+    await ownApi.feature('sso', 'flag');
+    await ownApi.feature('seats', 'limit');
+    await ownApi.plan('big', [
+      { feature: 'sso', kind: 'flag' },
+      { feature: 'seats', kind: 'limit', limit: 50 },
+    ]);
+    for (const id of ['carol', 'dave']) {
+      await ownApi.subscriber(id);
+      await ownApi.subscribe(id, 'big');
+    }
+    await ownApi.override('dave', 'seats', { kind: 'limit', limit: 7 });
+    const ownCheck = (subscriber: string, feature: string) => check(subscriber, feature, own.headers);
+    expect((await ownCheck('carol', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
     const keys = await ctx.redis.keys(`${ctx.config.redisKeyPrefix}:*`);
     await ctx.redis.del(...keys);
-    expect((await check('carol', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
-    expect((await check('alice', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
-    expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
-    expect((await ctx.redis.hget(ctx.app.redisKeys.catalog(org.organization_id), 'v'))).not.toBeNull();
+    expect((await ownCheck('carol', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
+    expect((await ownCheck('dave', 'seats')).json()).toMatchObject({ limit: 7, source: 'override' });
+    expect((await ownCheck('dave', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
+    expect(await ctx.redis.hget(ctx.app.redisKeys.catalog(own.organization_id), 'v')).not.toBeNull();
   });
 });
 

@@ -68,6 +68,7 @@ describe('invalidation announcements carry versions', () => {
   });
 
   it('ignores announcements without a version (older publishers)', async () => {
+    for (const id of ['alice', 'bob']) expect((await check(id)).statusCode).toBe(200);
     const alice = cached('alice');
     expect(alice).toBeDefined();
     await ctx.redis.publish(
