@@ -229,63 +229,92 @@ describe('metering across gateway processes', () => {
   });
 });
 
+let made = 0;
+/**
+ * A subscriber of its own on a plan of its own (`seats` limit, `sso` granted): each degraded case checks answers
+ * nothing else changes, and starts from whatever state the other cases left.
+ */
+async function ownSubscriber(seats: number): Promise<string> {
+  const api = catalogClient(http(urls[0]!), org.headers);
+  const id = `degraded-${++made}`;
+  await api.plan(`plan-${id}`, [
+    { feature: 'sso', kind: 'flag' },
+    { feature: 'seats', kind: 'limit', limit: seats },
+  ]);
+  await api.subscriber(id);
+  await api.subscribe(id, `plan-${id}`);
+  return id;
+}
+
 describe('degraded but up', () => {
   it('keeps answering with admin (and so Postgres) stopped: warm and Redis-held subscribers', async () => {
-    const api = catalogClient(http(urls[0]!), org.headers);
-    await api.subscriber('held');
-    await api.subscribe('held', 'pro'); // in Redis, never evaluated: in no gateway's LRU
-    await onBoth('ann', 'seats');
+    const warm = await ownSubscriber(11);
+    const held = await ownSubscriber(25); // in Redis, never evaluated: in no gateway's LRU
+    await onBoth(warm, 'seats');
     await admin.stop();
-    // The gateways have no database connection of their own: with admin gone, nothing can reach Postgres.
-    for (let i = 0; i < 25; i++) {
-      expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 0, source: 'none' }));
+    try {
+      // The gateways have no database connection of their own: with admin gone, nothing can reach Postgres.
+      for (let i = 0; i < 25; i++) {
+        expect(await onBoth(warm, 'seats')).toEqual(Array(2).fill({ limit: 11, source: 'plan' }));
+      }
+      expect(await onBoth(held, 'seats')).toEqual(Array(2).fill({ limit: 25, source: 'plan' }));
+      const write = await http(urls[1]!)({ method: 'GET', url: '/org/features', headers: org.headers });
+      expect(write.statusCode).toBe(503);
+      expect(write.json().error.code).toBe('SERVICE_UNAVAILABLE');
+    } finally {
+      await startAdmin();
     }
-    expect(await onBoth('held', 'seats')).toEqual(Array(2).fill({ limit: 25, source: 'plan' }));
-    const write = await http(urls[1]!)({ method: 'GET', url: '/org/features', headers: org.headers });
-    expect(write.statusCode).toBe(503);
-    expect(write.json().error.code).toBe('SERVICE_UNAVAILABLE');
-    await startAdmin();
   });
 
   it('with Redis unreachable: cached subscribers answer, others 503, and the counts reach Redis when it returns', async () => {
-    const api = catalogClient(http(urls[0]!), org.headers);
-    await api.subscriber('cold');
-    await api.subscribe('cold', 'basic');
+    const warm = await ownSubscriber(12);
+    const cold = await ownSubscriber(13);
     const url = urls[0]!;
-    await valueOn(url, 'ann', 'seats');
+    await valueOn(url, warm, 'seats');
     await redisServer.stop();
     redis.disconnect();
     const answered = 7;
-    for (let i = 0; i < answered; i++) {
-      const res = await check(url, 'ann', 'seats');
-      expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual({ feature: 'seats', kind: 'limit', limit: 0, source: 'none' });
-      expect(res.headers['x-svc-eval-used']).toBeUndefined();
+    try {
+      for (let i = 0; i < answered; i++) {
+        const res = await check(url, warm, 'seats');
+        expect(res.statusCode).toBe(200);
+        expect(res.json()).toEqual({ feature: 'seats', kind: 'limit', limit: 12, source: 'plan' });
+        expect(res.headers['x-svc-eval-used']).toBeUndefined();
+      }
+      const uncached = await check(url, cold, 'seats');
+      expect(uncached.statusCode).toBe(503);
+      expect(uncached.json().error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', type: 'api_error' });
+    } finally {
+      redisServer = startRedis(redisPort); // comes back empty: the gateways rebuild from Postgres
+      await ownRedisAnswers(redisServer, redisPort);
+      redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
+      redis.on('error', () => {});
+      await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server back');
     }
-    const uncached = await check(url, 'cold', 'seats');
-    expect(uncached.statusCode).toBe(503);
-    expect(uncached.json().error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', type: 'api_error' });
-
-    redisServer = startRedis(redisPort); // comes back empty: also the "flushed Redis" case below
-    await ownRedisAnswers(redisServer, redisPort);
-    redis = new Redis(env.REDIS_URL!, { maxRetriesPerRequest: 1 });
-    redis.on('error', () => {});
-    await waitFor(async () => (await redis.ping()) === 'PONG', 'redis-server back');
     await waitFor(async () => {
       const usage = await http(url)({ method: 'GET', url: '/org/usage/current', headers: org.headers });
       return usage.statusCode === 200 && usage.json().count >= answered;
     }, 'offline evals counted in Redis');
+    expect(await onBoth(cold, 'seats')).toEqual(Array(2).fill({ limit: 13, source: 'plan' }));
   });
 
   it('rebuilds the right answers from Postgres after Redis was flushed', async () => {
+    const cached = await ownSubscriber(14);
+    const never = await ownSubscriber(15);
+    await onBoth(cached, 'seats');
     await redis.flushall();
-    expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 0, source: 'none' }));
-    expect(await onBoth('cold', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
-    expect(await onBoth('held', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
-    expect(await onBoth('otto', 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
+    expect(await onBoth(cached, 'seats')).toEqual(Array(2).fill({ limit: 14, source: 'plan' }));
+    expect(await onBoth(never, 'seats')).toEqual(Array(2).fill({ limit: 15, source: 'plan' }));
+    expect(await onBoth(never, 'sso')).toEqual(Array(2).fill({ allowed: true, source: 'plan' }));
   });
 
   it('entctl snapshots rebuild writes every document back', async () => {
+    const rebuilt = await ownSubscriber(16);
+    const subscribers = await db
+      .selectFrom('subscribers')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('organization_id', '=', org.organization_id)
+      .executeTakeFirstOrThrow();
     await redis.flushall();
     const result = spawnSync(
       process.execPath,
@@ -299,34 +328,28 @@ describe('degraded but up', () => {
         org.organization_id,
         '--json',
       ],
-      {
-        env: { ...process.env, ...env },
-        encoding: 'utf8',
-        timeout: 30_000,
-      },
+      { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 },
     );
     expect(result.status, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ organizations: 1, subscribers: 5 });
-    expect(await redis.hget(keys.subscriber(org.organization_id, 'cold'), 'v')).not.toBeNull();
+    expect(JSON.parse(result.stdout)).toEqual({ organizations: 1, subscribers: Number(subscribers.n) });
+    expect(await redis.hget(keys.subscriber(org.organization_id, rebuilt), 'v')).not.toBeNull();
     expect(await redis.hget(keys.catalog(org.organization_id), 'v')).not.toBeNull();
-    expect(await onBoth('cold', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+    expect(await onBoth(rebuilt, 'seats')).toEqual(Array(2).fill({ limit: 16, source: 'plan' }));
   });
 
   it('with Redis paused (hung, not refusing): evals and writes still answer, and both gateways catch up when it resumes', async () => {
-    const api = catalogClient(http(urls[0]!), org.headers);
-    await api.subscriber('paula');
-    await api.subscribe('paula', 'basic');
-    expect(await onBoth('paula', 'seats')).toEqual(Array(2).fill({ limit: 7, source: 'plan' }));
+    const paula = await ownSubscriber(17);
+    expect(await onBoth(paula, 'seats')).toEqual(Array(2).fill({ limit: 17, source: 'plan' }));
 
     const redisPid = redisServer.child.pid!;
     process.kill(redisPid, 'SIGSTOP');
     try {
       // Warm subscribers fail open after the command timeout instead of waiting for Redis.
-      expect(await valueOn(urls[0]!, 'paula', 'seats')).toEqual({ limit: 7, source: 'plan' });
+      expect(await valueOn(urls[0]!, paula, 'seats')).toEqual({ limit: 17, source: 'plan' });
       // Writes are committed and audited in Postgres; the write-through waits for nothing.
       const write = await http(urls[1]!)({
         method: 'PUT',
-        url: '/org/subscribers/paula/overrides/seats',
+        url: `/org/subscribers/${paula}/overrides/seats`,
         headers: org.headers,
         payload: { kind: 'limit', limit: 99 },
       });
@@ -337,7 +360,7 @@ describe('degraded but up', () => {
     // The worker's outbox relay publishes the committed change once Redis answers again.
     await waitFor(
       async () =>
-        JSON.stringify(await onBoth('paula', 'seats')) ===
+        JSON.stringify(await onBoth(paula, 'seats')) ===
         JSON.stringify(Array(2).fill({ limit: 99, source: 'override' })),
       'the override on both gateways after Redis resumes',
     );
