@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planSuite } from './fixtures.ts';
+import { planSuite, STANDARD_PLANS } from './fixtures.ts';
 
 const suite = planSuite();
 
@@ -7,16 +7,8 @@ describe('POST /org/plans', () => {
   it('creates a plan with 201 and returns grants ordered by feature key', async () => {
     const { createPlan, catalogVersion, lastWrite } = await suite.world();
     const before = await catalogVersion();
-    const res = await createPlan({
-      key: 'pro',
-      name: 'Pro',
-      kind: 'catalog',
-      grants: [
-        { feature: 'sso', kind: 'flag' },
-        { feature: 'seats', kind: 'limit', limit: 10 },
-        { feature: 'api-calls', kind: 'limit', limit: null },
-      ],
-    });
+    // pro: sso, seats 10 and unlimited api-calls, given in that order (not sorted).
+    const res = await createPlan(STANDARD_PLANS[0]!);
     expect(res.statusCode).toBe(201);
     const body = res.json();
     expect(body).toEqual({
