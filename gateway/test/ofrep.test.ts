@@ -167,7 +167,12 @@ describe('OFREP metering and bulk', () => {
   });
 
   it('bulk returns every catalog feature ordered by key, with a strong ETag, 304 (not counted) on If-None-Match', async () => {
-    const res = await bulk(as('bob'));
+    // A subscriber of its own, like bob (overrides on audit and seats): this case deletes one of them.
+    const api = catalogClient(injector(gateway), org.headers);
+    await api.subscriber('bulk-bob');
+    await api.override('bulk-bob', 'audit', { kind: 'flag', allowed: true });
+    await api.override('bulk-bob', 'seats', { kind: 'limit', limit: 7 });
+    const res = await bulk(as('bulk-bob'));
     expect(res.statusCode).toBe(200);
     const { flags } = res.json();
     expect(flags.map((flag: { key: string }) => flag.key)).toEqual(['api_calls', 'audit', 'seats', 'sso', 'storage']);
@@ -176,15 +181,14 @@ describe('OFREP metering and bulk', () => {
     expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
 
     const before = await evalCount();
-    const again = await bulk(as('bob'), { ...org.headers, 'if-none-match': etag });
+    const again = await bulk(as('bulk-bob'), { ...org.headers, 'if-none-match': etag });
     expect(again.statusCode).toBe(304);
     expect(again.body).toBe('');
     expect(again.headers.etag).toBe(etag);
     expect(await evalCount()).toBe(before);
 
-    const api = catalogClient(injector(gateway), org.headers);
-    await api.deleteOverride('bob', 'audit');
-    const changed = await bulk(as('bob'), { ...org.headers, 'if-none-match': etag });
+    await api.deleteOverride('bulk-bob', 'audit');
+    const changed = await bulk(as('bulk-bob'), { ...org.headers, 'if-none-match': etag });
     expect(changed.statusCode).toBe(200);
     expect(changed.headers.etag).not.toBe(etag);
     expect(changed.json().flags[1]).toMatchObject({ key: 'audit', value: false, reason: 'STATIC' });
