@@ -122,11 +122,13 @@ describe('POST check and GET entitlements', () => {
 
 describe('read-your-writes through the gateway', () => {
   it('sees a grant change, override put and delete, subscription create, change and cancel at once', async () => {
+    // A plan of its own: this case changes its grants, which other cases' answers must not see.
+    await api.plan('ryw-basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
     await api.subscriber('carol');
-    const first = await api.subscribe('carol', 'basic');
+    const first = await api.subscribe('carol', 'ryw-basic');
     expect((await check('carol', 'seats')).json().limit).toBe(3);
 
-    await api.grants('basic', [{ feature: 'seats', kind: 'limit', limit: 5 }]);
+    await api.grants('ryw-basic', [{ feature: 'seats', kind: 'limit', limit: 5 }]);
     expect((await check('carol', 'seats')).json().limit).toBe(5);
 
     await api.override('carol', 'seats', { kind: 'limit', limit: null });
@@ -139,8 +141,8 @@ describe('read-your-writes through the gateway', () => {
     expect((await check('carol', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
     expect((await check('carol', 'seats')).json().limit).toBe(25);
 
-    await api.subscribe('carol', 'basic');
-    await api.grants('basic', [{ feature: 'seats', kind: 'limit', limit: 50 }]);
+    await api.subscribe('carol', 'ryw-basic');
+    await api.grants('ryw-basic', [{ feature: 'seats', kind: 'limit', limit: 50 }]);
     expect((await check('carol', 'seats')).json().limit).toBe(50);
 
     await api.cancel('carol', second);
