@@ -66,13 +66,23 @@ describe('POST check and GET entitlements', () => {
   });
 
   it('lists granted features, or every feature with all=true, ordered by key', async () => {
-    expect((await list('alice')).json()).toEqual({
+    // A catalog of its own: other cases add features to the shared one.
+    const own = await createTestOrganization(ctx.db, 'Listing org');
+    const ownApi = catalogClient(injector(gateway), own.headers);
+    for (const [key, kind] of [['sso', 'flag'], ['seats', 'limit'], ['audit', 'flag']] as const) await ownApi.feature(key, kind);
+    await ownApi.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+    await ownApi.subscriber('alice');
+    await ownApi.subscribe('alice', 'basic');
+    await ownApi.subscriber('bob');
+    const ownList = (subscriber: string, query = '') =>
+      gateway.inject({ method: 'GET', url: `/org/subscribers/${subscriber}/entitlements${query}`, headers: own.headers });
+    expect((await ownList('alice')).json()).toEqual({
       subscriber_id: 'alice',
       entitlements: [{ feature: 'seats', kind: 'limit', limit: 3, source: 'plan' }],
     });
-    const all = (await list('alice', '?all=true')).json();
+    const all = (await ownList('alice', '?all=true')).json();
     expect(all.entitlements.map((e: { feature: string }) => e.feature)).toEqual(['audit', 'seats', 'sso']);
-    expect((await list('bob')).json()).toEqual({ subscriber_id: 'bob', entitlements: [] });
+    expect((await ownList('bob')).json()).toEqual({ subscriber_id: 'bob', entitlements: [] });
   });
 
   it('404s an unknown subscriber or feature and does not count them', async () => {
