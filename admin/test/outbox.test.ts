@@ -116,6 +116,8 @@ describe('the outbox, written in the write transaction', () => {
 
 describe('webhook deliveries, written in the write transaction', () => {
   it('are inserted in the same transaction as the change: visible inside it, invisible outside until it commits', async () => {
+    // An organization of its own: other cases leave catalog entries of theirs undone.
+    const org = await createTestOrganization(ctx.db, 'Deliveries org');
     const put = await ctx.app.inject({
       method: 'PUT',
       url: '/org/webhook',

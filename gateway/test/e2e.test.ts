@@ -144,8 +144,9 @@ describe('read-your-writes on two gateway processes', () => {
   });
 
   it('refuses a revoked key on the very next request on both gateways', async () => {
+    const subscriber = await ownSubscriber(4);
     const { apiKey, serviceAccountId, keyId } = await createKeyWithScopes(db, org.organization_id, ['check']);
-    for (const url of urls) expect((await check(url, 'ann', 'seats', apiKey)).statusCode).toBe(200);
+    for (const url of urls) expect((await check(url, subscriber, 'seats', apiKey)).statusCode).toBe(200);
     const revoke = await http(urls[0]!)({
       method: 'DELETE',
       url: `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`,
@@ -153,11 +154,11 @@ describe('read-your-writes on two gateway processes', () => {
     });
     expect(revoke.statusCode).toBe(204);
     for (const url of urls) {
-      const res = await check(url, 'ann', 'seats', apiKey);
+      const res = await check(url, subscriber, 'seats', apiKey);
       expect(res.statusCode).toBe(401);
       expect(res.json().error.code).toBe('UNAUTHENTICATED');
     }
-    for (const url of urls) expect((await check(url, 'ann', 'seats')).statusCode).toBe(200);
+    for (const url of urls) expect((await check(url, subscriber, 'seats')).statusCode).toBe(200);
   });
 
   it('expires an override at expires_at on both gateways', async () => {
