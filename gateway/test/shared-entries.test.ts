@@ -65,7 +65,7 @@ describe('shared subscriber entries', () => {
   it("answer exactly what resolveAll answers for each subscriber's own documents, in any order", () => {
     fc.assert(
       fc.property(worldArb, ({ catalog, subscribers, asks }) => {
-        const catalogEntry = new CatalogEntry(7, catalog, 1000);
+        const catalogEntry = new CatalogEntry(7, catalog);
         const entries = subscribers.map((doc, i) => SubscriberEntry.of(catalogEntry, i + 1, doc, NOW, null));
         // Time only moves forward for an entry, as it does in the gateway.
         const clock = entries.map(() => NOW);
@@ -83,6 +83,9 @@ describe('shared subscriber entries', () => {
           } else {
             const result = entry.result(what);
             expect(result).toEqual(truth.byFeature.get(what));
+            // The check route's path (`serializedResult`), under a key of its own so both caches are exercised.
+            const expectedJson = truth.byFeature.has(what) ? JSON.stringify(truth.byFeature.get(what)) : undefined;
+            expect(entry.serializedResult(`check:${what}`, what, (r) => JSON.stringify(r))).toBe(expectedJson);
             if (result) {
               expect(entry.serialized(what, what, () => JSON.stringify(result))).toBe(
                 JSON.stringify(truth.byFeature.get(what)),
@@ -100,7 +103,7 @@ describe('shared subscriber entries', () => {
       features: { seats: 'limit', sso: 'flag' },
       plans: { basic: { archived: false, grants: { seats: { kind: 'limit', limit: 3 } } } },
     };
-    const catalogEntry = new CatalogEntry(1, catalog, 1000);
+    const catalogEntry = new CatalogEntry(1, catalog);
     const plain = (plans: string[]): SubscriberDoc => ({ exists: true, plans, overrides: {} });
     const a = SubscriberEntry.of(catalogEntry, 1, plain(['basic']), NOW, null);
     const b = SubscriberEntry.of(catalogEntry, 1, plain(['basic', 'basic']), NOW, null);
@@ -129,7 +132,7 @@ describe('shared subscriber entries', () => {
   it('serialize to what the response schemas of the routes and the OpenAPI document say', () => {
     fc.assert(
       fc.property(worldArb, ({ catalog, subscribers }) => {
-        const catalogEntry = new CatalogEntry(1, catalog, 1000);
+        const catalogEntry = new CatalogEntry(1, catalog);
         subscribers.forEach((doc, i) => {
           const entry = SubscriberEntry.of(catalogEntry, 1, doc, NOW, null);
           const results = entry.results();

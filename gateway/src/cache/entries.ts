@@ -36,12 +36,15 @@ export class CatalogEntry {
   private readonly planSets = new Map<string, PlanSet>();
   private planSetBytes = 0;
 
+  /** Estimated heap bytes of the document itself. */
+  private readonly docBytes: number;
+
   constructor(
     readonly version: number,
     readonly doc: CatalogDoc,
-    /** Estimated bytes of the document itself (its JSON length is a fair proxy). */
-    private readonly docBytes: number,
-  ) {}
+  ) {
+    this.docBytes = catalogDocBytes(doc);
+  }
 
   /** Estimated bytes held by this catalog version and its shared plan sets. */
   get bytes(): number {
@@ -61,6 +64,13 @@ export class CatalogEntry {
     }
     return planSet;
   }
+}
+
+/** A catalog's estimated heap bytes: its features, plans and grants (20 features, 5 plans: about 10 KB). */
+function catalogDocBytes(doc: CatalogDoc): number {
+  let grants = 0;
+  for (const plan of Object.values(doc.plans)) grants += Object.keys(plan.grants).length;
+  return 1000 + Object.keys(doc.features).length * 120 + Object.keys(doc.plans).length * 200 + grants * 110;
 }
 
 const planSetKey = (plans: readonly string[]): string => {
@@ -128,11 +138,6 @@ export class SubscriberEntry {
     return this.catalog.version;
   }
 
-  /** True when every answer is its plan set's (no live override). */
-  get sharesAnswers(): boolean {
-    return this.overrides === null;
-  }
-
   /** Override expiry is exact: past `validUntil` the overrides are resolved again from the document held. */
   refreshAt(nowMs: number): this {
     if (this.validUntil !== null && nowMs >= this.validUntil) this.resolveOverrides(nowMs);
@@ -149,6 +154,29 @@ export class SubscriberEntry {
     const overrides = this.overrides;
     if (overrides === null) return this.planSet.results;
     return this.planSet.results.map((result) => overrides.get(result.feature) ?? result);
+  }
+
+  /**
+   * One feature's answer serialized by `serialize` (a function made once, not per request), kept under `key` on the
+   * shared plan set unless a live override decides it; undefined when the catalog has no such feature. The warm
+   * check and OFREP single-flag path: one map lookup per layer and no allocation once serialized.
+   */
+  serializedResult(
+    key: string,
+    feature: string,
+    serialize: (result: CheckResult) => string,
+  ): string | undefined {
+    const override = this.overrides?.get(feature);
+    if (override !== undefined) return serialize(override);
+    const result = this.planSet.byFeature.get(feature);
+    if (result === undefined) return undefined;
+    if (!this.planSet.shared) return serialize(result);
+    let value = this.planSet.serialized.get(key);
+    if (value === undefined) {
+      value = serialize(result);
+      this.planSet.serialized.set(key, value);
+    }
+    return value;
   }
 
   /**

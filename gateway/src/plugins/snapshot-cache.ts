@@ -36,13 +36,6 @@ declare module 'fastify' {
 const UNKNOWN_SUBSCRIBER_MEMORY_MS = 1000;
 const entryKey = (organizationId: string, subscriberId: string) => `${organizationId}\n${subscriberId}`;
 
-/** A catalog's estimated heap bytes: its features and grants (a 20-feature, 5-plan catalog is about 10 KB). */
-function catalogDocBytes(doc: CatalogDoc): number {
-  let grants = 0;
-  for (const plan of Object.values(doc.plans)) grants += Object.keys(plan.grants).length;
-  return 1000 + Object.keys(doc.features).length * 120 + Object.keys(doc.plans).length * 200 + grants * 110;
-}
-
 export interface SnapshotCacheOptions {
   /** The bound on what subscriber entries hold, in estimated heap bytes (GATEWAY_CACHE_MB). */
   maxBytes?: number;
@@ -115,7 +108,7 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
     function keepCatalog(organizationId: string, catalog: Versioned<CatalogDoc>): CatalogEntry {
       const cached = catalogs.get(organizationId);
       if (cached && cached.version >= catalog.version) return cached;
-      const entry = new CatalogEntry(catalog.version, catalog.doc, catalogDocBytes(catalog.doc));
+      const entry = new CatalogEntry(catalog.version, catalog.doc);
       catalogs.set(organizationId, entry);
       return entry;
     }

@@ -3,8 +3,17 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
 import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
 import { ETAG_KEY, etagOfParts, strongEtag } from './etag.ts';
-import { CheckBody, CheckResultSchema, EntitlementListSchema, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
+import {
+  CheckBody,
+  CheckResultSchema,
+  type CheckResult,
+  EntitlementListSchema,
+  EntitlementsQuery,
+  EvalParams,
+} from '@ent/common/schemas/evals';
 import type { Answer } from './evaluator.ts';
+
+const toJson = (result: CheckResult): string => JSON.stringify(result);
 
 /** The two eval routes, on the shared hot path (evaluator.ts). */
 export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
@@ -26,10 +35,11 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const { feature } = request.body;
       return evaluator.evaluate(request, reply, request.params.subscriber_id, (entry) => {
-        const result = entry.result(feature);
-        if (!result)
+        const json = entry.serializedResult(feature, feature, toJson);
+        if (json === undefined) {
           throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
-        return entry.serialized(feature, feature, () => JSON.stringify(result));
+        }
+        return json;
       });
     },
   );
@@ -39,7 +49,11 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
     {
       config: { scope: 'check' },
       onRequest: authenticate,
-      schema: { params: EvalParams, querystring: EntitlementsQuery, response: { 200: EntitlementListSchema } },
+      schema: {
+        params: EvalParams,
+        querystring: EntitlementsQuery,
+        response: { 200: EntitlementListSchema },
+      },
     },
     async (request, reply) => {
       const subscriberId = request.params.subscriber_id;
@@ -57,7 +71,10 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
       // The list's hash is made once per plan set; per request only the subscriber id and that hash are hashed.
       const etag = (entry: SubscriberEntry, body: string) => {
         const listed = body.slice(prefix.length, -1);
-        return etagOfParts(subscriberId, entry.serialized(cacheKey + ETAG_KEY, EVERY_FEATURE, () => strongEtag(listed)));
+        return etagOfParts(
+          subscriberId,
+          entry.serialized(cacheKey + ETAG_KEY, EVERY_FEATURE, () => strongEtag(listed)),
+        );
       };
       return evaluator.evaluate(request, reply, subscriberId, answer, { etag });
     },

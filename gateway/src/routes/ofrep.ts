@@ -2,7 +2,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { sendError, toAppError } from '@ent/common/http/error-handler';
 import type { CheckResult } from '@ent/common/resolve/resolve';
-import { OfrepBulkSuccess, OfrepParams, OfrepRequest, OfrepSuccess, type OfrepFailure } from '@ent/common/schemas/ofrep';
+import {
+  OfrepBulkSuccess,
+  OfrepParams,
+  OfrepRequest,
+  OfrepSuccess,
+  type OfrepFailure,
+} from '@ent/common/schemas/ofrep';
 import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
 import { ETAG_KEY, strongEtag } from './etag.ts';
 import type { Answer } from './evaluator.ts';
@@ -44,6 +50,8 @@ export function toOfrep(result: CheckResult): OfrepSuccess {
     metadata: { source: result.source, kind: 'limit', unlimited },
   };
 }
+
+const toOfrepJson = (result: CheckResult): string => JSON.stringify(toOfrep(result));
 
 /** X-API-Key, else `Authorization: Bearer <key>` (the OFREP providers' `headers` option sends either). */
 function apiKeyOf(request: FastifyRequest): string | undefined {
@@ -157,14 +165,15 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
       const subscriberId = targetingKeyOf(request.body, key);
       const cacheKey = `\u0000ofrep\u0000${key}`;
       const answer: Answer = (entry) => {
-        const result = entry.result(key);
-        if (!result)
+        const json = entry.serializedResult(cacheKey, key, toOfrepJson);
+        if (json === undefined) {
           throw new OfrepError(404, {
             key,
             errorCode: 'FLAG_NOT_FOUND',
             errorDetails: `No feature with key "${key}".`,
           });
-        return entry.serialized(cacheKey, key, () => JSON.stringify(toOfrep(result)));
+        }
+        return json;
       };
       return evaluator.evaluate(request, reply, subscriberId, answer, {
         unknownSubscriber: unknownSubscriber(key),
@@ -174,7 +183,11 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.post(
     BULK_PATH,
-    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler, schema: { body: OfrepRequest, response: { 200: OfrepBulkSuccess } } },
+    {
+      onRequest: [cors, authenticate],
+      errorHandler: ofrepErrorHandler,
+      schema: { body: OfrepRequest, response: { 200: OfrepBulkSuccess } },
+    },
     async (request, reply) => {
       const subscriberId = targetingKeyOf(request.body, undefined);
       const answer: Answer = (entry) =>
