@@ -1,0 +1,27 @@
+import { api, segment, type Query } from './client.ts';
+import type { ApiKey, CreatedApiKey, Invite, Member, MemberStatus, Page, Role, Scope, ServiceAccount } from './types.ts';
+
+const accountPath = (id: string) => `/org/service-accounts/${segment(id)}`;
+
+export const accessApi = {
+  members: (query: Query) => api.get<Page & { members: Member[] }>('/org/members', { limit: 100, ...query }),
+  updateMember: (memberId: string, input: { role?: Role; status?: MemberStatus }) =>
+    api.patch<Member>(`/org/members/${segment(memberId)}`, input),
+
+  invites: () => api.get<Page & { invites: Invite[] }>('/org/invites', { limit: 100 }),
+  createInvite: (input: { role: Role; email?: string }) => api.post<Invite>('/org/invites', input),
+  revokeInvite: (inviteId: string) => api.delete(`/org/invites/${segment(inviteId)}`),
+
+  serviceAccounts: () =>
+    api.get<Page & { service_accounts: ServiceAccount[] }>('/org/service-accounts', { limit: 100 }),
+  createServiceAccount: (input: { name: string; role: Role }) =>
+    api.post<ServiceAccount>('/org/service-accounts', input),
+
+  apiKeys: (serviceAccountId: string) =>
+    api.get<Page & { api_keys: ApiKey[] }>(`${accountPath(serviceAccountId)}/api-keys`, { limit: 100 }),
+  /** `scopes: []` is full access; the answer is the only time the plaintext is shown. */
+  createApiKey: (serviceAccountId: string, input: { name?: string; scopes: Scope[] }) =>
+    api.post<CreatedApiKey>(`${accountPath(serviceAccountId)}/api-keys`, input),
+  revokeApiKey: (serviceAccountId: string, keyId: string) =>
+    api.delete(`${accountPath(serviceAccountId)}/api-keys/${segment(keyId)}`),
+};

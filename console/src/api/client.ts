@@ -1,0 +1,84 @@
+import { apiErrorOf, networkError } from './errors.ts';
+
+/**
+ * The one way the console calls the service: same-origin fetch with the session cookie (HttpOnly, never read
+ * here), JSON both ways, and the session's CSRF token on every method that changes something. The browser
+ * never holds an API key (SPEC 5.7).
+ */
+
+let csrfToken: string | null = null;
+let onUnauthenticated: (() => void) | null = null;
+
+export const setCsrfToken = (token: string | null): void => {
+  csrfToken = token;
+};
+
+/** Called when a request that needed a session got 401: the session ended (expired, signed out, suspended). */
+export const setUnauthenticatedHandler = (handler: (() => void) | null): void => {
+  onUnauthenticated = handler;
+};
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  /** Sign-in and friends answer 401 for wrong credentials: that is not an ended session. */
+  expectUnauthenticated?: boolean;
+}
+
+const SAFE_METHODS: ReadonlySet<Method> = new Set(['GET']);
+
+export function pathWithQuery(path: string, query: Query | undefined): string {
+  if (!query) return path;
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== '') params.set(name, String(value));
+  }
+  const search = params.toString();
+  return search ? `${path}?${search}` : path;
+}
+
+export async function request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (!SAFE_METHODS.has(method) && csrfToken) headers['x-csrf-token'] = csrfToken;
+  let response: Response;
+  try {
+    response = await fetch(pathWithQuery(path, options.query), {
+      method,
+      headers,
+      credentials: 'same-origin',
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
+  } catch (cause) {
+    throw networkError(cause);
+  }
+  const text = await response.text();
+  let body: unknown = null;
+  if (text) {
+    try {
+      body = JSON.parse(text) as unknown;
+    } catch {
+      body = null;
+    }
+  }
+  if (!response.ok) {
+    const error = apiErrorOf(response, body);
+    if (response.status === 401 && !options.expectUnauthenticated) onUnauthenticated?.();
+    throw error;
+  }
+  return body as T;
+}
+
+export const api = {
+  get: <T>(path: string, query?: Query) => request<T>('GET', path, query ? { query } : {}),
+  post: <T>(path: string, body?: unknown) => request<T>('POST', path, body === undefined ? {} : { body }),
+  put: <T>(path: string, body: unknown) => request<T>('PUT', path, { body }),
+  patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, { body }),
+  delete: (path: string) => request<null>('DELETE', path),
+};
+
+/** A path segment chosen by the organization (subscriber ids may hold `@`, `+`, `:`). */
+export const segment = (value: string): string => encodeURIComponent(value);

@@ -1,0 +1,56 @@
+import { request, segment, setCsrfToken } from './client.ts';
+import type { InvitePreview, Session } from './types.ts';
+
+/** docs/console-api.md: the console's own routes. Every answer that carries a session arms the CSRF token. */
+const base = '/console/api';
+
+const remember = (session: Session): Session => {
+  setCsrfToken(session.csrf_token);
+  return session;
+};
+
+export interface SignUpInput {
+  email: string;
+  password: string;
+  name?: string;
+  organization: { name: string; slug: string };
+}
+
+export interface SignInInput {
+  organization: string;
+  email: string;
+  password: string;
+}
+
+export interface AcceptInviteInput {
+  password: string;
+  name?: string;
+  email?: string;
+}
+
+export const sessionApi = {
+  current: async (): Promise<Session> =>
+    remember(await request<Session>('GET', `${base}/session`, { expectUnauthenticated: true })),
+  signUp: async (input: SignUpInput): Promise<Session> =>
+    remember(await request<Session>('POST', `${base}/sign-up`, { body: input, expectUnauthenticated: true })),
+  signIn: async (input: SignInInput): Promise<Session> =>
+    remember(await request<Session>('POST', `${base}/sign-in`, { body: input, expectUnauthenticated: true })),
+  signOut: async (): Promise<void> => {
+    try {
+      await request<null>('POST', `${base}/sign-out`, { expectUnauthenticated: true });
+    } finally {
+      setCsrfToken(null);
+    }
+  },
+  changePassword: (input: { current_password: string; new_password: string }) =>
+    request<null>('POST', `${base}/password`, { body: input }),
+  invite: (token: string) =>
+    request<InvitePreview>('GET', `${base}/invites/${segment(token)}`, { expectUnauthenticated: true }),
+  acceptInvite: async (token: string, input: AcceptInviteInput): Promise<Session> =>
+    remember(
+      await request<Session>('POST', `${base}/invites/${segment(token)}/accept`, {
+        body: input,
+        expectUnauthenticated: true,
+      }),
+    ),
+};

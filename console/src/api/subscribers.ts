@@ -1,0 +1,40 @@
+import { api, segment, type Query } from './client.ts';
+import type { EntitlementList, FeatureKind, Override, Page, Subscriber, Subscription } from './types.ts';
+
+const subscriberPath = (id: string) => `/org/subscribers/${segment(id)}`;
+
+export interface PutOverrideInput {
+  kind: FeatureKind;
+  allowed?: boolean;
+  limit?: number | null;
+  expires_at?: string | null;
+}
+
+export const subscribersApi = {
+  list: (query: Query) => api.get<Page & { subscribers: Subscriber[] }>('/org/subscribers', query),
+  get: (id: string) => api.get<Subscriber>(subscriberPath(id)),
+  create: (input: { subscriber_id: string; name?: string | null }) => api.post<Subscriber>('/org/subscribers', input),
+  update: (id: string, input: { name: string | null }) => api.patch<Subscriber>(subscriberPath(id), input),
+
+  subscriptions: (id: string, query: Query = {}) =>
+    api.get<Page & { subscriptions: Subscription[] }>(`${subscriberPath(id)}/subscriptions`, { limit: 100, ...query }),
+  subscribe: (id: string, planKey: string) =>
+    api.post<Subscription>(`${subscriberPath(id)}/subscriptions`, { plan_id: planKey }),
+  changeSubscription: (id: string, input: { plan_id: string; subscription_id?: string }) =>
+    api.post<Subscription & { canceled_subscription_id: string }>(`${subscriberPath(id)}/subscriptions/change`, input),
+  cancelSubscription: (id: string, subscriptionId: string) =>
+    api.post<Subscription>(`${subscriberPath(id)}/subscriptions/${segment(subscriptionId)}/cancel`),
+
+  overrides: (id: string, includeExpired: boolean) =>
+    api.get<Page & { overrides: Override[] }>(`${subscriberPath(id)}/overrides`, {
+      limit: 100,
+      include_expired: includeExpired,
+    }),
+  putOverride: (id: string, featureKey: string, input: PutOverrideInput) =>
+    api.put<Override>(`${subscriberPath(id)}/overrides/${segment(featureKey)}`, input),
+  deleteOverride: (id: string, featureKey: string) =>
+    api.delete(`${subscriberPath(id)}/overrides/${segment(featureKey)}`),
+
+  /** An eval, answered by the gateway and metered like any other (docs/console-api.md). */
+  entitlements: (id: string) => api.get<EntitlementList>(`${subscriberPath(id)}/entitlements`, { all: true }),
+};
