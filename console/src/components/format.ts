@@ -1,0 +1,10 @@
+/** How the console writes times and numbers: one place, so every table agrees. */
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const integer = new Intl.NumberFormat();
+
+export const formatTime = (iso: string | null | undefined): string => (iso ? dateTime.format(new Date(iso)) : '—');
+
+export const formatCount = (value: number): string => integer.format(value);
+
+export const formatLimit = (limit: number | null | undefined): string =>
+  limit === null || limit === undefined ? 'unlimited' : integer.format(limit);
