@@ -1,0 +1,60 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { catalogApi } from '../../api/catalog.ts';
+import type { Feature } from '../../api/types.ts';
+import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { formErrors } from '../../components/form-errors.ts';
+import { FEATURES_KEY } from './queries.ts';
+
+/** Name and description are the only fields of a feature that change (key and kind are fixed). */
+export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: () => void }) {
+  const queryClient = useQueryClient();
+  const [name, setName] = useState(feature.name);
+  const [description, setDescription] = useState(feature.description);
+  const save = useMutation({
+    mutationFn: () => catalogApi.updateFeature(feature.key, { name, description }),
+    onSuccess: async () => {
+      await queryClient.invalidateQueries({ queryKey: FEATURES_KEY });
+      onDone();
+    },
+  });
+  const errors = formErrors(save.error, ['name', 'description']);
+  return (
+    <>
+      <tr className="row-editing">
+        <td>
+          <code>{feature.key}</code>
+        </td>
+        <td>
+          <input aria-label={`Name of ${feature.key}`} aria-invalid={Boolean(errors.of('name'))} value={name} onChange={(e) => setName(e.target.value)} />
+          {errors.of('name') ? <small className="field-error">{errors.of('name')}</small> : null}
+        </td>
+        <td>{feature.kind}</td>
+        <td>
+          <input
+            aria-label={`Description of ${feature.key}`}
+            value={description}
+            onChange={(e) => setDescription(e.target.value)}
+          />
+          {errors.of('description') ? <small className="field-error">{errors.of('description')}</small> : null}
+        </td>
+        <td />
+        <td className="cell-actions">
+          <button type="button" className="button button-small button-primary" disabled={save.isPending} onClick={() => save.mutate()}>
+            Save
+          </button>
+          <button type="button" className="button button-small" onClick={onDone}>
+            Cancel
+          </button>
+        </td>
+      </tr>
+      {errors.general ? (
+        <tr>
+          <td colSpan={6}>
+            <ErrorNotice error={errors.general} />
+          </td>
+        </tr>
+      ) : null}
+    </>
+  );
+}

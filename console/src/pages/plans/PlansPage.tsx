@@ -1,0 +1,82 @@
+import { useState } from 'react';
+import { usePermissions } from '../../auth/session.ts';
+import { QueryState } from '../../components/Loading.tsx';
+import { PageHeader } from '../../components/PageHeader.tsx';
+import { useFeatures } from '../features/queries.ts';
+import { CreatePlanForm } from './CreatePlanForm.tsx';
+import { PlanRow } from './PlanRow.tsx';
+import { usePlanSubscriberCounts, usePlans } from './queries.ts';
+
+export function PlansPage() {
+  const can = usePermissions();
+  const plans = usePlans();
+  const features = useFeatures();
+  const counts = usePlanSubscriberCounts();
+  const [creating, setCreating] = useState(false);
+  const [showArchived, setShowArchived] = useState(true);
+  const catalog = features.data?.items ?? [];
+  const visible = (plans.data?.items ?? []).filter((plan) => showArchived || !plan.archived);
+
+  return (
+    <>
+      <PageHeader
+        title="Plans"
+        description="Each plan grants features; subscribers get what their active subscriptions' plans grant."
+        actions={
+          can.writeCatalog && !creating ? (
+            <button type="button" className="button button-primary" disabled={!features.data} onClick={() => setCreating(true)}>
+              New plan
+            </button>
+          ) : null
+        }
+      />
+      {creating && features.data ? <CreatePlanForm features={catalog} onDone={() => setCreating(false)} /> : null}
+      <QueryState isPending={plans.isPending} error={plans.error ?? features.error} what="plans" />
+      <div className="toolbar">
+        <label className="checkbox">
+          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} /> Show archived plans
+        </label>
+        <span className="cell-muted" data-testid="plan-count-note">
+          {counts.isPending
+            ? 'Counting subscribers…'
+            : counts.data
+              ? `Subscriber counts: active subscriptions of ${counts.data.subscribersCounted} subscribers, counted in the browser${counts.data.complete ? '' : ' (first subscribers only)'}.`
+              : null}
+        </span>
+      </div>
+      {plans.data ? (
+        <table className="table" data-testid="plans-table">
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Name</th>
+              <th>Kind</th>
+              <th>Grants</th>
+              <th className="cell-number">Subscribers</th>
+              <th>Status</th>
+              {can.writeCatalog ? <th aria-label="Actions" /> : null}
+            </tr>
+          </thead>
+          <tbody>
+            {visible.length === 0 ? (
+              <tr>
+                <td colSpan={7} className="empty">
+                  No plans yet.
+                </td>
+              </tr>
+            ) : null}
+            {visible.map((plan) => (
+              <PlanRow
+                key={plan.key}
+                plan={plan}
+                features={catalog}
+                subscribers={counts.data ? (counts.data.byPlan.get(plan.key) ?? 0) : undefined}
+                countComplete={counts.data?.complete ?? true}
+              />
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,66 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { organizationApi, type Organization } from '../../api/organization.ts';
+import { SESSION_KEY, usePermissions } from '../../auth/session.ts';
+import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { Field } from '../../components/Field.tsx';
+import { formErrors } from '../../components/form-errors.ts';
+import { formatTime } from '../../components/format.ts';
+import { QueryState } from '../../components/Loading.tsx';
+
+export function OrganizationForm() {
+  const organization = useQuery({ queryKey: ['organization'], queryFn: organizationApi.get });
+  return (
+    <section className="panel">
+      <h2>Organization</h2>
+      <QueryState isPending={organization.isPending} error={organization.error} what="the organization" />
+      {organization.data ? <OrganizationFields organization={organization.data} /> : null}
+    </section>
+  );
+}
+
+function OrganizationFields({ organization }: { organization: Organization }) {
+  const can = usePermissions();
+  const queryClient = useQueryClient();
+  const [name, setName] = useState(organization.name);
+  const [slug, setSlug] = useState(organization.slug);
+  const save = useMutation({
+    mutationFn: () => organizationApi.update({ name, slug }),
+    onSuccess: async (updated) => {
+      queryClient.setQueryData(['organization'], updated);
+      await queryClient.invalidateQueries({ queryKey: SESSION_KEY });
+    },
+  });
+  const errors = formErrors(save.error, ['name', 'slug']);
+
+  if (!can.writeOrg) {
+    return (
+      <dl className="facts">
+        <dt>Name</dt>
+        <dd>{organization.name}</dd>
+        <dt>Slug</dt>
+        <dd>{organization.slug}</dd>
+        <dt>Created</dt>
+        <dd>{formatTime(organization.created_at)}</dd>
+      </dl>
+    );
+  }
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate();
+  };
+  return (
+    <form onSubmit={submit} className="form form-narrow" noValidate>
+      <ErrorNotice error={errors.general} />
+      <Field label="Organization name" error={errors.of('name')}>
+        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
+      </Field>
+      <Field label="Organization slug" error={errors.of('slug')} hint="Members sign in with it; changing it changes the sign-in.">
+        {(props) => <input {...props} value={slug} onChange={(e) => setSlug(e.target.value)} />}
+      </Field>
+      <button type="submit" className="button" disabled={save.isPending}>
+        Save organization
+      </button>
+    </form>
+  );
+}

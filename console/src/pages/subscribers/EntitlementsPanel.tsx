@@ -1,0 +1,73 @@
+import type { Entitlement } from '../../api/types.ts';
+import { Badge, type BadgeTone } from '../../components/Badge.tsx';
+import { formatLimit } from '../../components/format.ts';
+import { QueryState } from '../../components/Loading.tsx';
+import { useEntitlements } from './queries.ts';
+
+const SOURCE_TONE: Record<Entitlement['source'], BadgeTone> = { override: 'warn', plan: 'info', none: 'neutral' };
+
+const valueOf = (entitlement: Entitlement) =>
+  entitlement.kind === 'flag' ? (entitlement.allowed ? 'allowed' : 'denied') : formatLimit(entitlement.limit);
+
+/**
+ * "What this subscriber gets": every catalog feature as an eval answers it now (GET entitlements?all=true,
+ * answered by the gateway and counted as one eval). Read again after every change on this page.
+ */
+export function EntitlementsPanel({ subscriberId }: { subscriberId: string }) {
+  const entitlements = useEntitlements(subscriberId);
+  return (
+    <section className="panel" data-testid="entitlements-panel" aria-labelledby="entitlements-title">
+      <div className="panel-header">
+        <h2 id="entitlements-title">What this subscriber gets</h2>
+        <button
+          type="button"
+          className="button button-small"
+          disabled={entitlements.isFetching}
+          onClick={() => void entitlements.refetch()}
+        >
+          {entitlements.isFetching ? 'Checking…' : 'Check again'}
+        </button>
+      </div>
+      <p className="panel-note">Live answer of an eval (counts toward this month's usage).</p>
+      <QueryState isPending={entitlements.isPending} error={entitlements.error} what="entitlements" />
+      {entitlements.data ? (
+        <table className="table table-compact">
+          <thead>
+            <tr>
+              <th>Feature</th>
+              <th>Value</th>
+              <th>Source</th>
+            </tr>
+          </thead>
+          <tbody>
+            {entitlements.data.entitlements.length === 0 ? (
+              <tr>
+                <td colSpan={3} className="empty">
+                  The catalog has no features.
+                </td>
+              </tr>
+            ) : null}
+            {entitlements.data.entitlements.map((entitlement) => (
+              <tr key={entitlement.feature} data-testid={`entitlement-${entitlement.feature}`}>
+                <td>
+                  <code>{entitlement.feature}</code>
+                </td>
+                <td
+                  className={
+                    entitlement.kind === 'flag' ? (entitlement.allowed ? 'value-yes' : 'value-no') : 'cell-number'
+                  }
+                  data-testid={`entitlement-value-${entitlement.feature}`}
+                >
+                  {valueOf(entitlement)}
+                </td>
+                <td>
+                  <Badge tone={SOURCE_TONE[entitlement.source]}>{entitlement.source}</Badge>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

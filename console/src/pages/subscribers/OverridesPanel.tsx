@@ -1,0 +1,88 @@
+import { useMutation } from '@tanstack/react-query';
+import { useState } from 'react';
+import { subscribersApi } from '../../api/subscribers.ts';
+import type { Override } from '../../api/types.ts';
+import { usePermissions } from '../../auth/session.ts';
+import { Badge } from '../../components/Badge.tsx';
+import { ConfirmButton } from '../../components/ConfirmButton.tsx';
+import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { formatLimit, formatTime } from '../../components/format.ts';
+import { QueryState } from '../../components/Loading.tsx';
+import { OverrideForm } from './OverrideForm.tsx';
+import { useOverrides, useSubscriberChanged } from './queries.ts';
+
+const valueOf = (override: Override) =>
+  override.kind === 'flag' ? (override.allowed ? 'allowed' : 'denied') : formatLimit(override.limit);
+
+const isExpired = (override: Override) => override.expires_at !== null && Date.parse(override.expires_at) <= Date.now();
+
+export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
+  const can = usePermissions();
+  const [includeExpired, setIncludeExpired] = useState(false);
+  const overrides = useOverrides(subscriberId, includeExpired);
+  const changed = useSubscriberChanged(subscriberId);
+  const remove = useMutation({
+    mutationFn: (feature: string) => subscribersApi.deleteOverride(subscriberId, feature),
+    onSuccess: changed,
+  });
+
+  return (
+    <section className="panel" aria-labelledby="overrides-title" data-testid="overrides-panel">
+      <div className="panel-header">
+        <h2 id="overrides-title">Overrides</h2>
+        <label className="checkbox">
+          <input type="checkbox" checked={includeExpired} onChange={(e) => setIncludeExpired(e.target.checked)} /> Show expired
+        </label>
+      </div>
+      <p className="panel-note">An override's value replaces what the plans grant for that feature, until it expires or is deleted.</p>
+      <QueryState isPending={overrides.isPending} error={overrides.error} what="overrides" />
+      {overrides.data ? (
+        <table className="table table-compact">
+          <thead>
+            <tr>
+              <th>Feature</th>
+              <th>Value</th>
+              <th>Expires</th>
+              <th>Updated</th>
+              {can.writeSubscribers ? <th aria-label="Actions" /> : null}
+            </tr>
+          </thead>
+          <tbody>
+            {overrides.data.overrides.length === 0 ? (
+              <tr>
+                <td colSpan={5} className="empty">
+                  No overrides.
+                </td>
+              </tr>
+            ) : null}
+            {overrides.data.overrides.map((override) => (
+              <tr key={override.id} data-testid={`override-${override.feature}`}>
+                <td>
+                  <code>{override.feature}</code>
+                </td>
+                <td>{valueOf(override)}</td>
+                <td className="cell-nowrap">
+                  {override.expires_at ? formatTime(override.expires_at) : 'never'}{' '}
+                  {isExpired(override) ? <Badge tone="bad">expired</Badge> : null}
+                </td>
+                <td className="cell-nowrap">{formatTime(override.updated_at)}</td>
+                {can.writeSubscribers ? (
+                  <td className="cell-actions">
+                    <ConfirmButton
+                      label="Delete override"
+                      confirmLabel="Confirm delete"
+                      pending={remove.isPending && remove.variables === override.feature}
+                      onConfirm={() => remove.mutate(override.feature)}
+                    />
+                  </td>
+                ) : null}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <ErrorNotice error={remove.error} />
+      {can.writeSubscribers ? <OverrideForm subscriberId={subscriberId} onSaved={changed} /> : null}
+    </section>
+  );
+}

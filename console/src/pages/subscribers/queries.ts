@@ -1,0 +1,33 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { subscribersApi } from '../../api/subscribers.ts';
+import { PLAN_COUNTS_KEY } from '../plans/queries.ts';
+
+export const SUBSCRIBERS_KEY = ['subscribers'] as const;
+export const subscriberKey = (id: string) => ['subscriber', id] as const;
+
+export const useSubscriber = (id: string) =>
+  useQuery({ queryKey: [...subscriberKey(id), 'record'], queryFn: () => subscribersApi.get(id), retry: false });
+
+export const useSubscriptions = (id: string) =>
+  useQuery({ queryKey: [...subscriberKey(id), 'subscriptions'], queryFn: () => subscribersApi.subscriptions(id) });
+
+export const useOverrides = (id: string, includeExpired: boolean) =>
+  useQuery({
+    queryKey: [...subscriberKey(id), 'overrides', includeExpired],
+    queryFn: () => subscribersApi.overrides(id, includeExpired),
+  });
+
+export const useEntitlements = (id: string) =>
+  useQuery({ queryKey: [...subscriberKey(id), 'entitlements'], queryFn: () => subscribersApi.entitlements(id) });
+
+/** After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. */
+export function useSubscriberChanged(id: string): () => Promise<void> {
+  const queryClient = useQueryClient();
+  return async () => {
+    await Promise.all([
+      queryClient.invalidateQueries({ queryKey: subscriberKey(id) }),
+      queryClient.invalidateQueries({ queryKey: SUBSCRIBERS_KEY }),
+      queryClient.invalidateQueries({ queryKey: PLAN_COUNTS_KEY }),
+    ]);
+  };
+}

@@ -1,0 +1,35 @@
+import { useQuery } from '@tanstack/react-query';
+import { isApiError } from '../../api/errors.ts';
+import { webhookApi } from '../../api/webhook.ts';
+import { usePermissions } from '../../auth/session.ts';
+import { QueryState } from '../../components/Loading.tsx';
+import { PageHeader } from '../../components/PageHeader.tsx';
+import { DeliveriesTable } from './DeliveriesTable.tsx';
+import { WebhookSettings } from './WebhookSettings.tsx';
+import { WebhookUrlForm } from './WebhookUrlForm.tsx';
+
+export const WEBHOOK_KEY = ['webhook'] as const;
+
+export function WebhookPage() {
+  const can = usePermissions();
+  const webhook = useQuery({ queryKey: WEBHOOK_KEY, queryFn: webhookApi.get, retry: false });
+  const none = isApiError(webhook.error) && webhook.error.status === 404;
+  return (
+    <>
+      <PageHeader
+        title="Webhook"
+        description="One endpoint of yours receives a signed POST for each change to features, plans, subscribers and overrides."
+      />
+      {none ? (
+        <section className="panel">
+          <p>No webhook is set.</p>
+          {can.writeOrg ? <WebhookUrlForm current={null} /> : null}
+        </section>
+      ) : (
+        <QueryState isPending={webhook.isPending} error={webhook.error} what="the webhook" />
+      )}
+      {webhook.data ? <WebhookSettings webhook={webhook.data} /> : null}
+      {webhook.data ? <DeliveriesTable /> : null}
+    </>
+  );
+}
