@@ -1,0 +1,310 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
+import { screenshot } from './screenshots.ts';
+import { ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
+
+/**
+ * The console in Debian's Chromium against real admin, worker and gateway processes: an admin signs up and
+ * manages the catalog, subscribers, access and the audit log through the pages; invited members see only what
+ * their role allows. The cases run in order: each builds on what the one before it made.
+ */
+let stack: Stack;
+let browser: Browser;
+let adminContext: BrowserContext;
+let admin: Page;
+const contexts: BrowserContext[] = [];
+
+const slug = `acme-${Date.now().toString(36)}`;
+const adminEmail = 'ada@example.com';
+const adminPassword = 'correct horse battery';
+
+const url = (path: string) => `${stack.base}/console${path}`;
+
+/** Reads until the expectation holds: the pages load and refetch on their own time. */
+const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000, interval: 100 });
+
+async function newPage(): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true });
+  context.setDefaultTimeout(15_000);
+  contexts.push(context);
+  return context.newPage();
+}
+
+beforeAll(async () => {
+  assertChromiumInstalled();
+  ensureConsoleBuilt();
+  stack = await startStack();
+  browser = await launchChromium();
+  admin = await newPage();
+  adminContext = admin.context();
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all(contexts.map((context) => context.close().catch(() => {})));
+  await browser?.close();
+  await stack?.stop();
+}, 60_000);
+
+describe('the console', () => {
+  it('signs up a new organization and opens the app with a session cookie the page cannot read', async () => {
+    await admin.goto(url('/sign-up'));
+    await admin.getByLabel('Your name', { exact: true }).fill('Ada Admin');
+    await admin.getByLabel('Email', { exact: true }).fill(adminEmail);
+    await admin.getByLabel('Password', { exact: true }).fill(adminPassword);
+    await admin.getByLabel('Organization name').fill('Acme Console');
+    await admin.getByLabel('Organization slug').fill(slug);
+    await admin.getByRole('button', { name: 'Create organization' }).click();
+    await eventually(() => admin.getByTestId('organization-name').textContent()).toBe('Acme Console');
+    expect(await admin.getByTestId('whoami').textContent()).toContain('admin');
+
+    const cookie = (await adminContext.cookies()).find((c) => c.name === 'ent_session');
+    expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict' });
+    expect(await admin.evaluate<string>('document.cookie')).not.toContain('ent_session');
+  });
+
+  it('creates features and a plan with grants, and edits the grants in place', async () => {
+    await admin.goto(url('/features'));
+    for (const [key, name, kind] of [
+      ['sso', 'Single sign-on', 'flag'],
+      ['seats', 'Seats', 'limit'],
+    ] as const) {
+      await admin.getByRole('button', { name: 'New feature' }).click();
+      await admin.getByLabel('Feature key').fill(key);
+      await admin.getByLabel('Feature name').fill(name);
+      await admin.getByLabel('Kind').selectOption(kind);
+      await admin.getByRole('button', { name: 'Create feature' }).click();
+      await admin.getByTestId(`feature-row-${key}`).waitFor();
+    }
+    // The API's validation error is shown beside the input it names.
+    await admin.getByRole('button', { name: 'New feature' }).click();
+    await admin.getByLabel('Feature key').fill('Not A Key');
+    await admin.getByLabel('Feature name').fill('Bad');
+    await admin.getByRole('button', { name: 'Create feature' }).click();
+    await eventually(() => admin.locator('.field-error').first().textContent()).toContain('key');
+    await admin.getByRole('button', { name: 'Cancel' }).click();
+    await screenshot(admin, 'features');
+
+    await admin.goto(url('/plans'));
+    await admin.getByRole('button', { name: 'New plan' }).click();
+    await admin.getByLabel('Plan key').fill('pro');
+    await admin.getByLabel('Plan name').fill('Pro');
+    await admin.getByLabel('Grant sso').check();
+    await admin.getByLabel('Grant seats').check();
+    await admin.getByLabel('Limit of seats').fill('10');
+    await admin.getByRole('button', { name: 'Create plan' }).click();
+    const pro = admin.getByTestId('plan-row-pro');
+    await eventually(() => pro.textContent()).toContain('10');
+
+    await pro.getByRole('button', { name: 'Edit grants' }).click();
+    const form = admin.getByTestId('grants-form-pro');
+    await form.getByLabel('Limit of seats').fill('25');
+    await form.getByRole('button', { name: 'Save grants' }).click();
+    await eventually(() => pro.textContent()).toContain('25');
+  });
+
+  it('creates a subscriber, subscribes it, and watches an override change what it gets', async () => {
+    await admin.goto(url('/subscribers'));
+    await admin.getByRole('button', { name: 'New subscriber' }).click();
+    await admin.getByLabel('Subscriber id').fill('acct_42');
+    await admin.getByLabel('Subscriber name').fill('Acme Inc.');
+    await admin.getByRole('button', { name: 'Create subscriber' }).click();
+    await admin.waitForURL(/\/console\/subscribers\/acct_42$/);
+
+    const seats = admin.getByTestId('entitlement-value-seats');
+    await eventually(() => seats.textContent()).toBe('0');
+    await admin.getByLabel('Plan to subscribe to').selectOption('pro');
+    await admin.getByRole('button', { name: 'Subscribe' }).click();
+    await eventually(() => seats.textContent()).toBe('25');
+    expect(await admin.getByTestId('entitlement-sso').textContent()).toContain('plan');
+
+    await admin.getByLabel('Override feature').selectOption('seats');
+    await admin.getByLabel('Override limit').fill('100');
+    await admin.getByRole('button', { name: 'Save override' }).click();
+    await eventually(() => seats.textContent()).toBe('100');
+    expect(await admin.getByTestId('entitlement-seats').textContent()).toContain('override');
+    await screenshot(admin, 'subscriber');
+
+    await admin.goto(url('/plans'));
+    await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('1');
+    await screenshot(admin, 'plans');
+  });
+
+  it('invites a viewer and a developer, who join in their own browsers and are offered only what their role allows', async () => {
+    const invite = async (role: 'viewer' | 'developer', email?: string) => {
+      await admin.goto(url('/members'));
+      await admin.getByLabel('Invite role').selectOption(role);
+      if (email) await admin.getByLabel('Invite email (optional)').fill(email);
+      await admin.getByRole('button', { name: 'Create invite' }).click();
+      const link = (await admin.getByTestId('new-invite-link').textContent()) ?? '';
+      expect(link).toMatch(new RegExp(`^${stack.base}/console/join/`));
+      return link;
+    };
+
+    const viewerLink = await invite('viewer');
+    await screenshot(admin, 'members');
+    const viewer = await newPage();
+    await viewer.goto(viewerLink);
+    expect(await viewer.getByTestId('invite-status').textContent()).toContain('viewer');
+    await viewer.getByLabel('Email', { exact: true }).fill('vera@example.com');
+    await viewer.getByLabel('Your name', { exact: true }).fill('Vera Viewer');
+    await viewer.getByLabel('Password', { exact: true }).fill('viewer password 1');
+    await viewer.getByRole('button', { name: 'Accept invite' }).click();
+    await eventually(() => viewer.getByTestId('whoami').textContent()).toContain('viewer');
+
+    // A used link says so.
+    const again = await newPage();
+    await again.goto(viewerLink);
+    await eventually(() => again.getByTestId('invite-status').textContent()).toContain('already been used');
+
+    await viewer.goto(url('/features'));
+    await viewer.getByTestId('feature-row-sso').waitFor();
+    await viewer.goto(url('/subscribers/acct_42'));
+    await eventually(() => viewer.getByTestId('entitlement-value-seats').textContent()).toBe('100');
+    await viewer.goto(url('/plans'));
+    await viewer.getByTestId('plan-row-pro').waitFor();
+    await viewer.goto(url('/service-accounts'));
+    await viewer.getByRole('heading', { name: 'Service accounts' }).waitFor();
+    await viewer.goto(url('/members'));
+    await viewer.getByTestId('members-table').waitFor();
+    await viewer.goto(url('/webhook'));
+    await viewer.getByRole('heading', { name: 'Webhook' }).waitFor();
+    // Not a single write control on any page a viewer opens, and no audit log in the nav.
+    for (const path of ['/features', '/plans', '/subscribers', '/subscribers/acct_42', '/service-accounts', '/members', '/webhook']) {
+      await viewer.goto(url(path));
+      await viewer.getByRole('heading', { level: 1 }).waitFor();
+      await viewer.waitForLoadState('networkidle');
+      const writes = viewer.getByRole('button', {
+        name: /^(New |Create |Edit|Subscribe|Save|Archive|Rename|Change|Cancel subscription|Delete|Revoke|Suspend|Set webhook|Rotate|Disable|Enable)/,
+      });
+      expect(await writes.count(), `write buttons on ${path}`).toBe(0);
+    }
+    expect(await viewer.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+
+    const developerLink = await invite('developer', 'dev@example.com');
+    const developer = await newPage();
+    await developer.goto(developerLink);
+    expect(await developer.getByLabel('Email', { exact: true }).count()).toBe(0);
+    await developer.getByLabel('Password', { exact: true }).fill('developer password 1');
+    await developer.getByRole('button', { name: 'Accept invite' }).click();
+    await eventually(() => developer.getByTestId('whoami').textContent()).toContain('developer');
+    expect(await developer.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    await developer.goto(url('/features'));
+    await developer.getByRole('button', { name: 'New feature' }).waitFor();
+    await developer.goto(url('/members'));
+    await developer.getByTestId('members-table').waitFor();
+    expect(await developer.getByRole('combobox', { name: /^Role of / }).count()).toBe(0);
+    expect(await developer.getByRole('button', { name: /Suspend|Create invite/ }).count()).toBe(0);
+    await developer.goto(url('/audit'));
+    await eventually(() => developer.getByRole('alert').textContent()).toContain('Only admins');
+  });
+
+  it('creates a key that is shown once, and revokes it', async () => {
+    await admin.goto(url('/service-accounts'));
+    await admin.getByRole('button', { name: 'New service account' }).click();
+    await admin.getByLabel('Service account name').fill('backend');
+    await admin.getByLabel('Service account role').selectOption('developer');
+    await admin.getByRole('button', { name: 'Create service account' }).click();
+    const account = admin.getByTestId('service-account-backend');
+    await account.getByRole('button', { name: 'Create key' }).click();
+    await account.getByLabel('Key name').fill('production');
+    await account.getByLabel('catalog:read').check();
+    await account.getByRole('button', { name: 'Create key' }).click();
+    const plaintext = (await admin.getByTestId('new-api-key-value').textContent()) ?? '';
+    expect(plaintext).toMatch(/^svc-mk-1-/);
+    await screenshot(admin, 'service-accounts');
+
+    // The key works from a server, once.
+    const asServer = await fetch(`${stack.base}/org/features`, { headers: { 'x-api-key': plaintext } });
+    expect(asServer.status).toBe(200);
+
+    await admin.getByRole('button', { name: 'I have stored it' }).click();
+    await admin.reload();
+    await account.getByRole('button', { name: 'Create key' }).waitFor();
+    expect(await admin.content()).not.toContain(plaintext);
+
+    const prefix = plaintext.slice(0, 'svc-mk-1-'.length + 8);
+    const row = admin.getByTestId(`api-key-${prefix}`);
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('button', { name: 'Confirm revoke' }).click();
+    await eventually(() => row.textContent()).toContain('revoked');
+    await eventually(async () => (await fetch(`${stack.base}/org/features`, { headers: { 'x-api-key': plaintext } })).status).toBe(401);
+  });
+
+  it("finds the console's writes in the audit log as member_session, with each change as from → to, and exports them", async () => {
+    await admin.goto(url('/audit'));
+    await admin.getByTestId('audit-table').waitFor();
+    const sessionRow = (route: string) =>
+      admin.locator(`[data-testid="audit-row"][data-route="${route}"][data-auth-type="member_session"]`);
+    for (const route of [
+      '/org/features',
+      '/org/plans',
+      '/org/plans/{key}',
+      '/org/subscribers',
+      '/org/subscribers/{subscriber_id}/subscriptions',
+      '/org/subscribers/{subscriber_id}/overrides/{feature_key}',
+      '/org/invites',
+      '/org/service-accounts/{service_account_id}/api-keys',
+    ]) {
+      expect(await sessionRow(route).count(), route).toBeGreaterThan(0);
+    }
+
+    await admin.getByLabel('Route template').fill('/org/plans/{key}');
+    await admin.getByLabel('Method').selectOption('PATCH');
+    await admin.getByRole('button', { name: 'Apply filters' }).click();
+    await eventually(() => admin.getByTestId('audit-row').count()).toBe(1);
+    await admin.getByTestId('audit-row').getByRole('button', { name: 'Details' }).click();
+    const details = admin.locator('[data-testid^="audit-details-"]');
+    await eventually(() => details.textContent()).toContain('grants.seats');
+    expect(await details.textContent()).toMatch(/limit 10.*→.*limit 25/);
+    await screenshot(admin, 'audit');
+
+    const [csv] = await Promise.all([admin.waitForEvent('download'), admin.getByRole('button', { name: 'Export CSV' }).click()]);
+    const csvText = readFileSync((await csv.path())!, 'utf8');
+    expect(csvText.split('\r\n')[0]).toContain('actor_auth_type');
+    expect(csvText).toContain('member_session');
+    const [json] = await Promise.all([admin.waitForEvent('download'), admin.getByRole('button', { name: 'Export JSON' }).click()]);
+    const exported = JSON.parse(readFileSync((await json.path())!, 'utf8')) as { audit_events: { route: string }[] };
+    expect(exported.audit_events.map((e) => e.route)).toEqual(['/org/plans/{key}']);
+  });
+
+  it("renders this month's usage as a chart with its allotment state", async () => {
+    await admin.goto(url('/usage'));
+    await admin.locator('[data-testid="usage-chart"] svg.recharts-surface').first().waitFor();
+    // The evals of the "what this subscriber gets" panel were counted (the count may lag about a second).
+    await eventually(async () => {
+      await admin.reload();
+      return Number((await admin.getByTestId('usage-count').textContent())?.replace(/\D/g, ''));
+    }).toBeGreaterThan(0);
+    await admin.locator('[data-testid="usage-chart"] svg.recharts-surface').first().waitFor();
+    await screenshot(admin, 'usage');
+  });
+
+  it('signs out, signs in again, and says how long to wait after too many failures', async () => {
+    await admin.getByRole('button', { name: 'Sign out' }).click();
+    await admin.waitForURL(/\/console\/sign-in/);
+    await admin.goto(url('/features'));
+    await admin.waitForURL(/\/console\/sign-in/);
+    await screenshot(admin, 'sign-in');
+
+    await admin.getByLabel('Organization slug').fill(slug);
+    await admin.getByLabel('Email').fill(adminEmail);
+    await admin.getByLabel('Password').fill(adminPassword);
+    await admin.getByRole('button', { name: 'Sign in' }).click();
+    await admin.waitForURL(/\/console\/features$/);
+    await admin.getByTestId('feature-row-sso').waitFor();
+
+    const stranger = await newPage();
+    await stranger.goto(url('/sign-in'));
+    await stranger.getByLabel('Organization slug').fill(slug);
+    await stranger.getByLabel('Email').fill('nobody@example.com');
+    await stranger.getByLabel('Password').fill('wrong password');
+    for (let attempt = 0; attempt < 6; attempt++) {
+      await stranger.getByRole('button', { name: 'Sign in' }).click();
+      await stranger.getByRole('alert').waitFor();
+      if ((await stranger.getByTestId('rate-limited').count()) > 0) break;
+    }
+    await eventually(() => stranger.getByTestId('rate-limited').textContent()).toMatch(/Try again in \d+ s/);
+  });
+});

@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { testRedisPrefix } from '../../test-support/admin-context.ts';
+import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
+import { freePort, healthy, serviceEnv, startNode, type Started } from '../../gateway/test/processes.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const distIndex = fileURLToPath(new URL('../dist/index.html', import.meta.url));
+
+/** The console is served from console/dist: built once when missing (vite, about a second). */
+export function ensureConsoleBuilt(): void {
+  if (existsSync(distIndex)) return;
+  execFileSync('npm', ['run', 'build', '-w', '@ent/console'], { cwd: root, stdio: 'pipe' });
+}
+
+export interface Stack {
+  /** Where the browser goes: the gateway, which forwards /console and non-eval /org routes to admin. */
+  base: string;
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Real processes on free ports: admin, worker and one gateway, on a database of this file and the shared Redis
+ * under a key prefix of its own. Invite links point at the gateway's /console.
+ */
+export async function startStack(): Promise<Stack> {
+  const database: TestDatabase = await createTestDatabase();
+  const started: Started[] = [];
+  const stop = async () => {
+    await Promise.all(started.map((process) => process.stop()));
+    await database.drop();
+  };
+  try {
+    const { env, adminUrl } = await serviceEnv({ database, redisPort: 6379, prefix: testRedisPrefix() });
+    const gatewayPort = await freePort();
+    const base = `http://127.0.0.1:${gatewayPort}`;
+    const shared = { ...env, CONSOLE_URL: `${base}/console` };
+    started.push(startNode('admin/src/server.ts', shared));
+    await healthy(adminUrl);
+    started.push(startNode('admin/src/worker.ts', shared));
+    started.push(startNode('gateway/src/server.ts', { ...shared, GATEWAY_PORT: String(gatewayPort) }));
+    await healthy(base);
+    return { base, adminUrl, stop };
+  } catch (error) {
+    const output = started.map((process) => process.output()).join('\n');
+    await stop();
+    throw new Error(`${(error as Error).message}\n${output.slice(-4000)}`);
+  }
+}
