@@ -1,3 +1,4 @@
+import { lazy, Suspense } from 'react';
 import { Navigate, Route, Routes } from 'react-router';
 import { RequireSession } from './auth/RequireSession.tsx';
 import { UnauthenticatedRedirect } from './auth/UnauthenticatedRedirect.tsx';
@@ -13,8 +14,10 @@ import { ServiceAccountsPage } from './pages/service-accounts/ServiceAccountsPag
 import { SettingsPage } from './pages/settings/SettingsPage.tsx';
 import { SubscriberPage } from './pages/subscribers/SubscriberPage.tsx';
 import { SubscribersPage } from './pages/subscribers/SubscribersPage.tsx';
-import { UsagePage } from './pages/usage/UsagePage.tsx';
 import { WebhookPage } from './pages/webhook/WebhookPage.tsx';
+
+// The chart library is most of the bundle: loaded only when the usage page opens.
+const UsagePage = lazy(async () => ({ default: (await import('./pages/usage/UsagePage.tsx')).UsagePage }));
 
 export function App() {
   return (
@@ -36,7 +39,14 @@ export function App() {
           <Route path="/plans" element={<PlansPage />} />
           <Route path="/subscribers" element={<SubscribersPage />} />
           <Route path="/subscribers/:subscriberId" element={<SubscriberPage />} />
-          <Route path="/usage" element={<UsagePage />} />
+          <Route
+            path="/usage"
+            element={
+              <Suspense fallback={<p className="loading">Loading…</p>}>
+                <UsagePage />
+              </Suspense>
+            }
+          />
           <Route path="/audit" element={<AuditPage />} />
           <Route path="/service-accounts" element={<ServiceAccountsPage />} />
           <Route path="/members" element={<MembersPage />} />
