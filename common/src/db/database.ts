@@ -64,6 +64,29 @@ export interface ApiKeysTable {
   last_used_at: Date | null;
 }
 
+/** A console user's password: `scrypt$N$r$p$salt$hash` (base64 salt and hash), never the password itself. */
+export interface MemberPasswordsTable {
+  member_id: string;
+  organization_id: string;
+  password_hash: string;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+/** A console session: found by the SHA-256 of its cookie token; its CSRF token is kept hashed too. */
+export interface ConsoleSessionsTable {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  token_hash: string;
+  /** `ses_` and the first 8 secret characters: what the audit log shows as actor.key_prefix. */
+  token_prefix: string;
+  csrf_hash: string;
+  created_at: CreatedAt;
+  expires_at: Date;
+  revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface FeaturesTable {
   id: string;
   organization_id: string;
@@ -239,6 +262,8 @@ export interface Database {
   members: MembersTable;
   service_accounts: ServiceAccountsTable;
   api_keys: ApiKeysTable;
+  member_passwords: MemberPasswordsTable;
+  console_sessions: ConsoleSessionsTable;
   features: FeaturesTable;
   plans: PlansTable;
   plan_grants: PlanGrantsTable;
@@ -266,6 +291,7 @@ export type Override = Selectable<OverridesTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type Member = Selectable<MembersTable>;
 export type ServiceAccount = Selectable<ServiceAccountsTable>;
+export type ConsoleSession = Selectable<ConsoleSessionsTable>;
 export type Invite = Selectable<InvitesTable>;
 export type Webhook = Selectable<WebhooksTable>;
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;

@@ -3,6 +3,7 @@ import * as createCore from './2026-11-22T1000_create_core.ts';
 import * as createAudit from './2026-11-22T1100_create_audit.ts';
 import * as webhookDeliveries from './2026-11-22T1200_webhook_deliveries.ts';
 import * as outbox from './2026-11-23T1000_outbox.ts';
+import * as consoleSessions from './2026-11-24T1000_console_sessions.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T1100_create_audit': createAudit,
   '2026-11-22T1200_webhook_deliveries': webhookDeliveries,
   '2026-11-23T1000_outbox': outbox,
+  '2026-11-24T1000_console_sessions': consoleSessions,
 };
