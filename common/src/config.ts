@@ -40,8 +40,13 @@ export interface Config {
   gatewayCacheBytes: number;
   /** Per-organization catalog size limits: features, plans (archived included) and plan grants in all. */
   catalogLimits: { features: number; plans: number; grants: number };
-  /** Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`). */
+  /**
+   * Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`): by default the gateway's own
+   * `/console`, the single-page app admin serves through it.
+   */
   consoleUrl: string;
+  /** A console session's lifetime in hours, absolute from sign-in (the cookie's Max-Age). */
+  consoleSessionHours: number;
   /** After SIGTERM/SIGINT, how long /readyz answers 503 while requests are still served, so balancers stop sending. */
   shutdownDrainDelayMs: number;
   /** Hard limit from the signal to the exit: what has not finished by then is abandoned and the exit code is 1. */
@@ -94,6 +99,7 @@ const list = (raw: string | undefined): string[] =>
 export function loadConfig(env: Env = process.env): Config {
   const adminPort = port(env, 'ADMIN_PORT', 3001);
   const host = env.HOST || '127.0.0.1';
+  const gatewayPort = port(env, 'GATEWAY_PORT', 3000);
   const shutdownTimeoutMs = integerIn(
     env,
     'SHUTDOWN_TIMEOUT_MS',
@@ -110,7 +116,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'ent',
     redisCommandTimeoutMs: positiveInteger(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000),
     host,
-    gatewayPort: port(env, 'GATEWAY_PORT', 3000),
+    gatewayPort,
     adminPort,
     adminUrl: env.ADMIN_URL || `http://127.0.0.1:${adminPort}`,
     logLevel: env.LOG_LEVEL || 'info',
@@ -134,7 +140,9 @@ export function loadConfig(env: Env = process.env): Config {
         'an integer between 1 and 10000000',
       ),
     },
-    consoleUrl: env.CONSOLE_URL || 'https://console.entitlements.local',
+    // `localhost`: browsers accept the Secure session cookie over plain http there (a trustworthy origin).
+    consoleUrl: env.CONSOLE_URL || `http://localhost:${gatewayPort}/console`,
+    consoleSessionHours: integerIn(env, 'CONSOLE_SESSION_HOURS', 12, 1, 720, 'hours between 1 and 720'),
     // Below the timeout, so a drain always leaves time to close.
     shutdownDrainDelayMs: integerIn(
       env,

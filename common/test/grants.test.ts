@@ -123,7 +123,8 @@ describe('key management', () => {
 describe('properties', () => {
   const role = fc.constantFrom(...ROLES);
   const scopes = fc.subarray([...SCOPES]);
-  const anyGrantor = fc.record({ role, keyScopes: scopes, serviceAccountId: fc.constantFrom(OWN, OTHER) });
+  // null: a console session (a person's, no service account of its own).
+  const anyGrantor = fc.record({ role, keyScopes: scopes, serviceAccountId: fc.constantFrom<string | null>(OWN, OTHER, null) });
   const subset = (a: Set<Scope>, b: Set<Scope>) => [...a].every((scope) => b.has(scope));
 
   it('no key created is worth more than its creator, now or after its account is raised to the creator’s role', () => {
@@ -160,7 +161,7 @@ describe('properties', () => {
         let current: Grantor = root;
         for (const [index, s] of steps.entries()) {
           const target = s.own
-            ? { serviceAccountId: current.serviceAccountId, role: current.role }
+            ? { serviceAccountId: current.serviceAccountId ?? OWN, role: current.role }
             : { serviceAccountId: `sa_${index}`, role: s.role };
           const grant =
             s.kind === 'key'

@@ -1,21 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { toBase62 } from './base62.ts';
 
 export const API_KEY_PREFIX = 'svc-mk-1-';
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_LENGTH = 43; // 32 random bytes in base62
 const CHECKSUM_LENGTH = 6;
 const KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH + CHECKSUM_LENGTH}}$`);
-
-function toBase62(bytes: Buffer, length: number): string {
-  let n = BigInt(`0x${bytes.toString('hex') || '0'}`);
-  let out = '';
-  while (n > 0n) {
-    out = BASE62[Number(n % 62n)] + out;
-    n /= 62n;
-  }
-  return out.padStart(length, '0').slice(-length);
-}
 
 function checksum(secret: string): string {
   const value = crc32(Buffer.from(secret));

@@ -36,17 +36,53 @@ export function effectiveScopes(keyScopes: readonly Scope[], role: Role): Set<Sc
 
 export type AuthType = 'member_apikey' | 'member_session';
 
-/** Who is calling, as resolved from the X-API-Key header. */
-export interface Principal {
+interface PrincipalBase {
   organizationId: string;
   memberId: string;
-  serviceAccountId: string;
-  keyId: string;
+  /** What the audit log shows as actor.key_prefix: the API key's prefix, or the console session's. */
   keyPrefix: string;
   role: Role;
+  /** Literal scopes; `[]` = full access (a session always: it holds whatever its member's role allows). */
   keyScopes: Scope[];
   scopes: Set<Scope>;
-  authType: AuthType;
+}
+
+/** A service account's API key (X-API-Key, or `Authorization: Bearer` on OFREP). */
+export interface ApiKeyPrincipal extends PrincipalBase {
+  authType: 'member_apikey';
+  serviceAccountId: string;
+  keyId: string;
+}
+
+/** A person signed in to the console (the `ent_session` cookie); a person is no service account. */
+export interface SessionPrincipal extends PrincipalBase {
+  authType: 'member_session';
+  serviceAccountId: null;
+  sessionId: string;
+}
+
+/** Who is calling, as resolved from the X-API-Key header or the console's session cookie. */
+export type Principal = ApiKeyPrincipal | SessionPrincipal;
+
+/** A console session's principal: full access on its member, so its rights are exactly the member's role. */
+export function sessionPrincipal(session: {
+  organizationId: string;
+  memberId: string;
+  sessionId: string;
+  keyPrefix: string;
+  role: Role;
+}): SessionPrincipal {
+  return {
+    organizationId: session.organizationId,
+    memberId: session.memberId,
+    sessionId: session.sessionId,
+    keyPrefix: session.keyPrefix,
+    role: session.role,
+    keyScopes: [],
+    scopes: effectiveScopes([], session.role),
+    authType: 'member_session',
+    serviceAccountId: null,
+  };
 }
 
 /** Roles are nested (viewer ⊂ developer ⊂ admin); a rank says which is higher. */
@@ -56,7 +92,8 @@ export const ROLE_RANK: Record<Role, number> = { viewer: 0, developer: 1, admin:
 export interface Grantor {
   role: Role;
   keyScopes: readonly Scope[];
-  serviceAccountId: string;
+  /** The key's own service account; null for a session (a person's, with full access). */
+  serviceAccountId: string | null;
 }
 
 /**

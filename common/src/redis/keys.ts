@@ -22,6 +22,13 @@ export function redisKeys(prefix: string) {
     burst: (organizationId: string) => `${org(organizationId)}:burst`,
     /** String: JSON of the key's principal, by SHA-256 of the plaintext. Not org-tagged: the org is unknown yet. */
     apiKey: (keyHash: string) => `${prefix}:apikey:${keyHash}`,
+    /**
+     * Hash `{count, since}`: failed console sign-ins for one (organization slug, email), by a digest of the pair
+     * (the organization may not exist, and no email reaches Redis). Its own hash tag: one key per script call.
+     */
+    signInFailures: (accountDigest: string) => `${prefix}:{signin:${accountDigest}}`,
+    /** Hash `{count, since}`: failed console sign-ins from one client address (IPv6: its /64). */
+    signInAddressFailures: (clientAddress: string) => `${prefix}:{signin-ip:${clientAddress}}`,
     /** BullMQ prefix: one hash tag so each queue's keys share a slot. */
     queuePrefix: `${prefix}:{queues}`,
     /** Pub/sub channel on which snapshot changes are announced to gateways. */

@@ -3,15 +3,18 @@ import fp from 'fastify-plugin';
 import { LRUCache } from 'lru-cache';
 import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
 import { AuthFailureLimiter, authRateLimited } from '@ent/common/auth/failure-limiter';
-import { effectiveScopes, type Principal } from '@ent/common/auth/scopes';
+import { effectiveScopes, type ApiKeyPrincipal, type Principal } from '@ent/common/auth/scopes';
 import { serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import type { ApiKeyDoc } from '@ent/common/snapshots/documents';
 import { AdminUnavailableError } from './admin-client.ts';
 
-/** A key as the gateway knows it: its principal (null = revoked or unknown) and the auth version read at. */
-export interface KnownKey {
+/**
+ * A key as the gateway knows it: its principal (null = revoked or unknown) and the auth version read at. A console
+ * session takes the same shape for the one request it was checked for (`session`: never cached, never re-read).
+ */
+export interface KnownKey<P extends Principal = Principal> {
   keyHash: string;
-  principal: Principal | null;
+  principal: P | null;
   /** The key's organization, kept when it was revoked (or its member suspended) so a reactivation is seen. */
   organizationId: string | null;
   version: number;
@@ -19,6 +22,8 @@ export interface KnownKey {
   forgetAt: number | null;
   /** When a gate call (its auth version) or admin last confirmed the key (epoch ms): bounds fail-open answers. */
   confirmedAt: number;
+  /** A console session, confirmed by admin for this very request: the gate's auth version does not concern it. */
+  session: boolean;
 }
 
 export interface Principals {
@@ -26,12 +31,12 @@ export interface Principals {
    * The key's principal from the LRU, else Redis, else admin; throws 401 for a bad, unknown or revoked key, and
    * 429 (before any lookup) for a key not in memory when `clientIp` has used up its failed lookups.
    */
-  authenticate(plaintext: string | undefined, clientIp?: string): Promise<KnownKey>;
+  authenticate(plaintext: string | undefined, clientIp?: string): Promise<KnownKey<ApiKeyPrincipal>>;
   /**
    * The warm path of `authenticate`, without a promise: a valid key already in memory, else undefined (then
    * `authenticate` decides).
    */
-  known(plaintext: string): KnownKey | undefined;
+  known(plaintext: string): KnownKey<ApiKeyPrincipal> | undefined;
   /**
    * After the gate call: the principal as of the organization's current auth version (re-read when it
    * differs from the cached one, hence a promise only then); throws 401 when the key has been revoked meanwhile.
@@ -55,6 +60,9 @@ declare module 'fastify' {
   }
 }
 
+/** What this plugin caches: API keys only. */
+type ApiKey = KnownKey<ApiKeyPrincipal>;
+
 const UNKNOWN_KEY_MEMORY_MS = 5000;
 /** Unknown keys remembered at once (about 200 bytes each); random keys only ever evict each other. */
 const UNKNOWN_KEYS_MAX = 10_000;
@@ -64,7 +72,7 @@ const UNKNOWN_KEYS_MAX = 10_000;
  */
 export const KEY_CONFIRMATION_MS = 10_000;
 
-const toPrincipal = (doc: ApiKeyDoc): Principal => ({
+const toPrincipal = (doc: ApiKeyDoc): ApiKeyPrincipal => ({
   organizationId: doc.organizationId,
   memberId: doc.memberId,
   serviceAccountId: doc.serviceAccountId,
@@ -79,14 +87,14 @@ const toPrincipal = (doc: ApiKeyDoc): Principal => ({
 /** API keys by SHA-256 hash: an LRU over the Redis key documents, rebuilt through admin on a miss. */
 export const principals = fp<{ max?: number; unknownMax?: number }>(
   async function principals(app: FastifyInstance, options) {
-    const cache = new LRUCache<string, KnownKey>({ max: options.max ?? 10_000 });
+    const cache = new LRUCache<string, ApiKey>({ max: options.max ?? 10_000 });
     // Keys remembered briefly (unknown ones) live apart, so a flood of random keys cannot evict real ones.
-    const unknownKeys = new LRUCache<string, KnownKey>({ max: options.unknownMax ?? UNKNOWN_KEYS_MAX });
+    const unknownKeys = new LRUCache<string, ApiKey>({ max: options.unknownMax ?? UNKNOWN_KEYS_MAX });
     const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
     // Keys already checked and hashed once skip the checksum and SHA-256 on later requests.
     const hashOfKnownPlaintext = new LRUCache<string, string>({ max: options.max ?? 10_000 });
-    const loading = new Map<string, Promise<KnownKey>>();
-    const rechecking = new Map<string, Promise<KnownKey>>();
+    const loading = new Map<string, Promise<ApiKey>>();
+    const rechecking = new Map<string, Promise<ApiKey>>();
     const { gatewayMetrics: metrics, snapshotStore: store, adminClient } = app;
     const principalHit = metrics.cache.bind({ cache: 'principal', result: 'hit' });
     const principalMiss = metrics.cache.bind({ cache: 'principal', result: 'miss' });
@@ -97,8 +105,8 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
       doc: ApiKeyDoc | null,
       unknown = false,
       formerOrganizationId: string | null = null,
-    ): KnownKey => {
-      const entry: KnownKey = {
+    ): ApiKey => {
+      const entry: ApiKey = {
         keyHash,
         principal: doc ? toPrincipal(doc) : null,
         organizationId: doc?.organizationId ?? formerOrganizationId,
@@ -106,6 +114,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
         // A refusal whose organization is unknown cannot be re-checked cheaply, so it is only kept briefly.
         forgetAt: unknown || (!doc && !formerOrganizationId) ? app.clock.now() + UNKNOWN_KEY_MEMORY_MS : null,
         confirmedAt: app.clock.now(),
+        session: false,
       };
       if (entry.forgetAt === null) {
         cache.set(keyHash, entry);
@@ -117,7 +126,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
       return entry;
     };
 
-    async function fromAdmin(keyHash: string, organizationId: string | null): Promise<KnownKey> {
+    async function fromAdmin(keyHash: string, organizationId: string | null): Promise<ApiKey> {
       metrics.snapshotRebuilds.inc({ kind: 'api_key' });
       try {
         const rebuilt = await adminClient.apiKey(keyHash);
@@ -131,7 +140,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
     }
 
     /** Redis first (accepted when at least `minVersion`), then admin. One load per key at a time. */
-    function load(keyHash: string, minVersion: number | null, organizationId: string | null = null): Promise<KnownKey> {
+    function load(keyHash: string, minVersion: number | null, organizationId: string | null = null): Promise<ApiKey> {
       const pending = loading.get(keyHash);
       if (pending) return pending;
       const promise = (async () => {
@@ -153,7 +162,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
      * A refused key of a known organization: one read of the organization's auth version says whether
      * anything changed since (a member reactivated); only then is the key read again.
      */
-    async function recheckRefused(entry: KnownKey, organizationId: string): Promise<KnownKey> {
+    async function recheckRefused(entry: ApiKey, organizationId: string): Promise<ApiKey> {
       metrics.redisRoundTrips.inc({ op: 'auth_version' });
       const raw = await app.redis.hget(app.redisKeys.auth(organizationId), 'v').catch(() => {
         metrics.redisErrors.inc({ op: 'auth_version' });
@@ -208,13 +217,14 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
           entry.confirmedAt = nowMs;
           return entry;
         }
+        if (entry.session) return entry;
         return load(entry.keyHash, authVersion, entry.organizationId).then((current) => {
           if (!current.principal) throw unauthenticated('The API key is invalid or has been revoked.');
           return current;
         });
       },
       async confirmWithoutRedis(entry, nowMs) {
-        if (nowMs - entry.confirmedAt <= KEY_CONFIRMATION_MS) return entry;
+        if (nowMs - entry.confirmedAt <= KEY_CONFIRMATION_MS || entry.session) return entry;
         let pending = rechecking.get(entry.keyHash);
         if (!pending) {
           pending = fromAdmin(entry.keyHash, entry.organizationId).finally(() => rechecking.delete(entry.keyHash));
