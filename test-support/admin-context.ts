@@ -51,7 +51,7 @@ export function testConfig(database: TestDatabase, overrides: Partial<Config> = 
 
 /** One admin app on its own database and Redis prefix; call `close()` in afterAll. */
 export async function createAdminContext(
-  options: { clock?: Clock; config?: Partial<Config> } = {},
+  options: { clock?: Clock; config?: Partial<Config>; consoleDistDir?: string } = {},
 ): Promise<AdminTestContext> {
   const database = await createTestDatabase();
   const config = testConfig(database, options.config);
@@ -65,7 +65,7 @@ export async function createAdminContext(
   const ownerDb = createDb(config.databaseOwnerUrl, { max: 2 });
   const redis = createRedis(config);
   const clock = options.clock ?? systemClock;
-  const app = await buildAdminApp({ config, clock, db, redis, logger: false });
+  const app = await buildAdminApp({ config, clock, db, redis, logger: false, consoleDistDir: options.consoleDistDir });
   await app.ready();
   return {
     app,

@@ -27,6 +27,8 @@ export interface AdminAppOptions {
   db?: Kysely<Database>;
   redis?: RedisClient;
   logger?: FastifyServerOptions['logger'];
+  /** The console's build to serve at /console (tests point it elsewhere; console/dist by default). */
+  consoleDistDir?: string;
 }
 
 export type AdminApp = FastifyInstance;
@@ -53,6 +55,6 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(snapshots);
   await app.register(authentication);
   await app.register(audit);
-  await app.register(routes);
+  await app.register(routes, { consoleDistDir: options.consoleDistDir });
   return app;
 }

@@ -12,10 +12,18 @@ import { serviceAccountRoutes } from './features/service-accounts/routes.ts';
 import { apiKeyRoutes } from './features/api-keys/routes.ts';
 import { webhookRoutes } from './features/webhook/routes.ts';
 import { usageRoutes } from './features/usage/routes.ts';
+import { consoleAccountRoutes } from './features/console-accounts/routes.ts';
+import { consolePageRoutes } from './features/console-pages/routes.ts';
+import { internalSessionRoutes } from './features/console-sessions/internal-routes.ts';
 import { refuseNulCharacters } from './features/shared/nul-characters.ts';
 
+export interface RoutesOptions {
+  /** The console's build (console/dist by default). */
+  consoleDistDir?: string;
+}
+
 /** Every route family of the admin service. One line per feature folder. */
-export async function routes(app: FastifyInstance): Promise<void> {
+export async function routes(app: FastifyInstance, options: RoutesOptions): Promise<void> {
   app.addHook('preValidation', refuseNulCharacters);
   await app.register(featureRoutes);
   await app.register(auditRoutes);
@@ -30,4 +38,7 @@ export async function routes(app: FastifyInstance): Promise<void> {
   await app.register(apiKeyRoutes);
   await app.register(webhookRoutes);
   await app.register(usageRoutes);
+  await app.register(consoleAccountRoutes);
+  await app.register(internalSessionRoutes);
+  await app.register(consolePageRoutes, { distDir: options.consoleDistDir });
 }

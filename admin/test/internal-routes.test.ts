@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAdminApp } from '../src/app.ts';
-import { INTERNAL_TOKEN_REQUIRED } from '../src/features/snapshots/plugin.ts';
+import { INTERNAL_TOKEN_REQUIRED } from '../src/plugins/internal-access.ts';
 import {
   createAdminContext,
   createTestOrganization,

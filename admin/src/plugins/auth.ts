@@ -1,15 +1,30 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { LRUCache } from 'lru-cache';
 import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
 import { AuthFailureLimiter, authRateLimited } from '@ent/common/auth/failure-limiter';
-import { effectiveScopes, isRole, isScope, type Principal, type Scope } from '@ent/common/auth/scopes';
-import { forbidden, serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
+import {
+  effectiveScopes,
+  isRole,
+  isScope,
+  type ApiKeyPrincipal,
+  type Principal,
+  type Scope,
+} from '@ent/common/auth/scopes';
+import { AppError, forbidden, serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import { sendError } from '@ent/common/http/error-handler';
+import { crossSiteRefusal } from '@ent/common/http/session-request';
+import { authenticateSession } from '../features/console-sessions/authenticate.ts';
+import { sessionTokenOf } from '../features/console-sessions/cookie.ts';
+import { principalOf } from '../features/console-sessions/service.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
+  }
+  interface FastifyInstance {
+    /** Failed credential lookups per client address (unknown keys, ended sessions): 429 once spent. */
+    authFailures: AuthFailureLimiter;
   }
   interface FastifyContextConfig {
     /** The scope a key needs for this route; absent on routes outside /org. */
@@ -39,7 +54,7 @@ export async function findPrincipal(
   if (!row) return { principal: null, issued: false };
   if (row.revoked_at !== null || row.status !== 'active' || !isRole(row.role)) return { principal: null, issued: true };
   const keyScopes = row.scopes.filter(isScope);
-  const principal: Principal = {
+  const principal: ApiKeyPrincipal = {
     organizationId: row.organization_id,
     memberId: row.member_id,
     serviceAccountId: row.service_account_id,
@@ -58,16 +73,46 @@ export function refusal(principal: Principal, request: FastifyRequest): string |
   const { scope, adminOnly } = request.routeOptions.config;
   if (adminOnly && principal.role !== 'admin') return 'Only members with the admin role may do this.';
   if (scope && !principal.scopes.has(scope)) {
-    return `This API key lacks the "${scope}" scope (or its member's role does not allow it).`;
+    return principal.authType === 'member_session'
+      ? `The ${principal.role} role does not allow this (it needs "${scope}").`
+      : `This API key lacks the "${scope}" scope (or its member's role does not allow it).`;
   }
   return null;
+}
+
+/**
+ * A request with no X-API-Key but the console's session cookie: the live session (401 otherwise), then, for a
+ * write, its origin and CSRF token (403 before anything runs, and before a principal exists, so no audit entry
+ * claims a forged request as the member's), then the route's rights, the member's role (403, audited rejected).
+ */
+async function sessionAuthentication(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+): Promise<FastifyReply | undefined> {
+  let principal: Principal;
+  try {
+    const session = await authenticateSession(app, request, token);
+    const crossSite = crossSiteRefusal(request, session.csrfHash);
+    if (crossSite) return sendError(request, reply, forbidden(crossSite));
+    principal = principalOf(session);
+  } catch (error) {
+    if (error instanceof AppError) return sendError(request, reply, error);
+    throw error;
+  }
+  request.principal = principal;
+  const reason = refusal(principal, request);
+  if (reason) return sendError(request, reply, forbidden(reason));
+  return undefined;
 }
 
 /**
  * Every /org route: the X-API-Key selects the organization (401 when missing, malformed, unknown or
  * revoked), then the route's scope and role are checked (403). A key never issued is remembered, and a client
  * address out of failed lookups gets 429 before any query, unless its key authenticated recently: a flood of
- * random keys costs no Postgres work per request.
+ * random keys costs no Postgres work per request. Without X-API-Key, the console's session cookie is accepted
+ * instead (sessionAuthentication); a request with a key never looks at cookies.
  */
 export const authentication = fp(
   async function authentication(app: FastifyInstance) {
@@ -76,10 +121,15 @@ export const authentication = fp(
     // Still looked up every time (a revocation wins at once); only exempt from the failure limit.
     const recentlyValid = new LRUCache<string, true>({ max: REMEMBERED_KEYS_MAX });
     const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
+    app.decorate('authFailures', failures);
     app.addHook('onRequest', async (request, reply) => {
       if (!request.routeOptions.config.scope) return;
       const header = request.headers['x-api-key'];
       const plaintext = Array.isArray(header) ? header[0] : header;
+      if (plaintext === undefined) {
+        const sessionToken = sessionTokenOf(request);
+        if (sessionToken !== undefined) return sessionAuthentication(app, request, reply, sessionToken);
+      }
       if (!plaintext || !isWellFormedApiKey(plaintext)) return sendError(request, reply, unauthenticated());
       const keyHash = hashApiKey(plaintext);
       const forgetAt = unknownKeys.get(keyHash);

@@ -20,9 +20,14 @@ export const openapi = fp(
           description: 'Features, plans, subscribers, subscriptions, overrides, evals and the audit log.',
         },
         components: {
-          securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+          securitySchemes: {
+            apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+            // The console's session (docs/console-api.md); its writes also need the X-CSRF-Token header.
+            consoleSession: { type: 'apiKey', in: 'cookie', name: 'ent_session' },
+          },
         },
-        security: [{ apiKey: [] }],
+        // Either credential on the /org routes; X-API-Key wins when both are sent.
+        security: [{ apiKey: [] }, { consoleSession: [] }],
       },
       transformObject: withEvalPaths as never,
     });

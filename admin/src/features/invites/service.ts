@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Role } from '@ent/common/auth/scopes';
 import {
   decryptSecret,
@@ -8,16 +8,24 @@ import {
   type SecretsKeyring,
 } from '@ent/common/crypto/secrets';
 import type { Database, Invite, Member } from '@ent/common/db/database';
-import { conflict, notFound } from '@ent/common/errors/app-error';
+import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
+import { transact } from '@ent/common/outbox/record';
+import type { InviteStatus } from '@ent/common/schemas/console';
 import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { insertMember } from '../members/store.ts';
-import { acceptInviteRow, findInvite, insertInvite, listLiveInvites, revokeInviteRow } from './store.ts';
+import {
+  acceptInviteRow,
+  findInvite,
+  findInviteByTokenHash,
+  insertInvite,
+  listLiveInvites,
+  revokeInviteRow,
+} from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-/** Where the console serves its join page; the link carries the single-use token. */
 
 export interface InviteSettings {
   secretsKey: SecretsKeyring;
@@ -26,6 +34,7 @@ export interface InviteSettings {
 
 export const tokenContext = (inviteId: string) => `invite:${inviteId}`;
 
+/** The console's join page (`/console/join/<token>` with the default CONSOLE_URL); the link carries the token. */
 export const inviteUrl = (consoleUrl: string, token: string): string =>
   `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;
 
@@ -75,25 +84,92 @@ export async function revokeInvite(
   return (await revokeInviteRow(db, inviteId, now)) && invite.expires_at > now;
 }
 
+export function inviteStatusOf(invite: Invite, now: Date): InviteStatus {
+  if (invite.accepted_at) return 'accepted';
+  if (invite.revoked_at) return 'revoked';
+  return invite.expires_at > now ? 'pending' : 'expired';
+}
+
+export interface InvitePreview {
+  invite: Invite;
+  organization: { name: string; slug: string };
+  status: InviteStatus;
+}
+
+const unknownInvite = () => notFound('No invite was issued with this link.');
+
+const STATUS_MESSAGES: Record<Exclude<InviteStatus, 'pending'>, string> = {
+  accepted: 'This invite link has already been used.',
+  expired: 'This invite link has expired; ask for a new one.',
+  revoked: 'This invite link was revoked; ask for a new one.',
+};
+
+/** What the console's join page shows before anyone joins: 404 for a token never issued. */
+export async function previewInvite(db: Kysely<Database>, token: string, now: Date): Promise<InvitePreview> {
+  const found = await findInviteByTokenHash(db, sha256Hex(token));
+  if (!found) throw unknownInvite();
+  const { organization_name: name, organization_slug: slug, ...invite } = found;
+  return { invite, organization: { name, slug }, status: inviteStatusOf(invite, now) };
+}
+
+/** 404 for a token never issued, else 409 CONFLICT saying why the invite can no longer be used. */
+export async function assertInvitePending(db: Kysely<Database> | Transaction<Database>, token: string, now: Date): Promise<void> {
+  const found = await findInviteByTokenHash(db, sha256Hex(token));
+  if (!found) throw unknownInvite();
+  const status = inviteStatusOf(found, now);
+  if (status !== 'pending') throw conflict(STATUS_MESSAGES[status], { field: 'token', reason: status });
+}
+
+/** The joiner's email: the invite's when it names one (the joiner may repeat it), else the one given (required). */
+function joinerEmail(invite: Invite, given: string | undefined): string {
+  if (invite.email !== null) {
+    if (given !== undefined && given.toLowerCase() !== invite.email) {
+      throw validationError(`This invite is for ${invite.email}; leave email out or give that one.`, {
+        field: 'email',
+        value: given,
+      });
+    }
+    return invite.email;
+  }
+  if (given === undefined) throw validationError('This invite names no email: email is required.', { field: 'email' });
+  return given.toLowerCase();
+}
+
+const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
+
 /**
- * Joining with an invite (the console's sign-up page calls this): the token is used once, atomically,
- * and only before it expires. Returns the new member.
+ * Joining with an invite (the console's join page): the token is used once, atomically, and only before it
+ * expires; 404 for a token never issued, 409 (`details.reason`) when it was used, revoked or has expired, 409
+ * when the email already belongs to a member. Joins the caller's transaction when given one, so what comes with
+ * joining (the console's password and session) commits with it or not at all. Returns the new member.
  */
 export async function redeemInvite(
   db: Kysely<Database>,
   token: string,
-  joiner: { email: string; name?: string },
+  joiner: { email?: string | undefined; name?: string | undefined },
   now: Date,
 ): Promise<Member> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const invite = await acceptInviteRow(trx, sha256Hex(token), now);
-    if (!invite) throw notFound('The invite link is invalid, expired, revoked or already used.');
-    const email = (invite.email ?? joiner.email).toLowerCase();
-    const member = await insertMember(trx, invite.organization_id, {
-      email,
-      name: joiner.name ?? null,
-      role: invite.role as Role,
-    });
+    if (!invite) {
+      await assertInvitePending(trx, token, now);
+      throw conflict('This invite link can no longer be used.', { field: 'token', reason: 'accepted' });
+    }
+    const email = joinerEmail(invite, joiner.email);
+    let member: Member;
+    try {
+      member = await insertMember(trx, invite.organization_id, {
+        email,
+        name: joiner.name ?? null,
+        role: invite.role as Role,
+      });
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      throw conflict(`A member with email "${email}" already exists in this organization.`, {
+        field: 'email',
+        value: email,
+      });
+    }
     await bumpAuthVersion(trx, invite.organization_id);
     return member;
   });

@@ -92,3 +92,14 @@ export function acceptInviteRow(
     .returningAll()
     .executeTakeFirst();
 }
+
+/** The invite of this token with its organization's name and slug (the console's join page shows them). */
+export function findInviteByTokenHash(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('invites as i')
+    .innerJoin('organizations as o', 'o.id', 'i.organization_id')
+    .selectAll('i')
+    .select(['o.name as organization_name', 'o.slug as organization_slug'])
+    .where('i.token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}

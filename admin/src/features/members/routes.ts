@@ -99,6 +99,7 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
         request.principal!,
         request.params.member_id,
         request.body,
+        new Date(app.clock.now()),
       );
       request.write.details = details;
       if (details) request.write.authChanged = true;

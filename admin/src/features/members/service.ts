@@ -5,6 +5,7 @@ import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { lockOrganization } from '../organization/store.ts';
+import { endMemberSessions } from '../console-sessions/service.ts';
 import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
@@ -76,14 +77,15 @@ const grantsRights = (before: Member, role: Role, status: Member['status']): boo
   status === 'active' && (before.status !== 'active' || ROLE_RANK[role] > ROLE_RANK[before.role as Role]);
 
 /**
- * Role and status changes. `removed` is final and revokes the member's keys; the last active admin can
- * neither be demoted, suspended nor removed.
+ * Role and status changes. `removed` is final and revokes the member's keys; suspending or removing ends the
+ * member's console sessions; the last active admin can neither be demoted, suspended nor removed.
  */
 export async function updateMember(
   db: Kysely<Database>,
   principal: Principal,
   memberId: string,
   input: UpdateMemberBody,
+  now: Date,
 ): Promise<MemberUpdateResult> {
   const organizationId = principal.organizationId;
   return db.transaction().execute(async (trx) => {
@@ -108,6 +110,7 @@ export async function updateMember(
     }
     const member = await updateMemberRow(trx, memberId, { role, status });
     if (status === 'removed') await revokeMemberKeys(trx, organizationId, memberId);
+    if (status !== 'active') await endMemberSessions(trx, { organizationId, memberId }, now);
     await bumpAuthVersion(trx, organizationId);
     return { member, details };
   });

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { generateApiKey } from '@ent/common/auth/api-key';
 import type { Database } from '@ent/common/db/database';
 import { newId } from '@ent/common/ids';
@@ -22,8 +22,19 @@ export function slugFrom(name: string): string {
 }
 
 /**
- * A new self-serve organization (arrangement `free`) with an admin service account holding one
- * full-access key: what `entctl org create` and `npm start`'s demo print.
+ * The organization row every way of making one shares (the operator's `entctl org create` and the console's
+ * sign-up): a self-serve organization, arrangement `free` (its limits are the table's defaults).
+ */
+export async function insertOrganization(
+  trx: Transaction<Database>,
+  organization: { id: string; name: string; slug: string },
+): Promise<void> {
+  await trx.insertInto('organizations').values({ ...organization, eval_plan: 'free' }).execute();
+}
+
+/**
+ * A new self-serve organization with an admin service account holding one full-access key: what
+ * `entctl org create` and `npm start`'s demo print.
  */
 export async function createOrganization(db: Kysely<Database>, name: string): Promise<CreatedOrganization> {
   const organizationId = newId('org');
@@ -32,10 +43,7 @@ export async function createOrganization(db: Kysely<Database>, name: string): Pr
   const key = generateApiKey();
   const slug = `${slugFrom(name)}-${organizationId.slice(-6)}`;
   await db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('organizations')
-      .values({ id: organizationId, name, slug, eval_plan: 'free' })
-      .execute();
+    await insertOrganization(trx, { id: organizationId, name, slug });
     await trx
       .insertInto('members')
       .values({ id: memberId, organization_id: organizationId, kind: 'service_account', name, role: 'admin' })

@@ -1,18 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { isLoopbackAddress, isLoopbackHost } from '@ent/common/http/loopback';
+import { internalAccess } from '../../plugins/internal-access.ts';
 import type { WriteContext } from '../../plugins/write-pipeline.ts';
 import { createOutboxRelay } from '../outbox/relay.ts';
 import { createSnapshotPublisher, type SnapshotPublisher } from './publisher.ts';
 import { internalSnapshotRoutes } from './routes.ts';
-
-/** Digests are always 32 bytes, so timingSafeEqual never throws, whatever bytes or length the header holds. */
-const tokenDigest = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
-
-export const INTERNAL_TOKEN_REQUIRED = (host: string) =>
-  `INTERNAL_TOKEN must be set when admin listens on a non-loopback address (HOST=${host}): its /internal routes ` +
-  "return any tenant's documents. Set the same random INTERNAL_TOKEN (openssl rand -hex 32) for admin and gateways.";
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -63,21 +55,7 @@ export const snapshots = fp(
     });
 
     await app.register(async (internal) => {
-      const expected = app.config.internalToken;
-      if (!expected && !isLoopbackHost(app.config.host))
-        throw new Error(INTERNAL_TOKEN_REQUIRED(app.config.host));
-      const expectedDigest = expected ? tokenDigest(expected) : null;
-      internal.addHook('onRequest', async (request, reply) => {
-        const given = request.headers['x-internal-token'];
-        const allowed = expectedDigest
-          ? typeof given === 'string' && timingSafeEqual(tokenDigest(given), expectedDigest)
-          : isLoopbackAddress(request.socket.remoteAddress);
-        // The same answer as a route that does not exist: nothing tells a prober these routes are here.
-        if (!allowed) {
-          reply.callNotFound();
-          return reply;
-        }
-      });
+      internal.addHook('onRequest', internalAccess(app.config));
       await internal.register(internalSnapshotRoutes, { publisher });
     });
   },

@@ -1,0 +1,168 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+import { conflict, unauthenticated, validationError } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import type {
+  AcceptInviteBody,
+  ChangePasswordBody,
+  SignInBody,
+  SignUpBody,
+} from '@ent/common/schemas/console';
+import {
+  endMemberSessions,
+  liveSession,
+  startSession,
+  type LiveSession,
+  type StartedSession,
+} from '../console-sessions/service.ts';
+import { assertInvitePending, redeemInvite } from '../invites/service.ts';
+import { insertMember } from '../members/store.ts';
+import { insertOrganization } from '../provisioning/create-organization.ts';
+import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
+import { signInRateLimited, type SignInLimiter } from './sign-in-limiter.ts';
+import { findPasswordHash, findSignInCandidate, setPasswordHash } from './store.ts';
+
+export interface AccountSettings {
+  /** CONSOLE_SESSION_HOURS, absolute from sign-in. */
+  sessionLifetimeMs: number;
+  limiter: SignInLimiter;
+}
+
+/** A session that was just started: its token goes into the cookie, the rest into the answer. */
+export interface SignedIn {
+  session: LiveSession;
+  token: string;
+}
+
+const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
+
+const slugTaken = (slug: string) =>
+  conflict(`The slug "${slug}" is already taken.`, { field: 'organization.slug', value: slug });
+
+/** One answer for every wrong part, so a sign-in tells nobody which organizations or people exist. */
+const wrongCredentials = () => unauthenticated('The organization, email or password is wrong.');
+
+async function signedIn(db: Kysely<Database>, started: StartedSession, now: Date): Promise<SignedIn> {
+  const session = await liveSession(db, started.token, now);
+  if (!session) throw new Error(`session ${started.id} does not live right after it started`);
+  return { session, token: started.token };
+}
+
+/**
+ * A new self-serve organization with the person as its first member (admin), their password and a session, in
+ * one transaction. No service account or key is made: the person makes those in the console when an integration
+ * needs one (a key no one was shown would be a credential nobody holds).
+ */
+export async function signUp(
+  db: Kysely<Database>,
+  settings: AccountSettings,
+  input: SignUpBody,
+  now: Date,
+): Promise<SignedIn> {
+  const { slug } = input.organization;
+  // Checked first so a taken slug costs no scrypt; the unique index still decides a race.
+  const taken = await db.selectFrom('organizations').select('id').where('slug', '=', slug).executeTakeFirst();
+  if (taken) throw slugTaken(slug);
+  const passwordHash = await hashPassword(input.password);
+  const started = await db.transaction().execute(async (trx) => {
+    const organizationId = newId('org');
+    try {
+      await insertOrganization(trx, { id: organizationId, name: input.organization.name, slug });
+    } catch (error) {
+      throw isUniqueViolation(error) ? slugTaken(slug) : error;
+    }
+    const member = await insertMember(trx, organizationId, {
+      email: input.email,
+      name: input.name ?? null,
+      role: 'admin',
+    });
+    const who = { organizationId, memberId: member.id };
+    await setPasswordHash(trx, who, passwordHash, now);
+    return startSession(trx, who, now, settings.sessionLifetimeMs);
+  });
+  return signedIn(db, started, now);
+}
+
+/**
+ * Limited first (429 before any password is checked), then the person is looked up by organization slug and
+ * email; a person who does not exist (or has no password, or is suspended) costs the same scrypt as one who does.
+ */
+export async function signIn(
+  db: Kysely<Database>,
+  settings: AccountSettings,
+  input: SignInBody,
+  ip: string,
+  now: Date,
+): Promise<SignedIn> {
+  const attempt = { organization: input.organization, email: input.email, ip };
+  const wait = await settings.limiter.retryAfter(attempt, now.getTime());
+  if (wait > 0) throw signInRateLimited(wait);
+  const candidate = await findSignInCandidate(
+    db,
+    input.organization.trim().toLowerCase(),
+    input.email.trim(),
+  );
+  const matches = candidate?.password_hash
+    ? await verifyPassword(input.password, candidate.password_hash)
+    : await verifyNothing(input.password);
+  if (!candidate || !matches || candidate.status !== 'active') {
+    await settings.limiter.failed(attempt, now.getTime());
+    throw wrongCredentials();
+  }
+  await settings.limiter.succeeded(attempt);
+  const who = { organizationId: candidate.organization_id, memberId: candidate.member_id };
+  return signedIn(db, await startSession(db, who, now, settings.sessionLifetimeMs), now);
+}
+
+/**
+ * The current password must be given (a wrong one counts as a failed sign-in of the member's account, so a
+ * borrowed session cannot guess it freely); the new one ends every other session of the member.
+ */
+export async function changePassword(
+  db: Kysely<Database>,
+  settings: AccountSettings,
+  session: LiveSession,
+  input: ChangePasswordBody,
+  ip: string,
+  now: Date,
+): Promise<void> {
+  const attempt = { organization: session.organization.slug, email: session.member.email, ip };
+  const wait = await settings.limiter.retryAfter(attempt, now.getTime());
+  if (wait > 0) throw signInRateLimited(wait);
+  const stored = await findPasswordHash(db, session.memberId);
+  const matches = stored
+    ? await verifyPassword(input.current_password, stored)
+    : await verifyNothing(input.current_password);
+  if (!matches) {
+    await settings.limiter.failed(attempt, now.getTime());
+    throw validationError('The current password is wrong.', { field: 'current_password' });
+  }
+  const passwordHash = await hashPassword(input.new_password);
+  const who = { organizationId: session.organizationId, memberId: session.memberId };
+  await db.transaction().execute(async (trx) => {
+    await setPasswordHash(trx, who, passwordHash, now);
+    await endMemberSessions(trx, who, now, session.id);
+  });
+}
+
+/**
+ * Joins the invite's organization with its role: the member, their password and a session commit together with
+ * the invite's single use, or none of them does. An invite that cannot be used is refused before any scrypt.
+ */
+export async function acceptInvite(
+  db: Kysely<Database>,
+  settings: AccountSettings,
+  token: string,
+  input: AcceptInviteBody,
+  now: Date,
+): Promise<SignedIn> {
+  await assertInvitePending(db, token, now);
+  const passwordHash = await hashPassword(input.password);
+  const started = await db.transaction().execute(async (trx) => {
+    const member = await redeemInvite(trx, token, { email: input.email, name: input.name }, now);
+    const who = { organizationId: member.organization_id, memberId: member.id };
+    await setPasswordHash(trx, who, passwordHash, now);
+    return startSession(trx, who, now, settings.sessionLifetimeMs);
+  });
+  return signedIn(db, started, now);
+}

@@ -1,0 +1,81 @@
+import { stat } from 'node:fs/promises';
+import { join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
+
+/** Where `npm run console:build` writes the single-page app (the repository's console/dist). */
+export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
+
+/**
+ * Console pages may load only their own scripts, styles and images, and be framed by nobody; the invite token
+ * is in the join page's URL, so no request from a console page names it in a Referer.
+ */
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+};
+
+/** Vite puts content-hashed files under assets/: a name never gets other content, so they are cached for a year. */
+const HASHED_ASSETS = `assets${sep}`;
+const ONE_YEAR_SECONDS = 365 * 24 * 60 * 60;
+
+const notBuilt = () =>
+  serviceUnavailable('The console has not been built; run `npm run console:build` and reload.', {
+    field: 'console',
+  });
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `/console` and every `/console/*` path but `/console/api/*`: an existing file of the build, else index.html
+ * (the single-page app routes itself, e.g. `/console/join/<token>`). index.html is revalidated on every load
+ * (`no-cache`), so a new build is picked up at once; missing, the console answers 503 naming the build command.
+ */
+export async function consolePageRoutes(app: FastifyInstance, options: { distDir?: string }): Promise<void> {
+  const root = normalize(options.distDir ?? DEFAULT_CONSOLE_DIST).replace(/[\\/]+$/, '') + sep;
+  const indexHtml = join(root, 'index.html');
+  await app.register(fastifyStatic, { root, serve: false });
+
+  async function serve(reply: FastifyReply, wanted: string): Promise<FastifyReply> {
+    reply.headers(SECURITY_HEADERS);
+    const file = normalize(join(root, wanted));
+    const servable =
+      file.startsWith(root) &&
+      file !== indexHtml &&
+      !file
+        .slice(root.length)
+        .split(sep)
+        .some((part) => part.startsWith('.'));
+    if (servable && (await isFile(file))) {
+      const relative = file.slice(root.length);
+      if (relative.startsWith(HASHED_ASSETS)) {
+        return reply.sendFile(relative, { maxAge: ONE_YEAR_SECONDS * 1000, immutable: true });
+      }
+      reply.header('cache-control', 'no-cache');
+      return reply.sendFile(relative, { cacheControl: false });
+    }
+    if (!(await isFile(indexHtml))) throw notBuilt();
+    reply.header('cache-control', 'no-cache');
+    return reply.sendFile('index.html', { cacheControl: false });
+  }
+
+  app.get('/console', { schema: { hide: true } }, (_request, reply) => serve(reply, ''));
+  app.get<{ Params: { '*': string } }>('/console/*', { schema: { hide: true } }, async (request, reply) => {
+    const wanted = request.params['*'];
+    if (wanted === 'api' || wanted.startsWith('api/')) {
+      throw notFound(`No route ${request.method} ${request.url.split('?')[0]}.`);
+    }
+    return serve(reply, wanted);
+  });
+}
