@@ -16,6 +16,7 @@ import { infrastructure } from './plugins/infrastructure.ts';
 import { meter } from './plugins/meter.ts';
 import { metrics } from './plugins/metrics.ts';
 import { principals } from './plugins/principals.ts';
+import { sessions } from './plugins/sessions.ts';
 import { snapshotCache } from './plugins/snapshot-cache.ts';
 import { evalRoutes } from './routes/evals.ts';
 import { evaluator } from './routes/evaluator.ts';
@@ -54,6 +55,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(metrics);
   await app.register(adminClient);
   await app.register(principals);
+  await app.register(sessions);
   await app.register(snapshotCache, { maxBytes: config.gatewayCacheBytes });
   await app.register(meter, { meter: options.meter });
   await app.register(health);

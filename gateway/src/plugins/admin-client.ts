@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Pool } from 'undici';
 import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
+import type { SessionDoc } from '@ent/common/auth/session-doc';
 import type { Arrangement } from '@ent/common/metering/arrangement';
 import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 
@@ -20,6 +21,8 @@ export interface AdminClient {
   organization(
     organizationId: string,
   ): Promise<{ catalog: Versioned<CatalogDoc>; auth_version: number; arrangement: Arrangement }>;
+  /** The console session of this token hash while it lives, else null; asked on every request that uses one. */
+  session(tokenHash: string): Promise<SessionDoc | null>;
 }
 
 declare module 'fastify' {
@@ -96,6 +99,11 @@ export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
         });
         if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
         return res.body;
+      },
+      async session(tokenHash) {
+        const res = await call<{ session: SessionDoc | null }>('/internal/session', { token_hash: tokenHash });
+        if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
+        return res.body.session;
       },
     };
 

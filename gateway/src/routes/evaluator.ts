@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '@ent/common/auth/scopes';
+import { sessionTokenFromCookies } from '@ent/common/auth/session-token';
 import { conflict, forbidden, notFound, rateLimited, serviceUnavailable } from '@ent/common/errors/app-error';
 import {
   EvalGateUnavailableError,
   type EvalGateResult,
   type EvalUsageHeaders,
 } from '@ent/common/metering/contract';
+import { crossSiteRefusal } from '@ent/common/http/session-request';
 import { periodOf } from '@ent/common/metering/period';
 import type { KnownKey } from '../plugins/principals.ts';
 import type { SubscriberEntry } from '../plugins/snapshot-cache.ts';
@@ -37,7 +39,8 @@ export interface EvaluateOptions {
 export interface Evaluator {
   /**
    * An onRequest hook that resolves the key `keyOf` reads (401) and checks the "check" scope (403), keeping the
-   * key on the request. A callback hook: a key already in memory costs no promise.
+   * key on the request. A callback hook: a key already in memory costs no promise. A request with no key at all
+   * (nor an Authorization header) may use the console's session cookie instead.
    */
   authentication(keyOf: (request: FastifyRequest) => string | undefined): onRequestHookHandler;
   /** One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. */
@@ -100,7 +103,7 @@ const is2xx = (reply: FastifyReply) => reply.statusCode >= 200 && reply.statusCo
  */
 export const evaluator = fp(
   async function evaluator(app: FastifyInstance) {
-    const { principals, snapshotCache, evalMeter: meter, clock, gatewayMetrics: metrics } = app;
+    const { principals, sessions, snapshotCache, evalMeter: meter, clock, gatewayMetrics: metrics } = app;
     /** Organizations whose last gate reply on this gateway was `blocked`, with its month: still 409 while Redis is down. */
     const blockedOrganizations = new Map<string, string>();
     const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
@@ -120,11 +123,27 @@ export const evaluator = fp(
       });
     }
 
+    /**
+     * No key: the console's session cookie, checked with admin (401 without one), then for a write (the POST
+     * routes) its origin and CSRF token (403), then the "check" scope.
+     */
+    function authenticateWithoutKey(request: FastifyRequest): Promise<void> | undefined {
+      const token = request.headers.authorization === undefined ? sessionTokenFromCookies(request.headers.cookie) : undefined;
+      if (token === undefined) return authenticate(request, undefined);
+      return sessions.authenticate(token, request.ip).then(({ known, csrfHash }) => {
+        const crossSite = crossSiteRefusal(request, csrfHash);
+        if (crossSite) throw forbidden(crossSite);
+        refuseScope(known.principal!);
+        request.knownKey = known;
+      });
+    }
+
     const authentication: Evaluator['authentication'] = (keyOf) =>
       function authenticateEval(request, _reply, done) {
         let pending: Promise<void> | undefined;
         try {
-          pending = authenticate(request, keyOf(request));
+          const key = keyOf(request);
+          pending = key === undefined ? authenticateWithoutKey(request) : authenticate(request, key);
         } catch (error) {
           return done(error as Error);
         }
@@ -222,5 +241,5 @@ export const evaluator = fp(
 
     app.decorate('evaluator', { authentication, evaluate });
   },
-  { name: 'evaluator', dependencies: ['infrastructure', 'metrics', 'principals', 'snapshot-cache', 'meter'] },
+  { name: 'evaluator', dependencies: ['infrastructure', 'metrics', 'principals', 'sessions', 'snapshot-cache', 'meter'] },
 );
