@@ -8,3 +8,7 @@ export const formatCount = (value: number): string => integer.format(value);
 
 export const formatLimit = (limit: number | null | undefined): string =>
   limit === null || limit === undefined ? 'unlimited' : integer.format(limit);
+
+/** `1 entry`, `2 entries`: the count and the word that fits it. */
+export const counted = (count: number, one: string, many = `${one}s`): string =>
+  `${integer.format(count)} ${count === 1 ? one : many}`;

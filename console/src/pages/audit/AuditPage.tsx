@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { accessApi } from '../../api/access.ts';
 import { auditApi } from '../../api/audit.ts';
 import { usePermissions } from '../../auth/session.ts';
+import { counted } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
 import { AuditFiltersForm } from './AuditFiltersForm.tsx';
@@ -71,7 +72,7 @@ function AuditLog() {
       {events.data ? (
         <>
           <p className="cell-muted" data-testid="audit-loaded">
-            {loaded.length} entries loaded{events.hasNextPage ? '; older entries follow' : ''}. Exports hold the loaded entries.
+            {counted(loaded.length, 'entry', 'entries')} loaded{events.hasNextPage ? '; older entries follow' : ''}. Exports hold the loaded entries.
           </p>
           <table className="table" data-testid="audit-table">
             <thead>

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { usePermissions } from '../../auth/session.ts';
+import { counted } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
 import { useFeatures } from '../features/queries.ts';
@@ -40,7 +41,7 @@ export function PlansPage() {
           {counts.isPending
             ? 'Counting subscribers…'
             : counts.data
-              ? `Subscriber counts: active subscriptions of ${counts.data.subscribersCounted} subscribers, counted in the browser${counts.data.complete ? '' : ' (first subscribers only)'}.`
+              ? `Subscriber counts: active subscriptions of ${counted(counts.data.subscribersCounted, 'subscriber')}, counted in the browser${counts.data.complete ? '' : ' (the first ones only)'}.`
               : null}
         </span>
       </div>

@@ -113,7 +113,7 @@ function SubscriptionRow({
         {can.writeSubscribers ? (
           <td className="cell-actions">
             {active ? (
-              <>
+              <div className="row-actions">
                 <PlanSelect
                   plans={plans}
                   value={changeTo}
@@ -130,7 +130,7 @@ function SubscriptionRow({
                   Change plan
                 </button>
                 <ConfirmButton label="Cancel subscription" confirmLabel="Confirm cancel" pending={cancel.isPending} onConfirm={() => cancel.mutate()} />
-              </>
+              </div>
             ) : null}
           </td>
         ) : null}
