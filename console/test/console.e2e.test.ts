@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
 import { screenshot } from './screenshots.ts';
+import { startReceiver, type Receiver } from './receiver.ts';
 import { ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
 
 /**
@@ -11,6 +12,7 @@ import { ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
  * their role allows. The cases run in order: each builds on what the one before it made.
  */
 let stack: Stack;
+let receiver: Receiver;
 let browser: Browser;
 let adminContext: BrowserContext;
 let admin: Page;
@@ -36,6 +38,7 @@ beforeAll(async () => {
   assertChromiumInstalled();
   ensureConsoleBuilt();
   stack = await startStack();
+  receiver = await startReceiver();
   browser = await launchChromium();
   admin = await newPage();
   adminContext = admin.context();
@@ -45,6 +48,7 @@ afterAll(async () => {
   await Promise.all(contexts.map((context) => context.close().catch(() => {})));
   await browser?.close();
   await stack?.stop();
+  await receiver?.close();
 }, 60_000);
 
 describe('the console', () => {
@@ -143,7 +147,6 @@ describe('the console', () => {
     };
 
     const viewerLink = await invite('viewer');
-    await screenshot(admin, 'members');
     const viewer = await newPage();
     await viewer.goto(viewerLink);
     expect(await viewer.getByTestId('invite-status').textContent()).toContain('viewer');
@@ -198,6 +201,10 @@ describe('the console', () => {
     expect(await developer.getByRole('button', { name: /Suspend|Create invite/ }).count()).toBe(0);
     await developer.goto(url('/audit'));
     await eventually(() => developer.getByRole('alert').textContent()).toContain('Only admins');
+
+    await admin.goto(url('/members'));
+    await admin.getByTestId('member-dev@example.com').waitFor();
+    await screenshot(admin, 'members');
   });
 
   it('creates a key that is shown once, and revokes it', async () => {
@@ -232,6 +239,34 @@ describe('the console', () => {
     await eventually(async () => (await fetch(`${stack.base}/org/features`, { headers: { 'x-api-key': plaintext } })).status).toBe(401);
   });
 
+  it('sets the webhook, shows its signing secret once, and lists its deliveries', async () => {
+    await admin.goto(url('/webhook'));
+    await admin.getByLabel('Endpoint URL').fill(`${receiver.url}/hooks`);
+    await admin.getByRole('button', { name: 'Set webhook' }).click();
+    expect(await admin.getByTestId('webhook-secret-value').textContent()).toMatch(/^whsec_/);
+    await admin.getByRole('button', { name: 'I have stored it' }).click();
+
+    // A write sends an event; the worker delivers it to the receiver and the log says so.
+    await admin.goto(url('/features'));
+    await admin.getByRole('button', { name: 'New feature' }).click();
+    await admin.getByLabel('Feature key').fill('audit_export');
+    await admin.getByLabel('Feature name').fill('Audit export');
+    await admin.getByRole('button', { name: 'Create feature' }).click();
+    await admin.getByTestId('feature-row-audit_export').waitFor();
+    await eventually(async () => receiver.received.length).toBeGreaterThan(0);
+    await admin.goto(url('/webhook'));
+    await eventually(async () => {
+      await admin.reload();
+      return admin.getByTestId('deliveries-table').textContent();
+    }).toContain('succeeded');
+
+    await admin.getByRole('button', { name: 'Disable' }).click();
+    await eventually(() => admin.getByTestId('webhook-settings').textContent()).toContain('disabled');
+    await admin.getByRole('button', { name: 'Enable' }).click();
+    await eventually(() => admin.getByTestId('webhook-settings').textContent()).toContain('enabled');
+    await screenshot(admin, 'webhook');
+  });
+
   it("finds the console's writes in the audit log as member_session, with each change as from → to, and exports them", async () => {
     await admin.goto(url('/audit'));
     await admin.getByTestId('audit-table').waitFor();
@@ -246,6 +281,7 @@ describe('the console', () => {
       '/org/subscribers/{subscriber_id}/overrides/{feature_key}',
       '/org/invites',
       '/org/service-accounts/{service_account_id}/api-keys',
+      '/org/webhook',
     ]) {
       expect(await sessionRow(route).count(), route).toBeGreaterThan(0);
     }

@@ -36,7 +36,8 @@ export async function startStack(): Promise<Stack> {
     const { env, adminUrl } = await serviceEnv({ database, redisPort: 6379, prefix: testRedisPrefix() });
     const gatewayPort = await freePort();
     const base = `http://127.0.0.1:${gatewayPort}`;
-    const shared = { ...env, CONSOLE_URL: `${base}/console` };
+    // The webhook case points the webhook at a receiver of the test on 127.0.0.1.
+    const shared = { ...env, CONSOLE_URL: `${base}/console`, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
     started.push(startNode('admin/src/server.ts', shared));
     await healthy(adminUrl);
     started.push(startNode('admin/src/worker.ts', shared));
