@@ -16,7 +16,5 @@ export default defineConfig({
     assetsInlineLimit: 0,
     chunkSizeWarningLimit: 1500,
   },
-  server: apiTarget
-    ? { proxy: { '/org': apiTarget, '/console/api': apiTarget } }
-    : {},
+  server: apiTarget ? { proxy: { '/org': apiTarget, '/console/api': apiTarget } } : {},
 });

@@ -10,7 +10,8 @@ const queryClient = new QueryClient({
   defaultOptions: {
     queries: {
       // A 4xx will not change by asking again; a network blip or 5xx may.
-      retry: (failures, error) => failures < 2 && !(isApiError(error) && error.status >= 400 && error.status < 500),
+      retry: (failures, error) =>
+        failures < 2 && !(isApiError(error) && error.status >= 400 && error.status < 500),
       refetchOnWindowFocus: false,
     },
   },

@@ -174,7 +174,15 @@ describe('the console', () => {
     await viewer.goto(url('/webhook'));
     await viewer.getByRole('heading', { name: 'Webhook' }).waitFor();
     // Not a single write control on any page a viewer opens, and no audit log in the nav.
-    for (const path of ['/features', '/plans', '/subscribers', '/subscribers/acct_42', '/service-accounts', '/members', '/webhook']) {
+    for (const path of [
+      '/features',
+      '/plans',
+      '/subscribers',
+      '/subscribers/acct_42',
+      '/service-accounts',
+      '/members',
+      '/webhook',
+    ]) {
       await viewer.goto(url(path));
       await viewer.getByRole('heading', { level: 1 }).waitFor();
       await viewer.waitForLoadState('networkidle');
@@ -236,7 +244,9 @@ describe('the console', () => {
     await row.getByRole('button', { name: 'Revoke' }).click();
     await row.getByRole('button', { name: 'Confirm revoke' }).click();
     await eventually(() => row.textContent()).toContain('revoked');
-    await eventually(async () => (await fetch(`${stack.base}/org/features`, { headers: { 'x-api-key': plaintext } })).status).toBe(401);
+    await eventually(
+      async () => (await fetch(`${stack.base}/org/features`, { headers: { 'x-api-key': plaintext } })).status,
+    ).toBe(401);
   });
 
   it('sets the webhook, shows its signing secret once, and lists its deliveries', async () => {
@@ -296,12 +306,20 @@ describe('the console', () => {
     expect(await details.textContent()).toMatch(/limit 10.*→.*limit 25/);
     await screenshot(admin, 'audit');
 
-    const [csv] = await Promise.all([admin.waitForEvent('download'), admin.getByRole('button', { name: 'Export CSV' }).click()]);
+    const [csv] = await Promise.all([
+      admin.waitForEvent('download'),
+      admin.getByRole('button', { name: 'Export CSV' }).click(),
+    ]);
     const csvText = readFileSync((await csv.path())!, 'utf8');
     expect(csvText.split('\r\n')[0]).toContain('actor_auth_type');
     expect(csvText).toContain('member_session');
-    const [json] = await Promise.all([admin.waitForEvent('download'), admin.getByRole('button', { name: 'Export JSON' }).click()]);
-    const exported = JSON.parse(readFileSync((await json.path())!, 'utf8')) as { audit_events: { route: string }[] };
+    const [json] = await Promise.all([
+      admin.waitForEvent('download'),
+      admin.getByRole('button', { name: 'Export JSON' }).click(),
+    ]);
+    const exported = JSON.parse(readFileSync((await json.path())!, 'utf8')) as {
+      audit_events: { route: string }[];
+    };
     expect(exported.audit_events.map((e) => e.route)).toEqual(['/org/plans/{key}']);
   });
 

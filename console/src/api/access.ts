@@ -1,5 +1,15 @@
 import { api, segment, type Query } from './client.ts';
-import type { ApiKey, CreatedApiKey, Invite, Member, MemberStatus, Page, Role, Scope, ServiceAccount } from './types.ts';
+import type {
+  ApiKey,
+  CreatedApiKey,
+  Invite,
+  Member,
+  MemberStatus,
+  Page,
+  Role,
+  Scope,
+  ServiceAccount,
+} from './types.ts';
 
 const accountPath = (id: string) => `/org/service-accounts/${segment(id)}`;
 

@@ -13,15 +13,22 @@ export interface PutOverrideInput {
 export const subscribersApi = {
   list: (query: Query) => api.get<Page & { subscribers: Subscriber[] }>('/org/subscribers', query),
   get: (id: string) => api.get<Subscriber>(subscriberPath(id)),
-  create: (input: { subscriber_id: string; name?: string | null }) => api.post<Subscriber>('/org/subscribers', input),
+  create: (input: { subscriber_id: string; name?: string | null }) =>
+    api.post<Subscriber>('/org/subscribers', input),
   update: (id: string, input: { name: string | null }) => api.patch<Subscriber>(subscriberPath(id), input),
 
   subscriptions: (id: string, query: Query = {}) =>
-    api.get<Page & { subscriptions: Subscription[] }>(`${subscriberPath(id)}/subscriptions`, { limit: 100, ...query }),
+    api.get<Page & { subscriptions: Subscription[] }>(`${subscriberPath(id)}/subscriptions`, {
+      limit: 100,
+      ...query,
+    }),
   subscribe: (id: string, planKey: string) =>
     api.post<Subscription>(`${subscriberPath(id)}/subscriptions`, { plan_id: planKey }),
   changeSubscription: (id: string, input: { plan_id: string; subscription_id?: string }) =>
-    api.post<Subscription & { canceled_subscription_id: string }>(`${subscriberPath(id)}/subscriptions/change`, input),
+    api.post<Subscription & { canceled_subscription_id: string }>(
+      `${subscriberPath(id)}/subscriptions/change`,
+      input,
+    ),
   cancelSubscription: (id: string, subscriptionId: string) =>
     api.post<Subscription>(`${subscriberPath(id)}/subscriptions/${segment(subscriptionId)}/cancel`),
 

@@ -31,7 +31,8 @@ export interface Feature {
   updated_at: string;
 }
 
-export type Grant = { feature: string; kind: 'flag' } | { feature: string; kind: 'limit'; limit: number | null };
+export type Grant =
+  { feature: string; kind: 'flag' } | { feature: string; kind: 'limit'; limit: number | null };
 
 export type PlanKind = 'catalog' | 'custom';
 

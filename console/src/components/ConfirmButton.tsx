@@ -24,7 +24,12 @@ export function ConfirmButton({
   }
   if (!asking) {
     return (
-      <button type="button" className="button button-small button-danger-quiet" disabled={disabled} onClick={() => setAsking(true)}>
+      <button
+        type="button"
+        className="button button-small button-danger-quiet"
+        disabled={disabled}
+        onClick={() => setAsking(true)}
+      >
         {label}
       </button>
     );

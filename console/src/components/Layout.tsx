@@ -55,7 +55,9 @@ export function Layout() {
     <div className="shell">
       <nav className="sidebar" aria-label="Main">
         <div className="brand">
-          <span className="brand-mark" aria-hidden="true">◆</span>
+          <span className="brand-mark" aria-hidden="true">
+            ◆
+          </span>
           <span className="brand-name" data-testid="organization-name">
             {session.organization.name}
           </span>

@@ -12,7 +12,9 @@ export function formErrors(error: unknown, fields: readonly string[]): FormError
   if (!error) return { of: () => undefined, general: null };
   const named = isApiError(error) ? error.field : undefined;
   const match = named
-    ? fields.find((field) => named === field || named.startsWith(`${field}.`) || named.startsWith(`${field}[`))
+    ? fields.find(
+        (field) => named === field || named.startsWith(`${field}.`) || named.startsWith(`${field}[`),
+      )
     : undefined;
   const message = error instanceof Error ? error.message : String(error);
   return {

@@ -2,7 +2,8 @@
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const integer = new Intl.NumberFormat();
 
-export const formatTime = (iso: string | null | undefined): string => (iso ? dateTime.format(new Date(iso)) : '—');
+export const formatTime = (iso: string | null | undefined): string =>
+  iso ? dateTime.format(new Date(iso)) : '—';
 
 export const formatCount = (value: number): string => integer.format(value);
 

@@ -7,7 +7,9 @@ export function AuditDetails({ event }: { event: AuditEvent }) {
   return (
     <div className="audit-details" data-testid={`audit-details-${event.id}`}>
       {rows.length === 0 ? (
-        <p className="cell-muted">No details: {event.details === null ? 'nothing changed, or a delete' : 'empty'}.</p>
+        <p className="cell-muted">
+          No details: {event.details === null ? 'nothing changed, or a delete' : 'empty'}.
+        </p>
       ) : (
         <table className="table table-compact">
           <thead>

@@ -29,7 +29,8 @@ export function AuditFiltersForm({
               <option value="">anyone</option>
               {members.map((member) => (
                 <option key={member.member_id} value={member.member_id}>
-                  {member.email ?? member.name ?? member.member_id} ({member.kind === 'user' ? member.role : 'service account'})
+                  {member.email ?? member.name ?? member.member_id} (
+                  {member.kind === 'user' ? member.role : 'service account'})
                 </option>
               ))}
             </select>
@@ -65,22 +66,44 @@ export function AuditFiltersForm({
           )}
         </Field>
         <Field label="Route template">
-          {(props) => <input {...props} value={draft.route} onChange={set('route')} placeholder="/org/plans/{key}" />}
+          {(props) => (
+            <input {...props} value={draft.route} onChange={set('route')} placeholder="/org/plans/{key}" />
+          )}
         </Field>
         <Field label="Path value name">
-          {(props) => <input {...props} value={draft.param_name} onChange={set('param_name')} placeholder="key" />}
+          {(props) => (
+            <input {...props} value={draft.param_name} onChange={set('param_name')} placeholder="key" />
+          )}
         </Field>
         <Field label="Path value">
-          {(props) => <input {...props} value={draft.param_value} onChange={set('param_value')} placeholder="pro" />}
+          {(props) => (
+            <input {...props} value={draft.param_value} onChange={set('param_value')} placeholder="pro" />
+          )}
         </Field>
         <Field label="Request id">
-          {(props) => <input {...props} value={draft.request_id} onChange={set('request_id')} placeholder="req_…" />}
+          {(props) => (
+            <input {...props} value={draft.request_id} onChange={set('request_id')} placeholder="req_…" />
+          )}
         </Field>
         <Field label="Occurred after">
-          {(props) => <input {...props} type="datetime-local" value={draft.occurred_after} onChange={set('occurred_after')} />}
+          {(props) => (
+            <input
+              {...props}
+              type="datetime-local"
+              value={draft.occurred_after}
+              onChange={set('occurred_after')}
+            />
+          )}
         </Field>
         <Field label="Occurred before">
-          {(props) => <input {...props} type="datetime-local" value={draft.occurred_before} onChange={set('occurred_before')} />}
+          {(props) => (
+            <input
+              {...props}
+              type="datetime-local"
+              value={draft.occurred_before}
+              onChange={set('occurred_before')}
+            />
+          )}
         </Field>
       </div>
       <div className="form-actions">

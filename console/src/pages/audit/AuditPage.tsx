@@ -33,12 +33,15 @@ function AuditLog() {
   const members = useQuery({ queryKey: ['members', 'all'], queryFn: () => accessApi.members({}) });
   const events = useInfiniteQuery({
     queryKey: ['audit', filters],
-    queryFn: ({ pageParam }) => auditApi.list({ ...queryOf(filters), limit: PAGE_SIZE, starting_after: pageParam }),
+    queryFn: ({ pageParam }) =>
+      auditApi.list({ ...queryOf(filters), limit: PAGE_SIZE, starting_after: pageParam }),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (page) => (page.has_more ? page.audit_events.at(-1)?.id : undefined),
   });
   const loaded = events.data?.pages.flatMap((page) => page.audit_events) ?? [];
-  const names = new Map((members.data?.members ?? []).map((m) => [m.member_id, m.email ?? m.name ?? m.member_id]));
+  const names = new Map(
+    (members.data?.members ?? []).map((m) => [m.member_id, m.email ?? m.name ?? m.member_id]),
+  );
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 
   return (
@@ -72,7 +75,8 @@ function AuditLog() {
       {events.data ? (
         <>
           <p className="cell-muted" data-testid="audit-loaded">
-            {counted(loaded.length, 'entry', 'entries')} loaded{events.hasNextPage ? '; older entries follow' : ''}. Exports hold the loaded entries.
+            {counted(loaded.length, 'entry', 'entries')} loaded
+            {events.hasNextPage ? '; older entries follow' : ''}. Exports hold the loaded entries.
           </p>
           <table className="table" data-testid="audit-table">
             <thead>
@@ -100,7 +104,12 @@ function AuditLog() {
         </>
       ) : null}
       {events.hasNextPage ? (
-        <button type="button" className="button" disabled={events.isFetchingNextPage} onClick={() => void events.fetchNextPage()}>
+        <button
+          type="button"
+          className="button"
+          disabled={events.isFetchingNextPage}
+          onClick={() => void events.fetchNextPage()}
+        >
           {events.isFetchingNextPage ? 'Loading…' : 'Load older entries'}
         </button>
       ) : null}

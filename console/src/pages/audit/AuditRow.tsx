@@ -42,7 +42,12 @@ export function AuditRow({ event, actorName }: { event: AuditEvent; actorName: s
           </Badge>
         </td>
         <td className="cell-actions">
-          <button type="button" className="button button-small" aria-expanded={open} onClick={() => setOpen(!open)}>
+          <button
+            type="button"
+            className="button button-small"
+            aria-expanded={open}
+            onClick={() => setOpen(!open)}
+          >
             {open ? 'Hide details' : 'Details'}
           </button>
         </td>

@@ -16,7 +16,8 @@ const isChange = (value: Record<string, unknown>) => {
   return keys.length === 2 && 'from' in value && 'to' in value;
 };
 
-const isTooLarge = (value: Record<string, unknown>) => value.too_large === true && Object.keys(value).length === 1;
+const isTooLarge = (value: Record<string, unknown>) =>
+  value.too_large === true && Object.keys(value).length === 1;
 
 /** Objects whose fields are themselves changes or values are walked (grants by feature); others are values. */
 function walk(path: string, value: unknown, rows: DetailRow[]): void {

@@ -28,11 +28,13 @@ function csvField(value: unknown): string {
 }
 
 export const auditCsv = (events: readonly AuditEvent[]): string =>
-  [COLUMNS.map(([name]) => name).join(','), ...events.map((e) => COLUMNS.map(([, get]) => csvField(get(e))).join(','))].join(
-    '\r\n',
-  ) + '\r\n';
+  [
+    COLUMNS.map(([name]) => name).join(','),
+    ...events.map((e) => COLUMNS.map(([, get]) => csvField(get(e))).join(',')),
+  ].join('\r\n') + '\r\n';
 
-export const auditJson = (events: readonly AuditEvent[]): string => `${JSON.stringify({ audit_events: events }, null, 2)}\n`;
+export const auditJson = (events: readonly AuditEvent[]): string =>
+  `${JSON.stringify({ audit_events: events }, null, 2)}\n`;
 
 /** Saves `text` as a file, in the browser, from what is already loaded (nothing is sent anywhere). */
 export function download(filename: string, text: string, type: string): void {

@@ -20,9 +20,18 @@ const ENDED: Record<Exclude<InviteStatus, 'pending'>, string> = {
 
 export function JoinPage() {
   const { token = '' } = useParams();
-  const invite = useQuery({ queryKey: ['invite', token], queryFn: () => sessionApi.invite(token), retry: false });
+  const invite = useQuery({
+    queryKey: ['invite', token],
+    queryFn: () => sessionApi.invite(token),
+    retry: false,
+  });
 
-  if (invite.isPending) return <AuthFrame title="Join an organization"><p className="loading">Checking the invite…</p></AuthFrame>;
+  if (invite.isPending)
+    return (
+      <AuthFrame title="Join an organization">
+        <p className="loading">Checking the invite…</p>
+      </AuthFrame>
+    );
   if (invite.isError) {
     const unknown = isApiError(invite.error) && invite.error.status === 404;
     return (
@@ -84,7 +93,16 @@ function AcceptForm({ token, preview }: { token: string; preview: InvitePreview 
         <ErrorNotice error={errors.general} />
         {preview.email === null ? (
           <Field label="Email" error={errors.of('email')}>
-            {(props) => <input {...props} type="email" required value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="email" />}
+            {(props) => (
+              <input
+                {...props}
+                type="email"
+                required
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+                autoComplete="email"
+              />
+            )}
           </Field>
         ) : (
           <p>
@@ -92,11 +110,20 @@ function AcceptForm({ token, preview }: { token: string; preview: InvitePreview 
           </p>
         )}
         <Field label="Your name" error={errors.of('name')}>
-          {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />}
+          {(props) => (
+            <input {...props} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />
+          )}
         </Field>
         <Field label="Password" error={passwordError ?? errors.of('password')} hint="10 to 200 characters.">
           {(props) => (
-            <input {...props} type="password" required value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" />
+            <input
+              {...props}
+              type="password"
+              required
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              autoComplete="new-password"
+            />
           )}
         </Field>
         <button type="submit" className="button button-primary" disabled={accept.isPending}>

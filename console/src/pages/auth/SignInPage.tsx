@@ -20,7 +20,8 @@ export function SignInPage() {
     mutationFn: sessionApi.signIn,
     onSuccess: signedIn,
     onError: (error) => {
-      if (isApiError(error) && error.status === 429) setBlockedUntil(Date.now() + (error.retryAfter ?? 60) * 1000);
+      if (isApiError(error) && error.status === 429)
+        setBlockedUntil(Date.now() + (error.retryAfter ?? 60) * 1000);
     },
   });
   const rateLimited = isApiError(signIn.error) && signIn.error.status === 429;
@@ -50,12 +51,25 @@ export function SignInPage() {
         )}
         <Field label="Organization slug">
           {(props) => (
-            <input {...props} required value={organization} onChange={(e) => setOrganization(e.target.value)} autoComplete="organization" />
+            <input
+              {...props}
+              required
+              value={organization}
+              onChange={(e) => setOrganization(e.target.value)}
+              autoComplete="organization"
+            />
           )}
         </Field>
         <Field label="Email">
           {(props) => (
-            <input {...props} type="email" required value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="username" />
+            <input
+              {...props}
+              type="email"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+              autoComplete="username"
+            />
           )}
         </Field>
         <Field label="Password">
@@ -70,7 +84,11 @@ export function SignInPage() {
             />
           )}
         </Field>
-        <button type="submit" className="button button-primary" disabled={signIn.isPending || (rateLimited && secondsLeft > 0)}>
+        <button
+          type="submit"
+          className="button button-primary"
+          disabled={signIn.isPending || (rateLimited && secondsLeft > 0)}
+        >
           {signIn.isPending ? 'Signing in…' : 'Sign in'}
         </button>
       </form>

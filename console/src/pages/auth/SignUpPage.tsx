@@ -57,11 +57,20 @@ export function SignUpPage() {
       <form onSubmit={submit} className="form" noValidate>
         <ErrorNotice error={errors.general} />
         <Field label="Your name" error={errors.of('name')}>
-          {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />}
+          {(props) => (
+            <input {...props} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />
+          )}
         </Field>
         <Field label="Email" error={errors.of('email')}>
           {(props) => (
-            <input {...props} type="email" required value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="email" />
+            <input
+              {...props}
+              type="email"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+              autoComplete="email"
+            />
           )}
         </Field>
         <Field label="Password" error={tooShort ?? errors.of('password')} hint="10 to 200 characters.">

@@ -15,7 +15,12 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
   const [description, setDescription] = useState('');
   const create = useMutation({
     mutationFn: () =>
-      catalogApi.createFeature({ key: key.trim(), name: name.trim(), kind, ...(description ? { description } : {}) }),
+      catalogApi.createFeature({
+        key: key.trim(),
+        name: name.trim(),
+        kind,
+        ...(description ? { description } : {}),
+      }),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: FEATURES_KEY });
       onDone();
@@ -30,11 +35,19 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
   return (
     <form onSubmit={submit} className="panel form form-grid" aria-label="New feature" noValidate>
       <ErrorNotice error={errors.general} />
-      <Field label="Feature key" error={errors.of('key')} hint="Lowercase letters, digits and _ . : -; at most 64.">
-        {(props) => <input {...props} value={key} onChange={(e) => setKey(e.target.value)} placeholder="api_access" />}
+      <Field
+        label="Feature key"
+        error={errors.of('key')}
+        hint="Lowercase letters, digits and _ . : -; at most 64."
+      >
+        {(props) => (
+          <input {...props} value={key} onChange={(e) => setKey(e.target.value)} placeholder="api_access" />
+        )}
       </Field>
       <Field label="Feature name" error={errors.of('name')}>
-        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="API access" />}
+        {(props) => (
+          <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="API access" />
+        )}
       </Field>
       <Field label="Kind" error={errors.of('kind')}>
         {(props) => (

@@ -26,7 +26,12 @@ export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: 
           <code>{feature.key}</code>
         </td>
         <td>
-          <input aria-label={`Name of ${feature.key}`} aria-invalid={Boolean(errors.of('name'))} value={name} onChange={(e) => setName(e.target.value)} />
+          <input
+            aria-label={`Name of ${feature.key}`}
+            aria-invalid={Boolean(errors.of('name'))}
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+          />
           {errors.of('name') ? <small className="field-error">{errors.of('name')}</small> : null}
         </td>
         <td>{feature.kind}</td>
@@ -36,11 +41,18 @@ export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: 
             value={description}
             onChange={(e) => setDescription(e.target.value)}
           />
-          {errors.of('description') ? <small className="field-error">{errors.of('description')}</small> : null}
+          {errors.of('description') ? (
+            <small className="field-error">{errors.of('description')}</small>
+          ) : null}
         </td>
         <td />
         <td className="cell-actions">
-          <button type="button" className="button button-small button-primary" disabled={save.isPending} onClick={() => save.mutate()}>
+          <button
+            type="button"
+            className="button button-small button-primary"
+            disabled={save.isPending}
+            onClick={() => save.mutate()}
+          >
             Save
           </button>
           <button type="button" className="button button-small" onClick={onDone}>

@@ -66,7 +66,11 @@ export function FeaturesPage() {
                   <td className="cell-nowrap">{formatTime(feature.updated_at)}</td>
                   {can.writeCatalog ? (
                     <td className="cell-actions">
-                      <button type="button" className="button button-small" onClick={() => setEditing(feature.key)}>
+                      <button
+                        type="button"
+                        className="button button-small"
+                        onClick={() => setEditing(feature.key)}
+                      >
                         Edit
                       </button>
                     </td>

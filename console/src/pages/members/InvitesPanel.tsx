@@ -55,7 +55,15 @@ export function InvitesPanel() {
           )}
         </Field>
         <Field label="Invite email (optional)" error={errors.of('email')} inline>
-          {(props) => <input {...props} type="email" value={email} onChange={(e) => setEmail(e.target.value)} placeholder="anyone with the link" />}
+          {(props) => (
+            <input
+              {...props}
+              type="email"
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+              placeholder="anyone with the link"
+            />
+          )}
         </Field>
         <button type="submit" className="button button-primary button-small" disabled={create.isPending}>
           Create invite
@@ -65,8 +73,8 @@ export function InvitesPanel() {
       {created ? (
         <div className="notice notice-success" role="status" data-testid="new-invite">
           <p>
-            Invite created for a <strong>{created.role}</strong>. Send this link to the person joining; anyone holding it
-            can join until {formatTime(created.expires_at)}.
+            Invite created for a <strong>{created.role}</strong>. Send this link to the person joining; anyone
+            holding it can join until {formatTime(created.expires_at)}.
           </p>
           <div className="secret-row">
             <code className="secret" data-testid="new-invite-link">

@@ -16,7 +16,8 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
   const queryClient = useQueryClient();
   const [role, setRole] = useState<Role>(member.role);
   const update = useMutation({
-    mutationFn: (input: { role?: Role; status?: MemberStatus }) => accessApi.updateMember(member.member_id, input),
+    mutationFn: (input: { role?: Role; status?: MemberStatus }) =>
+      accessApi.updateMember(member.member_id, input),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: MEMBERS_KEY }),
   });
   const label = member.email ?? member.name ?? member.member_id;
@@ -32,7 +33,11 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
         <td>
           {manage ? (
             <span className="inline-form">
-              <select aria-label={`Role of ${label}`} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+              <select
+                aria-label={`Role of ${label}`}
+                value={role}
+                onChange={(e) => setRole(e.target.value as Role)}
+              >
                 {ROLES.map((r) => (
                   <option key={r} value={r}>
                     {r}
@@ -59,10 +64,20 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
         {can.manageMembers ? (
           <td className="cell-actions">
             {manage && member.status === 'active' ? (
-              <ConfirmButton label="Suspend" confirmLabel="Confirm suspend" pending={update.isPending} onConfirm={() => update.mutate({ status: 'suspended' })} />
+              <ConfirmButton
+                label="Suspend"
+                confirmLabel="Confirm suspend"
+                pending={update.isPending}
+                onConfirm={() => update.mutate({ status: 'suspended' })}
+              />
             ) : null}
             {manage && member.status === 'suspended' ? (
-              <button type="button" className="button button-small" disabled={update.isPending} onClick={() => update.mutate({ status: 'active' })}>
+              <button
+                type="button"
+                className="button button-small"
+                disabled={update.isPending}
+                onClick={() => update.mutate({ status: 'active' })}
+              >
                 Reactivate
               </button>
             ) : null}

@@ -32,7 +32,11 @@ export function MembersPage() {
           </thead>
           <tbody>
             {members.data.members.map((member) => (
-              <MemberRow key={member.member_id} member={member} self={member.member_id === session.member.member_id} />
+              <MemberRow
+                key={member.member_id}
+                member={member}
+                self={member.member_id === session.member.member_id}
+              />
             ))}
           </tbody>
         </table>

@@ -17,7 +17,8 @@ export function CreatePlanForm({ features, onDone }: { features: readonly Featur
   const [draft, setDraft] = useState<GrantDraft>(() => draftOf(features, []));
   const [problems, setProblems] = useState<Record<string, string>>({});
   const create = useMutation({
-    mutationFn: () => catalogApi.createPlan({ key: key.trim(), name: name.trim(), kind, grants: grantsOf(features, draft) }),
+    mutationFn: () =>
+      catalogApi.createPlan({ key: key.trim(), name: name.trim(), kind, grants: grantsOf(features, draft) }),
     onSuccess: async () => {
       await queryClient.invalidateQueries({ queryKey: PLANS_KEY });
       onDone();
@@ -36,13 +37,25 @@ export function CreatePlanForm({ features, onDone }: { features: readonly Featur
     <form onSubmit={submit} className="panel form" aria-label="New plan" noValidate>
       <ErrorNotice error={errors.general} />
       <div className="form-grid">
-        <Field label="Plan key" error={errors.of('key')} hint="Lowercase letters, digits, _ and -; at most 64; fixed once created.">
-          {(props) => <input {...props} value={key} onChange={(e) => setKey(e.target.value)} placeholder="pro" />}
+        <Field
+          label="Plan key"
+          error={errors.of('key')}
+          hint="Lowercase letters, digits, _ and -; at most 64; fixed once created."
+        >
+          {(props) => (
+            <input {...props} value={key} onChange={(e) => setKey(e.target.value)} placeholder="pro" />
+          )}
         </Field>
         <Field label="Plan name" error={errors.of('name')}>
-          {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="Pro" />}
+          {(props) => (
+            <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="Pro" />
+          )}
         </Field>
-        <Field label="Plan kind" error={errors.of('kind')} hint="catalog: offered to everyone; custom: for one arrangement.">
+        <Field
+          label="Plan kind"
+          error={errors.of('kind')}
+          hint="catalog: offered to everyone; custom: for one arrangement."
+        >
           {(props) => (
             <select {...props} value={kind} onChange={(e) => setKind(e.target.value as PlanKind)}>
               <option value="catalog">catalog</option>
@@ -52,7 +65,13 @@ export function CreatePlanForm({ features, onDone }: { features: readonly Featur
         </Field>
       </div>
       <h3>Grants</h3>
-      <GrantsEditor features={features} draft={draft} problems={problems} onChange={setDraft} planLabel="the new plan" />
+      <GrantsEditor
+        features={features}
+        draft={draft}
+        problems={problems}
+        onChange={setDraft}
+        planLabel="the new plan"
+      />
       <div className="form-actions">
         <button type="submit" className="button button-primary" disabled={create.isPending}>
           Create plan

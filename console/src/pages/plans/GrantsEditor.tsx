@@ -15,7 +15,8 @@ export function GrantsEditor({
   onChange: (draft: GrantDraft) => void;
   planLabel: string;
 }) {
-  if (features.length === 0) return <p className="cell-muted">The catalog has no features yet: create some first.</p>;
+  if (features.length === 0)
+    return <p className="cell-muted">The catalog has no features yet: create some first.</p>;
   const update = (key: string, change: Partial<GrantDraftRow>) => {
     const row = draft[key] ?? { granted: false, unlimited: false, limit: '' };
     onChange({ ...draft, [key]: { ...row, ...change } });

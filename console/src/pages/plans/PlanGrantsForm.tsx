@@ -8,7 +8,15 @@ import { draftOf, draftProblems, grantsOf, type GrantDraft } from './grant-draft
 import { PLANS_KEY } from './queries.ts';
 
 /** A plan's grants edited in place; saving replaces the whole list (PATCH with `grants`). */
-export function PlanGrantsForm({ plan, features, onDone }: { plan: Plan; features: readonly Feature[]; onDone: () => void }) {
+export function PlanGrantsForm({
+  plan,
+  features,
+  onDone,
+}: {
+  plan: Plan;
+  features: readonly Feature[];
+  onDone: () => void;
+}) {
   const queryClient = useQueryClient();
   const [draft, setDraft] = useState<GrantDraft>(() => draftOf(features, plan.grants));
   const [problems, setProblems] = useState<Record<string, string>>({});
@@ -27,9 +35,20 @@ export function PlanGrantsForm({ plan, features, onDone }: { plan: Plan; feature
   return (
     <div className="grants-form" data-testid={`grants-form-${plan.key}`}>
       <ErrorNotice error={save.error} />
-      <GrantsEditor features={features} draft={draft} problems={problems} onChange={setDraft} planLabel={plan.key} />
+      <GrantsEditor
+        features={features}
+        draft={draft}
+        problems={problems}
+        onChange={setDraft}
+        planLabel={plan.key}
+      />
       <div className="form-actions">
-        <button type="button" className="button button-primary button-small" disabled={save.isPending} onClick={submit}>
+        <button
+          type="button"
+          className="button button-primary button-small"
+          disabled={save.isPending}
+          onClick={submit}
+        >
           Save grants
         </button>
         <button type="button" className="button button-small" onClick={onDone}>

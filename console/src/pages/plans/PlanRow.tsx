@@ -54,7 +54,12 @@ export function PlanRow({
               </button>
             ) : null}
             {plan.archived ? (
-              <button type="button" className="button button-small" disabled={archive.isPending} onClick={() => archive.mutate()}>
+              <button
+                type="button"
+                className="button button-small"
+                disabled={archive.isPending}
+                onClick={() => archive.mutate()}
+              >
                 Unarchive
               </button>
             ) : (

@@ -25,17 +25,25 @@ export function PlansPage() {
         description="Each plan grants features; subscribers get what their active subscriptions' plans grant."
         actions={
           can.writeCatalog && !creating ? (
-            <button type="button" className="button button-primary" disabled={!features.data} onClick={() => setCreating(true)}>
+            <button
+              type="button"
+              className="button button-primary"
+              disabled={!features.data}
+              onClick={() => setCreating(true)}
+            >
               New plan
             </button>
           ) : null
         }
       />
-      {creating && features.data ? <CreatePlanForm features={catalog} onDone={() => setCreating(false)} /> : null}
+      {creating && features.data ? (
+        <CreatePlanForm features={catalog} onDone={() => setCreating(false)} />
+      ) : null}
       <QueryState isPending={plans.isPending} error={plans.error ?? features.error} what="plans" />
       <div className="toolbar">
         <label className="checkbox">
-          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} /> Show archived plans
+          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} />{' '}
+          Show archived plans
         </label>
         <span className="cell-muted" data-testid="plan-count-note">
           {counts.isPending

@@ -48,6 +48,9 @@ export const draftProblems = (features: readonly Feature[], draft: GrantDraft): 
   Object.fromEntries(
     features
       .filter((feature) => feature.kind === 'limit')
-      .map((feature) => [feature.key, draft[feature.key] ? limitProblem(draft[feature.key]!) : undefined] as const)
+      .map(
+        (feature) =>
+          [feature.key, draft[feature.key] ? limitProblem(draft[feature.key]!) : undefined] as const,
+      )
       .filter((entry): entry is readonly [string, string] => entry[1] !== undefined),
   );

@@ -37,7 +37,8 @@ async function countSubscribersPerPlan(): Promise<PlanSubscriberCounts> {
   const worker = async () => {
     for (let next = queue.shift(); next; next = queue.shift()) {
       const page = await subscribersApi.subscriptions(next.subscriber_id, { status: 'active' });
-      for (const plan of new Set(page.subscriptions.map((s) => s.plan_id))) byPlan.set(plan, (byPlan.get(plan) ?? 0) + 1);
+      for (const plan of new Set(page.subscriptions.map((s) => s.plan_id)))
+        byPlan.set(plan, (byPlan.get(plan) ?? 0) + 1);
     }
   };
   await Promise.all(Array.from({ length: PARALLEL_REQUESTS }, worker));

@@ -35,10 +35,23 @@ export function ApiKeyRow({ apiKey, manage }: { apiKey: ApiKey; manage: boolean 
           )}
         </td>
         <td className="cell-nowrap">{formatTime(apiKey.created_at)}</td>
-        <td>{revoked ? <Badge tone="bad">revoked {formatTime(apiKey.revoked_at)}</Badge> : <Badge tone="good">active</Badge>}</td>
+        <td>
+          {revoked ? (
+            <Badge tone="bad">revoked {formatTime(apiKey.revoked_at)}</Badge>
+          ) : (
+            <Badge tone="good">active</Badge>
+          )}
+        </td>
         {manage ? (
           <td className="cell-actions">
-            {!revoked ? <ConfirmButton label="Revoke" confirmLabel="Confirm revoke" pending={revoke.isPending} onConfirm={() => revoke.mutate()} /> : null}
+            {!revoked ? (
+              <ConfirmButton
+                label="Revoke"
+                confirmLabel="Confirm revoke"
+                pending={revoke.isPending}
+                onConfirm={() => revoke.mutate()}
+              />
+            ) : null}
           </td>
         ) : null}
       </tr>

@@ -42,7 +42,8 @@ export function CreateApiKeyForm({
     setScopes((current) => (on ? [...current, scope] : current.filter((s) => s !== scope)));
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const problem = !fullAccess && scopes.length === 0 ? 'Choose at least one scope, or full access.' : undefined;
+    const problem =
+      !fullAccess && scopes.length === 0 ? 'Choose at least one scope, or full access.' : undefined;
     setScopeError(problem);
     if (!problem) create.mutate();
   };
@@ -51,13 +52,15 @@ export function CreateApiKeyForm({
     <form className="form key-form" onSubmit={submit} aria-label={`New key for ${account.name}`} noValidate>
       <ErrorNotice error={errors.general} />
       <Field label="Key name" error={errors.of('name')}>
-        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="production" />}
+        {(props) => (
+          <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="production" />
+        )}
       </Field>
       <fieldset className="scopes" aria-invalid={Boolean(scopeError ?? errors.of('scopes'))}>
         <legend>Scopes</legend>
         <label className="checkbox">
-          <input type="checkbox" checked={fullAccess} onChange={(e) => setFullAccess(e.target.checked)} /> Full access (everything
-          the {account.role} role allows, now and later)
+          <input type="checkbox" checked={fullAccess} onChange={(e) => setFullAccess(e.target.checked)} />{' '}
+          Full access (everything the {account.role} role allows, now and later)
         </label>
         {offered.map((scope) => (
           <label key={scope} className="checkbox">
@@ -70,7 +73,9 @@ export function CreateApiKeyForm({
             {scope}
           </label>
         ))}
-        {scopeError ?? errors.of('scopes') ? <small className="field-error">{scopeError ?? errors.of('scopes')}</small> : null}
+        {(scopeError ?? errors.of('scopes')) ? (
+          <small className="field-error">{scopeError ?? errors.of('scopes')}</small>
+        ) : null}
       </fieldset>
       <div className="form-actions">
         <button type="submit" className="button button-primary button-small" disabled={create.isPending}>

@@ -29,9 +29,20 @@ export function CreateServiceAccountForm({ onDone }: { onDone: () => void }) {
     <form className="panel form form-grid" onSubmit={submit} aria-label="New service account" noValidate>
       <ErrorNotice error={errors.general} />
       <Field label="Service account name" error={errors.of('name')}>
-        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="billing backend" />}
+        {(props) => (
+          <input
+            {...props}
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            placeholder="billing backend"
+          />
+        )}
       </Field>
-      <Field label="Service account role" error={errors.of('role')} hint="Its keys never hold more than this role allows.">
+      <Field
+        label="Service account role"
+        error={errors.of('role')}
+        hint="Its keys never hold more than this role allows."
+      >
         {(props) => (
           <select {...props} value={role} onChange={(e) => setRole(e.target.value as Role)}>
             {can.grantableRoles.map((r) => (

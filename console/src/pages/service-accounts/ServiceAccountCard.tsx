@@ -11,7 +11,6 @@ import { ApiKeyRow } from './ApiKeyRow.tsx';
 import { CreateApiKeyForm } from './CreateApiKeyForm.tsx';
 import { apiKeysKey } from './queries.ts';
 
-
 export function ServiceAccountCard({ account }: { account: ServiceAccount }) {
   const can = usePermissions();
   const manage = can.manageKeysOf(account.role) && account.status === 'active';
@@ -23,7 +22,11 @@ export function ServiceAccountCard({ account }: { account: ServiceAccount }) {
   });
 
   return (
-    <section className="panel" data-testid={`service-account-${account.name}`} aria-label={`Service account ${account.name}`}>
+    <section
+      className="panel"
+      data-testid={`service-account-${account.name}`}
+      aria-label={`Service account ${account.name}`}
+    >
       <div className="panel-header">
         <h2>
           {account.name} <Badge tone="info">{account.role}</Badge>{' '}
@@ -33,13 +36,22 @@ export function ServiceAccountCard({ account }: { account: ServiceAccount }) {
           <code>{account.service_account_id}</code> · created {formatTime(account.created_at)}
         </span>
         {manage && !creating ? (
-          <button type="button" className="button button-small button-primary" onClick={() => setCreating(true)}>
+          <button
+            type="button"
+            className="button button-small button-primary"
+            onClick={() => setCreating(true)}
+          >
             Create key
           </button>
         ) : null}
       </div>
       {created ? (
-        <SecretOnce label={`New key "${created.name || created.key_prefix}".`} secret={created.api_key} testId="new-api-key" onDone={() => setCreated(null)} />
+        <SecretOnce
+          label={`New key "${created.name || created.key_prefix}".`}
+          secret={created.api_key}
+          testId="new-api-key"
+          onDone={() => setCreated(null)}
+        />
       ) : null}
       {creating ? (
         <CreateApiKeyForm

@@ -8,7 +8,6 @@ import { CreateServiceAccountForm } from './CreateServiceAccountForm.tsx';
 import { ServiceAccountCard } from './ServiceAccountCard.tsx';
 import { SERVICE_ACCOUNTS_KEY } from './queries.ts';
 
-
 export function ServiceAccountsPage() {
   const can = usePermissions();
   const [creating, setCreating] = useState(false);
@@ -28,7 +27,9 @@ export function ServiceAccountsPage() {
       />
       {creating ? <CreateServiceAccountForm onDone={() => setCreating(false)} /> : null}
       <QueryState isPending={accounts.isPending} error={accounts.error} what="service accounts" />
-      {accounts.data?.service_accounts.length === 0 ? <p className="empty">No service accounts yet.</p> : null}
+      {accounts.data?.service_accounts.length === 0 ? (
+        <p className="empty">No service accounts yet.</p>
+      ) : null}
       {accounts.data?.service_accounts.map((account) => (
         <ServiceAccountCard key={account.service_account_id} account={account} />
       ))}

@@ -55,7 +55,11 @@ function OrganizationFields({ organization }: { organization: Organization }) {
       <Field label="Organization name" error={errors.of('name')}>
         {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
       </Field>
-      <Field label="Organization slug" error={errors.of('slug')} hint="Members sign in with it; changing it changes the sign-in.">
+      <Field
+        label="Organization slug"
+        error={errors.of('slug')}
+        hint="Members sign in with it; changing it changes the sign-in."
+      >
         {(props) => <input {...props} value={slug} onChange={(e) => setSlug(e.target.value)} />}
       </Field>
       <button type="submit" className="button" disabled={save.isPending}>

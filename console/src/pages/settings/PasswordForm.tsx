@@ -43,14 +43,40 @@ export function PasswordForm() {
         ) : null}
         <Field label="Current password" error={errors.of('current_password')}>
           {(props) => (
-            <input {...props} type="password" value={current} onChange={(e) => setCurrent(e.target.value)} autoComplete="current-password" />
+            <input
+              {...props}
+              type="password"
+              value={current}
+              onChange={(e) => setCurrent(e.target.value)}
+              autoComplete="current-password"
+            />
           )}
         </Field>
-        <Field label="New password" error={localErrors.next ?? errors.of('new_password')} hint="10 to 200 characters.">
-          {(props) => <input {...props} type="password" value={next} onChange={(e) => setNext(e.target.value)} autoComplete="new-password" />}
+        <Field
+          label="New password"
+          error={localErrors.next ?? errors.of('new_password')}
+          hint="10 to 200 characters."
+        >
+          {(props) => (
+            <input
+              {...props}
+              type="password"
+              value={next}
+              onChange={(e) => setNext(e.target.value)}
+              autoComplete="new-password"
+            />
+          )}
         </Field>
         <Field label="Repeat new password" error={localErrors.repeat}>
-          {(props) => <input {...props} type="password" value={repeat} onChange={(e) => setRepeat(e.target.value)} autoComplete="new-password" />}
+          {(props) => (
+            <input
+              {...props}
+              type="password"
+              value={repeat}
+              onChange={(e) => setRepeat(e.target.value)}
+              autoComplete="new-password"
+            />
+          )}
         </Field>
         <button type="submit" className="button button-primary" disabled={change.isPending}>
           Change password

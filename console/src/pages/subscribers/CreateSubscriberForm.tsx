@@ -13,7 +13,8 @@ export function CreateSubscriberForm({ onDone }: { onDone: () => void }) {
   const [id, setId] = useState('');
   const [name, setName] = useState('');
   const create = useMutation({
-    mutationFn: () => subscribersApi.create({ subscriber_id: id.trim(), ...(name.trim() ? { name: name.trim() } : {}) }),
+    mutationFn: () =>
+      subscribersApi.create({ subscriber_id: id.trim(), ...(name.trim() ? { name: name.trim() } : {}) }),
     onSuccess: async (subscriber) => {
       await queryClient.invalidateQueries({ queryKey: SUBSCRIBERS_KEY });
       onDone();
@@ -28,11 +29,19 @@ export function CreateSubscriberForm({ onDone }: { onDone: () => void }) {
   return (
     <form onSubmit={submit} className="panel form form-grid" aria-label="New subscriber" noValidate>
       <ErrorNotice error={errors.general} />
-      <Field label="Subscriber id" error={errors.of('subscriber_id')} hint="Your own id for this customer: letters, digits and _ . : @ + -.">
-        {(props) => <input {...props} value={id} onChange={(e) => setId(e.target.value)} placeholder="acct_42" />}
+      <Field
+        label="Subscriber id"
+        error={errors.of('subscriber_id')}
+        hint="Your own id for this customer: letters, digits and _ . : @ + -."
+      >
+        {(props) => (
+          <input {...props} value={id} onChange={(e) => setId(e.target.value)} placeholder="acct_42" />
+        )}
       </Field>
       <Field label="Subscriber name" error={errors.of('name')}>
-        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="Acme Inc." />}
+        {(props) => (
+          <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="Acme Inc." />
+        )}
       </Field>
       <div className="form-actions">
         <button type="submit" className="button button-primary" disabled={create.isPending}>

@@ -4,7 +4,11 @@ import { formatLimit } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { useEntitlements } from './queries.ts';
 
-const SOURCE_TONE: Record<Entitlement['source'], BadgeTone> = { override: 'warn', plan: 'info', none: 'neutral' };
+const SOURCE_TONE: Record<Entitlement['source'], BadgeTone> = {
+  override: 'warn',
+  plan: 'info',
+  none: 'neutral',
+};
 
 const valueOf = (entitlement: Entitlement) =>
   entitlement.kind === 'flag' ? (entitlement.allowed ? 'allowed' : 'denied') : formatLimit(entitlement.limit);
@@ -54,7 +58,11 @@ export function EntitlementsPanel({ subscriberId }: { subscriberId: string }) {
                 </td>
                 <td
                   className={
-                    entitlement.kind === 'flag' ? (entitlement.allowed ? 'value-yes' : 'value-no') : 'cell-number'
+                    entitlement.kind === 'flag'
+                      ? entitlement.allowed
+                        ? 'value-yes'
+                        : 'value-no'
+                      : 'cell-number'
                   }
                   data-testid={`entitlement-value-${entitlement.feature}`}
                 >

@@ -10,7 +10,13 @@ import { useFeatures } from '../features/queries.ts';
 /** `datetime-local` is the user's local time without a zone; the API wants an ISO 8601 instant. */
 const instantOf = (local: string): string | null => (local ? new Date(local).toISOString() : null);
 
-function bodyOf(feature: Feature, allowed: boolean, unlimited: boolean, limit: string, expires: string): PutOverrideInput {
+function bodyOf(
+  feature: Feature,
+  allowed: boolean,
+  unlimited: boolean,
+  limit: string,
+  expires: string,
+): PutOverrideInput {
   const expires_at = instantOf(expires);
   return feature.kind === 'flag'
     ? { kind: 'flag', allowed, expires_at }
@@ -18,7 +24,13 @@ function bodyOf(feature: Feature, allowed: boolean, unlimited: boolean, limit: s
 }
 
 /** PUT an override: creates one for the feature, or replaces the one it has. */
-export function OverrideForm({ subscriberId, onSaved }: { subscriberId: string; onSaved: () => Promise<void> }) {
+export function OverrideForm({
+  subscriberId,
+  onSaved,
+}: {
+  subscriberId: string;
+  onSaved: () => Promise<void>;
+}) {
   const features = useFeatures();
   const [featureKey, setFeatureKey] = useState('');
   const [allowed, setAllowed] = useState(true);
@@ -43,7 +55,9 @@ export function OverrideForm({ subscriberId, onSaved }: { subscriberId: string; 
     event.preventDefault();
     if (!feature) return;
     const problem =
-      feature.kind === 'limit' && !unlimited && !/^\d+$/.test(limit.trim()) ? 'A whole number of 0 or more, or unlimited.' : undefined;
+      feature.kind === 'limit' && !unlimited && !/^\d+$/.test(limit.trim())
+        ? 'A whole number of 0 or more, or unlimited.'
+        : undefined;
     setLimitError(problem);
     if (!problem) save.mutate(bodyOf(feature, allowed, unlimited, limit, expires));
   };
@@ -68,7 +82,11 @@ export function OverrideForm({ subscriberId, onSaved }: { subscriberId: string; 
         {feature?.kind === 'flag' ? (
           <Field label="Override value" error={errors.of('allowed')}>
             {(props) => (
-              <select {...props} value={allowed ? 'allowed' : 'denied'} onChange={(e) => setAllowed(e.target.value === 'allowed')}>
+              <select
+                {...props}
+                value={allowed ? 'allowed' : 'denied'}
+                onChange={(e) => setAllowed(e.target.value === 'allowed')}
+              >
                 <option value="allowed">allowed</option>
                 <option value="denied">denied</option>
               </select>
@@ -79,20 +97,46 @@ export function OverrideForm({ subscriberId, onSaved }: { subscriberId: string; 
           <Field label="Override limit" error={limitError ?? errors.of('limit')}>
             {(props) => (
               <span className="limit-input">
-                <input {...props} inputMode="numeric" disabled={unlimited} value={unlimited ? '' : limit} onChange={(e) => setLimit(e.target.value)} />
+                <input
+                  {...props}
+                  inputMode="numeric"
+                  disabled={unlimited}
+                  value={unlimited ? '' : limit}
+                  onChange={(e) => setLimit(e.target.value)}
+                />
                 <label className="checkbox">
-                  <input type="checkbox" checked={unlimited} onChange={(e) => setUnlimited(e.target.checked)} /> unlimited
+                  <input
+                    type="checkbox"
+                    checked={unlimited}
+                    onChange={(e) => setUnlimited(e.target.checked)}
+                  />{' '}
+                  unlimited
                 </label>
               </span>
             )}
           </Field>
         ) : null}
-        <Field label="Expires at (optional)" error={errors.of('expires_at')} hint="Your local time; empty = never.">
-          {(props) => <input {...props} type="datetime-local" value={expires} onChange={(e) => setExpires(e.target.value)} />}
+        <Field
+          label="Expires at (optional)"
+          error={errors.of('expires_at')}
+          hint="Your local time; empty = never."
+        >
+          {(props) => (
+            <input
+              {...props}
+              type="datetime-local"
+              value={expires}
+              onChange={(e) => setExpires(e.target.value)}
+            />
+          )}
         </Field>
       </div>
       <div className="form-actions">
-        <button type="submit" className="button button-primary button-small" disabled={!feature || save.isPending}>
+        <button
+          type="submit"
+          className="button button-primary button-small"
+          disabled={!feature || save.isPending}
+        >
           Save override
         </button>
       </div>

@@ -14,7 +14,8 @@ import { useOverrides, useSubscriberChanged } from './queries.ts';
 const valueOf = (override: Override) =>
   override.kind === 'flag' ? (override.allowed ? 'allowed' : 'denied') : formatLimit(override.limit);
 
-const isExpired = (override: Override) => override.expires_at !== null && Date.parse(override.expires_at) <= Date.now();
+const isExpired = (override: Override) =>
+  override.expires_at !== null && Date.parse(override.expires_at) <= Date.now();
 
 export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
   const can = usePermissions();
@@ -31,10 +32,17 @@ export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
       <div className="panel-header">
         <h2 id="overrides-title">Overrides</h2>
         <label className="checkbox">
-          <input type="checkbox" checked={includeExpired} onChange={(e) => setIncludeExpired(e.target.checked)} /> Show expired
+          <input
+            type="checkbox"
+            checked={includeExpired}
+            onChange={(e) => setIncludeExpired(e.target.checked)}
+          />{' '}
+          Show expired
         </label>
       </div>
-      <p className="panel-note">An override's value replaces what the plans grant for that feature, until it expires or is deleted.</p>
+      <p className="panel-note">
+        An override's value replaces what the plans grant for that feature, until it expires or is deleted.
+      </p>
       <QueryState isPending={overrides.isPending} error={overrides.error} what="overrides" />
       {overrides.data ? (
         <table className="table table-compact">

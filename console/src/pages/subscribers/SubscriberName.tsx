@@ -14,7 +14,8 @@ export function SubscriberName({ subscriber }: { subscriber: Subscriber }) {
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(subscriber.name ?? '');
   const save = useMutation({
-    mutationFn: () => subscribersApi.update(subscriber.subscriber_id, { name: name.trim() ? name.trim() : null }),
+    mutationFn: () =>
+      subscribersApi.update(subscriber.subscriber_id, { name: name.trim() ? name.trim() : null }),
     onSuccess: async () => {
       await changed();
       setEditing(false);

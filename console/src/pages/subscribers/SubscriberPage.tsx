@@ -21,13 +21,7 @@ export function SubscriberPage() {
       </p>
       <PageHeader
         title={subscriberId}
-        description={
-          subscriber.data ? (
-            <>
-              Created {formatTime(subscriber.data.created_at)}
-            </>
-          ) : null
-        }
+        description={subscriber.data ? <>Created {formatTime(subscriber.data.created_at)}</> : null}
       />
       {notFound ? (
         <div className="notice notice-error" role="alert">

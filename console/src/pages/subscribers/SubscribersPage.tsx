@@ -27,7 +27,10 @@ export function SubscribersPage() {
   const loaded = subscribers.data?.pages.flatMap((page) => page.subscribers) ?? [];
   const needle = filter.trim().toLowerCase();
   const shown = needle
-    ? loaded.filter((s) => s.subscriber_id.toLowerCase().includes(needle) || (s.name ?? '').toLowerCase().includes(needle))
+    ? loaded.filter(
+        (s) =>
+          s.subscriber_id.toLowerCase().includes(needle) || (s.name ?? '').toLowerCase().includes(needle),
+      )
     : loaded;
 
   const open = (event: FormEvent) => {
@@ -51,11 +54,26 @@ export function SubscribersPage() {
       {creating ? <CreateSubscriberForm onDone={() => setCreating(false)} /> : null}
       <div className="toolbar">
         <Field label="Search loaded subscribers" inline>
-          {(props) => <input {...props} type="search" value={filter} onChange={(e) => setFilter(e.target.value)} placeholder="id or name" />}
+          {(props) => (
+            <input
+              {...props}
+              type="search"
+              value={filter}
+              onChange={(e) => setFilter(e.target.value)}
+              placeholder="id or name"
+            />
+          )}
         </Field>
         <form onSubmit={open} className="inline-form">
           <Field label="Open by id" inline>
-            {(props) => <input {...props} value={openId} onChange={(e) => setOpenId(e.target.value)} placeholder="subscriber id" />}
+            {(props) => (
+              <input
+                {...props}
+                value={openId}
+                onChange={(e) => setOpenId(e.target.value)}
+                placeholder="subscriber id"
+              />
+            )}
           </Field>
           <button type="submit" className="button button-small">
             Open
@@ -95,7 +113,12 @@ export function SubscribersPage() {
         </table>
       ) : null}
       {subscribers.hasNextPage ? (
-        <button type="button" className="button" disabled={subscribers.isFetchingNextPage} onClick={() => void subscribers.fetchNextPage()}>
+        <button
+          type="button"
+          className="button"
+          disabled={subscribers.isFetchingNextPage}
+          onClick={() => void subscribers.fetchNextPage()}
+        >
           {subscribers.isFetchingNextPage ? 'Loading…' : 'Load more'}
         </button>
       ) : null}

@@ -68,8 +68,17 @@ export function SubscriptionsPanel({ subscriberId }: { subscriberId: string }) {
       ) : null}
       {can.writeSubscribers ? (
         <form className="inline-form" onSubmit={submit}>
-          <PlanSelect plans={plans.data?.items ?? []} value={planKey} onChange={setPlanKey} label="Plan to subscribe to" />
-          <button type="submit" className="button button-small button-primary" disabled={!planKey || subscribe.isPending}>
+          <PlanSelect
+            plans={plans.data?.items ?? []}
+            value={planKey}
+            onChange={setPlanKey}
+            label="Plan to subscribe to"
+          />
+          <button
+            type="submit"
+            className="button button-small button-primary"
+            disabled={!planKey || subscribe.isPending}
+          >
             Subscribe
           </button>
         </form>
@@ -92,7 +101,8 @@ function SubscriptionRow({
   const [changeTo, setChangeTo] = useState('');
   const { subscriber_id: subscriberId, subscription_id: subscriptionId } = subscription;
   const change = useMutation({
-    mutationFn: () => subscribersApi.changeSubscription(subscriberId, { plan_id: changeTo, subscription_id: subscriptionId }),
+    mutationFn: () =>
+      subscribersApi.changeSubscription(subscriberId, { plan_id: changeTo, subscription_id: subscriptionId }),
     onSuccess: onChanged,
   });
   const cancel = useMutation({
@@ -103,7 +113,10 @@ function SubscriptionRow({
   const error = change.error ?? cancel.error;
   return (
     <>
-      <tr data-testid={`subscription-${subscription.plan_id}`} className={active ? undefined : 'row-archived'}>
+      <tr
+        data-testid={`subscription-${subscription.plan_id}`}
+        className={active ? undefined : 'row-archived'}
+      >
         <td>
           <code>{subscription.plan_id}</code>
         </td>
@@ -129,7 +142,12 @@ function SubscriptionRow({
                 >
                   Change plan
                 </button>
-                <ConfirmButton label="Cancel subscription" confirmLabel="Confirm cancel" pending={cancel.isPending} onConfirm={() => cancel.mutate()} />
+                <ConfirmButton
+                  label="Cancel subscription"
+                  confirmLabel="Confirm cancel"
+                  pending={cancel.isPending}
+                  onConfirm={() => cancel.mutate()}
+                />
               </div>
             ) : null}
           </td>

@@ -6,10 +6,17 @@ export const SUBSCRIBERS_KEY = ['subscribers'] as const;
 export const subscriberKey = (id: string) => ['subscriber', id] as const;
 
 export const useSubscriber = (id: string) =>
-  useQuery({ queryKey: [...subscriberKey(id), 'record'], queryFn: () => subscribersApi.get(id), retry: false });
+  useQuery({
+    queryKey: [...subscriberKey(id), 'record'],
+    queryFn: () => subscribersApi.get(id),
+    retry: false,
+  });
 
 export const useSubscriptions = (id: string) =>
-  useQuery({ queryKey: [...subscriberKey(id), 'subscriptions'], queryFn: () => subscribersApi.subscriptions(id) });
+  useQuery({
+    queryKey: [...subscriberKey(id), 'subscriptions'],
+    queryFn: () => subscribersApi.subscriptions(id),
+  });
 
 export const useOverrides = (id: string, includeExpired: boolean) =>
   useQuery({
@@ -18,7 +25,10 @@ export const useOverrides = (id: string, includeExpired: boolean) =>
   });
 
 export const useEntitlements = (id: string) =>
-  useQuery({ queryKey: [...subscriberKey(id), 'entitlements'], queryFn: () => subscribersApi.entitlements(id) });
+  useQuery({
+    queryKey: [...subscriberKey(id), 'entitlements'],
+    queryFn: () => subscribersApi.entitlements(id),
+  });
 
 /** After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. */
 export function useSubscriberChanged(id: string): () => Promise<void> {

@@ -1,4 +1,14 @@
-import { Bar, BarChart, CartesianGrid, LabelList, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import {
+  Bar,
+  BarChart,
+  CartesianGrid,
+  LabelList,
+  ReferenceLine,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from 'recharts';
 import type { UsageRecord } from '../../api/types.ts';
 import { formatCount } from '../../components/format.ts';
 
@@ -20,14 +30,35 @@ export function UsageChart({ record }: { record: UsageRecord }) {
           <XAxis type="number" domain={[0, top]} tickFormatter={(value: number) => compact.format(value)} />
           <YAxis type="category" dataKey="period" width={72} />
           <Tooltip formatter={(value) => formatCount(Number(value))} />
-          <Bar dataKey="evals" name="Evals counted" fill="#2563eb" barSize={48} minPointSize={3} isAnimationActive={false}>
-            <LabelList dataKey="evals" position="right" formatter={(value) => formatCount(Number(value))} fill="#1c2430" />
+          <Bar
+            dataKey="evals"
+            name="Evals counted"
+            fill="#2563eb"
+            barSize={48}
+            minPointSize={3}
+            isAnimationActive={false}
+          >
+            <LabelList
+              dataKey="evals"
+              position="right"
+              formatter={(value) => formatCount(Number(value))}
+              fill="#1c2430"
+            />
           </Bar>
           {limit !== null ? (
-            <ReferenceLine x={limit * 0.8} stroke="#d97706" strokeDasharray="4 4" label={{ value: '80%', position: 'top', fill: '#b45309' }} />
+            <ReferenceLine
+              x={limit * 0.8}
+              stroke="#d97706"
+              strokeDasharray="4 4"
+              label={{ value: '80%', position: 'top', fill: '#b45309' }}
+            />
           ) : null}
           {limit !== null ? (
-            <ReferenceLine x={limit} stroke="#dc2626" label={{ value: `100% (${compact.format(limit)})`, position: 'top', fill: '#b91c1c' }} />
+            <ReferenceLine
+              x={limit}
+              stroke="#dc2626"
+              label={{ value: `100% (${compact.format(limit)})`, position: 'top', fill: '#b91c1c' }}
+            />
           ) : null}
         </BarChart>
       </ResponsiveContainer>

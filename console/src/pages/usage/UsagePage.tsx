@@ -7,7 +7,11 @@ import { UsageChart } from './UsageChart.tsx';
 import { UsageState } from './UsageState.tsx';
 
 export function UsagePage() {
-  const usage = useQuery({ queryKey: ['usage', 'current'], queryFn: usageApi.current, refetchInterval: 30_000 });
+  const usage = useQuery({
+    queryKey: ['usage', 'current'],
+    queryFn: usageApi.current,
+    refetchInterval: 30_000,
+  });
   const record = usage.data;
   return (
     <>
@@ -49,7 +53,11 @@ export function UsagePage() {
             <UsageChart record={record} />
             <dl className="facts">
               <dt>Blocking</dt>
-              <dd>{record.blocking ? 'yes: evals stop 7 days after first reaching 100%' : 'no: evals keep answering past the limit'}</dd>
+              <dd>
+                {record.blocking
+                  ? 'yes: evals stop 7 days after first reaching 100%'
+                  : 'no: evals keep answering past the limit'}
+              </dd>
               <dt>First reached 100%</dt>
               <dd>{formatTime(record.first_over_at)}</dd>
               <dt>Evals stop at</dt>
@@ -59,8 +67,8 @@ export function UsagePage() {
           <section className="panel">
             <h2>Past months</h2>
             <p className="panel-note" data-testid="usage-history-note">
-              This service reports only the current month (GET /org/usage/current); it keeps no per-day or past-month
-              history, so none is shown here.
+              This service reports only the current month (GET /org/usage/current); it keeps no per-day or
+              past-month history, so none is shown here.
             </p>
           </section>
         </>

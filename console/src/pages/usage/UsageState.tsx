@@ -3,7 +3,8 @@ import { Badge } from '../../components/Badge.tsx';
 
 /** SPEC part 3, eval metering: no warning, 80, 100, grace (evals stopped once `allowed` is false). */
 export function UsageState({ record }: { record: UsageRecord }) {
-  if (!record.gated) return <Badge tone="good">no monthly cap{record.reason ? ` (${record.reason})` : ''}</Badge>;
+  if (!record.gated)
+    return <Badge tone="good">no monthly cap{record.reason ? ` (${record.reason})` : ''}</Badge>;
   if (!record.allowed) return <Badge tone="bad">blocked: evals stopped</Badge>;
   switch (record.warn) {
     case 'grace':

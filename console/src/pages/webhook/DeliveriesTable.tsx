@@ -7,13 +7,19 @@ import { Field } from '../../components/Field.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 
-const TONE: Record<DeliveryStatus, BadgeTone> = { pending: 'warn', succeeded: 'good', failed: 'bad', canceled: 'neutral' };
+const TONE: Record<DeliveryStatus, BadgeTone> = {
+  pending: 'warn',
+  succeeded: 'good',
+  failed: 'bad',
+  canceled: 'neutral',
+};
 
 export function DeliveriesTable() {
   const [status, setStatus] = useState('');
   const deliveries = useInfiniteQuery({
     queryKey: ['webhook', 'deliveries', status],
-    queryFn: ({ pageParam }) => webhookApi.deliveries({ limit: 50, status: status || undefined, starting_after: pageParam }),
+    queryFn: ({ pageParam }) =>
+      webhookApi.deliveries({ limit: 50, status: status || undefined, starting_after: pageParam }),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (page) => (page.has_more ? page.deliveries.at(-1)?.delivery_id : undefined),
   });
@@ -73,7 +79,9 @@ export function DeliveriesTable() {
                   {delivery.last_error ? <div className="cell-muted">{delivery.last_error}</div> : null}
                 </td>
                 <td className="cell-nowrap">
-                  {delivery.delivered_at ? formatTime(delivery.delivered_at) : formatTime(delivery.next_attempt_at)}
+                  {delivery.delivered_at
+                    ? formatTime(delivery.delivered_at)
+                    : formatTime(delivery.next_attempt_at)}
                 </td>
               </tr>
             ))}
@@ -81,7 +89,12 @@ export function DeliveriesTable() {
         </table>
       ) : null}
       {deliveries.hasNextPage ? (
-        <button type="button" className="button" disabled={deliveries.isFetchingNextPage} onClick={() => void deliveries.fetchNextPage()}>
+        <button
+          type="button"
+          className="button"
+          disabled={deliveries.isFetchingNextPage}
+          onClick={() => void deliveries.fetchNextPage()}
+        >
           Load older deliveries
         </button>
       ) : null}

@@ -16,7 +16,11 @@ export function WebhookSettings({ webhook }: { webhook: Webhook }) {
   const queryClient = useQueryClient();
   const answered = useWebhookAnswer();
   const [editing, setEditing] = useState(false);
-  const secret = useQuery({ queryKey: WEBHOOK_SECRET_KEY, queryFn: () => null as string | null, enabled: false });
+  const secret = useQuery({
+    queryKey: WEBHOOK_SECRET_KEY,
+    queryFn: () => null as string | null,
+    enabled: false,
+  });
   const rotate = useMutation({ mutationFn: webhookApi.rotate, onSuccess: answered });
   const toggle = useMutation({
     mutationFn: () => (webhook.disabled ? webhookApi.enable() : webhookApi.disable()),
@@ -47,7 +51,10 @@ export function WebhookSettings({ webhook }: { webhook: Webhook }) {
         <dd>
           <code>{webhook.secret_prefix}…</code>
           {webhook.previous_secret_expires_at ? (
-            <span className="cell-muted"> (the previous secret also signs until {formatTime(webhook.previous_secret_expires_at)})</span>
+            <span className="cell-muted">
+              {' '}
+              (the previous secret also signs until {formatTime(webhook.previous_secret_expires_at)})
+            </span>
           ) : null}
         </dd>
         <dt>Updated</dt>
@@ -61,8 +68,18 @@ export function WebhookSettings({ webhook }: { webhook: Webhook }) {
             <button type="button" className="button button-small" onClick={() => setEditing(true)}>
               Change URL
             </button>
-            <ConfirmButton label="Rotate secret" confirmLabel="Confirm rotate" pending={rotate.isPending} onConfirm={() => rotate.mutate()} />
-            <button type="button" className="button button-small" disabled={toggle.isPending} onClick={() => toggle.mutate()}>
+            <ConfirmButton
+              label="Rotate secret"
+              confirmLabel="Confirm rotate"
+              pending={rotate.isPending}
+              onConfirm={() => rotate.mutate()}
+            />
+            <button
+              type="button"
+              className="button button-small"
+              disabled={toggle.isPending}
+              onClick={() => toggle.mutate()}
+            >
               {webhook.disabled ? 'Enable' : 'Disable'}
             </button>
           </div>

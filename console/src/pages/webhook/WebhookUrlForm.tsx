@@ -26,7 +26,14 @@ export function WebhookUrlForm({ current, onDone }: { current: string | null; on
       <ErrorNotice error={errors.general} />
       <Field label="Endpoint URL" error={errors.of('url')} inline>
         {(props) => (
-          <input {...props} type="url" className="input-wide" value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/hooks/entitlements" />
+          <input
+            {...props}
+            type="url"
+            className="input-wide"
+            value={url}
+            onChange={(e) => setUrl(e.target.value)}
+            placeholder="https://example.com/hooks/entitlements"
+          />
         )}
       </Field>
       <button type="submit" className="button button-primary button-small" disabled={save.isPending}>
