@@ -77,7 +77,7 @@ describe('invites', () => {
     );
     await expect(
       redeemInvite(ctx.db, tokenOf(created.url), { email: 'x@example.com' }, new Date(clock.now())),
-    ).rejects.toThrow(/invalid/);
+    ).rejects.toMatchObject({ status: 409, code: 'CONFLICT', details: { reason: 'revoked' } });
   });
 
   it('a link is single-use: the second redemption fails, and the invite is no longer live', async () => {
