@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { BrowserRouter } from 'react-router';
 import { isApiError } from './api/errors.ts';
 import { App } from './App.tsx';
+import { BASENAME } from './basename.ts';
 import './styles.css';
 
 const queryClient = new QueryClient({
@@ -23,7 +24,7 @@ if (!root) throw new Error('#root is missing from index.html');
 createRoot(root).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
-      <BrowserRouter basename="/console">
+      <BrowserRouter basename={BASENAME}>
         <App />
       </BrowserRouter>
     </QueryClientProvider>

@@ -1,16 +1,27 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testRedisPrefix } from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { freePort, healthy, serviceEnv, startNode, type Started } from '../../gateway/test/processes.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const distIndex = fileURLToPath(new URL('../dist/index.html', import.meta.url));
+const consoleDir = fileURLToPath(new URL('..', import.meta.url));
+const distIndex = join(consoleDir, 'dist', 'index.html');
 
-/** The console is served from console/dist: built once when missing (vite, about a second). */
+/** The newest modification time among the console's sources. */
+function newestSource(): number {
+  const sources = readdirSync(join(consoleDir, 'src'), { recursive: true, encoding: 'utf8' }).map((file) =>
+    join(consoleDir, 'src', file),
+  );
+  sources.push(join(consoleDir, 'index.html'), join(consoleDir, 'vite.config.ts'));
+  return Math.max(...sources.map((file) => statSync(file).mtimeMs));
+}
+
+/** The console is served from console/dist: built when missing or older than its sources (vite, about a second). */
 export function ensureConsoleBuilt(): void {
-  if (existsSync(distIndex)) return;
+  if (existsSync(distIndex) && statSync(distIndex).mtimeMs >= newestSource()) return;
   execFileSync('npm', ['run', 'build', '-w', '@ent/console'], { cwd: root, stdio: 'pipe' });
 }
 

@@ -1,17 +1,19 @@
 import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
 import { isApiError } from '../../api/errors.ts';
 import { webhookApi } from '../../api/webhook.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
+import { SecretOnce } from '../../components/SecretOnce.tsx';
 import { DeliveriesTable } from './DeliveriesTable.tsx';
 import { WebhookSettings } from './WebhookSettings.tsx';
 import { WebhookUrlForm } from './WebhookUrlForm.tsx';
-
-export const WEBHOOK_KEY = ['webhook'] as const;
+import { WEBHOOK_KEY } from './webhook-answer.ts';
 
 export function WebhookPage() {
   const can = usePermissions();
+  const [secret, setSecret] = useState<string | null>(null);
   const webhook = useQuery({ queryKey: WEBHOOK_KEY, queryFn: webhookApi.get, retry: false });
   const none = isApiError(webhook.error) && webhook.error.status === 404;
   return (
@@ -20,15 +22,23 @@ export function WebhookPage() {
         title="Webhook"
         description="One endpoint of yours receives a signed POST for each change to features, plans, subscribers and overrides."
       />
+      {secret ? (
+        <SecretOnce
+          label="Signing secret."
+          secret={secret}
+          testId="webhook-secret"
+          onDone={() => setSecret(null)}
+        />
+      ) : null}
       {none ? (
         <section className="panel">
           <p>No webhook is set.</p>
-          {can.writeOrg ? <WebhookUrlForm current={null} /> : null}
+          {can.writeOrg ? <WebhookUrlForm current={null} onSecret={setSecret} /> : null}
         </section>
       ) : (
         <QueryState isPending={webhook.isPending} error={webhook.error} what="the webhook" />
       )}
-      {webhook.data ? <WebhookSettings webhook={webhook.data} /> : null}
+      {webhook.data ? <WebhookSettings webhook={webhook.data} onSecret={setSecret} /> : null}
       {webhook.data ? <DeliveriesTable /> : null}
     </>
   );

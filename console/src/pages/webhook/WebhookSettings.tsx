@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { webhookApi } from '../../api/webhook.ts';
 import type { Webhook } from '../../api/types.ts';
@@ -7,20 +7,19 @@ import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { formatTime } from '../../components/format.ts';
-import { SecretOnce } from '../../components/SecretOnce.tsx';
-import { WEBHOOK_SECRET_KEY, useWebhookAnswer } from './secret-state.ts';
+import { useWebhookAnswer } from './webhook-answer.ts';
 import { WebhookUrlForm } from './WebhookUrlForm.tsx';
 
-export function WebhookSettings({ webhook }: { webhook: Webhook }) {
+export function WebhookSettings({
+  webhook,
+  onSecret,
+}: {
+  webhook: Webhook;
+  onSecret: (secret: string) => void;
+}) {
   const can = usePermissions();
-  const queryClient = useQueryClient();
-  const answered = useWebhookAnswer();
+  const answered = useWebhookAnswer(onSecret);
   const [editing, setEditing] = useState(false);
-  const secret = useQuery({
-    queryKey: WEBHOOK_SECRET_KEY,
-    queryFn: () => null as string | null,
-    enabled: false,
-  });
   const rotate = useMutation({ mutationFn: webhookApi.rotate, onSuccess: answered });
   const toggle = useMutation({
     mutationFn: () => (webhook.disabled ? webhookApi.enable() : webhookApi.disable()),
@@ -29,14 +28,6 @@ export function WebhookSettings({ webhook }: { webhook: Webhook }) {
 
   return (
     <section className="panel" data-testid="webhook-settings">
-      {secret.data ? (
-        <SecretOnce
-          label="Signing secret."
-          secret={secret.data}
-          testId="webhook-secret"
-          onDone={() => queryClient.setQueryData(WEBHOOK_SECRET_KEY, null)}
-        />
-      ) : null}
       <dl className="facts">
         <dt>URL</dt>
         <dd>
@@ -62,7 +53,7 @@ export function WebhookSettings({ webhook }: { webhook: Webhook }) {
       </dl>
       {can.writeOrg ? (
         editing ? (
-          <WebhookUrlForm current={webhook.url} onDone={() => setEditing(false)} />
+          <WebhookUrlForm current={webhook.url} onSecret={onSecret} onDone={() => setEditing(false)} />
         ) : (
           <div className="form-actions">
             <button type="button" className="button button-small" onClick={() => setEditing(true)}>

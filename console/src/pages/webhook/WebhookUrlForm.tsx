@@ -4,11 +4,19 @@ import { webhookApi } from '../../api/webhook.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
-import { useWebhookAnswer } from './secret-state.ts';
+import { useWebhookAnswer } from './webhook-answer.ts';
 
-export function WebhookUrlForm({ current, onDone }: { current: string | null; onDone?: () => void }) {
+export function WebhookUrlForm({
+  current,
+  onSecret,
+  onDone,
+}: {
+  current: string | null;
+  onSecret: (secret: string) => void;
+  onDone?: () => void;
+}) {
   const [url, setUrl] = useState(current ?? '');
-  const answered = useWebhookAnswer();
+  const answered = useWebhookAnswer(onSecret);
   const save = useMutation({
     mutationFn: () => webhookApi.put({ url: url.trim() }),
     onSuccess: async (webhook) => {
