@@ -70,14 +70,15 @@ describe('the console', () => {
 
   it('creates features and a plan with grants, and edits the grants in place', async () => {
     await admin.goto(url('/features'));
-    for (const [key, name, kind] of [
-      ['sso', 'Single sign-on', 'flag'],
-      ['seats', 'Seats', 'limit'],
+    for (const [key, name, kind, description] of [
+      ['sso', 'Single sign-on', 'flag', 'SAML and OIDC sign-in for the customer'],
+      ['seats', 'Seats', 'limit', 'Members the customer may invite'],
     ] as const) {
       await admin.getByRole('button', { name: 'New feature' }).click();
       await admin.getByLabel('Feature key').fill(key);
       await admin.getByLabel('Feature name').fill(name);
       await admin.getByLabel('Kind').selectOption(kind);
+      await admin.getByLabel('Description').fill(description);
       await admin.getByRole('button', { name: 'Create feature' }).click();
       await admin.getByTestId(`feature-row-${key}`).waitFor();
     }
@@ -150,6 +151,7 @@ describe('the console', () => {
     const viewer = await newPage();
     await viewer.goto(viewerLink);
     expect(await viewer.getByTestId('invite-status').textContent()).toContain('viewer');
+    await screenshot(viewer, 'join');
     await viewer.getByLabel('Email', { exact: true }).fill('vera@example.com');
     await viewer.getByLabel('Your name', { exact: true }).fill('Vera Viewer');
     await viewer.getByLabel('Password', { exact: true }).fill('viewer password 1');
@@ -209,6 +211,13 @@ describe('the console', () => {
     expect(await developer.getByRole('button', { name: /Suspend|Create invite/ }).count()).toBe(0);
     await developer.goto(url('/audit'));
     await eventually(() => developer.getByRole('alert').textContent()).toContain('Only admins');
+
+    await developer.goto(url('/settings'));
+    await developer.getByLabel('Current password').fill('developer password 1');
+    await developer.getByLabel('New password', { exact: true }).fill('developer password 2');
+    await developer.getByLabel('Repeat new password').fill('developer password 2');
+    await developer.getByRole('button', { name: 'Change password' }).click();
+    await eventually(() => developer.getByRole('status').textContent()).toContain('Password changed');
 
     await admin.goto(url('/members'));
     await admin.getByTestId('member-dev@example.com').waitFor();
