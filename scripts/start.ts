@@ -3,6 +3,8 @@
  * organization's full-access key printed the first time.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@ent/common/config';
 import { randomToken } from '@ent/common/crypto/secrets';
@@ -24,6 +26,16 @@ if (!process.env.INTERNAL_TOKEN) process.env.INTERNAL_TOKEN = randomToken(32);
 
 const services = spawnSync('bash', ['scripts/ensure-services.sh'], { cwd: root, stdio: 'inherit' });
 if (services.status !== 0) process.exit(services.status ?? 1);
+
+// Admin serves the console from console/dist (answering 503 without it): build it once on a fresh checkout.
+if (!existsSync(join(root, 'console', 'dist', 'index.html'))) {
+  log('building the console (npm run console:build)');
+  const build = spawnSync('npm', ['run', 'console:build'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) {
+    process.stderr.write(`[start] the console build failed (exit ${build.status ?? build.signal}); fix it, or run \`npm run console:build\` to see why\n`);
+    process.exit(build.status || 1);
+  }
+}
 
 await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
 log('database migrated');
@@ -92,6 +104,7 @@ try {
 } finally {
   await db.destroy();
 }
+log(`console: ${config.consoleUrl}`);
 log(
   `ready: base URL http://127.0.0.1:${config.gatewayPort} (admin on ${config.adminPort}; ` +
     `metrics on ${config.gatewayMetricsPort} and ${config.adminMetricsPort})`,
