@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { clientKey } from '@ent/common/auth/failure-limiter';
-import { AppError } from '@ent/common/errors/app-error';
+import { AppError, serviceUnavailable } from '@ent/common/errors/app-error';
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { RedisKeys } from '@ent/common/redis/keys';
@@ -30,6 +30,16 @@ export interface SignInLimiter {
   succeeded(attempt: SignInAttempt): Promise<void>;
 }
 
+/** Without its counters a sign-in could be guessed at freely, so it waits for Redis rather than going unlimited. */
+async function unlessRedisFails<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw serviceUnavailable('Sign-in cannot be checked right now; retry shortly.');
+  }
+}
+
 /** No email or slug reaches Redis, and no character of theirs can break the key's hash tag. */
 const accountDigest = ({ organization, email }: SignInAttempt): string =>
   createHash('sha256')
@@ -56,19 +66,22 @@ export function signInLimiter(redis: RedisClient, keys: RedisKeys): SignInLimite
   }
 
   return {
-    async retryAfter(attempt, nowMs) {
-      const waits = await Promise.all(
-        counters(attempt).map(({ key, limit }) => secondsLeft(key, limit, nowMs)),
-      );
-      return Math.max(...waits);
-    },
-    async failed(attempt, nowMs) {
-      await Promise.all(
-        counters(attempt).map(({ key }) => scripts.signInFailure(key, nowMs, SIGN_IN_WINDOW_MS)),
-      );
-    },
-    async succeeded(attempt) {
-      await redis.del(keys.signInFailures(accountDigest(attempt)));
-    },
+    retryAfter: (attempt, nowMs) =>
+      unlessRedisFails(async () => {
+        const waits = await Promise.all(
+          counters(attempt).map(({ key, limit }) => secondsLeft(key, limit, nowMs)),
+        );
+        return Math.max(...waits);
+      }),
+    failed: (attempt, nowMs) =>
+      unlessRedisFails(async () => {
+        await Promise.all(
+          counters(attempt).map(({ key }) => scripts.signInFailure(key, nowMs, SIGN_IN_WINDOW_MS)),
+        );
+      }),
+    succeeded: (attempt) =>
+      unlessRedisFails(async () => {
+        await redis.del(keys.signInFailures(accountDigest(attempt)));
+      }),
   };
 }
