@@ -43,9 +43,10 @@ export const sessions = fp(
         if (!isWellFormedSessionToken(token)) throw sessionEnded();
         const retryAfter = failures.beforeLookup(clientIp);
         if (retryAfter > 0) throw authRateLimited(retryAfter);
+        const tokenHash = hashSessionToken(token);
         let doc;
         try {
-          doc = await app.adminClient.session(hashSessionToken(token));
+          doc = await app.adminClient.session(tokenHash);
         } catch (error) {
           failures.notAFailure(clientIp); // not the client's failure
           if (error instanceof AdminUnavailableError)
@@ -56,7 +57,7 @@ export const sessions = fp(
         failures.notAFailure(clientIp);
         const principal = sessionPrincipal(doc);
         const known: KnownKey<SessionPrincipal> = {
-          keyHash: hashSessionToken(token),
+          keyHash: tokenHash,
           principal,
           organizationId: principal.organizationId,
           version: 0,

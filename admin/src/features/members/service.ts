@@ -25,8 +25,8 @@ export const memberNotFound = (memberId: string) =>
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
 /**
- * Console users sign in elsewhere; this records the member (email and role) directly. The member's session
- * will hold everything the role allows, so the caller must hold all of it.
+ * Records a person (email and role) directly; they have no password, so they reach the console by an invite.
+ * The member's session will hold everything the role allows, so the caller must hold all of it.
  */
 export async function createMember(
   db: Kysely<Database>,
