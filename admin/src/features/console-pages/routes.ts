@@ -37,6 +37,10 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
+/** Not index.html (always served with the page's own headers), and no dotfile. */
+const isServedAsItself = (relative: string): boolean =>
+  relative !== 'index.html' && !relative.split(sep).some((part) => part.startsWith('.'));
+
 /**
  * `/console` and every `/console/*` path but `/console/api/*`: an existing file of the build, else index.html
  * (the single-page app routes itself, e.g. `/console/join/<token>`). index.html is revalidated on every load
@@ -50,15 +54,8 @@ export async function consolePageRoutes(app: FastifyInstance, options: { distDir
   async function serve(reply: FastifyReply, wanted: string): Promise<FastifyReply> {
     reply.headers(SECURITY_HEADERS);
     const file = normalize(join(root, wanted));
-    const servable =
-      file.startsWith(root) &&
-      file !== indexHtml &&
-      !file
-        .slice(root.length)
-        .split(sep)
-        .some((part) => part.startsWith('.'));
-    if (servable && (await isFile(file))) {
-      const relative = file.slice(root.length);
+    const relative = file.slice(root.length);
+    if (file.startsWith(root) && isServedAsItself(relative) && (await isFile(file))) {
       if (relative.startsWith(HASHED_ASSETS)) {
         return reply.sendFile(relative, { maxAge: ONE_YEAR_SECONDS * 1000, immutable: true });
       }
