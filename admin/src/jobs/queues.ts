@@ -12,12 +12,14 @@ export interface QueuePayloads {
   'webhook-delivery': { deliveryId: string };
   /** Repeatable: re-queue deliveries still `pending` well after their attempt was due whose job is gone or dead. */
   'webhook-sweep': { staleAfterMs: number };
+  /** Repeatable: sample every organization's eval count of the month from Redis into usage_days. */
+  'usage-history': Record<string, never>;
 }
 
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
 
-export const QUEUE_NAMES: QueueName[] = ['audit-settle', 'webhook-delivery', 'webhook-sweep'];
+export const QUEUE_NAMES: QueueName[] = ['audit-settle', 'webhook-delivery', 'webhook-sweep', 'usage-history'];
 
 export interface QueueConnection {
   connection: ConnectionOptions;
@@ -63,6 +65,7 @@ export function createQueues(config: Config): Queues {
     'audit-settle': new Queue('audit-settle', options),
     'webhook-delivery': new Queue('webhook-delivery', options),
     'webhook-sweep': new Queue('webhook-sweep', options),
+    'usage-history': new Queue('usage-history', options),
   } as Queues;
   connectionOfQueues.set(queues, connection);
   return queues;

@@ -257,6 +257,22 @@ export interface AuditSettleMarksTable {
   recorded_at: CreatedAt;
 }
 
+/**
+ * One organization's eval count on one UTC day, sampled from Redis by the usage-history job: the month's
+ * cumulative count as last seen that day (only ever raised) and the allotment then.
+ */
+export interface UsageDaysTable {
+  organization_id: string;
+  /** A UTC day; written as `YYYY-MM-DD` and read back with to_char (pg would make a local-midnight Date). */
+  day: ColumnType<string, string, string>;
+  /** `YYYY-MM`, the UTC month of `day`. */
+  period: string;
+  count: number;
+  /** Evals included then; null = unlimited. */
+  eval_limit: number | null;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   members: MembersTable;
@@ -277,6 +293,7 @@ export interface Database {
   audit_events: AuditEventsTable;
   audit_outcomes: AuditOutcomesTable;
   audit_settle_marks: AuditSettleMarksTable;
+  usage_days: UsageDaysTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;

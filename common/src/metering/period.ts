@@ -30,3 +30,22 @@ export function nextPeriodStartMs(nowMs: number): number {
 export function usageTtlMs(nowMs: number): number {
   return nextPeriodStartMs(nowMs) + USAGE_RETENTION_MS - nowMs;
 }
+
+/** `YYYY-MM-DD` of the UTC day that contains `nowMs`. */
+export function dayOf(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 10);
+}
+
+/** 00:00:00.000 UTC on the first day of the month containing `nowMs`. */
+export function periodStartMs(nowMs: number): number {
+  const now = new Date(nowMs);
+  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+}
+
+/** The `count` UTC months ending with the one containing `nowMs`, newest first. */
+export function periodsEndingAt(nowMs: number, count: number): string[] {
+  const now = new Date(nowMs);
+  return Array.from({ length: count }, (_, back) =>
+    new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1)).toISOString().slice(0, 7),
+  );
+}

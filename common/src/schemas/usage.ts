@@ -23,3 +23,53 @@ export const UsageRecordSchema = Type.Object(
   { $id: 'UsageRecord' },
 );
 export type UsageRecordBody = Static<typeof UsageRecordSchema>;
+
+/** Most months one history request may ask for: two years. */
+export const MAX_HISTORY_MONTHS = 24;
+export const DEFAULT_HISTORY_MONTHS = 6;
+
+export const UsageHistoryQuery = Type.Object(
+  {
+    months: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_HISTORY_MONTHS,
+        default: DEFAULT_HISTORY_MONTHS,
+        description: 'how many UTC months, ending with the current one',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type UsageHistoryQuery = Static<typeof UsageHistoryQuery>;
+
+const UsageDaySchema = Type.Object({
+  date: Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC day, YYYY-MM-DD' }),
+  count: Type.Integer({ minimum: 0, description: "the month's cumulative count as last seen that day" }),
+});
+
+export const UsageMonthSchema = Type.Object(
+  {
+    period: Type.String({ pattern: '^[0-9]{4}-[0-9]{2}$', description: 'UTC month, YYYY-MM' }),
+    count: Type.Integer({
+      minimum: 0,
+      description: "evals counted in the month (the current month's is the live count)",
+    }),
+    limit: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: "evals included: the month's last recorded allotment (the current one for this month); null = unlimited",
+    }),
+    days: Type.Array(UsageDaySchema, { description: 'sampled days, oldest first' }),
+  },
+  { $id: 'UsageMonth' },
+);
+export type UsageMonthBody = Static<typeof UsageMonthSchema>;
+
+export const UsageHistorySchema = Type.Object(
+  {
+    months: Type.Array(UsageMonthSchema, {
+      description: 'newest first: the current month, then each earlier month with recorded usage',
+    }),
+  },
+  { $id: 'UsageHistory' },
+);
+export type UsageHistoryBody = Static<typeof UsageHistorySchema>;

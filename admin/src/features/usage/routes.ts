@@ -1,8 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { commonErrorResponses } from '@ent/common/schemas/common';
-import { UsageRecordSchema } from '@ent/common/schemas/usage';
-import { usageOf } from './service.ts';
+import {
+  DEFAULT_HISTORY_MONTHS,
+  UsageHistoryQuery,
+  UsageHistorySchema,
+  UsageRecordSchema,
+} from '@ent/common/schemas/usage';
+import { usageHistory, usageOf } from './service.ts';
 
 const tags = ['usage'];
 
@@ -16,5 +21,25 @@ export async function usageRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, response: { 200: UsageRecordSchema, ...commonErrorResponses } },
     },
     async (request) => usageOf(app, request.principal!.organizationId, app.clock.now()),
+  );
+
+  // Beyond SPEC.md (docs/decisions.md, "Usage history"): past months and the daily series, from usage_days.
+  app.get(
+    '/org/usage/history',
+    {
+      config: { scope: 'subscribers:read' },
+      schema: {
+        tags,
+        querystring: UsageHistoryQuery,
+        response: { 200: UsageHistorySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) =>
+      usageHistory(
+        app,
+        request.principal!.organizationId,
+        request.query.months ?? DEFAULT_HISTORY_MONTHS,
+        app.clock.now(),
+      ),
   );
 }

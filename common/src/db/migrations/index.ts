@@ -4,6 +4,8 @@ import * as createAudit from './2026-11-22T1100_create_audit.ts';
 import * as webhookDeliveries from './2026-11-22T1200_webhook_deliveries.ts';
 import * as outbox from './2026-11-23T1000_outbox.ts';
 import * as consoleSessions from './2026-11-24T1000_console_sessions.ts';
+import * as usageHistory from './2026-11-24T1100_usage_history.ts';
+import * as listSearchIndexes from './2026-11-24T1110_list_search_indexes.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +14,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T1200_webhook_deliveries': webhookDeliveries,
   '2026-11-23T1000_outbox': outbox,
   '2026-11-24T1000_console_sessions': consoleSessions,
+  '2026-11-24T1100_usage_history': usageHistory,
+  '2026-11-24T1110_list_search_indexes': listSearchIndexes,
 };
