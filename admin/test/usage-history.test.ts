@@ -28,7 +28,10 @@ const setCount = (org: TestOrganization, period: string, count: number) =>
   ctx.redis.hset(ctx.app.redisKeys.evalUsage(org.organization_id, period), 'count', count);
 
 const sample = (batchSize?: number) =>
-  recordUsageHistory({ db: ctx.db, redis: ctx.redis, clock, config: ctx.config }, batchSize ? { batchSize } : {});
+  recordUsageHistory(
+    { db: ctx.db, redis: ctx.redis, clock, config: ctx.config },
+    batchSize ? { batchSize } : {},
+  );
 
 const rowsOf = (org: TestOrganization) =>
   ctx.ownerDb
@@ -61,8 +64,12 @@ describe('the usage-history job', () => {
     const result = await sample(2);
     expect(result.organizations).toBeGreaterThanOrEqual(3);
 
-    expect(await rowsOf(busy)).toEqual([{ day: '2026-05-14', period: '2026-05', count: 42, eval_limit: 250_000 }]);
-    expect(await rowsOf(partner)).toEqual([{ day: '2026-05-14', period: '2026-05', count: 7, eval_limit: 1000 }]);
+    expect(await rowsOf(busy)).toEqual([
+      { day: '2026-05-14', period: '2026-05', count: 42, eval_limit: 250_000 },
+    ]);
+    expect(await rowsOf(partner)).toEqual([
+      { day: '2026-05-14', period: '2026-05', count: 7, eval_limit: 1000 },
+    ]);
     // Nothing counted this month (or Redis lost it): nothing to record.
     expect(await rowsOf(idle)).toEqual([]);
   });
@@ -216,7 +223,11 @@ describe('GET /org/usage/history', () => {
     });
 
     const year = (await history(org, '?months=12')).json();
-    expect(year.months.map((month: { period: string }) => month.period)).toEqual(['2026-05', '2026-03', '2025-11']);
+    expect(year.months.map((month: { period: string }) => month.period)).toEqual([
+      '2026-05',
+      '2026-03',
+      '2025-11',
+    ]);
     expect((await history(org, '?months=1')).json().months).toHaveLength(1);
   });
 

@@ -28,6 +28,12 @@ export const PlanSchema = Type.Object(
     grants: Type.Array(GrantSchema, { description: 'ordered by feature key' }),
     created_at: Timestamp,
     updated_at: Timestamp,
+    subscriber_count: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'active subscriptions of the plan; only with `include=subscriber_count`',
+      }),
+    ),
   },
   { $id: 'Plan' },
 );
@@ -79,8 +85,19 @@ export const UpdatePlanBody = Type.Object(
 );
 export type UpdatePlanBody = Static<typeof UpdatePlanBody>;
 
+/**
+ * Opt-in additions to a plan read (Stripe's `expand` pattern): without it the plan object is exactly SPEC.md's.
+ * `subscriber_count` costs one grouped count per request (per page on the list).
+ */
+const PlanInclude = Type.Optional(
+  Type.Literal('subscriber_count', { description: 'add `subscriber_count` to each plan' }),
+);
+
+export const PlanReadQuery = Type.Object({ include: PlanInclude }, { additionalProperties: false });
+export type PlanReadQuery = Static<typeof PlanReadQuery>;
+
 export const ListPlansQuery = Type.Object(
-  { ...PaginationQuery, kind: Type.Optional(PlanKindSchema) },
+  { ...PaginationQuery, kind: Type.Optional(PlanKindSchema), include: PlanInclude },
   { additionalProperties: false },
 );
 export type ListPlansQuery = Static<typeof ListPlansQuery>;

@@ -6,6 +6,7 @@ import {
   ListPlansQuery,
   PlanKeyParams,
   PlanListSchema,
+  PlanReadQuery,
   PlanSchema,
   UpdatePlanBody,
   type PlanBody,
@@ -23,7 +24,7 @@ import {
   type PlanWriteResult,
 } from './service.ts';
 
-export const toPlanBody = ({ plan, grants }: PlanWithGrants): PlanBody => ({
+export const toPlanBody = ({ plan, grants, subscriberCount }: PlanWithGrants): PlanBody => ({
   key: plan.key,
   name: plan.name,
   kind: plan.kind,
@@ -31,6 +32,12 @@ export const toPlanBody = ({ plan, grants }: PlanWithGrants): PlanBody => ({
   grants,
   created_at: plan.created_at.toISOString(),
   updated_at: plan.updated_at.toISOString(),
+  ...(subscriberCount === undefined ? {} : { subscriber_count: subscriberCount }),
+});
+
+/** `include=subscriber_count` (beyond SPEC.md, docs/decisions.md "Plans"): the one opt-in addition. */
+const readOptions = (query: { include?: 'subscriber_count' | undefined }) => ({
+  subscriberCount: query.include === 'subscriber_count',
 });
 
 const tags = ['plans'];
@@ -86,11 +93,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const page = await listPlans(app.db, orgOf(request), {
-        limit: request.query.limit,
-        startingAfter: request.query.starting_after,
-        kind: request.query.kind,
-      });
+      const page = await listPlans(
+        app.db,
+        orgOf(request),
+        { limit: request.query.limit, startingAfter: request.query.starting_after, kind: request.query.kind },
+        readOptions(request.query),
+      );
       return { plans: page.items.map(toPlanBody), has_more: page.hasMore };
     },
   );
@@ -102,10 +110,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       schema: {
         tags,
         params: PlanKeyParams,
+        querystring: PlanReadQuery,
         response: { 200: PlanSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => toPlanBody(await getPlan(app.db, orgOf(request), request.params.key)),
+    async (request) =>
+      toPlanBody(await getPlan(app.db, orgOf(request), request.params.key, readOptions(request.query))),
   );
 
   app.patch(

@@ -11,6 +11,7 @@ import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-cha
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { byFeatureKey, resolveGrants, toGrantBody, type ResolvedGrant } from './grants.ts';
 import {
+  countActiveSubscriptions,
   deletePlanRow,
   findGrants,
   findPlan,
@@ -27,6 +28,13 @@ import {
 export interface PlanWithGrants {
   plan: Plan;
   grants: GrantBody[];
+  /** Active subscriptions; counted only when a read asks for it (`include=subscriber_count`). */
+  subscriberCount?: number;
+}
+
+/** What a plan read adds to the plan object on request. */
+export interface PlanReadOptions {
+  subscriberCount?: boolean;
 }
 
 export interface PlanWriteResult extends PlanWithGrants {
@@ -170,20 +178,37 @@ export async function deletePlan(
   }
 }
 
+/** Adds each plan's active subscription count, when asked for, in one query for all of them. */
+async function withSubscriberCounts(
+  db: Kysely<Database>,
+  plans: PlanWithGrants[],
+  options: PlanReadOptions,
+): Promise<PlanWithGrants[]> {
+  if (!options.subscriberCount) return plans;
+  const counts = await countActiveSubscriptions(
+    db,
+    plans.map(({ plan }) => plan.id),
+  );
+  return plans.map((item) => ({ ...item, subscriberCount: counts.get(item.plan.id) ?? 0 }));
+}
+
 export async function getPlan(
   db: Kysely<Database>,
   organizationId: string,
   key: string,
+  options: PlanReadOptions = {},
 ): Promise<PlanWithGrants> {
   const plan = await findPlan(db, organizationId, key);
   if (!plan) throw planNotFound(key);
-  return { plan, grants: await grantsOf(db, plan.id) };
+  const [found] = await withSubscriberCounts(db, [{ plan, grants: await grantsOf(db, plan.id) }], options);
+  return found!;
 }
 
 export async function listPlans(
   db: Kysely<Database>,
   organizationId: string,
   request: PageRequest<PlanListFilter>,
+  options: PlanReadOptions = {},
 ): Promise<Page<PlanWithGrants>> {
   const { items: plans, hasMore } = await paginate(
     request,
@@ -196,5 +221,6 @@ export async function listPlans(
   );
   const byPlan = new Map<string, GrantBody[]>(plans.map((plan) => [plan.id, []]));
   for (const grant of grants) byPlan.get(grant.plan_id)!.push(toGrantBody(grant));
-  return { items: plans.map((plan) => ({ plan, grants: byPlan.get(plan.id)! })), hasMore };
+  const items = plans.map((plan) => ({ plan, grants: byPlan.get(plan.id)! }));
+  return { items: await withSubscriberCounts(db, items, options), hasMore };
 }

@@ -125,3 +125,23 @@ export async function planIsReferenced(db: Db, organizationId: string, planId: s
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/**
+ * Active subscriptions per plan, one grouped query for all of them; a plan with none is absent. The ids come
+ * from the caller's organization-scoped read, so the count needs no organization filter, and without one it
+ * reads the partial index subscriptions_plan_active alone.
+ */
+export async function countActiveSubscriptions(
+  db: Db,
+  planIds: readonly string[],
+): Promise<Map<string, number>> {
+  if (planIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['plan_id', (eb) => eb.fn.countAll<number>().as('count')])
+    .where('plan_id', 'in', planIds)
+    .where('status', '=', 'active')
+    .groupBy('plan_id')
+    .execute();
+  return new Map(rows.map((row) => [row.plan_id, Number(row.count)]));
+}
