@@ -66,6 +66,7 @@ const routes: RouteCase[] = [
   },
   { family: 'subscribers', method: 'GET', url: () => '/org/subscribers', scope: 'subscribers:read' },
   { family: 'subscribers', method: 'GET', url: () => '/org/subscribers/alice', scope: 'subscribers:read' },
+  { family: 'usage', method: 'GET', url: () => '/org/usage/history', scope: 'subscribers:read' },
   {
     family: 'subscribers',
     method: 'POST',

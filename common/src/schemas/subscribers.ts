@@ -35,10 +35,26 @@ export const CreateSubscriberBody = Type.Object(
 );
 export type CreateSubscriberBody = Static<typeof CreateSubscriberBody>;
 
-export const UpdateSubscriberBody = Type.Object({ name: Type.Optional(SubscriberName) }, { additionalProperties: false });
+export const UpdateSubscriberBody = Type.Object(
+  { name: Type.Optional(SubscriberName) },
+  { additionalProperties: false },
+);
 export type UpdateSubscriberBody = Static<typeof UpdateSubscriberBody>;
 
-export const ListSubscribersQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });
+export const ListSubscribersQuery = Type.Object(
+  {
+    ...PaginationQuery,
+    search: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description:
+          'subscribers whose id starts with it or whose name contains it, ignoring case; `%` and `_` match themselves',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 export type ListSubscribersQuery = Static<typeof ListSubscribersQuery>;
 
 export const SubscriberListSchema = listOf('subscribers', SubscriberSchema);

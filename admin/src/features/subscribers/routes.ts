@@ -91,6 +91,7 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       const page = await listSubscribers(app.db, request.principal!.organizationId, {
         limit: request.query.limit,
         startingAfter: request.query.starting_after,
+        search: request.query.search,
       });
       return { subscribers: page.items.map(toSubscriberBody), has_more: page.hasMore };
     },

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Subscriber } from '@ent/common/db/database';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -38,7 +38,12 @@ export function lockSubscriber(
 export interface SubscriberListFilter {
   limit: number;
   startingAfter?: string;
+  /** Id prefix or name substring, ignoring case. */
+  search?: string;
 }
+
+/** The search text as a LIKE pattern's literal part: `\`, `%` and `_` match themselves (`\` is LIKE's escape). */
+export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (char) => `\\${char}`);
 
 /** Ordered by subscriber_id; fetches one extra row to tell whether another page follows. */
 export function listSubscribers(
@@ -48,6 +53,18 @@ export function listSubscribers(
 ): Promise<Subscriber[]> {
   let query = db.selectFrom('subscribers').selectAll().where('organization_id', '=', organizationId);
   if (filter.startingAfter) query = query.where('subscriber_id', '>', filter.startingAfter);
+  if (filter.search !== undefined) {
+    const literal = escapeLike(filter.search);
+    // Written as the indexes are (2026-11-24T1110): lower(subscriber_id) text_pattern_ops serves the prefix,
+    // the trigram index on lower(name) the substring; Postgres ORs the two bitmaps. Both sides lower()ed in
+    // SQL, so the case folding is Postgres's on each side.
+    query = query.where((eb) =>
+      eb.or([
+        eb(sql`lower(subscriber_id)`, 'like', sql<string>`lower(${`${literal}%`})`),
+        eb(sql`lower(name)`, 'like', sql<string>`lower(${`%${literal}%`})`),
+      ]),
+    );
+  }
   return query
     .orderBy('subscriber_id')
     .limit(filter.limit + 1)
