@@ -4,6 +4,931 @@
  */
 
 export interface paths {
+  '/console/api/invites/{token}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          token: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              email: string | null;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              expires_at: string;
+              organization: {
+                name: string;
+                slug: string;
+              };
+              role: 'admin' | 'developer' | 'viewer';
+              status: 'pending' | 'accepted' | 'expired' | 'revoked';
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/invites/{token}/accept': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          token: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** Format: email */
+            email?: string;
+            name?: string;
+            password: string;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              csrf_token: string;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              expires_at: string;
+              member: {
+                email: string;
+                member_id: string;
+                name: string | null;
+                role: 'admin' | 'developer' | 'viewer';
+              };
+              organization: {
+                name: string;
+                slug: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/password': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            current_password: string;
+            new_password: string;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        204: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/session': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              csrf_token: string;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              expires_at: string;
+              member: {
+                email: string;
+                member_id: string;
+                name: string | null;
+                role: 'admin' | 'developer' | 'viewer';
+              };
+              organization: {
+                name: string;
+                slug: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/sign-in': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            email: string;
+            /** @description the organization's slug */
+            organization: string;
+            password: string;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              csrf_token: string;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              expires_at: string;
+              member: {
+                email: string;
+                member_id: string;
+                name: string | null;
+                role: 'admin' | 'developer' | 'viewer';
+              };
+              organization: {
+                name: string;
+                slug: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/sign-out': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        204: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/sign-up': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** Format: email */
+            email: string;
+            name?: string;
+            organization: {
+              name: string;
+              /** @description lowercase letters, digits and dashes; at most 63 */
+              slug: string;
+            };
+            password: string;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              csrf_token: string;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              expires_at: string;
+              member: {
+                email: string;
+                member_id: string;
+                name: string | null;
+                role: 'admin' | 'developer' | 'viewer';
+              };
+              organization: {
+                name: string;
+                slug: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/ofrep/v1/evaluate/flags': {
     parameters: {
       query?: never;
@@ -2279,6 +3204,8 @@ export interface paths {
     get: {
       parameters: {
         query?: {
+          /** @description add `subscriber_count` to each plan */
+          include?: 'subscriber_count';
           kind?: 'catalog' | 'custom';
           limit?: number;
           starting_after?: string;
@@ -2440,6 +3367,8 @@ export interface paths {
               key: string;
               kind: 'catalog' | 'custom';
               name: string;
+              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+              subscriber_count?: number;
               /**
                * Format: date-time
                * @description ISO 8601 UTC with milliseconds
@@ -2565,7 +3494,10 @@ export interface paths {
     };
     get: {
       parameters: {
-        query?: never;
+        query?: {
+          /** @description add `subscriber_count` to each plan */
+          include?: 'subscriber_count';
+        };
         header?: never;
         path: {
           key: string;
@@ -2605,6 +3537,8 @@ export interface paths {
               key: string;
               kind: 'catalog' | 'custom';
               name: string;
+              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+              subscriber_count?: number;
               /**
                * Format: date-time
                * @description ISO 8601 UTC with milliseconds
@@ -2914,6 +3848,8 @@ export interface paths {
               key: string;
               kind: 'catalog' | 'custom';
               name: string;
+              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+              subscriber_count?: number;
               /**
                * Format: date-time
                * @description ISO 8601 UTC with milliseconds
@@ -3077,6 +4013,8 @@ export interface paths {
               key: string;
               kind: 'catalog' | 'custom';
               name: string;
+              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+              subscriber_count?: number;
               /**
                * Format: date-time
                * @description ISO 8601 UTC with milliseconds
@@ -3244,6 +4182,8 @@ export interface paths {
               key: string;
               kind: 'catalog' | 'custom';
               name: string;
+              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+              subscriber_count?: number;
               /**
                * Format: date-time
                * @description ISO 8601 UTC with milliseconds
@@ -4369,6 +5309,8 @@ export interface paths {
       parameters: {
         query?: {
           limit?: number;
+          /** @description subscribers whose id starts with it or whose name contains it, ignoring case; `%` and `_` match themselves */
+          search?: string;
           starting_after?: string;
         };
         header?: never;
@@ -6679,6 +7621,127 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/org/usage/history': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: {
+          /** @description how many UTC months, ending with the current one */
+          months?: number;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description newest first: the current month, then each earlier month with recorded usage */
+              months: components['schemas']['def-12'][];
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/org/webhook': {
     parameters: {
       query?: never;
@@ -7650,6 +8713,8 @@ export interface components {
       key: string;
       kind: 'catalog' | 'custom';
       name: string;
+      /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+      subscriber_count?: number;
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -7808,6 +8873,22 @@ export interface components {
        * @description ISO 8601 UTC with milliseconds
        */
       updated_at: string;
+    };
+    /** UsageMonth */
+    'def-12': {
+      /** @description evals counted in the month (the current month's is the live count) */
+      count: number;
+      /** @description sampled days, oldest first */
+      days: {
+        /** @description the month's cumulative count as last seen that day */
+        count: number;
+        /** @description UTC day, YYYY-MM-DD */
+        date: string;
+      }[];
+      /** @description evals included: the month's last recorded allotment (the current one for this month); null = unlimited */
+      limit: number | null;
+      /** @description UTC month, YYYY-MM */
+      period: string;
     };
   };
   responses: never;
