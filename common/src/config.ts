@@ -47,6 +47,8 @@ export interface Config {
   consoleUrl: string;
   /** A console session's lifetime in hours, absolute from sign-in (the cookie's Max-Age). */
   consoleSessionHours: number;
+  /** Console sign-ups (new organizations) one client address may make per hour. */
+  consoleSignUpsPerHour: number;
   /** After SIGTERM/SIGINT, how long /readyz answers 503 while requests are still served, so balancers stop sending. */
   shutdownDrainDelayMs: number;
   /** Hard limit from the signal to the exit: what has not finished by then is abandoned and the exit code is 1. */
@@ -143,6 +145,14 @@ export function loadConfig(env: Env = process.env): Config {
     // `localhost`: browsers accept the Secure session cookie over plain http there (a trustworthy origin).
     consoleUrl: env.CONSOLE_URL || `http://localhost:${gatewayPort}/console`,
     consoleSessionHours: integerIn(env, 'CONSOLE_SESSION_HOURS', 12, 1, 720, 'hours between 1 and 720'),
+    consoleSignUpsPerHour: integerIn(
+      env,
+      'CONSOLE_SIGN_UPS_PER_HOUR',
+      10,
+      0,
+      1_000_000,
+      'an integer between 0 and 1000000',
+    ),
     // Below the timeout, so a drain always leaves time to close.
     shutdownDrainDelayMs: integerIn(
       env,

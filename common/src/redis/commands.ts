@@ -13,7 +13,7 @@ const SCRIPTS = {
   evalGateBatch: { lua: lua('eval-gate-batch.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },
-  signInFailure: { numberOfKeys: 1, lua: lua('sign-in-failure-1.lua') },
+  windowCount: { numberOfKeys: 1, lua: lua('window-count-1.lua') },
 } as const;
 
 type Reply = Promise<number | number[]>;

@@ -29,6 +29,8 @@ export function redisKeys(prefix: string) {
     signInFailures: (accountDigest: string) => `${prefix}:{signin:${accountDigest}}`,
     /** Hash `{count, since}`: failed console sign-ins from one client address (IPv6: its /64). */
     signInAddressFailures: (clientAddress: string) => `${prefix}:{signin-ip:${clientAddress}}`,
+    /** Hash `{count, since}`: console sign-ups from one client address (IPv6: its /64) in the current window. */
+    signUpsFromAddress: (clientAddress: string) => `${prefix}:{signup-ip:${clientAddress}}`,
     /** BullMQ prefix: one hash tag so each queue's keys share a slot. */
     queuePrefix: `${prefix}:{queues}`,
     /** Pub/sub channel on which snapshot changes are announced to gateways. */

@@ -19,6 +19,7 @@ import { clearSessionCookie, sessionTokenOf, setSessionCookie } from '../console
 import { endSession, toSessionBody, type LiveSession } from '../console-sessions/service.ts';
 import { previewInvite } from '../invites/service.ts';
 import { signInLimiter } from './sign-in-limiter.ts';
+import { signUpLimiter } from './sign-up-limiter.ts';
 import {
   acceptInvite,
   changePassword,
@@ -48,6 +49,7 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
   const settings: AccountSettings = {
     sessionLifetimeMs: app.config.consoleSessionHours * HOUR_MS,
     limiter: signInLimiter(app.redis, app.redisKeys),
+    signUps: signUpLimiter(app.redis, app.redisKeys, app.config.consoleSignUpsPerHour),
   };
   const now = () => new Date(app.clock.now());
 
@@ -85,10 +87,10 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
         tags,
         security: noCredentials,
         body: SignUpBody,
-        response: { 201: ConsoleSessionSchema, ...errors(403, 409, 422, 503) },
+        response: { 201: ConsoleSessionSchema, ...errors(403, 409, 422, 429, 503) },
       },
     },
-    async (request, reply) => sendSignedIn(reply, await signUp(app.db, settings, request.body, now()), 201),
+    async (request, reply) => sendSignedIn(reply, await signUp(app.db, settings, request.body, request.ip, now()), 201),
   );
 
   app.post(

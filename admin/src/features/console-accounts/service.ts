@@ -20,12 +20,14 @@ import { insertMember } from '../members/store.ts';
 import { insertOrganization } from '../provisioning/create-organization.ts';
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
 import { signInRateLimited, type SignInLimiter } from './sign-in-limiter.ts';
+import type { SignUpLimiter } from './sign-up-limiter.ts';
 import { findPasswordHash, findSignInCandidate, setPasswordHash } from './store.ts';
 
 export interface AccountSettings {
   /** CONSOLE_SESSION_HOURS, absolute from sign-in. */
   sessionLifetimeMs: number;
   limiter: SignInLimiter;
+  signUps: SignUpLimiter;
 }
 
 /** A session that was just started: its token goes into the cookie, the rest into the answer. */
@@ -57,12 +59,14 @@ export async function signUp(
   db: Kysely<Database>,
   settings: AccountSettings,
   input: SignUpBody,
+  ip: string,
   now: Date,
 ): Promise<SignedIn> {
   const { slug } = input.organization;
   // Checked first so a taken slug costs no scrypt; the unique index still decides a race.
   const taken = await db.selectFrom('organizations').select('id').where('slug', '=', slug).executeTakeFirst();
   if (taken) throw slugTaken(slug);
+  await settings.signUps.admit(ip, now.getTime());
   const passwordHash = await hashPassword(input.password);
   const started = await db.transaction().execute(async (trx) => {
     const organizationId = newId('org');

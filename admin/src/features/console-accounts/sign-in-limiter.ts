@@ -48,7 +48,7 @@ const accountDigest = ({ organization, email }: SignInAttempt): string =>
 
 /**
  * Failed sign-ins counted in Redis (every admin process sees the same counts), each counter a window that opens
- * at its first failure (sign-in-failure-1.lua). Checked before the password is, so a limited account or
+ * at its first failure (window-count-1.lua). Checked before the password is, so a limited account or
  * address learns nothing, even from the right password.
  */
 export function signInLimiter(redis: RedisClient, keys: RedisKeys): SignInLimiter {
@@ -76,7 +76,7 @@ export function signInLimiter(redis: RedisClient, keys: RedisKeys): SignInLimite
     failed: (attempt, nowMs) =>
       unlessRedisFails(async () => {
         await Promise.all(
-          counters(attempt).map(({ key }) => scripts.signInFailure(key, nowMs, SIGN_IN_WINDOW_MS)),
+          counters(attempt).map(({ key }) => scripts.windowCount(key, nowMs, SIGN_IN_WINDOW_MS)),
         );
       }),
     succeeded: (attempt) =>

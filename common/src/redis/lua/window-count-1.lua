@@ -1,12 +1,12 @@
 --[[
-  Counts one failed console sign-in in a window that opens at the first failure. Time comes from the app (its
-  clock), never from Redis TIME, so tests control it; the key expires with its window.
+  Counts one event (a failed console sign-in, a sign-up) in a window that opens at the first one. Time comes from
+  the app (its clock), never from Redis TIME, so tests control it; the key expires with its window.
 
   KEYS[1]  counter hash   {count, since (epoch ms: when the window opened)}
   ARGV[1]  now (epoch ms)
   ARGV[2]  window (ms, > 0)
 
-  Returns the failures counted in the current window, this one included.
+  Returns the events counted in the current window, this one included.
 ]]
 local rcall = redis.call
 local now = tonumber(ARGV[1])

@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, createAdminContext, type AdminTestContext } from '../../test-support/admin-context.ts';
+import { PASSWORD, consolePost, uniqueAccount } from './console-helpers.ts';
+
+let ctx: AdminTestContext;
+const clock = new ManualClock(Date.parse('2026-11-24T09:00:00.000Z'));
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock, config: { consoleSignUpsPerHour: 2 } });
+});
+afterAll(() => ctx.close());
+
+const signUpFrom = (ip: string, label = 'limit') => {
+  const account = uniqueAccount(label);
+  return consolePost(
+    ctx,
+    '/console/api/sign-up',
+    { email: account.email, password: PASSWORD, organization: { name: `Org ${account.slug}`, slug: account.slug } },
+    { 'x-forwarded-for': ip },
+  );
+};
+
+describe('sign-ups per client address', () => {
+  it('allows CONSOLE_SIGN_UPS_PER_HOUR per address, then 429 with Retry-After until the window ends', async () => {
+    const ip = uniqueAccount().ip;
+    const started = clock.now();
+    try {
+      expect((await signUpFrom(ip)).statusCode).toBe(201);
+      clock.advance(10 * 60 * 1000);
+      expect((await signUpFrom(ip)).statusCode).toBe(201);
+      const limited = await signUpFrom(ip, 'limited');
+      expect(limited.statusCode, limited.body).toBe(429);
+      expect(limited.json().error.code).toBe('RATE_LIMITED');
+      expect(Number(limited.headers['retry-after'])).toBe(50 * 60);
+      expect(limited.headers['set-cookie']).toBeUndefined();
+      expect((await signUpFrom(uniqueAccount().ip)).statusCode).toBe(201);
+      clock.advance(50 * 60 * 1000);
+      expect((await signUpFrom(ip)).statusCode).toBe(201);
+    } finally {
+      clock.set(started);
+    }
+  });
+
+  it('makes no organization for a refused sign-up', async () => {
+    const ip = uniqueAccount().ip;
+    expect((await signUpFrom(ip)).statusCode).toBe(201);
+    expect((await signUpFrom(ip)).statusCode).toBe(201);
+    const account = uniqueAccount('refused');
+    const refused = await consolePost(
+      ctx,
+      '/console/api/sign-up',
+      { email: account.email, password: PASSWORD, organization: { name: 'Refused', slug: account.slug } },
+      { 'x-forwarded-for': ip },
+    );
+    expect(refused.statusCode).toBe(429);
+    const row = await ctx.db.selectFrom('organizations').select('id').where('slug', '=', account.slug).executeTakeFirst();
+    expect(row).toBeUndefined();
+  });
+});
