@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
 import { screenshot } from './screenshots.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
 import { ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
+import { seedUsageHistory } from './usage-seed.ts';
 
 /**
  * The console in Debian's Chromium against real admin, worker and gateway processes: an admin signs up and
@@ -23,6 +24,22 @@ const adminEmail = 'ada@example.com';
 const adminPassword = 'correct horse battery';
 
 const url = (path: string) => `${stack.base}/console${path}`;
+
+/** The /org requests `page` makes while `run` runs, by path and query. */
+async function apiRequests(page: Page, run: () => Promise<void>): Promise<string[]> {
+  const seen: string[] = [];
+  const record = (request: Request) => {
+    const { pathname, search } = new URL(request.url());
+    if (pathname.startsWith('/org/')) seen.push(`${pathname}${search}`);
+  };
+  page.on('request', record);
+  try {
+    await run();
+  } finally {
+    page.off('request', record);
+  }
+  return seen;
+}
 
 /** Reads until the expectation holds: the pages load and refetch on their own time. */
 const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000, interval: 100 });
@@ -131,9 +148,51 @@ describe('the console', () => {
     expect(await admin.getByTestId('entitlement-seats').textContent()).toContain('override');
     await screenshot(admin, 'subscriber');
 
-    await admin.goto(url('/plans'));
-    await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('1');
+    // The counts come with the plan list (include=subscriber_count), not from a request per subscriber.
+    const requests = await apiRequests(admin, async () => {
+      await admin.goto(url('/plans'));
+      await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('1');
+    });
+    const planLists = requests.filter((path) => path.startsWith('/org/plans?'));
+    expect(planLists.length).toBeGreaterThan(0);
+    expect(new Set(planLists)).toEqual(new Set(['/org/plans?limit=100&include=subscriber_count']));
+    expect(requests.filter((path) => path.startsWith('/org/subscribers'))).toEqual([]);
     await screenshot(admin, 'plans');
+  });
+
+  it('searches subscribers through the API by id prefix or name', async () => {
+    await admin.goto(url('/subscribers'));
+    await admin.getByRole('button', { name: 'New subscriber' }).click();
+    await admin.getByLabel('Subscriber id').fill('beta_7');
+    await admin.getByLabel('Subscriber name').fill('Beta Widgets LLC');
+    await admin.getByRole('button', { name: 'Create subscriber' }).click();
+    await admin.waitForURL(/\/console\/subscribers\/beta_7$/);
+
+    await admin.goto(url('/subscribers'));
+    const table = admin.getByTestId('subscribers-table');
+    await eventually(() => table.textContent()).toContain('beta_7');
+    const search = admin.getByLabel('Search subscribers');
+    const idsShown = () => table.locator('tbody code').allTextContents();
+    for (const [text, ids] of [
+      ['acme', ['acct_42']],
+      ['ACCT_4', ['acct_42']],
+      ['widgets', ['beta_7']],
+      ['', ['acct_42', 'beta_7']],
+    ] as const) {
+      // Each search is one API request (after a pause in typing), not a filter of the loaded rows.
+      const asked = text
+        ? admin.waitForRequest((request) => {
+            const { pathname, searchParams } = new URL(request.url());
+            return pathname === '/org/subscribers' && searchParams.get('search') === text;
+          })
+        : Promise.resolve(null);
+      await search.fill(text);
+      await asked;
+      await eventually(idsShown).toEqual(ids);
+    }
+    await search.fill('acct_4x');
+    await eventually(() => table.textContent()).toContain('No subscriber');
+    await search.fill('');
   });
 
   it('invites a viewer and a developer, who join in their own browsers and are offered only what their role allows', async () => {
@@ -332,15 +391,41 @@ describe('the console', () => {
     expect(exported.audit_events.map((e) => e.route)).toEqual(['/org/plans/{key}']);
   });
 
-  it("renders this month's usage as a chart with its allotment state", async () => {
+  it("renders this month's usage day by day against its allotment, and past months", async () => {
     await admin.goto(url('/usage'));
-    await admin.locator('[data-testid="usage-chart"] svg.recharts-surface').first().waitFor();
+    const chart = admin.getByTestId('usage-chart');
+    await chart.locator('svg.recharts-surface').first().waitFor();
     // The evals of the "what this subscriber gets" panel were counted (the count may lag about a second).
     await eventually(async () => {
       await admin.reload();
       return Number((await admin.getByTestId('usage-count').textContent())?.replace(/\D/g, ''));
     }).toBeGreaterThan(0);
-    await admin.locator('[data-testid="usage-chart"] svg.recharts-surface').first().waitFor();
+    // This month's line starts at zero on the 1st and reaches today's live count.
+    await eventually(
+      async () => (await chart.locator('path.recharts-area-curve').getAttribute('d')) ?? '',
+    ).toMatch(/^M[\d.]+,[\d.]+L/);
+    expect(await chart.locator('.recharts-reference-line').count()).toBe(2);
+    expect(await chart.textContent()).toContain('80%');
+    // A new organization has no earlier month yet.
+    expect(await admin.getByTestId('usage-history-note').textContent()).toContain('No earlier month');
+
+    // Three recorded months and a month at 85% of the allotment, as the worker and the gate would leave them.
+    const [, ...past] = await seedUsageHistory(stack, slug, 212_345);
+    await admin.reload();
+    // The count is written in the browser's locale: compared by its digits.
+    await eventually(async () =>
+      Number((await admin.getByTestId('usage-count').textContent())?.replace(/\D/g, '')),
+    ).toBe(212_345);
+    expect(await admin.getByTestId('usage-summary').textContent()).toContain('80% used');
+    const history = admin.getByTestId('usage-history');
+    await eventually(() => history.locator('tbody tr').count()).toBe(3);
+    expect(await admin.getByTestId(`usage-month-${past[0]}`).textContent()).toMatch(
+      /143\D?210.*250\D?000.*57%/,
+    );
+    expect(await admin.getByTestId(`usage-month-${past[1]}`).textContent()).toMatch(
+      /251\D?004.*250\D?000.*100%/,
+    );
+    await chart.locator('path.recharts-area-curve').waitFor();
     await screenshot(admin, 'usage');
   });
 

@@ -29,6 +29,9 @@ export interface Stack {
   /** Where the browser goes: the gateway, which forwards /console and non-eval /org routes to admin. */
   base: string;
   adminUrl: string;
+  /** The stack's database as its owner, and its Redis key prefix: for cases that set up data directly. */
+  databaseOwnerUrl: string;
+  redisPrefix: string;
   stop(): Promise<void>;
 }
 
@@ -44,7 +47,8 @@ export async function startStack(): Promise<Stack> {
     await database.drop();
   };
   try {
-    const { env, adminUrl } = await serviceEnv({ database, redisPort: 6379, prefix: testRedisPrefix() });
+    const redisPrefix = testRedisPrefix();
+    const { env, adminUrl } = await serviceEnv({ database, redisPort: 6379, prefix: redisPrefix });
     const gatewayPort = await freePort();
     const base = `http://127.0.0.1:${gatewayPort}`;
     // The webhook case points the webhook at a receiver of the test on 127.0.0.1.
@@ -54,7 +58,7 @@ export async function startStack(): Promise<Stack> {
     started.push(startNode('admin/src/worker.ts', shared));
     started.push(startNode('gateway/src/server.ts', { ...shared, GATEWAY_PORT: String(gatewayPort) }));
     await healthy(base);
-    return { base, adminUrl, stop };
+    return { base, adminUrl, databaseOwnerUrl: database.ownerUrl, redisPrefix, stop };
   } catch (error) {
     const output = started.map((process) => process.output()).join('\n');
     await stop();

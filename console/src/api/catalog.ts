@@ -33,10 +33,12 @@ export const catalogApi = {
   updateFeature: (key: string, input: { name?: string; description?: string }) =>
     api.patch<Feature>(`/org/features/${segment(key)}`, input),
 
-  plans: async () =>
+  /** Every plan in key order; with `subscriberCounts`, each carries `subscriber_count` (one count per page). */
+  plans: async (options: { subscriberCounts?: boolean } = {}) =>
     collectPages(
       async (query) => {
-        const page = await planPage(query);
+        const include = options.subscriberCounts ? 'subscriber_count' : undefined;
+        const page = await planPage({ ...query, include });
         return { items: page.plans, hasMore: page.has_more };
       },
       (plan) => plan.key,

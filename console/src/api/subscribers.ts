@@ -11,6 +11,7 @@ export interface PutOverrideInput {
 }
 
 export const subscribersApi = {
+  /** One page in id order; `search` keeps those whose id starts with it or whose name contains it. */
   list: (query: Query) => api.get<Page & { subscribers: Subscriber[] }>('/org/subscribers', query),
   get: (id: string) => api.get<Subscriber>(subscriberPath(id)),
   create: (input: { subscriber_id: string; name?: string | null }) =>

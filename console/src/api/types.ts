@@ -44,6 +44,8 @@ export interface Plan {
   grants: Grant[];
   created_at: string;
   updated_at: string;
+  /** Active subscriptions; present only when asked for (`include=subscriber_count`). */
+  subscriber_count?: number;
 }
 
 export interface Subscriber {
@@ -97,6 +99,19 @@ export interface UsageRecord {
   allowed: boolean;
   first_over_at: string | null;
   blocked_at: string | null;
+}
+
+/** One UTC month of GET /org/usage/history: `days` are cumulative counts, oldest first. */
+export interface UsageMonth {
+  period: string;
+  count: number;
+  limit: number | null;
+  days: { date: string; count: number }[];
+}
+
+export interface UsageHistory {
+  /** Newest first: the current month, then each earlier month with recorded usage. */
+  months: UsageMonth[];
 }
 
 export type AuditOutcome = 'pending' | 'rejected' | 'responded' | 'no_response';

@@ -11,17 +11,7 @@ import { GrantList } from './GrantList.tsx';
 import { PlanGrantsForm } from './PlanGrantsForm.tsx';
 import { PLANS_KEY } from './queries.ts';
 
-export function PlanRow({
-  plan,
-  features,
-  subscribers,
-  countComplete,
-}: {
-  plan: Plan;
-  features: readonly Feature[];
-  subscribers: number | undefined;
-  countComplete: boolean;
-}) {
+export function PlanRow({ plan, features }: { plan: Plan; features: readonly Feature[] }) {
   const can = usePermissions();
   const queryClient = useQueryClient();
   const [editing, setEditing] = useState(false);
@@ -43,7 +33,7 @@ export function PlanRow({
           <GrantList grants={plan.grants} />
         </td>
         <td className="cell-number" data-testid={`plan-subscribers-${plan.key}`}>
-          {subscribers === undefined ? '…' : `${countComplete ? '' : '≥ '}${formatCount(subscribers)}`}
+          {plan.subscriber_count === undefined ? '—' : formatCount(plan.subscriber_count)}
         </td>
         <td>{plan.archived ? <Badge tone="warn">archived</Badge> : <Badge tone="good">active</Badge>}</td>
         {can.writeCatalog ? (

@@ -1,18 +1,16 @@
 import { useState } from 'react';
 import { usePermissions } from '../../auth/session.ts';
-import { counted } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
 import { useFeatures } from '../features/queries.ts';
 import { CreatePlanForm } from './CreatePlanForm.tsx';
 import { PlanRow } from './PlanRow.tsx';
-import { usePlanSubscriberCounts, usePlans } from './queries.ts';
+import { usePlansWithCounts } from './queries.ts';
 
 export function PlansPage() {
   const can = usePermissions();
-  const plans = usePlans();
+  const plans = usePlansWithCounts();
   const features = useFeatures();
-  const counts = usePlanSubscriberCounts();
   const [creating, setCreating] = useState(false);
   const [showArchived, setShowArchived] = useState(true);
   const catalog = features.data?.items ?? [];
@@ -46,11 +44,7 @@ export function PlansPage() {
           Show archived plans
         </label>
         <span className="cell-muted" data-testid="plan-count-note">
-          {counts.isPending
-            ? 'Counting subscribers…'
-            : counts.data
-              ? `Subscriber counts: active subscriptions of ${counted(counts.data.subscribersCounted, 'subscriber')}, counted in the browser${counts.data.complete ? '' : ' (the first ones only)'}.`
-              : null}
+          Subscribers: active subscriptions of each plan.
         </span>
       </div>
       {plans.data ? (
@@ -75,13 +69,7 @@ export function PlansPage() {
               </tr>
             ) : null}
             {visible.map((plan) => (
-              <PlanRow
-                key={plan.key}
-                plan={plan}
-                features={catalog}
-                subscribers={counts.data ? (counts.data.byPlan.get(plan.key) ?? 0) : undefined}
-                countComplete={counts.data?.complete ?? true}
-              />
+              <PlanRow key={plan.key} plan={plan} features={catalog} />
             ))}
           </tbody>
         </table>

@@ -7,31 +7,33 @@ import { Field } from '../../components/Field.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
+import { useDebounced } from '../../components/use-debounced.ts';
 import { CreateSubscriberForm } from './CreateSubscriberForm.tsx';
 import { SUBSCRIBERS_KEY } from './queries.ts';
 
 const PAGE_SIZE = 50;
+/** The API's bound on `search`. */
+const MAX_SEARCH_LENGTH = 200;
+const SEARCH_DELAY_MS = 250;
 
 export function SubscribersPage() {
   const can = usePermissions();
   const navigate = useNavigate();
   const [creating, setCreating] = useState(false);
-  const [filter, setFilter] = useState('');
+  const [searchText, setSearchText] = useState('');
   const [openId, setOpenId] = useState('');
+  // The API searches every subscriber (id prefix or name substring, ignoring case); '' lists them all.
+  const search = useDebounced(searchText.trim(), SEARCH_DELAY_MS);
   const subscribers = useInfiniteQuery({
-    queryKey: SUBSCRIBERS_KEY,
-    queryFn: ({ pageParam }) => subscribersApi.list({ limit: PAGE_SIZE, starting_after: pageParam }),
+    queryKey: [...SUBSCRIBERS_KEY, { search }],
+    queryFn: ({ pageParam }) =>
+      subscribersApi.list({ limit: PAGE_SIZE, starting_after: pageParam, search: search || undefined }),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (page) => (page.has_more ? page.subscribers.at(-1)?.subscriber_id : undefined),
+    // While the next search runs, the last answer stays on screen instead of a loading line.
+    placeholderData: (previous) => previous,
   });
-  const loaded = subscribers.data?.pages.flatMap((page) => page.subscribers) ?? [];
-  const needle = filter.trim().toLowerCase();
-  const shown = needle
-    ? loaded.filter(
-        (s) =>
-          s.subscriber_id.toLowerCase().includes(needle) || (s.name ?? '').toLowerCase().includes(needle),
-      )
-    : loaded;
+  const shown = subscribers.data?.pages.flatMap((page) => page.subscribers) ?? [];
 
   const open = (event: FormEvent) => {
     event.preventDefault();
@@ -53,14 +55,15 @@ export function SubscribersPage() {
       />
       {creating ? <CreateSubscriberForm onDone={() => setCreating(false)} /> : null}
       <div className="toolbar">
-        <Field label="Search loaded subscribers" inline>
+        <Field label="Search subscribers" inline>
           {(props) => (
             <input
               {...props}
               type="search"
-              value={filter}
-              onChange={(e) => setFilter(e.target.value)}
-              placeholder="id or name"
+              value={searchText}
+              maxLength={MAX_SEARCH_LENGTH}
+              onChange={(e) => setSearchText(e.target.value)}
+              placeholder="id prefix or name"
             />
           )}
         </Field>
@@ -94,7 +97,9 @@ export function SubscribersPage() {
             {shown.length === 0 ? (
               <tr>
                 <td colSpan={3} className="empty">
-                  {loaded.length === 0 ? 'No subscribers yet.' : 'No loaded subscriber matches.'}
+                  {search
+                    ? `No subscriber's id starts with “${search}” or name contains it.`
+                    : 'No subscribers yet.'}
                 </td>
               </tr>
             ) : null}

@@ -1,66 +1,110 @@
 import {
-  Bar,
-  BarChart,
+  Area,
+  AreaChart,
   CartesianGrid,
-  LabelList,
   ReferenceLine,
   ResponsiveContainer,
   Tooltip,
   XAxis,
   YAxis,
 } from 'recharts';
-import type { UsageRecord } from '../../api/types.ts';
+import type { UsageMonth } from '../../api/types.ts';
 import { formatCount } from '../../components/format.ts';
 
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact' });
 
+interface Point {
+  /** Day of the month; 0 is the month's start, when every count is zero. */
+  day: number;
+  /** The month's cumulative count at the end of that day; null where no sample was taken (yet). */
+  evals: number | null;
+}
+
+const daysIn = (period: string): number => {
+  const [year, month] = period.split('-').map(Number);
+  return new Date(Date.UTC(year!, month!, 0)).getUTCDate();
+};
+
 /**
- * The month's count against its allotment, with lines at 80% and 100%. The API gives the month's total only
- * (no daily series), so the chart has one bar: this month so far.
+ * One point per day of the month: the start at zero, each sampled day's count, nothing for days not sampled
+ * (the line joins its neighbours) or still to come.
  */
-export function UsageChart({ record }: { record: UsageRecord }) {
-  const limit = record.gated ? record.limit : null;
-  const top = Math.max(record.count, limit ?? 0) * 1.1 || 10;
-  const data = [{ period: record.period, evals: record.count }];
+function pointsOf(month: UsageMonth): Point[] {
+  const byDay = new Map(month.days.map((day) => [Number(day.date.slice(8, 10)), day.count]));
+  return Array.from({ length: daysIn(month.period) + 1 }, (_, day) => ({
+    day,
+    evals: day === 0 ? 0 : (byDay.get(day) ?? null),
+  }));
+}
+
+/**
+ * This month's evals per day, cumulative (GET /org/usage/history), against lines at 80% and 100% of the
+ * allotment; `limit` is the allotment that applies now (null: no cap, no lines).
+ */
+export function UsageChart({ month, limit }: { month: UsageMonth; limit: number | null }) {
+  const points = pointsOf(month);
+  const lastDay = points.length - 1;
+  const top = Math.max(month.count, limit ?? 0) * 1.1 || 10;
+  const monthName = new Date(`${month.period}-01T00:00:00Z`).toLocaleString(undefined, {
+    month: 'short',
+    timeZone: 'UTC',
+  });
   return (
-    <div className="chart" role="img" aria-label={`Evals in ${record.period}: ${formatCount(record.count)}`}>
-      <ResponsiveContainer width="100%" height={260}>
-        <BarChart data={data} layout="vertical" margin={{ top: 24, right: 48, bottom: 8, left: 8 }}>
-          <CartesianGrid strokeDasharray="3 3" horizontal={false} />
-          <XAxis type="number" domain={[0, top]} tickFormatter={(value: number) => compact.format(value)} />
-          <YAxis type="category" dataKey="period" width={72} />
-          <Tooltip formatter={(value) => formatCount(Number(value))} />
-          <Bar
+    <div
+      className="chart"
+      role="img"
+      aria-label={`Evals in ${month.period} so far: ${formatCount(month.count)}, day by day`}
+    >
+      <ResponsiveContainer width="100%" height={280}>
+        <AreaChart data={points} margin={{ top: 24, right: 24, bottom: 8, left: 8 }}>
+          <CartesianGrid strokeDasharray="3 3" vertical={false} />
+          <XAxis
+            type="number"
+            dataKey="day"
+            domain={[0, lastDay]}
+            ticks={[1, 5, 10, 15, 20, 25, lastDay]}
+            tickFormatter={(day: number) => `${monthName} ${day}`}
+          />
+          <YAxis
+            domain={[0, top]}
+            width={64}
+            tickFormatter={(value: number) => compact.format(value)}
+            allowDataOverflow={false}
+          />
+          <Tooltip
+            labelFormatter={(day) =>
+              Number(day) === 0 ? `${monthName} 1, 00:00 UTC` : `${monthName} ${day} (UTC)`
+            }
+            formatter={(value) => [formatCount(Number(value)), 'Evals this month']}
+          />
+          <Area
+            type="linear"
             dataKey="evals"
-            name="Evals counted"
+            name="Evals this month"
+            stroke="#2563eb"
+            strokeWidth={2}
             fill="#2563eb"
-            barSize={48}
-            minPointSize={3}
+            fillOpacity={0.12}
+            connectNulls
+            dot={{ r: 2.5, fill: '#2563eb' }}
             isAnimationActive={false}
-          >
-            <LabelList
-              dataKey="evals"
-              position="right"
-              formatter={(value) => formatCount(Number(value))}
-              fill="#1c2430"
-            />
-          </Bar>
+          />
           {limit !== null ? (
             <ReferenceLine
-              x={limit * 0.8}
+              y={limit * 0.8}
               stroke="#d97706"
               strokeDasharray="4 4"
-              label={{ value: '80%', position: 'top', fill: '#b45309' }}
+              label={{ value: '80%', position: 'insideTopLeft', fill: '#b45309' }}
             />
           ) : null}
           {limit !== null ? (
             <ReferenceLine
-              x={limit}
+              y={limit}
               stroke="#dc2626"
-              label={{ value: `100% (${compact.format(limit)})`, position: 'top', fill: '#b91c1c' }}
+              label={{ value: `100% (${compact.format(limit)})`, position: 'insideTopLeft', fill: '#b91c1c' }}
             />
           ) : null}
-        </BarChart>
+        </AreaChart>
       </ResponsiveContainer>
     </div>
   );

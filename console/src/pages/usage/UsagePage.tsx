@@ -3,8 +3,12 @@ import { usageApi } from '../../api/usage.ts';
 import { formatCount, formatLimit, formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
+import { PastMonths } from './PastMonths.tsx';
 import { UsageChart } from './UsageChart.tsx';
 import { UsageState } from './UsageState.tsx';
+
+/** The current month and a year before it. */
+const HISTORY_MONTHS = 13;
 
 export function UsagePage() {
   const usage = useQuery({
@@ -12,7 +16,13 @@ export function UsagePage() {
     queryFn: usageApi.current,
     refetchInterval: 30_000,
   });
+  const history = useQuery({
+    queryKey: ['usage', 'history', HISTORY_MONTHS],
+    queryFn: () => usageApi.history(HISTORY_MONTHS),
+    refetchInterval: 30_000,
+  });
   const record = usage.data;
+  const [thisMonth, ...pastMonths] = history.data?.months ?? [];
   return (
     <>
       <PageHeader
@@ -50,7 +60,8 @@ export function UsagePage() {
           </section>
           <section className="panel" data-testid="usage-chart">
             <h2>This month</h2>
-            <UsageChart record={record} />
+            <QueryState isPending={history.isPending} error={history.error} what="the daily counts" />
+            {thisMonth ? <UsageChart month={thisMonth} limit={record.gated ? record.limit : null} /> : null}
             <dl className="facts">
               <dt>Blocking</dt>
               <dd>
@@ -64,12 +75,9 @@ export function UsagePage() {
               <dd>{formatTime(record.blocked_at)}</dd>
             </dl>
           </section>
-          <section className="panel">
+          <section className="panel" data-testid="usage-past-months">
             <h2>Past months</h2>
-            <p className="panel-note" data-testid="usage-history-note">
-              This service reports only the current month (GET /org/usage/current); it keeps no per-day or
-              past-month history, so none is shown here.
-            </p>
+            {history.data ? <PastMonths months={pastMonths} /> : null}
           </section>
         </>
       ) : null}
