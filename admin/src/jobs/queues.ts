@@ -14,12 +14,20 @@ export interface QueuePayloads {
   'webhook-sweep': { staleAfterMs: number };
   /** Repeatable: sample every organization's eval count of the month from Redis into usage_days. */
   'usage-history': Record<string, never>;
+  /** Repeatable: delete console sessions that ended (expired or revoked) more than 30 days ago. */
+  'console-session-cleanup': Record<string, never>;
 }
 
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
 
-export const QUEUE_NAMES: QueueName[] = ['audit-settle', 'webhook-delivery', 'webhook-sweep', 'usage-history'];
+export const QUEUE_NAMES: QueueName[] = [
+  'audit-settle',
+  'webhook-delivery',
+  'webhook-sweep',
+  'usage-history',
+  'console-session-cleanup',
+];
 
 export interface QueueConnection {
   connection: ConnectionOptions;
@@ -66,6 +74,7 @@ export function createQueues(config: Config): Queues {
     'webhook-delivery': new Queue('webhook-delivery', options),
     'webhook-sweep': new Queue('webhook-sweep', options),
     'usage-history': new Queue('usage-history', options),
+    'console-session-cleanup': new Queue('console-session-cleanup', options),
   } as Queues;
   connectionOfQueues.set(queues, connection);
   return queues;
