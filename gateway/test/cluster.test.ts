@@ -5,6 +5,7 @@ import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { redisCluster } from '../../test-support/redis-setups.ts';
 import { createReconciler } from '../../admin/src/features/outbox/reconciler.ts';
+import { recordUsageHistory } from '../../admin/src/features/usage/history.job.ts';
 import type { GatewayApp } from '../src/app.ts';
 import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
 
@@ -80,5 +81,24 @@ describe('the eval gateway on a Redis Cluster', () => {
 
     const usage = await gateway.inject({ method: 'GET', url: '/org/usage/current', headers: org.headers });
     expect(usage.json()).toMatchObject({ count: 5, limit: 5, warn: '100' });
+  });
+
+  it("samples every organization's month across the cluster's slots into the usage history", async () => {
+    const others = await Promise.all([1, 2, 3, 4].map((i) => createTestOrganization(ctx.db, `Sampled ${i}`)));
+    for (const [i, other] of others.entries()) {
+      await ctx.redis.hset(ctx.app.redisKeys.evalUsage(other.organization_id, '2031-05'), 'count', 10 * (i + 1));
+    }
+    // One batch holds organizations whose usage hashes sit on different masters.
+    await recordUsageHistory({ db: ctx.db, redis: ctx.redis, clock, config: ctx.config }, { batchSize: 3 });
+    const rows = await ctx.db
+      .selectFrom('usage_days')
+      .select(['organization_id', 'count'])
+      .where('organization_id', 'in', others.map((other) => other.organization_id))
+      .execute();
+    expect(new Map(rows.map((row) => [row.organization_id, row.count]))).toEqual(
+      new Map(others.map((other, i) => [other.organization_id, 10 * (i + 1)])),
+    );
+    const history = await gateway.inject({ method: 'GET', url: '/org/usage/history', headers: others[3]!.headers });
+    expect(history.json().months[0]).toMatchObject({ period: '2031-05', count: 40, days: [{ date: '2031-05-10', count: 40 }] });
   });
 });
