@@ -80,7 +80,26 @@ export function createQueues(config: Config): Queues {
   return queues;
 }
 
+/** How long closing waits for a queue's connection to finish starting (Redis unreachable: it never does). */
+const CLOSE_WAITS_FOR_START_MS = 2000;
+
+/**
+ * Closed only once each queue's connection has finished starting (or could not within a bound): BullMQ's own
+ * start-up (its INFO version check) rejects with "Connection is closed" when a close lands in the middle of it,
+ * and nothing of BullMQ's handles that rejection, so an app closed right after it was built (a test, the SDK's
+ * type generator) would report an unhandled rejection.
+ */
+async function closeQueue(queue: Queues[QueueName]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, CLOSE_WAITS_FOR_START_MS);
+  });
+  await Promise.race([queue.waitUntilReady().then(() => undefined, () => undefined), bound]);
+  clearTimeout(timer);
+  await queue.close();
+}
+
 export async function closeQueues(queues: Queues): Promise<void> {
-  await Promise.all(Object.values(queues).map((queue) => queue.close()));
+  await Promise.all(Object.values(queues).map(closeQueue));
   await connectionOfQueues.get(queues)?.close();
 }
