@@ -41,6 +41,17 @@ module.exports = {
       to: { path: '^(admin|gateway|common|bench|test-support)/' },
     },
     {
+      name: 'console-takes-only-shared-tables',
+      severity: 'error',
+      comment:
+        'The console is a browser bundle that reaches the services over HTTP. It takes the role → scopes table from common/ so both sides share one source of truth; that module imports nothing, while the rest of common/ is server code (pg, ioredis, fastify).',
+      from: { path: '^console/src/' },
+      to: {
+        path: '^(admin|gateway|sdk|bench|test-support|common)/',
+        pathNot: '^common/src/auth/scopes[.]ts$',
+      },
+    },
+    {
       name: 'production-code-imports-no-tests',
       severity: 'error',
       from: { path: '^(admin|gateway|common|sdk)/src/' },

@@ -3,18 +3,10 @@
  * browser bundle, so it keeps its own copy of the types instead of importing the server's TypeBox schemas).
  */
 
-export type Role = 'admin' | 'developer' | 'viewer';
-export const ROLES: readonly Role[] = ['admin', 'developer', 'viewer'];
+import type { Role, Scope } from '@ent/common/auth/scopes';
 
-export type Scope =
-  | 'check'
-  | 'catalog:read'
-  | 'catalog:write'
-  | 'subscribers:read'
-  | 'subscribers:write'
-  | 'org:read'
-  | 'org:write'
-  | 'org:audit:read';
+// Roles and scopes are the server's own lists (that module imports nothing, so the bundle takes it as is).
+export { ROLES, type Role, type Scope } from '@ent/common/auth/scopes';
 
 export interface Page {
   has_more: boolean;

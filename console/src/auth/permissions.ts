@@ -1,29 +1,12 @@
+import { ROLE_RANK, ROLE_SCOPES, SCOPES } from '@ent/common/auth/scopes';
 import type { Role, Scope } from '../api/types.ts';
 
 /**
- * What each role may do, as common/src/auth/scopes.ts ROLE_SCOPES and the admin-only routes define it. A
- * session holds everything its member's role allows (a key with no scopes), so the console offers exactly
- * that: viewers read and check, developers write but read no audit log and change no members or invites.
+ * What each role may do comes from the server's own table (common/src/auth/scopes.ts: a module with no
+ * imports, so the browser bundle takes it as is), plus the admin-only routes. A session holds everything its
+ * member's role allows (a key with no scopes), so the console offers exactly that: viewers read and check,
+ * developers write but read no audit log and change no members or invites.
  */
-export const ROLE_RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2 };
-
-const ALL_SCOPES: readonly Scope[] = [
-  'check',
-  'catalog:read',
-  'catalog:write',
-  'subscribers:read',
-  'subscribers:write',
-  'org:read',
-  'org:write',
-  'org:audit:read',
-];
-
-export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
-  admin: ALL_SCOPES,
-  developer: ALL_SCOPES.filter((scope) => scope !== 'org:audit:read'),
-  viewer: ['check', 'catalog:read', 'subscribers:read', 'org:read'],
-};
-
 export interface Permissions {
   role: Role;
   writeCatalog: boolean;
@@ -36,12 +19,15 @@ export interface Permissions {
   grantableRoles: Role[];
   /** Keys of a service account with `role`: never one ranked above the member's own. */
   manageKeysOf(role: Role): boolean;
-  /** Scopes a new key may carry: a subset of what this member holds. */
-  grantableScopes: readonly Scope[];
+  /** Scopes a new key of a service account with `role` may carry: held by this member and allowed by `role`. */
+  keyScopesFor(role: Role): readonly Scope[];
 }
 
+/** `role`'s scopes in the catalog's order (the order the key form lists them in). */
+const scopesOf = (role: Role): readonly Scope[] => SCOPES.filter((scope) => ROLE_SCOPES[role].has(scope));
+
 export function permissionsOf(role: Role): Permissions {
-  const scopes = new Set(ROLE_SCOPES[role]);
+  const scopes = ROLE_SCOPES[role];
   const writeOrg = scopes.has('org:write');
   const grantableRoles = (Object.keys(ROLE_RANK) as Role[]).filter((r) => ROLE_RANK[r] <= ROLE_RANK[role]);
   return {
@@ -53,6 +39,7 @@ export function permissionsOf(role: Role): Permissions {
     manageMembers: role === 'admin',
     grantableRoles: writeOrg ? grantableRoles.sort((a, b) => ROLE_RANK[b] - ROLE_RANK[a]) : [],
     manageKeysOf: (target) => writeOrg && ROLE_RANK[target] <= ROLE_RANK[role],
-    grantableScopes: writeOrg ? ROLE_SCOPES[role] : [],
+    keyScopesFor: (target) =>
+      writeOrg ? scopesOf(role).filter((scope) => ROLE_SCOPES[target].has(scope)) : [],
   };
 }

@@ -2,7 +2,6 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { accessApi } from '../../api/access.ts';
 import type { CreatedApiKey, Scope, ServiceAccount } from '../../api/types.ts';
-import { ROLE_SCOPES } from '../../auth/permissions.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { Field } from '../../components/Field.tsx';
@@ -21,7 +20,7 @@ export function CreateApiKeyForm({
 }) {
   const can = usePermissions();
   const queryClient = useQueryClient();
-  const offered = can.grantableScopes.filter((scope) => ROLE_SCOPES[account.role].includes(scope));
+  const offered = can.keyScopesFor(account.role);
   const [name, setName] = useState('');
   const [fullAccess, setFullAccess] = useState(false);
   const [scopes, setScopes] = useState<Scope[]>(['check']);
