@@ -5,10 +5,11 @@ import { isApiError } from '../../api/errors.ts';
 import { sessionApi } from '../../api/session.ts';
 import type { InvitePreview, InviteStatus } from '../../api/types.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
 import { formatTime } from '../../components/format.ts';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
 import { AuthFrame } from './AuthFrame.tsx';
+import { EmailField, NameField, NewPasswordField } from './fields.tsx';
 import { passwordProblem } from './password-rules.ts';
 import { useSignedIn } from './use-signed-in.ts';
 
@@ -92,43 +93,20 @@ function AcceptForm({ token, preview }: { token: string; preview: InvitePreview 
       <form onSubmit={submit} className="form" noValidate>
         <ErrorNotice error={errors.general} />
         {preview.email === null ? (
-          <Field label="Email" error={errors.of('email')}>
-            {(props) => (
-              <input
-                {...props}
-                type="email"
-                required
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-                autoComplete="email"
-              />
-            )}
-          </Field>
+          <EmailField value={email} onChange={setEmail} error={errors.of('email')} />
         ) : (
           <p>
             Email: <strong>{preview.email}</strong>
           </p>
         )}
-        <Field label="Your name" error={errors.of('name')}>
-          {(props) => (
-            <input {...props} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />
-          )}
-        </Field>
-        <Field label="Password" error={passwordError ?? errors.of('password')} hint="10 to 200 characters.">
-          {(props) => (
-            <input
-              {...props}
-              type="password"
-              required
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
-        <button type="submit" className="button button-primary" disabled={accept.isPending}>
-          {accept.isPending ? 'Joining…' : 'Accept invite'}
-        </button>
+        <NameField value={name} onChange={setName} error={errors.of('name')} />
+        <NewPasswordField
+          required
+          value={password}
+          onChange={setPassword}
+          error={passwordError ?? errors.of('password')}
+        />
+        <SubmitButton label="Accept invite" pending={accept.isPending} pendingLabel="Joining…" />
       </form>
     </AuthFrame>
   );

@@ -4,8 +4,10 @@ import { Link } from 'react-router';
 import { isApiError } from '../../api/errors.ts';
 import { sessionApi } from '../../api/session.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { AuthFrame } from './AuthFrame.tsx';
+import { CurrentPasswordField, EmailField } from './fields.tsx';
 import { useCountdown } from './use-countdown.ts';
 import { useSignedIn } from './use-signed-in.ts';
 
@@ -49,48 +51,21 @@ export function SignInPage() {
         ) : (
           <ErrorNotice error={signIn.error} />
         )}
-        <Field label="Organization slug">
-          {(props) => (
-            <input
-              {...props}
-              required
-              value={organization}
-              onChange={(e) => setOrganization(e.target.value)}
-              autoComplete="organization"
-            />
-          )}
-        </Field>
-        <Field label="Email">
-          {(props) => (
-            <input
-              {...props}
-              type="email"
-              required
-              value={email}
-              onChange={(e) => setEmail(e.target.value)}
-              autoComplete="username"
-            />
-          )}
-        </Field>
-        <Field label="Password">
-          {(props) => (
-            <input
-              {...props}
-              type="password"
-              required
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-              autoComplete="current-password"
-            />
-          )}
-        </Field>
-        <button
-          type="submit"
-          className="button button-primary"
-          disabled={signIn.isPending || (rateLimited && secondsLeft > 0)}
-        >
-          {signIn.isPending ? 'Signing in…' : 'Sign in'}
-        </button>
+        <TextField
+          label="Organization slug"
+          required
+          autoComplete="organization"
+          value={organization}
+          onChange={setOrganization}
+        />
+        <EmailField autoComplete="username" value={email} onChange={setEmail} />
+        <CurrentPasswordField required value={password} onChange={setPassword} />
+        <SubmitButton
+          label="Sign in"
+          pending={signIn.isPending}
+          pendingLabel="Signing in…"
+          disabled={rateLimited && secondsLeft > 0}
+        />
       </form>
     </AuthFrame>
   );

@@ -3,9 +3,11 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { sessionApi } from '../../api/session.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { AuthFrame } from './AuthFrame.tsx';
+import { EmailField, NameField, NewPasswordField } from './fields.tsx';
 import { passwordProblem } from './password-rules.ts';
 import { useSignedIn } from './use-signed-in.ts';
 
@@ -56,69 +58,37 @@ export function SignUpPage() {
     >
       <form onSubmit={submit} className="form" noValidate>
         <ErrorNotice error={errors.general} />
-        <Field label="Your name" error={errors.of('name')}>
-          {(props) => (
-            <input {...props} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />
-          )}
-        </Field>
-        <Field label="Email" error={errors.of('email')}>
-          {(props) => (
-            <input
-              {...props}
-              type="email"
-              required
-              value={email}
-              onChange={(e) => setEmail(e.target.value)}
-              autoComplete="email"
-            />
-          )}
-        </Field>
-        <Field label="Password" error={tooShort ?? errors.of('password')} hint="10 to 200 characters.">
-          {(props) => (
-            <input
-              {...props}
-              type="password"
-              required
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
-        <Field label="Organization name" error={errors.of('organization.name')}>
-          {(props) => (
-            <input
-              {...props}
-              required
-              value={orgName}
-              onChange={(e) => {
-                setOrgName(e.target.value);
-                if (!slugEdited) setSlug(slugOf(e.target.value));
-              }}
-              autoComplete="organization"
-            />
-          )}
-        </Field>
-        <Field
+        <NameField value={name} onChange={setName} error={errors.of('name')} />
+        <EmailField value={email} onChange={setEmail} error={errors.of('email')} />
+        <NewPasswordField
+          required
+          value={password}
+          onChange={setPassword}
+          error={tooShort ?? errors.of('password')}
+        />
+        <TextField
+          label="Organization name"
+          required
+          autoComplete="organization"
+          value={orgName}
+          onChange={(value) => {
+            setOrgName(value);
+            if (!slugEdited) setSlug(slugOf(value));
+          }}
+          error={errors.of('organization.name')}
+        />
+        <TextField
           label="Organization slug"
+          required
+          value={slug}
+          onChange={(value) => {
+            setSlug(value);
+            setSlugEdited(true);
+          }}
           error={errors.of('organization.slug')}
           hint="Lowercase letters, digits and dashes; you sign in with it."
-        >
-          {(props) => (
-            <input
-              {...props}
-              required
-              value={slug}
-              onChange={(e) => {
-                setSlug(e.target.value);
-                setSlugEdited(true);
-              }}
-            />
-          )}
-        </Field>
-        <button type="submit" className="button button-primary" disabled={signUp.isPending}>
-          {signUp.isPending ? 'Creating…' : 'Create organization'}
-        </button>
+        />
+        <SubmitButton label="Create organization" pending={signUp.isPending} pendingLabel="Creating…" />
       </form>
     </AuthFrame>
   );

@@ -2,8 +2,10 @@ import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { sessionApi } from '../../api/session.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
+import { CurrentPasswordField, NewPasswordField } from '../auth/fields.tsx';
 import { passwordProblem } from '../auth/password-rules.ts';
 
 export function PasswordForm() {
@@ -41,46 +43,27 @@ export function PasswordForm() {
             Password changed. Your other sessions have been signed out.
           </div>
         ) : null}
-        <Field label="Current password" error={errors.of('current_password')}>
-          {(props) => (
-            <input
-              {...props}
-              type="password"
-              value={current}
-              onChange={(e) => setCurrent(e.target.value)}
-              autoComplete="current-password"
-            />
-          )}
-        </Field>
-        <Field
+        <CurrentPasswordField
+          label="Current password"
+          value={current}
+          onChange={setCurrent}
+          error={errors.of('current_password')}
+        />
+        <NewPasswordField
           label="New password"
+          value={next}
+          onChange={setNext}
           error={localErrors.next ?? errors.of('new_password')}
-          hint="10 to 200 characters."
-        >
-          {(props) => (
-            <input
-              {...props}
-              type="password"
-              value={next}
-              onChange={(e) => setNext(e.target.value)}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
-        <Field label="Repeat new password" error={localErrors.repeat}>
-          {(props) => (
-            <input
-              {...props}
-              type="password"
-              value={repeat}
-              onChange={(e) => setRepeat(e.target.value)}
-              autoComplete="new-password"
-            />
-          )}
-        </Field>
-        <button type="submit" className="button button-primary" disabled={change.isPending}>
-          Change password
-        </button>
+        />
+        <TextField
+          label="Repeat new password"
+          type="password"
+          autoComplete="new-password"
+          value={repeat}
+          onChange={setRepeat}
+          error={localErrors.repeat}
+        />
+        <SubmitButton label="Change password" pending={change.isPending} />
       </form>
     </section>
   );
