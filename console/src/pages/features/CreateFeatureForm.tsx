@@ -1,10 +1,11 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { FeatureKind } from '../../api/types.ts';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { CreateForm } from '../../components/CreateForm.tsx';
 import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { TextField } from '../../components/TextField.tsx';
 import { FEATURES_KEY } from './queries.ts';
 
 export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
@@ -27,28 +28,31 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
     },
   });
   const errors = formErrors(create.error, ['key', 'name', 'kind', 'description']);
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    create.mutate();
-  };
 
   return (
-    <form onSubmit={submit} className="panel form form-grid" aria-label="New feature" noValidate>
-      <ErrorNotice error={errors.general} />
-      <Field
+    <CreateForm
+      label="New feature"
+      error={errors.general}
+      submitLabel="Create feature"
+      pending={create.isPending}
+      onSubmit={() => create.mutate()}
+      onCancel={onDone}
+    >
+      <TextField
         label="Feature key"
+        value={key}
+        onChange={setKey}
         error={errors.of('key')}
         hint="Lowercase letters, digits and _ . : -; at most 64."
-      >
-        {(props) => (
-          <input {...props} value={key} onChange={(e) => setKey(e.target.value)} placeholder="api_access" />
-        )}
-      </Field>
-      <Field label="Feature name" error={errors.of('name')}>
-        {(props) => (
-          <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="API access" />
-        )}
-      </Field>
+        placeholder="api_access"
+      />
+      <TextField
+        label="Feature name"
+        value={name}
+        onChange={setName}
+        error={errors.of('name')}
+        placeholder="API access"
+      />
       <Field label="Kind" error={errors.of('kind')}>
         {(props) => (
           <select {...props} value={kind} onChange={(e) => setKind(e.target.value as FeatureKind)}>
@@ -57,17 +61,12 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
           </select>
         )}
       </Field>
-      <Field label="Description" error={errors.of('description')}>
-        {(props) => <input {...props} value={description} onChange={(e) => setDescription(e.target.value)} />}
-      </Field>
-      <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={create.isPending}>
-          Create feature
-        </button>
-        <button type="button" className="button" onClick={onDone}>
-          Cancel
-        </button>
-      </div>
-    </form>
+      <TextField
+        label="Description"
+        value={description}
+        onChange={setDescription}
+        error={errors.of('description')}
+      />
+    </CreateForm>
   );
 }

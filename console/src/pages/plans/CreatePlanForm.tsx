@@ -1,10 +1,11 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature, PlanKind } from '../../api/types.ts';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { CreateForm } from '../../components/CreateForm.tsx';
 import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { TextField } from '../../components/TextField.tsx';
 import { GrantsEditor } from './GrantsEditor.tsx';
 import { draftOf, draftProblems, grantsOf, type GrantDraft } from './grant-draft.ts';
 import { PLANS_KEY } from './queries.ts';
@@ -26,31 +27,38 @@ export function CreatePlanForm({ features, onDone }: { features: readonly Featur
   });
   const errors = formErrors(create.error, ['key', 'name', 'kind']);
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
+  const submit = () => {
     const found = draftProblems(features, draft);
     setProblems(found);
     if (Object.keys(found).length === 0) create.mutate();
   };
 
   return (
-    <form onSubmit={submit} className="panel form" aria-label="New plan" noValidate>
-      <ErrorNotice error={errors.general} />
+    <CreateForm
+      label="New plan"
+      className="panel form"
+      error={errors.general}
+      submitLabel="Create plan"
+      pending={create.isPending}
+      onSubmit={submit}
+      onCancel={onDone}
+    >
       <div className="form-grid">
-        <Field
+        <TextField
           label="Plan key"
+          value={key}
+          onChange={setKey}
           error={errors.of('key')}
           hint="Lowercase letters, digits, _ and -; at most 64; fixed once created."
-        >
-          {(props) => (
-            <input {...props} value={key} onChange={(e) => setKey(e.target.value)} placeholder="pro" />
-          )}
-        </Field>
-        <Field label="Plan name" error={errors.of('name')}>
-          {(props) => (
-            <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="Pro" />
-          )}
-        </Field>
+          placeholder="pro"
+        />
+        <TextField
+          label="Plan name"
+          value={name}
+          onChange={setName}
+          error={errors.of('name')}
+          placeholder="Pro"
+        />
         <Field
           label="Plan kind"
           error={errors.of('kind')}
@@ -72,14 +80,6 @@ export function CreatePlanForm({ features, onDone }: { features: readonly Featur
         onChange={setDraft}
         planLabel="the new plan"
       />
-      <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={create.isPending}>
-          Create plan
-        </button>
-        <button type="button" className="button" onClick={onDone}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </CreateForm>
   );
 }

@@ -1,11 +1,11 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { accessApi } from '../../api/access.ts';
 import type { CreatedApiKey, Scope, ServiceAccount } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
+import { CreateForm } from '../../components/CreateForm.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { TextField } from '../../components/TextField.tsx';
 import { apiKeysKey } from './queries.ts';
 
 /** SPEC 5.4: a new key defaults to `check`; no scopes at all is full access (everything the account's role allows). */
@@ -39,8 +39,7 @@ export function CreateApiKeyForm({
   const errors = formErrors(create.error, ['name', 'scopes']);
   const toggle = (scope: Scope, on: boolean) =>
     setScopes((current) => (on ? [...current, scope] : current.filter((s) => s !== scope)));
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
+  const submit = () => {
     const problem =
       !fullAccess && scopes.length === 0 ? 'Choose at least one scope, or full access.' : undefined;
     setScopeError(problem);
@@ -48,13 +47,23 @@ export function CreateApiKeyForm({
   };
 
   return (
-    <form className="form key-form" onSubmit={submit} aria-label={`New key for ${account.name}`} noValidate>
-      <ErrorNotice error={errors.general} />
-      <Field label="Key name" error={errors.of('name')}>
-        {(props) => (
-          <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="production" />
-        )}
-      </Field>
+    <CreateForm
+      label={`New key for ${account.name}`}
+      className="form key-form"
+      error={errors.general}
+      submitLabel="Create key"
+      pending={create.isPending}
+      small
+      onSubmit={submit}
+      onCancel={onCancel}
+    >
+      <TextField
+        label="Key name"
+        value={name}
+        onChange={setName}
+        error={errors.of('name')}
+        placeholder="production"
+      />
       <fieldset className="scopes" aria-invalid={Boolean(scopeError ?? errors.of('scopes'))}>
         <legend>Scopes</legend>
         <label className="checkbox">
@@ -76,14 +85,6 @@ export function CreateApiKeyForm({
           <small className="field-error">{scopeError ?? errors.of('scopes')}</small>
         ) : null}
       </fieldset>
-      <div className="form-actions">
-        <button type="submit" className="button button-primary button-small" disabled={create.isPending}>
-          Create key
-        </button>
-        <button type="button" className="button button-small" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </CreateForm>
   );
 }

@@ -1,11 +1,12 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { accessApi } from '../../api/access.ts';
 import type { Role } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
+import { CreateForm } from '../../components/CreateForm.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { RoleField } from '../../components/RoleField.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { SERVICE_ACCOUNTS_KEY } from './queries.ts';
 
 export function CreateServiceAccountForm({ onDone }: { onDone: () => void }) {
@@ -21,46 +22,29 @@ export function CreateServiceAccountForm({ onDone }: { onDone: () => void }) {
     },
   });
   const errors = formErrors(create.error, ['name', 'role']);
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    create.mutate();
-  };
   return (
-    <form className="panel form form-grid" onSubmit={submit} aria-label="New service account" noValidate>
-      <ErrorNotice error={errors.general} />
-      <Field label="Service account name" error={errors.of('name')}>
-        {(props) => (
-          <input
-            {...props}
-            value={name}
-            onChange={(e) => setName(e.target.value)}
-            placeholder="billing backend"
-          />
-        )}
-      </Field>
-      <Field
+    <CreateForm
+      label="New service account"
+      error={errors.general}
+      submitLabel="Create service account"
+      pending={create.isPending}
+      onSubmit={() => create.mutate()}
+      onCancel={onDone}
+    >
+      <TextField
+        label="Service account name"
+        value={name}
+        onChange={setName}
+        error={errors.of('name')}
+        placeholder="billing backend"
+      />
+      <RoleField
         label="Service account role"
+        value={role}
+        onChange={setRole}
         error={errors.of('role')}
         hint="Its keys never hold more than this role allows."
-      >
-        {(props) => (
-          <select {...props} value={role} onChange={(e) => setRole(e.target.value as Role)}>
-            {can.grantableRoles.map((r) => (
-              <option key={r} value={r}>
-                {r}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={create.isPending}>
-          Create service account
-        </button>
-        <button type="button" className="button" onClick={onDone}>
-          Cancel
-        </button>
-      </div>
-    </form>
+      />
+    </CreateForm>
   );
 }

@@ -3,10 +3,10 @@ import { useState, type FormEvent } from 'react';
 import { organizationApi, type Organization } from '../../api/organization.ts';
 import { SESSION_KEY, usePermissions } from '../../auth/session.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
+import { TextField } from '../../components/TextField.tsx';
 
 export function OrganizationForm() {
   const organization = useQuery({ queryKey: ['organization'], queryFn: organizationApi.get });
@@ -52,16 +52,14 @@ function OrganizationFields({ organization }: { organization: Organization }) {
   return (
     <form onSubmit={submit} className="form form-narrow" noValidate>
       <ErrorNotice error={errors.general} />
-      <Field label="Organization name" error={errors.of('name')}>
-        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
-      </Field>
-      <Field
+      <TextField label="Organization name" value={name} onChange={setName} error={errors.of('name')} />
+      <TextField
         label="Organization slug"
+        value={slug}
+        onChange={setSlug}
         error={errors.of('slug')}
         hint="Members sign in with it; changing it changes the sign-in."
-      >
-        {(props) => <input {...props} value={slug} onChange={(e) => setSlug(e.target.value)} />}
-      </Field>
+      />
       <button type="submit" className="button" disabled={save.isPending}>
         Save organization
       </button>

@@ -1,10 +1,10 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useNavigate } from 'react-router';
 import { subscribersApi } from '../../api/subscribers.ts';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
+import { CreateForm } from '../../components/CreateForm.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { TextField } from '../../components/TextField.tsx';
 import { SUBSCRIBERS_KEY } from './queries.ts';
 
 export function CreateSubscriberForm({ onDone }: { onDone: () => void }) {
@@ -22,35 +22,30 @@ export function CreateSubscriberForm({ onDone }: { onDone: () => void }) {
     },
   });
   const errors = formErrors(create.error, ['subscriber_id', 'name']);
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    create.mutate();
-  };
   return (
-    <form onSubmit={submit} className="panel form form-grid" aria-label="New subscriber" noValidate>
-      <ErrorNotice error={errors.general} />
-      <Field
+    <CreateForm
+      label="New subscriber"
+      error={errors.general}
+      submitLabel="Create subscriber"
+      pending={create.isPending}
+      onSubmit={() => create.mutate()}
+      onCancel={onDone}
+    >
+      <TextField
         label="Subscriber id"
+        value={id}
+        onChange={setId}
         error={errors.of('subscriber_id')}
         hint="Your own id for this customer: letters, digits and _ . : @ + -."
-      >
-        {(props) => (
-          <input {...props} value={id} onChange={(e) => setId(e.target.value)} placeholder="acct_42" />
-        )}
-      </Field>
-      <Field label="Subscriber name" error={errors.of('name')}>
-        {(props) => (
-          <input {...props} value={name} onChange={(e) => setName(e.target.value)} placeholder="Acme Inc." />
-        )}
-      </Field>
-      <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={create.isPending}>
-          Create subscriber
-        </button>
-        <button type="button" className="button" onClick={onDone}>
-          Cancel
-        </button>
-      </div>
-    </form>
+        placeholder="acct_42"
+      />
+      <TextField
+        label="Subscriber name"
+        value={name}
+        onChange={setName}
+        error={errors.of('name')}
+        placeholder="Acme Inc."
+      />
+    </CreateForm>
   );
 }

@@ -5,6 +5,8 @@ import type { Feature } from '../../api/types.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { useFeatures } from '../features/queries.ts';
 
 /** `datetime-local` is the user's local time without a zone; the API wants an ISO 8601 instant. */
@@ -116,29 +118,17 @@ export function OverrideForm({
             )}
           </Field>
         ) : null}
-        <Field
+        <TextField
           label="Expires at (optional)"
+          type="datetime-local"
+          value={expires}
+          onChange={setExpires}
           error={errors.of('expires_at')}
           hint="Your local time; empty = never."
-        >
-          {(props) => (
-            <input
-              {...props}
-              type="datetime-local"
-              value={expires}
-              onChange={(e) => setExpires(e.target.value)}
-            />
-          )}
-        </Field>
+        />
       </div>
       <div className="form-actions">
-        <button
-          type="submit"
-          className="button button-primary button-small"
-          disabled={!feature || save.isPending}
-        >
-          Save override
-        </button>
+        <SubmitButton label="Save override" pending={save.isPending} disabled={!feature} small />
       </div>
     </form>
   );

@@ -2,8 +2,9 @@ import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { webhookApi } from '../../api/webhook.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { useWebhookAnswer } from './webhook-answer.ts';
 
 export function WebhookUrlForm({
@@ -32,21 +33,17 @@ export function WebhookUrlForm({
   return (
     <form className="form inline-form" onSubmit={submit} aria-label="Webhook URL" noValidate>
       <ErrorNotice error={errors.general} />
-      <Field label="Endpoint URL" error={errors.of('url')} inline>
-        {(props) => (
-          <input
-            {...props}
-            type="url"
-            className="input-wide"
-            value={url}
-            onChange={(e) => setUrl(e.target.value)}
-            placeholder="https://example.com/hooks/entitlements"
-          />
-        )}
-      </Field>
-      <button type="submit" className="button button-primary button-small" disabled={save.isPending}>
-        {current === null ? 'Set webhook' : 'Save URL'}
-      </button>
+      <TextField
+        label="Endpoint URL"
+        type="url"
+        className="input-wide"
+        value={url}
+        onChange={setUrl}
+        error={errors.of('url')}
+        inline
+        placeholder="https://example.com/hooks/entitlements"
+      />
+      <SubmitButton label={current === null ? 'Set webhook' : 'Save URL'} pending={save.isPending} small />
       {onDone ? (
         <button type="button" className="button button-small" onClick={onDone}>
           Cancel
