@@ -3,8 +3,8 @@ import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { FeatureKind } from '../../api/types.ts';
 import { CreateForm } from '../../components/CreateForm.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SelectField } from '../../components/SelectField.tsx';
 import { TextField } from '../../components/TextField.tsx';
 import { FEATURES_KEY } from './queries.ts';
 
@@ -53,14 +53,15 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
         error={errors.of('name')}
         placeholder="API access"
       />
-      <Field label="Kind" error={errors.of('kind')}>
-        {(props) => (
-          <select {...props} value={kind} onChange={(e) => setKind(e.target.value as FeatureKind)}>
-            <option value="flag">flag: on or off</option>
-            <option value="limit">limit: a number, or unlimited</option>
-          </select>
-        )}
-      </Field>
+      <SelectField
+        label="Kind"
+        error={errors.of('kind')}
+        value={kind}
+        onChange={(value) => setKind(value as FeatureKind)}
+      >
+        <option value="flag">flag: on or off</option>
+        <option value="limit">limit: a number, or unlimited</option>
+      </SelectField>
       <TextField
         label="Description"
         value={description}

@@ -3,8 +3,8 @@ import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature, PlanKind } from '../../api/types.ts';
 import { CreateForm } from '../../components/CreateForm.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SelectField } from '../../components/SelectField.tsx';
 import { TextField } from '../../components/TextField.tsx';
 import { GrantsEditor } from './GrantsEditor.tsx';
 import { draftOf, draftProblems, grantsOf, type GrantDraft } from './grant-draft.ts';
@@ -59,18 +59,16 @@ export function CreatePlanForm({ features, onDone }: { features: readonly Featur
           error={errors.of('name')}
           placeholder="Pro"
         />
-        <Field
+        <SelectField
           label="Plan kind"
           error={errors.of('kind')}
           hint="catalog: offered to everyone; custom: for one arrangement."
+          value={kind}
+          onChange={(value) => setKind(value as PlanKind)}
         >
-          {(props) => (
-            <select {...props} value={kind} onChange={(e) => setKind(e.target.value as PlanKind)}>
-              <option value="catalog">catalog</option>
-              <option value="custom">custom</option>
-            </select>
-          )}
-        </Field>
+          <option value="catalog">catalog</option>
+          <option value="custom">custom</option>
+        </SelectField>
       </div>
       <h3>Grants</h3>
       <GrantsEditor

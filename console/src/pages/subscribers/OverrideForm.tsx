@@ -5,6 +5,7 @@ import type { Feature } from '../../api/types.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SelectField } from '../../components/SelectField.tsx';
 import { SubmitButton } from '../../components/SubmitButton.tsx';
 import { TextField } from '../../components/TextField.tsx';
 import { useFeatures } from '../features/queries.ts';
@@ -69,31 +70,24 @@ export function OverrideForm({
       <h3>Set an override</h3>
       <ErrorNotice error={errors.general} />
       <div className="form-grid">
-        <Field label="Override feature">
-          {(props) => (
-            <select {...props} value={featureKey} onChange={(e) => setFeatureKey(e.target.value)}>
-              <option value="">Choose a feature…</option>
-              {catalog.map((f) => (
-                <option key={f.key} value={f.key}>
-                  {f.key} ({f.kind})
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField label="Override feature" value={featureKey} onChange={setFeatureKey}>
+          <option value="">Choose a feature…</option>
+          {catalog.map((f) => (
+            <option key={f.key} value={f.key}>
+              {f.key} ({f.kind})
+            </option>
+          ))}
+        </SelectField>
         {feature?.kind === 'flag' ? (
-          <Field label="Override value" error={errors.of('allowed')}>
-            {(props) => (
-              <select
-                {...props}
-                value={allowed ? 'allowed' : 'denied'}
-                onChange={(e) => setAllowed(e.target.value === 'allowed')}
-              >
-                <option value="allowed">allowed</option>
-                <option value="denied">denied</option>
-              </select>
-            )}
-          </Field>
+          <SelectField
+            label="Override value"
+            error={errors.of('allowed')}
+            value={allowed ? 'allowed' : 'denied'}
+            onChange={(value) => setAllowed(value === 'allowed')}
+          >
+            <option value="allowed">allowed</option>
+            <option value="denied">denied</option>
+          </SelectField>
         ) : null}
         {feature?.kind === 'limit' ? (
           <Field label="Override limit" error={limitError ?? errors.of('limit')}>

@@ -4,8 +4,9 @@ import { subscribersApi } from '../../api/subscribers.ts';
 import type { Subscriber } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { useSubscriberChanged } from './queries.ts';
 
 export function SubscriberName({ subscriber }: { subscriber: Subscriber }) {
@@ -44,12 +45,8 @@ export function SubscriberName({ subscriber }: { subscriber: Subscriber }) {
   return (
     <form className="panel form inline-form" onSubmit={submit} noValidate>
       <ErrorNotice error={errors.general} />
-      <Field label="Subscriber name" error={errors.of('name')} inline>
-        {(props) => <input {...props} value={name} onChange={(e) => setName(e.target.value)} />}
-      </Field>
-      <button type="submit" className="button button-small button-primary" disabled={save.isPending}>
-        Save name
-      </button>
+      <TextField label="Subscriber name" value={name} onChange={setName} error={errors.of('name')} inline />
+      <SubmitButton label="Save name" pending={save.isPending} small />
       <button type="button" className="button button-small" onClick={() => setEditing(false)}>
         Cancel
       </button>
