@@ -3,8 +3,10 @@ import { useState } from 'react';
 import { accessApi } from '../../api/access.ts';
 import { auditApi } from '../../api/audit.ts';
 import { usePermissions } from '../../auth/session.ts';
+import { DataTable } from '../../components/DataTable.tsx';
 import { counted } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
+import { LoadMore } from '../../components/LoadMore.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
 import { AuditFiltersForm } from './AuditFiltersForm.tsx';
 import { AuditRow } from './AuditRow.tsx';
@@ -78,41 +80,27 @@ function AuditLog() {
             {counted(loaded.length, 'entry', 'entries')} loaded
             {events.hasNextPage ? '; older entries follow' : ''}. Exports hold the loaded entries.
           </p>
-          <table className="table" data-testid="audit-table">
-            <thead>
-              <tr>
+          <DataTable
+            testId="audit-table"
+            columns={5}
+            empty={loaded.length === 0 && 'No entries match.'}
+            head={
+              <>
                 <th>When</th>
                 <th>Actor</th>
                 <th>Request</th>
                 <th>Outcome</th>
                 <th aria-label="Details" />
-              </tr>
-            </thead>
-            <tbody>
-              {loaded.length === 0 ? (
-                <tr>
-                  <td colSpan={5} className="empty">
-                    No entries match.
-                  </td>
-                </tr>
-              ) : null}
-              {loaded.map((event) => (
-                <AuditRow key={event.id} event={event} actorName={names.get(event.actor.member_id)} />
-              ))}
-            </tbody>
-          </table>
+              </>
+            }
+          >
+            {loaded.map((event) => (
+              <AuditRow key={event.id} event={event} actorName={names.get(event.actor.member_id)} />
+            ))}
+          </DataTable>
         </>
       ) : null}
-      {events.hasNextPage ? (
-        <button
-          type="button"
-          className="button"
-          disabled={events.isFetchingNextPage}
-          onClick={() => void events.fetchNextPage()}
-        >
-          {events.isFetchingNextPage ? 'Loading…' : 'Load older entries'}
-        </button>
-      ) : null}
+      <LoadMore query={events} label="Load older entries" loadingLabel="Loading…" />
     </>
   );
 }

@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature } from '../../api/types.ts';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { ErrorRow } from '../../components/DataTable.tsx';
 import { formErrors } from '../../components/form-errors.ts';
 import { FEATURES_KEY } from './queries.ts';
 
@@ -60,13 +60,7 @@ export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: 
           </button>
         </td>
       </tr>
-      {errors.general ? (
-        <tr>
-          <td colSpan={6}>
-            <ErrorNotice error={errors.general} />
-          </td>
-        </tr>
-      ) : null}
+      <ErrorRow error={errors.general} columns={6} />
     </>
   );
 }

@@ -2,6 +2,7 @@ import { useState } from 'react';
 import type { Feature } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
@@ -31,55 +32,50 @@ export function FeaturesPage() {
       {creating ? <CreateFeatureForm onDone={() => setCreating(false)} /> : null}
       <QueryState isPending={features.isPending} error={features.error} what="features" />
       {features.data ? (
-        <table className="table" data-testid="features-table">
-          <thead>
-            <tr>
+        <DataTable
+          testId="features-table"
+          columns={6}
+          empty={features.data.items.length === 0 && 'No features yet.'}
+          head={
+            <>
               <th>Key</th>
               <th>Name</th>
               <th>Kind</th>
               <th>Description</th>
               <th>Updated</th>
               {can.writeCatalog ? <th aria-label="Actions" /> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {features.data.items.length === 0 ? (
-              <tr>
-                <td colSpan={6} className="empty">
-                  No features yet.
+            </>
+          }
+        >
+          {features.data.items.map((feature: Feature) =>
+            editing === feature.key ? (
+              <EditFeatureRow key={feature.key} feature={feature} onDone={() => setEditing(null)} />
+            ) : (
+              <tr key={feature.key} data-testid={`feature-row-${feature.key}`}>
+                <td>
+                  <code>{feature.key}</code>
                 </td>
+                <td>{feature.name}</td>
+                <td>
+                  <Badge tone={feature.kind === 'flag' ? 'info' : 'neutral'}>{feature.kind}</Badge>
+                </td>
+                <td className="cell-muted">{feature.description}</td>
+                <td className="cell-nowrap">{formatTime(feature.updated_at)}</td>
+                {can.writeCatalog ? (
+                  <td className="cell-actions">
+                    <button
+                      type="button"
+                      className="button button-small"
+                      onClick={() => setEditing(feature.key)}
+                    >
+                      Edit
+                    </button>
+                  </td>
+                ) : null}
               </tr>
-            ) : null}
-            {features.data.items.map((feature: Feature) =>
-              editing === feature.key ? (
-                <EditFeatureRow key={feature.key} feature={feature} onDone={() => setEditing(null)} />
-              ) : (
-                <tr key={feature.key} data-testid={`feature-row-${feature.key}`}>
-                  <td>
-                    <code>{feature.key}</code>
-                  </td>
-                  <td>{feature.name}</td>
-                  <td>
-                    <Badge tone={feature.kind === 'flag' ? 'info' : 'neutral'}>{feature.kind}</Badge>
-                  </td>
-                  <td className="cell-muted">{feature.description}</td>
-                  <td className="cell-nowrap">{formatTime(feature.updated_at)}</td>
-                  {can.writeCatalog ? (
-                    <td className="cell-actions">
-                      <button
-                        type="button"
-                        className="button button-small"
-                        onClick={() => setEditing(feature.key)}
-                      >
-                        Edit
-                      </button>
-                    </td>
-                  ) : null}
-                </tr>
-              ),
-            )}
-          </tbody>
-        </table>
+            ),
+          )}
+        </DataTable>
       ) : null}
     </>
   );

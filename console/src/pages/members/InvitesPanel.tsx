@@ -2,20 +2,21 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { accessApi } from '../../api/access.ts';
 import type { Invite, Role } from '../../api/types.ts';
-import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
 import { CopyButton } from '../../components/CopyButton.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
-import { Field } from '../../components/Field.tsx';
 import { formErrors } from '../../components/form-errors.ts';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
+import { RoleField } from '../../components/RoleField.tsx';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { INVITES_KEY } from './queries.ts';
 
 /** Invites are admin-only (reading them is audited: each link lets anyone join with its role). */
 export function InvitesPanel() {
-  const can = usePermissions();
   const queryClient = useQueryClient();
   const invites = useQuery({ queryKey: INVITES_KEY, queryFn: accessApi.invites });
   const [role, setRole] = useState<Role>('viewer');
@@ -43,31 +44,17 @@ export function InvitesPanel() {
     <section className="panel" aria-labelledby="invites-title" data-testid="invites-panel">
       <h2 id="invites-title">Invites</h2>
       <form className="form inline-form" onSubmit={submit} aria-label="New invite" noValidate>
-        <Field label="Invite role" error={errors.of('role')} inline>
-          {(props) => (
-            <select {...props} value={role} onChange={(e) => setRole(e.target.value as Role)}>
-              {can.grantableRoles.map((r) => (
-                <option key={r} value={r}>
-                  {r}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <Field label="Invite email (optional)" error={errors.of('email')} inline>
-          {(props) => (
-            <input
-              {...props}
-              type="email"
-              value={email}
-              onChange={(e) => setEmail(e.target.value)}
-              placeholder="anyone with the link"
-            />
-          )}
-        </Field>
-        <button type="submit" className="button button-primary button-small" disabled={create.isPending}>
-          Create invite
-        </button>
+        <RoleField label="Invite role" value={role} onChange={setRole} error={errors.of('role')} inline />
+        <TextField
+          label="Invite email (optional)"
+          type="email"
+          value={email}
+          onChange={setEmail}
+          error={errors.of('email')}
+          inline
+          placeholder="anyone with the link"
+        />
+        <SubmitButton label="Create invite" pending={create.isPending} small />
       </form>
       <ErrorNotice error={errors.general} />
       {created ? (
@@ -90,46 +77,41 @@ export function InvitesPanel() {
       <h3>Live invites</h3>
       <QueryState isPending={invites.isPending} error={invites.error} what="invites" />
       {invites.data ? (
-        <table className="table table-compact">
-          <thead>
-            <tr>
+        <DataTable
+          compact
+          columns={5}
+          empty={invites.data.invites.length === 0 && 'No live invites.'}
+          head={
+            <>
               <th>Role</th>
               <th>Email</th>
               <th>Link</th>
               <th>Expires</th>
               <th aria-label="Actions" />
+            </>
+          }
+        >
+          {invites.data.invites.map((invite) => (
+            <tr key={invite.invite_id} data-testid={`invite-${invite.invite_id}`}>
+              <td>
+                <Badge tone="info">{invite.role}</Badge>
+              </td>
+              <td>{invite.email ?? <span className="cell-muted">anyone with the link</span>}</td>
+              <td>
+                <CopyButton text={invite.url} label="Copy link" />
+              </td>
+              <td className="cell-nowrap">{formatTime(invite.expires_at)}</td>
+              <td className="cell-actions">
+                <ConfirmButton
+                  label="Revoke"
+                  confirmLabel="Confirm revoke"
+                  pending={revoke.isPending && revoke.variables === invite.invite_id}
+                  onConfirm={() => revoke.mutate(invite.invite_id)}
+                />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {invites.data.invites.length === 0 ? (
-              <tr>
-                <td colSpan={5} className="empty">
-                  No live invites.
-                </td>
-              </tr>
-            ) : null}
-            {invites.data.invites.map((invite) => (
-              <tr key={invite.invite_id} data-testid={`invite-${invite.invite_id}`}>
-                <td>
-                  <Badge tone="info">{invite.role}</Badge>
-                </td>
-                <td>{invite.email ?? <span className="cell-muted">anyone with the link</span>}</td>
-                <td>
-                  <CopyButton text={invite.url} label="Copy link" />
-                </td>
-                <td className="cell-nowrap">{formatTime(invite.expires_at)}</td>
-                <td className="cell-actions">
-                  <ConfirmButton
-                    label="Revoke"
-                    confirmLabel="Confirm revoke"
-                    pending={revoke.isPending && revoke.variables === invite.invite_id}
-                    onConfirm={() => revoke.mutate(invite.invite_id)}
-                  />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
       <ErrorNotice error={revoke.error} />
     </section>

@@ -5,7 +5,7 @@ import { ROLES, type Member, type MemberStatus, type Role } from '../../api/type
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { ErrorRow } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { MEMBERS_KEY } from './queries.ts';
 
@@ -84,13 +84,7 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
           </td>
         ) : null}
       </tr>
-      {update.error ? (
-        <tr>
-          <td colSpan={6}>
-            <ErrorNotice error={update.error} />
-          </td>
-        </tr>
-      ) : null}
+      <ErrorRow error={update.error} columns={6} />
     </>
   );
 }

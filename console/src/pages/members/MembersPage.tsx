@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { accessApi } from '../../api/access.ts';
 import { usePermissions, useSession } from '../../auth/session.ts';
+import { DataTable } from '../../components/DataTable.tsx';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
 import { InvitesPanel } from './InvitesPanel.tsx';
@@ -19,27 +20,27 @@ export function MembersPage() {
       />
       <QueryState isPending={members.isPending} error={members.error} what="members" />
       {members.data ? (
-        <table className="table" data-testid="members-table">
-          <thead>
-            <tr>
+        <DataTable
+          testId="members-table"
+          head={
+            <>
               <th>Email</th>
               <th>Name</th>
               <th>Role</th>
               <th>Status</th>
               <th>Joined</th>
               {can.manageMembers ? <th aria-label="Actions" /> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {members.data.members.map((member) => (
-              <MemberRow
-                key={member.member_id}
-                member={member}
-                self={member.member_id === session.member.member_id}
-              />
-            ))}
-          </tbody>
-        </table>
+            </>
+          }
+        >
+          {members.data.members.map((member) => (
+            <MemberRow
+              key={member.member_id}
+              member={member}
+              self={member.member_id === session.member.member_id}
+            />
+          ))}
+        </DataTable>
       ) : null}
       {can.manageMembers ? <InvitesPanel /> : null}
     </>

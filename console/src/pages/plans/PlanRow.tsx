@@ -5,7 +5,7 @@ import type { Feature, Plan } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { ErrorRow } from '../../components/DataTable.tsx';
 import { formatCount } from '../../components/format.ts';
 import { GrantList } from './GrantList.tsx';
 import { PlanGrantsForm } from './PlanGrantsForm.tsx';
@@ -58,13 +58,7 @@ export function PlanRow({ plan, features }: { plan: Plan; features: readonly Fea
           </td>
         ) : null}
       </tr>
-      {archive.error ? (
-        <tr>
-          <td colSpan={columns}>
-            <ErrorNotice error={archive.error} />
-          </td>
-        </tr>
-      ) : null}
+      <ErrorRow error={archive.error} columns={columns} />
       {editing ? (
         <tr className="row-editing">
           <td colSpan={columns}>

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { usePermissions } from '../../auth/session.ts';
+import { DataTable } from '../../components/DataTable.tsx';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
 import { useFeatures } from '../features/queries.ts';
@@ -48,9 +49,12 @@ export function PlansPage() {
         </span>
       </div>
       {plans.data ? (
-        <table className="table" data-testid="plans-table">
-          <thead>
-            <tr>
+        <DataTable
+          testId="plans-table"
+          columns={7}
+          empty={visible.length === 0 && 'No plans yet.'}
+          head={
+            <>
               <th>Key</th>
               <th>Name</th>
               <th>Kind</th>
@@ -58,21 +62,13 @@ export function PlansPage() {
               <th className="cell-number">Subscribers</th>
               <th>Status</th>
               {can.writeCatalog ? <th aria-label="Actions" /> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {visible.length === 0 ? (
-              <tr>
-                <td colSpan={7} className="empty">
-                  No plans yet.
-                </td>
-              </tr>
-            ) : null}
-            {visible.map((plan) => (
-              <PlanRow key={plan.key} plan={plan} features={catalog} />
-            ))}
-          </tbody>
-        </table>
+            </>
+          }
+        >
+          {visible.map((plan) => (
+            <PlanRow key={plan.key} plan={plan} features={catalog} />
+          ))}
+        </DataTable>
       ) : null}
     </>
   );

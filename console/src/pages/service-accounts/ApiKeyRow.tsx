@@ -3,7 +3,7 @@ import { accessApi } from '../../api/access.ts';
 import type { ApiKey } from '../../api/types.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
-import { ErrorNotice } from '../../components/ErrorNotice.tsx';
+import { ErrorRow } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { apiKeysKey } from './queries.ts';
 
@@ -55,13 +55,7 @@ export function ApiKeyRow({ apiKey, manage }: { apiKey: ApiKey; manage: boolean 
           </td>
         ) : null}
       </tr>
-      {revoke.error ? (
-        <tr>
-          <td colSpan={6}>
-            <ErrorNotice error={revoke.error} />
-          </td>
-        </tr>
-      ) : null}
+      <ErrorRow error={revoke.error} columns={6} />
     </>
   );
 }

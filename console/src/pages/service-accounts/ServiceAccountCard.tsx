@@ -4,6 +4,7 @@ import { accessApi } from '../../api/access.ts';
 import type { CreatedApiKey, ServiceAccount } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { SecretOnce } from '../../components/SecretOnce.tsx';
@@ -65,30 +66,25 @@ export function ServiceAccountCard({ account }: { account: ServiceAccount }) {
       ) : null}
       <QueryState isPending={keys.isPending} error={keys.error} what="keys" />
       {keys.data ? (
-        <table className="table table-compact">
-          <thead>
-            <tr>
+        <DataTable
+          compact
+          columns={6}
+          empty={keys.data.api_keys.length === 0 && 'No keys.'}
+          head={
+            <>
               <th>Prefix</th>
               <th>Name</th>
               <th>Scopes</th>
               <th>Created</th>
               <th>Status</th>
               {manage ? <th aria-label="Actions" /> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.api_keys.length === 0 ? (
-              <tr>
-                <td colSpan={6} className="empty">
-                  No keys.
-                </td>
-              </tr>
-            ) : null}
-            {keys.data.api_keys.map((key) => (
-              <ApiKeyRow key={key.key_id} apiKey={key} manage={manage} />
-            ))}
-          </tbody>
-        </table>
+            </>
+          }
+        >
+          {keys.data.api_keys.map((key) => (
+            <ApiKeyRow key={key.key_id} apiKey={key} manage={manage} />
+          ))}
+        </DataTable>
       ) : null}
     </section>
   );

@@ -1,5 +1,6 @@
 import type { Entitlement } from '../../api/types.ts';
 import { Badge, type BadgeTone } from '../../components/Badge.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { formatLimit } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { useEntitlements } from './queries.ts';
@@ -35,46 +36,41 @@ export function EntitlementsPanel({ subscriberId }: { subscriberId: string }) {
       <p className="panel-note">Live answer of an eval (counts toward this month's usage).</p>
       <QueryState isPending={entitlements.isPending} error={entitlements.error} what="entitlements" />
       {entitlements.data ? (
-        <table className="table table-compact">
-          <thead>
-            <tr>
+        <DataTable
+          compact
+          columns={3}
+          empty={entitlements.data.entitlements.length === 0 && 'The catalog has no features.'}
+          head={
+            <>
               <th>Feature</th>
               <th>Value</th>
               <th>Source</th>
+            </>
+          }
+        >
+          {entitlements.data.entitlements.map((entitlement) => (
+            <tr key={entitlement.feature} data-testid={`entitlement-${entitlement.feature}`}>
+              <td>
+                <code>{entitlement.feature}</code>
+              </td>
+              <td
+                className={
+                  entitlement.kind === 'flag'
+                    ? entitlement.allowed
+                      ? 'value-yes'
+                      : 'value-no'
+                    : 'cell-number'
+                }
+                data-testid={`entitlement-value-${entitlement.feature}`}
+              >
+                {valueOf(entitlement)}
+              </td>
+              <td>
+                <Badge tone={SOURCE_TONE[entitlement.source]}>{entitlement.source}</Badge>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {entitlements.data.entitlements.length === 0 ? (
-              <tr>
-                <td colSpan={3} className="empty">
-                  The catalog has no features.
-                </td>
-              </tr>
-            ) : null}
-            {entitlements.data.entitlements.map((entitlement) => (
-              <tr key={entitlement.feature} data-testid={`entitlement-${entitlement.feature}`}>
-                <td>
-                  <code>{entitlement.feature}</code>
-                </td>
-                <td
-                  className={
-                    entitlement.kind === 'flag'
-                      ? entitlement.allowed
-                        ? 'value-yes'
-                        : 'value-no'
-                      : 'cell-number'
-                  }
-                  data-testid={`entitlement-value-${entitlement.feature}`}
-                >
-                  {valueOf(entitlement)}
-                </td>
-                <td>
-                  <Badge tone={SOURCE_TONE[entitlement.source]}>{entitlement.source}</Badge>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
     </section>
   );

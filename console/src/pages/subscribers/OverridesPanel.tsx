@@ -5,6 +5,7 @@ import type { Override } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { formatLimit, formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
@@ -45,49 +46,44 @@ export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
       </p>
       <QueryState isPending={overrides.isPending} error={overrides.error} what="overrides" />
       {overrides.data ? (
-        <table className="table table-compact">
-          <thead>
-            <tr>
+        <DataTable
+          compact
+          columns={5}
+          empty={overrides.data.overrides.length === 0 && 'No overrides.'}
+          head={
+            <>
               <th>Feature</th>
               <th>Value</th>
               <th>Expires</th>
               <th>Updated</th>
               {can.writeSubscribers ? <th aria-label="Actions" /> : null}
+            </>
+          }
+        >
+          {overrides.data.overrides.map((override) => (
+            <tr key={override.id} data-testid={`override-${override.feature}`}>
+              <td>
+                <code>{override.feature}</code>
+              </td>
+              <td>{valueOf(override)}</td>
+              <td className="cell-nowrap">
+                {override.expires_at ? formatTime(override.expires_at) : 'never'}{' '}
+                {isExpired(override) ? <Badge tone="bad">expired</Badge> : null}
+              </td>
+              <td className="cell-nowrap">{formatTime(override.updated_at)}</td>
+              {can.writeSubscribers ? (
+                <td className="cell-actions">
+                  <ConfirmButton
+                    label="Delete override"
+                    confirmLabel="Confirm delete"
+                    pending={remove.isPending && remove.variables === override.feature}
+                    onConfirm={() => remove.mutate(override.feature)}
+                  />
+                </td>
+              ) : null}
             </tr>
-          </thead>
-          <tbody>
-            {overrides.data.overrides.length === 0 ? (
-              <tr>
-                <td colSpan={5} className="empty">
-                  No overrides.
-                </td>
-              </tr>
-            ) : null}
-            {overrides.data.overrides.map((override) => (
-              <tr key={override.id} data-testid={`override-${override.feature}`}>
-                <td>
-                  <code>{override.feature}</code>
-                </td>
-                <td>{valueOf(override)}</td>
-                <td className="cell-nowrap">
-                  {override.expires_at ? formatTime(override.expires_at) : 'never'}{' '}
-                  {isExpired(override) ? <Badge tone="bad">expired</Badge> : null}
-                </td>
-                <td className="cell-nowrap">{formatTime(override.updated_at)}</td>
-                {can.writeSubscribers ? (
-                  <td className="cell-actions">
-                    <ConfirmButton
-                      label="Delete override"
-                      confirmLabel="Confirm delete"
-                      pending={remove.isPending && remove.variables === override.feature}
-                      onConfirm={() => remove.mutate(override.feature)}
-                    />
-                  </td>
-                ) : null}
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       ) : null}
       <ErrorNotice error={remove.error} />
       {can.writeSubscribers ? <OverrideForm subscriberId={subscriberId} onSaved={changed} /> : null}

@@ -3,10 +3,12 @@ import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { subscribersApi } from '../../api/subscribers.ts';
 import { usePermissions } from '../../auth/session.ts';
-import { Field } from '../../components/Field.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
+import { LoadMore } from '../../components/LoadMore.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
+import { TextField } from '../../components/TextField.tsx';
 import { useDebounced } from '../../components/use-debounced.ts';
 import { CreateSubscriberForm } from './CreateSubscriberForm.tsx';
 import { SUBSCRIBERS_KEY } from './queries.ts';
@@ -55,29 +57,23 @@ export function SubscribersPage() {
       />
       {creating ? <CreateSubscriberForm onDone={() => setCreating(false)} /> : null}
       <div className="toolbar">
-        <Field label="Search subscribers" inline>
-          {(props) => (
-            <input
-              {...props}
-              type="search"
-              value={searchText}
-              maxLength={MAX_SEARCH_LENGTH}
-              onChange={(e) => setSearchText(e.target.value)}
-              placeholder="id prefix or name"
-            />
-          )}
-        </Field>
+        <TextField
+          label="Search subscribers"
+          inline
+          type="search"
+          value={searchText}
+          maxLength={MAX_SEARCH_LENGTH}
+          onChange={setSearchText}
+          placeholder="id prefix or name"
+        />
         <form onSubmit={open} className="inline-form">
-          <Field label="Open by id" inline>
-            {(props) => (
-              <input
-                {...props}
-                value={openId}
-                onChange={(e) => setOpenId(e.target.value)}
-                placeholder="subscriber id"
-              />
-            )}
-          </Field>
+          <TextField
+            label="Open by id"
+            inline
+            value={openId}
+            onChange={setOpenId}
+            placeholder="subscriber id"
+          />
           <button type="submit" className="button button-small">
             Open
           </button>
@@ -85,48 +81,37 @@ export function SubscribersPage() {
       </div>
       <QueryState isPending={subscribers.isPending} error={subscribers.error} what="subscribers" />
       {subscribers.data ? (
-        <table className="table" data-testid="subscribers-table">
-          <thead>
-            <tr>
+        <DataTable
+          testId="subscribers-table"
+          columns={3}
+          empty={
+            shown.length === 0 &&
+            (search
+              ? `No subscriber's id starts with “${search}” or name contains it.`
+              : 'No subscribers yet.')
+          }
+          head={
+            <>
               <th>Subscriber id</th>
               <th>Name</th>
               <th>Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.length === 0 ? (
-              <tr>
-                <td colSpan={3} className="empty">
-                  {search
-                    ? `No subscriber's id starts with “${search}” or name contains it.`
-                    : 'No subscribers yet.'}
-                </td>
-              </tr>
-            ) : null}
-            {shown.map((subscriber) => (
-              <tr key={subscriber.subscriber_id}>
-                <td>
-                  <Link to={`/subscribers/${encodeURIComponent(subscriber.subscriber_id)}`}>
-                    <code>{subscriber.subscriber_id}</code>
-                  </Link>
-                </td>
-                <td>{subscriber.name ?? <span className="cell-muted">—</span>}</td>
-                <td className="cell-nowrap">{formatTime(subscriber.created_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
-      {subscribers.hasNextPage ? (
-        <button
-          type="button"
-          className="button"
-          disabled={subscribers.isFetchingNextPage}
-          onClick={() => void subscribers.fetchNextPage()}
+            </>
+          }
         >
-          {subscribers.isFetchingNextPage ? 'Loading…' : 'Load more'}
-        </button>
+          {shown.map((subscriber) => (
+            <tr key={subscriber.subscriber_id}>
+              <td>
+                <Link to={`/subscribers/${encodeURIComponent(subscriber.subscriber_id)}`}>
+                  <code>{subscriber.subscriber_id}</code>
+                </Link>
+              </td>
+              <td>{subscriber.name ?? <span className="cell-muted">—</span>}</td>
+              <td className="cell-nowrap">{formatTime(subscriber.created_at)}</td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
+      <LoadMore query={subscribers} label="Load more" loadingLabel="Loading…" />
     </>
   );
 }

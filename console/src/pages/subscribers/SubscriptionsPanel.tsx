@@ -5,9 +5,11 @@ import type { Plan, Subscription } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
+import { DataTable, ErrorRow } from '../../components/DataTable.tsx';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
+import { SubmitButton } from '../../components/SubmitButton.tsx';
 import { usePlans } from '../plans/queries.ts';
 import { PlanSelect } from './PlanSelect.tsx';
 import { useSubscriberChanged, useSubscriptions } from './queries.ts';
@@ -37,34 +39,29 @@ export function SubscriptionsPanel({ subscriberId }: { subscriberId: string }) {
       <h2 id="subscriptions-title">Subscriptions</h2>
       <QueryState isPending={subscriptions.isPending} error={subscriptions.error} what="subscriptions" />
       {subscriptions.data ? (
-        <table className="table table-compact">
-          <thead>
-            <tr>
+        <DataTable
+          compact
+          columns={5}
+          empty={ordered.length === 0 && 'No subscriptions.'}
+          head={
+            <>
               <th>Plan</th>
               <th>Status</th>
               <th>Started</th>
               <th>Canceled</th>
               {can.writeSubscribers ? <th aria-label="Actions" /> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {ordered.length === 0 ? (
-              <tr>
-                <td colSpan={5} className="empty">
-                  No subscriptions.
-                </td>
-              </tr>
-            ) : null}
-            {ordered.map((subscription) => (
-              <SubscriptionRow
-                key={subscription.subscription_id}
-                subscription={subscription}
-                plans={plans.data?.items ?? []}
-                onChanged={changed}
-              />
-            ))}
-          </tbody>
-        </table>
+            </>
+          }
+        >
+          {ordered.map((subscription) => (
+            <SubscriptionRow
+              key={subscription.subscription_id}
+              subscription={subscription}
+              plans={plans.data?.items ?? []}
+              onChanged={changed}
+            />
+          ))}
+        </DataTable>
       ) : null}
       {can.writeSubscribers ? (
         <form className="inline-form" onSubmit={submit}>
@@ -74,13 +71,7 @@ export function SubscriptionsPanel({ subscriberId }: { subscriberId: string }) {
             onChange={setPlanKey}
             label="Plan to subscribe to"
           />
-          <button
-            type="submit"
-            className="button button-small button-primary"
-            disabled={!planKey || subscribe.isPending}
-          >
-            Subscribe
-          </button>
+          <SubmitButton label="Subscribe" pending={subscribe.isPending} disabled={!planKey} small />
         </form>
       ) : null}
       <ErrorNotice error={subscribe.error} />
@@ -153,13 +144,7 @@ function SubscriptionRow({
           </td>
         ) : null}
       </tr>
-      {error ? (
-        <tr>
-          <td colSpan={5}>
-            <ErrorNotice error={error} />
-          </td>
-        </tr>
-      ) : null}
+      <ErrorRow error={error} columns={5} />
     </>
   );
 }

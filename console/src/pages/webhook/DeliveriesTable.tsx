@@ -3,9 +3,11 @@ import { useState } from 'react';
 import { webhookApi } from '../../api/webhook.ts';
 import type { DeliveryStatus } from '../../api/types.ts';
 import { Badge, type BadgeTone } from '../../components/Badge.tsx';
-import { Field } from '../../components/Field.tsx';
+import { DataTable } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
+import { LoadMore } from '../../components/LoadMore.tsx';
+import { SelectField } from '../../components/SelectField.tsx';
 
 const TONE: Record<DeliveryStatus, BadgeTone> = {
   pending: 'warn',
@@ -28,76 +30,59 @@ export function DeliveriesTable() {
     <section className="panel" aria-labelledby="deliveries-title">
       <div className="panel-header">
         <h2 id="deliveries-title">Delivery log</h2>
-        <Field label="Delivery status" inline>
-          {(props) => (
-            <select {...props} value={status} onChange={(e) => setStatus(e.target.value)}>
-              <option value="">any</option>
-              <option value="pending">pending</option>
-              <option value="succeeded">succeeded</option>
-              <option value="failed">failed</option>
-              <option value="canceled">canceled</option>
-            </select>
-          )}
-        </Field>
+        <SelectField label="Delivery status" inline value={status} onChange={setStatus}>
+          <option value="">any</option>
+          <option value="pending">pending</option>
+          <option value="succeeded">succeeded</option>
+          <option value="failed">failed</option>
+          <option value="canceled">canceled</option>
+        </SelectField>
       </div>
       <QueryState isPending={deliveries.isPending} error={deliveries.error} what="deliveries" />
       {deliveries.data ? (
-        <table className="table table-compact" data-testid="deliveries-table">
-          <thead>
-            <tr>
+        <DataTable
+          compact
+          testId="deliveries-table"
+          columns={6}
+          empty={loaded.length === 0 && 'No deliveries.'}
+          head={
+            <>
               <th>Created</th>
               <th>Event</th>
               <th>Status</th>
               <th className="cell-number">Attempts</th>
               <th>Last answer</th>
               <th>Next attempt / delivered</th>
-            </tr>
-          </thead>
-          <tbody>
-            {loaded.length === 0 ? (
-              <tr>
-                <td colSpan={6} className="empty">
-                  No deliveries.
-                </td>
-              </tr>
-            ) : null}
-            {loaded.map((delivery) => (
-              <tr key={delivery.delivery_id}>
-                <td className="cell-nowrap">{formatTime(delivery.created_at)}</td>
-                <td>
-                  <code>{delivery.event_type}</code>
-                  <div className="cell-muted">
-                    <code>{delivery.event_id}</code>
-                  </div>
-                </td>
-                <td>
-                  <Badge tone={TONE[delivery.status]}>{delivery.status}</Badge>
-                </td>
-                <td className="cell-number">{delivery.attempts}</td>
-                <td>
-                  {delivery.last_status_code ?? '—'}
-                  {delivery.last_error ? <div className="cell-muted">{delivery.last_error}</div> : null}
-                </td>
-                <td className="cell-nowrap">
-                  {delivery.delivered_at
-                    ? formatTime(delivery.delivered_at)
-                    : formatTime(delivery.next_attempt_at)}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
-      {deliveries.hasNextPage ? (
-        <button
-          type="button"
-          className="button"
-          disabled={deliveries.isFetchingNextPage}
-          onClick={() => void deliveries.fetchNextPage()}
+            </>
+          }
         >
-          Load older deliveries
-        </button>
+          {loaded.map((delivery) => (
+            <tr key={delivery.delivery_id}>
+              <td className="cell-nowrap">{formatTime(delivery.created_at)}</td>
+              <td>
+                <code>{delivery.event_type}</code>
+                <div className="cell-muted">
+                  <code>{delivery.event_id}</code>
+                </div>
+              </td>
+              <td>
+                <Badge tone={TONE[delivery.status]}>{delivery.status}</Badge>
+              </td>
+              <td className="cell-number">{delivery.attempts}</td>
+              <td>
+                {delivery.last_status_code ?? '—'}
+                {delivery.last_error ? <div className="cell-muted">{delivery.last_error}</div> : null}
+              </td>
+              <td className="cell-nowrap">
+                {delivery.delivered_at
+                  ? formatTime(delivery.delivered_at)
+                  : formatTime(delivery.next_attempt_at)}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
+      <LoadMore query={deliveries} label="Load older deliveries" />
     </section>
   );
 }
