@@ -1,5 +1,13 @@
 import { useId, type ReactNode } from 'react';
 
+/** What frames an input: its label, hint and error, and whether it sits in a row of inputs. */
+export interface FieldFrame {
+  label: string;
+  error?: string | undefined;
+  hint?: string;
+  inline?: boolean;
+}
+
 /** A labelled input with its hint and its inline error; `children` receives the ids to wire up. */
 export function Field({
   label,
@@ -7,11 +15,7 @@ export function Field({
   hint,
   children,
   inline,
-}: {
-  label: string;
-  error?: string | undefined;
-  hint?: string;
-  inline?: boolean;
+}: FieldFrame & {
   children: (props: { id: string; 'aria-describedby'?: string; 'aria-invalid'?: boolean }) => ReactNode;
 }) {
   const id = useId();

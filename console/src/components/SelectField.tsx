@@ -1,5 +1,5 @@
 import type { ReactNode, SelectHTMLAttributes } from 'react';
-import { Field } from './Field.tsx';
+import { Field, type FieldFrame } from './Field.tsx';
 
 /** What the caller sets on the select itself; Field owns its id and aria wiring, SelectField its value. */
 type SelectAttributes = Omit<
@@ -7,13 +7,9 @@ type SelectAttributes = Omit<
   'id' | 'value' | 'onChange' | 'children'
 >;
 
-export interface SelectFieldProps extends SelectAttributes {
-  label: string;
+export interface SelectFieldProps extends SelectAttributes, FieldFrame {
   value: string;
   onChange: (value: string) => void;
-  error?: string | undefined;
-  hint?: string;
-  inline?: boolean;
   /** The `<option>`s. */
   children: ReactNode;
 }

@@ -1,16 +1,12 @@
 import type { InputHTMLAttributes } from 'react';
-import { Field } from './Field.tsx';
+import { Field, type FieldFrame } from './Field.tsx';
 
 /** What the caller sets on the input itself; Field owns its id and aria wiring, TextField its value. */
 type InputAttributes = Omit<InputHTMLAttributes<HTMLInputElement>, 'id' | 'value' | 'onChange' | 'children'>;
 
-export interface TextFieldProps extends InputAttributes {
-  label: string;
+export interface TextFieldProps extends InputAttributes, FieldFrame {
   value: string;
   onChange: (value: string) => void;
-  error?: string | undefined;
-  hint?: string;
-  inline?: boolean;
 }
 
 /** A labelled input whose value is a string (text, email, password, url, search…) held by the caller. */
