@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
 import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
+import { isSafeMethod } from '@ent/common/http/session-request';
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus what the proxy sets itself. */
 const HOP_BY_HOP = new Set([
@@ -60,7 +61,7 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND'
  */
 function forwardFailed(request: FastifyRequest, error: unknown) {
   const code = (error as { code?: string }).code ?? '';
-  if (NOT_SENT.has(code) || SAFE_METHODS.has(request.method)) {
+  if (NOT_SENT.has(code) || isSafeMethod(request.method)) {
     return serviceUnavailable('The service is temporarily unavailable; retry shortly.');
   }
   return serviceUnavailable(
@@ -69,8 +70,6 @@ function forwardFailed(request: FastifyRequest, error: unknown) {
     { outcome: 'unknown' },
   );
 }
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const hasBody = (request: FastifyRequest): boolean =>
   request.headers['transfer-encoding'] !== undefined ||

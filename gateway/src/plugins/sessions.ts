@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { AuthFailureLimiter, authRateLimited } from '@ent/common/auth/failure-limiter';
+import { AuthFailureLimiter } from '@ent/common/auth/failure-limiter';
 import { sessionPrincipal, type SessionPrincipal } from '@ent/common/auth/scopes';
-import { hashSessionToken, isWellFormedSessionToken } from '@ent/common/auth/session-token';
-import { serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
-import { AdminUnavailableError } from './admin-client.ts';
+import { lookUpSession } from '@ent/common/auth/session-lookup';
+import { hashSessionToken } from '@ent/common/auth/session-token';
 import type { KnownKey } from './principals.ts';
 
 /** A console session checked for one request, and the hash its CSRF token must match on a write. */
@@ -28,8 +27,6 @@ declare module 'fastify' {
   }
 }
 
-const sessionEnded = () => unauthenticated('The console session has ended; sign in again.');
-
 /**
  * Console sessions on the eval routes (the console's "what this subscriber gets" panel). Only requests without
  * a key get here, so the API-key path is untouched; each costs an admin round trip, which the console's few
@@ -40,21 +37,8 @@ export const sessions = fp(
     const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
     const service: Sessions = {
       async authenticate(token, clientIp) {
-        if (!isWellFormedSessionToken(token)) throw sessionEnded();
-        const retryAfter = failures.beforeLookup(clientIp);
-        if (retryAfter > 0) throw authRateLimited(retryAfter);
         const tokenHash = hashSessionToken(token);
-        let doc;
-        try {
-          doc = await app.adminClient.session(tokenHash);
-        } catch (error) {
-          failures.notAFailure(clientIp); // not the client's failure
-          if (error instanceof AdminUnavailableError)
-            throw serviceUnavailable('Sessions cannot be checked right now; retry shortly.');
-          throw error;
-        }
-        if (!doc) throw sessionEnded();
-        failures.notAFailure(clientIp);
+        const doc = await lookUpSession(token, clientIp, failures, () => app.adminClient.session(tokenHash));
         const principal = sessionPrincipal(doc);
         const known: KnownKey<SessionPrincipal> = {
           keyHash: tokenHash,

@@ -14,7 +14,8 @@ import {
   type InvitePreviewBody,
 } from '@ent/common/schemas/console';
 import { ErrorBodySchema } from '@ent/common/schemas/common';
-import { authenticateSession, sessionEnded } from '../console-sessions/authenticate.ts';
+import { sessionEnded } from '@ent/common/auth/session-lookup';
+import { authenticateSession } from '../console-sessions/authenticate.ts';
 import { clearSessionCookie, sessionTokenOf, setSessionCookie } from '../console-sessions/cookie.ts';
 import { endSession, toSessionBody, type LiveSession } from '../console-sessions/service.ts';
 import { previewInvite } from '../invites/service.ts';
