@@ -301,6 +301,16 @@ describe('the reconciler', () => {
     expect(again.repaired).toEqual({ catalog: 0, auth: 0, arrangement: 0, subscriber: 0 });
     expect(again.rebuilt).toBe(0);
   });
+
+  it("republishes subscribers missing from the gate's version index (an index key lost on its own)", async () => {
+    await reconciler().reconcileOnce({ full: true });
+    const version = await subscriberInPostgres('ann');
+    await ctx.redis.del(keys().subscriberVersions(org.organization_id));
+    const report = await reconciler().reconcileOnce({ full: true });
+    expect(report.repaired.subscriber).toBeGreaterThanOrEqual(1);
+    expect(await ctx.redis.hget(keys().subscriberVersions(org.organization_id), 'ann')).toBe(String(version + 1));
+    expect((await reconciler().reconcileOnce({ full: true })).repaired.subscriber).toBe(0);
+  });
 });
 
 describe('the arrangement in Redis', () => {

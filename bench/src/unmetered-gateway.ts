@@ -12,15 +12,17 @@ import { redisKeys } from '@ent/common/redis/keys';
 import { buildGatewayApp } from '../../gateway/src/app.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
 
-// KEYS[1] catalog, KEYS[2] auth, KEYS[2+i] subscriber of eval i; replies in eval-gate-batch.lua's shape.
+// KEYS[1] catalog, KEYS[2] auth, KEYS[3] the subscriber-version index, ARGV the evals' subscriber ids; replies in
+// eval-gate-batch-7.lua's shape.
 const VERSIONS_ONLY = `
 local catalog = tonumber(redis.call("HGET", KEYS[1], "v")) or 0
 local auth = tonumber(redis.call("HGET", KEYS[2], "v")) or 0
+local versions = redis.call("HMGET", KEYS[3], unpack(ARGV))
 local out = {0, -1, 0, catalog, auth}
-for i = 3, #KEYS do
+for i = 1, #ARGV do
   out[#out + 1] = 0
   out[#out + 1] = 0
-  out[#out + 1] = tonumber(redis.call("HGET", KEYS[i], "v")) or 0
+  out[#out + 1] = tonumber(versions[i]) or 0
 end
 return out`;
 
@@ -28,7 +30,7 @@ const config = loadConfig();
 // The very client the real gateway uses, so the two differ only in what the gate script does.
 const redis = createGatewayRedis(config);
 const keys = redisKeys(config.redisKeyPrefix);
-redis.defineCommand('versionsOnly', { lua: VERSIONS_ONLY });
+redis.defineCommand('versionsOnly', { numberOfKeys: 3, lua: VERSIONS_ONLY });
 const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
   .versionsOnly;
 
@@ -36,10 +38,10 @@ const batches = createGateBatcher(
   (batch) =>
     versionsOnly.call(
       redis,
-      2 + batch.evals.length,
       keys.catalog(batch.organizationId),
       keys.auth(batch.organizationId),
-      ...batch.evals.map((e) => keys.subscriber(batch.organizationId, e.subscriberId)),
+      keys.subscriberVersions(batch.organizationId),
+      ...batch.evals.map((e) => e.subscriberId),
     ),
   toGateResult,
 );

@@ -43,17 +43,17 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
   /** The raw gate script, as the meter calls it, for `evals` evals at NOW. */
   const gateBatch = (org: string, batchId: string, evals: number) =>
     redis.evalGateBatch(
-      6 + evals,
       keys.arrangement(org),
       keys.evalUsage(org, periodOf(NOW)),
       keys.burst(org),
       keys.catalog(org),
       keys.auth(org),
       keys.gateBatch(org, batchId),
-      ...Array.from({ length: evals }, (_, i) => keys.subscriber(org, `cus_${i}`)),
+      keys.subscriberVersions(org),
       usageTtlMs(NOW),
       GRACE_PERIOD_MS,
       GATE_BATCH_MEMORY_MS,
+      ...Array.from({ length: evals }, (_, i) => `cus_${i}`),
       ...Array.from({ length: evals }, () => NOW),
     );
   const settle = (org: string, batchId: string, answered: number) =>

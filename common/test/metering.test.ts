@@ -12,6 +12,8 @@ import type { EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
 import { createEvalMeter } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
 import { currentUsage } from '@ent/common/metering/usage';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 
 const SECOND = 1000;
@@ -66,6 +68,12 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     }
     return organizationId;
   };
+  /** A subscriber snapshot written the way admin writes it (document and version index together). */
+  const putSubscriber = (org: string, subscriberId: string, version: number) =>
+    snapshotStore(redis, keys).putSubscriber(org, subscriberId, {
+      version,
+      doc: { exists: true, plans: [], overrides: {} } satisfies SubscriberDoc,
+    });
   const individual = (overrides: Partial<Arrangement>): Arrangement => ({
     ...SELF_SERVE_ARRANGEMENT,
     burstPerSecond: 10_000,
@@ -352,7 +360,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     const org = await newOrg(individual({}));
     expect((await gate(org)).versions).toEqual({ catalog: 0, subscriber: 0, auth: 0 });
     await redis.hset(keys.catalog(org), { v: '5', doc: '{}' });
-    await redis.hset(keys.subscriber(org, 'cus_9'), { v: '7', doc: '{}' });
+    await putSubscriber(org, 'cus_9', 7);
     await redis.hset(keys.auth(org), { v: '3' });
     expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({ catalog: 5, subscriber: 7, auth: 3 });
     expect((await gate(org, clock.now(), 'cus_other')).versions).toEqual({
@@ -364,8 +372,8 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
 
   it('gives each eval of one batch its own subscriber version and state, in arrival order', async () => {
     const org = await newOrg(individual({ evalLimit: 3, blocking: true }));
-    await redis.hset(keys.subscriber(org, 'cus_a'), { v: '11', doc: '{}' });
-    await redis.hset(keys.subscriber(org, 'cus_b'), { v: '22', doc: '{}' });
+    await putSubscriber(org, 'cus_a', 11);
+    await putSubscriber(org, 'cus_b', 22);
     const now = clock.now();
     // Issued in one event-loop turn: one script call applies them one after another.
     const results = await Promise.all(

@@ -30,7 +30,7 @@ export interface EvalMeterOptions {
   loadArrangement: (organizationId: string) => Promise<Arrangement>;
 }
 
-/** Reply codes of eval-gate-batch.lua, eval-adjust-2.lua and eval-settle-3.lua. */
+/** Reply codes of eval-gate-batch-7.lua, eval-adjust-2.lua and eval-settle-3.lua. */
 const GateCode = { Counted: 0, RateLimited: 1, Blocked: 2, NoArrangement: 3, AlreadyRan: 4, SettledBefore: 5 } as const;
 
 export class MeteringError extends Error {
@@ -134,17 +134,17 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     const { organizationId, evals } = batch;
     const reply = await withArrangement<EvalGateBatchReply>(organizationId, () =>
       redis.evalGateBatch(
-        6 + evals.length,
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, batch.period),
         keys.burst(organizationId),
         keys.catalog(organizationId),
         keys.auth(organizationId),
         keys.gateBatch(organizationId, batchId),
-        ...evals.map((e) => keys.subscriber(organizationId, e.subscriberId)),
+        keys.subscriberVersions(organizationId),
         usageTtlMs(evals[0]!.nowMs),
         GRACE_PERIOD_MS,
         GATE_BATCH_MEMORY_MS,
+        ...evals.map((e) => e.subscriberId),
         ...evals.map((e) => e.nowMs),
       ),
     );

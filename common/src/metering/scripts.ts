@@ -14,8 +14,8 @@ export type EvalAdjustReply = [number, number];
 export type EvalSettleReply = [number, number, number];
 
 export interface MeteringCommands {
-  /** First argument: the number of keys (6 + evals). */
-  evalGateBatch(...numKeysKeysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
+  /** Seven keys, three arguments, then the evals' subscriber ids and then their instants (eval-gate-batch-7.lua). */
+  evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
 }

@@ -3,14 +3,12 @@ import type { RedisClient } from './client.ts';
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.url), 'utf8');
 
-/**
- * Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`
- * (the gate batch takes a variable number of keys, passed first on each call).
- */
+/** Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`. */
 const SCRIPTS = {
   entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
+  entSubscriberPut: { numberOfKeys: 2, lua: lua('subscriber-put-2.lua') },
   entArrangementPut: { numberOfKeys: 1, lua: lua('arrangement-put-1.lua') },
-  evalGateBatch: { lua: lua('eval-gate-batch.lua') },
+  evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-7.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },
   windowCount: { numberOfKeys: 1, lua: lua('window-count-1.lua') },

@@ -10,6 +10,11 @@ export function redisKeys(prefix: string) {
     /** Hash: `v` (subscriber version) and `doc` (JSON subscriber document). */
     subscriber: (organizationId: string, subscriberId: string) =>
       `${org(organizationId)}:sub:${subscriberId}`,
+    /**
+     * Hash: subscriber id → the `v` of that subscriber's hash, written with it by subscriber-put-2.lua, so the
+     * gate reads every subscriber version of a batch with one HMGET.
+     */
+    subscriberVersions: (organizationId: string) => `${org(organizationId)}:subv`,
     /** Hash: `v` (auth_version): bumped when keys, members or roles change. */
     auth: (organizationId: string) => `${org(organizationId)}:auth`,
     /** Hash: the organization's eval arrangement (limit, blocking, burst, plan). */

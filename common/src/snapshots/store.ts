@@ -41,8 +41,17 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
   return {
     putCatalog: (organizationId: string, snapshot: Versioned<CatalogDoc>) =>
       put(keys.catalog(organizationId), snapshot.version, snapshot.doc),
+    /** The document and its entry in the organization's subscriber-version index, in one script (the gate reads the index). */
     putSubscriber: (organizationId: string, subscriberId: string, snapshot: Versioned<SubscriberDoc>) =>
-      put(keys.subscriber(organizationId, subscriberId), snapshot.version, snapshot.doc),
+      withScripts(redis)
+        .entSubscriberPut(
+          keys.subscriber(organizationId, subscriberId),
+          keys.subscriberVersions(organizationId),
+          snapshot.version,
+          snapshot.doc === null ? '' : JSON.stringify(snapshot.doc),
+          subscriberId,
+        )
+        .then((written) => written === 1),
     putAuthVersion: (organizationId: string, version: number) => put(keys.auth(organizationId), version, null),
     /**
      * A null doc is a tombstone: the key is refused (revoked, or its member not active), and an older live

@@ -62,9 +62,12 @@ export function createReconciler(deps: ReconcilerDeps) {
         );
       const page = await query.execute();
       if (page.length === 0) return repaired;
-      const inRedis = await Promise.all(
-        page.map((row) => hgetVersion(keys.subscriber(organizationId, row.subscriber_id))),
-      );
+      // Both the document and the version index the gate reads (written together, so only a lost key parts them).
+      const [indexed, documents] = await Promise.all([
+        redis.hmget(keys.subscriberVersions(organizationId), ...page.map((row) => row.subscriber_id)),
+        Promise.all(page.map((row) => hgetVersion(keys.subscriber(organizationId, row.subscriber_id)))),
+      ]);
+      const inRedis = documents.map((version, i) => Math.min(version, versionIn(indexed[i] ?? null)));
       const behind = page
         .filter((row, i) => inRedis[i]! < snapshotVersionOf(row.version))
         .map((row) => row.subscriber_id);

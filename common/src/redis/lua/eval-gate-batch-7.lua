@@ -7,19 +7,20 @@
   the reply can settle the batch exactly with eval-settle-3.lua, and a batch that runs after it was
   settled (or runs twice) changes nothing.
 
-  Input (numkeys = 6 + N, N >= 1 evals):
+  Input (7 keys; N >= 1 evals):
     KEYS[1]     arrangement hash   {limit ('' = unlimited), blocking ('1'/'0'), burst, plan}
     KEYS[2]     usage hash of the UTC month   {count, first_over_at (ms)}
     KEYS[3]     burst hash   {w (window: epoch second), n (requests admitted in it)}
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
     KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran
-    KEYS[6+i]   subscriber hash of eval i   {v}
+    KEYS[7]     subscriber-version index (hash: subscriber id -> version, written by subscriber-put-2.lua)
 
     ARGV[1]     usage time to live (ms): set when KEYS[2] is created, so old months expire on their own
     ARGV[2]     grace period (ms) after first_over_at before a blocking arrangement stops evals
     ARGV[3]     how long the batch is remembered (ms)
-    ARGV[3+i]   now of eval i (ms since the epoch, from the application's clock; never Redis TIME)
+    ARGV[3+i]   subscriber id of eval i (i = 1..N)
+    ARGV[3+N+i] now of eval i (ms since the epoch, from the application's clock; never Redis TIME)
 
   Output: a header, then 3 numbers per eval, in order:
     { 0, limit (-1 = unlimited), blocking (0/1), catalog version, auth version,
@@ -62,12 +63,16 @@ local window = tonumber(burstState[1])
 local admitted = tonumber(burstState[2]) or 0
 local admittedAny = false
 
+local evals = (#ARGV - 3) / 2
+-- One read for every subscriber version of the batch (a redis.call per eval was most of the script's cost).
+local subscriberVersions = rcall("HMGET", KEYS[7], unpack(ARGV, 4, 3 + evals))
+
 local out = {0, limitOut, blockingFlag, catalogVersion, authVersion}
 local size = 5
-for i = 1, #KEYS - 6 do
-  local nowArg = ARGV[3 + i]
+for i = 1, evals do
+  local nowArg = ARGV[3 + evals + i]
   local now = tonumber(nowArg)
-  local subscriberVersion = tonumber(rcall("HGET", KEYS[6 + i], "v")) or 0
+  local subscriberVersion = tonumber(subscriberVersions[i]) or 0
 
   local evalWindow = math.floor(now / 1000)
   if evalWindow ~= window then
