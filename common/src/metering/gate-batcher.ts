@@ -35,10 +35,12 @@ const DEFAULT_MAX_HOLD_MS = 2;
 /**
  * A batch smaller than this waits up to DEFAULT_TURNS_TO_WAIT more event-loop turns (setImmediate: no timer, and an
  * idle loop spins them in microseconds) for evals still being read from the sockets; Redis's fixed cost per
- * script call is then shared by more evals.
+ * script call (about 100 µs under load, against about 1.5 µs per eval) is then shared by more evals. Measured
+ * with 64 connections (bench/): 32 and 2 turns gave about 24 evals per call, 64 and 6 about 52, which cut the
+ * gateway's CPU per eval by about 2 µs and Redis's by about 1.3 µs; 128 and 16 gained nothing more.
  */
-const DEFAULT_SMALL_BATCH = 32;
-const DEFAULT_TURNS_TO_WAIT = 2;
+const DEFAULT_SMALL_BATCH = 64;
+const DEFAULT_TURNS_TO_WAIT = 6;
 
 /**
  * Collects gate calls into one script call per organization and month, in arrival order. A batch is sent
