@@ -5,6 +5,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '@ent/common/config';
@@ -26,14 +28,23 @@ export interface Child {
 
 const children: ChildProcess[] = [];
 
-/** A Node script of this repository (through tsx), optionally pinned to CPUs with taskset. */
-export function startNode(script: string, env: Record<string, string>, options: { cpus?: string; nodeArgs?: string[] } = {}): Child {
-  const nodeArgs = [...(options.nodeArgs ?? []), '--import', 'tsx', script];
+const tsxLoader = createRequire(import.meta.url).resolve('tsx');
+
+/**
+ * A Node script of this repository (through tsx), optionally pinned to CPUs with taskset, optionally run from
+ * another directory (what it writes to its working directory, e.g. perf's JIT dumps, lands there).
+ */
+export function startNode(
+  script: string,
+  env: Record<string, string>,
+  options: { cpus?: string; nodeArgs?: string[]; cwd?: string } = {},
+): Child {
+  const nodeArgs = [...(options.nodeArgs ?? []), '--import', tsxLoader, join(root, script)];
   const [command, args] = options.cpus
     ? ['taskset', ['-c', options.cpus, process.execPath, ...nodeArgs]]
     : [process.execPath, nodeArgs];
   const child = spawn(command as string, args as string[], {
-    cwd: root,
+    cwd: options.cwd ?? root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { log, root } from './harness.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
+import { renderProfile, type ProfileResult } from './modes/profile.ts';
 import { renderScale, type ScaleResult } from './modes/scale.ts';
 import { renderThroughput, type ThroughputResult } from './modes/throughput.ts';
 import { readResult, replaceReadmeSection } from './results.ts';
@@ -15,6 +16,7 @@ const sections: [string, string | null][] = [
   ['memory', ((r) => r && renderMemory(r))(readResult<MemoryResult>('memory'))],
   ['pinned', ((r) => r && renderPinned(r))(readResult<PinnedResult>('pinned'))],
   ['scale', ((r) => r && renderScale(r))(readResult<ScaleResult>('scale'))],
+  ['profile', ((r) => r && renderProfile(r))(readResult<ProfileResult>('profile'))],
 ];
 for (const [name, content] of sections) {
   if (content === null) {

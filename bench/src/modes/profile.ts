@@ -1,0 +1,195 @@
+/**
+ * `npm run bench -- profile`: where a warm metered check spends its CPU, next to the bare Fastify route, under
+ * the same load. Linux perf samples each server on CPU only (the `cpu-clock` event, kernel included), V8's
+ * JIT dumps name the JavaScript frames, and each sample is charged to the nearest JavaScript function's source:
+ * a file of ours, a package, or a Node.js module (samples with no JavaScript frame: V8's garbage collector, or
+ * native code such as the HTTP parser and the event loop). Figures are microseconds of CPU per request.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createWorld,
+  envNumber,
+  freePort,
+  healthy,
+  log,
+  processCpuSeconds,
+  redisCpuSeconds,
+  startNode,
+} from '../harness.ts';
+import { drive } from '../load.ts';
+import { DEFAULT_SHAPE } from '../seed.ts';
+
+export interface ProfiledTarget {
+  name: string;
+  rps: number;
+  serverCpuUs: number;
+  redisCpuUs: number;
+  samples: number;
+  /** By coarse group (node-and-kernel, fastify, redis-client, ours, gc, other), µs per request. */
+  groups: Record<string, number>;
+  /** The heaviest sources, µs per request. */
+  sources: { source: string; us: number }[];
+}
+
+export interface ProfileResult {
+  mode: 'profile';
+  date: string;
+  settings: { seconds: number; connections: number; subscribers: number; features: number };
+  targets: ProfiledTarget[];
+}
+
+const GROUPS = ['node-and-kernel', 'fastify', 'redis-client', 'ours', 'gc', 'other'] as const;
+const FASTIFY = /^pkg:(fastify|find-my-way|secure-json-parse|avvio|@fastify\/.*|fast-json-stringify|light-my-request|abstract-logging|toad-cache|fast-querystring|content-type)$/;
+const REDIS_CLIENT = /^pkg:(ioredis|redis-parser|standard-as-callback|denque|cluster-key-slot|redis-errors)$/;
+
+/** The source a sample is charged to: its nearest JavaScript frame's file or package, or what native code it is. */
+export function sourceOf(stack: readonly string[]): string {
+  for (const symbol of stack) {
+    if (!symbol.startsWith('JS:')) continue;
+    const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(symbol);
+    if (pkg) return `pkg:${pkg[1]}`;
+    const ours = /((?:gateway|common|admin|bench|sdk)\/src\/[^:\s]+)/.exec(symbol);
+    if (ours) return ours[1]!;
+    const nodeModule = /node:([\w/]+)/.exec(symbol);
+    if (nodeModule) return `node:${nodeModule[1]}`;
+    return 'js:other';
+  }
+  return stack.some((symbol) => /Scaveng|MarkCompact|Heap::|Sweep|Marking|GCTracer/.test(symbol)) ? 'v8:gc' : 'native';
+}
+
+export function groupOf(source: string): (typeof GROUPS)[number] {
+  if (source === 'v8:gc') return 'gc';
+  if (source === 'native' || source.startsWith('node:')) return 'node-and-kernel';
+  if (FASTIFY.test(source)) return 'fastify';
+  if (REDIS_CLIENT.test(source)) return 'redis-client';
+  if (/^(gateway|common|admin|bench|sdk)\//.test(source)) return 'ours';
+  return 'other';
+}
+
+/** Stacks (leaf first) from `perf script -F ip,sym`: one frame per line, a blank line between samples. */
+export function* stacksOf(script: string): Generator<string[]> {
+  let stack: string[] = [];
+  for (const line of script.split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed === '') {
+      if (stack.length) yield stack;
+      stack = [];
+      continue;
+    }
+    const space = trimmed.indexOf(' ');
+    stack.push(space < 0 ? '?' : trimmed.slice(space + 1));
+  }
+  if (stack.length) yield stack;
+}
+
+function breakdown(dataFile: string, cpuUsPerRequest: number) {
+  const injected = `${dataFile}.jit`;
+  const inject = spawnSync('perf', ['inject', '--jit', '-i', dataFile, '-o', injected], { encoding: 'utf8' });
+  if (inject.status !== 0) throw new Error(`perf inject failed: ${inject.stderr}`);
+  const script = spawnSync('perf', ['script', '-i', injected, '-F', 'ip,sym'], { encoding: 'utf8', maxBuffer: 1 << 30 });
+  if (script.status !== 0) throw new Error(`perf script failed: ${script.stderr}`);
+  const bySource = new Map<string, number>();
+  let samples = 0;
+  for (const stack of stacksOf(script.stdout)) {
+    samples += 1;
+    const source = sourceOf(stack);
+    bySource.set(source, (bySource.get(source) ?? 0) + 1);
+  }
+  const us = (count: number) => (count / Math.max(1, samples)) * cpuUsPerRequest;
+  const groups = Object.fromEntries(GROUPS.map((group) => [group, 0])) as Record<string, number>;
+  for (const [source, count] of bySource) groups[groupOf(source)]! += us(count);
+  const sources = [...bySource]
+    .map(([source, count]) => ({ source, us: us(count) }))
+    .sort((a, b) => b.us - a.us)
+    .slice(0, 25);
+  return { samples, groups, sources };
+}
+
+export async function runProfile(): Promise<ProfileResult> {
+  if (spawnSync('perf', ['--version']).status !== 0) {
+    throw new Error("perf is missing: install Debian's linux-perf (apt-get install -y linux-perf)");
+  }
+  const seconds = envNumber('BENCH_SECONDS', 10);
+  const connections = envNumber('BENCH_CONNECTIONS', 64);
+  const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000) };
+  // The servers run from a scratch directory: V8 writes its JIT dumps (and perf its injected objects) there.
+  const scratch = mkdtempSync(join(tmpdir(), 'ent-profile-'));
+  const world = await createWorld(shape);
+  try {
+    const [gatewayPort, barePort] = [await freePort(), await freePort()];
+    const profiled = { nodeArgs: ['--perf-prof', '--interpreted-frames-native-stack'], cwd: scratch };
+    startNode('admin/src/server.ts', world.env);
+    const gateway = startNode('gateway/src/server.ts', { ...world.env, GATEWAY_PORT: String(gatewayPort) }, profiled);
+    const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) }, profiled);
+    const url = (port: number) => `http://127.0.0.1:${port}`;
+    await Promise.all([world.adminUrl, url(gatewayPort), url(barePort)].map((u) => healthy(`${u}/healthz`)));
+    const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections, route: 'check' as const };
+    log(`warming: every subscriber three times on the gateway, ${seconds} s on the bare route`);
+    await drive({ ...load, url: url(gatewayPort), amount: shape.subscribers * 3 });
+    await drive({ ...load, url: url(barePort), seconds });
+
+    const targets: ProfiledTarget[] = [];
+    for (const [name, pid, port] of [
+      ['bare fastify', bare.pid, barePort],
+      ['gateway check', gateway.pid, gatewayPort],
+    ] as const) {
+      const dataFile = join(scratch, `${pid}.perf`);
+      const perf = spawn('perf', ['record', '--no-buildid-cache', '-k', 'mono', '-e', 'cpu-clock', '-F', '1999', '-g', '-p', String(pid), '-o', dataFile], {
+        stdio: 'ignore',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const cpuBefore = processCpuSeconds(pid);
+      const redisBefore = redisCpuSeconds(world.redisUrl);
+      const measured = await drive({ ...load, url: url(port), seconds });
+      const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
+      const serverCpuUs = perRequest(processCpuSeconds(pid) - cpuBefore);
+      const redisCpuUs = perRequest(redisCpuSeconds(world.redisUrl) - redisBefore);
+      const stopped = new Promise((resolve) => perf.once('exit', resolve));
+      perf.kill('SIGINT');
+      await stopped;
+      const { samples, groups, sources } = breakdown(dataFile, serverCpuUs);
+      log(`${name}: ${measured.rps.toFixed(0)}/s, ${serverCpuUs.toFixed(1)} µs CPU per request (+ ${redisCpuUs.toFixed(1)} Redis), ${samples} samples`);
+      targets.push({ name, rps: measured.rps, serverCpuUs, redisCpuUs, samples, groups, sources });
+    }
+    return {
+      mode: 'profile',
+      date: new Date().toISOString(),
+      settings: { seconds, connections, subscribers: shape.subscribers, features: shape.features },
+      targets,
+    };
+  } finally {
+    await world.cleanup();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+const GROUP_NAMES: Record<(typeof GROUPS)[number], string> = {
+  'node-and-kernel': 'Node.js http, streams, event loop and the kernel',
+  fastify: 'Fastify (routing, hooks, body parsing, validation, reply)',
+  'redis-client': 'Redis client (ioredis)',
+  ours: 'our code (auth, gate batcher, LRU, answers, metrics)',
+  gc: 'V8 garbage collection',
+  other: 'other packages',
+};
+
+export function renderProfile(result: ProfileResult): string {
+  const [bare, gateway] = result.targets as [ProfiledTarget, ProfiledTarget];
+  const us = (value: number) => value.toFixed(1);
+  const rows = GROUPS.map(
+    (group) =>
+      `| ${GROUP_NAMES[group]} | ${us(bare.groups[group] ?? 0)} | ${us(gateway.groups[group] ?? 0)} | ${us((gateway.groups[group] ?? 0) - (bare.groups[group] ?? 0))} |`,
+  );
+  return [
+    `On-CPU profile (\`npm run bench -- profile\`, perf \`cpu-clock\`, ${result.settings.seconds} s at ${result.settings.connections} ` +
+      `connections, ${result.date.slice(0, 10)}), µs of server CPU per request:`,
+    '',
+    '| where | bare route | gateway check | difference |',
+    '|---|---|---|---|',
+    ...rows,
+    `| **server total** | **${us(bare.serverCpuUs)}** | **${us(gateway.serverCpuUs)}** | **${us(gateway.serverCpuUs - bare.serverCpuUs)}** |`,
+    `| Redis (its own process) | ${us(bare.redisCpuUs)} | ${us(gateway.redisCpuUs)} | ${us(gateway.redisCpuUs - bare.redisCpuUs)} |`,
+  ].join('\n');
+}
