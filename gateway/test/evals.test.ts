@@ -317,6 +317,28 @@ describe('the warm path', () => {
     expect((await ownCheck('dave', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });
     expect(await ctx.redis.hget(ctx.app.redisKeys.catalog(own.organization_id), 'v')).not.toBeNull();
   });
+
+  it("answers right when the subscriber-version index is lost (or predates the gateway), and heals it", async () => {
+    // A Redis written before the index existed holds the documents without it: the gate sees version 0.
+    const own = await createTestOrganization(ctx.db, 'Unindexed org');
+    const ownApi = catalogClient(injector(gateway), own.headers);
+    await ownApi.feature('seats', 'limit');
+    await ownApi.plan('small', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+    await ownApi.subscriber('erin');
+    await ownApi.subscribe('erin', 'small');
+    const ownCheck = (feature: string) => check('erin', feature, own.headers);
+    expect((await ownCheck('seats')).json()).toMatchObject({ limit: 3, source: 'plan' });
+    const index = ctx.app.redisKeys.subscriberVersions(own.organization_id);
+    const indexed = await ctx.redis.hget(index, 'erin');
+    expect(Number(indexed)).toBeGreaterThan(0);
+    await ctx.redis.del(index);
+
+    expect((await ownCheck('seats')).json()).toMatchObject({ limit: 3, source: 'plan' });
+    expect(await ctx.redis.hget(index, 'erin')).toBe(indexed);
+    // Still read-your-writes once healed: a change is seen by the very next eval.
+    await ownApi.override('erin', 'seats', { kind: 'limit', limit: 9 });
+    expect((await ownCheck('seats')).json()).toMatchObject({ limit: 9, source: 'override' });
+  });
 });
 
 describe('one base URL', () => {
