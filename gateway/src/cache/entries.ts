@@ -171,12 +171,7 @@ export class SubscriberEntry {
     const result = this.planSet.byFeature.get(feature);
     if (result === undefined) return undefined;
     if (!this.planSet.shared) return serialize(result);
-    let value = this.planSet.serialized.get(key);
-    if (value === undefined) {
-      value = serialize(result);
-      this.planSet.serialized.set(key, value);
-    }
-    return value;
+    return this.planSet.serialized.get(key) ?? this.keepOnPlanSet(key, serialize(result));
   }
 
   /**
@@ -187,11 +182,12 @@ export class SubscriberEntry {
   serialized(key: string, feature: string | typeof EVERY_FEATURE, make: () => string): string {
     const own = this.overrides !== null && (feature === EVERY_FEATURE || this.overrides.has(feature));
     if (own || !this.planSet.shared) return make();
-    let value = this.planSet.serialized.get(key);
-    if (value === undefined) {
-      value = make();
-      this.planSet.serialized.set(key, value);
-    }
+    return this.planSet.serialized.get(key) ?? this.keepOnPlanSet(key, make());
+  }
+
+  /** Kept on the shared plan set for every subscriber of it (no closure on the warm path: the value is made first). */
+  private keepOnPlanSet(key: string, value: string): string {
+    this.planSet.serialized.set(key, value);
     return value;
   }
 
