@@ -16,7 +16,8 @@ interface Waiting {
 
 /** The evals of one organization and month: the batch being collected and the calls under way. */
 interface Lane {
-  key: string;
+  organizationId: string;
+  period: string;
   open: Waiting | null;
   inFlight: number;
   holdTimer: NodeJS.Timeout | null;
@@ -59,7 +60,9 @@ export function createGateBatcher(
     turnsToWait = DEFAULT_TURNS_TO_WAIT,
   }: { maxHoldMs?: number; smallBatch?: number; turnsToWait?: number } = {},
 ) {
-  const lanes = new Map<string, Lane>();
+  // By organization, then period: both strings are held (their hashes known), where a joined key would be made,
+  // flattened and hashed on every eval.
+  const lanes = new Map<string, Map<string, Lane>>();
   const ready = new Set<Lane>();
   let scheduled = false;
 
@@ -97,7 +100,27 @@ export function createGateBatcher(
   function returned(lane: Lane): void {
     lane.inFlight -= 1;
     if (lane.open) markReady(lane);
-    else if (lane.inFlight === 0) lanes.delete(lane.key);
+    else if (lane.inFlight === 0) forget(lane);
+  }
+
+  function forget(lane: Lane): void {
+    const byPeriod = lanes.get(lane.organizationId);
+    byPeriod?.delete(lane.period);
+    if (byPeriod?.size === 0) lanes.delete(lane.organizationId);
+  }
+
+  function laneOf(organizationId: string, period: string): Lane {
+    let byPeriod = lanes.get(organizationId);
+    if (!byPeriod) {
+      byPeriod = new Map();
+      lanes.set(organizationId, byPeriod);
+    }
+    let lane = byPeriod.get(period);
+    if (!lane) {
+      lane = { organizationId, period, open: null, inFlight: 0, holdTimer: null, turnsWaited: 0 };
+      byPeriod.set(period, lane);
+    }
+    return lane;
   }
 
   function markReady(lane: Lane): void {
@@ -130,12 +153,7 @@ export function createGateBatcher(
     add(input: EvalGateInput): Promise<EvalGateResult> {
       return new Promise((resolve, reject) => {
         const period = periodOf(input.nowMs);
-        const key = `${input.organizationId}\u0000${period}`;
-        let lane = lanes.get(key);
-        if (!lane) {
-          lane = { key, open: null, inFlight: 0, holdTimer: null, turnsWaited: 0 };
-          lanes.set(key, lane);
-        }
+        const lane = laneOf(input.organizationId, period);
         lane.open ??= { batch: { organizationId: input.organizationId, period, evals: [] }, settle: [] };
         lane.open.batch.evals.push(input);
         lane.open.settle.push({ resolve, reject });

@@ -8,6 +8,7 @@ import type { SnapshotVersions } from '@ent/common/metering/contract';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
 import { CatalogEntry, SubscriberEntry } from '../cache/entries.ts';
+import { SubscriberLru } from '../cache/subscriber-lru.ts';
 import { AdminUnavailableError } from './admin-client.ts';
 
 export type { SubscriberEntry } from '../cache/entries.ts';
@@ -34,7 +35,6 @@ declare module 'fastify' {
 }
 
 const UNKNOWN_SUBSCRIBER_MEMORY_MS = 1000;
-const entryKey = (organizationId: string, subscriberId: string) => `${organizationId}\n${subscriberId}`;
 
 export interface SnapshotCacheOptions {
   /** The bound on what subscriber entries hold, in estimated heap bytes (GATEWAY_CACHE_MB). */
@@ -48,10 +48,7 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
     const maxBytes = options.maxBytes ?? 512 * 1024 * 1024;
     // Bounded by bytes, not entries: a subscriber with overrides costs more, and one large tenant cannot
     // hold more than the budget. Catalogs (and their shared plan sets) get an eighth of it on top.
-    const entries = new LRUCache<string, SubscriberEntry>({
-      maxSize: maxBytes,
-      sizeCalculation: (entry, key) => entry.bytes(key.length),
-    });
+    const entries = new SubscriberLru(maxBytes);
     const catalogs = new LRUCache<string, CatalogEntry>({
       maxSize: Math.max(16 * 1024 * 1024, Math.floor(maxBytes / 8)),
       sizeCalculation: (catalog) => catalog.bytes,
@@ -169,22 +166,20 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
 
     const cache: SnapshotCache = {
       entitlements(organizationId, subscriberId, versions, nowMs) {
-        const key = entryKey(organizationId, subscriberId);
-        const entry = entries.get(key);
+        const entry = entries.get(organizationId, subscriberId, nowMs);
         if (entry && matches(entry, versions, nowMs)) {
           entitlementsHit.inc();
           return entry.refreshAt(nowMs);
         }
-        return load(key, entry, organizationId, subscriberId, versions, nowMs);
+        return load(entry, organizationId, subscriberId, versions, nowMs);
       },
       cached(organizationId, subscriberId, nowMs) {
-        return entries.get(entryKey(organizationId, subscriberId))?.refreshAt(nowMs);
+        return entries.get(organizationId, subscriberId, nowMs)?.refreshAt(nowMs);
       },
     };
     app.decorate('snapshotCache', cache);
 
     async function load(
-      key: string,
       entry: SubscriberEntry | undefined,
       organizationId: string,
       subscriberId: string,
@@ -205,7 +200,7 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
           : loadSubscriber(organizationId, subscriberId, versions.subscriber),
       ]);
       const built = build(catalog, subscriber, nowMs);
-      const current = entries.get(key);
+      const current = entries.peek(organizationId, subscriberId);
       // A concurrent load may have cached newer documents already; never replace newer with older.
       if (
         !current ||
@@ -213,7 +208,7 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
         (current.catalogVersion <= built.catalogVersion &&
           current.subscriberVersion <= built.subscriberVersion)
       ) {
-        entries.set(key, built);
+        entries.set(organizationId, subscriberId, built, nowMs);
       }
       return built;
     }
@@ -231,16 +226,16 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
     ) {
       try {
         const subscriber = await loadSubscriber(organizationId, subscriberId, version);
-        const built = build(entry.catalog, subscriber, app.clock.now());
-        const key = entryKey(organizationId, subscriberId);
-        const current = entries.peek(key);
+        const nowMs = app.clock.now();
+        const built = build(entry.catalog, subscriber, nowMs);
+        const current = entries.peek(organizationId, subscriberId);
         if (
           current &&
           current.forgetAt === null &&
           current.subscriberVersion < built.subscriberVersion &&
           current.catalogVersion <= built.catalogVersion
         ) {
-          entries.set(key, built);
+          entries.set(organizationId, subscriberId, built, nowMs);
         }
       } catch {
         // The next eval's version check reloads it; until then the old entry is what fail-open answers from.
@@ -260,12 +255,12 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
       // answers from while Redis is unreachable.
       switch (invalidation.kind) {
         case 'subscriber': {
-          const key = entryKey(invalidation.organizationId, invalidation.subscriberId);
-          const entry = entries.peek(key);
+          const { organizationId, subscriberId } = invalidation;
+          const entry = entries.peek(organizationId, subscriberId);
           if (!entry) break;
-          if (entry.forgetAt !== null) entries.delete(key);
+          if (entry.forgetAt !== null) entries.delete(organizationId, subscriberId);
           else if (entry.subscriberVersion < invalidation.version) {
-            void refresh(invalidation.organizationId, invalidation.subscriberId, entry, invalidation.version);
+            void refresh(organizationId, subscriberId, entry, invalidation.version);
           }
           break;
         }
