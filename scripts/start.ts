@@ -12,6 +12,7 @@ import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
 import { createOrganization } from '../admin/src/features/provisioning/create-organization.ts';
+import { GATEWAY_NODE_FLAGS } from '../gateway/src/node-flags.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // One gateway and one admin on this host: their operations ports (/metrics, detailed /readyz) get the
@@ -40,10 +41,15 @@ if (!existsSync(join(root, 'console', 'dist', 'index.html'))) {
 await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
 log('database migrated');
 
-const processes: { name: string; script: string; ready?: string }[] = [
+const processes: { name: string; script: string; ready?: string; nodeFlags?: readonly string[] }[] = [
   { name: 'admin', script: 'admin/src/server.ts', ready: `http://127.0.0.1:${config.adminPort}/healthz` },
   { name: 'worker', script: 'admin/src/worker.ts' },
-  { name: 'gateway', script: 'gateway/src/server.ts', ready: `http://127.0.0.1:${config.gatewayPort}/healthz` },
+  {
+    name: 'gateway',
+    script: 'gateway/src/server.ts',
+    ready: `http://127.0.0.1:${config.gatewayPort}/healthz`,
+    nodeFlags: GATEWAY_NODE_FLAGS,
+  },
 ];
 
 const children: ChildProcess[] = [];
@@ -63,8 +69,8 @@ exitWithParent();
 const npm = npmBehindShell();
 if (npm) exitWithProcess(npm);
 
-for (const { name, script } of processes) {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+for (const { name, script, nodeFlags = [] } of processes) {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script], {
     cwd: root,
     stdio: 'inherit',
     env: { ...process.env, EXIT_WITH_PARENT: String(process.pid) },

@@ -13,6 +13,7 @@ import {
   log,
   metric,
   residentBytes,
+  startGateway,
   startNode,
 } from '../harness.ts';
 import { drive } from '../load.ts';
@@ -56,8 +57,7 @@ export async function runMemory(): Promise<MemoryResult> {
   try {
     const [gatewayPort, metricsPort] = [await freePort(), await freePort()];
     startNode('admin/src/server.ts', world.env);
-    const gateway = startNode(
-      'gateway/src/server.ts',
+    const gateway = startGateway(
       {
         ...world.env,
         GATEWAY_PORT: String(gatewayPort),

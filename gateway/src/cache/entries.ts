@@ -192,8 +192,8 @@ export class SubscriberEntry {
   }
 
   /** Estimated heap bytes this entry holds beyond what it shares (used to bound the cache by bytes). */
-  bytes(cacheKeyLength: number): number {
-    let total = ENTRY_BYTES + cacheKeyLength * 2;
+  bytes(subscriberIdLength: number): number {
+    let total = ENTRY_BYTES + subscriberIdLength * 2;
     if (!this.planSet.shared) total += planSetBytes(this.planSet);
     if (this.subscriber !== this.planSet.doc && this.subscriber !== MISSING_SUBSCRIBER) {
       total += DOCUMENT_BYTES + this.subscriber.plans.length * 48;

@@ -7,28 +7,27 @@ const TOUCH_EVERY_MS = 1000;
 interface Slot {
   readonly organizationId: string;
   readonly subscriberId: string;
-  /** The LRU's key, kept so that a touch hashes nothing new. */
-  readonly key: string;
   readonly entry: SubscriberEntry;
   touchedAtMs: number;
 }
 
 /**
  * The gateway's subscriber entries. lru-cache holds them, bounds them by estimated bytes and chooses what to evict;
- * an index by organization and then subscriber id answers the lookups. Looking up the LRU itself would take a key
- * made per eval (organization and subscriber joined): a fresh string to flatten and hash before probing a map of
- * every cached subscriber, measured at several times the cost of the two lookups here, whose organization id is a
- * string the principal holds (hash already known) and whose subscriber id is short. The index follows the LRU
- * through its dispose callback, which lru-cache calls for every value it drops (evicted, deleted or replaced).
+ * an index by organization and then subscriber id answers the lookups. The LRU's keys are the index's slots
+ * themselves (objects: hashed by identity), so no key is ever made from the two ids. A lookup by such a key, made
+ * per eval, would flatten and hash a fresh string before probing a map of every cached subscriber: measured at
+ * several times the cost of the two lookups here, whose organization id is a string the principal holds (its hash
+ * known) and whose subscriber id is short. The index follows the LRU through its dispose callback, which
+ * lru-cache calls for every slot it drops (evicted or deleted).
  */
 export class SubscriberLru {
-  readonly #lru: LRUCache<string, Slot>;
+  readonly #lru: LRUCache<Slot, Slot>;
   readonly #byOrganization = new Map<string, Map<string, Slot>>();
 
   constructor(maxBytes: number) {
-    this.#lru = new LRUCache<string, Slot>({
+    this.#lru = new LRUCache<Slot, Slot>({
       maxSize: maxBytes,
-      sizeCalculation: (slot, key) => slot.entry.bytes(key.length),
+      sizeCalculation: (slot) => slot.entry.bytes(slot.subscriberId.length),
       dispose: (slot) => this.#unindex(slot),
     });
   }
@@ -39,7 +38,7 @@ export class SubscriberLru {
     if (slot === undefined) return undefined;
     if (nowMs - slot.touchedAtMs >= TOUCH_EVERY_MS) {
       slot.touchedAtMs = nowMs;
-      this.#lru.get(slot.key);
+      this.#lru.get(slot);
     }
     return slot.entry;
   }
@@ -50,11 +49,11 @@ export class SubscriberLru {
   }
 
   set(organizationId: string, subscriberId: string, entry: SubscriberEntry, nowMs: number): void {
-    const key = `${organizationId}\n${subscriberId}`;
-    const slot: Slot = { organizationId, subscriberId, key, entry, touchedAtMs: nowMs };
-    this.#lru.set(key, slot);
+    this.delete(organizationId, subscriberId);
+    const slot: Slot = { organizationId, subscriberId, entry, touchedAtMs: nowMs };
+    this.#lru.set(slot, slot);
     // An entry larger than the whole budget is refused by the LRU: then it is not indexed either.
-    if (this.#lru.peek(key) !== slot) return;
+    if (!this.#lru.has(slot)) return;
     let subscribers = this.#byOrganization.get(organizationId);
     if (subscribers === undefined) {
       subscribers = new Map();
@@ -64,7 +63,8 @@ export class SubscriberLru {
   }
 
   delete(organizationId: string, subscriberId: string): void {
-    this.#lru.delete(`${organizationId}\n${subscriberId}`);
+    const slot = this.#byOrganization.get(organizationId)?.get(subscriberId);
+    if (slot !== undefined) this.#lru.delete(slot);
   }
 
   /** Cached subscribers. */
