@@ -12,7 +12,6 @@ import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
 import { createOrganization } from '../admin/src/features/provisioning/create-organization.ts';
-import { GATEWAY_NODE_FLAGS } from '../gateway/src/node-flags.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // One gateway and one admin on this host: their operations ports (/metrics, detailed /readyz) get the
@@ -41,15 +40,10 @@ if (!existsSync(join(root, 'console', 'dist', 'index.html'))) {
 await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
 log('database migrated');
 
-const processes: { name: string; script: string; ready?: string; nodeFlags?: readonly string[] }[] = [
+const processes: { name: string; script: string; ready?: string }[] = [
   { name: 'admin', script: 'admin/src/server.ts', ready: `http://127.0.0.1:${config.adminPort}/healthz` },
   { name: 'worker', script: 'admin/src/worker.ts' },
-  {
-    name: 'gateway',
-    script: 'gateway/src/server.ts',
-    ready: `http://127.0.0.1:${config.gatewayPort}/healthz`,
-    nodeFlags: GATEWAY_NODE_FLAGS,
-  },
+  { name: 'gateway', script: 'gateway/src/server.ts', ready: `http://127.0.0.1:${config.gatewayPort}/healthz` },
 ];
 
 const children: ChildProcess[] = [];
@@ -69,8 +63,8 @@ exitWithParent();
 const npm = npmBehindShell();
 if (npm) exitWithProcess(npm);
 
-for (const { name, script, nodeFlags = [] } of processes) {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script], {
+for (const { name, script } of processes) {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: root,
     stdio: 'inherit',
     env: { ...process.env, EXIT_WITH_PARENT: String(process.pid) },

@@ -14,7 +14,6 @@ import { createDb, withDatabase } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createOrganization } from '../../admin/src/features/provisioning/create-organization.ts';
 import { freePort } from '../../gateway/test/processes.ts';
-import { GATEWAY_NODE_FLAGS } from '../../gateway/src/node-flags.ts';
 import { seed, type SeedShape } from './seed.ts';
 
 export { freePort };
@@ -51,15 +50,6 @@ export function startNode(
   });
   children.push(child);
   return { process: child, pid: child.pid! };
-}
-
-/** The gateway (or a variant of it: `script`) with the Node flags it always runs with (gateway/src/node-flags.ts). */
-export function startGateway(
-  env: Record<string, string>,
-  options: { cpus?: string; nodeArgs?: string[]; cwd?: string } = {},
-  script = 'gateway/src/server.ts',
-): Child {
-  return startNode(script, env, { ...options, nodeArgs: [...GATEWAY_NODE_FLAGS, ...(options.nodeArgs ?? [])] });
 }
 
 /** Any other command (a private redis-server), stopped with the rest. */

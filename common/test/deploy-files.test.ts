@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { GATEWAY_NODE_FLAGS } from '../../gateway/src/node-flags.ts';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
@@ -249,20 +248,6 @@ describe('deploy/k8s/entitlements.yaml and deploy/compose.yaml', () => {
       const grace = Number(/^(\d+)s$/.exec(service.stop_grace_period ?? '10s')?.[1]) * 1000;
       expect(grace, name).toBeGreaterThan(shutdownTimeoutMs(service.environment?.SHUTDOWN_TIMEOUT_MS));
     }
-  });
-
-  it('run the gateway with the Node flags npm start and the benchmarks use (gateway/src/node-flags.ts)', () => {
-    const flags = GATEWAY_NODE_FLAGS.join(' ');
-    const gateway = parseAllDocuments(read('deploy/k8s/entitlements.yaml'))
-      .map((doc) => doc.toJS() as { kind: string; spec?: { template?: { spec?: { containers: Container[] } } } })
-      .flatMap((doc) => (doc.kind === 'Deployment' ? doc.spec!.template!.spec!.containers : []))
-      .find((container) => container.name === 'gateway')!;
-    expect(gateway.env?.find((env) => env.name === 'NODE_OPTIONS')?.value).toBe(flags);
-    const compose = parse(read('deploy/compose.yaml'), { merge: true }) as {
-      services: Record<string, { environment?: Record<string, string> }>;
-    };
-    expect(compose.services.gateway!.environment?.NODE_OPTIONS).toBe(flags);
-    expect(read('scripts/start.ts')).toContain('nodeFlags: GATEWAY_NODE_FLAGS');
   });
 });
 

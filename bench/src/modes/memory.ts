@@ -13,7 +13,6 @@ import {
   log,
   metric,
   residentBytes,
-  startGateway,
   startNode,
 } from '../harness.ts';
 import { drive } from '../load.ts';
@@ -57,7 +56,8 @@ export async function runMemory(): Promise<MemoryResult> {
   try {
     const [gatewayPort, metricsPort] = [await freePort(), await freePort()];
     startNode('admin/src/server.ts', world.env);
-    const gateway = startGateway(
+    const gateway = startNode(
+      'gateway/src/server.ts',
       {
         ...world.env,
         GATEWAY_PORT: String(gatewayPort),

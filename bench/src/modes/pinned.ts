@@ -14,7 +14,6 @@ import {
   log,
   processCpuSeconds,
   startCommand,
-  startGateway,
   startNode,
 } from '../harness.ts';
 import { drive, type LoadFigures } from '../load.ts';
@@ -59,7 +58,7 @@ export async function runPinned(): Promise<PinnedResult> {
   try {
     const gatewayPort = await freePort();
     startNode('admin/src/server.ts', world.env, { cpus: '1' });
-    const gateway = startGateway({ ...world.env, GATEWAY_PORT: String(gatewayPort) }, { cpus: '0' });
+    const gateway = startNode('gateway/src/server.ts', { ...world.env, GATEWAY_PORT: String(gatewayPort) }, { cpus: '0' });
     const url = `http://127.0.0.1:${gatewayPort}`;
     await Promise.all([healthy(`${world.adminUrl}/healthz`), healthy(`${url}/healthz`)]);
     const load = { url, apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections };

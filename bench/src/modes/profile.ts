@@ -17,7 +17,6 @@ import {
   log,
   processCpuSeconds,
   redisCpuSeconds,
-  startGateway,
   startNode,
 } from '../harness.ts';
 import { drive } from '../load.ts';
@@ -123,7 +122,7 @@ export async function runProfile(): Promise<ProfileResult> {
     const [gatewayPort, barePort] = [await freePort(), await freePort()];
     const profiled = { nodeArgs: ['--perf-prof', '--interpreted-frames-native-stack'], cwd: scratch };
     startNode('admin/src/server.ts', world.env);
-    const gateway = startGateway({ ...world.env, GATEWAY_PORT: String(gatewayPort) }, profiled);
+    const gateway = startNode('gateway/src/server.ts', { ...world.env, GATEWAY_PORT: String(gatewayPort) }, profiled);
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) }, profiled);
     const url = (port: number) => `http://127.0.0.1:${port}`;
     await Promise.all([world.adminUrl, url(gatewayPort), url(barePort)].map((u) => healthy(`${u}/healthz`)));

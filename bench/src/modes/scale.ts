@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { periodOf } from '@ent/common/metering/period';
 import { redisKeys } from '@ent/common/redis/keys';
-import { createWorld, envNumber, freePort, healthy, log, startGateway, startNode, type BenchWorld } from '../harness.ts';
+import { createWorld, envNumber, freePort, healthy, log, startNode, type BenchWorld } from '../harness.ts';
 import { drive, type LoadFigures } from '../load.ts';
 import { DEFAULT_SHAPE } from '../seed.ts';
 
@@ -110,7 +110,7 @@ export async function runScale(): Promise<ScaleResult> {
   try {
     const ports = [await freePort(), await freePort(), await freePort()];
     startNode('admin/src/server.ts', world.env);
-    for (const port of ports) startGateway({ ...world.env, GATEWAY_PORT: String(port) });
+    for (const port of ports) startNode('gateway/src/server.ts', { ...world.env, GATEWAY_PORT: String(port) });
     const urls = ports.map((port) => `http://127.0.0.1:${port}`);
     await Promise.all([world.adminUrl, ...urls].map((u) => healthy(`${u}/healthz`)));
     const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, route: 'check' as const };

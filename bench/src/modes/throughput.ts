@@ -16,7 +16,6 @@ import {
   processCpuSeconds,
   redisCpuSeconds,
   redisScriptCalls,
-  startGateway,
   startNode,
   type BenchWorld,
 } from '../harness.ts';
@@ -155,12 +154,13 @@ export async function runThroughput(): Promise<ThroughputResult> {
     const [gatewayPort, barePort, unmeteredPort, metricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const cpuProfile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     startNode('admin/src/server.ts', world.env);
-    const gateway = startGateway(
+    const gateway = startNode(
+      'gateway/src/server.ts',
       { ...world.env, GATEWAY_PORT: String(gatewayPort), GATEWAY_METRICS_PORT: String(metricsPort) },
       { nodeArgs: cpuProfile },
     );
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) });
-    const unmetered = startGateway({ ...world.env, GATEWAY_PORT: String(unmeteredPort) }, {}, 'bench/src/unmetered-gateway.ts');
+    const unmetered = startNode('bench/src/unmetered-gateway.ts', { ...world.env, GATEWAY_PORT: String(unmeteredPort) });
     const url = (port: number) => `http://127.0.0.1:${port}`;
     await Promise.all([world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort)].map((u) => healthy(`${u}/healthz`)));
 
