@@ -28,9 +28,12 @@ export interface AdminTestContext {
 /** Deletes a test's keys on a single Redis or on every master of a cluster (one key per DEL: no cross-slot). */
 async function deleteKeys(redis: RedisClient, pattern: string): Promise<void> {
   const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  // SCAN, not KEYS: the Redis is shared, and KEYS walks every key on it in one command (seconds, with a big
+  // keyspace: past the client's command timeout, and blocking every other test meanwhile).
   for (const node of nodes) {
-    const keys = await node.keys(pattern);
-    await Promise.all(keys.map((key) => redis.del(key)));
+    for await (const keys of node.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) {
+      await Promise.all(keys.map((key) => redis.del(key)));
+    }
   }
 }
 

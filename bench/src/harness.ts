@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { loadConfig } from '@ent/common/config';
 import { createDb, withDatabase } from '@ent/common/db/connect';
@@ -145,6 +146,23 @@ export interface BenchWorld {
  * A fresh database (migrated), a unique Redis key prefix, and one seeded organization with a high eval
  * limit and burst (so metering is exercised but never refuses), its snapshots already in Redis.
  */
+/**
+ * Unlinks every key matching `pattern`, a page of SCAN at a time: a million subscribers' keys must not stay behind
+ * on the shared Redis (the test suite's helpers and every later run would pay for them).
+ */
+export async function unlinkKeys(redisUrl: string, pattern: string): Promise<number> {
+  const redis = new Redis(redisUrl);
+  try {
+    let unlinked = 0;
+    for await (const keys of redis.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) {
+      if (keys.length > 0) unlinked += await redis.unlink(...keys);
+    }
+    return unlinked;
+  } finally {
+    redis.disconnect();
+  }
+}
+
 export async function createWorld(shape: SeedShape, options: { redisUrl?: string } = {}): Promise<BenchWorld> {
   const config = loadConfig();
   const redisUrl = options.redisUrl ?? config.redisUrl;
@@ -159,15 +177,7 @@ export async function createWorld(shape: SeedShape, options: { redisUrl?: string
     await client.connect();
     await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => {});
     await client.end();
-    const keys = spawnSync('redis-cli', ['-u', redisUrl, '--scan', '--count', '1000', '--pattern', `${prefix}:*`], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 30,
-    })
-      .stdout.split('\n')
-      .filter(Boolean);
-    for (let i = 0; i < keys.length; i += 1000) {
-      spawnSync('redis-cli', ['-u', redisUrl, 'UNLINK', ...keys.slice(i, i + 1000)]);
-    }
+    await unlinkKeys(redisUrl, `${prefix}:*`);
   };
 
   try {
