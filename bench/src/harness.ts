@@ -15,6 +15,7 @@ import { createDb, withDatabase } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createOrganization } from '../../admin/src/features/provisioning/create-organization.ts';
 import { freePort } from '../../gateway/test/processes.ts';
+import { deleteKeys } from '../../test-support/admin-context.ts';
 import { seed, type SeedShape } from './seed.ts';
 
 export { freePort };
@@ -146,23 +147,6 @@ export interface BenchWorld {
  * A fresh database (migrated), a unique Redis key prefix, and one seeded organization with a high eval
  * limit and burst (so metering is exercised but never refuses), its snapshots already in Redis.
  */
-/**
- * Unlinks every key matching `pattern`, a page of SCAN at a time: a million subscribers' keys must not stay behind
- * on the shared Redis (the test suite's helpers and every later run would pay for them).
- */
-export async function unlinkKeys(redisUrl: string, pattern: string): Promise<number> {
-  const redis = new Redis(redisUrl);
-  try {
-    let unlinked = 0;
-    for await (const keys of redis.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) {
-      if (keys.length > 0) unlinked += await redis.unlink(...keys);
-    }
-    return unlinked;
-  } finally {
-    redis.disconnect();
-  }
-}
-
 export async function createWorld(shape: SeedShape, options: { redisUrl?: string } = {}): Promise<BenchWorld> {
   const config = loadConfig();
   const redisUrl = options.redisUrl ?? config.redisUrl;
@@ -177,7 +161,9 @@ export async function createWorld(shape: SeedShape, options: { redisUrl?: string
     await client.connect();
     await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => {});
     await client.end();
-    await unlinkKeys(redisUrl, `${prefix}:*`);
+    // A million subscribers' keys must not stay behind on the shared Redis.
+    const redis = new Redis(redisUrl);
+    await deleteKeys(redis, `${prefix}:*`).finally(() => redis.disconnect());
   };
 
   try {
