@@ -6,23 +6,35 @@
 import { loadConfig } from '@ent/common/config';
 import type { EvalMeter } from '@ent/common/metering/contract';
 import { createGateBatcher } from '@ent/common/metering/gate-batcher';
-import { toGateResult } from '@ent/common/metering/meter';
+import { decodeGateReply, gateArguments } from '@ent/common/metering/meter';
 import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
 import { redisKeys } from '@ent/common/redis/keys';
 import { buildGatewayApp } from '../../gateway/src/app.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
 
-// KEYS[1] catalog, KEYS[2] auth, KEYS[3] the subscriber-version index, ARGV the evals' subscriber ids; replies in
-// eval-gate-batch-7.lua's shape.
+// KEYS[1] catalog, KEYS[2] auth, KEYS[3] the subscriber-version index; ARGV as eval-gate-batch-7.lua's from its
+// fourth (gateArguments): the same reads of versions, skipped the same way, and a reply of the same shape.
 const VERSIONS_ONLY = `
 local catalog = tonumber(redis.call("HGET", KEYS[1], "v")) or 0
 local auth = tonumber(redis.call("HGET", KEYS[2], "v")) or 0
-local versions = redis.call("HMGET", KEYS[3], unpack(ARGV))
-local out = {0, -1, 0, catalog, auth}
-for i = 1, #ARGV do
-  out[#out + 1] = 0
-  out[#out + 1] = 0
-  out[#out + 1] = tonumber(versions[i]) or 0
+local trusted = ARGV[2]
+local evals = #trusted
+local stamp = redis.call("HGET", KEYS[3], "#w")
+local read = {}
+local ids, at = {}, {}
+for i = 1, evals do
+  if not (stamp and stamp == ARGV[1]) or string.byte(trusted, i) ~= 49 then
+    ids[#ids + 1] = ARGV[2 + i]
+    at[#at + 1] = i
+  end
+end
+if #ids > 0 then
+  local versions = redis.call("HMGET", KEYS[3], unpack(ids))
+  for j = 1, #ids do read[at[j]] = tonumber(versions[j]) or 0 end
+end
+local out = {0, -1, 0, catalog, auth, 0, tonumber(stamp) or 0}
+for i = 1, evals do
+  out[7 + i] = read[i] and 4 * (read[i] + 1) or 0
 end
 return out`;
 
@@ -33,18 +45,19 @@ const keys = redisKeys(config.redisKeyPrefix);
 redis.defineCommand('versionsOnly', { numberOfKeys: 3, lua: VERSIONS_ONLY });
 const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
   .versionsOnly;
+const knownStamps = new Map<string, number>();
 
-const batches = createGateBatcher(
-  (batch) =>
-    versionsOnly.call(
-      redis,
-      keys.catalog(batch.organizationId),
-      keys.auth(batch.organizationId),
-      keys.subscriberVersions(batch.organizationId),
-      ...batch.evals.map((e) => e.subscriberId),
-    ),
-  toGateResult,
-);
+const batches = createGateBatcher(async (batch) => {
+  const reply = await versionsOnly.call(
+    redis,
+    keys.catalog(batch.organizationId),
+    keys.auth(batch.organizationId),
+    keys.subscriberVersions(batch.organizationId),
+    ...gateArguments(batch.evals, knownStamps.get(batch.organizationId) ?? 0),
+  );
+  knownStamps.set(batch.organizationId, reply[6] ?? 0);
+  return reply;
+}, decodeGateReply);
 
 const unmetered: EvalMeter = {
   gate: (input) => batches.add(input),

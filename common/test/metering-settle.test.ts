@@ -5,9 +5,9 @@ import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys, type RedisKeys } from '@ent/common/redis/keys';
 import { publishArrangement, SELF_SERVE_ARRANGEMENT } from '@ent/common/metering/arrangement';
 import { EvalGateUnavailableError } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import { createEvalMeter, gateArguments } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
-import { withMeteringCommands, type MeteringRedis } from '@ent/common/metering/scripts';
+import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '@ent/common/metering/scripts';
 import { GATE_BATCH_MEMORY_MS } from '@ent/common/metering/settlements';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 
@@ -53,8 +53,10 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       usageTtlMs(NOW),
       GRACE_PERIOD_MS,
       GATE_BATCH_MEMORY_MS,
-      ...Array.from({ length: evals }, (_, i) => `cus_${i}`),
-      ...Array.from({ length: evals }, () => NOW),
+      ...gateArguments(
+        Array.from({ length: evals }, (_, i) => ({ organizationId: org, subscriberId: `cus_${i}`, nowMs: NOW })),
+        0,
+      ),
     );
   const settle = (org: string, batchId: string, answered: number) =>
     redis.evalSettle(
@@ -83,7 +85,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
     const org = await newOrg(2);
     // Burst 2: of 4 evals the script counted 2 (and rate-limited 2); the gateway answered 3 of them 2xx.
     const reply = await gateBatch(org, 'b2', 4);
-    expect(reply.slice(5).filter((_, i) => i % 3 === 0)).toEqual([0, 0, 1, 1]);
+    expect(reply.slice(GATE_REPLY_HEADER).map((encoded) => encoded % 4)).toEqual([0, 0, 1, 1]);
     expect(await countOf(org)).toBe(2);
     expect(await settle(org, 'b2', 3)).toEqual([0, 3, 1]);
     expect(await countOf(org)).toBe(3);

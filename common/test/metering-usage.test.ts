@@ -5,7 +5,7 @@ import {
   SELF_SERVE_ARRANGEMENT,
   type Arrangement,
 } from '@ent/common/metering/arrangement';
-import { toGateResult, MeteringError } from '@ent/common/metering/meter';
+import { decodeGateReply, gateArguments, MeteringError } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, nextPeriodStartMs, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { headerWarn, usageRecord, usageWarn } from '@ent/common/metering/usage';
 
@@ -208,39 +208,68 @@ describe('arrangement changes (entctl org arrangement)', () => {
 });
 
 describe('gate reply mapping', () => {
-  // Header: status 0, limit, blocking, catalog version 1, auth version 3; then code, count, subscriber version.
-  const reply = (limit: number, ...evals: [number, number, number][]): [number, ...number[]] => [0, limit, 1, 1, 3, ...evals.flat()];
+  // Header: status 0, limit, blocking 1, catalog version 1, auth version 3, count before the batch, stamp 42;
+  // then per eval its code, plus 4 × (subscriber version + 1) when the script read that version.
+  const reply = (limit: number, countBefore: number, ...evals: number[]): [number, ...number[]] => [0, limit, 1, 1, 3, countBefore, 42, ...evals];
+  const read = (code: number, version: number) => code + 4 * (version + 1);
+  const now = at('2026-02-10T08:00:00.400Z');
+  const evalOf = (subscriberId: string, verified?: { version: number; stamp: number }) => ({
+    organizationId: 'org',
+    subscriberId,
+    nowMs: now,
+    verified,
+  });
+  const versions = (subscriber: number) => ({ catalog: 1, subscriber, auth: 3, subscriberStamp: 42 });
 
   it('maps every code and rejects an unknown one', () => {
-    const now = at('2026-02-10T08:00:00.400Z');
-    expect(toGateResult(reply(10, [0, 8, 2]), 0, now)).toEqual({
-      outcome: 'counted',
-      versions: { catalog: 1, subscriber: 2, auth: 3 },
-      usage: { limit: 10, used: 8, warn: '80' },
-    });
-    expect(toGateResult(reply(-1, [0, 8, 2]), 0, now)).toMatchObject({ outcome: 'counted', usage: null });
-    expect(toGateResult(reply(10, [1, 8, 2]), 0, now)).toEqual({
-      outcome: 'rate_limited',
-      versions: { catalog: 1, subscriber: 2, auth: 3 },
-      retryAfterSeconds: 1,
-    });
-    expect(toGateResult(reply(10, [2, 10, 2]), 0, now)).toEqual({
-      outcome: 'blocked',
-      period: '2026-02',
-      versions: { catalog: 1, subscriber: 2, auth: 3 },
-      usage: { limit: 10, used: 10, warn: 'grace' },
-    });
-    expect(() => toGateResult(reply(10, [9, 0, 0]), 0, now)).toThrow(MeteringError);
-    expect(() => toGateResult([3], 0, now)).toThrow(MeteringError);
+    expect(decodeGateReply(reply(10, 7, read(0, 2)), [evalOf('a')])).toEqual([
+      { outcome: 'counted', versions: versions(2), usage: { limit: 10, used: 8, warn: '80' } },
+    ]);
+    expect(decodeGateReply(reply(-1, 7, read(0, 2)), [evalOf('a')])[0]).toMatchObject({ outcome: 'counted', usage: null });
+    expect(decodeGateReply(reply(10, 8, read(1, 2)), [evalOf('a')])).toEqual([
+      { outcome: 'rate_limited', versions: versions(2), retryAfterSeconds: 1 },
+    ]);
+    expect(decodeGateReply(reply(10, 10, read(2, 2)), [evalOf('a')])).toEqual([
+      { outcome: 'blocked', period: '2026-02', versions: versions(2), usage: { limit: 10, used: 10, warn: 'grace' } },
+    ]);
+    expect(() => decodeGateReply(reply(10, 0, 3), [evalOf('a', { version: 1, stamp: 42 })])).toThrow(MeteringError);
+    expect(() => decodeGateReply([3], [evalOf('a')])).toThrow(MeteringError);
   });
 
-  it("reads each eval's own slice of a batch reply and the shared header", () => {
-    const now = at('2026-02-10T08:00:00.400Z');
-    const batch = reply(100, [0, 5, 7], [1, 5, 8], [0, 6, 9]);
-    expect([0, 1, 2].map((i) => toGateResult(batch, i, now))).toEqual([
-      { outcome: 'counted', versions: { catalog: 1, subscriber: 7, auth: 3 }, usage: { limit: 100, used: 5, warn: null } },
-      { outcome: 'rate_limited', versions: { catalog: 1, subscriber: 8, auth: 3 }, retryAfterSeconds: 1 },
-      { outcome: 'counted', versions: { catalog: 1, subscriber: 9, auth: 3 }, usage: { limit: 100, used: 6, warn: null } },
+  it("counts each eval from the batch's starting count, in order, and reads version 0 as none in the index", () => {
+    const batch = reply(100, 4, read(0, 7), read(1, 8), read(2, 0), read(0, 9));
+    expect(decodeGateReply(batch, ['a', 'b', 'c', 'd'].map((id) => evalOf(id)))).toEqual([
+      { outcome: 'counted', versions: versions(7), usage: { limit: 100, used: 5, warn: null } },
+      { outcome: 'rate_limited', versions: versions(8), retryAfterSeconds: 1 },
+      { outcome: 'blocked', period: '2026-02', versions: versions(0), usage: { limit: 100, used: 5, warn: 'grace' } },
+      { outcome: 'counted', versions: versions(9), usage: { limit: 100, used: 6, warn: null } },
     ]);
+  });
+
+  it('gives an eval whose version the script did not read the version it was verified at, and refuses one never verified', () => {
+    const batch = reply(-1, 0, 0, read(0, 5));
+    expect(decodeGateReply(batch, [evalOf('a', { version: 12, stamp: 42 }), evalOf('b', { version: 3, stamp: 41 })])).toEqual([
+      { outcome: 'counted', versions: versions(12), usage: null },
+      { outcome: 'counted', versions: versions(5), usage: null },
+    ]);
+    expect(() => decodeGateReply(reply(-1, 0, 0), [evalOf('a')])).toThrow(MeteringError);
+  });
+});
+
+describe('gate arguments', () => {
+  const evalOf = (subscriberId: string, nowMs: number, stamp?: number) => ({
+    organizationId: 'org',
+    subscriberId,
+    nowMs,
+    verified: stamp === undefined ? undefined : { version: 1, stamp },
+  });
+
+  it('trusts only evals verified at the stamp last seen, and sends the instants as runs', () => {
+    const evals = [evalOf('a', 100, 7), evalOf('b', 100), evalOf('c', 101, 6), evalOf('d', 101, 7), evalOf('e', 100, 7)];
+    expect(gateArguments(evals, 7)).toEqual([7, '10011', 'a', 'b', 'c', 'd', 'e', 2, 100, 2, 101, 1, 100]);
+  });
+
+  it('trusts nothing while no stamp is known', () => {
+    expect(gateArguments([evalOf('a', 5, 0), evalOf('b', 5, 3)], 0)).toEqual(['', '00', 'a', 'b', 2, 5]);
   });
 });

@@ -68,6 +68,8 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     }
     return organizationId;
   };
+  /** The organization's subscriber-write stamp as Redis holds it (0: none). */
+  const stampOf = async (org: string) => Number((await redis.hget(keys.subscriberVersions(org), '#w')) ?? 0);
   /** A subscriber snapshot written the way admin writes it (document and version index together). */
   const putSubscriber = (org: string, subscriberId: string, version: number) =>
     snapshotStore(redis, keys).putSubscriber(org, subscriberId, {
@@ -141,7 +143,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect(blocked).toEqual({
       outcome: 'blocked',
       period: '2026-03',
-      versions: { catalog: 0, subscriber: 0, auth: 0 },
+      versions: { catalog: 0, subscriber: 0, auth: 0, subscriberStamp: 0 },
       usage: { limit: 10, used: 12, warn: 'grace' },
     });
     expect(await usageOf(org)).toMatchObject({
@@ -358,15 +360,100 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
 
   it('returns the snapshot versions of catalog, subscriber and auth (0 when missing)', async () => {
     const org = await newOrg(individual({}));
-    expect((await gate(org)).versions).toEqual({ catalog: 0, subscriber: 0, auth: 0 });
+    expect((await gate(org)).versions).toEqual({ catalog: 0, subscriber: 0, auth: 0, subscriberStamp: 0 });
     await redis.hset(keys.catalog(org), { v: '5', doc: '{}' });
     await putSubscriber(org, 'cus_9', 7);
     await redis.hset(keys.auth(org), { v: '3' });
-    expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({ catalog: 5, subscriber: 7, auth: 3 });
+    const stamp = await stampOf(org);
+    expect(stamp).toBeGreaterThan(0);
+    expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({ catalog: 5, subscriber: 7, auth: 3, subscriberStamp: stamp });
     expect((await gate(org, clock.now(), 'cus_other')).versions).toEqual({
       catalog: 5,
       subscriber: 0,
       auth: 3,
+      subscriberStamp: stamp,
+    });
+  });
+
+  describe('the subscriber-write stamp', () => {
+    /** One eval, verified as the caller's cache would pass it. */
+    const gateVerified = (org: string, subscriberId: string, verified?: { version: number; stamp: number }) =>
+      meter.gate({ organizationId: org, subscriberId, nowMs: clock.now(), verified });
+    /** Changes the index behind the stamp's back: what a skipped read would have seen. */
+    const rewriteIndexQuietly = (org: string, subscriberId: string, version: number) =>
+      redis.hset(keys.subscriberVersions(org), subscriberId, String(version));
+
+    it('moves with every subscriber write, and not with a write refused as older', async () => {
+      const org = await newOrg(individual({}));
+      await putSubscriber(org, 'cus_1', 3);
+      const first = await stampOf(org);
+      await putSubscriber(org, 'cus_2', 1);
+      expect(await stampOf(org)).toBe(first + 1);
+      await putSubscriber(org, 'cus_1', 2);
+      expect(await stampOf(org)).toBe(first + 1);
+      await putSubscriber(org, 'cus_1', 4);
+      expect(await stampOf(org)).toBe(first + 2);
+    });
+
+    it('starts at a random value: a flushed index never hands out the stamps gateways saw before it', async () => {
+      const starts = new Set<number>();
+      const org = await newOrg(individual({}));
+      for (let i = 0; i < 5; i++) {
+        await redis.del(keys.subscriberVersions(org), keys.subscriber(org, 'cus_1'));
+        await putSubscriber(org, 'cus_1', 1);
+        starts.add(await stampOf(org));
+      }
+      expect(starts.size).toBe(5);
+    });
+
+    it('skips reading the versions verified at the current stamp, and reads every other one', async () => {
+      const org = await newOrg(individual({}));
+      await putSubscriber(org, 'cus_1', 3);
+      await putSubscriber(org, 'cus_2', 5);
+      const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
+      await rewriteIndexQuietly(org, 'cus_1', 30);
+      await rewriteIndexQuietly(org, 'cus_2', 50);
+      const [trusted, olderStamp, unverified] = await Promise.all([
+        gateVerified(org, 'cus_1', { version: 3, stamp }),
+        gateVerified(org, 'cus_2', { version: 5, stamp: stamp - 1 }),
+        gateVerified(org, 'cus_2'),
+      ]);
+      expect(trusted.versions).toMatchObject({ subscriber: 3, subscriberStamp: stamp });
+      expect(olderStamp.versions).toMatchObject({ subscriber: 50, subscriberStamp: stamp });
+      expect(unverified.versions).toMatchObject({ subscriber: 50, subscriberStamp: stamp });
+    });
+
+    it('reads every version once the stamp has moved: no eval is answered from a version older than the latest write', async () => {
+      const org = await newOrg(individual({}));
+      await putSubscriber(org, 'cus_1', 3);
+      await putSubscriber(org, 'cus_2', 5);
+      const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
+      await putSubscriber(org, 'cus_2', 6);
+      const [one, two] = await Promise.all([
+        gateVerified(org, 'cus_1', { version: 3, stamp }),
+        gateVerified(org, 'cus_2', { version: 5, stamp }),
+      ]);
+      expect(one.versions).toMatchObject({ subscriber: 3, subscriberStamp: stamp + 1 });
+      expect(two.versions).toMatchObject({ subscriber: 6, subscriberStamp: stamp + 1 });
+    });
+
+    it('reads every version when the stamp or the whole index is lost', async () => {
+      const org = await newOrg(individual({}));
+      await putSubscriber(org, 'cus_1', 3);
+      const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
+      await redis.hdel(keys.subscriberVersions(org), '#w');
+      await rewriteIndexQuietly(org, 'cus_1', 4);
+      expect((await gateVerified(org, 'cus_1', { version: 3, stamp })).versions).toMatchObject({
+        subscriber: 4,
+        subscriberStamp: 0,
+      });
+      await putSubscriber(org, 'cus_1', 5);
+      const restarted = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
+      await redis.del(keys.subscriberVersions(org));
+      expect((await gateVerified(org, 'cus_1', { version: 5, stamp: restarted })).versions).toMatchObject({
+        subscriber: 0,
+        subscriberStamp: 0,
+      });
     });
   });
 

@@ -30,6 +30,11 @@ export interface GatewayAppOptions {
   redis?: RedisClient;
   meter?: EvalMeter;
   logger?: FastifyServerOptions['logger'];
+  /**
+   * False in tests that show the gate call's version check keeps answers fresh on its own, with no invalidation
+   * announcement (a best-effort hint) arriving first.
+   */
+  subscribeInvalidations?: boolean;
 }
 
 export type GatewayApp = FastifyInstance;
@@ -56,7 +61,10 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(adminClient);
   await app.register(principals);
   await app.register(sessions);
-  await app.register(snapshotCache, { maxBytes: config.gatewayCacheBytes });
+  await app.register(snapshotCache, {
+    maxBytes: config.gatewayCacheBytes,
+    subscribeInvalidations: options.subscribeInvalidations ?? true,
+  });
   await app.register(meter, { meter: options.meter });
   await app.register(health);
   await app.register(evaluator);

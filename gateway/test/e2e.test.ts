@@ -143,6 +143,33 @@ describe('read-your-writes on two gateway processes', () => {
     expect(await onBoth('ann', 'seats')).toEqual(Array(2).fill({ limit: 0, source: 'none' }));
   });
 
+  it('shows each write on the very next eval where both gateways verified the entry at the current stamp', async () => {
+    // Evaluated twice since the last write, an entry is trusted: the gate call reads no subscriber version for it
+    // until the organization's subscriber-write stamp moves. Every write must move it.
+    const viaA = catalogClient(http(urls[0]!), org.headers);
+    const viaB = catalogClient(http(urls[1]!), org.headers);
+    // A plan of its own: the other cases change basic's grants.
+    await viaA.plan('starter', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+    await viaA.subscriber('tess');
+    await viaB.subscribe('tess', 'starter');
+    const warmTwice = async () => {
+      await onBoth('tess', 'seats');
+      return onBoth('tess', 'seats');
+    };
+    expect(await warmTwice()).toEqual(Array(2).fill({ limit: 3, source: 'plan' }));
+
+    await viaA.override('tess', 'seats', { kind: 'limit', limit: 11 });
+    expect(await onBoth('tess', 'seats')).toEqual(Array(2).fill({ limit: 11, source: 'override' }));
+    expect(await warmTwice()).toEqual(Array(2).fill({ limit: 11, source: 'override' }));
+
+    // Another subscriber's write moves the stamp too: tess's version is read again, and is still current.
+    await viaB.subscriber('uma');
+    expect(await warmTwice()).toEqual(Array(2).fill({ limit: 11, source: 'override' }));
+
+    await viaB.deleteOverride('tess', 'seats');
+    expect(await onBoth('tess', 'seats')).toEqual(Array(2).fill({ limit: 3, source: 'plan' }));
+  });
+
   it('refuses a revoked key on the very next request on both gateways', async () => {
     const subscriber = await ownSubscriber(4);
     const { apiKey, serviceAccountId, keyId } = await createKeyWithScopes(db, org.organization_id, ['check']);

@@ -341,6 +341,52 @@ describe('the warm path', () => {
   });
 });
 
+describe('the subscriber-write stamp', () => {
+  // Deaf to invalidation announcements (a best-effort hint): what it answers rests on the gate call alone.
+  let deaf: GatewayApp;
+  beforeAll(async () => {
+    deaf = await gatewayOverAdmin(ctx, { clock, subscribeInvalidations: false });
+  });
+  afterAll(async () => {
+    await deaf?.close();
+  });
+
+  it("trusts an entry verified at the organization's current stamp, and reads its version again once any subscriber is written", async () => {
+    const own = await createTestOrganization(ctx.db, 'Stamped org');
+    const ownApi = catalogClient(injector(gateway), own.headers);
+    await ownApi.feature('seats', 'limit');
+    await ownApi.plan('small', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+    await ownApi.subscriber('fay');
+    await ownApi.subscribe('fay', 'small');
+    const seats = async () =>
+      (await deaf.inject({ method: 'POST', url: '/org/subscribers/fay/entitlements/check', headers: own.headers, payload: { feature: 'seats' } })).json();
+    const misses = () => counter(deaf, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
+    expect(await seats()).toMatchObject({ limit: 3 });
+    expect(await seats()).toMatchObject({ limit: 3 });
+
+    // Behind the stamp's back (no admin write does this): a trusted entry's version is not read, so no reload.
+    const index = ctx.app.redisKeys.subscriberVersions(own.organization_id);
+    const version = await ctx.redis.hget(index, 'fay');
+    await ctx.redis.hset(index, 'fay', String(Number(version) + 100));
+    const before = await misses();
+    expect(await seats()).toMatchObject({ limit: 3 });
+    expect(await misses()).toBe(before);
+    await ctx.redis.hset(index, 'fay', version!);
+
+    // A write to another subscriber moves the stamp: fay's version is read (unchanged: still a hit) ...
+    await ownApi.subscriber('gil');
+    expect(await seats()).toMatchObject({ limit: 3 });
+    expect(await seats()).toMatchObject({ limit: 3 });
+    expect(await misses()).toBe(before);
+    // ... and every write to fay herself is seen by the very next eval, trusted entry or not.
+    await ownApi.override('fay', 'seats', { kind: 'limit', limit: 8 });
+    expect(await seats()).toMatchObject({ limit: 8, source: 'override' });
+    expect(await seats()).toMatchObject({ limit: 8, source: 'override' });
+    await ownApi.deleteOverride('fay', 'seats');
+    expect(await seats()).toMatchObject({ limit: 3, source: 'plan' });
+  });
+});
+
 describe('one base URL', () => {
   it('forwards every other route to admin with the same request id', async () => {
     const res = await gateway.inject({ method: 'GET', url: '/org/features?limit=2', headers: org.headers });

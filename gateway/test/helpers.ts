@@ -48,7 +48,7 @@ export const injector =
  */
 export async function gatewayOverAdmin(
   ctx: { app: { listen(options: { host: string; port: number }): Promise<string>; server: { address(): unknown } }; config: Config },
-  options: { clock?: Clock; config?: Partial<Config> } = {},
+  options: { clock?: Clock; config?: Partial<Config>; subscribeInvalidations?: boolean } = {},
 ): Promise<GatewayApp> {
   if (!ctx.app.server.address()) await ctx.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = ctx.app.server.address() as AddressInfo;
@@ -56,6 +56,7 @@ export async function gatewayOverAdmin(
     config: { ...ctx.config, adminUrl: `http://127.0.0.1:${port}`, ...options.config },
     clock: options.clock,
     logger: false,
+    subscribeInvalidations: options.subscribeInvalidations,
   });
   await gateway.ready();
   return gateway;

@@ -9,6 +9,18 @@ export interface SnapshotVersions {
   catalog: number;
   subscriber: number;
   auth: number;
+  /**
+   * The organization's subscriber-write stamp when `subscriber` was current (0: Redis has none). A cached entry
+   * that matched `subscriber` is verified at it: passed back as the eval's `verified`, it spares Redis reading
+   * the subscriber's version again until some subscriber of the organization changes.
+   */
+  subscriberStamp: number;
+}
+
+/** A subscriber version an earlier gate reply gave, and the subscriber-write stamp it was current at. */
+export interface VerifiedSubscriber {
+  version: number;
+  stamp: number;
 }
 
 export type EvalWarn = '80' | '100' | 'grace';
@@ -33,6 +45,11 @@ export interface EvalGateInput {
   subscriberId: string;
   /** The application's clock (never Redis TIME), so tests control months and grace periods. */
   nowMs: number;
+  /**
+   * What the caller's cache holds for the subscriber, as verified by an earlier reply. While the organization's
+   * stamp has not moved since, the result's subscriber version is this `version`, without Redis reading it.
+   */
+  verified?: VerifiedSubscriber | undefined;
 }
 
 /**

@@ -52,8 +52,8 @@ const DEFAULT_TURNS_TO_WAIT = 6;
  */
 export function createGateBatcher(
   run: (batch: GateBatch) => Promise<EvalGateBatchReply>,
-  /** Eval `index` of a batch reply as the contract's result (throws when the reply says something else). */
-  decode: (reply: EvalGateBatchReply, index: number, nowMs: number) => EvalGateResult,
+  /** A batch reply as the contract's result of each eval, in order (throws when the reply says something else). */
+  decode: (reply: EvalGateBatchReply, evals: readonly EvalGateInput[]) => EvalGateResult[],
   {
     maxHoldMs = DEFAULT_MAX_HOLD_MS,
     smallBatch = DEFAULT_SMALL_BATCH,
@@ -67,13 +67,14 @@ export function createGateBatcher(
   let scheduled = false;
 
   function settleAll({ batch, settle }: Waiting, reply: EvalGateBatchReply): void {
-    batch.evals.forEach((evalInput, i) => {
-      try {
-        settle[i]!.resolve(decode(reply, i, evalInput.nowMs));
-      } catch (error) {
-        settle[i]!.reject(error);
-      }
-    });
+    let results: EvalGateResult[];
+    try {
+      results = decode(reply, batch.evals);
+    } catch (error) {
+      for (const { reject } of settle) reject(error);
+      return;
+    }
+    for (let i = 0; i < settle.length; i++) settle[i]!.resolve(results[i]!);
   }
 
   function dispatch(lane: Lane): void {

@@ -14,7 +14,6 @@ import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
 import { createGateBatcher, type GateBatch } from './gate-batcher.ts';
 import {
   GATE_REPLY_HEADER,
-  GATE_REPLY_WIDTH,
   withMeteringCommands,
   type EvalAdjustReply,
   type EvalGateBatchReply,
@@ -44,29 +43,73 @@ function usageOf(cap: { evalLimit: number | null; blocking: boolean }, used: num
   return cap.evalLimit === null ? null : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped) };
 }
 
-/** Maps eval `index` of the gate script's reply to the contract's result (the one place its codes are read). */
-export function toGateResult(reply: EvalGateBatchReply, index: number, nowMs: number): EvalGateResult {
-  // Indexed reads, not destructuring (the iterator protocol) and no closure: this runs once per eval.
+/**
+ * The gate script's reply as each eval's result, in order (the one place its codes are read). An eval whose
+ * version the script did not read gets the version its `verified` named: the script leaves it out only while the
+ * stamp that version was verified at is still current.
+ */
+export function decodeGateReply(reply: EvalGateBatchReply, evals: readonly EvalGateInput[]): EvalGateResult[] {
   const rawLimit = reply[1] ?? -1;
-  const at = GATE_REPLY_HEADER + index * GATE_REPLY_WIDTH;
-  const code = reply[at];
-  const count = reply[at + 1] ?? 0;
-  const versions: SnapshotVersions = { catalog: reply[3] ?? 0, subscriber: reply[at + 2] ?? 0, auth: reply[4] ?? 0 };
   const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: reply[2] === 1 };
-  switch (code) {
-    case GateCode.Counted:
-      return { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
-    case GateCode.RateLimited:
-      return {
-        outcome: 'rate_limited',
-        versions,
-        retryAfterSeconds: Math.max(1, Math.ceil((1000 - (nowMs % 1000)) / 1000)),
-      };
-    case GateCode.Blocked:
-      return { outcome: 'blocked', versions, period: periodOf(nowMs), usage: usageOf(cap, count, true) };
-    default:
-      throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
+  const catalog = reply[3] ?? 0;
+  const auth = reply[4] ?? 0;
+  let count = reply[5] ?? 0;
+  const subscriberStamp = reply[6] ?? 0;
+  const results: EvalGateResult[] = new Array(evals.length);
+  for (let i = 0; i < evals.length; i++) {
+    const evalInput = evals[i]!;
+    const encoded = reply[GATE_REPLY_HEADER + i];
+    if (encoded === undefined) throw new MeteringError(`The eval gate reply holds no eval ${i}.`);
+    const code = encoded % 4;
+    let subscriber: number;
+    if (encoded >= 4) subscriber = Math.floor(encoded / 4) - 1;
+    else if (evalInput.verified) subscriber = evalInput.verified.version;
+    else throw new MeteringError(`The eval gate reply left out the version of an unverified subscriber.`);
+    const versions: SnapshotVersions = { catalog, subscriber, auth, subscriberStamp };
+    switch (code) {
+      case GateCode.Counted:
+        count += 1;
+        results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
+        break;
+      case GateCode.RateLimited:
+        results[i] = {
+          outcome: 'rate_limited',
+          versions,
+          retryAfterSeconds: Math.max(1, Math.ceil((1000 - (evalInput.nowMs % 1000)) / 1000)),
+        };
+        break;
+      case GateCode.Blocked:
+        results[i] = { outcome: 'blocked', versions, period: periodOf(evalInput.nowMs), usage: usageOf(cap, count, true) };
+        break;
+      default:
+        throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
+    }
   }
+  return results;
+}
+
+/**
+ * The gate script's arguments after its keys: the last stamp this meter saw, one trust flag per eval ('1': its
+ * `verified` stamp is that stamp), the subscriber ids, and the instants as runs of (count, now): a batch's evals
+ * mostly share a millisecond, and each argument costs Redis and the client a little.
+ */
+export function gateArguments(evals: readonly EvalGateInput[], knownStamp: number): (string | number)[] {
+  let trusted = '';
+  const ids: string[] = new Array(evals.length);
+  for (let i = 0; i < evals.length; i++) {
+    const evalInput = evals[i]!;
+    trusted += knownStamp !== 0 && evalInput.verified?.stamp === knownStamp ? '1' : '0';
+    ids[i] = evalInput.subscriberId;
+  }
+  const args: (string | number)[] = [knownStamp === 0 ? '' : knownStamp, trusted, ...ids];
+  for (let i = 0; i < evals.length; ) {
+    const nowMs = evals[i]!.nowMs;
+    let end = i + 1;
+    while (end < evals.length && evals[end]!.nowMs === nowMs) end++;
+    args.push(end - i, nowMs);
+    i = end;
+  }
+  return args;
 }
 
 /**
@@ -130,8 +173,12 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   };
   const settlements = createSettlements(settleOnce);
 
+  /** The subscriber-write stamp of each organization's latest gate reply (none: Redis had no stamp). */
+  const knownStamps = new Map<string, number>();
+
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
+    const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0);
     const reply = await withArrangement<EvalGateBatchReply>(organizationId, () =>
       redis.evalGateBatch(
         keys.arrangement(organizationId),
@@ -144,11 +191,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         usageTtlMs(evals[0]!.nowMs),
         GRACE_PERIOD_MS,
         GATE_BATCH_MEMORY_MS,
-        ...evals.map((e) => e.subscriberId),
-        ...evals.map((e) => e.nowMs),
+        ...evalArguments,
       ),
     );
     if (reply[0] === GateCode.AlreadyRan) throw new MeteringError(`Gate batch ${batchId} ran before.`);
+    const stamp = reply[6] ?? 0;
+    if (stamp === 0) knownStamps.delete(organizationId);
+    else knownStamps.set(organizationId, stamp);
     return reply;
   };
 
@@ -165,7 +214,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         cause: error,
       });
     }
-  }, toGateResult);
+  }, decodeGateReply);
 
   return {
     gate: (input: EvalGateInput): Promise<EvalGateResult> => gateBatches.add(input),

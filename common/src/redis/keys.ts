@@ -12,7 +12,8 @@ export function redisKeys(prefix: string) {
       `${org(organizationId)}:sub:${subscriberId}`,
     /**
      * Hash: subscriber id → the `v` of that subscriber's hash, written with it by subscriber-put-2.lua, so the
-     * gate reads every subscriber version of a batch with one HMGET.
+     * gate reads every subscriber version of a batch with one HMGET; and `#w`, the subscriber-write stamp, moved
+     * with every change of the index, so the gate skips the versions a gateway verified at the current stamp.
      */
     subscriberVersions: (organizationId: string) => `${org(organizationId)}:subv`,
     /** Hash: `v` (auth_version): bumped when keys, members or roles change. */

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { withScripts } from '../redis/commands.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
@@ -31,6 +32,12 @@ const parseHash = <T>(fields: (string | null)[]): Versioned<T | null> | null => 
   return { version: Number(v), doc: doc ? (JSON.parse(doc) as T) : null };
 };
 
+/**
+ * Where a missing subscriber-write stamp starts: random, so a flushed Redis never hands gateways a stamp they saw
+ * before its flush (1 chance in 2^48 per value). Below 2^48, the stamp stays an exact number in Lua and in JS.
+ */
+const randomStampStart = () => randomInt(1, 2 ** 48);
+
 /** Reads and version-guarded writes of snapshot documents in Redis. */
 export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
   const put = (key: string, version: number, doc: unknown): Promise<boolean> =>
@@ -41,7 +48,10 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
   return {
     putCatalog: (organizationId: string, snapshot: Versioned<CatalogDoc>) =>
       put(keys.catalog(organizationId), snapshot.version, snapshot.doc),
-    /** The document and its entry in the organization's subscriber-version index, in one script (the gate reads the index). */
+    /**
+     * The document, its entry in the organization's subscriber-version index and the index's subscriber-write
+     * stamp, in one script (the gate reads the index, or skips it while the stamp has not moved).
+     */
     putSubscriber: (organizationId: string, subscriberId: string, snapshot: Versioned<SubscriberDoc>) =>
       withScripts(redis)
         .entSubscriberPut(
@@ -50,6 +60,7 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
           snapshot.version,
           snapshot.doc === null ? '' : JSON.stringify(snapshot.doc),
           subscriberId,
+          randomStampStart(),
         )
         .then((written) => written === 1),
     putAuthVersion: (organizationId: string, version: number) => put(keys.auth(organizationId), version, null),

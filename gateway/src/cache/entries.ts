@@ -106,6 +106,11 @@ export class SubscriberEntry {
   /** The first instant (epoch ms) a live override expires and the answers change; null = never. */
   private validUntil: number | null = null;
   readonly planSet: PlanSet;
+  /**
+   * The organization's subscriber-write stamp at which a gate reply last confirmed this entry (0: never). While
+   * Redis still holds it, the gate need not read the subscriber's version again (eval-gate-batch-7.lua).
+   */
+  verifiedStamp = 0;
 
   constructor(
     readonly catalog: CatalogEntry,
@@ -136,6 +141,11 @@ export class SubscriberEntry {
 
   get catalogVersion(): number {
     return this.catalog.version;
+  }
+
+  /** The subscriber version a gate reply gave when it confirmed this entry (an unknown subscriber: none, 0). */
+  get verifiedVersion(): number {
+    return this.forgetAt === null ? this.subscriberVersion : 0;
   }
 
   /** Override expiry is exact: past `validUntil` the overrides are resolved again from the document held. */

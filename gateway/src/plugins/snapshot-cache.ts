@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { Gauge } from 'prom-client';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import type { SnapshotVersions } from '@ent/common/metering/contract';
+import type { SnapshotVersions, VerifiedSubscriber } from '@ent/common/metering/contract';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
 import { CatalogEntry, SubscriberEntry } from '../cache/entries.ts';
@@ -26,6 +26,8 @@ export interface SnapshotCache {
   ): SubscriberEntry | Promise<SubscriberEntry>;
   /** Whatever the LRU holds, re-resolved locally if an override expired; for answers while Redis is down. */
   cached(organizationId: string, subscriberId: string, nowMs: number): SubscriberEntry | undefined;
+  /** The version a gate reply confirmed for the subscriber held, and at which stamp; undefined when none. */
+  verified(organizationId: string, subscriberId: string): VerifiedSubscriber | undefined;
 }
 
 declare module 'fastify' {
@@ -169,12 +171,19 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
         const entry = entries.get(organizationId, subscriberId, nowMs);
         if (entry && matches(entry, versions, nowMs)) {
           entitlementsHit.inc();
+          if (entry.verifiedStamp !== versions.subscriberStamp) entry.verifiedStamp = versions.subscriberStamp;
           return entry.refreshAt(nowMs);
         }
         return load(entry, organizationId, subscriberId, versions, nowMs);
       },
       cached(organizationId, subscriberId, nowMs) {
         return entries.get(organizationId, subscriberId, nowMs)?.refreshAt(nowMs);
+      },
+      verified(organizationId, subscriberId) {
+        const entry = entries.peek(organizationId, subscriberId);
+        return entry && entry.verifiedStamp !== 0
+          ? { version: entry.verifiedVersion, stamp: entry.verifiedStamp }
+          : undefined;
       },
     };
     app.decorate('snapshotCache', cache);
@@ -200,6 +209,8 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
           : loadSubscriber(organizationId, subscriberId, versions.subscriber),
       ]);
       const built = build(catalog, subscriber, nowMs);
+      // Read after the gate call: only a document of the version that call gave is verified at its stamp.
+      if (matches(built, versions, nowMs)) built.verifiedStamp = versions.subscriberStamp;
       const current = entries.peek(organizationId, subscriberId);
       // A concurrent load may have cached newer documents already; never replace newer with older.
       if (

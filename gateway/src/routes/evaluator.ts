@@ -165,7 +165,8 @@ export const evaluator = fp(
       let gate: EvalGateResult;
       try {
         gateRoundTrips.inc();
-        gate = await meter.gate({ organizationId, subscriberId, nowMs });
+        const verified = snapshotCache.verified(organizationId, subscriberId);
+        gate = await meter.gate({ organizationId, subscriberId, nowMs, verified });
       } catch (error) {
         metrics.redisErrors.inc({ op: 'gate' });
         request.log.warn({ err: error }, 'eval gate failed; answering from the LRU if possible');

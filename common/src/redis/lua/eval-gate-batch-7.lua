@@ -14,18 +14,29 @@
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
     KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran
-    KEYS[7]     subscriber-version index (hash: subscriber id -> version, written by subscriber-put-2.lua)
+    KEYS[7]     subscriber-version index (hash: subscriber id -> version, written by subscriber-put-2.lua), and
+                its field `#w`: the subscriber-write stamp, moved with every change of the index
 
     ARGV[1]     usage time to live (ms): set when KEYS[2] is created, so old months expire on their own
     ARGV[2]     grace period (ms) after first_over_at before a blocking arrangement stops evals
     ARGV[3]     how long the batch is remembered (ms)
-    ARGV[3+i]   subscriber id of eval i (i = 1..N)
-    ARGV[3+N+i] now of eval i (ms since the epoch, from the application's clock; never Redis TIME)
+    ARGV[4]     the stamp the gateway last saw ('' = none)
+    ARGV[5]     one character per eval: '1' when the gateway's cached version of that eval's subscriber was read
+                from the index at stamp ARGV[4], else '0'; its length is N
+    ARGV[5+i]   subscriber id of eval i (i = 1..N)
+    ARGV[6+N..] the evals' instants as runs: a count of consecutive evals, then their now (ms since the epoch,
+                from the application's clock; never Redis TIME); the counts add up to N
 
-  Output: a header, then 3 numbers per eval, in order:
-    { 0, limit (-1 = unlimited), blocking (0/1), catalog version, auth version,
-      code_1, count_1, subscriber version_1, ..., code_N, count_N, subscriber version_N }
-    code 0  counted
+  While the stamp is still ARGV[4], no subscriber's version has changed since the gateway read the versions it
+  marked '1': those are not read again (reading the index was most of the script's cost). Every other eval's
+  version is read from the index, and all of them when the stamp has moved, is missing, or ARGV[4] is ''.
+
+  Output: a header, then one number per eval, in order:
+    { 0, limit (-1 = unlimited), blocking (0/1), catalog version, auth version, count before the batch,
+      stamp (0 = none), e_1, ..., e_N }
+    e_i = code_i                                  when the eval's version was not read (still the one marked '1')
+    e_i = code_i + 4 * (subscriber version_i + 1)  when it was read (version 0: the index has no such subscriber)
+    code 0  counted (the month's count after eval i is the count before the batch plus the counted evals so far)
     code 1  rate limited (over the burst; not counted, does not use a burst slot)
     code 2  blocked (blocking arrangement past its grace period; not counted)
   or the single number { 3 } when Redis holds no arrangement (nothing changed; the caller publishes it
@@ -63,16 +74,47 @@ local window = tonumber(burstState[1])
 local admitted = tonumber(burstState[2]) or 0
 local admittedAny = false
 
-local evals = (#ARGV - 3) / 2
--- One read for every subscriber version of the batch (a redis.call per eval was most of the script's cost).
-local subscriberVersions = rcall("HMGET", KEYS[7], unpack(ARGV, 4, 3 + evals))
+local trusted = ARGV[5]
+local evals = #trusted
+local stamp = rcall("HGET", KEYS[7], "#w")
+local stampOut = tonumber(stamp) or 0
+-- Versions read from the index, by eval; a trusted eval's entry stays nil while the stamp has not moved.
+local readVersions = {}
+if stamp and stamp == ARGV[4] then
+  local ids, at = {}, {}
+  for i = 1, evals do
+    if string.byte(trusted, i) ~= 49 then -- '1'
+      ids[#ids + 1] = ARGV[5 + i]
+      at[#at + 1] = i
+    end
+  end
+  if #ids > 0 then
+    local versions = rcall("HMGET", KEYS[7], unpack(ids))
+    for j = 1, #ids do
+      readVersions[at[j]] = tonumber(versions[j]) or 0
+    end
+  end
+else
+  local versions = rcall("HMGET", KEYS[7], unpack(ARGV, 6, 5 + evals))
+  for i = 1, evals do
+    readVersions[i] = tonumber(versions[i]) or 0
+  end
+end
 
-local out = {0, limitOut, blockingFlag, catalogVersion, authVersion}
-local size = 5
+local out = {0, limitOut, blockingFlag, catalogVersion, authVersion, count, stampOut}
+local size = 7
+local run = 6 + evals -- the first run's count; its now follows
+local runLeft = tonumber(ARGV[run])
+local nowArg = ARGV[run + 1]
+local now = tonumber(nowArg)
 for i = 1, evals do
-  local nowArg = ARGV[3 + evals + i]
-  local now = tonumber(nowArg)
-  local subscriberVersion = tonumber(subscriberVersions[i]) or 0
+  if runLeft == 0 then
+    run = run + 2
+    runLeft = tonumber(ARGV[run])
+    nowArg = ARGV[run + 1]
+    now = tonumber(nowArg)
+  end
+  runLeft = runLeft - 1
 
   local evalWindow = math.floor(now / 1000)
   if evalWindow ~= window then
@@ -103,10 +145,13 @@ for i = 1, evals do
     end
   end
 
-  out[size + 1] = code
-  out[size + 2] = count
-  out[size + 3] = subscriberVersion
-  size = size + 3
+  local version = readVersions[i]
+  size = size + 1
+  if version then
+    out[size] = code + 4 * (version + 1)
+  else
+    out[size] = code
+  end
 end
 
 if admittedAny then
