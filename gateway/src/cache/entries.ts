@@ -242,9 +242,9 @@ const hasOverrides = (doc: SubscriberDoc): boolean => {
 
 /**
  * Heap bytes, measured with `npm run bench -- memory` (bench/src/memory.ts): an entry object, its slot in the
- * LRU (map entry, list links, size), its slot in the index by organization and subscriber, and, for subscribers
- * with overrides, their own document and results.
+ * LRU (map entry, list links, size), its slot in the index by organization and subscriber, its verified stamp (a
+ * boxed double: stamps exceed small integers), and, for subscribers with overrides, their own document and results.
  */
-const ENTRY_BYTES = 280;
+const ENTRY_BYTES = 304;
 const DOCUMENT_BYTES = 120;
 const OVERRIDE_BYTES = 260;
