@@ -5,6 +5,7 @@ import {
   SELF_SERVE_ARRANGEMENT,
   type Arrangement,
 } from '@ent/common/metering/arrangement';
+import type { VerifiedSubscriber } from '@ent/common/metering/contract';
 import { decodeGateReply, gateArguments, MeteringError } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, nextPeriodStartMs, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { headerWarn, usageRecord, usageWarn } from '@ent/common/metering/usage';
@@ -213,7 +214,7 @@ describe('gate reply mapping', () => {
   const reply = (limit: number, countBefore: number, ...evals: number[]): [number, ...number[]] => [0, limit, 1, 1, 3, countBefore, 42, ...evals];
   const read = (code: number, version: number) => code + 4 * (version + 1);
   const now = at('2026-02-10T08:00:00.400Z');
-  const evalOf = (subscriberId: string, verified?: { version: number; stamp: number }) => ({
+  const evalOf = (subscriberId: string, verified?: VerifiedSubscriber) => ({
     organizationId: 'org',
     subscriberId,
     nowMs: now,
@@ -232,7 +233,7 @@ describe('gate reply mapping', () => {
     expect(decodeGateReply(reply(10, 10, read(2, 2)), [evalOf('a')])).toEqual([
       { outcome: 'blocked', period: '2026-02', versions: versions(2), usage: { limit: 10, used: 10, warn: 'grace' } },
     ]);
-    expect(() => decodeGateReply(reply(10, 0, 3), [evalOf('a', { version: 1, stamp: 42 })])).toThrow(MeteringError);
+    expect(() => decodeGateReply(reply(10, 0, 3), [evalOf('a', { verifiedVersion: 1, verifiedStamp: 42 })])).toThrow(MeteringError);
     expect(() => decodeGateReply([3], [evalOf('a')])).toThrow(MeteringError);
   });
 
@@ -248,7 +249,7 @@ describe('gate reply mapping', () => {
 
   it('gives an eval whose version the script did not read the version it was verified at, and refuses one never verified', () => {
     const batch = reply(-1, 0, 0, read(0, 5));
-    expect(decodeGateReply(batch, [evalOf('a', { version: 12, stamp: 42 }), evalOf('b', { version: 3, stamp: 41 })])).toEqual([
+    expect(decodeGateReply(batch, [evalOf('a', { verifiedVersion: 12, verifiedStamp: 42 }), evalOf('b', { verifiedVersion: 3, verifiedStamp: 41 })])).toEqual([
       { outcome: 'counted', versions: versions(12), usage: null },
       { outcome: 'counted', versions: versions(5), usage: null },
     ]);
@@ -261,7 +262,7 @@ describe('gate arguments', () => {
     organizationId: 'org',
     subscriberId,
     nowMs,
-    verified: stamp === undefined ? undefined : { version: 1, stamp },
+    verified: stamp === undefined ? undefined : { verifiedVersion: 1, verifiedStamp: stamp },
   });
 
   it('trusts only evals verified at the stamp last seen, and sends the instants as runs', () => {

@@ -8,7 +8,7 @@ import {
   SELF_SERVE_ARRANGEMENT,
   type Arrangement,
 } from '@ent/common/metering/arrangement';
-import type { EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
+import type { EvalGateResult, EvalMeter, VerifiedSubscriber } from '@ent/common/metering/contract';
 import { createEvalMeter } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
 import { currentUsage } from '@ent/common/metering/usage';
@@ -377,7 +377,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
 
   describe('the subscriber-write stamp', () => {
     /** One eval, verified as the caller's cache would pass it. */
-    const gateVerified = (org: string, subscriberId: string, verified?: { version: number; stamp: number }) =>
+    const gateVerified = (org: string, subscriberId: string, verified?: VerifiedSubscriber) =>
       meter.gate({ organizationId: org, subscriberId, nowMs: clock.now(), verified });
     /** Changes the index behind the stamp's back: what a skipped read would have seen. */
     const rewriteIndexQuietly = (org: string, subscriberId: string, version: number) =>
@@ -414,8 +414,8 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
       await rewriteIndexQuietly(org, 'cus_1', 30);
       await rewriteIndexQuietly(org, 'cus_2', 50);
       const [trusted, olderStamp, unverified] = await Promise.all([
-        gateVerified(org, 'cus_1', { version: 3, stamp }),
-        gateVerified(org, 'cus_2', { version: 5, stamp: stamp - 1 }),
+        gateVerified(org, 'cus_1', { verifiedVersion: 3, verifiedStamp: stamp }),
+        gateVerified(org, 'cus_2', { verifiedVersion: 5, verifiedStamp: stamp - 1 }),
         gateVerified(org, 'cus_2'),
       ]);
       expect(trusted.versions).toMatchObject({ subscriber: 3, subscriberStamp: stamp });
@@ -430,8 +430,8 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
       const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
       await putSubscriber(org, 'cus_2', 6);
       const [one, two] = await Promise.all([
-        gateVerified(org, 'cus_1', { version: 3, stamp }),
-        gateVerified(org, 'cus_2', { version: 5, stamp }),
+        gateVerified(org, 'cus_1', { verifiedVersion: 3, verifiedStamp: stamp }),
+        gateVerified(org, 'cus_2', { verifiedVersion: 5, verifiedStamp: stamp }),
       ]);
       expect(one.versions).toMatchObject({ subscriber: 3, subscriberStamp: stamp + 1 });
       expect(two.versions).toMatchObject({ subscriber: 6, subscriberStamp: stamp + 1 });
@@ -443,14 +443,14 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
       const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
       await redis.hdel(keys.subscriberVersions(org), '#w');
       await rewriteIndexQuietly(org, 'cus_1', 4);
-      expect((await gateVerified(org, 'cus_1', { version: 3, stamp })).versions).toMatchObject({
+      expect((await gateVerified(org, 'cus_1', { verifiedVersion: 3, verifiedStamp: stamp })).versions).toMatchObject({
         subscriber: 4,
         subscriberStamp: 0,
       });
       await putSubscriber(org, 'cus_1', 5);
       const restarted = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
       await redis.del(keys.subscriberVersions(org));
-      expect((await gateVerified(org, 'cus_1', { version: 5, stamp: restarted })).versions).toMatchObject({
+      expect((await gateVerified(org, 'cus_1', { verifiedVersion: 5, verifiedStamp: restarted })).versions).toMatchObject({
         subscriber: 0,
         subscriberStamp: 0,
       });

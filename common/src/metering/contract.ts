@@ -17,10 +17,13 @@ export interface SnapshotVersions {
   subscriberStamp: number;
 }
 
-/** A subscriber version an earlier gate reply gave, and the subscriber-write stamp it was current at. */
+/**
+ * A subscriber version an earlier gate reply gave, and the subscriber-write stamp it was current at (a cached
+ * entry can be one itself: nothing is allocated per eval to pass it).
+ */
 export interface VerifiedSubscriber {
-  version: number;
-  stamp: number;
+  readonly verifiedVersion: number;
+  readonly verifiedStamp: number;
 }
 
 export type EvalWarn = '80' | '100' | 'grace';
@@ -47,7 +50,7 @@ export interface EvalGateInput {
   nowMs: number;
   /**
    * What the caller's cache holds for the subscriber, as verified by an earlier reply. While the organization's
-   * stamp has not moved since, the result's subscriber version is this `version`, without Redis reading it.
+   * stamp has not moved since, the result's subscriber version is its `verifiedVersion`, without Redis reading it.
    */
   verified?: VerifiedSubscriber | undefined;
 }

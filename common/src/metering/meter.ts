@@ -63,7 +63,7 @@ export function decodeGateReply(reply: EvalGateBatchReply, evals: readonly EvalG
     const code = encoded % 4;
     let subscriber: number;
     if (encoded >= 4) subscriber = Math.floor(encoded / 4) - 1;
-    else if (evalInput.verified) subscriber = evalInput.verified.version;
+    else if (evalInput.verified) subscriber = evalInput.verified.verifiedVersion;
     else throw new MeteringError(`The eval gate reply left out the version of an unverified subscriber.`);
     const versions: SnapshotVersions = { catalog, subscriber, auth, subscriberStamp };
     switch (code) {
@@ -98,7 +98,7 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
   const ids: string[] = new Array(evals.length);
   for (let i = 0; i < evals.length; i++) {
     const evalInput = evals[i]!;
-    trusted += knownStamp !== 0 && evalInput.verified?.stamp === knownStamp ? '1' : '0';
+    trusted += knownStamp !== 0 && evalInput.verified?.verifiedStamp === knownStamp ? '1' : '0';
     ids[i] = evalInput.subscriberId;
   }
   const args: (string | number)[] = [knownStamp === 0 ? '' : knownStamp, trusted, ...ids];

@@ -181,9 +181,7 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
       },
       verified(organizationId, subscriberId) {
         const entry = entries.peek(organizationId, subscriberId);
-        return entry && entry.verifiedStamp !== 0
-          ? { version: entry.verifiedVersion, stamp: entry.verifiedStamp }
-          : undefined;
+        return entry && entry.verifiedStamp !== 0 ? entry : undefined;
       },
     };
     app.decorate('snapshotCache', cache);
