@@ -15,7 +15,7 @@ import { createDb, withDatabase } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createOrganization } from '../../admin/src/features/provisioning/create-organization.ts';
 import { freePort } from '../../gateway/test/processes.ts';
-import { deleteKeys } from '../../test-support/admin-context.ts';
+import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { seed, type SeedShape } from './seed.ts';
 
 export { freePort };
@@ -147,7 +147,11 @@ export interface BenchWorld {
  * A fresh database (migrated), a unique Redis key prefix, and one seeded organization with a high eval
  * limit and burst (so metering is exercised but never refuses), its snapshots already in Redis.
  */
-export async function createWorld(shape: SeedShape, options: { redisUrl?: string } = {}): Promise<BenchWorld> {
+export async function createWorld(
+  shape: SeedShape,
+  /** redisUrl: a Redis the mode started as a child (stopped, with its keys, by cleanup); default the shared one. */
+  options: { redisUrl?: string } = {},
+): Promise<BenchWorld> {
   const config = loadConfig();
   const redisUrl = options.redisUrl ?? config.redisUrl;
   const databaseName = `ent_bench_${randomBytes(4).toString('hex')}`;
@@ -161,7 +165,9 @@ export async function createWorld(shape: SeedShape, options: { redisUrl?: string
     await client.connect();
     await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => {});
     await client.end();
-    // A million subscribers' keys must not stay behind on the shared Redis.
+    // A million subscribers' keys must not stay behind on the shared Redis. A Redis of the mode's own (pinned)
+    // was one of the children just stopped, and its keys went with it.
+    if (options.redisUrl !== undefined) return;
     const redis = new Redis(redisUrl);
     await deleteKeys(redis, `${prefix}:*`).finally(() => redis.disconnect());
   };
