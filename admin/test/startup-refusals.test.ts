@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startNode, type Started } from '../../gateway/test/processes.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
-import { testRedisPrefix } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 
 const KEY = 'b2'.repeat(32);
 let database: TestDatabase;

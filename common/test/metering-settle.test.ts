@@ -9,6 +9,7 @@ import { createEvalMeter, gateArguments } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '@ent/common/metering/scripts';
 import { GATE_BATCH_MEMORY_MS } from '@ent/common/metering/settlements';
+import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 
 const NOW = Date.parse('2026-03-10T12:00:00.000Z');
@@ -28,8 +29,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
 
   afterAll(async () => {
     if (redis && !('nodes' in redis)) {
-      const leftovers = await redis.keys(`${prefix}:*`);
-      if (leftovers.length) await redis.del(...leftovers);
+      await deleteKeys(redis, `${prefix}:*`);
     }
     redis?.disconnect();
     await stopRedis?.();
@@ -144,8 +144,7 @@ describe('eval meter with Redis unreachable', () => {
   });
 
   afterAll(async () => {
-    const leftovers = await live.keys(`${prefix}:*`);
-    if (leftovers.length) await live.del(...leftovers);
+    await deleteKeys(live, `${prefix}:*`);
     live.disconnect();
     down.disconnect();
   });

@@ -14,6 +14,7 @@ import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
 import { currentUsage } from '@ent/common/metering/usage';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
+import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 
 const SECOND = 1000;
@@ -48,8 +49,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
 
   afterAll(async () => {
     if (redis && 'keys' in redis && !('nodes' in redis)) {
-      const leftovers = await redis.keys(`${prefix}:*`);
-      if (leftovers.length) await redis.del(...leftovers);
+      await deleteKeys(redis, `${prefix}:*`);
     }
     redis?.disconnect();
     otherRedis?.disconnect();

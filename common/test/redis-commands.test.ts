@@ -4,7 +4,7 @@ import { publishArrangement } from '@ent/common/metering/arrangement';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { testRedisPrefix } from '../../test-support/admin-context.ts';
+import { deleteKeys, testRedisPrefix } from '../../test-support/redis-keys.ts';
 
 const config = loadConfig();
 const keys = redisKeys(testRedisPrefix());
@@ -12,8 +12,7 @@ const clients: ReturnType<typeof createRedis>[] = [];
 
 afterAll(async () => {
   for (const client of clients) {
-    const found = await client.keys(`${keys.catalog('x').split(':')[0]}:*`);
-    if (found.length) await client.del(...found);
+    await deleteKeys(client, `${keys.catalog('x').split(':')[0]}:*`);
     client.disconnect();
   }
 });

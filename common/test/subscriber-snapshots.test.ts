@@ -4,7 +4,7 @@ import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { testRedisPrefix } from '../../test-support/admin-context.ts';
+import { deleteKeys, testRedisPrefix } from '../../test-support/redis-keys.ts';
 
 const prefix = testRedisPrefix();
 const keys = redisKeys(prefix);
@@ -13,8 +13,7 @@ const store = snapshotStore(redis, keys);
 const ORG = 'org_subscriber_snapshots';
 
 afterAll(async () => {
-  const found = await redis.keys(`${prefix}:*`);
-  if (found.length) await redis.del(...found);
+  await deleteKeys(redis, `${prefix}:*`);
   redis.disconnect();
 });
 

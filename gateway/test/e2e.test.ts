@@ -5,11 +5,8 @@ import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { redisKeys } from '@ent/common/redis/keys';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import {
-  createTestOrganization,
-  testRedisPrefix,
-  type TestOrganization,
-} from '../../test-support/admin-context.ts';
+import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { catalogClient } from './helpers.ts';
 import {

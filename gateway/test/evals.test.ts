@@ -3,6 +3,7 @@ import { ManualClock } from '@ent/common/clock';
 import { buildOperationsApp } from '@ent/common/http/operations-app';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
 import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
@@ -310,8 +311,7 @@ describe('the warm path', () => {
     await ownApi.override('dave', 'seats', { kind: 'limit', limit: 7 });
     const ownCheck = (subscriber: string, feature: string) => check(subscriber, feature, own.headers);
     expect((await ownCheck('carol', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
-    const keys = await ctx.redis.keys(`${ctx.config.redisKeyPrefix}:*`);
-    await ctx.redis.del(...keys);
+    await deleteKeys(ctx.redis, `${ctx.config.redisKeyPrefix}:*`);
     expect((await ownCheck('carol', 'seats')).json()).toMatchObject({ limit: 50, source: 'plan' });
     expect((await ownCheck('dave', 'seats')).json()).toMatchObject({ limit: 7, source: 'override' });
     expect((await ownCheck('dave', 'sso')).json()).toMatchObject({ allowed: true, source: 'plan' });

@@ -5,11 +5,8 @@ import { saveArrangement } from '@ent/common/metering/arrangement';
 import { GRACE_PERIOD_MS, periodOf } from '@ent/common/metering/period';
 import { redisKeys } from '@ent/common/redis/keys';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import {
-  createTestOrganization,
-  testRedisPrefix,
-  type TestOrganization,
-} from '../../test-support/admin-context.ts';
+import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { KEY_CONFIRMATION_MS } from '../src/plugins/principals.ts';
 import { catalogClient } from './helpers.ts';

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OFREPProvider } from '@openfeature/ofrep-provider';
 import { ErrorCode, OpenFeature, type Client } from '@openfeature/server-sdk';
-import { createTestOrganization, testRedisPrefix, type TestOrganization } from '../../test-support/admin-context.ts';
+import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createDb } from '@ent/common/db/connect';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { readFile } from 'node:fs/promises';

@@ -6,11 +6,8 @@ import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
 import { createDb } from '@ent/common/db/connect';
-import {
-  createTestOrganization,
-  testRedisPrefix,
-  type TestOrganization,
-} from '../../test-support/admin-context.ts';
+import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import type { Flags, OfrepPage } from './fixtures/ofrep-web-page.ts';
 import { catalogClient, seedProPlan } from './helpers.ts';

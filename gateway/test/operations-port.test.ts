@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testRedisPrefix } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { freePort, healthy, serviceEnv, startNode, type Started } from './processes.ts';
 

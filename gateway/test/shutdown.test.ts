@@ -3,11 +3,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
-import {
-  createTestOrganization,
-  testRedisPrefix,
-  type TestOrganization,
-} from '../../test-support/admin-context.ts';
+import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { freePort, startNode, startRedis, waitFor, type Started } from './processes.ts';
 

@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
-import {
-  createTestOrganization,
-  testRedisPrefix,
-  type TestOrganization,
-} from '../../test-support/admin-context.ts';
+import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
+import { testRedisPrefix } from '../../test-support/redis-keys.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { catalogClient } from '../../gateway/test/helpers.ts';
 import {
