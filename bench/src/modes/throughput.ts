@@ -51,6 +51,8 @@ export interface ThroughputResult {
     checkThroughputVsBareRoundMedian: number;
     checkP99VsBare: number;
     checkCpuVsBare: number;
+    /** Absent from results written before it was added. */
+    checkCpuVsBareRoundMedian?: number;
     meteringThroughputCost: number;
     meteringCpuCost: number;
     listThroughputVsCheck: number;
@@ -211,6 +213,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       checkThroughputVsBareRoundMedian: roundRatio((r) => r[1]!.rps / r[0]!.rps),
       checkP99VsBare: check.p99 / bareFigures.p99,
       checkCpuVsBare: totalCpu(check) / totalCpu(bareFigures),
+      checkCpuVsBareRoundMedian: roundRatio((r) => totalCpu(r[1]!) / totalCpu(r[0]!)),
       meteringThroughputCost: check.rps / unmeteredFigures.rps,
       meteringCpuCost: totalCpu(check) / totalCpu(unmeteredFigures),
       listThroughputVsCheck: list.rps / check.rps,
@@ -258,7 +261,8 @@ export function renderThroughput(result: ThroughputResult): string {
     '',
     `Same-run ratios: warm metered check / bare route throughput **${r.checkThroughputVsBare.toFixed(2)}** ` +
       `(median of per-round ratios ${r.checkThroughputVsBareRoundMedian.toFixed(2)}), p99 **${r.checkP99VsBare.toFixed(2)}×**, ` +
-      `CPU per request (gateway + Redis) **${r.checkCpuVsBare.toFixed(2)}×**; metering costs ` +
+      `CPU per request (gateway + Redis) **${r.checkCpuVsBare.toFixed(2)}×**` +
+      `${r.checkCpuVsBareRoundMedian === undefined ? '' : ` (per-round median ${r.checkCpuVsBareRoundMedian.toFixed(2)}×)`}; metering costs ` +
       `${((1 - r.meteringThroughputCost) * 100).toFixed(0)}% of throughput and ${((r.meteringCpuCost - 1) * 100).toFixed(0)}% CPU; ` +
       `list with all=true does ${r.listThroughputVsCheck.toFixed(2)} of the check's throughput; OFREP single-flag ` +
       `evaluation ${r.ofrepThroughputVsCheck.toFixed(2)} of it, at ${r.ofrepP99VsCheck.toFixed(2)}× its p99.`,
