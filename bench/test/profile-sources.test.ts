@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groupOf, sourceOf, stacksOf } from '../src/modes/profile.ts';
+import { combine, groupOf, sourceOf, stacksOf } from '../src/modes/profile.ts';
 
 describe("the profile's charging of samples", () => {
   it('charges a sample to its nearest JavaScript frame: a file of ours, a package or a Node.js module', () => {
@@ -31,5 +31,28 @@ describe("the profile's charging of samples", () => {
   it("reads perf script's stacks: one frame per line, samples apart by a blank line", () => {
     const script = '\t    7f43 JS:*a node:net:1:1\n\t  14ce0dc Builtins_JSEntry\n\n\t ffff81 clear_page_erms\n\n';
     expect([...stacksOf(script)]).toEqual([['JS:*a node:net:1:1', 'Builtins_JSEntry'], ['clear_page_erms']]);
+  });
+});
+
+describe("the profile's two runs of each target", () => {
+  const run = (rps: number, serverCpuUs: number, gcUs: number, sources: Record<string, number>) => ({
+    name: 'gateway check',
+    rps,
+    serverCpuUs,
+    redisCpuUs: 1,
+    samples: 100,
+    groups: { gc: gcUs, ours: serverCpuUs - gcUs },
+    sources: Object.entries(sources).map(([source, us]) => ({ source, us })),
+  });
+
+  it('averages the runs with equal weights (a steady drift cancels), keeping a source seen in one run only', () => {
+    const combined = combine([run(300, 30, 2, { native: 20, 'v8:gc': 2 }), run(100, 50, 6, { native: 40, 'pkg:ioredis': 4 })]);
+    expect(combined).toMatchObject({ name: 'gateway check', rps: 200, serverCpuUs: 40, redisCpuUs: 1, samples: 200 });
+    expect(combined.groups).toEqual({ gc: 4, ours: 36 });
+    expect(combined.sources).toEqual([
+      { source: 'native', us: 30 },
+      { source: 'pkg:ioredis', us: 2 },
+      { source: 'v8:gc', us: 1 },
+    ]);
   });
 });

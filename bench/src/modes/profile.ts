@@ -103,9 +103,32 @@ function breakdown(dataFile: string, cpuUsPerRequest: number) {
   for (const [source, count] of bySource) groups[groupOf(source)]! += us(count);
   const sources = [...bySource]
     .map(([source, count]) => ({ source, us: us(count) }))
+    .sort((a, b) => b.us - a.us);
+  return { samples, groups, sources };
+}
+
+/**
+ * Runs of one target, of equal duration, as one: the mean of each figure over the runs (equal weights, so that a
+ * steady drift of the machine's speed cancels between the two orders), the heaviest 25 sources kept.
+ */
+export function combine(segments: ProfiledTarget[]): ProfiledTarget {
+  const mean = (pick: (s: ProfiledTarget) => number) => segments.reduce((sum, s) => sum + pick(s), 0) / segments.length;
+  const names = (pick: (s: ProfiledTarget) => Record<string, number>) => [...new Set(segments.flatMap((s) => Object.keys(pick(s))))];
+  const groups = Object.fromEntries(names((s) => s.groups).map((group) => [group, mean((s) => s.groups[group] ?? 0)]));
+  const bySource = (s: ProfiledTarget) => Object.fromEntries(s.sources.map((entry) => [entry.source, entry.us]));
+  const sources = names(bySource)
+    .map((source) => ({ source, us: mean((s) => bySource(s)[source] ?? 0) }))
     .sort((a, b) => b.us - a.us)
     .slice(0, 25);
-  return { samples, groups, sources };
+  return {
+    name: segments[0]!.name,
+    rps: mean((s) => s.rps),
+    serverCpuUs: mean((s) => s.serverCpuUs),
+    redisCpuUs: mean((s) => s.redisCpuUs),
+    samples: segments.reduce((sum, s) => sum + s.samples, 0),
+    groups,
+    sources,
+  };
 }
 
 export async function runProfile(): Promise<ProfileResult> {
@@ -131,19 +154,20 @@ export async function runProfile(): Promise<ProfileResult> {
     await drive({ ...load, url: url(gatewayPort), amount: shape.subscribers * 3 });
     await drive({ ...load, url: url(barePort), seconds });
 
-    const targets: ProfiledTarget[] = [];
-    for (const [name, pid, port] of [
-      ['bare fastify', bare.pid, barePort],
-      ['gateway check', gateway.pid, gatewayPort],
-    ] as const) {
-      const dataFile = join(scratch, `${pid}.perf`);
+    // Each target is profiled twice, in the order bare, gateway, gateway, bare, half the time each: on a shared
+    // machine whose speed drifts, a drift that is steady over the run weighs on both targets alike.
+    const servers = { 'bare fastify': { pid: bare.pid, port: barePort }, 'gateway check': { pid: gateway.pid, port: gatewayPort } };
+    const segments: ProfiledTarget[] = [];
+    for (const name of ['bare fastify', 'gateway check', 'gateway check', 'bare fastify'] as const) {
+      const { pid, port } = servers[name];
+      const dataFile = join(scratch, `${pid}-${segments.length}.perf`);
       const perf = spawn('perf', ['record', '--no-buildid-cache', '-k', 'mono', '-e', 'cpu-clock', '-F', '1999', '-g', '-p', String(pid), '-o', dataFile], {
         stdio: 'ignore',
       });
       await new Promise((resolve) => setTimeout(resolve, 500));
       const cpuBefore = processCpuSeconds(pid);
       const redisBefore = redisCpuSeconds(world.redisUrl);
-      const measured = await drive({ ...load, url: url(port), seconds });
+      const measured = await drive({ ...load, url: url(port), seconds: seconds / 2 });
       const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
       const serverCpuUs = perRequest(processCpuSeconds(pid) - cpuBefore);
       const redisCpuUs = perRequest(redisCpuSeconds(world.redisUrl) - redisBefore);
@@ -152,8 +176,9 @@ export async function runProfile(): Promise<ProfileResult> {
       await stopped;
       const { samples, groups, sources } = breakdown(dataFile, serverCpuUs);
       log(`${name}: ${measured.rps.toFixed(0)}/s, ${serverCpuUs.toFixed(1)} µs CPU per request (+ ${redisCpuUs.toFixed(1)} Redis), ${samples} samples`);
-      targets.push({ name, rps: measured.rps, serverCpuUs, redisCpuUs, samples, groups, sources });
+      segments.push({ name, rps: measured.rps, serverCpuUs, redisCpuUs, samples, groups, sources });
     }
+    const targets = (['bare fastify', 'gateway check'] as const).map((name) => combine(segments.filter((s) => s.name === name)));
     return {
       mode: 'profile',
       date: new Date().toISOString(),
@@ -183,8 +208,9 @@ export function renderProfile(result: ProfileResult): string {
       `| ${GROUP_NAMES[group]} | ${us(bare.groups[group] ?? 0)} | ${us(gateway.groups[group] ?? 0)} | ${us((gateway.groups[group] ?? 0) - (bare.groups[group] ?? 0))} |`,
   );
   return [
-    `On-CPU profile (\`npm run bench -- profile\`, perf \`cpu-clock\`, ${result.settings.seconds} s at ${result.settings.connections} ` +
-      `connections, ${result.date.slice(0, 10)}), µs of server CPU per request:`,
+    `On-CPU profile (\`npm run bench -- profile\`, perf \`cpu-clock\`, ${result.settings.connections} connections, each target ` +
+      `${result.settings.seconds} s in two runs in the order bare, gateway, gateway, bare, ${result.date.slice(0, 10)}), ` +
+      'µs of server CPU per request:',
     '',
     '| where | bare route | gateway check | difference |',
     '|---|---|---|---|',
