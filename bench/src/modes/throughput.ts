@@ -1,7 +1,8 @@
 /**
  * `npm run bench` (mode `throughput`): the warm metered check next to a bare Fastify route returning the same
- * JSON, in alternating rounds of the same run; also the gateway with metering bypassed, the list route with
- * `all=true`, OFREP single-flag evaluation, and the SDK's warm-cache `check` against a raw HTTP check.
+ * JSON, in alternating rounds of the same run (every other round in reverse order); also the gateway with metering
+ * bypassed, the list route with `all=true`, OFREP single-flag evaluation, and the SDK's warm-cache `check` against a
+ * raw HTTP check.
  */
 import { Pool } from 'undici';
 import { EvalClient } from '../../../sdk/src/eval-client.ts';
@@ -184,15 +185,17 @@ export async function runThroughput(): Promise<ThroughputResult> {
     log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
     const byRound: TargetFigures[][] = [];
     for (let round = 0; round < rounds; round++) {
-      const figures: TargetFigures[] = [];
-      for (const target of targets) {
+      const measuredByName = new Map<string, TargetFigures>();
+      // Every other round runs the targets in reverse order: a drift of the machine's speed during a round then
+      // weighs on the first and the last target alike over the run.
+      for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
         const cpuBefore = processCpuSeconds(target.pid);
         const redisBefore = redisCpuSeconds(world.redisUrl);
         const callsBefore = redisScriptCalls(world.redisUrl);
         const measured = await drive({ ...load, url: url(target.port), route: target.route, seconds });
         const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
         const calls = redisScriptCalls(world.redisUrl) - callsBefore;
-        figures.push({
+        measuredByName.set(target.name, {
           name: target.name,
           ...measured,
           serverCpuUs: perRequest(processCpuSeconds(target.pid) - cpuBefore),
@@ -200,6 +203,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
           evalsPerCall: calls > 0 ? measured.requests / calls : 0,
         });
       }
+      const figures = targets.map((target) => measuredByName.get(target.name)!);
       log(`round ${round + 1}: ${figures.map((f) => `${f.name} ${f.rps.toFixed(0)}/s`).join(', ')}`);
       byRound.push(figures);
     }
