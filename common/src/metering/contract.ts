@@ -18,8 +18,8 @@ export interface SnapshotVersions {
 }
 
 /**
- * A subscriber version an earlier gate reply gave, and the subscriber-write stamp it was current at (a cached
- * entry can be one itself: nothing is allocated per eval to pass it).
+ * A subscriber version an earlier gate reply gave, and the subscriber-write stamp it was current at (0: never
+ * verified). A cached entry can be one itself: nothing is allocated per eval to pass it.
  */
 export interface VerifiedSubscriber {
   readonly verifiedVersion: number;

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { Gauge } from 'prom-client';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import type { SnapshotVersions, VerifiedSubscriber } from '@ent/common/metering/contract';
+import type { SnapshotVersions } from '@ent/common/metering/contract';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
 import { CatalogEntry, SubscriberEntry } from '../cache/entries.ts';
@@ -15,19 +15,21 @@ export type { SubscriberEntry } from '../cache/entries.ts';
 
 export interface SnapshotCache {
   /**
-   * Entitlements that match `versions` at `nowMs`: from the LRU (without a promise on that warm path), else
-   * Redis, else rebuilt through admin.
+   * Entitlements that match `versions` at `nowMs`: `held` (what `cached` gave before the gate call: the warm path
+   * looks the subscriber up once, with no promise), else the LRU, else Redis, else rebuilt through admin.
    */
   entitlements(
     organizationId: string,
     subscriberId: string,
     versions: SnapshotVersions,
     nowMs: number,
+    held: SubscriberEntry | undefined,
   ): SubscriberEntry | Promise<SubscriberEntry>;
-  /** Whatever the LRU holds, re-resolved locally if an override expired; for answers while Redis is down. */
+  /**
+   * Whatever the LRU holds, re-resolved locally if an override expired: passed to the gate call as its verified
+   * version, and answered from while Redis is down.
+   */
   cached(organizationId: string, subscriberId: string, nowMs: number): SubscriberEntry | undefined;
-  /** The version a gate reply confirmed for the subscriber held, and at which stamp; undefined when none. */
-  verified(organizationId: string, subscriberId: string): VerifiedSubscriber | undefined;
 }
 
 declare module 'fastify' {
@@ -167,21 +169,22 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
         : versions.subscriber === 0 && nowMs < entry.forgetAt;
 
     const cache: SnapshotCache = {
-      entitlements(organizationId, subscriberId, versions, nowMs) {
-        const entry = entries.get(organizationId, subscriberId, nowMs);
-        if (entry && matches(entry, versions, nowMs)) {
-          entitlementsHit.inc();
-          if (entry.verifiedStamp !== versions.subscriberStamp) entry.verifiedStamp = versions.subscriberStamp;
-          return entry.refreshAt(nowMs);
+      entitlements(organizationId, subscriberId, versions, nowMs, held) {
+        // `held` answers if it matches the gate call, even if replaced since (it was right as of that call); else
+        // what the LRU holds now (a load or an announced refresh may have landed meanwhile).
+        let entry = held;
+        if (entry === undefined || !matches(entry, versions, nowMs)) {
+          entry = entries.get(organizationId, subscriberId, nowMs);
+          if (entry === undefined || !matches(entry, versions, nowMs)) {
+            return load(entry, organizationId, subscriberId, versions, nowMs);
+          }
         }
-        return load(entry, organizationId, subscriberId, versions, nowMs);
+        entitlementsHit.inc();
+        if (entry.verifiedStamp !== versions.subscriberStamp) entry.verifiedStamp = versions.subscriberStamp;
+        return entry.refreshAt(nowMs);
       },
       cached(organizationId, subscriberId, nowMs) {
         return entries.get(organizationId, subscriberId, nowMs)?.refreshAt(nowMs);
-      },
-      verified(organizationId, subscriberId) {
-        const entry = entries.peek(organizationId, subscriberId);
-        return entry && entry.verifiedStamp !== 0 ? entry : undefined;
       },
     };
     app.decorate('snapshotCache', cache);

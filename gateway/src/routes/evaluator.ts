@@ -163,10 +163,12 @@ export const evaluator = fp(
       const nowMs = clock.now();
 
       let gate: EvalGateResult;
+      let held: SubscriberEntry | undefined;
       try {
         gateRoundTrips.inc();
-        const verified = snapshotCache.verified(organizationId, subscriberId);
-        gate = await meter.gate({ organizationId, subscriberId, nowMs, verified });
+        // Its verified stamp (0 when never verified) spares Redis reading its version while no subscriber changed.
+        held = snapshotCache.cached(organizationId, subscriberId, nowMs);
+        gate = await meter.gate({ organizationId, subscriberId, nowMs, verified: held });
       } catch (error) {
         metrics.redisErrors.inc({ op: 'gate' });
         request.log.warn({ err: error }, 'eval gate failed; answering from the LRU if possible');
@@ -197,7 +199,7 @@ export const evaluator = fp(
           setUsageHeaders(reply, gate.usage);
           throw blockedError(gate.period);
         }
-        const cachedOrLoading = snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs);
+        const cachedOrLoading = snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs, held);
         const entry = cachedOrLoading instanceof Promise ? await cachedOrLoading : cachedOrLoading;
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         const body = answer(entry);
