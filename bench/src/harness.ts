@@ -16,6 +16,7 @@ import { migrateToLatest } from '@ent/common/db/migrate';
 import { createOrganization } from '../../admin/src/features/provisioning/create-organization.ts';
 import { freePort } from '../../gateway/test/processes.ts';
 import { deleteKeys } from '../../test-support/redis-keys.ts';
+import { drive, type LoadFigures, type LoadOptions } from './load.ts';
 import { seed, type SeedShape } from './seed.ts';
 
 export { freePort };
@@ -94,6 +95,25 @@ export async function healthy(url: string): Promise<void> {
 export function processCpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Load figures with the CPU the server process and Redis spent on them, µs per request. */
+export interface MeasuredFigures extends LoadFigures {
+  serverCpuUs: number;
+  redisCpuUs: number;
+}
+
+/** Drives `load` at the server `pid` and charges its CPU, and the Redis server's, to the requests it answered. */
+export async function driveMeasured(pid: number, redisUrl: string, load: LoadOptions): Promise<MeasuredFigures> {
+  const cpuBefore = processCpuSeconds(pid);
+  const redisBefore = redisCpuSeconds(redisUrl);
+  const measured = await drive(load);
+  const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
+  return {
+    ...measured,
+    serverCpuUs: perRequest(processCpuSeconds(pid) - cpuBefore),
+    redisCpuUs: perRequest(redisCpuSeconds(redisUrl) - redisBefore),
+  };
 }
 
 /** Resident memory of a process, bytes. */

@@ -8,20 +8,20 @@ import { spawnSync } from 'node:child_process';
 import { createConnection } from 'node:net';
 import {
   createWorld,
+  driveMeasured,
   envNumber,
   freePort,
   healthy,
   log,
-  processCpuSeconds,
   startCommand,
   startNode,
+  type MeasuredFigures,
 } from '../harness.ts';
-import { drive, type LoadFigures } from '../load.ts';
+import { drive } from '../load.ts';
 
-export interface PinnedFigures extends LoadFigures {
+/** `serverCpuUs` is the gateway's CPU per request (it has one core: 1e6 / it is its ceiling). */
+export interface PinnedFigures extends MeasuredFigures {
   route: 'check' | 'list';
-  /** Gateway CPU per request, microseconds (it has one core: 1e6 / this is its ceiling). */
-  gatewayCpuUs: number;
 }
 
 export interface PinnedResult {
@@ -66,11 +66,9 @@ export async function runPinned(): Promise<PinnedResult> {
     await drive({ ...load, route: 'list', seconds: 2 });
     const figures: PinnedFigures[] = [];
     for (const route of ['check', 'list'] as const) {
-      const before = processCpuSeconds(gateway.pid);
-      const measured = await drive({ ...load, route, seconds });
-      const gatewayCpuUs = ((processCpuSeconds(gateway.pid) - before) / Math.max(1, measured.requests)) * 1e6;
-      figures.push({ route, ...measured, gatewayCpuUs });
-      log(`${route}: ${measured.rps.toFixed(0)} req/s, p95 ${measured.p95.toFixed(1)} ms, ${gatewayCpuUs.toFixed(0)} µs CPU each`);
+      const measured = await driveMeasured(gateway.pid, world.redisUrl, { ...load, route, seconds });
+      figures.push({ route, ...measured });
+      log(`${route}: ${measured.rps.toFixed(0)} req/s, p95 ${measured.p95.toFixed(1)} ms, ${measured.serverCpuUs.toFixed(0)} µs CPU each`);
     }
     return {
       mode: 'pinned',
@@ -90,7 +88,7 @@ export function renderPinned(result: PinnedResult): string {
     (f) =>
       `| gateway, ${f.route === 'check' ? 'check (one feature)' : `list all=true (${s.features} features)`} | ` +
       `${Math.round(f.rps).toLocaleString('en-US')} | ${f.p95.toFixed(1)} ms | ${f.p99.toFixed(1)} ms | ` +
-      `${f.gatewayCpuUs.toFixed(0)} µs | ${f.non2xx} |`,
+      `${f.serverCpuUs.toFixed(0)} µs | ${f.non2xx} |`,
   );
   return [
     `Gateway pinned to one core (\`taskset -c 0\`); admin, its own Redis and the load generator on the other; ` +

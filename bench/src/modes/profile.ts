@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   createWorld,
+  driveMeasured,
   envNumber,
   freePort,
   healthy,
   log,
-  processCpuSeconds,
-  redisCpuSeconds,
   startNode,
 } from '../harness.ts';
 import { drive } from '../load.ts';
@@ -165,12 +164,8 @@ export async function runProfile(): Promise<ProfileResult> {
         stdio: 'ignore',
       });
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const cpuBefore = processCpuSeconds(pid);
-      const redisBefore = redisCpuSeconds(world.redisUrl);
-      const measured = await drive({ ...load, url: url(port), seconds: seconds / 2 });
-      const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
-      const serverCpuUs = perRequest(processCpuSeconds(pid) - cpuBefore);
-      const redisCpuUs = perRequest(redisCpuSeconds(world.redisUrl) - redisBefore);
+      const measured = await driveMeasured(pid, world.redisUrl, { ...load, url: url(port), seconds: seconds / 2 });
+      const { serverCpuUs, redisCpuUs } = measured;
       const stopped = new Promise((resolve) => perf.once('exit', resolve));
       perf.kill('SIGINT');
       await stopped;

@@ -8,26 +8,23 @@ import { Pool } from 'undici';
 import { EvalClient } from '../../../sdk/src/eval-client.ts';
 import {
   createWorld,
+  driveMeasured,
   envNumber,
   freePort,
   healthy,
   log,
   median,
   metric,
-  processCpuSeconds,
-  redisCpuSeconds,
   redisScriptCalls,
   startNode,
   type BenchWorld,
+  type MeasuredFigures,
 } from '../harness.ts';
-import { drive, type LoadFigures, type RouteKind } from '../load.ts';
+import { drive, type RouteKind } from '../load.ts';
 import { DEFAULT_SHAPE, featureKey } from '../seed.ts';
 
-export interface TargetFigures extends LoadFigures {
+export interface TargetFigures extends MeasuredFigures {
   name: string;
-  /** Server process CPU per request, microseconds. */
-  serverCpuUs: number;
-  redisCpuUs: number;
   /** Evals per Redis script call (0 when the target calls no script). */
   evalsPerCall: number;
 }
@@ -189,19 +186,10 @@ export async function runThroughput(): Promise<ThroughputResult> {
       // Every other round runs the targets in reverse order: a drift of the machine's speed during a round then
       // weighs on the first and the last target alike over the run.
       for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
-        const cpuBefore = processCpuSeconds(target.pid);
-        const redisBefore = redisCpuSeconds(world.redisUrl);
         const callsBefore = redisScriptCalls(world.redisUrl);
-        const measured = await drive({ ...load, url: url(target.port), route: target.route, seconds });
-        const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
+        const measured = await driveMeasured(target.pid, world.redisUrl, { ...load, url: url(target.port), route: target.route, seconds });
         const calls = redisScriptCalls(world.redisUrl) - callsBefore;
-        measuredByName.set(target.name, {
-          name: target.name,
-          ...measured,
-          serverCpuUs: perRequest(processCpuSeconds(target.pid) - cpuBefore),
-          redisCpuUs: perRequest(redisCpuSeconds(world.redisUrl) - redisBefore),
-          evalsPerCall: calls > 0 ? measured.requests / calls : 0,
-        });
+        measuredByName.set(target.name, { name: target.name, ...measured, evalsPerCall: calls > 0 ? measured.requests / calls : 0 });
       }
       const figures = targets.map((target) => measuredByName.get(target.name)!);
       log(`round ${round + 1}: ${figures.map((f) => `${f.name} ${f.rps.toFixed(0)}/s`).join(', ')}`);
