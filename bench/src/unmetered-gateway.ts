@@ -2,9 +2,12 @@
  * The gateway with metering bypassed, for `npm run bench` only. Its gate call is batched exactly like the
  * real one but its script only reads the three snapshot versions and counts nothing, so the difference
  * between the two gateways in the same run is what metering (burst, block, count) costs.
+ * With BENCH_GATE=memory it also skips the round trip whenever it can: an eval whose subscriber was verified at the
+ * organization's last known stamp is answered from the versions of the last reply, with no Redis call at all. The
+ * difference between the two bench gateways is then what the round trip itself costs (client, kernel, Redis).
  */
 import { loadConfig } from '@ent/common/config';
-import type { EvalMeter } from '@ent/common/metering/contract';
+import type { EvalGateInput, EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
 import { createGateBatcher } from '@ent/common/metering/gate-batcher';
 import { decodeGateReply, gateArguments } from '@ent/common/metering/meter';
 import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
@@ -46,6 +49,9 @@ redis.defineCommand('versionsOnly', { numberOfKeys: 3, lua: VERSIONS_ONLY });
 const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
   .versionsOnly;
 const knownStamps = new Map<string, number>();
+/** The catalog and auth versions of each organization's last reply (memory mode answers with them). */
+const lastVersions = new Map<string, { catalog: number; auth: number }>();
+const skipRoundTrips = process.env.BENCH_GATE === 'memory';
 
 const batches = createGateBatcher(async (batch) => {
   const reply = await versionsOnly.call(
@@ -56,11 +62,26 @@ const batches = createGateBatcher(async (batch) => {
     ...gateArguments(batch.evals, knownStamps.get(batch.organizationId) ?? 0),
   );
   knownStamps.set(batch.organizationId, reply[6] ?? 0);
+  lastVersions.set(batch.organizationId, { catalog: reply[3] ?? 0, auth: reply[4] ?? 0 });
   return reply;
 }, decodeGateReply);
 
+const fromMemory = (input: EvalGateInput): EvalGateResult | undefined => {
+  const stamp = knownStamps.get(input.organizationId) ?? 0;
+  const versions = lastVersions.get(input.organizationId);
+  if (!skipRoundTrips || stamp === 0 || !versions || input.verified?.verifiedStamp !== stamp) return undefined;
+  return {
+    outcome: 'counted',
+    versions: { ...versions, subscriber: input.verified.verifiedVersion, subscriberStamp: stamp },
+    usage: null,
+  };
+};
+
 const unmetered: EvalMeter = {
-  gate: (input) => batches.add(input),
+  gate: (input) => {
+    const known = fromMemory(input);
+    return known ? Promise.resolve(known) : batches.add(input);
+  },
   refund: async () => {},
   addOfflineCount: async () => {},
   settlePending: async () => {},

@@ -56,9 +56,24 @@ export interface ThroughputResult {
     listThroughputVsCheck: number;
     ofrepThroughputVsCheck: number;
     ofrepP99VsCheck: number;
+    /** The gateway with no Redis round trip on its warm path, against the bare route (absent from older results). */
+    noRoundTripThroughputVsBare?: number;
+    noRoundTripCpuVsBare?: number;
   };
+  /** The warm metered check against the bare route at other numbers of connections (absent from older results). */
+  byConnections?: ConcurrencyFigures[];
   sdk: InProcessFigures[];
   gatewayHeapBytes: number;
+}
+
+export interface ConcurrencyFigures {
+  connections: number;
+  rounds: number;
+  bare: TargetFigures;
+  check: TargetFigures;
+  /** Medians of per-round ratios, check over bare. */
+  throughputRatio: number;
+  cpuRatio: number;
 }
 
 const sum = (figures: TargetFigures[], pick: (f: TargetFigures) => number) => figures.reduce((s, f) => s + pick(f), 0);
@@ -144,6 +159,9 @@ async function sdkFigures(world: BenchWorld, gatewayUrl: string, metricsUrl: str
   }
 }
 
+/** Besides the main run's: few connections (autocannon's default is 10), and many. */
+const connectionSweep = (main: number) => [10, 256].filter((c) => c !== main);
+
 export async function runThroughput(): Promise<ThroughputResult> {
   const seconds = envNumber('BENCH_SECONDS', 10);
   const rounds = envNumber('BENCH_ROUNDS', 5);
@@ -151,7 +169,13 @@ export async function runThroughput(): Promise<ThroughputResult> {
   const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', DEFAULT_SHAPE.subscribers) };
   const world = await createWorld(shape);
   try {
-    const [gatewayPort, barePort, unmeteredPort, metricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [gatewayPort, barePort, unmeteredPort, metricsPort, inMemoryPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
     const cpuProfile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     startNode('admin/src/server.ts', world.env);
     const gateway = startNode(
@@ -161,14 +185,22 @@ export async function runThroughput(): Promise<ThroughputResult> {
     );
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) });
     const unmetered = startNode('bench/src/unmetered-gateway.ts', { ...world.env, GATEWAY_PORT: String(unmeteredPort) });
+    const inMemory = startNode('bench/src/unmetered-gateway.ts', {
+      ...world.env,
+      GATEWAY_PORT: String(inMemoryPort),
+      BENCH_GATE: 'memory',
+    });
     const url = (port: number) => `http://127.0.0.1:${port}`;
-    await Promise.all([world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort)].map((u) => healthy(`${u}/healthz`)));
+    await Promise.all(
+      [world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort), url(inMemoryPort)].map((u) => healthy(`${u}/healthz`)),
+    );
 
     const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections };
     log(`warming the gateways' caches: one eval for each of the ${shape.subscribers} subscribers`);
     const started = Date.now();
     await drive({ ...load, url: url(gatewayPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(unmeteredPort), route: 'check', amount: shape.subscribers });
+    await drive({ ...load, url: url(inMemoryPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(barePort), route: 'check', seconds: 2 });
     log(`warmed in ${Date.now() - started} ms`);
 
@@ -176,6 +208,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { name: 'bare fastify', port: barePort, pid: bare.pid, route: 'check' },
       { name: 'gateway check', port: gatewayPort, pid: gateway.pid, route: 'check' },
       { name: 'unmetered check', port: unmeteredPort, pid: unmetered.pid, route: 'check' },
+      { name: 'check, no round trip', port: inMemoryPort, pid: inMemory.pid, route: 'check' },
       { name: 'gateway list all=true', port: gatewayPort, pid: gateway.pid, route: 'list' },
       { name: 'gateway OFREP flag', port: gatewayPort, pid: gateway.pid, route: 'ofrep' },
     ];
@@ -196,7 +229,15 @@ export async function runThroughput(): Promise<ThroughputResult> {
       byRound.push(figures);
     }
     const medians = targets.map((t) => summarize(t.name, byRound.map((r) => r.find((f) => f.name === t.name)!)));
-    const [bareFigures, check, unmeteredFigures, list, ofrep] = medians as [TargetFigures, TargetFigures, TargetFigures, TargetFigures, TargetFigures];
+    const byName = (name: string) => medians.find((m) => m.name === name)!;
+    const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = [
+      'bare fastify',
+      'gateway check',
+      'unmetered check',
+      'check, no round trip',
+      'gateway list all=true',
+      'gateway OFREP flag',
+    ].map(byName) as [TargetFigures, TargetFigures, TargetFigures, TargetFigures, TargetFigures, TargetFigures];
     const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
     // Ratios of medians, and the median of each round's own ratio (both in the same run).
     const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
@@ -211,7 +252,38 @@ export async function runThroughput(): Promise<ThroughputResult> {
       listThroughputVsCheck: list.rps / check.rps,
       ofrepThroughputVsCheck: ofrep.rps / check.rps,
       ofrepP99VsCheck: ofrep.p99 / check.p99,
+      noRoundTripThroughputVsBare: noRoundTrip.rps / bareFigures.rps,
+      noRoundTripCpuVsBare: totalCpu(noRoundTrip) / totalCpu(bareFigures),
     };
+    const byConnections: ConcurrencyFigures[] = [];
+    for (const sweepConnections of connectionSweep(connections)) {
+      const pair = targets.slice(0, 2);
+      const sweepRounds = Math.max(3, Math.ceil(rounds / 2));
+      log(`check and bare at ${sweepConnections} connections: ${sweepRounds} alternating rounds of ${Math.ceil(seconds / 2)} s`);
+      const sweep: TargetFigures[][] = [];
+      for (let round = 0; round < sweepRounds; round++) {
+        const measured = new Map<string, TargetFigures>();
+        for (const target of round % 2 === 0 ? pair : [...pair].reverse()) {
+          const figures = await driveMeasured(target.pid, world.redisUrl, {
+            ...load,
+            connections: sweepConnections,
+            url: url(target.port),
+            route: target.route,
+            seconds: Math.ceil(seconds / 2),
+          });
+          measured.set(target.name, { name: target.name, ...figures, evalsPerCall: 0 });
+        }
+        sweep.push(pair.map((target) => measured.get(target.name)!));
+      }
+      byConnections.push({
+        connections: sweepConnections,
+        rounds: sweepRounds,
+        bare: summarize('bare fastify', sweep.map((r) => r[0]!)),
+        check: summarize('gateway check', sweep.map((r) => r[1]!)),
+        throughputRatio: median(sweep.map((r) => r[1]!.rps / r[0]!.rps)),
+        cpuRatio: median(sweep.map((r) => totalCpu(r[1]!) / totalCpu(r[0]!))),
+      });
+    }
     log('the SDK: warm-cache check against a raw HTTP check, from this process');
     const sdk = await sdkFigures(world, url(gatewayPort), `http://127.0.0.1:${metricsPort}`, Math.min(seconds, 5));
     const result: ThroughputResult = {
@@ -221,6 +293,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       targets: medians,
       rounds: byRound,
       ratios,
+      byConnections,
       sdk,
       gatewayHeapBytes: await metric(`http://127.0.0.1:${metricsPort}`, 'nodejs_heap_size_used_bytes'),
     };
@@ -232,6 +305,23 @@ export async function runThroughput(): Promise<ThroughputResult> {
 
 const us = (value: number) => `${value.toFixed(0)} µs`;
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
+
+function renderConcurrency(byConnections: ConcurrencyFigures[] | undefined): string[] {
+  if (!byConnections?.length) return [];
+  const cpu = (f: TargetFigures) => `${us(f.serverCpuUs)}${f.redisCpuUs >= 0.5 ? ` + ${us(f.redisCpuUs)} Redis` : ''}`;
+  return [
+    'The same pair at other numbers of connections (medians of alternating rounds of half the length):',
+    '',
+    '| connections | bare req/s | check req/s | throughput ratio | bare p99 | check p99 | bare CPU | check CPU | CPU ratio |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...byConnections.map(
+      (c) =>
+        `| ${c.connections} | ${fmt(c.bare.rps)} | ${fmt(c.check.rps)} | ${c.throughputRatio.toFixed(2)} | ` +
+        `${c.bare.p99.toFixed(1)} ms | ${c.check.p99.toFixed(1)} ms | ${cpu(c.bare)} | ${cpu(c.check)} | ${c.cpuRatio.toFixed(2)}× |`,
+    ),
+    '',
+  ];
+}
 
 export function renderThroughput(result: ThroughputResult): string {
   const { settings: s, ratios: r } = result;
@@ -257,8 +347,13 @@ export function renderThroughput(result: ThroughputResult): string {
       `${r.checkCpuVsBareRoundMedian === undefined ? '' : ` (per-round median ${r.checkCpuVsBareRoundMedian.toFixed(2)}×)`}; metering costs ` +
       `${((1 - r.meteringThroughputCost) * 100).toFixed(0)}% of throughput and ${((r.meteringCpuCost - 1) * 100).toFixed(0)}% CPU; ` +
       `list with all=true does ${r.listThroughputVsCheck.toFixed(2)} of the check's throughput; OFREP single-flag ` +
-      `evaluation ${r.ofrepThroughputVsCheck.toFixed(2)} of it, at ${r.ofrepP99VsCheck.toFixed(2)}× its p99.`,
+      `evaluation ${r.ofrepThroughputVsCheck.toFixed(2)} of it, at ${r.ofrepP99VsCheck.toFixed(2)}× its p99.` +
+      (r.noRoundTripThroughputVsBare === undefined || r.noRoundTripCpuVsBare === undefined
+        ? ''
+        : ` With no Redis round trip at all (versions from memory, no metering) the gateway does ` +
+          `${r.noRoundTripThroughputVsBare.toFixed(2)} of the bare route's throughput at ${r.noRoundTripCpuVsBare.toFixed(2)}× its CPU.`),
     '',
+    ...renderConcurrency(result.byConnections),
     'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
     'undici pool, 64 concurrent callers in the bench process each:',
     '',
