@@ -264,6 +264,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       for (let round = 0; round < sweepRounds; round++) {
         const measured = new Map<string, TargetFigures>();
         for (const target of round % 2 === 0 ? pair : [...pair].reverse()) {
+          const callsBefore = redisScriptCalls(world.redisUrl);
           const figures = await driveMeasured(target.pid, world.redisUrl, {
             ...load,
             connections: sweepConnections,
@@ -271,7 +272,8 @@ export async function runThroughput(): Promise<ThroughputResult> {
             route: target.route,
             seconds: Math.ceil(seconds / 2),
           });
-          measured.set(target.name, { name: target.name, ...figures, evalsPerCall: 0 });
+          const calls = redisScriptCalls(world.redisUrl) - callsBefore;
+          measured.set(target.name, { name: target.name, ...figures, evalsPerCall: calls > 0 ? figures.requests / calls : 0 });
         }
         sweep.push(pair.map((target) => measured.get(target.name)!));
       }
@@ -312,12 +314,12 @@ function renderConcurrency(byConnections: ConcurrencyFigures[] | undefined): str
   return [
     'The same pair at other numbers of connections (medians of alternating rounds of half the length):',
     '',
-    '| connections | bare req/s | check req/s | throughput ratio | bare p99 | check p99 | bare CPU | check CPU | CPU ratio |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| connections | bare req/s | check req/s | throughput ratio | bare p99 | check p99 | bare CPU | check CPU | CPU ratio | evals per metering call |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...byConnections.map(
       (c) =>
         `| ${c.connections} | ${fmt(c.bare.rps)} | ${fmt(c.check.rps)} | ${c.throughputRatio.toFixed(2)} | ` +
-        `${c.bare.p99.toFixed(1)} ms | ${c.check.p99.toFixed(1)} ms | ${cpu(c.bare)} | ${cpu(c.check)} | ${c.cpuRatio.toFixed(2)}× |`,
+        `${c.bare.p99.toFixed(1)} ms | ${c.check.p99.toFixed(1)} ms | ${cpu(c.bare)} | ${cpu(c.check)} | ${c.cpuRatio.toFixed(2)}× | ${c.check.evalsPerCall.toFixed(0)} |`,
     ),
     '',
   ];
