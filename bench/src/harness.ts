@@ -62,6 +62,15 @@ export function startCommand(command: string, args: string[]): Child {
   return { process: child, pid: child.pid! };
 }
 
+/** Cleanups of the worlds still in use: an interrupted run (Ctrl-C) drops their databases and keys too. */
+const openWorlds = new Set<() => Promise<void>>();
+
+/** Stops the children and cleans up every world still open (for a run interrupted by a signal). */
+export async function cleanUpEverything(): Promise<void> {
+  for (const cleanup of [...openWorlds]) await cleanup().catch(() => {});
+  await stopChildren();
+}
+
 /** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s. */
 export async function stopChildren(): Promise<void> {
   const running = children.splice(0).filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
@@ -180,6 +189,7 @@ export async function createWorld(
   const prefix = `bench${randomBytes(3).toString('hex')}`;
 
   const cleanup = async () => {
+    openWorlds.delete(cleanup);
     await stopChildren();
     const client = new pg.Client({ connectionString: withDatabase(config.databaseOwnerUrl, 'postgres') });
     await client.connect();
@@ -192,6 +202,7 @@ export async function createWorld(
     await deleteKeys(redis, `${prefix}:*`).finally(() => redis.disconnect());
   };
 
+  openWorlds.add(cleanup);
   try {
     await migrateToLatest({ ownerUrl, appUrl });
     const adminPort = await freePort();

@@ -9,7 +9,7 @@
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
  */
-import { log, stopChildren } from './harness.ts';
+import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
 import { runProfile, renderProfile } from './modes/profile.ts';
@@ -34,7 +34,8 @@ if (!isMode(mode)) {
   process.stderr.write(`unknown mode "${mode}"; one of: ${Object.keys(modes).join(', ')}\n`);
   process.exit(2);
 }
-const stop = () => void stopChildren().then(() => process.exit(130));
+// Interrupted: the worlds' databases and Redis keys go as well, not only the processes.
+const stop = () => void cleanUpEverything().then(() => process.exit(130));
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
 try {

@@ -72,7 +72,8 @@ const fromMemory = (input: EvalGateInput): EvalGateResult | undefined => {
   if (!skipRoundTrips || stamp === 0 || !versions || input.verified?.verifiedStamp !== stamp) return undefined;
   return {
     outcome: 'counted',
-    versions: { ...versions, subscriber: input.verified.verifiedVersion, subscriberStamp: stamp },
+    // Built in decodeGateReply's property order, so the hot path sees the one object shape it always sees.
+    versions: { catalog: versions.catalog, subscriber: input.verified.verifiedVersion, auth: versions.auth, subscriberStamp: stamp },
     usage: null,
   };
 };
