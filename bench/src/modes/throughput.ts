@@ -159,6 +159,13 @@ async function sdkFigures(world: BenchWorld, gatewayUrl: string, metricsUrl: str
   }
 }
 
+interface Target {
+  name: string;
+  port: number;
+  pid: number;
+  route: RouteKind;
+}
+
 /** Besides the main run's: few connections (autocannon's default is 10), and many. */
 const connectionSweep = (main: number) => [10, 256].filter((c) => c !== main);
 
@@ -204,7 +211,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     await drive({ ...load, url: url(barePort), route: 'check', seconds: 2 });
     log(`warmed in ${Date.now() - started} ms`);
 
-    const targets: { name: string; port: number; pid: number; route: RouteKind }[] = [
+    const targets: Target[] = [
       { name: 'bare fastify', port: barePort, pid: bare.pid, route: 'check' },
       { name: 'gateway check', port: gatewayPort, pid: gateway.pid, route: 'check' },
       { name: 'unmetered check', port: unmeteredPort, pid: unmetered.pid, route: 'check' },
@@ -212,22 +219,38 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { name: 'gateway list all=true', port: gatewayPort, pid: gateway.pid, route: 'list' },
       { name: 'gateway OFREP flag', port: gatewayPort, pid: gateway.pid, route: 'ofrep' },
     ];
-    log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
-    const byRound: TargetFigures[][] = [];
-    for (let round = 0; round < rounds; round++) {
-      const measuredByName = new Map<string, TargetFigures>();
-      // Every other round runs the targets in reverse order: a drift of the machine's speed during a round then
-      // weighs on the first and the last target alike over the run.
-      for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
-        const callsBefore = redisScriptCalls(world.redisUrl);
-        const measured = await driveMeasured(target.pid, world.redisUrl, { ...load, url: url(target.port), route: target.route, seconds });
-        const calls = redisScriptCalls(world.redisUrl) - callsBefore;
-        measuredByName.set(target.name, { name: target.name, ...measured, evalsPerCall: calls > 0 ? measured.requests / calls : 0 });
+    /** One target under load, with the evals it put in each Redis script call. */
+    const measure = async (target: Target, loadConnections: number, loadSeconds: number): Promise<TargetFigures> => {
+      const callsBefore = redisScriptCalls(world.redisUrl);
+      const measured = await driveMeasured(target.pid, world.redisUrl, {
+        ...load,
+        connections: loadConnections,
+        url: url(target.port),
+        route: target.route,
+        seconds: loadSeconds,
+      });
+      const calls = redisScriptCalls(world.redisUrl) - callsBefore;
+      return { name: target.name, ...measured, evalsPerCall: calls > 0 ? measured.requests / calls : 0 };
+    };
+    /**
+     * Rounds of every target, figures in the targets' order. Every other round runs them in reverse order: a drift
+     * of the machine's speed during a round then weighs on the first and the last target alike over the run.
+     */
+    const alternatingRounds = async (of: Target[], count: number, loadConnections: number, loadSeconds: number) => {
+      const byRound: TargetFigures[][] = [];
+      for (let round = 0; round < count; round++) {
+        const measuredByName = new Map<string, TargetFigures>();
+        for (const target of round % 2 === 0 ? of : [...of].reverse()) {
+          measuredByName.set(target.name, await measure(target, loadConnections, loadSeconds));
+        }
+        const figures = of.map((target) => measuredByName.get(target.name)!);
+        log(`round ${round + 1}: ${figures.map((f) => `${f.name} ${f.rps.toFixed(0)}/s`).join(', ')}`);
+        byRound.push(figures);
       }
-      const figures = targets.map((target) => measuredByName.get(target.name)!);
-      log(`round ${round + 1}: ${figures.map((f) => `${f.name} ${f.rps.toFixed(0)}/s`).join(', ')}`);
-      byRound.push(figures);
-    }
+      return byRound;
+    };
+    log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
+    const byRound = await alternatingRounds(targets, rounds, connections, seconds);
     const medians = targets.map((t) => summarize(t.name, byRound.map((r) => r.find((f) => f.name === t.name)!)));
     const byName = (name: string) => medians.find((m) => m.name === name)!;
     const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = [
@@ -257,26 +280,9 @@ export async function runThroughput(): Promise<ThroughputResult> {
     };
     const byConnections: ConcurrencyFigures[] = [];
     for (const sweepConnections of connectionSweep(connections)) {
-      const pair = targets.slice(0, 2);
       const sweepRounds = Math.max(3, Math.ceil(rounds / 2));
       log(`check and bare at ${sweepConnections} connections: ${sweepRounds} alternating rounds of ${Math.ceil(seconds / 2)} s`);
-      const sweep: TargetFigures[][] = [];
-      for (let round = 0; round < sweepRounds; round++) {
-        const measured = new Map<string, TargetFigures>();
-        for (const target of round % 2 === 0 ? pair : [...pair].reverse()) {
-          const callsBefore = redisScriptCalls(world.redisUrl);
-          const figures = await driveMeasured(target.pid, world.redisUrl, {
-            ...load,
-            connections: sweepConnections,
-            url: url(target.port),
-            route: target.route,
-            seconds: Math.ceil(seconds / 2),
-          });
-          const calls = redisScriptCalls(world.redisUrl) - callsBefore;
-          measured.set(target.name, { name: target.name, ...figures, evalsPerCall: calls > 0 ? figures.requests / calls : 0 });
-        }
-        sweep.push(pair.map((target) => measured.get(target.name)!));
-      }
+      const sweep = await alternatingRounds(targets.slice(0, 2), sweepRounds, sweepConnections, Math.ceil(seconds / 2));
       byConnections.push({
         connections: sweepConnections,
         rounds: sweepRounds,
