@@ -379,6 +379,13 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     /** One eval, verified as the caller's cache would pass it. */
     const gateVerified = (org: string, subscriberId: string, verified?: VerifiedSubscriber) =>
       meter.gate({ organizationId: org, subscriberId, nowMs: clock.now(), verified });
+    /** cus_1 at version 3 and cus_2 at 5, and the stamp a gate call saw after both were written. */
+    const twoSubscribersAtStamp = async () => {
+      const org = await newOrg(individual({}));
+      await putSubscriber(org, 'cus_1', 3);
+      await putSubscriber(org, 'cus_2', 5);
+      return { org, stamp: (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp };
+    };
     /** Changes the index behind the stamp's back: what a skipped read would have seen. */
     const rewriteIndexQuietly = (org: string, subscriberId: string, version: number) =>
       redis.hset(keys.subscriberVersions(org), subscriberId, String(version));
@@ -407,10 +414,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     });
 
     it('skips reading the versions verified at the current stamp, and reads every other one', async () => {
-      const org = await newOrg(individual({}));
-      await putSubscriber(org, 'cus_1', 3);
-      await putSubscriber(org, 'cus_2', 5);
-      const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
+      const { org, stamp } = await twoSubscribersAtStamp();
       await rewriteIndexQuietly(org, 'cus_1', 30);
       await rewriteIndexQuietly(org, 'cus_2', 50);
       const [trusted, olderStamp, unverified] = await Promise.all([
@@ -424,10 +428,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     });
 
     it('reads every version once the stamp has moved: no eval is answered from a version older than the latest write', async () => {
-      const org = await newOrg(individual({}));
-      await putSubscriber(org, 'cus_1', 3);
-      await putSubscriber(org, 'cus_2', 5);
-      const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
+      const { org, stamp } = await twoSubscribersAtStamp();
       await putSubscriber(org, 'cus_2', 6);
       const [one, two] = await Promise.all([
         gateVerified(org, 'cus_1', { verifiedVersion: 3, verifiedStamp: stamp }),

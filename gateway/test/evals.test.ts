@@ -51,6 +51,17 @@ afterAll(async () => {
   await ctx?.close();
 });
 
+/** A new organization whose subscriber is on a plan granting 3 seats, written through the gateway. */
+async function organizationWithSubscriber(name: string, subscriberId: string) {
+  const own = await createTestOrganization(ctx.db, name);
+  const ownApi = catalogClient(injector(gateway), own.headers);
+  await ownApi.feature('seats', 'limit');
+  await ownApi.plan('small', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+  await ownApi.subscriber(subscriberId);
+  await ownApi.subscribe(subscriberId, 'small');
+  return { own, ownApi };
+}
+
 describe('POST check and GET entitlements', () => {
   it('answers from the plan with the eval headers', async () => {
     const res = await check('alice', 'seats');
@@ -320,12 +331,7 @@ describe('the warm path', () => {
 
   it("answers right when the subscriber-version index is lost (or predates the gateway), and heals it", async () => {
     // A Redis written before the index existed holds the documents without it: the gate sees version 0.
-    const own = await createTestOrganization(ctx.db, 'Unindexed org');
-    const ownApi = catalogClient(injector(gateway), own.headers);
-    await ownApi.feature('seats', 'limit');
-    await ownApi.plan('small', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
-    await ownApi.subscriber('erin');
-    await ownApi.subscribe('erin', 'small');
+    const { own, ownApi } = await organizationWithSubscriber('Unindexed org', 'erin');
     const ownCheck = (feature: string) => check('erin', feature, own.headers);
     expect((await ownCheck('seats')).json()).toMatchObject({ limit: 3, source: 'plan' });
     const index = ctx.app.redisKeys.subscriberVersions(own.organization_id);
@@ -352,12 +358,7 @@ describe('the subscriber-write stamp', () => {
   });
 
   it("trusts an entry verified at the organization's current stamp, and reads its version again once any subscriber is written", async () => {
-    const own = await createTestOrganization(ctx.db, 'Stamped org');
-    const ownApi = catalogClient(injector(gateway), own.headers);
-    await ownApi.feature('seats', 'limit');
-    await ownApi.plan('small', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
-    await ownApi.subscriber('fay');
-    await ownApi.subscribe('fay', 'small');
+    const { own, ownApi } = await organizationWithSubscriber('Stamped org', 'fay');
     const seats = async () =>
       (await deaf.inject({ method: 'POST', url: '/org/subscribers/fay/entitlements/check', headers: own.headers, payload: { feature: 'seats' } })).json();
     const misses = () => counter(deaf, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
