@@ -282,12 +282,13 @@ export async function runThroughput(): Promise<ThroughputResult> {
     for (const sweepConnections of connectionSweep(connections)) {
       const sweepRounds = Math.max(3, Math.ceil(rounds / 2));
       log(`check and bare at ${sweepConnections} connections: ${sweepRounds} alternating rounds of ${Math.ceil(seconds / 2)} s`);
-      const sweep = await alternatingRounds(targets.slice(0, 2), sweepRounds, sweepConnections, Math.ceil(seconds / 2));
+      const pair = targets.slice(0, 2);
+      const sweep = await alternatingRounds(pair, sweepRounds, sweepConnections, Math.ceil(seconds / 2));
       byConnections.push({
         connections: sweepConnections,
         rounds: sweepRounds,
-        bare: summarize('bare fastify', sweep.map((r) => r[0]!)),
-        check: summarize('gateway check', sweep.map((r) => r[1]!)),
+        bare: summarize(pair[0]!.name, sweep.map((r) => r[0]!)),
+        check: summarize(pair[1]!.name, sweep.map((r) => r[1]!)),
         throughputRatio: median(sweep.map((r) => r[1]!.rps / r[0]!.rps)),
         cpuRatio: median(sweep.map((r) => totalCpu(r[1]!) / totalCpu(r[0]!))),
       });
