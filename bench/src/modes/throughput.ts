@@ -2,7 +2,8 @@
  * `npm run bench` (mode `throughput`): the warm metered check next to a bare Fastify route returning the same
  * JSON, in alternating rounds of the same run (every other round in reverse order); also the gateway with metering
  * bypassed, the list route with `all=true`, OFREP single-flag evaluation, and the SDK's warm-cache `check` against a
- * raw HTTP check.
+ * raw HTTP check. A second bare process measured in the same rounds is the control: its ratio to the first is what
+ * the machine's noise alone does to a ratio.
  */
 import { Pool } from 'undici';
 import { EvalClient } from '../../../sdk/src/eval-client.ts';
@@ -59,6 +60,13 @@ export interface ThroughputResult {
     /** The gateway with no Redis round trip on its warm path, against the bare route (absent from older results). */
     noRoundTripThroughputVsBare?: number;
     noRoundTripCpuVsBare?: number;
+    /**
+     * A second, identical bare process against the first (A/A): medians of per-round ratios and the widest per-round
+     * CPU ratio either way. Any other ratio here is within noise by that much (absent from older results).
+     */
+    controlThroughputVsBare?: number;
+    controlCpuVsBare?: number;
+    controlCpuRoundSpread?: number;
   };
   /** The warm metered check against the bare route at other numbers of connections (absent from older results). */
   byConnections?: ConcurrencyFigures[];
@@ -166,6 +174,9 @@ interface Target {
   route: RouteKind;
 }
 
+/** The A/A control: a second bare Fastify process, measured like every target. */
+const CONTROL = 'bare fastify, second process';
+
 /** Besides the main run's: few connections (autocannon's default is 10), and many. */
 const connectionSweep = (main: number) => [10, 256].filter((c) => c !== main);
 
@@ -176,7 +187,8 @@ export async function runThroughput(): Promise<ThroughputResult> {
   const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', DEFAULT_SHAPE.subscribers) };
   const world = await createWorld(shape);
   try {
-    const [gatewayPort, barePort, unmeteredPort, metricsPort, inMemoryPort] = [
+    const [gatewayPort, barePort, unmeteredPort, metricsPort, inMemoryPort, controlPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -191,6 +203,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { nodeArgs: cpuProfile },
     );
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) });
+    const control = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(controlPort) });
     const unmetered = startNode('bench/src/unmetered-gateway.ts', { ...world.env, GATEWAY_PORT: String(unmeteredPort) });
     const inMemory = startNode('bench/src/unmetered-gateway.ts', {
       ...world.env,
@@ -199,7 +212,9 @@ export async function runThroughput(): Promise<ThroughputResult> {
     });
     const url = (port: number) => `http://127.0.0.1:${port}`;
     await Promise.all(
-      [world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort), url(inMemoryPort)].map((u) => healthy(`${u}/healthz`)),
+      [world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort), url(inMemoryPort), url(controlPort)].map((u) =>
+        healthy(`${u}/healthz`),
+      ),
     );
 
     const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections };
@@ -209,6 +224,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     await drive({ ...load, url: url(unmeteredPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(inMemoryPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(barePort), route: 'check', seconds: 2 });
+    await drive({ ...load, url: url(controlPort), route: 'check', seconds: 2 });
     log(`warmed in ${Date.now() - started} ms`);
 
     const targets: Target[] = [
@@ -218,6 +234,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { name: 'check, no round trip', port: inMemoryPort, pid: inMemory.pid, route: 'check' },
       { name: 'gateway list all=true', port: gatewayPort, pid: gateway.pid, route: 'list' },
       { name: 'gateway OFREP flag', port: gatewayPort, pid: gateway.pid, route: 'ofrep' },
+      { name: CONTROL, port: controlPort, pid: control.pid, route: 'check' },
     ];
     /** One target under load, with the evals it put in each Redis script call. */
     const measure = async (target: Target, loadConnections: number, loadSeconds: number): Promise<TargetFigures> => {
@@ -253,14 +270,15 @@ export async function runThroughput(): Promise<ThroughputResult> {
     const byRound = await alternatingRounds(targets, rounds, connections, seconds);
     const medians = targets.map((t) => summarize(t.name, byRound.map((r) => r.find((f) => f.name === t.name)!)));
     const byName = (name: string) => medians.find((m) => m.name === name)!;
-    const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = [
-      'bare fastify',
-      'gateway check',
-      'unmetered check',
-      'check, no round trip',
-      'gateway list all=true',
-      'gateway OFREP flag',
-    ].map(byName) as [TargetFigures, TargetFigures, TargetFigures, TargetFigures, TargetFigures, TargetFigures];
+    const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = targets.slice(0, 6).map((t) => byName(t.name)) as [
+      TargetFigures,
+      TargetFigures,
+      TargetFigures,
+      TargetFigures,
+      TargetFigures,
+      TargetFigures,
+    ];
+    const controlIndex = targets.findIndex((t) => t.name === CONTROL);
     const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
     // Ratios of medians, and the median of each round's own ratio (both in the same run).
     const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
@@ -277,6 +295,14 @@ export async function runThroughput(): Promise<ThroughputResult> {
       ofrepP99VsCheck: ofrep.p99 / check.p99,
       noRoundTripThroughputVsBare: noRoundTrip.rps / bareFigures.rps,
       noRoundTripCpuVsBare: totalCpu(noRoundTrip) / totalCpu(bareFigures),
+      controlThroughputVsBare: roundRatio((r) => r[controlIndex]!.rps / r[0]!.rps),
+      controlCpuVsBare: roundRatio((r) => totalCpu(r[controlIndex]!) / totalCpu(r[0]!)),
+      controlCpuRoundSpread: Math.max(
+        ...byRound.map((r) => {
+          const ratio = totalCpu(r[controlIndex]!) / totalCpu(r[0]!);
+          return Math.max(ratio, 1 / ratio) - 1;
+        }),
+      ),
     };
     const byConnections: ConcurrencyFigures[] = [];
     for (const sweepConnections of connectionSweep(connections)) {
@@ -332,6 +358,19 @@ function renderConcurrency(byConnections: ConcurrencyFigures[] | undefined): str
   ];
 }
 
+/** The A/A control's paragraph: how far apart two identical processes measure in this run. */
+function renderControl(r: ThroughputResult['ratios']): string[] {
+  if (r.controlThroughputVsBare === undefined || r.controlCpuVsBare === undefined || r.controlCpuRoundSpread === undefined)
+    return [];
+  return [
+    `Control (A/A): a second bare Fastify process, measured in the same rounds, does ${r.controlThroughputVsBare.toFixed(2)} ` +
+      `of the first's throughput at ${r.controlCpuVsBare.toFixed(2)}× its CPU (medians of per-round ratios); in single rounds ` +
+      `the two differ in CPU per request by up to ${(r.controlCpuRoundSpread * 100).toFixed(0)}%. A ratio above is a real ` +
+      `difference only when it is further from 1 than that noise.`,
+    '',
+  ];
+}
+
 export function renderThroughput(result: ThroughputResult): string {
   const { settings: s, ratios: r } = result;
   const rows = result.targets.map(
@@ -362,6 +401,7 @@ export function renderThroughput(result: ThroughputResult): string {
         : ` With no Redis round trip at all (versions from memory, no metering) the gateway does ` +
           `${r.noRoundTripThroughputVsBare.toFixed(2)} of the bare route's throughput at ${r.noRoundTripCpuVsBare.toFixed(2)}× its CPU.`),
     '',
+    ...renderControl(r),
     ...renderConcurrency(result.byConnections),
     'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
     'undici pool, 64 concurrent callers in the bench process each:',
