@@ -359,14 +359,24 @@ function renderConcurrency(byConnections: ConcurrencyFigures[] | undefined): str
 }
 
 /** The A/A control's paragraph: how far apart two identical processes measure in this run. */
-function renderControl(r: ThroughputResult['ratios']): string[] {
-  if (r.controlThroughputVsBare === undefined || r.controlCpuVsBare === undefined || r.controlCpuRoundSpread === undefined)
+function renderControl(result: ThroughputResult): string[] {
+  const r = result.ratios;
+  const [bare, control] = [result.targets[0], result.targets.find((t) => t.name === CONTROL)];
+  if (
+    r.controlThroughputVsBare === undefined ||
+    r.controlCpuVsBare === undefined ||
+    r.controlCpuRoundSpread === undefined ||
+    !bare ||
+    !control
+  )
     return [];
+  const cpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
   return [
-    `Control (A/A): a second bare Fastify process, measured in the same rounds, does ${r.controlThroughputVsBare.toFixed(2)} ` +
-      `of the first's throughput at ${r.controlCpuVsBare.toFixed(2)}× its CPU (medians of per-round ratios); in single rounds ` +
-      `the two differ in CPU per request by up to ${(r.controlCpuRoundSpread * 100).toFixed(0)}%. A ratio above is a real ` +
-      `difference only when it is further from 1 than that noise.`,
+    `Control (A/A): a second bare Fastify process, measured in the same rounds, does ${(control.rps / bare.rps).toFixed(2)} ` +
+      `of the first's throughput at ${(cpu(control) / cpu(bare)).toFixed(2)}× its CPU (ratios of medians; medians of ` +
+      `per-round ratios ${r.controlThroughputVsBare.toFixed(2)} and ${r.controlCpuVsBare.toFixed(2)}×); in single rounds the ` +
+      `two differ in CPU per request by up to ${(r.controlCpuRoundSpread * 100).toFixed(0)}%. Two identical servers ` +
+      `measuring that far apart is the noise any ratio above carries.`,
     '',
   ];
 }
@@ -401,7 +411,7 @@ export function renderThroughput(result: ThroughputResult): string {
         : ` With no Redis round trip at all (versions from memory, no metering) the gateway does ` +
           `${r.noRoundTripThroughputVsBare.toFixed(2)} of the bare route's throughput at ${r.noRoundTripCpuVsBare.toFixed(2)}× its CPU.`),
     '',
-    ...renderControl(r),
+    ...renderControl(result),
     ...renderConcurrency(result.byConnections),
     'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
     'undici pool, 64 concurrent callers in the bench process each:',
