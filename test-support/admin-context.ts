@@ -9,7 +9,6 @@ import { createOrganization, type CreatedOrganization } from '../admin/src/featu
 import { createTestDatabase, type TestDatabase } from './databases.ts';
 import { deleteKeys, testRedisPrefix } from './redis-keys.ts';
 
-
 export interface AdminTestContext {
   app: AdminApp;
   config: Config;

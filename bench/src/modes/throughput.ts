@@ -282,6 +282,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
     // Ratios of medians, and the median of each round's own ratio (both in the same run).
     const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
+    const controlCpuRatios = byRound.map((r) => totalCpu(r[controlIndex]!) / totalCpu(r[0]!));
     const ratios = {
       checkThroughputVsBare: check.rps / bareFigures.rps,
       checkThroughputVsBareRoundMedian: roundRatio((r) => r[1]!.rps / r[0]!.rps),
@@ -296,13 +297,8 @@ export async function runThroughput(): Promise<ThroughputResult> {
       noRoundTripThroughputVsBare: noRoundTrip.rps / bareFigures.rps,
       noRoundTripCpuVsBare: totalCpu(noRoundTrip) / totalCpu(bareFigures),
       controlThroughputVsBare: roundRatio((r) => r[controlIndex]!.rps / r[0]!.rps),
-      controlCpuVsBare: roundRatio((r) => totalCpu(r[controlIndex]!) / totalCpu(r[0]!)),
-      controlCpuRoundSpread: Math.max(
-        ...byRound.map((r) => {
-          const ratio = totalCpu(r[controlIndex]!) / totalCpu(r[0]!);
-          return Math.max(ratio, 1 / ratio) - 1;
-        }),
-      ),
+      controlCpuVsBare: median(controlCpuRatios),
+      controlCpuRoundSpread: Math.max(...controlCpuRatios.map((ratio) => Math.max(ratio, 1 / ratio) - 1)),
     };
     const byConnections: ConcurrencyFigures[] = [];
     for (const sweepConnections of connectionSweep(connections)) {
