@@ -1,35 +1,43 @@
 import { randomFillSync } from 'node:crypto';
 
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
-const CROCKFORD_CODES = Buffer.from(CROCKFORD, 'latin1');
-const POOL_SIZE = 16 * 1024;
+const CROCKFORD_CODES = Buffer.from('0123456789abcdefghjkmnpqrstvwxyz', 'latin1');
+const PREFIX = 'req_';
+const TIME_LENGTH = 10;
+const RANDOM_LENGTH = 16;
+const ID_LENGTH = PREFIX.length + TIME_LENGTH + RANDOM_LENGTH;
+const POOL_SIZE = 1024 * RANDOM_LENGTH;
 const pool = Buffer.alloc(POOL_SIZE);
-let offset = POOL_SIZE;
-let timeMs = -1;
-let timePart = '';
+let poolOffset = POOL_SIZE;
+/** The id being made: the prefix, then the time part (rewritten once per millisecond), then the random part. */
+const id = Buffer.from(PREFIX + '0'.repeat(TIME_LENGTH + RANDOM_LENGTH), 'latin1');
+let idTimeMs = -1;
 
 /**
  * `req_` + a ULID (lowercase Crockford base32: 10 time characters, 16 random), the shape admin accepts as a
  * forwarded id. Random bytes come from a pooled crypto buffer, turned into Crockford characters in place once per
- * 1,024 ids, so an id costs one slice; the time part is made once per millisecond.
+ * 1,024 ids; the time part is written once per millisecond.
+ *
+ * The id is assembled in a buffer and read out as one flat string. Concatenating its parts would make a rope
+ * (a V8 cons string) that every later use must flatten first: the header check's regular expression, the header
+ * block, the log binding. Measured with callgrind, that cost about 9,000 instructions per eval on the gateway's
+ * main thread (7% of all it does per eval), and its garbage kept the GC threads busy.
  */
 export function newRequestId(): string {
-  if (offset + 16 > POOL_SIZE) {
+  if (poolOffset + RANDOM_LENGTH > POOL_SIZE) {
     randomFillSync(pool);
     for (let i = 0; i < POOL_SIZE; i++) pool[i] = CROCKFORD_CODES[pool[i]! & 31]!;
-    offset = 0;
+    poolOffset = 0;
   }
   const now = Date.now();
-  if (now !== timeMs) {
-    timeMs = now;
+  if (now !== idTimeMs) {
+    idTimeMs = now;
     let time = now;
-    timePart = '';
-    for (let i = 0; i < 10; i++) {
-      timePart = CROCKFORD[time % 32] + timePart;
+    for (let i = PREFIX.length + TIME_LENGTH - 1; i >= PREFIX.length; i--) {
+      id[i] = CROCKFORD_CODES[time % 32]!;
       time = Math.floor(time / 32);
     }
   }
-  const randomPart = pool.toString('latin1', offset, offset + 16);
-  offset += 16;
-  return `req_${timePart}${randomPart}`;
+  for (let i = 0; i < RANDOM_LENGTH; i++) id[PREFIX.length + TIME_LENGTH + i] = pool[poolOffset + i]!;
+  poolOffset += RANDOM_LENGTH;
+  return id.toString('latin1', 0, ID_LENGTH);
 }
