@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import Fastify, { LogController } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { lazyChildLoggerFactory } from '../src/http/lazy-child-logger.ts';
+import { lazyRequestLoggers } from '../src/http/lazy-child-logger.ts';
 
 function appLogging(level: string) {
   const lines: Record<string, unknown>[] = [];
@@ -12,9 +12,8 @@ function appLogging(level: string) {
     },
   });
   const app = Fastify({
-    logger: { level, stream },
+    ...lazyRequestLoggers({ level, stream }),
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyChildLoggerFactory,
     genReqId: () => 'req_test',
   });
   return { app, lines };
@@ -61,5 +60,34 @@ describe('lazy request logger', () => {
       { level: 30, reqId: 'req_test', msg: 'route info' },
       { level: 40, reqId: 'req_test', part: 'inner', msg: 'from a child' },
     ]);
+  });
+
+  it("serializes errors with Fastify's serializers, and logs at the application level too", async () => {
+    const { app, lines } = appLogging('warn');
+    app.get('/', async (request) => {
+      request.log.warn({ err: new Error('gate failed') }, 'answering from the LRU');
+      return { ok: true };
+    });
+    await app.ready();
+    app.log.error('application level');
+    await app.inject({ method: 'GET', url: '/' });
+    expect(lines).toMatchObject([
+      { level: 50, msg: 'application level' },
+      { level: 40, reqId: 'req_test', err: { type: 'Error', message: 'gate failed' }, msg: 'answering from the LRU' },
+    ]);
+    expect(lines[0]).not.toHaveProperty('reqId');
+    expect(String((lines[1]!.err as { stack: string }).stack)).toContain('gate failed');
+  });
+
+  it('is silent, with no request logger made, when logging is off', async () => {
+    const app = Fastify({ ...lazyRequestLoggers(false), genReqId: () => 'req_test' });
+    let sameAsApplication = false;
+    app.get('/', async (request) => {
+      request.log.error('dropped');
+      sameAsApplication = request.log === app.log;
+      return { ok: true };
+    });
+    expect((await app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
+    expect(sameAsApplication).toBe(true);
   });
 });

@@ -1,9 +1,9 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import { errorHandling } from '@ent/common/http/error-handler';
-import { lazyChildLoggerFactory } from '@ent/common/http/lazy-child-logger';
+import { lazyRequestLoggers, type LoggerSettings } from '@ent/common/http/lazy-child-logger';
 import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
@@ -29,7 +29,7 @@ export interface GatewayAppOptions {
   /** Injected by tests; otherwise a fail-fast connection is created here and closed on shutdown. */
   redis?: RedisClient;
   meter?: EvalMeter;
-  logger?: FastifyServerOptions['logger'];
+  logger?: LoggerSettings;
   /**
    * False in tests that show the gate call's version check keeps answers fresh on its own, with no invalidation
    * announcement (a best-effort hint) arriving first.
@@ -43,12 +43,11 @@ export type GatewayApp = FastifyInstance;
 export async function buildGatewayApp(options: GatewayAppOptions): Promise<GatewayApp> {
   const { config } = options;
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    ...lazyRequestLoggers(options.logger ?? { level: config.logLevel }),
     // The gateway is the public edge: it makes its own request ids and passes them on to admin.
     genReqId: newRequestId,
     ...sharedServerOptions(config),
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyChildLoggerFactory,
     // The gateway is the public edge: only proxies in front of it (if any) may say who the client is.
     trustProxy: config.gatewayTrustedProxies.length ? config.gatewayTrustedProxies : false,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import { pino, type DestinationStream } from 'pino';
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildLoggerOptions = NonNullable<Parameters<FastifyBaseLogger['child']>[1]>;
-type ChildLoggerFactory = NonNullable<FastifyServerOptions['childLoggerFactory']>;
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type ParentLogger = FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean };
 
@@ -12,7 +12,7 @@ type ParentLogger = FastifyBaseLogger & { isLevelEnabled?: (level: string) => bo
  * path, so building a child and serializing its bindings for every eval would be pure cost.
  */
 class LazyChildLogger implements FastifyBaseLogger {
-  #child: FastifyBaseLogger | null = null;
+  #child: ParentLogger | null = null;
 
   constructor(
     private readonly parent: ParentLogger,
@@ -48,12 +48,13 @@ class LazyChildLogger implements FastifyBaseLogger {
   }
   silent(): void {}
 
+  /** Lazy as well: Fastify makes each request's logger as a child of the application's. */
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.#real().child(bindings, options);
+    return new LazyChildLogger(this.#real(), bindings, options ?? {});
   }
 
-  #real(): FastifyBaseLogger {
-    this.#child ??= this.parent.child(this.bindings, this.options);
+  #real(): ParentLogger {
+    this.#child ??= this.parent.child(this.bindings, this.options) as ParentLogger;
     return this.#child;
   }
 
@@ -65,5 +66,17 @@ class LazyChildLogger implements FastifyBaseLogger {
   }
 }
 
-export const lazyChildLoggerFactory: ChildLoggerFactory = (logger, bindings, options) =>
-  new LazyChildLogger(logger, bindings, options);
+export type LoggerSettings = false | { level: string; stream?: DestinationStream };
+
+/**
+ * Fastify's logger options for an application whose request loggers are lazy. The laziness lives in the logger
+ * given as `loggerInstance` (its children are lazy), not in a `childLoggerFactory`: Fastify checks every logger a
+ * custom factory returns, per request (an array, a filter and seven lookups), and skips that check only for its
+ * own factory. `false` is Fastify's own silent logger, which makes no request logger at all.
+ */
+export function lazyRequestLoggers(settings: LoggerSettings): Pick<FastifyServerOptions, 'logger' | 'loggerInstance'> {
+  if (settings === false) return { logger: false };
+  const { stream, ...options } = settings;
+  const root = stream ? pino(options, stream) : pino(options);
+  return { loggerInstance: new LazyChildLogger(root, {}, {}) };
+}
