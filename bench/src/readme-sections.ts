@@ -1,4 +1,5 @@
 /** The README's benchmark sections, each rendered from its mode's results file (bench/results/<mode>.json). */
+import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
 import { renderProfile, type ProfileResult } from './modes/profile.ts';
@@ -14,6 +15,7 @@ export function readmeSections(): [string, string | null][] {
     ['pinned', ((r) => r && renderPinned(r))(readResult<PinnedResult>('pinned'))],
     ['scale', ((r) => r && renderScale(r))(readResult<ScaleResult>('scale'))],
     ['profile', ((r) => r && renderProfile(r))(readResult<ProfileResult>('profile'))],
+    ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
   ];
 }
 

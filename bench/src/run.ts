@@ -5,6 +5,7 @@
  *   pinned               the gateway on one core, load and Redis on the other; 350 features
  *   scale                three gateways: aggregate throughput, exact metering, read-your-writes under load
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
+ *   instructions         instructions per request under callgrind: the gateway's check against the bare route
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the README's tables from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
@@ -12,6 +13,7 @@
 import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
+import { runInstructions, renderInstructions } from './modes/instructions.ts';
 import { runProfile, renderProfile } from './modes/profile.ts';
 import { runScale, renderScale } from './modes/scale.ts';
 import { runThroughput, renderThroughput } from './modes/throughput.ts';
@@ -23,6 +25,7 @@ export const modes = {
   pinned: { run: runPinned, render: renderPinned },
   scale: { run: runScale, render: renderScale },
   profile: { run: runProfile, render: renderProfile },
+  instructions: { run: runInstructions, render: renderInstructions },
 } as const;
 
 export type Mode = keyof typeof modes;
