@@ -27,6 +27,24 @@ describe('gateway request ids', () => {
     }
   });
 
+  it('stay unique and keep their millisecond when many are made within it (blocks running out and growing)', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const at = Date.UTC(2026, 10, 24, 10, 0);
+      vi.setSystemTime(at);
+      const ids = Array.from({ length: 300 }, () => newRequestId());
+      expect(new Set(ids).size).toBe(300);
+      for (const id of ids) expect(id.slice(4, 14)).toBe(ulid(at).slice(0, 10).toLowerCase());
+      vi.setSystemTime(at + 5);
+      const later = newRequestId();
+      expect(later).toMatch(SHAPE);
+      expect(later.slice(4, 14)).toBe(ulid(at + 5).slice(0, 10).toLowerCase());
+      expect(ids).not.toContain(later);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('are independent strings: a later id does not change an earlier one', () => {
     const first = newRequestId();
     const copy = `${first}`;
