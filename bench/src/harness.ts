@@ -34,19 +34,18 @@ const children: ChildProcess[] = [];
 const tsxLoader = createRequire(import.meta.url).resolve('tsx');
 
 /**
- * A Node script of this repository (through tsx), optionally pinned to CPUs with taskset, optionally run from
- * another directory (what it writes to its working directory, e.g. perf's JIT dumps, lands there).
+ * A Node script of this repository (through tsx), optionally pinned to CPUs with taskset or run under another
+ * command (`under`, e.g. valgrind), optionally run from another directory (what it writes to its working directory,
+ * e.g. perf's JIT dumps, lands there).
  */
 export function startNode(
   script: string,
   env: Record<string, string>,
-  options: { cpus?: string; nodeArgs?: string[]; cwd?: string } = {},
+  options: { cpus?: string; under?: string[]; nodeArgs?: string[]; cwd?: string } = {},
 ): Child {
-  const nodeArgs = [...(options.nodeArgs ?? []), '--import', tsxLoader, join(root, script)];
-  const [command, args] = options.cpus
-    ? ['taskset', ['-c', options.cpus, process.execPath, ...nodeArgs]]
-    : [process.execPath, nodeArgs];
-  const child = spawn(command as string, args as string[], {
+  const wrapper = options.under ?? (options.cpus ? ['taskset', '-c', options.cpus] : []);
+  const [command, ...args] = [...wrapper, process.execPath, ...(options.nodeArgs ?? []), '--import', tsxLoader, join(root, script)];
+  const child = spawn(command!, args, {
     cwd: options.cwd ?? root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -92,12 +91,14 @@ export async function stopChildren(): Promise<void> {
   );
 }
 
-export async function healthy(url: string): Promise<void> {
-  for (let attempt = 0; attempt < 600; attempt++) {
+/** Waits until `url` answers 2xx, polling every 100 ms for up to `timeoutMs`. */
+export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
     if (await fetch(url).then((res) => res.ok, () => false)) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${url} did not come up`);
+  throw new Error(`${url} did not come up within ${timeoutMs / 1000} s`);
 }
 
 /** CPU seconds (user + system) a process has used so far. */

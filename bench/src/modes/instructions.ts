@@ -1,19 +1,20 @@
 /**
  * `npm run bench -- instructions`: CPU per request as a count, not a time. Each server runs under valgrind's
- * callgrind, which counts the instructions a process executes: the same code with the same load counts the same
- * whatever else the machine is doing, where seconds on this shared machine move by up to 45% between two identical
- * servers. The bare Fastify route and the gateway's warm metered check, one after the other: each is warmed (one
+ * callgrind, which counts the instructions a process executes: run alone, the same code under the same load counts
+ * the same within about 2% on the main thread, where seconds on this shared machine move by up to 45% between two identical servers.
+ * Run it with nothing else busy: other work on the machine changes how many requests each event-loop turn takes in,
+ * and so the count per request (with `npm test` running beside it, the bare route counted 90k instead of 112k and
+ * the gateway 1.46× it instead of 1.13×). The bare Fastify route and the gateway's warm metered check, one after the other: each is warmed (one
  * eval per subscriber, then 10,000 more), its counters are zeroed, BENCH_REQUESTS checks are driven at
  * BENCH_CONNECTIONS, and the counts are dumped. The main thread (JavaScript, the event loop, the kernel calls'
  * user side) is reported apart from all threads (V8's GC and compiler helpers, libuv's pool), which move more
  * from run to run. Kernel time and Redis are not counted: `npm run bench` measures those.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createWorld, envNumber, freePort, healthy, log, root, startNode } from '../harness.ts';
+import { createWorld, envNumber, freePort, healthy, log, startNode } from '../harness.ts';
 import { drive } from '../load.ts';
 
 export interface InstructionFigures {
@@ -34,18 +35,8 @@ export interface InstructionsResult {
   ratios: { mainThreadVsBare: number; allThreadsVsBare: number };
 }
 
-const tsxLoader = createRequire(import.meta.url).resolve('tsx');
 /** Under valgrind a server starts about fifty times slower than it does natively. */
 const START_TIMEOUT_MS = 600_000;
-
-async function answers(url: string, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await fetch(url).then((res) => res.ok, () => false)) return;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
-  throw new Error(`${url} did not come up under valgrind within ${timeoutMs / 1000} s`);
-}
 
 /** Instructions per thread (thread number → count) in the dumps callgrind wrote for `pid`. */
 function threadTotals(dir: string, pid: number): Map<number, number> {
@@ -93,28 +84,25 @@ export async function runInstructions(): Promise<InstructionsResult> {
     const metricsPort = await freePort();
     const label = name.replace(/\W+/g, '-');
     log(`${name}: starting under callgrind`);
-    const server = spawn(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--separate-threads=yes',
-        `--callgrind-out-file=${join(dir, `${label}.%p.out`)}`,
-        process.execPath,
-        '--import',
-        tsxLoader,
-        join(root, script),
-      ],
+    // Started like every bench child, so an interrupted run stops it too.
+    const server = startNode(
+      script,
+      { ...world.env, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(metricsPort), BARE_PORT: String(port) },
       {
-        cwd: root,
-        env: { ...process.env, ...world.env, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(metricsPort), BARE_PORT: String(port) },
-        stdio: ['ignore', 'ignore', 'ignore'],
+        under: [
+          'valgrind',
+          '--tool=callgrind',
+          '--separate-threads=yes',
+          `--callgrind-out-file=${join(dir, `${label}.%p.out`)}`,
+          `--log-file=${join(dir, `${label}.%p.log`)}`,
+        ],
       },
     );
-    const pid = server.pid!;
-    const exited = new Promise((resolve) => server.once('exit', resolve));
+    const { pid } = server;
+    const exited = new Promise((resolve) => server.process.once('exit', resolve));
     try {
       const url = `http://127.0.0.1:${port}`;
-      await answers(`${url}/healthz`, START_TIMEOUT_MS);
+      await healthy(`${url}/healthz`, START_TIMEOUT_MS);
       const load = { url, apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections, route: 'check' as const };
       await drive({ ...load, amount: shape.subscribers });
       await drive({ ...load, amount: 10_000 });
@@ -139,7 +127,7 @@ export async function runInstructions(): Promise<InstructionsResult> {
       log(`${name}: ${figures.mainThread.toFixed(0)} instructions per request on the main thread, ${figures.allThreads.toFixed(0)} on all`);
       return figures;
     } finally {
-      server.kill('SIGTERM');
+      server.process.kill('SIGTERM');
       await exited;
     }
   }

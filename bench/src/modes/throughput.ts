@@ -174,6 +174,9 @@ interface Target {
   route: RouteKind;
 }
 
+/** CPU per request charged to a target: its server's and Redis's. */
+const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
+
 /** The A/A control: a second bare Fastify process, measured like every target. */
 const CONTROL = 'bare fastify, second process';
 
@@ -279,7 +282,6 @@ export async function runThroughput(): Promise<ThroughputResult> {
       TargetFigures,
     ];
     const controlIndex = targets.findIndex((t) => t.name === CONTROL);
-    const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
     // Ratios of medians, and the median of each round's own ratio (both in the same run).
     const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
     const controlCpuRatios = byRound.map((r) => totalCpu(r[controlIndex]!) / totalCpu(r[0]!));
@@ -366,10 +368,9 @@ function renderControl(result: ThroughputResult): string[] {
     !control
   )
     return [];
-  const cpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
   return [
     `Control (A/A): a second bare Fastify process, measured in the same rounds, does ${(control.rps / bare.rps).toFixed(2)} ` +
-      `of the first's throughput at ${(cpu(control) / cpu(bare)).toFixed(2)}× its CPU (ratios of medians; medians of ` +
+      `of the first's throughput at ${(totalCpu(control) / totalCpu(bare)).toFixed(2)}× its CPU (ratios of medians; medians of ` +
       `per-round ratios ${r.controlThroughputVsBare.toFixed(2)} and ${r.controlCpuVsBare.toFixed(2)}×); in single rounds the ` +
       `two differ in CPU per request by up to ${(r.controlCpuRoundSpread * 100).toFixed(0)}%. Two identical servers ` +
       `measuring that far apart is the noise any ratio above carries.`,
