@@ -101,27 +101,41 @@ export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
   throw new Error(`${url} did not come up within ${timeoutMs / 1000} s`);
 }
 
+/** CPU seconds a process has used so far, in user space and in the kernel on its behalf. */
+export function processCpuTimes(pid: number): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
+}
+
 /** CPU seconds (user + system) a process has used so far. */
 export function processCpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const { user, system } = processCpuTimes(pid);
+  return user + system;
 }
 
 /** Load figures with the CPU the server process and Redis spent on them, µs per request. */
 export interface MeasuredFigures extends LoadFigures {
   serverCpuUs: number;
+  /** The server's CPU split: its own code in user space, and the kernel's work for it (absent from older results). */
+  serverUserUs?: number;
+  serverSystemUs?: number;
   redisCpuUs: number;
 }
 
 /** Drives `load` at the server `pid` and charges its CPU, and the Redis server's, to the requests it answered. */
 export async function driveMeasured(pid: number, redisUrl: string, load: LoadOptions): Promise<MeasuredFigures> {
-  const cpuBefore = processCpuSeconds(pid);
+  const cpuBefore = processCpuTimes(pid);
   const redisBefore = redisCpuSeconds(redisUrl);
   const measured = await drive(load);
+  const cpuAfter = processCpuTimes(pid);
   const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
+  const serverUserUs = perRequest(cpuAfter.user - cpuBefore.user);
+  const serverSystemUs = perRequest(cpuAfter.system - cpuBefore.system);
   return {
     ...measured,
-    serverCpuUs: perRequest(processCpuSeconds(pid) - cpuBefore),
+    serverCpuUs: serverUserUs + serverSystemUs,
+    serverUserUs,
+    serverSystemUs,
     redisCpuUs: perRequest(redisCpuSeconds(redisUrl) - redisBefore),
   };
 }

@@ -100,6 +100,8 @@ function summarize(name: string, runs: TargetFigures[]): TargetFigures {
     errors: sum(runs, (r) => r.errors),
     statuses,
     serverCpuUs: median(runs.map((r) => r.serverCpuUs)),
+    serverUserUs: median(runs.map((r) => r.serverUserUs ?? 0)),
+    serverSystemUs: median(runs.map((r) => r.serverSystemUs ?? 0)),
     redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
     evalsPerCall: median(runs.map((r) => r.evalsPerCall)),
   };
@@ -356,6 +358,20 @@ function renderConcurrency(byConnections: ConcurrencyFigures[] | undefined): str
   ];
 }
 
+/** Where the check's extra CPU is spent: the server's own user-space code, or the kernel's work for it. */
+function renderCpuSplit(result: ThroughputResult): string[] {
+  const [bare, check] = result.targets;
+  if (bare?.serverUserUs === undefined || bare.serverSystemUs === undefined) return [];
+  if (check?.serverUserUs === undefined || check.serverSystemUs === undefined) return [];
+  const part = (label: string, b: number, c: number) =>
+    `${label} ${c.toFixed(1)} against ${b.toFixed(1)} µs (${(c / b).toFixed(2)}×)`;
+  return [
+    `The server's CPU per request split (medians): ${part('user space', bare.serverUserUs, check.serverUserUs)}, ` +
+      `${part('kernel', bare.serverSystemUs, check.serverSystemUs)}, the check against the bare route.`,
+    '',
+  ];
+}
+
 /** The A/A control's paragraph: how far apart two identical processes measure in this run. */
 function renderControl(result: ThroughputResult): string[] {
   const r = result.ratios;
@@ -408,6 +424,7 @@ export function renderThroughput(result: ThroughputResult): string {
         : ` With no Redis round trip at all (versions from memory, no metering) the gateway does ` +
           `${r.noRoundTripThroughputVsBare.toFixed(2)} of the bare route's throughput at ${r.noRoundTripCpuVsBare.toFixed(2)}× its CPU.`),
     '',
+    ...renderCpuSplit(result),
     ...renderControl(result),
     ...renderConcurrency(result.byConnections),
     'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
