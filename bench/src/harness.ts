@@ -107,12 +107,6 @@ export function processCpuTimes(pid: number): { user: number; system: number } {
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
 
-/** CPU seconds (user + system) a process has used so far. */
-export function processCpuSeconds(pid: number): number {
-  const { user, system } = processCpuTimes(pid);
-  return user + system;
-}
-
 /** Load figures with the CPU the server process and Redis spent on them, µs per request. */
 export interface MeasuredFigures extends LoadFigures {
   serverCpuUs: number;
