@@ -320,6 +320,12 @@ describe('degraded but up', () => {
       const usage = await http(url)({ method: 'GET', url: '/org/usage/current', headers: org.headers });
       return usage.statusCode === 200 && usage.json().count >= answered;
     }, 'offline evals counted in Redis');
+    // Each gateway reconnects on its own backoff, and one still without Redis rightly answers an uncached
+    // subscriber 503: the cold eval waits until both say they are ready again.
+    await waitFor(async () => {
+      const probes = await Promise.all(urls.map((base) => http(base)({ method: 'GET', url: '/readyz' })));
+      return probes.every((probe) => probe.statusCode === 200);
+    }, 'both gateways connected to Redis again');
     expect(await onBoth(cold, 'seats')).toEqual(Array(2).fill({ limit: 13, source: 'plan' }));
   });
 
