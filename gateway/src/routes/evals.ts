@@ -15,7 +15,7 @@ import type { Answer } from './evaluator.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
 
-/** The two eval routes, on the shared hot path (evaluator.ts). */
+/** The two eval routes, on the shared hot path (evaluator.ts); plain handlers returning its promise. */
 export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { evaluator } = app;
@@ -32,7 +32,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
       // Answers are sent pre-serialized (a JSON string is not serialized again); the schema is their contract.
       schema: { params: EvalParams, body: CheckBody, response: { 200: CheckResultSchema } },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { feature } = request.body;
       return evaluator.evaluate(request, reply, request.params.subscriber_id, (entry) => {
         const json = entry.serializedResult(feature, feature, toJson);
@@ -55,7 +55,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: EntitlementListSchema },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const subscriberId = request.params.subscriber_id;
       const all = request.query.all === true;
       const cacheKey = all ? '\u0000all' : '\u0000granted';

@@ -43,14 +43,18 @@ export interface Evaluator {
    * (nor an Authorization header) may use the console's session cookie instead.
    */
   authentication(keyOf: (request: FastifyRequest) => string | undefined): onRequestHookHandler;
-  /** One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. */
+  /**
+   * One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. It
+   * sends the reply itself and resolves to nothing, so a route can hand Fastify this very promise from a plain
+   * (not async) handler: no wrapper promise, and no resolution with the reply (a thenable), per eval.
+   */
   evaluate(
     request: FastifyRequest,
     reply: FastifyReply,
     subscriberId: string,
     answer: Answer,
     options?: EvaluateOptions,
-  ): Promise<FastifyReply>;
+  ): Promise<void>;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -84,16 +88,19 @@ function send(
   entry: SubscriberEntry,
   body: string,
   options: EvaluateOptions | undefined,
-) {
+): void {
   if (options?.etag) {
     const etag = options.etag(entry, body);
     reply.header('etag', etag);
-    if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
+    if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) {
+      reply.code(304).send();
+      return;
+    }
   }
-  return reply.type(JSON_TYPE).send(body);
+  reply.type(JSON_TYPE).send(body);
 }
 
-/** Read from the reply itself: what `send` returns is not always the reply. */
+/** Whether the answer went out 2xx (a 304 did not: it is refunded). */
 const is2xx = (reply: FastifyReply) => reply.statusCode >= 200 && reply.statusCode < 300;
 
 /**
@@ -157,7 +164,7 @@ export const evaluator = fp(
       subscriberId: string,
       answer: Answer,
       options?: EvaluateOptions,
-    ): Promise<FastifyReply> {
+    ): Promise<void> {
       const known = request.knownKey!;
       const organizationId = known.principal!.organizationId;
       const nowMs = clock.now();
@@ -176,9 +183,9 @@ export const evaluator = fp(
         const report = error instanceof EvalGateUnavailableError ? error.report : null;
         let answered2xx = false;
         try {
-          const sent = await answerDegraded(request, reply, known, subscriberId, nowMs, answer, options);
+          await answerDegraded(request, reply, known, subscriberId, nowMs, answer, options);
           answered2xx = is2xx(reply);
-          return sent;
+          return;
         } finally {
           report?.(answered2xx);
         }
@@ -204,10 +211,9 @@ export const evaluator = fp(
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         const body = answer(entry);
         setUsageHeaders(reply, gate.usage);
-        const sent = send(request, reply, entry, body, options);
+        send(request, reply, entry, body, options);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
-        return sent;
       } catch (error) {
         if (counted) void meter.refund(organizationId, nowMs);
         throw error;
@@ -227,7 +233,7 @@ export const evaluator = fp(
       nowMs: number,
       answer: Answer,
       options: EvaluateOptions | undefined,
-    ) {
+    ): Promise<void> {
       const current = await principals.confirmWithoutRedis(known, nowMs);
       refuseScope(current.principal!);
       const organizationId = known.principal!.organizationId;
@@ -239,7 +245,7 @@ export const evaluator = fp(
       if (!entry || !entry.subscriber.exists) {
         throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
       }
-      return send(request, reply, entry, answer(entry), options);
+      send(request, reply, entry, answer(entry), options);
     }
 
     app.decorate('evaluator', { authentication, evaluate });

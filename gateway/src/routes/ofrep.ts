@@ -160,7 +160,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
       errorHandler: ofrepErrorHandler,
       schema: { params: OfrepParams, body: OfrepRequest, response: { 200: OfrepSuccess } },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { key } = request.params;
       const subscriberId = targetingKeyOf(request.body, key);
       const cacheKey = `\u0000ofrep\u0000${key}`;
@@ -188,7 +188,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
       errorHandler: ofrepErrorHandler,
       schema: { body: OfrepRequest, response: { 200: OfrepBulkSuccess } },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const subscriberId = targetingKeyOf(request.body, undefined);
       const answer: Answer = (entry) =>
         entry.serialized(BULK_CACHE_KEY, EVERY_FEATURE, () =>
