@@ -308,21 +308,28 @@ describe('role grants: members, invites, member role changes, service accounts',
         ),
       );
       if (granted === 'viewer') continue;
-      // Raising a viewer (a user, and a service account whose full-access key would follow the role).
+      // Raising a viewer (a user, and a service account whose full-access key would follow the role), active or
+      // suspended: a role raised while suspended is handed out by whoever reactivates the member later.
       for (const kind of ['user', 'service account'] as const) {
-        const target =
-          kind === 'user'
-            ? (await post(org.api_key, '/org/members', { email: `t${n}@example.com`, role: 'viewer' })).json()
-            : (await post(org.api_key, '/org/service-accounts', { name: `t${n}`, role: 'viewer' })).json();
-        const raised = await patch(key.apiKey, `/org/members/${target.member_id}`, { role: granted });
-        sent.push(
-          await sentOf(
-            `PATCH ${kind} viewer -> ${granted}`,
-            roleAllowed(caller, granted) ? 200 : 403,
-            raised,
-            adminWrites(caller),
-          ),
-        );
+        for (const state of ['active', 'suspended'] as const) {
+          const name = `t${n}-${state}`;
+          const target =
+            kind === 'user'
+              ? (await post(org.api_key, '/org/members', { email: `${name}@example.com`, role: 'viewer' })).json()
+              : (await post(org.api_key, '/org/service-accounts', { name, role: 'viewer' })).json();
+          if (state === 'suspended') {
+            expect((await patch(org.api_key, `/org/members/${target.member_id}`, { status: 'suspended' })).statusCode).toBe(200);
+          }
+          const raised = await patch(key.apiKey, `/org/members/${target.member_id}`, { role: granted });
+          sent.push(
+            await sentOf(
+              `PATCH ${state} ${kind} viewer -> ${granted}`,
+              roleAllowed(caller, granted) ? 200 : 403,
+              raised,
+              adminWrites(caller),
+            ),
+          );
+        }
       }
     }
     expect(await mismatches(sent)).toEqual([]);

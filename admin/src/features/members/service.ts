@@ -70,11 +70,12 @@ export interface MemberUpdateResult {
 
 /**
  * Raising a role, or making a suspended member active again, grants the member everything its role allows
- * (its sessions and full-access keys follow the role), so either needs a caller who holds all of that.
- * Lowering a role or suspending grants nothing.
+ * (its sessions and full-access keys follow the role), so either needs a caller who holds all of that. A role
+ * raised while the member is suspended counts too: whoever reactivates the member later hands it out without
+ * having chosen it. Lowering a role or suspending grants nothing.
  */
 const grantsRights = (before: Member, role: Role, status: Member['status']): boolean =>
-  status === 'active' && (before.status !== 'active' || ROLE_RANK[role] > ROLE_RANK[before.role as Role]);
+  ROLE_RANK[role] > ROLE_RANK[before.role as Role] || (status === 'active' && before.status !== 'active');
 
 /**
  * Role and status changes. `removed` is final and revokes the member's keys; suspending or removing ends the
