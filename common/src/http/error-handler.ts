@@ -33,8 +33,6 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return validationError('The request body is not valid JSON.', { field: 'body' });
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return validationError('The request body is empty; send a JSON object.', { field: 'body' });
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

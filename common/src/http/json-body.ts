@@ -3,7 +3,7 @@ import { validationError } from '../errors/app-error.ts';
 import { MAX_JSON_DEPTH, exceedsJsonDepth } from './json-depth.ts';
 
 /**
- * Replaces Fastify's JSON body parser with the same parser behind a depth check: a small body nested thousands
+ * Replaces Fastify's JSON body parser with the same parser behind a depth check (and an empty body read as none): a small body nested thousands
  * deep (40 KB of `[`) used to pass the size limit and overflow the stack of a recursive walk later (a 500).
  * 422 rather than 413: the body is small, its shape is what is wrong (decisions.md, "Hostile input").
  */
@@ -15,6 +15,12 @@ export function addJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
+    // No body at all, even under a JSON content type (clients that send the header on every request, `fetch`'s
+    // `Content-Length: 0`): a route that takes none answers as without it, one that needs one refuses it on `body`.
+    if (text.length === 0) {
+      done(null, undefined);
+      return;
+    }
     if (exceedsJsonDepth(text)) {
       done(
         validationError(`The request body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels.`, {

@@ -58,6 +58,10 @@ export function describeValidationError(error: ErrorObject, part: string): Valid
   if (error.keyword === 'format' && params.format === 'date-time') {
     message = `${field} must be an RFC 3339 date-time with a real date, seconds 00-59 and an offset within ±23:59`;
   }
+  // No body at all reads as none (json-body.ts), so this also answers a request that sent nothing.
+  if (error.keyword === 'type' && field === 'body' && params.type === 'object') {
+    message = 'The request body must be a JSON object.';
+  }
   if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
     message = `${field} must be one of: ${params.allowedValues.join(', ')}`;
   }
