@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { buildOperationsApp } from '@ent/common/http/operations-app';
@@ -398,6 +399,35 @@ describe('one base URL', () => {
     expect(missing.json().error.request_id).toBe(missing.headers['x-request-id']);
     const unauthenticated = await gateway.inject({ method: 'GET', url: '/org/features' });
     expect(unauthenticated.statusCode).toBe(401);
+  });
+
+  it('reads an empty body under a JSON content type as none, on forwarded routes and its own', async () => {
+    await api.plan('bodiless', []);
+    const empty = (method: 'POST' | 'DELETE', url: string) =>
+      gateway.inject({ method, url, headers: { ...org.headers, 'content-type': 'application/json' }, payload: '' });
+    expect((await empty('POST', '/org/plans/bodiless/archive')).statusCode).toBe(200);
+    expect((await empty('DELETE', '/org/plans/bodiless')).statusCode).toBe(204);
+    for (const url of ['/org/features', '/org/subscribers/alice/entitlements/check']) {
+      const needsOne = await empty('POST', url);
+      expect(needsOne.statusCode).toBe(422);
+      expect(needsOne.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'body' } });
+    }
+  });
+
+  it('refuses a body over the limit with 413 itself, every time, where admin closing mid-upload made some 503', async () => {
+    await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = gateway.server.address() as AddressInfo;
+    const body = JSON.stringify({ key: 'big', name: 'x'.repeat(ctx.config.bodyLimitBytes * 2), kind: 'catalog' });
+    const answers: [number, string][] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await fetch(`http://127.0.0.1:${port}/org/plans`, {
+        method: 'POST',
+        headers: { ...org.headers, 'content-type': 'application/json' },
+        body,
+      });
+      answers.push([res.status, ((await res.json()) as { error: { code: string } }).error.code]);
+    }
+    expect(answers).toEqual(Array(8).fill([413, 'PAYLOAD_TOO_LARGE']));
   });
 
   it('never forwards the internal routes', async () => {

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
 import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { isSafeMethod } from '@ent/common/http/session-request';
@@ -76,6 +76,18 @@ const hasBody = (request: FastifyRequest): boolean =>
   (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
 
 /**
+ * A body announced over the limit is refused here, as Fastify refuses one of its own (413, connection closed: the
+ * client is still sending it). Streamed on, admin would answer 413 and close while the body was still arriving,
+ * and that answer reached the client or was lost to the broken upload (a 503 "outcome unknown") by timing.
+ */
+function refuseOversizedBody(request: FastifyRequest, reply: FastifyReply, limitBytes: number): void {
+  const announced = request.headers['content-length'];
+  if (announced === undefined || Number(announced) <= limitBytes) return;
+  reply.header('connection', 'close');
+  throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
+}
+
+/**
  * One base URL: every route the gateway does not answer itself is forwarded to admin with the shared undici
  * Pool, bodies streamed both ways. Registered in its own context so its pass-through body parser applies
  * to forwarded requests only.
@@ -96,6 +108,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     method: METHODS,
     url: '/*',
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      refuseOversizedBody(request, reply, app.config.bodyLimitBytes);
       let response;
       try {
         response = await app.adminPool.request({
