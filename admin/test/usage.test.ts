@@ -284,4 +284,16 @@ describe('entctl org arrangement', () => {
     await expect(entctl('--org', org.organization_id, '--eval-limit', '5', '--unlimited')).rejects.toThrow();
     await expect(entctl('--org', 'org_missing')).rejects.toThrow(/No organization/);
   }, 60_000);
+
+  it.each([
+    [['--eval-limit', '99999999999999999999'], /--eval-limit.*whole number/],
+    [['--eval-limit', '1.5'], /--eval-limit.*whole number/],
+    [['--burst', '0'], /--burst.*whole number from 1/],
+    [['--plan', 'Bad Key!'], /--plan.*lowercase letters/],
+    [['--plan', ''], /--plan.*lowercase letters/],
+  ])('refuses %j with its own message before touching the database, and changes nothing', async (args, message) => {
+    const org = await createTestOrganization(ctx.db, 'Refused arguments');
+    await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
+    expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
+  }, 60_000);
 });

@@ -6,6 +6,7 @@ import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { applyArrangementChange, getArrangement, saveArrangement } from '@ent/common/metering/arrangement';
+import { PLAN_KEY_PATTERN } from '@ent/common/schemas/common';
 import { createOrganization } from '../features/provisioning/create-organization.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
@@ -19,10 +20,25 @@ try {
   process.exit(1);
 }
 
-const wholeNumber = (min: number) => (raw: string) => {
+/** An integer from min to max, refused here rather than by a database constraint the operator never sees. */
+const wholeNumber = (min: number, max: number) => (raw: string) => {
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new InvalidArgumentError(`must be an integer >= ${min}`);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
+  }
   return value;
+};
+
+const organizationName = (raw: string) => {
+  if (raw.trim().length === 0 || [...raw].length > 255) throw new InvalidArgumentError('must be 1 to 255 characters');
+  return raw;
+};
+
+const allotmentKey = (raw: string) => {
+  if (!new RegExp(PLAN_KEY_PATTERN).test(raw)) {
+    throw new InvalidArgumentError('must be 1 to 64 lowercase letters, digits, _ or - (like a plan key)');
+  }
+  return raw;
 };
 
 async function withDb<T>(run: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> {
@@ -57,7 +73,7 @@ const org = program.command('org').description('Organizations and their eval arr
 org
   .command('create')
   .description('Create an organization with an admin service account and print its full-access API key (once).')
-  .requiredOption('--name <name>', 'organization name')
+  .addOption(new Option('--name <name>', 'organization name (1 to 255 characters)').argParser(organizationName).makeOptionMandatory())
   .option('--json', 'print {organization_id, member_id, service_account_id, api_key} as JSON')
   .action(async (options: { name: string; json?: boolean }) => {
     const created = await withDb((db) => createOrganization(db, options.name));
@@ -91,15 +107,21 @@ org
       '(self-serve default: plan free, 250000 evals a month, blocking, burst 100/s).',
   )
   .requiredOption('--org <id>', 'organization id (org_...)')
-  .addOption(new Option('--eval-limit <n>', 'evals included per UTC month').argParser(wholeNumber(0)).conflicts('unlimited'))
+  .addOption(
+    new Option('--eval-limit <n>', 'evals included per UTC month')
+      .argParser(wholeNumber(0, Number.MAX_SAFE_INTEGER))
+      .conflicts('unlimited'),
+  )
   .option('--unlimited', 'no monthly cap: evals never stop and carry no eval headers')
   .addOption(new Option('--non-blocking', 'keep answering evals past the limit').conflicts('blocking'))
   .option('--blocking', 'stop evals 7 days after the limit is first reached (the default)')
-  .addOption(new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1)))
-  .option(
-    '--plan <key>',
-    'allotment key reported by GET /org/usage/current (--unlimited without --plan clears it to null; ' +
-      'a cap on an organization without a plan key reports "individual")',
+  .addOption(new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1, 2_147_483_647)))
+  .addOption(
+    new Option(
+      '--plan <key>',
+      'allotment key reported by GET /org/usage/current (--unlimited without --plan clears it to null; ' +
+        'a cap on an organization without a plan key reports "individual")',
+    ).argParser(allotmentKey),
   )
   .option('--json', 'print the resulting arrangement as JSON')
   .action(async (options: ArrangementOptions) => {
