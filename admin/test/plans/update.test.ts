@@ -104,6 +104,18 @@ describe('PATCH /org/plans/{key}', () => {
     expect((await inject('GET', '/org/plans/pro')).json()).toEqual(before);
   });
 
+  it('takes no body: none or {} archives, a field or a non-object is 422 and changes nothing', async () => {
+    const { inject } = await suite.world({ plans: true });
+    expect((await inject('POST', '/org/plans/free/archive', {})).statusCode).toBe(200);
+    const kept = await inject('POST', '/org/plans/free/unarchive', { archived: true });
+    expect(kept.statusCode).toBe(422);
+    expect(kept.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'archived', location: 'body' } });
+    const listed = await inject('POST', '/org/plans/free/unarchive', ['x']);
+    expect(listed.statusCode).toBe(422);
+    expect(listed.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'body' } });
+    expect((await inject('GET', '/org/plans/free')).json().archived).toBe(true);
+  });
+
   it('answers 404 for an unknown plan', async () => {
     const { inject } = await suite.world();
     expect((await inject('PATCH', '/org/plans/nope', { name: 'x' })).statusCode).toBe(404);

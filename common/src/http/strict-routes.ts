@@ -1,11 +1,27 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
+import { validationError } from '../errors/app-error.ts';
 import { NoQuery } from '../schemas/common.ts';
 
 /**
- * Route-wide rules: bodies are JSON; a route that declares no query string accepts none (unknown parameters
- * are a 422, not silently ignored); every /org route must say which scope it needs, so none is left
- * unauthenticated.
+ * A route that declares no body takes none: nothing, or `{}`, as clients that always send an object do. Any field
+ * is refused like an unknown field of a declared body, so a client never believes `{"reason": ...}` was kept.
+ */
+const refuseBody: preValidationHookHandler = (request, _reply, done) => {
+  const { body } = request;
+  if (body === undefined || body === null) return done();
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    return done(validationError('This route takes no body; send none or {}.', { field: 'body', location: 'body' }));
+  }
+  const [field] = Object.keys(body);
+  if (field === undefined) return done();
+  done(validationError(`${field} is not a known field: this route takes no body.`, { field, location: 'body' }));
+};
+
+/**
+ * Route-wide rules: bodies are JSON; a route that declares no query string accepts none, and one that declares
+ * no body takes none (unknown parameters and fields are a 422, not silently ignored); every /org route must say
+ * which scope it needs, so none is left unauthenticated.
  */
 export const strictRoutes = fp(
   async function strictRoutes(app: FastifyInstance) {
@@ -18,6 +34,9 @@ export const strictRoutes = fp(
         if (!config.scope) throw new Error(`route ${route.method} ${route.url} declares no scope`);
         route.schema ??= {};
         route.schema.querystring ??= NoQuery;
+        if (route.schema.body === undefined) {
+          route.preValidation = [...(route.preValidation ? [route.preValidation].flat() : []), refuseBody];
+        }
       }
     });
   },
