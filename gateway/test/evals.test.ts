@@ -111,6 +111,13 @@ describe('POST check and GET entitlements', () => {
     expect(Number((await check('alice', 'seats')).headers['x-svc-eval-used'])).toBe(before + 1);
   });
 
+  it('has no HEAD eval: SPEC names GET and POST, and a probe must not spend the allotment', async () => {
+    const before = Number((await check('alice', 'seats')).headers['x-svc-eval-used']);
+    const head = await gateway.inject({ method: 'HEAD', url: '/org/subscribers/alice/entitlements', headers: org.headers });
+    expect(head.statusCode).toBe(404);
+    expect(Number((await check('alice', 'seats')).headers['x-svc-eval-used'])).toBe(before + 1);
+  });
+
   it('refuses bad input and bad keys with the error body', async () => {
     const noKey = await gateway.inject({ method: 'POST', url: '/org/subscribers/alice/entitlements/check', payload: { feature: 'x' } });
     expect(noKey.statusCode).toBe(401);

@@ -47,6 +47,8 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   app.get(
     '/org/subscribers/:subscriber_id/entitlements',
     {
+      // Every 2xx here is a metered eval: a HEAD (Fastify adds one to each GET) would spend the allotment unasked.
+      exposeHeadRoute: false,
       config: { scope: 'check' },
       onRequest: authenticate,
       schema: {
