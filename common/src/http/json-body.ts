@@ -3,9 +3,10 @@ import { validationError } from '../errors/app-error.ts';
 import { MAX_JSON_DEPTH, exceedsJsonDepth } from './json-depth.ts';
 
 /**
- * Replaces Fastify's JSON body parser with the same parser behind a depth check (and an empty body read as none): a small body nested thousands
- * deep (40 KB of `[`) used to pass the size limit and overflow the stack of a recursive walk later (a 500).
- * 422 rather than 413: the body is small, its shape is what is wrong (decisions.md, "Hostile input").
+ * Replaces Fastify's JSON body parser with the same parser behind a depth check, and reads an empty body as none.
+ * A small body nested thousands deep (40 KB of `[`) used to pass the size limit and overflow the stack of a
+ * recursive walk later (a 500). 422 rather than 413: the body is small, its shape is what is wrong
+ * (decisions.md, "Hostile input").
  */
 export function addJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser(
