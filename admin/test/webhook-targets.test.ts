@@ -195,6 +195,14 @@ describe('assertPublicTarget', () => {
     );
   });
 
+  it.each(['http://localhost./', 'http://foo.localhost/', 'https://a.b.LOCALHOST.:8443/x'])(
+    'refuses %s by its name alone, even where no resolver knows it (RFC 6761)',
+    async (url) => {
+      const resolveAll = async () => [{ address: '8.8.8.8', family: 4 }];
+      await expect(assertPublicTarget(new URL(url), { resolveAll })).rejects.toBeInstanceOf(TargetRefusedError);
+    },
+  );
+
   it('refuses when any one of the addresses a name has is private', async () => {
     const resolveAll = async () => [
       { address: '8.8.8.8', family: 4 },
@@ -223,7 +231,7 @@ describe('assertPublicTarget', () => {
 
   it('does not even start waiting with a signal that already aborted', async () => {
     await expect(
-      assertPublicTarget(new URL('http://localhost/'), { signal: AbortSignal.abort() }),
+      assertPublicTarget(new URL('http://hooks.example.invalid/'), { signal: AbortSignal.abort() }),
     ).rejects.toMatchObject({ name: 'AbortError' });
   });
 });

@@ -163,9 +163,13 @@ export interface TargetCheckOptions {
   resolveAll?: ResolveAll;
 }
 
+/** RFC 6761: every name under `localhost` is loopback, whether or not this machine's resolver knows it yet. */
+const LOCALHOST_NAME = /(?:^|\.)localhost\.?$/i;
+
 /** Resolves the URL's host and throws TargetRefusedError when any address it has is refused. */
 export async function assertPublicTarget(url: URL, options: TargetCheckOptions = {}): Promise<void> {
   const host = stripBrackets(url.hostname);
+  if (LOCALHOST_NAME.test(host)) throw new TargetRefusedError(host);
   const signal = options.signal ?? AbortSignal.timeout(DEFAULT_LOOKUP_TIMEOUT_MS);
   const addresses = isIP(host)
     ? [{ address: host, family: isIP(host) }]
