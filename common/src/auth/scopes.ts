@@ -88,6 +88,9 @@ export function sessionPrincipal(session: {
 /** Roles are nested (viewer ⊂ developer ⊂ admin); a rank says which is higher. */
 export const ROLE_RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2 };
 
+/** "An admin", "A developer", "A viewer": the start of a refusal that names the caller's role. */
+export const aRole = (role: Role): string => `${role === 'admin' ? 'An' : 'A'} ${role}`;
+
 /** Who grants: a key (or session) with its literal scopes (`[]` = full access) on a member with a role. */
 export interface Grantor {
   role: Role;
@@ -127,7 +130,7 @@ export function keyManagementRefusal(
 ): GrantRefusal | null {
   if (ROLE_RANK[target.role] > ROLE_RANK[grantor.role]) {
     return {
-      message: `A ${grantor.role} may not manage keys of a service account with the ${target.role} role.`,
+      message: `${aRole(grantor.role)} may not manage keys of a service account with the ${target.role} role.`,
       field: 'role',
       value: target.role,
     };
@@ -156,7 +159,7 @@ export function grantRefusal(grantor: Grantor, grant: Grant): GrantRefusal | nul
     if (ROLE_RANK[grant.role] > ROLE_RANK[grantor.role] || missing.length > 0) {
       const lacking = missing.length > 0 ? ` (this key lacks ${missing.join(', ')})` : '';
       return {
-        message: `A ${grantor.role} key with these scopes may not grant the ${grant.role} role${lacking}.`,
+        message: `${aRole(grantor.role)} key with these scopes may not grant the ${grant.role} role${lacking}.`,
         field: 'role',
         value: grant.role,
       };

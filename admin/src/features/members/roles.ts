@@ -1,5 +1,6 @@
 import {
   ROLE_RANK,
+  aRole,
   grantRefusal,
   keyManagementRefusal,
   type Grant,
@@ -14,7 +15,7 @@ import { forbidden } from '@ent/common/errors/app-error';
  */
 export function assertMayManageRole(principal: Principal, role: Role): void {
   if (ROLE_RANK[role] > ROLE_RANK[principal.role]) {
-    throw forbidden(`A ${principal.role} may not manage a service account with the ${role} role.`, {
+    throw forbidden(`${aRole(principal.role)} may not manage a service account with the ${role} role.`, {
       field: 'role',
       value: role,
     });
