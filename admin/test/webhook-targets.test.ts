@@ -229,10 +229,16 @@ describe('assertPublicTarget', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
-  it('does not even start waiting with a signal that already aborted', async () => {
+  it('does not even start a lookup under a signal that already aborted (none is left to fail unwatched)', async () => {
+    let lookups = 0;
+    const resolveAll = async () => {
+      lookups += 1;
+      throw new Error('getaddrinfo ENOTFOUND hooks.example.invalid');
+    };
     await expect(
-      assertPublicTarget(new URL('http://hooks.example.invalid/'), { signal: AbortSignal.abort() }),
+      assertPublicTarget(new URL('http://hooks.example.invalid/'), { signal: AbortSignal.abort(), resolveAll }),
     ).rejects.toMatchObject({ name: 'AbortError' });
+    expect(lookups).toBe(0);
   });
 });
 

@@ -138,9 +138,13 @@ const systemResolveAll: ResolveAll = (host) =>
     ),
   );
 
-/** getaddrinfo cannot be cancelled; the caller stops waiting for it when the signal aborts. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+/**
+ * getaddrinfo cannot be cancelled; the caller stops waiting for it when the signal aborts. Under a signal already
+ * aborted the work is not started at all (a lookup nobody waits for would fail later as an unhandled rejection).
+ */
+function untilAborted<T>(start: () => Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
+  const work = start();
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
@@ -173,7 +177,7 @@ export async function assertPublicTarget(url: URL, options: TargetCheckOptions =
   const signal = options.signal ?? AbortSignal.timeout(DEFAULT_LOOKUP_TIMEOUT_MS);
   const addresses = isIP(host)
     ? [{ address: host, family: isIP(host) }]
-    : await untilAborted((options.resolveAll ?? systemResolveAll)(host), signal);
+    : await untilAborted(() => (options.resolveAll ?? systemResolveAll)(host), signal);
   const refused = addresses.find((entry) => isPrivateAddress(entry.address));
   if (refused) throw new TargetRefusedError(refused.address);
 }
