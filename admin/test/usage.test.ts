@@ -48,7 +48,7 @@ const evals = async (org: TestOrganization, times: number) => {
 };
 const arrange = async (org: TestOrganization, arrangement: Arrangement) => {
   await saveArrangement(ctx.db, org.organization_id, arrangement);
-  await publishArrangement(ctx.redis, ctx.app.redisKeys, org.organization_id, arrangement);
+  await publishArrangement(ctx.redis, ctx.app.redisKeys, org.organization_id, arrangement, clock.now());
 };
 
 describe('GET /org/usage/current', () => {
@@ -109,6 +109,31 @@ describe('GET /org/usage/current', () => {
       allowed: true,
       first_over_at: null,
     });
+  });
+
+  it('starts a new grace period when a limit raised above the count is lowered again before any eval', async () => {
+    const org = await createTestOrganization(ctx.db, 'Raised and lowered');
+    const limited = (evalLimit: number): Arrangement => ({ plan: 'free', evalLimit, blocking: true, burstPerSecond: 100 });
+    await arrange(org, limited(3));
+    await evals(org, 3);
+    const reached = new Date(clock.now()).toISOString();
+    expect(await usage(org)).toMatchObject({ first_over_at: reached, warn: '100' });
+
+    clock.advance(24 * 60 * 60 * 1000);
+    await arrange(org, limited(100));
+    expect(await usage(org)).toMatchObject({ first_over_at: null, warn: null, allowed: true });
+
+    clock.advance(GRACE_PERIOD_MS);
+    await arrange(org, limited(3));
+    const lowered = clock.now();
+    expect(await usage(org)).toMatchObject({
+      first_over_at: new Date(lowered).toISOString(),
+      blocked_at: new Date(lowered + GRACE_PERIOD_MS).toISOString(),
+      warn: '100',
+      allowed: true,
+    });
+    const next = await meter.gate({ organizationId: org.organization_id, subscriberId: 'cus_1', nowMs: clock.now() });
+    expect(next.outcome).toBe('counted');
   });
 
   it('reports a non-blocking individual arrangement past its limit: allowed, no blocked_at', async () => {

@@ -5,6 +5,7 @@ import { recordOutbox, transact } from '../outbox/record.ts';
 import { withScripts } from '../redis/commands.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
+import { periodOf } from './period.ts';
 
 /** An organization's eval arrangement: Postgres is the source of truth, Redis the copy the gate reads. */
 export interface Arrangement {
@@ -97,21 +98,25 @@ export async function saveArrangement(db: Db, organizationId: string, arrangemen
  * The Redis copy of the arrangement that the gate script reads on every eval, so a change applies on the
  * next eval on every gateway. One atomic script: a versioned arrangement never replaces a newer one; one
  * without a version (tests, tools) is written as given. Empty `limit` = unlimited; empty `plan` = none.
+ * Writing it also settles the month's first_over_at against the new limit (arrangement-put-2.lua).
  * Returns false when Redis already held the same or a newer version.
  */
 export async function publishArrangement(
   redis: RedisClient,
-  keys: Pick<RedisKeys, 'arrangement'>,
+  keys: Pick<RedisKeys, 'arrangement' | 'evalUsage'>,
   organizationId: string,
   arrangement: Arrangement & { version?: number },
+  nowMs = Date.now(),
 ): Promise<boolean> {
   const written = await withScripts(redis).entArrangementPut(
     keys.arrangement(organizationId),
+    keys.evalUsage(organizationId, periodOf(nowMs)),
     arrangement.version ?? 0,
     arrangement.evalLimit === null ? '' : String(arrangement.evalLimit),
     arrangement.blocking ? '1' : '0',
     String(arrangement.burstPerSecond),
     arrangement.plan ?? '',
+    nowMs,
   );
   return written === 1;
 }

@@ -130,11 +130,12 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
   async function withArrangement<T extends [number, ...number[]]>(
     organizationId: string,
+    nowMs: number,
     run: () => Promise<T>,
   ): Promise<T> {
     const first = await run();
     if (first[0] !== GateCode.NoArrangement) return first;
-    await publishArrangement(redis, keys, organizationId, await options.loadArrangement(organizationId));
+    await publishArrangement(redis, keys, organizationId, await options.loadArrangement(organizationId), nowMs);
     const second = await run();
     if (second[0] === GateCode.NoArrangement) {
       throw new MeteringError(`The eval arrangement of ${organizationId} could not be published to Redis.`);
@@ -146,7 +147,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     if (!Number.isInteger(delta))
       throw new MeteringError(`Eval count adjustments are integers, got ${delta}.`);
     if (delta === 0) return;
-    await withArrangement<EvalAdjustReply>(organizationId, () =>
+    await withArrangement<EvalAdjustReply>(organizationId, nowMs, () =>
       redis.evalAdjust(
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, periodOf(nowMs)),
@@ -159,7 +160,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
   const settleOnce = async ({ id, organizationId, nowMs, answered }: Settlement): Promise<void> => {
     if (!connected()) throw new MeteringError('Redis is not connected.');
-    await withArrangement<EvalSettleReply>(organizationId, () =>
+    await withArrangement<EvalSettleReply>(organizationId, nowMs, () =>
       redis.evalSettle(
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, periodOf(nowMs)),
@@ -179,7 +180,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
     const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0);
-    const reply = await withArrangement<EvalGateBatchReply>(organizationId, () =>
+    const reply = await withArrangement<EvalGateBatchReply>(organizationId, evals[0]!.nowMs, () =>
       redis.evalGateBatch(
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, batch.period),

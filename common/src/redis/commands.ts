@@ -7,7 +7,7 @@ const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.
 const SCRIPTS = {
   entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
   entSubscriberPut: { numberOfKeys: 2, lua: lua('subscriber-put-2.lua') },
-  entArrangementPut: { numberOfKeys: 1, lua: lua('arrangement-put-1.lua') },
+  entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
   evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-7.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },

@@ -26,6 +26,7 @@ export const snapshots = fp(
       redis: app.redis,
       redisKeys: app.redisKeys,
       onRebuilt: (kind) => app.metrics.snapshotRebuilds.inc({ kind }),
+      clock: app.clock,
     });
     app.decorate('snapshots', publisher);
 

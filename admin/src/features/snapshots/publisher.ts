@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@ent/common/clock';
 import type { Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
@@ -24,6 +25,8 @@ export interface SnapshotPublisherDeps {
   redisKeys: RedisKeys;
   /** Called once per document rebuilt from Postgres (metrics). */
   onRebuilt?: (kind: 'catalog' | 'subscriber' | 'auth' | 'api_key' | 'arrangement') => void;
+  /** Which UTC month an arrangement's publish settles first_over_at in (default: the system clock). */
+  clock?: Clock;
 }
 
 const SUBSCRIBER_BATCH = 1000;
@@ -114,7 +117,7 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
   async function publishOrganizationArrangement(organizationId: string): Promise<VersionedArrangement> {
     const arrangement = await getArrangement(db, organizationId);
     rebuilt('arrangement');
-    await publishArrangement(redis, redisKeys, organizationId, arrangement);
+    await publishArrangement(redis, redisKeys, organizationId, arrangement, (deps.clock ?? systemClock).now());
     await markOutboxDone(db, {
       organizationId,
       kind: 'arrangement',
