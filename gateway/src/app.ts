@@ -21,6 +21,7 @@ import { snapshotCache } from './plugins/snapshot-cache.ts';
 import { evalRoutes } from './routes/evals.ts';
 import { evaluator } from './routes/evaluator.ts';
 import { ofrepRoutes } from './routes/ofrep.ts';
+import { usageRoute } from './routes/usage.ts';
 import { newRequestId } from './request-ids.ts';
 
 export interface GatewayAppOptions {
@@ -69,6 +70,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(evaluator);
   await app.register(evalRoutes);
   await app.register(ofrepRoutes);
+  await app.register(usageRoute);
   await app.register(forwardToAdmin);
   return app;
 }

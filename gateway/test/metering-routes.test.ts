@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { publishArrangement, saveArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
-import type { GatewayApp } from '../src/app.ts';
+import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
 
 const START = Date.UTC(2031, 4, 10, 12, 0, 0, 0);
@@ -114,5 +115,43 @@ describe('burst', () => {
     clock.advance(1000);
     expect((await check(org, 'no-such-feature')).statusCode).toBe(404);
     expect((await usage(org)).count).toBe(5);
+  });
+});
+
+describe('GET /org/usage/current on the gateway', () => {
+  it('answers from Redis while admin is unreachable, with the record admin gives', async () => {
+    const org = await organizationWith({ plan: 'free', evalLimit: 10, blocking: true, burstPerSecond: 1000 });
+    expect((await check(org)).statusCode).toBe(200);
+    const fromAdmin = (await ctx.app.inject({ method: 'GET', url: '/org/usage/current', headers: org.headers })).json();
+    const lonely = await buildGatewayApp({ config: { ...ctx.config, adminUrl: 'http://127.0.0.1:9' }, clock, logger: false });
+    try {
+      const res = await lonely.inject({ method: 'GET', url: '/org/usage/current', headers: org.headers });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual(fromAdmin);
+      expect(res.json()).toMatchObject({ count: 1, limit: 10, plan: 'free' });
+    } finally {
+      await lonely.close();
+    }
+  });
+
+  it('needs subscribers:read (403), refuses a revoked key on the next request (401) and any query (422)', async () => {
+    const org = await organizationWith({ plan: 'free', evalLimit: 10, blocking: true, burstPerSecond: 1000 });
+    const checkOnly = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    const forbidden = await gateway.inject({ method: 'GET', url: '/org/usage/current', headers: { 'x-api-key': checkOnly.apiKey } });
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json().error.code).toBe('FORBIDDEN');
+    const query = await gateway.inject({ method: 'GET', url: '/org/usage/current?x=1', headers: org.headers });
+    expect(query.statusCode).toBe(422);
+
+    const reader = await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:read']);
+    const headers = { 'x-api-key': reader.apiKey };
+    expect((await gateway.inject({ method: 'GET', url: '/org/usage/current', headers })).statusCode).toBe(200);
+    const revoked = await gateway.inject({
+      method: 'DELETE',
+      url: `/org/service-accounts/${reader.serviceAccountId}/api-keys/${reader.keyId}`,
+      headers: org.headers,
+    });
+    expect(revoked.statusCode).toBe(204);
+    expect((await gateway.inject({ method: 'GET', url: '/org/usage/current', headers })).statusCode).toBe(401);
   });
 });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Principal } from '@ent/common/auth/scopes';
+import type { Principal, Scope } from '@ent/common/auth/scopes';
 import { sessionTokenFromCookies } from '@ent/common/auth/session-token';
 import { conflict, forbidden, notFound, rateLimited, serviceUnavailable } from '@ent/common/errors/app-error';
 import {
@@ -38,11 +38,16 @@ export interface EvaluateOptions {
 
 export interface Evaluator {
   /**
-   * An onRequest hook that resolves the key `keyOf` reads (401) and checks the "check" scope (403), keeping the
+   * An onRequest hook that resolves the key `keyOf` reads (401) and checks `scope` ("check" unless given; 403), keeping the
    * key on the request. A callback hook: a key already in memory costs no promise. A request with no key at all
    * (nor an Authorization header) may use the console's session cookie instead.
    */
-  authentication(keyOf: (request: FastifyRequest) => string | undefined): onRequestHookHandler;
+  authentication(keyOf: (request: FastifyRequest) => string | undefined, scope?: Scope): onRequestHookHandler;
+  /**
+   * For a route that makes no gate call: the request's key as of the organization's auth version read from Redis
+   * (401 once revoked, as an eval's gate call would find), and `scope` checked again (403).
+   */
+  confirmKey(request: FastifyRequest, authVersion: number, nowMs: number, scope: Scope): Promise<void>;
   /**
    * One eval: one gate call (metered, burst, block), the answer from the LRU, refunded unless it ends 2xx. It
    * sends the reply itself and resolves to nothing, so a route can hand Fastify this very promise from a plain
@@ -66,9 +71,9 @@ function setUsageHeaders(reply: FastifyReply, usage: EvalUsageHeaders | null): v
   if (usage.warn) reply.header('x-svc-eval-warn', usage.warn);
 }
 
-const refuseScope = (principal: Principal) => {
-  if (!principal.scopes.has('check')) {
-    throw forbidden('This API key lacks the "check" scope (or its member\'s role does not allow it).');
+const refuseScope = (principal: Principal, scope: Scope = 'check') => {
+  if (!principal.scopes.has(scope)) {
+    throw forbidden(`This API key lacks the "${scope}" scope (or its member's role does not allow it).`);
   }
 };
 
@@ -117,15 +122,15 @@ export const evaluator = fp(
     app.decorateRequest('knownKey', null);
 
     /** Undefined when decided at once (a key in memory), else the lookup under way. */
-    function authenticate(request: FastifyRequest, key: string | undefined): Promise<void> | undefined {
+    function authenticate(request: FastifyRequest, key: string | undefined, scope: Scope): Promise<void> | undefined {
       const known = key === undefined ? undefined : principals.known(key);
       if (known) {
-        refuseScope(known.principal!);
+        refuseScope(known.principal!, scope);
         request.knownKey = known;
         return undefined;
       }
       return principals.authenticate(key, request.ip).then((looked) => {
-        refuseScope(looked.principal!);
+        refuseScope(looked.principal!, scope);
         request.knownKey = looked;
       });
     }
@@ -134,23 +139,23 @@ export const evaluator = fp(
      * No key: the console's session cookie, checked with admin (401 without one), then for a write (the POST
      * routes) its origin and CSRF token (403), then the "check" scope.
      */
-    function authenticateWithoutKey(request: FastifyRequest): Promise<void> | undefined {
+    function authenticateWithoutKey(request: FastifyRequest, scope: Scope): Promise<void> | undefined {
       const token = request.headers.authorization === undefined ? sessionTokenFromCookies(request.headers.cookie) : undefined;
-      if (token === undefined) return authenticate(request, undefined);
+      if (token === undefined) return authenticate(request, undefined, scope);
       return sessions.authenticate(token, request.ip).then(({ known, csrfHash }) => {
         const crossSite = crossSiteRefusal(request, csrfHash);
         if (crossSite) throw forbidden(crossSite);
-        refuseScope(known.principal!);
+        refuseScope(known.principal!, scope);
         request.knownKey = known;
       });
     }
 
-    const authentication: Evaluator['authentication'] = (keyOf) =>
+    const authentication: Evaluator['authentication'] = (keyOf, scope = 'check') =>
       function authenticateEval(request, _reply, done) {
         let pending: Promise<void> | undefined;
         try {
           const key = keyOf(request);
-          pending = key === undefined ? authenticateWithoutKey(request) : authenticate(request, key);
+          pending = key === undefined ? authenticateWithoutKey(request, scope) : authenticate(request, key, scope);
         } catch (error) {
           return done(error as Error);
         }
@@ -248,7 +253,14 @@ export const evaluator = fp(
       send(request, reply, entry, answer(entry), options);
     }
 
-    app.decorate('evaluator', { authentication, evaluate });
+    async function confirmKey(request: FastifyRequest, authVersion: number, nowMs: number, scope: Scope): Promise<void> {
+      const known = request.knownKey!;
+      const current = await principals.confirm(known, authVersion, nowMs);
+      refuseScope(current.principal!, scope);
+      if (current.principal!.organizationId !== known.principal!.organizationId) throw serviceUnavailable('Retry the request.');
+    }
+
+    app.decorate('evaluator', { authentication, evaluate, confirmKey });
   },
   { name: 'evaluator', dependencies: ['infrastructure', 'metrics', 'principals', 'sessions', 'snapshot-cache', 'meter'] },
 );

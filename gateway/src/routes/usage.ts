@@ -1,0 +1,70 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { serviceUnavailable } from '@ent/common/errors/app-error';
+import type { Arrangement } from '@ent/common/metering/arrangement';
+import { readUsageCounters, usageRecord } from '@ent/common/metering/usage';
+import { commonErrorResponses } from '@ent/common/schemas/common';
+import { UsageRecordSchema } from '@ent/common/schemas/usage';
+
+/** The arrangement as published to Redis (arrangement-put-2.lua); null when Redis holds none. */
+function publishedArrangement([limit, blocking, burst, plan]: (string | null)[]): Arrangement | null {
+  if (burst === null || burst === undefined) return null;
+  return {
+    plan: plan ? plan : null,
+    evalLimit: limit ? Number(limit) : null,
+    blocking: blocking === '1',
+    burstPerSecond: Number(burst),
+  };
+}
+
+/**
+ * `GET /org/usage/current` on the gateway (DESIGN.md §1), from Redis alone: the month's counters and the
+ * arrangement every gate call reads, so the record agrees with the eval headers and keeps answering while admin is
+ * down. The key is confirmed against the organization's auth version as an eval's gate call confirms it.
+ */
+export async function usageRoute(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { evaluator, redis, redisKeys: keys, clock, adminClient } = app;
+  const authenticate = evaluator.authentication((request: FastifyRequest) => {
+    const header = request.headers['x-api-key'];
+    return Array.isArray(header) ? header[0] : header;
+  }, 'subscribers:read');
+
+  async function arrangementFromAdmin(request: FastifyRequest, organizationId: string): Promise<Arrangement> {
+    try {
+      return (await adminClient.organization(organizationId)).arrangement;
+    } catch (error) {
+      request.log.warn({ err: error }, 'usage: no arrangement in Redis and admin unreachable');
+      throw serviceUnavailable('Usage cannot be read right now; retry shortly.');
+    }
+  }
+
+  app.get(
+    '/org/usage/current',
+    {
+      config: { scope: 'subscribers:read' },
+      onRequest: authenticate,
+      schema: { response: { 200: UsageRecordSchema, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const organizationId = request.knownKey!.principal!.organizationId;
+      const nowMs = clock.now();
+      let read;
+      try {
+        read = await Promise.all([
+          redis.hmget(keys.arrangement(organizationId), 'limit', 'blocking', 'burst', 'plan'),
+          readUsageCounters(redis, keys, organizationId, nowMs),
+          redis.hget(keys.auth(organizationId), 'v'),
+        ]);
+      } catch (error) {
+        request.log.warn({ err: error }, 'usage: Redis unreachable');
+        throw serviceUnavailable('Usage cannot be read right now; retry shortly.');
+      }
+      const [fields, counters, authVersion] = read;
+      await evaluator.confirmKey(request, Number(authVersion ?? 0), nowMs, 'subscribers:read');
+      // Redis without the arrangement (new organization, flushed Redis): admin republishes it, as for a gate call.
+      const arrangement = publishedArrangement(fields) ?? (await arrangementFromAdmin(request, organizationId));
+      return usageRecord(arrangement, counters, nowMs);
+    },
+  );
+}
