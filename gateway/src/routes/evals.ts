@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
 import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
@@ -11,7 +11,7 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/common/schemas/evals';
-import type { Answer } from './evaluator.ts';
+import { xApiKeyOf, type Answer } from './evaluator.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
 
@@ -19,10 +19,7 @@ const toJson = (result: CheckResult): string => JSON.stringify(result);
 export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { evaluator } = app;
-  const authenticate = evaluator.authentication((request: FastifyRequest) => {
-    const header = request.headers['x-api-key'];
-    return Array.isArray(header) ? header[0] : header;
-  });
+  const authenticate = evaluator.authentication(xApiKeyOf);
 
   app.post(
     '/org/subscribers/:subscriber_id/entitlements/check',

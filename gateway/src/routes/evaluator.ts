@@ -64,6 +64,12 @@ export interface Evaluator {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** The `X-API-Key` header (Node joins a repeated one with commas, which the key check refuses as malformed). */
+export const xApiKeyOf = (request: FastifyRequest): string | undefined => {
+  const header = request.headers['x-api-key'];
+  return Array.isArray(header) ? header[0] : header;
+};
+
 function setUsageHeaders(reply: FastifyReply, usage: EvalUsageHeaders | null): void {
   if (!usage) return;
   reply.header('x-svc-eval-limit', usage.limit);

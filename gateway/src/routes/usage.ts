@@ -5,6 +5,7 @@ import type { Arrangement } from '@ent/common/metering/arrangement';
 import { readUsageCounters, usageRecord } from '@ent/common/metering/usage';
 import { commonErrorResponses } from '@ent/common/schemas/common';
 import { UsageRecordSchema } from '@ent/common/schemas/usage';
+import { xApiKeyOf } from './evaluator.ts';
 
 /** The arrangement as published to Redis (arrangement-put-2.lua); null when Redis holds none. */
 function publishedArrangement([limit, blocking, burst, plan]: (string | null)[]): Arrangement | null {
@@ -25,10 +26,7 @@ function publishedArrangement([limit, blocking, burst, plan]: (string | null)[])
 export async function usageRoute(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { evaluator, redis, redisKeys: keys, clock, adminClient } = app;
-  const authenticate = evaluator.authentication((request: FastifyRequest) => {
-    const header = request.headers['x-api-key'];
-    return Array.isArray(header) ? header[0] : header;
-  }, 'subscribers:read');
+  const authenticate = evaluator.authentication(xApiKeyOf, 'subscribers:read');
 
   async function arrangementFromAdmin(request: FastifyRequest, organizationId: string): Promise<Arrangement> {
     try {
