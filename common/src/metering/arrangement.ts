@@ -120,3 +120,25 @@ export async function publishArrangement(
   );
   return written === 1;
 }
+
+/** The arrangement as `publishArrangement` wrote it to Redis; null when Redis holds none. */
+export async function readPublishedArrangement(
+  redis: Pick<RedisClient, 'hmget'>,
+  keys: Pick<RedisKeys, 'arrangement'>,
+  organizationId: string,
+): Promise<Arrangement | null> {
+  const [limit, blocking, burst, plan] = await redis.hmget(
+    keys.arrangement(organizationId),
+    'limit',
+    'blocking',
+    'burst',
+    'plan',
+  );
+  if (!burst) return null;
+  return {
+    plan: plan || null,
+    evalLimit: limit ? Number(limit) : null,
+    blocking: blocking === '1',
+    burstPerSecond: Number(burst),
+  };
+}

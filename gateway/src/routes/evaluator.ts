@@ -38,9 +38,9 @@ export interface EvaluateOptions {
 
 export interface Evaluator {
   /**
-   * An onRequest hook that resolves the key `keyOf` reads (401) and checks `scope` ("check" unless given; 403), keeping the
-   * key on the request. A callback hook: a key already in memory costs no promise. A request with no key at all
-   * (nor an Authorization header) may use the console's session cookie instead.
+   * An onRequest hook that resolves the key `keyOf` reads (401) and checks `scope` ("check" unless given; 403),
+   * keeping the key on the request. A callback hook: a key already in memory costs no promise. A request with no
+   * key at all (nor an Authorization header) may use the console's session cookie instead.
    */
   authentication(keyOf: (request: FastifyRequest) => string | undefined, scope?: Scope): onRequestHookHandler;
   /**
@@ -82,6 +82,15 @@ const refuseScope = (principal: Principal, scope: Scope = 'check') => {
     throw forbidden(`This API key lacks the "${scope}" scope (or its member's role does not allow it).`);
   }
 };
+
+/**
+ * The key as re-confirmed after the request began: it must still hold `scope` (403) and still belong to the
+ * organization the request was begun for (else 503: the answer already read would be another's).
+ */
+function refuseChanged(current: KnownKey, organizationId: string, scope: Scope = 'check'): void {
+  refuseScope(current.principal!, scope);
+  if (current.principal!.organizationId !== organizationId) throw serviceUnavailable('Retry the request.');
+}
 
 const subscriberNotFound = (subscriberId: string) =>
   notFound(`No subscriber "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
@@ -128,7 +137,11 @@ export const evaluator = fp(
     app.decorateRequest('knownKey', null);
 
     /** Undefined when decided at once (a key in memory), else the lookup under way. */
-    function authenticate(request: FastifyRequest, key: string | undefined, scope: Scope): Promise<void> | undefined {
+    function authenticate(
+      request: FastifyRequest,
+      key: string | undefined,
+      scope: Scope,
+    ): Promise<void> | undefined {
       const known = key === undefined ? undefined : principals.known(key);
       if (known) {
         refuseScope(known.principal!, scope);
@@ -143,10 +156,13 @@ export const evaluator = fp(
 
     /**
      * No key: the console's session cookie, checked with admin (401 without one), then for a write (the POST
-     * routes) its origin and CSRF token (403), then the "check" scope.
+     * routes) its origin and CSRF token (403), then `scope`.
      */
     function authenticateWithoutKey(request: FastifyRequest, scope: Scope): Promise<void> | undefined {
-      const token = request.headers.authorization === undefined ? sessionTokenFromCookies(request.headers.cookie) : undefined;
+      const token =
+        request.headers.authorization === undefined
+          ? sessionTokenFromCookies(request.headers.cookie)
+          : undefined;
       if (token === undefined) return authenticate(request, undefined, scope);
       return sessions.authenticate(token, request.ip).then(({ known, csrfHash }) => {
         const crossSite = crossSiteRefusal(request, csrfHash);
@@ -161,7 +177,8 @@ export const evaluator = fp(
         let pending: Promise<void> | undefined;
         try {
           const key = keyOf(request);
-          pending = key === undefined ? authenticateWithoutKey(request, scope) : authenticate(request, key, scope);
+          pending =
+            key === undefined ? authenticateWithoutKey(request, scope) : authenticate(request, key, scope);
         } catch (error) {
           return done(error as Error);
         }
@@ -208,16 +225,19 @@ export const evaluator = fp(
       const counted = gate.outcome === 'counted';
       try {
         const confirmed = principals.confirm(known, gate.versions.auth, nowMs);
-        const current = confirmed instanceof Promise ? await confirmed : confirmed;
-        refuseScope(current.principal!);
-        if (current.principal!.organizationId !== organizationId)
-          throw serviceUnavailable('Retry the request.');
+        refuseChanged(confirmed instanceof Promise ? await confirmed : confirmed, organizationId);
         if (gate.outcome === 'rate_limited') throw rateLimited(gate.retryAfterSeconds);
         if (gate.outcome === 'blocked') {
           setUsageHeaders(reply, gate.usage);
           throw blockedError(gate.period);
         }
-        const cachedOrLoading = snapshotCache.entitlements(organizationId, subscriberId, gate.versions, nowMs, held);
+        const cachedOrLoading = snapshotCache.entitlements(
+          organizationId,
+          subscriberId,
+          gate.versions,
+          nowMs,
+          held,
+        );
         const entry = cachedOrLoading instanceof Promise ? await cachedOrLoading : cachedOrLoading;
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         const body = answer(entry);
@@ -245,11 +265,8 @@ export const evaluator = fp(
       answer: Answer,
       options: EvaluateOptions | undefined,
     ): Promise<void> {
-      const current = await principals.confirmWithoutRedis(known, nowMs);
-      refuseScope(current.principal!);
       const organizationId = known.principal!.organizationId;
-      if (current.principal!.organizationId !== organizationId)
-        throw serviceUnavailable('Retry the request.');
+      refuseChanged(await principals.confirmWithoutRedis(known, nowMs), organizationId);
       const blockedIn = blockedOrganizations.get(organizationId);
       if (blockedIn !== undefined && blockedIn === periodOf(nowMs)) throw blockedError(blockedIn);
       const entry = snapshotCache.cached(organizationId, subscriberId, nowMs);
@@ -259,14 +276,24 @@ export const evaluator = fp(
       send(request, reply, entry, answer(entry), options);
     }
 
-    async function confirmKey(request: FastifyRequest, authVersion: number, nowMs: number, scope: Scope): Promise<void> {
+    async function confirmKey(
+      request: FastifyRequest,
+      authVersion: number,
+      nowMs: number,
+      scope: Scope,
+    ): Promise<void> {
       const known = request.knownKey!;
-      const current = await principals.confirm(known, authVersion, nowMs);
-      refuseScope(current.principal!, scope);
-      if (current.principal!.organizationId !== known.principal!.organizationId) throw serviceUnavailable('Retry the request.');
+      refuseChanged(
+        await principals.confirm(known, authVersion, nowMs),
+        known.principal!.organizationId,
+        scope,
+      );
     }
 
     app.decorate('evaluator', { authentication, evaluate, confirmKey });
   },
-  { name: 'evaluator', dependencies: ['infrastructure', 'metrics', 'principals', 'sessions', 'snapshot-cache', 'meter'] },
+  {
+    name: 'evaluator',
+    dependencies: ['infrastructure', 'metrics', 'principals', 'sessions', 'snapshot-cache', 'meter'],
+  },
 );

@@ -1,22 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import type { Arrangement } from '@ent/common/metering/arrangement';
+import { readPublishedArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 import { readUsageCounters, usageRecord } from '@ent/common/metering/usage';
 import { commonErrorResponses } from '@ent/common/schemas/common';
 import { UsageRecordSchema } from '@ent/common/schemas/usage';
 import { xApiKeyOf } from './evaluator.ts';
-
-/** The arrangement as published to Redis (arrangement-put-2.lua); null when Redis holds none. */
-function publishedArrangement([limit, blocking, burst, plan]: (string | null)[]): Arrangement | null {
-  if (burst === null || burst === undefined) return null;
-  return {
-    plan: plan ? plan : null,
-    evalLimit: limit ? Number(limit) : null,
-    blocking: blocking === '1',
-    burstPerSecond: Number(burst),
-  };
-}
 
 /**
  * `GET /org/usage/current` on the gateway (DESIGN.md §1), from Redis alone: the month's counters and the
@@ -50,7 +39,7 @@ export async function usageRoute(fastify: FastifyInstance): Promise<void> {
       let read;
       try {
         read = await Promise.all([
-          redis.hmget(keys.arrangement(organizationId), 'limit', 'blocking', 'burst', 'plan'),
+          readPublishedArrangement(redis, keys, organizationId),
           readUsageCounters(redis, keys, organizationId, nowMs),
           redis.hget(keys.auth(organizationId), 'v'),
         ]);
@@ -58,10 +47,10 @@ export async function usageRoute(fastify: FastifyInstance): Promise<void> {
         request.log.warn({ err: error }, 'usage: Redis unreachable');
         throw serviceUnavailable('Usage cannot be read right now; retry shortly.');
       }
-      const [fields, counters, authVersion] = read;
+      const [published, counters, authVersion] = read;
       await evaluator.confirmKey(request, Number(authVersion ?? 0), nowMs, 'subscribers:read');
       // Redis without the arrangement (new organization, flushed Redis): admin republishes it, as for a gate call.
-      const arrangement = publishedArrangement(fields) ?? (await arrangementFromAdmin(request, organizationId));
+      const arrangement = published ?? (await arrangementFromAdmin(request, organizationId));
       return usageRecord(arrangement, counters, nowMs);
     },
   );
