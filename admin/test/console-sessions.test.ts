@@ -470,6 +470,57 @@ describe('failed sign-ins', () => {
   });
 });
 
+describe('failed sign-ins sent all at once', () => {
+  it('lets no more guesses be checked than the account allows, even in parallel: the right one among them is 429', async () => {
+    const user = await signUp(ctx, 'parallel');
+    const guesses = Array.from({ length: 20 }, (_, i) => (i === 12 ? user.password : `guess ${i}`));
+    const answers = await Promise.all(
+      guesses.map((password, i) => signIn(ctx, { ...user, password, ip: `10.8.${i}.1` })),
+    );
+    const statuses = answers.map((res) => res.statusCode);
+    expect(statuses.filter((status) => status === 401).length + statuses.filter((s) => s === 200).length).toBe(5);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(15);
+  });
+
+  it('lets no more guesses through from one address than its limit, in parallel', async () => {
+    const user = await signUp(ctx, 'paraddr');
+    const ip = uniqueAccount().ip;
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        signIn(ctx, { slug: user.slug, email: `guess-${i}@example.com`, password: 'guess', ip }),
+      ),
+    );
+    const statuses = answers.map((res) => res.statusCode);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(30);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(10);
+  });
+
+  it('gives the place back on a correct password: the address is charged for failures only', async () => {
+    const user = await signUp(ctx, 'giveback');
+    const ip = uniqueAccount().ip;
+    for (let i = 0; i < 40; i++) expect((await signIn(ctx, { ...user, ip })).statusCode).toBe(200);
+    for (let i = 0; i < 30; i++) {
+      expect((await signIn(ctx, { ...user, email: `x-${i}@example.com`, ip })).statusCode).toBe(401);
+    }
+    expectErrorBody(await signIn(ctx, { ...user, ip }), 429, 'RATE_LIMITED');
+  });
+
+  it('checks no more current passwords at once than the account allows', async () => {
+    const user = await signUp(ctx, 'parpw');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        user.call('POST', '/console/api/password', {
+          current_password: `wrong ${i}`,
+          new_password: 'another long password',
+        }),
+      ),
+    );
+    const statuses = answers.map((res) => res.statusCode);
+    expect(statuses.filter((status) => status === 422)).toHaveLength(5);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(7);
+  });
+});
+
 describe('console writes come from our own origin', () => {
   it('refuses a sign-in posted by another site', async () => {
     const user = await signUp(ctx, 'loginx');

@@ -41,6 +41,13 @@ describe('sign-ups per client address', () => {
     }
   });
 
+  it('admits no more sign-ups than the limit when they arrive all at once', async () => {
+    const ip = uniqueAccount().ip;
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => signUpFrom(ip, `par${i}`)));
+    const statuses = answers.map((res) => res.statusCode).sort();
+    expect(statuses).toEqual([201, 201, 429, 429, 429, 429, 429, 429]);
+  });
+
   it('makes no organization for a refused sign-up', async () => {
     const ip = uniqueAccount().ip;
     expect((await signUpFrom(ip)).statusCode).toBe(201);

@@ -11,11 +11,14 @@ const SCRIPTS = {
   evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-7.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },
-  windowCount: { numberOfKeys: 1, lua: lua('window-count-1.lua') },
+  windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },
+  windowGiveBack: { numberOfKeys: 1, lua: lua('window-give-back-1.lua') },
 } as const;
 
 type Reply = Promise<number | number[]>;
-export type ScriptCommands = { [Name in keyof typeof SCRIPTS]: (...keysAndArgs: (string | number)[]) => Reply };
+export type ScriptCommands = {
+  [Name in keyof typeof SCRIPTS]: (...keysAndArgs: (string | number)[]) => Reply;
+};
 
 /**
  * Defines every script on a client (EVALSHA, falling back to EVAL after a Redis restart), once. createRedis does
@@ -27,7 +30,8 @@ export type ScriptCommands = { [Name in keyof typeof SCRIPTS]: (...keysAndArgs: 
 export function withScripts<T extends RedisClient>(redis: T): T & ScriptCommands {
   const target = redis as T & ScriptCommands;
   for (const [name, definition] of Object.entries(SCRIPTS)) {
-    if (typeof (target as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, definition);
+    if (typeof (target as unknown as Record<string, unknown>)[name] !== 'function')
+      redis.defineCommand(name, definition);
   }
   return target;
 }

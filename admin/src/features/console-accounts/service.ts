@@ -19,7 +19,7 @@ import { assertInvitePending, redeemInvite } from '../invites/service.ts';
 import { insertMember } from '../members/store.ts';
 import { insertOrganization } from '../provisioning/create-organization.ts';
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
-import { signInRateLimited, type SignInLimiter } from './sign-in-limiter.ts';
+import { signInRateLimited, type SignInAttempt, type SignInLimiter } from './sign-in-limiter.ts';
 import type { SignUpLimiter } from './sign-up-limiter.ts';
 import { findPasswordHash, findSignInCandidate, setPasswordHash } from './store.ts';
 
@@ -88,6 +88,27 @@ export async function signUp(
 }
 
 /**
+ * A password check under the sign-in limits: 429 before it runs when the account or address has used its failures;
+ * otherwise it holds a place in both (a failure, unless the caller then says `succeeded`), and gives them back
+ * if the check itself fails to reach a verdict.
+ */
+async function limitedCheck<T>(
+  limiter: SignInLimiter,
+  attempt: SignInAttempt,
+  now: Date,
+  check: () => Promise<T>,
+): Promise<T> {
+  const wait = await limiter.reserve(attempt, now.getTime());
+  if (wait > 0) throw signInRateLimited(wait);
+  try {
+    return await check();
+  } catch (error) {
+    await limiter.abandoned(attempt).catch(() => {});
+    throw error;
+  }
+}
+
+/**
  * Limited first (429 before any password is checked), then the person is looked up by organization slug and
  * email; a person who does not exist (or has no password, or is suspended) costs the same scrypt as one who does.
  */
@@ -99,20 +120,14 @@ export async function signIn(
   now: Date,
 ): Promise<SignedIn> {
   const attempt = { organization: input.organization, email: input.email, ip };
-  const wait = await settings.limiter.retryAfter(attempt, now.getTime());
-  if (wait > 0) throw signInRateLimited(wait);
-  const candidate = await findSignInCandidate(
-    db,
-    input.organization.trim().toLowerCase(),
-    input.email.trim(),
-  );
-  const matches = candidate?.password_hash
-    ? await verifyPassword(input.password, candidate.password_hash)
-    : await verifyNothing(input.password);
-  if (!candidate || !matches || candidate.status !== 'active') {
-    await settings.limiter.failed(attempt, now.getTime());
-    throw wrongCredentials();
-  }
+  const candidate = await limitedCheck(settings.limiter, attempt, now, async () => {
+    const found = await findSignInCandidate(db, input.organization.trim().toLowerCase(), input.email.trim());
+    const matches = found?.password_hash
+      ? await verifyPassword(input.password, found.password_hash)
+      : await verifyNothing(input.password);
+    return found && matches && found.status === 'active' ? found : undefined;
+  });
+  if (!candidate) throw wrongCredentials();
   await settings.limiter.succeeded(attempt);
   const who = { organizationId: candidate.organization_id, memberId: candidate.member_id };
   return signedIn(db, await startSession(db, who, now, settings.sessionLifetimeMs), now);
@@ -131,16 +146,12 @@ export async function changePassword(
   now: Date,
 ): Promise<void> {
   const attempt = { organization: session.organization.slug, email: session.member.email, ip };
-  const wait = await settings.limiter.retryAfter(attempt, now.getTime());
-  if (wait > 0) throw signInRateLimited(wait);
-  const stored = await findPasswordHash(db, session.memberId);
-  const matches = stored
-    ? await verifyPassword(input.current_password, stored)
-    : await verifyNothing(input.current_password);
-  if (!matches) {
-    await settings.limiter.failed(attempt, now.getTime());
-    throw validationError('The current password is wrong.', { field: 'current_password' });
-  }
+  const matches = await limitedCheck(settings.limiter, attempt, now, async () => {
+    const stored = await findPasswordHash(db, session.memberId);
+    return stored ? verifyPassword(input.current_password, stored) : verifyNothing(input.current_password);
+  });
+  if (!matches) throw validationError('The current password is wrong.', { field: 'current_password' });
+  await settings.limiter.succeeded(attempt);
   const passwordHash = await hashPassword(input.new_password);
   const who = { organizationId: session.organizationId, memberId: session.memberId };
   await db.transaction().execute(async (trx) => {

@@ -23,11 +23,16 @@ export interface SignInAttempt {
 }
 
 export interface SignInLimiter {
-  /** 0 when the attempt may be checked, else the whole seconds until it may (Retry-After). */
-  retryAfter(attempt: SignInAttempt, nowMs: number): Promise<number>;
-  failed(attempt: SignInAttempt, nowMs: number): Promise<void>;
-  /** A correct password: the account's failures are forgotten (the address's are not). */
+  /**
+   * 0 when the attempt may be checked, else the whole seconds until it may (Retry-After). An attempt let through
+   * holds a place in both of its counters until it ends: it counts as a failure unless `succeeded` or `abandoned`
+   * gives the places back, so concurrent guesses cannot all pass while the first is being checked.
+   */
+  reserve(attempt: SignInAttempt, nowMs: number): Promise<number>;
+  /** A correct password: the account's failures are forgotten, and the address's place is given back. */
   succeeded(attempt: SignInAttempt): Promise<void>;
+  /** The check never reached a verdict (the database failed): both places are given back. */
+  abandoned(attempt: SignInAttempt): Promise<void>;
 }
 
 /** Without its counters a sign-in could be guessed at freely, so it waits for Redis rather than going unlimited. */
@@ -48,40 +53,37 @@ const accountDigest = ({ organization, email }: SignInAttempt): string =>
 
 /**
  * Failed sign-ins counted in Redis (every admin process sees the same counts), each counter a window that opens
- * at its first failure (window-count-1.lua). Checked before the password is, so a limited account or
- * address learns nothing, even from the right password.
+ * at its first failure. A place is taken in both before the password is checked (window-take-1.lua: the check and
+ * the count in one step), so a limited account or address learns nothing, even from the right password.
  */
 export function signInLimiter(redis: RedisClient, keys: RedisKeys): SignInLimiter {
   const scripts = withScripts(redis);
-  const counters = (attempt: SignInAttempt) => [
-    { key: keys.signInFailures(accountDigest(attempt)), limit: SIGN_IN_FAILURES_PER_ACCOUNT },
-    { key: keys.signInAddressFailures(clientKey(attempt.ip)), limit: SIGN_IN_FAILURES_PER_ADDRESS },
-  ];
-
-  async function secondsLeft(key: string, limit: number, nowMs: number): Promise<number> {
-    const [count, since] = (await redis.hmget(key, 'count', 'since')).map(Number);
-    if (!count || !since || count < limit) return 0;
-    const leftMs = since + SIGN_IN_WINDOW_MS - nowMs;
-    return leftMs > 0 ? Math.ceil(leftMs / 1000) : 0;
-  }
+  const accountKey = (attempt: SignInAttempt) => keys.signInFailures(accountDigest(attempt));
+  const addressKey = (attempt: SignInAttempt) => keys.signInAddressFailures(clientKey(attempt.ip));
+  const take = async (key: string, limit: number, nowMs: number): Promise<number> => {
+    const waitMs = Number(await scripts.windowTake(key, nowMs, SIGN_IN_WINDOW_MS, limit));
+    return waitMs > 0 ? Math.ceil(waitMs / 1000) : 0;
+  };
 
   return {
-    retryAfter: (attempt, nowMs) =>
+    reserve: (attempt, nowMs) =>
       unlessRedisFails(async () => {
-        const waits = await Promise.all(
-          counters(attempt).map(({ key, limit }) => secondsLeft(key, limit, nowMs)),
-        );
-        return Math.max(...waits);
-      }),
-    failed: (attempt, nowMs) =>
-      unlessRedisFails(async () => {
-        await Promise.all(
-          counters(attempt).map(({ key }) => scripts.windowCount(key, nowMs, SIGN_IN_WINDOW_MS)),
-        );
+        const addressWait = await take(addressKey(attempt), SIGN_IN_FAILURES_PER_ADDRESS, nowMs);
+        if (addressWait > 0) return addressWait;
+        const accountWait = await take(accountKey(attempt), SIGN_IN_FAILURES_PER_ACCOUNT, nowMs);
+        if (accountWait > 0) await scripts.windowGiveBack(addressKey(attempt));
+        return accountWait;
       }),
     succeeded: (attempt) =>
       unlessRedisFails(async () => {
-        await redis.del(keys.signInFailures(accountDigest(attempt)));
+        await Promise.all([redis.del(accountKey(attempt)), scripts.windowGiveBack(addressKey(attempt))]);
+      }),
+    abandoned: (attempt) =>
+      unlessRedisFails(async () => {
+        await Promise.all([
+          scripts.windowGiveBack(accountKey(attempt)),
+          scripts.windowGiveBack(addressKey(attempt)),
+        ]);
       }),
   };
 }

@@ -14,31 +14,24 @@ const signUpRateLimited = (retryAfterSeconds: number) =>
 /**
  * Sign-up is the one route anyone may call that makes rows (an organization, a member) and spends a scrypt hash:
  * each client address (IPv6: its /64) may start `perHour` of them per window, which opens at its first sign-up.
- * Counted before the password is hashed, in Redis so every admin process shares the count; 0 turns sign-up off.
+ * Counted before the password is hashed, in one step with the check (window-take-1.lua: concurrent sign-ups
+ * cannot all pass on the same free place), in Redis so every admin process shares the count; 0 turns sign-up off.
  */
 export function signUpLimiter(redis: RedisClient, keys: RedisKeys, perHour: number) {
   const scripts = withScripts(redis);
   return {
     /** Counts the attempt, or throws 429 (with Retry-After) once the address has used its sign-ups. */
     async admit(ip: string, nowMs: number): Promise<void> {
-      const key = keys.signUpsFromAddress(clientKey(ip));
-      let stored: (string | null)[];
-      try {
-        stored = await redis.hmget(key, 'count', 'since');
-      } catch {
-        throw serviceUnavailable('Sign-up cannot be checked right now; retry shortly.');
-      }
-      const count = Number(stored[0] ?? 0);
-      const since = Number(stored[1] ?? 0);
-      if (stored[1] && count >= perHour && nowMs - since < SIGN_UP_WINDOW_MS) {
-        throw signUpRateLimited(Math.max(1, Math.ceil((since + SIGN_UP_WINDOW_MS - nowMs) / 1000)));
-      }
       if (perHour === 0) throw signUpRateLimited(Math.ceil(SIGN_UP_WINDOW_MS / 1000));
+      let waitMs: number;
       try {
-        await scripts.windowCount(key, nowMs, SIGN_UP_WINDOW_MS);
+        waitMs = Number(
+          await scripts.windowTake(keys.signUpsFromAddress(clientKey(ip)), nowMs, SIGN_UP_WINDOW_MS, perHour),
+        );
       } catch {
         throw serviceUnavailable('Sign-up cannot be checked right now; retry shortly.');
       }
+      if (waitMs > 0) throw signUpRateLimited(Math.max(1, Math.ceil(waitMs / 1000)));
     },
   };
 }
