@@ -1,7 +1,7 @@
 import { systemClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { assertSecretsKeyringUsable } from '@ent/common/crypto/keyring';
-import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
+import { followStarter } from '@ent/common/process/exit-with-parent';
 import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
@@ -13,8 +13,7 @@ import { startWorkers } from './jobs/start-workers.ts';
 
 const config = loadConfig();
 assertSecretsKeyringUsable(config.secretsKey);
-const parentPid = parentToFollow();
-if (parentPid) exitWithParent(parentPid);
+followStarter('worker');
 const db = createDb(config.databaseUrl);
 const redis = createRedis(config);
 const queues = createQueues(config);

@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const alive = (pid: number): boolean => {
@@ -11,22 +15,60 @@ const alive = (pid: number): boolean => {
   }
 };
 
+/** Waits up to 10 s for `pid` to end; kills it if it does not. How long it took, ms. */
+async function waitForExit(pid: number): Promise<number> {
+  let waitedMs = 0;
+  while (alive(pid) && waitedMs < 10_000) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    waitedMs += 100;
+  }
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
+  return waitedMs;
+}
+
 describe('exitWithParent', () => {
   it('ends a process once the process that started it is killed, so npm start leaves nothing on its ports', async () => {
-    const parent = spawn(process.execPath, ['--import', 'tsx', new URL('./fixtures/exit-with-parent-parent.ts', import.meta.url).pathname], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const parent = spawn(
+      process.execPath,
+      ['--import', 'tsx', new URL('./fixtures/exit-with-parent-parent.ts', import.meta.url).pathname],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     const [chunk] = (await once(parent.stdout!, 'data')) as [Buffer];
     const childPid = Number(chunk.toString().trim());
     expect(alive(childPid)).toBe(true);
 
     parent.kill('SIGKILL');
-    let waitedMs = 0;
-    while (alive(childPid) && waitedMs < 10_000) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      waitedMs += 100;
+    expect(await waitForExit(childPid)).toBeLessThan(10_000);
+  });
+
+  it('ends a service run as `npm run <script>` once npm alone is sent SIGTERM (no orphan left on its port)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'follow-starter-'));
+    try {
+      const tsx = createRequire(import.meta.url).resolve('tsx');
+      const fixture = new URL('./fixtures/follow-starter-service.ts', import.meta.url).pathname;
+      writeFileSync(
+        join(dir, 'package.json'),
+        JSON.stringify({
+          name: 'follow-starter',
+          private: true,
+          scripts: { svc: `node --import ${tsx} ${fixture}` },
+        }),
+      );
+      const npm = spawn('npm', ['run', '--silent', 'svc'], {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const [chunk] = (await once(npm.stdout!, 'data')) as [Buffer];
+      const servicePid = Number(chunk.toString().trim());
+      expect(alive(servicePid)).toBe(true);
+      expect(servicePid).not.toBe(npm.pid);
+
+      npm.kill('SIGTERM');
+      expect(await waitForExit(servicePid)).toBeLessThan(10_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    if (alive(childPid)) process.kill(childPid, 'SIGKILL');
-    expect(waitedMs).toBeLessThan(10_000);
   });
 });

@@ -1,11 +1,10 @@
 import { loadConfig } from '@ent/common/config';
-import { exitWithParent, parentToFollow } from '@ent/common/process/exit-with-parent';
+import { followStarter } from '@ent/common/process/exit-with-parent';
 import { serve } from '@ent/common/process/serve';
 import { buildGatewayApp } from './app.ts';
 
 const config = loadConfig();
-const parentPid = parentToFollow();
-if (parentPid) exitWithParent(parentPid);
+followStarter('gateway');
 const app = await buildGatewayApp({ config });
 
 await serve(
