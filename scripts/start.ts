@@ -7,7 +7,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@ent/common/config';
-import { randomToken } from '@ent/common/crypto/secrets';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
@@ -21,8 +20,8 @@ process.env.ADMIN_METRICS_PORT ||= '9465';
 const config = loadConfig();
 const log = (message: string) => process.stdout.write(`[start] ${message}\n`);
 
-// Admin and gateway must share one; a fresh random one per run keeps /internal closed even to local users.
-if (!process.env.INTERNAL_TOKEN) process.env.INTERNAL_TOKEN = randomToken(32);
+// INTERNAL_TOKEN is passed through as given. Unset (the default), admin's /internal routes answer loopback peers
+// only, so a gateway added later with `npm run gateway` works as DESIGN.md §4 promises, with nothing to copy.
 
 const services = spawnSync('bash', ['scripts/ensure-services.sh'], { cwd: root, stdio: 'inherit' });
 if (services.status !== 0) process.exit(services.status ?? 1);
