@@ -9,9 +9,30 @@ interface PgError {
   constraint?: string;
 }
 
-// Connection-level failures (socket errors, Postgres shutting down or unreachable, pool timeouts).
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
-const CONNECTION_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Connection is closed/i];
+// Connection-level failures (socket errors, Postgres shutting down, unreachable or not answering in time, pool
+// timeouts, a statement cancelled by its timeout). A paused Postgres shows up as node-postgres's own read timeout
+// and then as a client "not queryable" on the rollback: both were 500s under a black-box fault audit.
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  '57014',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
+const CONNECTION_MESSAGES = [
+  /Connection terminated/i,
+  /timeout exceeded when trying to connect/i,
+  /Connection is closed/i,
+  /Query read timeout/i,
+  /is not queryable/i,
+];
 
 function isConnectionFailure(error: Error): boolean {
   const code = (error as PgError).code;
@@ -45,9 +66,14 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   }
   const pg = error as PgError;
   if (isConnectionFailure(error)) {
-    return new AppError(503, 'SERVICE_UNAVAILABLE', 'A backing service is unreachable right now; retry with backoff.');
+    return new AppError(
+      503,
+      'SERVICE_UNAVAILABLE',
+      'A backing service is unreachable right now; retry with backoff.',
+    );
   }
-  if (pg.code === '23505') return new AppError(409, 'CONFLICT', 'A resource with that identifier already exists.');
+  if (pg.code === '23505')
+    return new AppError(409, 'CONFLICT', 'A resource with that identifier already exists.');
   if (pg.code === '22P02' || pg.code === '22003' || pg.code === '23514') {
     return validationError('A value is out of range or malformed.');
   }
@@ -76,7 +102,11 @@ export const errorHandling = fp(
       return sendError(request, reply, appError);
     });
     app.setNotFoundHandler((request, reply) =>
-      sendError(request, reply, new AppError(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+      sendError(
+        request,
+        reply,
+        new AppError(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`),
+      ),
     );
     // A callback hook (no promise per request): every response, errors included, carries the id.
     app.addHook('onRequest', (request, reply, done) => {
