@@ -4,8 +4,11 @@ import { loadConfig, type Config } from '@ent/common/config';
 import { createDb } from '@ent/common/db/connect';
 import type { Database } from '@ent/common/db/database';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { buildAdminApp, type AdminApp } from '../admin/src/app.ts';
-import { createOrganization, type CreatedOrganization } from '../admin/src/features/provisioning/create-organization.ts';
+import { buildAdminApp, type AdminApp, type AdminAppOptions } from '../admin/src/app.ts';
+import {
+  createOrganization,
+  type CreatedOrganization,
+} from '../admin/src/features/provisioning/create-organization.ts';
 import { createTestDatabase, type TestDatabase } from './databases.ts';
 import { deleteKeys, testRedisPrefix } from './redis-keys.ts';
 
@@ -38,7 +41,12 @@ export function testConfig(database: TestDatabase, overrides: Partial<Config> = 
 
 /** One admin app on its own database and Redis prefix; call `close()` in afterAll. */
 export async function createAdminContext(
-  options: { clock?: Clock; config?: Partial<Config>; consoleDistDir?: string } = {},
+  options: {
+    clock?: Clock;
+    config?: Partial<Config>;
+    consoleDistDir?: string;
+    relayFollowUp?: AdminAppOptions['relayFollowUp'];
+  } = {},
 ): Promise<AdminTestContext> {
   const database = await createTestDatabase();
   const config = testConfig(database, options.config);
@@ -52,7 +60,15 @@ export async function createAdminContext(
   const ownerDb = createDb(config.databaseOwnerUrl, { max: 2 });
   const redis = createRedis(config);
   const clock = options.clock ?? systemClock;
-  const app = await buildAdminApp({ config, clock, db, redis, logger: false, consoleDistDir: options.consoleDistDir });
+  const app = await buildAdminApp({
+    config,
+    clock,
+    db,
+    redis,
+    logger: false,
+    consoleDistDir: options.consoleDistDir,
+    relayFollowUp: options.relayFollowUp,
+  });
   await app.ready();
   return {
     app,
@@ -81,7 +97,10 @@ export interface TestOrganization extends CreatedOrganization {
   headers: Record<string, string>;
 }
 
-export async function createTestOrganization(db: Kysely<Database>, name = 'Test org'): Promise<TestOrganization> {
+export async function createTestOrganization(
+  db: Kysely<Database>,
+  name = 'Test org',
+): Promise<TestOrganization> {
   const created = await createOrganization(db, name);
   return { ...created, headers: { 'x-api-key': created.api_key } };
 }

@@ -19,7 +19,7 @@ import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
 import { writePipeline } from './plugins/write-pipeline.ts';
 import { routes } from './routes.ts';
-import { snapshots } from './features/snapshots/plugin.ts';
+import { snapshots, type SnapshotsOptions } from './features/snapshots/plugin.ts';
 
 export interface AdminAppOptions {
   config: Config;
@@ -29,6 +29,8 @@ export interface AdminAppOptions {
   logger?: FastifyServerOptions['logger'];
   /** The console's build to serve at /console (tests point it elsewhere; console/dist by default). */
   consoleDistDir?: string;
+  /** Admin's own outbox relay passes after an undelivered write-through (features/outbox/follow-up.ts). */
+  relayFollowUp?: SnapshotsOptions['relayFollowUp'];
 }
 
 export type AdminApp = FastifyInstance;
@@ -46,13 +48,18 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
 
   await app.register(errorHandling);
   await app.register(strictRoutes);
-  await app.register(infrastructure, { config, clock: options.clock ?? systemClock, db: options.db, redis: options.redis });
+  await app.register(infrastructure, {
+    config,
+    clock: options.clock ?? systemClock,
+    db: options.db,
+    redis: options.redis,
+  });
   await app.register(queues);
   await app.register(openapi);
   await app.register(health);
   await app.register(metrics);
   await app.register(writePipeline);
-  await app.register(snapshots);
+  await app.register(snapshots, { relayFollowUp: options.relayFollowUp });
   await app.register(authentication);
   await app.register(audit);
   await app.register(routes, { consoleDistDir: options.consoleDistDir });

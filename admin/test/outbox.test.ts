@@ -15,7 +15,8 @@ let org: TestOrganization;
 let api: ReturnType<typeof catalogClient>;
 
 beforeAll(async () => {
-  ctx = await createAdminContext();
+  // The relay is driven by hand here: admin's own follow-up passes would race these assertions.
+  ctx = await createAdminContext({ relayFollowUp: false });
   org = await createTestOrganization(ctx.db, 'Outbox org');
   api = catalogClient(injector(ctx.app), org.headers);
   await api.feature('seats', 'limit');

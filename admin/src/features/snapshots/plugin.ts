@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { internalAccess } from '../../plugins/internal-access.ts';
 import type { WriteContext } from '../../plugins/write-pipeline.ts';
+import { createRelayFollowUp, defaultRelayFollowUp, type RelayFollowUpOptions } from '../outbox/follow-up.ts';
 import { createOutboxRelay } from '../outbox/relay.ts';
+import { outboxLag } from '../outbox/store.ts';
 import { createSnapshotPublisher, type SnapshotPublisher } from './publisher.ts';
 import { internalSnapshotRoutes } from './routes.ts';
 
@@ -19,8 +21,13 @@ declare module 'fastify' {
  * whatever this fast path could not (Redis down, admin killed after the commit). Also serves the internal
  * rebuild routes gateways call on a Redis miss.
  */
-export const snapshots = fp(
-  async function snapshots(app: FastifyInstance) {
+export interface SnapshotsOptions {
+  /** Admin's own relay passes after an undelivered write-through; false leaves them to the worker (tests of the relay). */
+  relayFollowUp?: RelayFollowUpOptions | false;
+}
+
+export const snapshots = fp<SnapshotsOptions>(
+  async function snapshots(app: FastifyInstance, options) {
     const publisher = createSnapshotPublisher({
       db: app.db,
       redis: app.redis,
@@ -30,11 +37,31 @@ export const snapshots = fp(
     });
     app.decorate('snapshots', publisher);
 
+    const relay = createOutboxRelay({ db: app.db, publisher });
+    const followUpOptions = options.relayFollowUp ?? defaultRelayFollowUp;
+    const followUp =
+      followUpOptions === false
+        ? null
+        : createRelayFollowUp(
+            {
+              relay,
+              undone: async () => (await outboxLag(app.db)).undone,
+              redisReady: () => app.redis.status === 'ready',
+              log: app.log,
+            },
+            followUpOptions,
+          );
+    app.addHook('onClose', async () => followUp?.close());
+
     app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteContext) => {
       const organizationId = request.principal?.organizationId;
       if (!organizationId) return;
+      const undelivered = write.catalogChanged || write.subscribersChanged.size > 0 || write.authChanged;
       // Redis unreachable: every publish would wait for its command timeout; the relay will do it.
-      if (app.redis.status !== 'ready') return;
+      if (app.redis.status !== 'ready') {
+        if (undelivered) followUp?.schedule();
+        return;
+      }
       const steps: Promise<unknown>[] = [];
       if (write.catalogChanged) steps.push(publisher.publishCatalog(organizationId));
       if (write.subscribersChanged.size > 0) {
@@ -43,16 +70,20 @@ export const snapshots = fp(
       if (write.authChanged) steps.push(publisher.publishAuth(organizationId));
       const results = await Promise.allSettled(steps);
       const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-      if (failed) throw failed.reason;
+      if (failed) {
+        followUp?.schedule();
+        throw failed.reason;
+      }
     });
 
-    // One relay pass as admin starts listening: what an admin killed after a commit left undone is published
-    // now, not only once a worker runs. Not awaited: admin answers meanwhile.
-    const relay = createOutboxRelay({ db: app.db, publisher });
+    // Relay passes as admin starts listening: what an admin killed after a commit left undone is published now,
+    // not only once a worker runs, and again while some is left. Not awaited: admin answers meanwhile.
     app.addHook('onListen', async () => {
-      void relay
-        .drainOnce()
-        .catch((error: unknown) => app.log.warn({ err: error }, 'outbox relay pass at start failed'));
+      if (followUp) followUp.schedule(0);
+      else
+        void relay
+          .drainOnce()
+          .catch((error: unknown) => app.log.warn({ err: error }, 'outbox relay pass at start failed'));
     });
 
     await app.register(async (internal) => {
