@@ -111,6 +111,33 @@ describe('invites', () => {
     ).rejects.toThrow();
   });
 
+  it("goes with its maker's rights: a demotion revokes the invites above the new role, a suspension all the rest", async () => {
+    const maker = await createKeyWithScopes(ctx.db, org.organization_id, [], 'admin');
+    const asMaker = caller(ctx, maker.apiKey);
+    const made = async (role: string) => tokenOf((await asMaker.post('/org/invites', { role })).json().url);
+    const [forAdmin, forDeveloper, forViewer, forViewerToo] = [
+      await made('admin'),
+      await made('developer'),
+      await made('viewer'),
+      await made('viewer'),
+    ];
+    const redeem = (token: string, email: string) =>
+      redeemInvite(ctx.db, token, { email }, new Date(clock.now())).then(
+        (member) => member.role,
+        (error: { status?: number; details?: { reason?: string } }) => `${error.status} ${error.details?.reason}`,
+      );
+
+    expect((await api.patch(`/org/members/${maker.memberId}`, { role: 'developer' })).statusCode).toBe(200);
+    expect(await redeem(forAdmin, 'would-be-admin@example.com')).toBe('409 revoked');
+    expect(await redeem(forDeveloper, 'developer@example.com')).toBe('developer');
+
+    expect((await api.patch(`/org/members/${maker.memberId}`, { status: 'suspended' })).statusCode).toBe(200);
+    expect(await redeem(forViewer, 'viewer@example.com')).toBe('409 revoked');
+    // Reactivated, the maker does not bring the revoked invites back.
+    expect((await api.patch(`/org/members/${maker.memberId}`, { status: 'active' })).statusCode).toBe(200);
+    expect(await redeem(forViewerToo, 'viewer-too@example.com')).toBe('409 revoked');
+  });
+
   it('validates bodies (422) and query strings', async () => {
     expect((await api.post('/org/invites', { role: 'owner' })).statusCode).toBe(422);
     expect((await api.post('/org/invites', { role: 'viewer', email: 'nope' })).statusCode).toBe(422);

@@ -76,6 +76,31 @@ export async function revokeInviteRow(db: Db, inviteId: string, now: Date): Prom
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * Revokes the live invites `memberId` made for a role in `roles` (all of them: pass every role): an invite acts
+ * with its maker's rights, so one that outlives them (the maker removed, suspended or demoted) must not hand them
+ * out. Returns how many were revoked.
+ */
+export async function revokeInvitesMadeBy(
+  db: Db,
+  organizationId: string,
+  memberId: string,
+  roles: readonly string[],
+  now: Date,
+): Promise<number> {
+  if (roles.length === 0) return 0;
+  const result = await db
+    .updateTable('invites')
+    .set({ revoked_at: now, token_ciphertext: null })
+    .where('organization_id', '=', organizationId)
+    .where('created_by_member_id', '=', memberId)
+    .where('role', 'in', roles)
+    .where('revoked_at', 'is', null)
+    .where('accepted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Marks the invite of this token accepted, once and only while it is live; undefined otherwise. */
 export function acceptInviteRow(
   trx: Transaction<Database>,

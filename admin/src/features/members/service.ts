@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { ROLE_RANK, type Principal, type Role } from '@ent/common/auth/scopes';
+import { ROLE_RANK, ROLES, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
@@ -8,6 +8,7 @@ import { lockOrganization } from '../organization/store.ts';
 import { endMemberSessions } from '../console-sessions/service.ts';
 import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
+import { revokeInvitesMadeBy } from '../invites/store.ts';
 import {
   countOtherActiveAdmins,
   findMember,
@@ -79,7 +80,8 @@ const grantsRights = (before: Member, role: Role, status: Member['status']): boo
 
 /**
  * Role and status changes. `removed` is final and revokes the member's keys; suspending or removing ends the
- * member's console sessions; the last active admin can neither be demoted, suspended nor removed.
+ * member's console sessions and revokes the invites they made, and a demotion revokes those they made for a role
+ * above the new one; the last active admin can neither be demoted, suspended nor removed.
  */
 export async function updateMember(
   db: Kysely<Database>,
@@ -112,6 +114,9 @@ export async function updateMember(
     const member = await updateMemberRow(trx, memberId, { role, status });
     if (status === 'removed') await revokeMemberKeys(trx, organizationId, memberId);
     if (status !== 'active') await endMemberSessions(trx, { organizationId, memberId }, now);
+    // Invites this member made for a role they no longer hold (every role, once not active) go with it.
+    const outranking = ROLES.filter((invited) => status !== 'active' || ROLE_RANK[invited] > ROLE_RANK[role]);
+    await revokeInvitesMadeBy(trx, organizationId, memberId, outranking, now);
     await bumpAuthVersion(trx, organizationId);
     return { member, details };
   });
