@@ -8,7 +8,7 @@ import {
 import type { VerifiedSubscriber } from '@ent/common/metering/contract';
 import { decodeGateReply, gateArguments, MeteringError } from '@ent/common/metering/meter';
 import { GRACE_PERIOD_MS, nextPeriodStartMs, periodOf, usageTtlMs } from '@ent/common/metering/period';
-import { headerWarn, usageRecord, usageWarn } from '@ent/common/metering/usage';
+import { headerWarn, uncountedUsage, usageRecord, usageWarn } from '@ent/common/metering/usage';
 
 const at = (iso: string) => Date.parse(iso);
 const NOW = at('2026-02-10T08:00:00.000Z');
@@ -50,6 +50,17 @@ describe('header warn (X-Svc-Eval-Warn)', () => {
   it('is null without a cap, and grace once evals stop', () => {
     expect(headerWarn({ evalLimit: null, blocking: true }, 10 ** 9)).toBeNull();
     expect(headerWarn(capped(10, true), 10, true)).toBe('grace');
+  });
+
+  it('leaves out an answer not counted after all (a 304), warning included', () => {
+    expect(uncountedUsage({ limit: 10, used: 11, warn: 'grace', blocking: true })).toEqual({
+      limit: 10,
+      used: 10,
+      warn: '100',
+      blocking: true,
+    });
+    expect(uncountedUsage({ limit: 10, used: 8, warn: '80', blocking: false })).toMatchObject({ used: 7, warn: null });
+    expect(uncountedUsage({ limit: 0, used: 0, warn: '100', blocking: true })).toMatchObject({ used: 0, warn: '100' });
   });
 });
 
@@ -224,14 +235,14 @@ describe('gate reply mapping', () => {
 
   it('maps every code and rejects an unknown one', () => {
     expect(decodeGateReply(reply(10, 7, read(0, 2)), [evalOf('a')])).toEqual([
-      { outcome: 'counted', versions: versions(2), usage: { limit: 10, used: 8, warn: '80' } },
+      { outcome: 'counted', versions: versions(2), usage: { limit: 10, used: 8, warn: '80', blocking: true } },
     ]);
     expect(decodeGateReply(reply(-1, 7, read(0, 2)), [evalOf('a')])[0]).toMatchObject({ outcome: 'counted', usage: null });
     expect(decodeGateReply(reply(10, 8, read(1, 2)), [evalOf('a')])).toEqual([
       { outcome: 'rate_limited', versions: versions(2), retryAfterSeconds: 1 },
     ]);
     expect(decodeGateReply(reply(10, 10, read(2, 2)), [evalOf('a')])).toEqual([
-      { outcome: 'blocked', period: '2026-02', versions: versions(2), usage: { limit: 10, used: 10, warn: 'grace' } },
+      { outcome: 'blocked', period: '2026-02', versions: versions(2), usage: { limit: 10, used: 10, warn: 'grace', blocking: true } },
     ]);
     expect(() => decodeGateReply(reply(10, 0, 3), [evalOf('a', { verifiedVersion: 1, verifiedStamp: 42 })])).toThrow(MeteringError);
     expect(() => decodeGateReply([3], [evalOf('a')])).toThrow(MeteringError);
@@ -240,10 +251,10 @@ describe('gate reply mapping', () => {
   it("counts each eval from the batch's starting count, in order, and reads version 0 as none in the index", () => {
     const batch = reply(100, 4, read(0, 7), read(1, 8), read(2, 0), read(0, 9));
     expect(decodeGateReply(batch, ['a', 'b', 'c', 'd'].map((id) => evalOf(id)))).toEqual([
-      { outcome: 'counted', versions: versions(7), usage: { limit: 100, used: 5, warn: null } },
+      { outcome: 'counted', versions: versions(7), usage: { limit: 100, used: 5, warn: null, blocking: true } },
       { outcome: 'rate_limited', versions: versions(8), retryAfterSeconds: 1 },
-      { outcome: 'blocked', period: '2026-02', versions: versions(0), usage: { limit: 100, used: 5, warn: 'grace' } },
-      { outcome: 'counted', versions: versions(9), usage: { limit: 100, used: 6, warn: null } },
+      { outcome: 'blocked', period: '2026-02', versions: versions(0), usage: { limit: 100, used: 5, warn: 'grace', blocking: true } },
+      { outcome: 'counted', versions: versions(9), usage: { limit: 100, used: 6, warn: null, blocking: true } },
     ]);
   });
 

@@ -144,7 +144,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
       outcome: 'blocked',
       period: '2026-03',
       versions: { catalog: 0, subscriber: 0, auth: 0, subscriberStamp: 0 },
-      usage: { limit: 10, used: 12, warn: 'grace' },
+      usage: { limit: 10, used: 12, warn: 'grace', blocking: true },
     });
     expect(await usageOf(org)).toMatchObject({
       count: 12,

@@ -91,6 +91,31 @@ describe('eval headers and the monthly allotment through the eval routes', () =>
     expect(headersOf(res)).toEqual({ limit: '2', used: '3', warn: '100' });
   });
 
+  it('counts a 304 out of its own headers: it is refunded, so X-Svc-Eval-Used (and its warning) leave it out', async () => {
+    clock.set(START);
+    const org = await organizationWith({ plan: 'free', evalLimit: 5, blocking: true, burstPerSecond: 10_000 });
+    for (let i = 0; i < 3; i++) expect((await check(org)).statusCode).toBe(200);
+    const first = await list(org);
+    expect(headersOf(first)).toEqual({ limit: '5', used: '4', warn: '80' });
+    const revalidated = await gateway.inject({
+      method: 'GET',
+      url: '/org/subscribers/alice/entitlements',
+      headers: { ...org.headers, 'if-none-match': first.headers.etag as string },
+    });
+    expect(revalidated.statusCode).toBe(304);
+    expect(headersOf(revalidated)).toEqual({ limit: '5', used: '4', warn: '80' });
+    // At the limit, the 304's headers are those of the count before it: 5 of 5 stays 100, never grace.
+    expect(headersOf(await check(org))).toEqual({ limit: '5', used: '5', warn: '100' });
+    const atLimit = await gateway.inject({
+      method: 'GET',
+      url: '/org/subscribers/alice/entitlements',
+      headers: { ...org.headers, 'if-none-match': first.headers.etag as string },
+    });
+    expect(atLimit.statusCode).toBe(304);
+    expect(headersOf(atLimit)).toEqual({ limit: '5', used: '5', warn: '100' });
+    await expect.poll(async () => (await usage(org)).count).toBe(5);
+  });
+
   it('sends no eval headers for an unlimited organization', async () => {
     clock.set(START);
     const org = await organizationWith({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 10_000 });

@@ -33,6 +33,8 @@ export interface EvalUsageHeaders {
   limit: number;
   used: number;
   warn: EvalWarn | null;
+  /** The arrangement's blocking flag, which `warn` depends on (over the limit: `grace` when blocking). */
+  blocking: boolean;
 }
 
 export type EvalGateResult =

@@ -40,7 +40,9 @@ export class MeteringError extends Error {
 }
 
 function usageOf(cap: { evalLimit: number | null; blocking: boolean }, used: number, stopped: boolean): EvalUsageHeaders | null {
-  return cap.evalLimit === null ? null : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped) };
+  return cap.evalLimit === null
+    ? null
+    : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped), blocking: cap.blocking };
 }
 
 /**

@@ -2,7 +2,7 @@ import { toTimestamp } from '../clock.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 import type { Arrangement } from './arrangement.ts';
-import type { EvalWarn } from './contract.ts';
+import type { EvalUsageHeaders, EvalWarn } from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf } from './period.ts';
 
 /** The month's counters as Redis keeps them. */
@@ -53,6 +53,15 @@ export function headerWarn(cap: Cap, count: number, stopped = false): EvalWarn |
   if (count >= cap.evalLimit) return '100';
   if (reachedEightyPercent(count, cap.evalLimit)) return '80';
   return null;
+}
+
+/**
+ * The headers of an answer that is not counted after all (a 304: refunded): the month's count without it. Its
+ * gate call counted it, so the headers it returned include it.
+ */
+export function uncountedUsage(usage: EvalUsageHeaders): EvalUsageHeaders {
+  const used = Math.max(0, usage.used - 1);
+  return { ...usage, used, warn: headerWarn({ evalLimit: usage.limit, blocking: usage.blocking }, used) };
 }
 
 /** Usage `warn` follows SPEC.md part 3's state table: `100` through the grace period, `grace` once evals stop. */

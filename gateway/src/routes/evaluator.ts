@@ -10,6 +10,7 @@ import {
 } from '@ent/common/metering/contract';
 import { crossSiteRefusal } from '@ent/common/http/session-request';
 import { periodOf } from '@ent/common/metering/period';
+import { uncountedUsage } from '@ent/common/metering/usage';
 import type { KnownKey } from '../plugins/principals.ts';
 import type { SubscriberEntry } from '../plugins/snapshot-cache.ts';
 import { ifNoneMatchMatches } from './etag.ts';
@@ -101,22 +102,28 @@ const blockedError = (period: string) =>
     value: period,
   });
 
-/** Sends the answer, or a 304 when the client's If-None-Match already names it. */
+/**
+ * Sends the answer with its usage headers, or a 304 when the client's If-None-Match already names it: a 304 is
+ * refunded, so its headers count the month without it.
+ */
 function send(
   request: FastifyRequest,
   reply: FastifyReply,
   entry: SubscriberEntry,
   body: string,
   options: EvaluateOptions | undefined,
+  usage: EvalUsageHeaders | null,
 ): void {
   if (options?.etag) {
     const etag = options.etag(entry, body);
     reply.header('etag', etag);
     if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) {
+      setUsageHeaders(reply, usage && uncountedUsage(usage));
       reply.code(304).send();
       return;
     }
   }
+  setUsageHeaders(reply, usage);
   reply.type(JSON_TYPE).send(body);
 }
 
@@ -240,9 +247,7 @@ export const evaluator = fp(
         );
         const entry = cachedOrLoading instanceof Promise ? await cachedOrLoading : cachedOrLoading;
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
-        const body = answer(entry);
-        setUsageHeaders(reply, gate.usage);
-        send(request, reply, entry, body, options);
+        send(request, reply, entry, answer(entry), options, gate.usage);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
       } catch (error) {
@@ -273,7 +278,7 @@ export const evaluator = fp(
       if (!entry || !entry.subscriber.exists) {
         throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
       }
-      send(request, reply, entry, answer(entry), options);
+      send(request, reply, entry, answer(entry), options, null);
     }
 
     async function confirmKey(
