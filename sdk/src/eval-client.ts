@@ -60,8 +60,31 @@ interface Cached {
   freshUntil: number;
 }
 
-/** Failures that mean "the service cannot answer now", as opposed to a mistake in the call. */
-const UNAVAILABLE = new Set(['TIMEOUT', 'NETWORK_ERROR', 'SERVICE_UNAVAILABLE', 'RATE_LIMITED', 'CONFLICT']);
+/** A request for one subscriber's document that concurrent calls share. */
+interface PendingFetch {
+  promise: Promise<Cached>;
+  /** Set by invalidate(): what this request read may predate a write, so its answer is not cached. */
+  invalidated: boolean;
+}
+
+/**
+ * 4xx statuses that mean "the service cannot answer now": 408 the request did not reach it in time (transient,
+ * like the SDK's own timeout), 409 the organization's monthly evals are blocked, 429 the burst limit.
+ */
+const OUTAGE_STATUSES = new Set([408, 409, 429]);
+
+/**
+ * Whether a failure means "the service cannot answer now" (answered stale or with a fallback) rather than a
+ * mistake in the call (thrown). The status decides, never the body's `error.code`: a 500 with the service's
+ * own INTERNAL_ERROR body is as much an outage as a proxy's bare 502, and a code the SDK does not know yet must
+ * not turn an outage into an exception.
+ */
+function isOutage(error: unknown): error is EntitlementsError {
+  if (!(error instanceof EntitlementsError)) return false;
+  // No response at all: the SDK's own timeout or a connection that could not be made or broke.
+  if (error.status === null) return error.code === 'TIMEOUT' || error.code === 'NETWORK_ERROR';
+  return error.status >= 500 || OUTAGE_STATUSES.has(error.status);
+}
 
 /**
  * Evals for servers (member keys are secrets: never ship this to a browser). Each subscriber's whole
@@ -72,7 +95,7 @@ export class EvalClient {
   readonly #transport: Transport;
   readonly #options: EvalClientOptions;
   readonly #cache = new Map<string, Cached>();
-  readonly #inFlight = new Map<string, Promise<Cached>>();
+  readonly #inFlight = new Map<string, PendingFetch>();
   #lastUsage: EvalUsage | null = null;
 
   constructor(options: EvalClientOptions) {
@@ -101,7 +124,7 @@ export class EvalClient {
     try {
       doc = await this.#document(subscriberId);
     } catch (error) {
-      if (!(error instanceof EntitlementsError) || !UNAVAILABLE.has(error.code)) throw error;
+      if (!isOutage(error)) throw error;
       const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
       if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
       return this.#fallback(feature, error);
@@ -117,10 +140,22 @@ export class EvalClient {
     return { ...answerOf(entitlement), stale: false, usage: doc.usage, error: null };
   }
 
-  /** Drops a subscriber's cached document (e.g. after a write of yours), or all of them. */
+  /**
+   * Drops a subscriber's cached document (e.g. after a write of yours), or all of them. A request already in
+   * flight may have read before the write: later calls do not join it, and its answer is not cached (it still
+   * answers the calls made before the invalidation).
+   */
   invalidate(subscriberId?: string): void {
-    if (subscriberId === undefined) this.#cache.clear();
-    else this.#cache.delete(subscriberId);
+    if (subscriberId === undefined) {
+      for (const pending of this.#inFlight.values()) pending.invalidated = true;
+      this.#inFlight.clear();
+      this.#cache.clear();
+      return;
+    }
+    const pending = this.#inFlight.get(subscriberId);
+    if (pending) pending.invalidated = true;
+    this.#inFlight.delete(subscriberId);
+    this.#cache.delete(subscriberId);
   }
 
   async close(): Promise<void> {
@@ -130,7 +165,7 @@ export class EvalClient {
   /** The cache to answer stale from, when the failure means the service cannot answer now. */
   #staleFor(error: unknown): Map<string, Cached> | null {
     if (this.#options.serveStale === false) return null;
-    if (!(error instanceof EntitlementsError) || !UNAVAILABLE.has(error.code)) return null;
+    if (!isOutage(error)) return null;
     return this.#cache;
   }
 
@@ -143,7 +178,10 @@ export class EvalClient {
       if (typeof value === 'boolean') return { ...base, kind: 'flag', allowed: value, limit: value ? null : 0 };
       return { ...base, kind: 'limit', allowed: value === null || value > 0, limit: value };
     }
-    const open = (options.failModes?.[feature] ?? options.defaultFailMode ?? 'closed') === 'open';
+    const failModes = options.failModes ?? {};
+    // Own entries only: `constructor` or `toString` are valid feature keys, and every object inherits them.
+    const failMode = Object.hasOwn(failModes, feature) ? failModes[feature] : undefined;
+    const open = (failMode ?? options.defaultFailMode ?? 'closed') === 'open';
     return { ...base, kind: null, allowed: open, limit: open ? null : 0 };
   }
 
@@ -156,14 +194,22 @@ export class EvalClient {
       return cached;
     }
     // Concurrent checks of one subscriber share one request.
-    const pending = this.#inFlight.get(subscriberId);
-    if (pending) return pending;
-    const fetching = this.#fetch(subscriberId, cached).finally(() => this.#inFlight.delete(subscriberId));
-    this.#inFlight.set(subscriberId, fetching);
-    return fetching;
+    const joined = this.#inFlight.get(subscriberId);
+    if (joined) return joined.promise;
+    const state = { invalidated: false };
+    const promise = this.#fetch(subscriberId, cached, state).finally(() => {
+      // After an invalidation the entry may already be a newer request's, which later calls must still join.
+      if (this.#inFlight.get(subscriberId)?.promise === promise) this.#inFlight.delete(subscriberId);
+    });
+    this.#inFlight.set(subscriberId, Object.assign(state, { promise }));
+    return promise;
   }
 
-  async #fetch(subscriberId: string, cached: Cached | undefined): Promise<Cached> {
+  async #fetch(
+    subscriberId: string,
+    cached: Cached | undefined,
+    state: Pick<PendingFetch, 'invalidated'>,
+  ): Promise<Cached> {
     const reply = await this.#transport.send(
       'GET',
       `/org/subscribers/${encodeURIComponent(subscriberId)}/entitlements?all=true`,
@@ -184,6 +230,7 @@ export class EvalClient {
         freshUntil: Date.now() + ttl,
       };
     }
+    if (state.invalidated) return next;
     this.#cache.delete(subscriberId);
     this.#cache.set(subscriberId, next);
     const max = this.#options.maxCachedSubscribers ?? 10_000;

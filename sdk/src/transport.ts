@@ -37,7 +37,8 @@ export interface Reply {
   usage: EvalUsage | null;
 }
 
-const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
+// 408: the request did not reach the service in time, as transient as a timeout of the SDK's own.
+const RETRIED_STATUSES = new Set([408, 429, 502, 503, 504]);
 
 const header = (headers: Record<string, string | string[] | undefined>, name: string): string | null => {
   const value = headers[name];
@@ -87,7 +88,7 @@ export class Transport {
 
   /**
    * A 2xx or 304 reply; anything else after the retries is thrown as an EntitlementsError. Retried: no
-   * response, a timeout, 429 and 502/503/504, waiting Retry-After when the service sends one.
+   * response, a timeout, 408, 429 and 502/503/504, waiting Retry-After when the service sends one.
    */
   async send(method: 'GET' | 'POST', path: string, options: { body?: unknown; ifNoneMatch?: string | null } = {}): Promise<Reply> {
     const headers: Record<string, string> = { 'x-api-key': this.#apiKey, accept: 'application/json' };

@@ -1,0 +1,251 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { EntitlementsError, EvalClient, type EvalClientOptions } from '../src/index.ts';
+import { fakeService, gate, sendDocument, sendServiceError } from './fake-service.ts';
+
+/** Behaviour the real processes cannot be made to show on demand, against a fake service on 127.0.0.1. */
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+async function service(...args: Parameters<typeof fakeService>) {
+  const started = await fakeService(...args);
+  cleanups.push(() => started.close());
+  return started;
+}
+
+function client(baseUrl: string, options: Partial<EvalClientOptions> = {}) {
+  const made = new EvalClient({ baseUrl, apiKey: 'svc-mk-test', retry: { retries: 0 }, ...options });
+  cleanups.push(() => made.close());
+  return made;
+}
+
+/** Whether the condition holds within the time: false (not a hang) when the SDK never gets there. */
+async function within(ms: number, condition: () => boolean): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) return false;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return true;
+}
+
+describe('an outage is decided by the status, whatever the body says', () => {
+  const outages: [number, string][] = [
+    [500, 'INTERNAL_ERROR'],
+    [502, 'BAD_GATEWAY'],
+    [503, 'SERVICE_UNAVAILABLE'],
+    [503, 'A_CODE_THIS_SDK_DOES_NOT_KNOW'],
+    [504, 'GATEWAY_TIMEOUT'],
+    [507, 'INSUFFICIENT_STORAGE'],
+    [408, 'REQUEST_TIMEOUT'],
+  ];
+
+  it.each(outages)(
+    '%i %s with the service error body: a fallback when nothing is cached',
+    async (status, code) => {
+      const fake = await service((_req, res) => sendServiceError(res, status, code));
+      const sdk = client(fake.url, { fallbacks: { seats: 5 } });
+      const answer = await sdk.check('ann', 'seats');
+      expect(answer).toMatchObject({ feature: 'seats', limit: 5, fallback: true, stale: false });
+      expect(answer.error).toBeInstanceOf(EntitlementsError);
+      expect(answer.error).toMatchObject({ code, status });
+    },
+  );
+
+  it.each(outages)('%i %s with the service error body: the cached document, stale', async (status, code) => {
+    const fake = await service((_req, res, n) =>
+      n === 1 ? sendDocument(res, 'ann', 25) : sendServiceError(res, status, code),
+    );
+    const sdk = client(fake.url, { cacheTtlMs: 0, fallbacks: { seats: 5 } });
+    expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 25, stale: false });
+    const answer = await sdk.check('ann', 'seats');
+    expect(answer).toMatchObject({ limit: 25, stale: true, fallback: false });
+    expect(answer.error).toMatchObject({ code, status });
+    expect(await sdk.list('ann')).toMatchObject({
+      stale: true,
+      entitlements: [{ feature: 'seats', limit: 25 }, { feature: 'sso' }],
+    });
+  });
+
+  it('a 500 with a body that is not the service’s falls back too', async () => {
+    const fake = await service((_req, res) => {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('oops');
+    });
+    const answer = await client(fake.url, { fallbacks: { seats: 5 } }).check('ann', 'seats');
+    expect(answer).toMatchObject({ limit: 5, fallback: true });
+    expect(answer.error).toMatchObject({ status: 500 });
+  });
+
+  it('retries a 408 like its own timeout, and then answers', async () => {
+    const fake = await service((_req, res, n) =>
+      n === 1
+        ? sendServiceError(res, 408, 'REQUEST_TIMEOUT', 'invalid_request_error')
+        : sendDocument(res, 'ann', 25),
+    );
+    const sdk = client(fake.url, { retry: { retries: 1, baseDelayMs: 1 }, fallbacks: { seats: 5 } });
+    expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 25, fallback: false, stale: false });
+    expect(fake.requests()).toBe(2);
+  });
+
+  const mistakes: [number, string][] = [
+    [400, 'VALIDATION_ERROR'],
+    [401, 'UNAUTHENTICATED'],
+    [403, 'FORBIDDEN'],
+    [404, 'NOT_FOUND'],
+    [422, 'VALIDATION_ERROR'],
+    // A 4xx is the caller's mistake even if a body (a proxy's, say) names an outage.
+    [404, 'SERVICE_UNAVAILABLE'],
+  ];
+
+  it.each(mistakes)(
+    '%i %s is thrown, never masked by a cached document or a fallback',
+    async (status, code) => {
+      const fake = await service((_req, res, n) =>
+        n === 1 ? sendDocument(res, 'ann', 25) : sendServiceError(res, status, code, 'invalid_request_error'),
+      );
+      const sdk = client(fake.url, { cacheTtlMs: 0, fallbacks: { seats: 5 }, defaultFailMode: 'open' });
+      await sdk.check('ann', 'seats');
+      await expect(sdk.check('ann', 'seats')).rejects.toMatchObject({ code, status });
+      await expect(sdk.list('ann')).rejects.toMatchObject({ code, status });
+    },
+  );
+});
+
+describe('invalidate() and a request already in flight', () => {
+  /** The document's `seats` as the service would read it when a request arrives; a write changes it. */
+  async function serviceWithHeldRequests(held: Map<number, ReturnType<typeof gate>>) {
+    const state = { seats: 100 };
+    const fake = await service(async (_req, res, n) => {
+      const seats = state.seats;
+      await held.get(n)?.opened;
+      sendDocument(res, 'ann', seats);
+    });
+    return { fake, state };
+  }
+
+  it('a check after invalidate(id) does not join the older request, whose answer is then not cached', async () => {
+    const first = gate();
+    const { fake, state } = await serviceWithHeldRequests(new Map([[1, first]]));
+    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
+    try {
+      const beforeWrite = sdk.check('ann', 'seats');
+      expect(await within(2000, () => fake.requests() === 1)).toBe(true);
+      state.seats = 5; // a write of this server, acknowledged while the check above is in flight
+      sdk.invalidate('ann');
+      const afterWrite = sdk.check('ann', 'seats');
+      expect(await within(1000, () => fake.requests() === 2), 'a request of its own').toBe(true);
+      expect(await afterWrite).toMatchObject({ limit: 5, stale: false, fallback: false });
+
+      first.open();
+      // The call made before the invalidation may answer what it read; the cache must not take it.
+      expect((await beforeWrite).limit).toBe(100);
+      expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 5, stale: false });
+      expect(fake.requests()).toBe(2);
+    } finally {
+      first.open();
+    }
+  });
+
+  it('invalidate() of everything does the same', async () => {
+    const first = gate();
+    const { fake, state } = await serviceWithHeldRequests(new Map([[1, first]]));
+    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
+    try {
+      const beforeWrite = sdk.check('ann', 'seats');
+      expect(await within(2000, () => fake.requests() === 1)).toBe(true);
+      state.seats = 5;
+      sdk.invalidate();
+      const afterWrite = sdk.check('ann', 'seats');
+      expect(await within(1000, () => fake.requests() === 2), 'a request of its own').toBe(true);
+      expect((await afterWrite).limit).toBe(5);
+      first.open();
+      expect((await beforeWrite).limit).toBe(100);
+      expect((await sdk.check('ann', 'seats')).limit).toBe(5);
+      expect(fake.requests()).toBe(2);
+    } finally {
+      first.open();
+    }
+  });
+
+  it('an older request that ends after the invalidation leaves nothing cached', async () => {
+    const first = gate();
+    const { fake, state } = await serviceWithHeldRequests(new Map([[1, first]]));
+    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
+    const beforeWrite = sdk.check('ann', 'seats');
+    expect(await within(2000, () => fake.requests() === 1)).toBe(true);
+    state.seats = 5;
+    sdk.invalidate('ann');
+    first.open();
+    expect((await beforeWrite).limit).toBe(100);
+    expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 5, stale: false });
+    expect(fake.requests()).toBe(2);
+  });
+
+  it('checks after the invalidation still share one request when the older one ends first', async () => {
+    const [first, second] = [gate(), gate()];
+    const { fake, state } = await serviceWithHeldRequests(
+      new Map([
+        [1, first],
+        [2, second],
+      ]),
+    );
+    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
+    try {
+      const beforeWrite = sdk.check('ann', 'seats');
+      expect(await within(2000, () => fake.requests() === 1)).toBe(true);
+      state.seats = 5;
+      sdk.invalidate('ann');
+      const afterWrite = sdk.check('ann', 'seats');
+      expect(await within(1000, () => fake.requests() === 2), 'a request of its own').toBe(true);
+      first.open();
+      expect((await beforeWrite).limit).toBe(100);
+      // The older request ending must not unregister the newer one: this check joins it.
+      const joining = sdk.check('ann', 'seats');
+      second.open();
+      expect((await afterWrite).limit).toBe(5);
+      expect((await joining).limit).toBe(5);
+      expect(fake.requests()).toBe(2);
+    } finally {
+      first.open();
+      second.open();
+    }
+  });
+
+  it('invalidating another subscriber leaves a request in flight shared', async () => {
+    const first = gate();
+    const { fake } = await serviceWithHeldRequests(new Map([[1, first]]));
+    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
+    const one = sdk.check('ann', 'seats');
+    expect(await within(2000, () => fake.requests() === 1)).toBe(true);
+    sdk.invalidate('bob');
+    const two = sdk.check('ann', 'seats');
+    first.open();
+    expect([(await one).limit, (await two).limit]).toEqual([100, 100]);
+    expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 100 });
+    expect(fake.requests()).toBe(1);
+  });
+});
+
+describe('feature keys that are also Object.prototype names', () => {
+  it.each(['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf'])(
+    '%s takes defaultFailMode when failModes has no entry of its own',
+    async (feature) => {
+      const fake = await service((_req, res) => sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'));
+      const sdk = client(fake.url, { defaultFailMode: 'open', failModes: { seats: 'closed' } });
+      expect(await sdk.check('ann', feature)).toMatchObject({ allowed: true, limit: null, fallback: true });
+      const closed = client(fake.url, { defaultFailMode: 'closed', failModes: { seats: 'open' } });
+      expect(await closed.check('ann', feature)).toMatchObject({ allowed: false, limit: 0, fallback: true });
+    },
+  );
+
+  it('an own entry for such a key is used, in failModes and in fallbacks', async () => {
+    const fake = await service((_req, res) => sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'));
+    const failModes = JSON.parse('{"constructor":"open","__proto__":"open"}') as Record<string, 'open'>;
+    const sdk = client(fake.url, { defaultFailMode: 'closed', failModes, fallbacks: { toString: 7 } });
+    expect(await sdk.check('ann', 'constructor')).toMatchObject({ allowed: true, limit: null });
+    expect(await sdk.check('ann', '__proto__')).toMatchObject({ allowed: true, limit: null });
+    expect(await sdk.check('ann', 'toString')).toMatchObject({ kind: 'limit', limit: 7 });
+    expect(await sdk.check('ann', 'valueOf')).toMatchObject({ allowed: false, limit: 0 });
+  });
+});
