@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { publishArrangement, saveArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
 import { catalogClient, injector, seedProPlan } from './helpers.ts';
 
@@ -59,17 +64,66 @@ afterAll(async () => {
 
 describe('OFREP single flag: the mapping', () => {
   it.each([
-    ['alice', 'sso', { value: true, reason: 'STATIC', variant: 'plan', metadata: { source: 'plan', kind: 'flag' } }],
-    ['alice', 'audit', { value: false, reason: 'STATIC', variant: 'none', metadata: { source: 'none', kind: 'flag' } }],
-    ['bob', 'audit', { value: true, reason: 'TARGETING_MATCH', variant: 'override', metadata: { source: 'override', kind: 'flag' } }],
-    ['alice', 'seats', { value: 25, reason: 'STATIC', variant: 'plan', metadata: { source: 'plan', kind: 'limit', unlimited: false } }],
-    ['alice', 'api_calls', { value: 0, reason: 'STATIC', variant: 'none', metadata: { source: 'none', kind: 'limit', unlimited: false } }],
+    [
+      'alice',
+      'sso',
+      { value: true, reason: 'STATIC', variant: 'plan', metadata: { source: 'plan', kind: 'flag' } },
+    ],
+    [
+      'alice',
+      'audit',
+      { value: false, reason: 'STATIC', variant: 'none', metadata: { source: 'none', kind: 'flag' } },
+    ],
+    [
+      'bob',
+      'audit',
+      {
+        value: true,
+        reason: 'TARGETING_MATCH',
+        variant: 'override',
+        metadata: { source: 'override', kind: 'flag' },
+      },
+    ],
+    [
+      'alice',
+      'seats',
+      {
+        value: 25,
+        reason: 'STATIC',
+        variant: 'plan',
+        metadata: { source: 'plan', kind: 'limit', unlimited: false },
+      },
+    ],
+    [
+      'alice',
+      'api_calls',
+      {
+        value: 0,
+        reason: 'STATIC',
+        variant: 'none',
+        metadata: { source: 'none', kind: 'limit', unlimited: false },
+      },
+    ],
     [
       'alice',
       'storage',
-      { value: Number.MAX_SAFE_INTEGER, reason: 'STATIC', variant: 'plan', metadata: { source: 'plan', kind: 'limit', unlimited: true } },
+      {
+        value: Number.MAX_SAFE_INTEGER,
+        reason: 'STATIC',
+        variant: 'plan',
+        metadata: { source: 'plan', kind: 'limit', unlimited: true },
+      },
     ],
-    ['bob', 'seats', { value: 7, reason: 'TARGETING_MATCH', variant: 'override', metadata: { source: 'override', kind: 'limit', unlimited: false } }],
+    [
+      'bob',
+      'seats',
+      {
+        value: 7,
+        reason: 'TARGETING_MATCH',
+        variant: 'override',
+        metadata: { source: 'override', kind: 'limit', unlimited: false },
+      },
+    ],
   ])('%s / %s', async (subscriber, key, expected) => {
     const res = await single(key, as(subscriber));
     expect(res.statusCode).toBe(200);
@@ -87,7 +141,11 @@ describe('OFREP single flag: the mapping', () => {
 
 describe('OFREP errors', () => {
   it('401 and 403 without a body', async () => {
-    const unauthenticated: Headers[] = [{}, { 'x-api-key': 'svc-mk-1-nonsense' }, { authorization: 'Bearer nonsense' }];
+    const unauthenticated: Headers[] = [
+      {},
+      { 'x-api-key': 'svc-mk-1-nonsense' },
+      { authorization: 'Bearer nonsense' },
+    ];
     for (const headers of unauthenticated) {
       const res = await single('sso', as('alice'), headers);
       expect(res.statusCode).toBe(401);
@@ -116,7 +174,11 @@ describe('OFREP errors', () => {
     const before = await evalCount();
     const res = await single('sso', as('nobody'));
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ key: 'sso', errorCode: 'INVALID_CONTEXT', errorDetails: 'No subscriber "nobody".' });
+    expect(res.json()).toEqual({
+      key: 'sso',
+      errorCode: 'INVALID_CONTEXT',
+      errorDetails: 'No subscriber "nobody".',
+    });
     const many = await bulk(as('nobody'));
     expect(many.statusCode).toBe(400);
     expect(many.json()).toEqual({ errorCode: 'INVALID_CONTEXT', errorDetails: 'No subscriber "nobody".' });
@@ -128,6 +190,38 @@ describe('OFREP errors', () => {
     const res = await single('nope', as('alice'));
     expect(res.statusCode).toBe(404);
     expect(res.json()).toMatchObject({ key: 'nope', errorCode: 'FLAG_NOT_FOUND' });
+    expect(await evalCount()).toBe(before);
+  });
+
+  it("404 FLAG_NOT_FOUND, with OFREP's body, for a key no feature can have: empty, too long, far too long", async () => {
+    const before = await evalCount();
+    const empty = await single('', as('alice'));
+    expect(empty.statusCode).toBe(404);
+    expect(empty.json()).toEqual({
+      key: '',
+      errorCode: 'FLAG_NOT_FOUND',
+      errorDetails: 'No feature with key "".',
+    });
+    const long = 'k'.repeat(300);
+    const tooLong = await single(long, as('alice'));
+    expect(tooLong.statusCode).toBe(404);
+    expect(tooLong.json()).toMatchObject({ key: long, errorCode: 'FLAG_NOT_FOUND' });
+    const farTooLong = await single('k'.repeat(2000), as('alice'));
+    expect(farTooLong.statusCode, farTooLong.body).toBe(404);
+    console.log('FARTOOLONG', farTooLong.body);
+    expect(farTooLong.json()).toEqual({
+      errorCode: 'FLAG_NOT_FOUND',
+      errorDetails: 'No feature has a key that long.',
+    });
+    // Elsewhere an over-long path value keeps SPEC.md's error body.
+    const subscriber = await gateway.inject({
+      method: 'POST',
+      url: `/org/subscribers/${'s'.repeat(2000)}/entitlements/check`,
+      headers: org.headers,
+      payload: { feature: 'sso' },
+    });
+    expect(subscriber.statusCode).toBe(404);
+    expect(subscriber.json().error.code).toBe('NOT_FOUND');
     expect(await evalCount()).toBe(before);
   });
 
@@ -146,10 +240,18 @@ describe('OFREP errors', () => {
   });
 
   it('429 with Retry-After in integer seconds and no body past the burst; only the 200s count', async () => {
-    const limited = await organizationWith({ plan: 'free', evalLimit: 1000, blocking: true, burstPerSecond: 3 });
+    const limited = await organizationWith({
+      plan: 'free',
+      evalLimit: 1000,
+      blocking: true,
+      burstPerSecond: 3,
+    });
     const before = await evalCount(limited);
     const answers = [];
-    for (let i = 0; i < 6; i++) answers.push(i % 2 ? await bulk(as('alice'), limited.headers) : await single('sso', as('alice'), limited.headers));
+    for (let i = 0; i < 6; i++)
+      answers.push(
+        i % 2 ? await bulk(as('alice'), limited.headers) : await single('sso', as('alice'), limited.headers),
+      );
     expect(answers.map((res) => res.statusCode)).toEqual([200, 200, 200, 429, 429, 429]);
     expect(answers[3]!.headers['retry-after']).toMatch(/^\d+$/);
     expect(answers[3]!.body).toBe('');
@@ -175,8 +277,20 @@ describe('OFREP metering and bulk', () => {
     const res = await bulk(as('bulk-bob'));
     expect(res.statusCode).toBe(200);
     const { flags } = res.json();
-    expect(flags.map((flag: { key: string }) => flag.key)).toEqual(['api_calls', 'audit', 'seats', 'sso', 'storage']);
-    expect(flags[1]).toEqual({ key: 'audit', value: true, reason: 'TARGETING_MATCH', variant: 'override', metadata: { source: 'override', kind: 'flag' } });
+    expect(flags.map((flag: { key: string }) => flag.key)).toEqual([
+      'api_calls',
+      'audit',
+      'seats',
+      'sso',
+      'storage',
+    ]);
+    expect(flags[1]).toEqual({
+      key: 'audit',
+      value: true,
+      reason: 'TARGETING_MATCH',
+      variant: 'override',
+      metadata: { source: 'override', kind: 'flag' },
+    });
     const etag = res.headers.etag as string;
     expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
 
@@ -195,11 +309,19 @@ describe('OFREP metering and bulk', () => {
   });
 
   it('409 with the error body when the organization is blocked', async () => {
-    const blocked = await organizationWith({ plan: 'free', evalLimit: 1, blocking: true, burstPerSecond: 10_000 });
+    const blocked = await organizationWith({
+      plan: 'free',
+      evalLimit: 1,
+      blocking: true,
+      burstPerSecond: 10_000,
+    });
     expect((await single('sso', as('alice'), blocked.headers)).statusCode).toBe(200);
     expect((await single('sso', as('alice'), blocked.headers)).statusCode).toBe(200);
     clock.advance(8 * DAY);
-    for (const res of [await single('sso', as('alice'), blocked.headers), await bulk(as('alice'), blocked.headers)]) {
+    for (const res of [
+      await single('sso', as('alice'), blocked.headers),
+      await bulk(as('alice'), blocked.headers),
+    ]) {
       expect(res.statusCode).toBe(409);
       expect(res.json().error).toMatchObject({ code: 'CONFLICT', details: { field: 'evals' } });
     }
@@ -211,7 +333,11 @@ describe('OFREP CORS', () => {
     const res = await gateway.inject({
       method: 'OPTIONS',
       url: '/ofrep/v1/evaluate/flags',
-      headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'if-none-match' },
+      headers: {
+        origin: ORIGIN,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'if-none-match',
+      },
     });
     expect(res.statusCode).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
@@ -226,7 +352,11 @@ describe('OFREP CORS', () => {
     const other = await single('sso', as('alice'), { ...org.headers, origin: 'https://evil.example.com' });
     expect(other.statusCode).toBe(200);
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
-    const preflight = await gateway.inject({ method: 'OPTIONS', url: '/ofrep/v1/evaluate/flags/sso', headers: { origin: 'https://evil.example.com' } });
+    const preflight = await gateway.inject({
+      method: 'OPTIONS',
+      url: '/ofrep/v1/evaluate/flags/sso',
+      headers: { origin: 'https://evil.example.com' },
+    });
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
   });
 });
@@ -234,8 +364,12 @@ describe('OFREP CORS', () => {
 describe('OFREP in /openapi.json', () => {
   it('lists both routes with their OFREP responses', async () => {
     const { paths } = (await gateway.inject({ method: 'GET', url: '/openapi.json' })).json();
-    expect(Object.keys(paths['/ofrep/v1/evaluate/flags/{key}'].post.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '429']));
-    expect(Object.keys(paths['/ofrep/v1/evaluate/flags'].post.responses)).toEqual(expect.arrayContaining(['200', '304', '400']));
+    expect(Object.keys(paths['/ofrep/v1/evaluate/flags/{key}'].post.responses)).toEqual(
+      expect.arrayContaining(['200', '400', '404', '429']),
+    );
+    expect(Object.keys(paths['/ofrep/v1/evaluate/flags'].post.responses)).toEqual(
+      expect.arrayContaining(['200', '304', '400']),
+    );
     expect(paths['/org/subscribers/{subscriber_id}/entitlements'].get.responses['304']).toBeDefined();
   });
 });

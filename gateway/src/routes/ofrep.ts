@@ -24,10 +24,13 @@ class OfrepError extends Error {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-const SINGLE_PATH = '/ofrep/v1/evaluate/flags/:key';
+const OFREP_SINGLE_PREFIX = '/ofrep/v1/evaluate/flags/';
+const SINGLE_PATH = `${OFREP_SINGLE_PREFIX}:key`;
 const BULK_PATH = '/ofrep/v1/evaluate/flags';
 const BULK_CACHE_KEY = '\u0000ofrep-bulk';
 const MAX_SUBSCRIBER_ID = 255;
+/** Longer keys are not echoed back in an error body. */
+const MAX_ECHOED_KEY = 255;
 
 /** docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one. */
 export function toOfrep(result: CheckResult): OfrepSuccess {
@@ -52,6 +55,12 @@ export function toOfrep(result: CheckResult): OfrepSuccess {
 }
 
 const toOfrepJson = (result: CheckResult): string => JSON.stringify(toOfrep(result));
+
+/** OFREP's 404 body for a key the catalog lacks; a key too long to echo is left out. */
+export const flagNotFound = (key: string | null): OfrepFailure =>
+  key === null
+    ? { errorCode: 'FLAG_NOT_FOUND', errorDetails: 'No feature has a key that long.' }
+    : { key, errorCode: 'FLAG_NOT_FOUND', errorDetails: `No feature with key "${key}".` };
 
 /** X-API-Key, else `Authorization: Bearer <key>` (the OFREP providers' `headers` option sends either). */
 function apiKeyOf(request: FastifyRequest): string | undefined {
@@ -78,6 +87,13 @@ function ofrepErrorHandler(
   const appError = toAppError(error);
   if (appError.status === 401 || appError.status === 403 || appError.status === 429) {
     return reply.code(appError.status).headers(appError.headers).send();
+  }
+  // A key no feature can have (empty, or longer than any key): the flag does not exist, as for any unknown key.
+  if (appError.status === 422 && (error as FastifyError).validationContext === 'params') {
+    return reply
+      .code(404)
+      .type(JSON_TYPE)
+      .send(JSON.stringify(flagNotFound(key ?? '')));
   }
   if (appError.status === 422) {
     const body: OfrepFailure = {
@@ -166,18 +182,26 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
       const cacheKey = `\u0000ofrep\u0000${key}`;
       const answer: Answer = (entry) => {
         const json = entry.serializedResult(cacheKey, key, toOfrepJson);
-        if (json === undefined) {
-          throw new OfrepError(404, {
-            key,
-            errorCode: 'FLAG_NOT_FOUND',
-            errorDetails: `No feature with key "${key}".`,
-          });
-        }
+        if (json === undefined) throw new OfrepError(404, flagNotFound(key));
         return json;
       };
       return evaluator.evaluate(request, reply, subscriberId, answer, {
         unknownSubscriber: unknownSubscriber(key),
       });
+    },
+  );
+
+  // A key the flag route cannot take (over the router's length limit, or with a slash) would otherwise fall
+  // through to the forward to admin and its 404: it is a flag that does not exist, with OFREP's body.
+  app.post(
+    `${OFREP_SINGLE_PREFIX}*`,
+    { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler },
+    (request, reply) => {
+      const key = (request.params as { '*': string })['*'];
+      void reply
+        .code(404)
+        .type(JSON_TYPE)
+        .send(JSON.stringify(flagNotFound(key.length > MAX_ECHOED_KEY ? null : key)));
     },
   );
 
