@@ -312,6 +312,24 @@ describe('503 when the entry cannot be recorded', () => {
     expect(retry.statusCode).toBe(201);
     expect((await entryFor(retry.headers['x-request-id'] as string)).outcome).toBe('responded');
   });
+  it('answers 503 quickly when the API key cannot be looked up (keys table locked), and nothing runs', async () => {
+    const locker = new pg.Client({ connectionString: ctx.database.ownerUrl });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
+      const started = Date.now();
+      const res = await inject('POST', '/org/features', { key: 'unlooked', name: 'Unlooked', kind: 'flag' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.message).toMatch(/Credentials cannot be checked/);
+      // Within the lookup's own bound, not the main pool's 10 s statement timeout.
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    expect((await inject('GET', '/org/features/unlooked')).statusCode).toBe(404);
+  });
 });
 
 describe('append-only in the database', () => {

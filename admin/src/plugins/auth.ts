@@ -13,6 +13,7 @@ import {
 } from '@ent/common/auth/scopes';
 import { AppError, forbidden, serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import { sendError } from '@ent/common/http/error-handler';
+import { KEY_LOOKUP_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { crossSiteRefusal } from '@ent/common/http/session-request';
 import { authenticateSession } from '../features/console-sessions/authenticate.ts';
 import { sessionTokenOf } from '../features/console-sessions/cookie.ts';
@@ -66,6 +67,19 @@ export async function findPrincipal(
     authType: 'member_apikey',
   };
   return { principal, issued: true };
+}
+
+/**
+ * `work`, or a rejection once `ms` have passed: a stuck database then answers 503 at once, while the query itself
+ * runs on to its own timeout (its late failure is nobody's to handle).
+ */
+function settledWithin<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  work.catch(() => {});
+  return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
 
 /** Why the principal may not call this route, or null when it may. */
@@ -143,7 +157,7 @@ export const authentication = fp(
       }
       let found: { principal: Principal | null; issued: boolean };
       try {
-        found = await findPrincipal(app, plaintext);
+        found = await settledWithin(findPrincipal(app, plaintext), KEY_LOOKUP_TIMEOUT_MS);
       } catch (error) {
         if (limited) failures.notAFailure(request.ip); // not the client's failure
         request.log.error({ err: error }, 'key lookup failed');

@@ -5,12 +5,18 @@ import { clientErrorHandler } from './client-errors.ts';
 import { sendError } from './error-handler.ts';
 
 /**
- * The slowest admin write that still commits, each step at its own timeout: the pending audit entry (1 s connect
- * + 2 s statement), the write's transaction (3 s connect + 10.5 s, the client-side bound over the 10 s statement
+ * How long admin waits for a request's API key lookup before answering 503: the main pool's own bounds (a 10 s
+ * statement timeout) kept writes hanging over 10 s on a paused Postgres, before any audit step ran.
+ */
+export const KEY_LOOKUP_TIMEOUT_MS = 2000;
+
+/**
+ * The slowest admin write that still commits, each step at its own timeout: the key lookup (2 s), the pending audit
+ * entry (1 s connect + 2 s statement), the write's transaction (3 s connect + 10.5 s, the client-side bound over the 10 s statement
  * timeout), the post-commit Redis steps (snapshot write and announcement, 1 s command timeout each, with the
  * rebuild enqueue waiting at most 250 ms beside them: 2.25 s counted) and the audit outcome (1 s + 2 s).
  */
-export const ADMIN_WRITE_WORST_CASE_MS = 3000 + 13_500 + 2250 + 3000;
+export const ADMIN_WRITE_WORST_CASE_MS = KEY_LOOKUP_TIMEOUT_MS + 3000 + 13_500 + 2250 + 3000;
 
 /** Admin cuts off a request still unanswered (no bytes either way) after this: above its slowest write. */
 export const ADMIN_SOCKET_TIMEOUT_MS = 25_000;
