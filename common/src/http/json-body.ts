@@ -32,6 +32,28 @@ export function addJsonBodyParser(app: FastifyInstance): void {
       );
       return;
     }
-    parse(request, text, done);
+    parse(request, text, (error, parsed) => {
+      // Valid JSON refused on purpose (a `__proto__` key or `constructor.prototype`: prototype poisoning) is said
+      // to be that, not malformed. Only a refused body pays for the second parse.
+      if (error && isPlainJson(text)) {
+        done(
+          validationError('The request body may not hold a "__proto__" key or a "constructor.prototype".', {
+            field: 'body',
+          }),
+          undefined,
+        );
+        return;
+      }
+      done(error, parsed);
+    });
   });
+}
+
+function isPlainJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
