@@ -92,13 +92,18 @@ for (const { ready } of processes) if (ready) await waitReady(ready);
 
 const db = createDb(config.databaseUrl, { max: 1 });
 try {
-  const demo = await db.selectFrom('organizations').select('id').where('name', '=', 'Demo').executeTakeFirst();
-  if (!demo) {
+  // Only a database without any organization gets the demo one: a name is no identity (a renamed demo would get a
+  // second one, an organization someone named "Demo" would hide that none was ever printed).
+  const existing = await db.selectFrom('organizations').select(db.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
+  if (Number(existing.count) === 0) {
     const created = await createOrganization(db, 'Demo');
     log(`demo organization ${created.organization_id}`);
     log(`full-access API key (shown once, store it now): ${created.api_key}`);
   } else {
-    log(`demo organization ${demo.id} exists; its key was printed on the first start. New one: npx entctl org create --name NAME`);
+    log(
+      `${existing.count} organization(s) exist; the demo key was printed when the first was made. ` +
+        'New one: npx entctl org create --name NAME --json',
+    );
   }
 } finally {
   await db.destroy();
