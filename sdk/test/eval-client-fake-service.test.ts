@@ -124,49 +124,34 @@ describe('invalidate() and a request already in flight', () => {
     return { fake, state };
   }
 
-  it('a check after invalidate(id) does not join the older request, whose answer is then not cached', async () => {
-    const first = gate();
-    const { fake, state } = await serviceWithHeldRequests(new Map([[1, first]]));
-    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
-    try {
-      const beforeWrite = sdk.check('ann', 'seats');
-      expect(await within(2000, () => fake.requests() === 1)).toBe(true);
-      state.seats = 5; // a write of this server, acknowledged while the check above is in flight
-      sdk.invalidate('ann');
-      const afterWrite = sdk.check('ann', 'seats');
-      expect(await within(1000, () => fake.requests() === 2), 'a request of its own').toBe(true);
-      expect(await afterWrite).toMatchObject({ limit: 5, stale: false, fallback: false });
+  it.each([
+    ['invalidate(id)', (sdk: ReturnType<typeof client>) => sdk.invalidate('ann')],
+    ['invalidate() of everything', (sdk: ReturnType<typeof client>) => sdk.invalidate()],
+  ])(
+    'a check after %s does not join the older request, whose answer is then not cached',
+    async (_name, invalidate) => {
+      const first = gate();
+      const { fake, state } = await serviceWithHeldRequests(new Map([[1, first]]));
+      const sdk = client(fake.url, { cacheTtlMs: 60_000 });
+      try {
+        const beforeWrite = sdk.check('ann', 'seats');
+        expect(await within(2000, () => fake.requests() === 1)).toBe(true);
+        state.seats = 5; // a write of this server, acknowledged while the check above is in flight
+        invalidate(sdk);
+        const afterWrite = sdk.check('ann', 'seats');
+        expect(await within(1000, () => fake.requests() === 2), 'a request of its own').toBe(true);
+        expect(await afterWrite).toMatchObject({ limit: 5, stale: false, fallback: false });
 
-      first.open();
-      // The call made before the invalidation may answer what it read; the cache must not take it.
-      expect((await beforeWrite).limit).toBe(100);
-      expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 5, stale: false });
-      expect(fake.requests()).toBe(2);
-    } finally {
-      first.open();
-    }
-  });
-
-  it('invalidate() of everything does the same', async () => {
-    const first = gate();
-    const { fake, state } = await serviceWithHeldRequests(new Map([[1, first]]));
-    const sdk = client(fake.url, { cacheTtlMs: 60_000 });
-    try {
-      const beforeWrite = sdk.check('ann', 'seats');
-      expect(await within(2000, () => fake.requests() === 1)).toBe(true);
-      state.seats = 5;
-      sdk.invalidate();
-      const afterWrite = sdk.check('ann', 'seats');
-      expect(await within(1000, () => fake.requests() === 2), 'a request of its own').toBe(true);
-      expect((await afterWrite).limit).toBe(5);
-      first.open();
-      expect((await beforeWrite).limit).toBe(100);
-      expect((await sdk.check('ann', 'seats')).limit).toBe(5);
-      expect(fake.requests()).toBe(2);
-    } finally {
-      first.open();
-    }
-  });
+        first.open();
+        // The call made before the invalidation may answer what it read; the cache must not take it.
+        expect((await beforeWrite).limit).toBe(100);
+        expect(await sdk.check('ann', 'seats')).toMatchObject({ limit: 5, stale: false });
+        expect(fake.requests()).toBe(2);
+      } finally {
+        first.open();
+      }
+    },
+  );
 
   it('an older request that ends after the invalidation leaves nothing cached', async () => {
     const first = gate();

@@ -64,15 +64,17 @@ export function insertInvite(
     .executeTakeFirstOrThrow();
 }
 
-/** True when a live (not revoked, not accepted) invite was revoked now. */
-export async function revokeInviteRow(db: Db, inviteId: string, now: Date): Promise<boolean> {
-  const result = await db
+/** Revocation of the invites still live (neither revoked nor accepted) that the caller's conditions pick. */
+const revokeLive = (db: Db, now: Date) =>
+  db
     .updateTable('invites')
     .set({ revoked_at: now, token_ciphertext: null })
-    .where('id', '=', inviteId)
     .where('revoked_at', 'is', null)
-    .where('accepted_at', 'is', null)
-    .executeTakeFirst();
+    .where('accepted_at', 'is', null);
+
+/** True when a live (not revoked, not accepted) invite was revoked now. */
+export async function revokeInviteRow(db: Db, inviteId: string, now: Date): Promise<boolean> {
+  const result = await revokeLive(db, now).where('id', '=', inviteId).executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
@@ -89,14 +91,10 @@ export async function revokeInvitesMadeBy(
   now: Date,
 ): Promise<number> {
   if (roles.length === 0) return 0;
-  const result = await db
-    .updateTable('invites')
-    .set({ revoked_at: now, token_ciphertext: null })
+  const result = await revokeLive(db, now)
     .where('organization_id', '=', organizationId)
     .where('created_by_member_id', '=', memberId)
     .where('role', 'in', roles)
-    .where('revoked_at', 'is', null)
-    .where('accepted_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
