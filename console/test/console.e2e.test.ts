@@ -4,7 +4,7 @@ import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
 import { screenshot } from './screenshots.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
-import { ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
+import { builtScripts, devOnlyMarkers, ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
 import { seedUsageHistory } from './usage-seed.ts';
 
 /**
@@ -69,6 +69,16 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the console', () => {
+  it('is served as a production build: no React development runtime, no source paths of this checkout', async () => {
+    const scripts = builtScripts();
+    expect(scripts.size).toBeGreaterThan(0);
+    for (const [file, code] of scripts) expect(devOnlyMarkers(code), file).toEqual([]);
+    // What the browser gets is that build.
+    const index = await (await fetch(url('/'))).text();
+    const entry = /\/console\/assets\/(index-[\w-]+\.js)/.exec(index)?.[1];
+    expect(entry && scripts.has(entry), index).toBe(true);
+  });
+
   it('signs up a new organization and opens the app with a session cookie the page cannot read', async () => {
     await admin.goto(url('/sign-up'));
     await admin.getByLabel('Your name', { exact: true }).fill('Ada Admin');

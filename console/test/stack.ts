@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testRedisPrefix } from '../../test-support/redis-keys.ts';
@@ -8,7 +8,8 @@ import { freePort, healthy, serviceEnv, startNode, type Started } from '../../ga
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const consoleDir = fileURLToPath(new URL('..', import.meta.url));
-const distIndex = join(consoleDir, 'dist', 'index.html');
+const distDir = join(consoleDir, 'dist');
+const distIndex = join(distDir, 'index.html');
 
 /** The newest modification time among the console's sources. */
 function newestSource(): number {
@@ -19,9 +20,33 @@ function newestSource(): number {
   return Math.max(...sources.map((file) => statSync(file).mtimeMs));
 }
 
-/** The console is served from console/dist: built when missing or older than its sources (vite, about a second). */
+/**
+ * What only a development build of the console holds: React's dev JSX runtime (`jsxDEV`, whose calls carry each
+ * element's source file) and absolute paths of this checkout. Empty for a production build.
+ */
+export function devOnlyMarkers(code: string): string[] {
+  return ['jsxDEV', root, consoleDir].filter((marker) => code.includes(marker));
+}
+
+/** The built scripts of console/dist, by file name. */
+export function builtScripts(dir = distDir): Map<string, string> {
+  const assets = join(dir, 'assets');
+  const files = existsSync(assets) ? readdirSync(assets).filter((file) => file.endsWith('.js')) : [];
+  return new Map(files.map((file) => [file, readFileSync(join(assets, file), 'utf8')]));
+}
+
+/** A development build left in console/dist (as this helper made under vitest's NODE_ENV=test) is rebuilt. */
+function isProductionBuild(): boolean {
+  const scripts = [...builtScripts().values()];
+  return scripts.length > 0 && scripts.every((code) => devOnlyMarkers(code).length === 0);
+}
+
+/**
+ * The console is served from console/dist: built when missing, older than its sources or a development build
+ * (vite, a few seconds). The build is a production one whatever NODE_ENV the caller has (vite.config.ts).
+ */
 export function ensureConsoleBuilt(): void {
-  if (existsSync(distIndex) && statSync(distIndex).mtimeMs >= newestSource()) return;
+  if (existsSync(distIndex) && statSync(distIndex).mtimeMs >= newestSource() && isProductionBuild()) return;
   execFileSync('npm', ['run', 'build', '-w', '@ent/console'], { cwd: root, stdio: 'pipe' });
 }
 
