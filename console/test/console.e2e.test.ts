@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
+import type { Browser, BrowserContext, ConsoleMessage, Page, Request } from 'playwright-core';
 import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
 import { screenshot } from './screenshots.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
@@ -39,6 +39,26 @@ async function apiRequests(page: Page, run: () => Promise<void>): Promise<string
     page.off('request', record);
   }
   return seen;
+}
+
+/** The uncaught errors and console errors `page` reports while `run` runs. */
+async function pageErrors(page: Page, run: () => Promise<void>): Promise<string[]> {
+  const errors: string[] = [];
+  const onPageError = (error: Error) => errors.push(`pageerror: ${error.message}`);
+  const onConsole = (message: ConsoleMessage) => {
+    if (message.type() === 'error') errors.push(`console.error: ${message.text()}`);
+  };
+  page.on('pageerror', onPageError);
+  page.on('console', onConsole);
+  try {
+    await run();
+    // A round trip through the page: what it reported before this has arrived.
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 100)));
+  } finally {
+    page.off('pageerror', onPageError);
+    page.off('console', onConsole);
+  }
+  return errors;
 }
 
 /** Reads until the expectation holds: the pages load and refetch on their own time. */
@@ -439,9 +459,41 @@ describe('the console', () => {
     await screenshot(admin, 'usage');
   });
 
-  it('signs out, signs in again, and says how long to wait after too many failures', async () => {
-    await admin.getByRole('button', { name: 'Sign out' }).click();
-    await admin.waitForURL(/\/console\/sign-in/);
+  it('goes to sign-in with no error in the page when the session ends elsewhere, and back after signing in', async () => {
+    await admin.goto(url('/features'));
+    await admin.getByTestId('feature-row-sso').waitFor();
+    // The session ends outside this page (as at a password change elsewhere or a suspension).
+    const session = (await (await adminContext.request.get(url('/api/session'))).json()) as {
+      csrf_token: string;
+    };
+    const ended = await adminContext.request.post(url('/api/sign-out'), {
+      headers: { origin: stack.base, 'x-csrf-token': session.csrf_token },
+    });
+    expect(ended.ok()).toBe(true);
+
+    const errors = await pageErrors(admin, async () => {
+      await admin.getByRole('link', { name: 'Plans' }).click();
+      await admin.waitForURL(/\/console\/sign-in\?next=%2Fplans$/);
+      await admin.getByRole('button', { name: 'Sign in' }).waitFor();
+    });
+    // The browser's own line for the refused request is expected; nothing else is.
+    expect(errors.filter((error) => !/Failed to load resource: .* 401/.test(error))).toEqual([]);
+
+    await admin.getByLabel('Organization slug').fill(slug);
+    await admin.getByLabel('Email').fill(adminEmail);
+    await admin.getByLabel('Password').fill(adminPassword);
+    await admin.getByRole('button', { name: 'Sign in' }).click();
+    await admin.waitForURL(/\/console\/plans$/);
+    await admin.getByTestId('plan-row-pro').waitFor();
+  });
+
+  it('signs out with no error in the page, signs in again, and says how long to wait after too many failures', async () => {
+    const errors = await pageErrors(admin, async () => {
+      await admin.getByRole('button', { name: 'Sign out' }).click();
+      await admin.waitForURL(/\/console\/sign-in/);
+      await admin.getByRole('button', { name: 'Sign in' }).waitFor();
+    });
+    expect(errors).toEqual([]);
     await admin.goto(url('/features'));
     await admin.waitForURL(/\/console\/sign-in/);
     await screenshot(admin, 'sign-in');

@@ -2,12 +2,14 @@ import type { ReactNode } from 'react';
 import { Navigate, useLocation } from 'react-router';
 import { isApiError } from '../api/errors.ts';
 import { ErrorNotice } from '../components/ErrorNotice.tsx';
+import { useForgetWhenLeft } from './leave.ts';
 import { useSessionQuery } from './session.ts';
 
 /** Renders its children only for a live session; without one, sends the user to sign in. */
 export function RequireSession({ children }: { children: ReactNode }) {
   const session = useSessionQuery();
   const location = useLocation();
+  useForgetWhenLeft();
   if (session.isPending) return <p className="loading">Loading…</p>;
   if (session.isError) {
     if (isApiError(session.error) && session.error.status === 401) {

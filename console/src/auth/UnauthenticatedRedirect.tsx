@@ -1,21 +1,17 @@
-import { useQueryClient } from '@tanstack/react-query';
 import { useEffect } from 'react';
-import { useNavigate } from 'react-router';
 import { setCsrfToken, setUnauthenticatedHandler } from '../api/client.ts';
 import { currentAppPath } from '../basename.ts';
+import { useLeaveSignedIn } from './leave.ts';
 
-/** Any 401 on a session route means the session ended: forget everything loaded and go to sign-in. */
+/** Any 401 on a session route means the session ended: go to sign-in, and forget everything loaded (auth/leave.ts). */
 export function UnauthenticatedRedirect() {
-  const navigate = useNavigate();
-  const queryClient = useQueryClient();
+  const leave = useLeaveSignedIn();
   useEffect(() => {
     setUnauthenticatedHandler(() => {
-      const next = currentAppPath();
       setCsrfToken(null);
-      queryClient.clear();
-      navigate(`/sign-in?next=${encodeURIComponent(next)}`, { replace: true });
+      leave(`/sign-in?next=${encodeURIComponent(currentAppPath())}`);
     });
     return () => setUnauthenticatedHandler(null);
-  }, [navigate, queryClient]);
+  }, [leave]);
   return null;
 }

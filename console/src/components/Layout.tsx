@@ -1,6 +1,7 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { NavLink, Outlet, useNavigate } from 'react-router';
+import { useMutation } from '@tanstack/react-query';
+import { NavLink, Outlet } from 'react-router';
 import { sessionApi } from '../api/session.ts';
+import { useLeaveSignedIn } from '../auth/leave.ts';
 import { usePermissions, useSession } from '../auth/session.ts';
 import { Badge } from './Badge.tsx';
 
@@ -14,15 +15,9 @@ interface NavItem {
 export function Layout() {
   const session = useSession();
   const can = usePermissions();
-  const queryClient = useQueryClient();
-  const navigate = useNavigate();
-  const signOut = useMutation({
-    mutationFn: sessionApi.signOut,
-    onSettled: () => {
-      queryClient.clear();
-      navigate('/sign-in', { replace: true });
-    },
-  });
+  const leave = useLeaveSignedIn();
+  // The cache is forgotten once this frame is gone (auth/leave.ts), never under it.
+  const signOut = useMutation({ mutationFn: sessionApi.signOut, onSettled: () => leave('/sign-in') });
 
   const sections: { title: string; items: NavItem[] }[] = [
     {
