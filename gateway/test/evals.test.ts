@@ -1,11 +1,17 @@
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { buildOperationsApp } from '@ent/common/http/operations-app';
+import { REQUEST_RECEIVE_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { deleteKeys } from '../../test-support/redis-keys.ts';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
 import { catalogClient, injector, gatewayOverAdmin } from './helpers.ts';
 
@@ -16,7 +22,11 @@ let gateway: GatewayApp;
 let org: TestOrganization;
 let api: ReturnType<typeof catalogClient>;
 
-const counter = async (app: GatewayApp, name: string, labels: Record<string, string> = {}): Promise<number> => {
+const counter = async (
+  app: GatewayApp,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> => {
   const metric = await app.gatewayMetrics.registry.getSingleMetric(name)?.get();
   return (metric?.values ?? [])
     .filter((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))
@@ -24,15 +34,29 @@ const counter = async (app: GatewayApp, name: string, labels: Record<string, str
 };
 
 const check = (subscriber: string, feature: string, headers = org.headers) =>
-  gateway.inject({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers, payload: { feature } });
+  gateway.inject({
+    method: 'POST',
+    url: `/org/subscribers/${subscriber}/entitlements/check`,
+    headers,
+    payload: { feature },
+  });
 const list = (subscriber: string, query = '') =>
-  gateway.inject({ method: 'GET', url: `/org/subscribers/${subscriber}/entitlements${query}`, headers: org.headers });
+  gateway.inject({
+    method: 'GET',
+    url: `/org/subscribers/${subscriber}/entitlements${query}`,
+    headers: org.headers,
+  });
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock });
   gateway = await gatewayOverAdmin(ctx, { clock });
   org = await createTestOrganization(ctx.db, 'Gateway org');
-  await saveArrangement(ctx.db, org.organization_id, { plan: 'free', evalLimit: 1000, blocking: true, burstPerSecond: 10_000 });
+  await saveArrangement(ctx.db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 1000,
+    blocking: true,
+    burstPerSecond: 10_000,
+  });
   api = catalogClient(injector(gateway), org.headers);
   await api.feature('sso', 'flag');
   await api.feature('seats', 'limit');
@@ -75,20 +99,34 @@ describe('POST check and GET entitlements', () => {
   });
 
   it('answers a feature nobody grants with source none', async () => {
-    expect((await check('alice', 'sso')).json()).toEqual({ feature: 'sso', kind: 'flag', allowed: false, source: 'none' });
+    expect((await check('alice', 'sso')).json()).toEqual({
+      feature: 'sso',
+      kind: 'flag',
+      allowed: false,
+      source: 'none',
+    });
   });
 
   it('lists granted features, or every feature with all=true, ordered by key', async () => {
     // A catalog of its own: other cases add features to the shared one.
     const own = await createTestOrganization(ctx.db, 'Listing org');
     const ownApi = catalogClient(injector(gateway), own.headers);
-    for (const [key, kind] of [['sso', 'flag'], ['seats', 'limit'], ['audit', 'flag']] as const) await ownApi.feature(key, kind);
+    for (const [key, kind] of [
+      ['sso', 'flag'],
+      ['seats', 'limit'],
+      ['audit', 'flag'],
+    ] as const)
+      await ownApi.feature(key, kind);
     await ownApi.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
     await ownApi.subscriber('alice');
     await ownApi.subscribe('alice', 'basic');
     await ownApi.subscriber('bob');
     const ownList = (subscriber: string, query = '') =>
-      gateway.inject({ method: 'GET', url: `/org/subscribers/${subscriber}/entitlements${query}`, headers: own.headers });
+      gateway.inject({
+        method: 'GET',
+        url: `/org/subscribers/${subscriber}/entitlements${query}`,
+        headers: own.headers,
+      });
     expect((await ownList('alice')).json()).toEqual({
       subscriber_id: 'alice',
       entitlements: [{ feature: 'seats', kind: 'limit', limit: 3, source: 'plan' }],
@@ -102,7 +140,10 @@ describe('POST check and GET entitlements', () => {
     const before = Number((await check('alice', 'seats')).headers['x-svc-eval-used']);
     const unknownSubscriber = await check('nobody', 'seats');
     expect(unknownSubscriber.statusCode).toBe(404);
-    expect(unknownSubscriber.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'subscriber_id' } });
+    expect(unknownSubscriber.json().error).toMatchObject({
+      code: 'NOT_FOUND',
+      details: { field: 'subscriber_id' },
+    });
     const unknownFeature = await check('alice', 'nope');
     expect(unknownFeature.statusCode).toBe(404);
     expect(unknownFeature.json().error).toMatchObject({ code: 'NOT_FOUND', details: { field: 'feature' } });
@@ -113,13 +154,21 @@ describe('POST check and GET entitlements', () => {
 
   it('has no HEAD eval: SPEC names GET and POST, and a probe must not spend the allotment', async () => {
     const before = Number((await check('alice', 'seats')).headers['x-svc-eval-used']);
-    const head = await gateway.inject({ method: 'HEAD', url: '/org/subscribers/alice/entitlements', headers: org.headers });
+    const head = await gateway.inject({
+      method: 'HEAD',
+      url: '/org/subscribers/alice/entitlements',
+      headers: org.headers,
+    });
     expect(head.statusCode).toBe(404);
     expect(Number((await check('alice', 'seats')).headers['x-svc-eval-used'])).toBe(before + 1);
   });
 
   it('refuses bad input and bad keys with the error body', async () => {
-    const noKey = await gateway.inject({ method: 'POST', url: '/org/subscribers/alice/entitlements/check', payload: { feature: 'x' } });
+    const noKey = await gateway.inject({
+      method: 'POST',
+      url: '/org/subscribers/alice/entitlements/check',
+      payload: { feature: 'x' },
+    });
     expect(noKey.statusCode).toBe(401);
     expect(noKey.json().error.code).toBe('UNAUTHENTICATED');
     const badKey = await check('alice', 'seats', { 'x-api-key': 'svc-mk-1-nope' });
@@ -162,7 +211,12 @@ describe('read-your-writes through the gateway', () => {
     expect((await check('carol', 'seats')).json().limit).toBe(5);
 
     await api.override('carol', 'seats', { kind: 'limit', limit: null });
-    expect((await check('carol', 'seats')).json()).toEqual({ feature: 'seats', kind: 'limit', limit: null, source: 'override' });
+    expect((await check('carol', 'seats')).json()).toEqual({
+      feature: 'seats',
+      kind: 'limit',
+      limit: null,
+      source: 'override',
+    });
 
     await api.deleteOverride('carol', 'seats');
     expect((await check('carol', 'seats')).json()).toMatchObject({ limit: 5, source: 'plan' });
@@ -183,7 +237,11 @@ describe('read-your-writes through the gateway', () => {
     await api.subscriber('dave');
     await api.subscribe('dave', 'pro');
     const expiresAt = clock.now() + 1000;
-    await api.override('dave', 'sso', { kind: 'flag', allowed: false, expires_at: new Date(expiresAt).toISOString() });
+    await api.override('dave', 'sso', {
+      kind: 'flag',
+      allowed: false,
+      expires_at: new Date(expiresAt).toISOString(),
+    });
     expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: false, source: 'override' });
     clock.set(expiresAt - 1);
     expect((await check('dave', 'sso')).json()).toMatchObject({ allowed: false, source: 'override' });
@@ -192,7 +250,9 @@ describe('read-your-writes through the gateway', () => {
   });
 
   it('refuses a revoked key on the very next request', async () => {
-    const { apiKey, serviceAccountId, keyId } = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    const { apiKey, serviceAccountId, keyId } = await createKeyWithScopes(ctx.db, org.organization_id, [
+      'check',
+    ]);
     expect((await check('alice', 'seats', { 'x-api-key': apiKey })).statusCode).toBe(200);
     await api.send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`, undefined, 204);
     const res = await check('alice', 'seats', { 'x-api-key': apiKey });
@@ -208,7 +268,8 @@ describe('cached keys and announcements', () => {
     expect((await check('alice', 'seats', key)).statusCode).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 200)); // announcements of the organization's first eval
     expect((await check('alice', 'seats', key)).statusCode).toBe(200);
-    const misses = () => counter(gateway, 'gateway_cache_requests_total', { cache: 'principal', result: 'miss' });
+    const misses = () =>
+      counter(gateway, 'gateway_cache_requests_total', { cache: 'principal', result: 'miss' });
     const before = await misses();
     const version = Number(await ctx.redis.hget(gateway.redisKeys.auth(org.organization_id), 'v'));
     expect(version).toBeGreaterThan(0);
@@ -225,8 +286,13 @@ describe('cached keys and announcements', () => {
 });
 
 describe('suspension and reactivation', () => {
-  it('refuses a suspended member\'s key at once, and accepts it again at once after reactivation', async () => {
-    const { apiKey, memberId } = await createKeyWithScopes(ctx.db, org.organization_id, ['check'], 'developer');
+  it("refuses a suspended member's key at once, and accepts it again at once after reactivation", async () => {
+    const { apiKey, memberId } = await createKeyWithScopes(
+      ctx.db,
+      org.organization_id,
+      ['check'],
+      'developer',
+    );
     const key = { 'x-api-key': apiKey };
     expect((await check('alice', 'seats', key)).statusCode).toBe(200);
     await api.send('PATCH', `/org/members/${memberId}`, { status: 'suspended' }, 200);
@@ -269,7 +335,11 @@ describe('client-supplied forwarding headers', () => {
     const bad = await gateway.inject({ method: 'GET', url: '/org/plans/%ff', headers: org.headers });
     expect(bad.statusCode).toBe(422);
     expect(bad.json().error.code).toBe('VALIDATION_ERROR');
-    const long = await gateway.inject({ method: 'GET', url: `/org/subscribers/${'x'.repeat(2000)}`, headers: org.headers });
+    const long = await gateway.inject({
+      method: 'GET',
+      url: `/org/subscribers/${'x'.repeat(2000)}`,
+      headers: org.headers,
+    });
     expect(long.statusCode).toBe(404);
     expect(long.json().error.code).toBe('NOT_FOUND');
     const longEval = await check('y'.repeat(200), 'seats');
@@ -297,11 +367,21 @@ describe('the warm path', () => {
   });
 
   it('keeps at most GATEWAY_CACHE_MB of subscribers in memory (bytes, not entries), least recently used going first', async () => {
-    const small = await buildGatewayApp({ config: { ...gateway.config, gatewayCacheBytes: 400 }, clock, logger: false });
+    const small = await buildGatewayApp({
+      config: { ...gateway.config, gatewayCacheBytes: 400 },
+      clock,
+      logger: false,
+    });
     try {
       const smallCheck = (subscriber: string) =>
-        small.inject({ method: 'POST', url: `/org/subscribers/${subscriber}/entitlements/check`, headers: org.headers, payload: { feature: 'seats' } });
-      const misses = () => counter(small, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
+        small.inject({
+          method: 'POST',
+          url: `/org/subscribers/${subscriber}/entitlements/check`,
+          headers: org.headers,
+          payload: { feature: 'seats' },
+        });
+      const misses = () =>
+        counter(small, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
       await smallCheck('alice');
       await smallCheck('alice');
       expect(await misses()).toBe(1);
@@ -337,7 +417,7 @@ describe('the warm path', () => {
     expect(await ctx.redis.hget(ctx.app.redisKeys.catalog(own.organization_id), 'v')).not.toBeNull();
   });
 
-  it("answers right when the subscriber-version index is lost (or predates the gateway), and heals it", async () => {
+  it('answers right when the subscriber-version index is lost (or predates the gateway), and heals it', async () => {
     // A Redis written before the index existed holds the documents without it: the gate sees version 0.
     const { own, ownApi } = await organizationWithSubscriber('Unindexed org', 'erin');
     const ownCheck = (feature: string) => check('erin', feature, own.headers);
@@ -368,8 +448,16 @@ describe('the subscriber-write stamp', () => {
   it("trusts an entry verified at the organization's current stamp, and reads its version again once any subscriber is written", async () => {
     const { own, ownApi } = await organizationWithSubscriber('Stamped org', 'fay');
     const seats = async () =>
-      (await deaf.inject({ method: 'POST', url: '/org/subscribers/fay/entitlements/check', headers: own.headers, payload: { feature: 'seats' } })).json();
-    const misses = () => counter(deaf, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
+      (
+        await deaf.inject({
+          method: 'POST',
+          url: '/org/subscribers/fay/entitlements/check',
+          headers: own.headers,
+          payload: { feature: 'seats' },
+        })
+      ).json();
+    const misses = () =>
+      counter(deaf, 'gateway_cache_requests_total', { cache: 'entitlements', result: 'miss' });
     expect(await seats()).toMatchObject({ limit: 3 });
     expect(await seats()).toMatchObject({ limit: 3 });
 
@@ -411,7 +499,12 @@ describe('one base URL', () => {
   it('reads an empty body under a JSON content type as none, on forwarded routes and its own', async () => {
     await api.plan('bodiless', []);
     const empty = (method: 'POST' | 'DELETE', url: string) =>
-      gateway.inject({ method, url, headers: { ...org.headers, 'content-type': 'application/json' }, payload: '' });
+      gateway.inject({
+        method,
+        url,
+        headers: { ...org.headers, 'content-type': 'application/json' },
+        payload: '',
+      });
     expect((await empty('POST', '/org/plans/bodiless/archive')).statusCode).toBe(200);
     expect((await empty('DELETE', '/org/plans/bodiless')).statusCode).toBe(204);
     for (const url of ['/org/features', '/org/subscribers/alice/entitlements/check']) {
@@ -422,9 +515,13 @@ describe('one base URL', () => {
   });
 
   it('refuses a body over the limit with 413 itself, every time, where admin closing mid-upload made some 503', async () => {
-    await gateway.listen({ host: '127.0.0.1', port: 0 });
+    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
     const { port } = gateway.server.address() as AddressInfo;
-    const body = JSON.stringify({ key: 'big', name: 'x'.repeat(ctx.config.bodyLimitBytes * 2), kind: 'catalog' });
+    const body = JSON.stringify({
+      key: 'big',
+      name: 'x'.repeat(ctx.config.bodyLimitBytes * 2),
+      kind: 'catalog',
+    });
     const answers: [number, string][] = [];
     for (let i = 0; i < 8; i++) {
       const res = await fetch(`http://127.0.0.1:${port}/org/plans`, {
@@ -437,13 +534,74 @@ describe('one base URL', () => {
     expect(answers).toEqual(Array(8).fill([413, 'PAYLOAD_TOO_LARGE']));
   });
 
+  it('reads a body whole before asking admin: a trickled upload holds no connection to admin meanwhile', async () => {
+    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = gateway.server.address() as AddressInfo;
+    const body = JSON.stringify({ name: 'Trickled' });
+    const socket = connect(port, '127.0.0.1');
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString();
+        if (/"name":"Trickled"|"error"/.test(text)) resolve(text);
+      });
+    });
+    await api.feature('trickled', 'flag');
+    socket.write(
+      `PATCH /org/features/trickled HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${org.headers['x-api-key']}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Half the body is in: admin has not been asked yet, so no pool connection is taken by this upload.
+    expect(gateway.adminPool.stats.running).toBe(0);
+    socket.write(body.slice(5));
+    const response = await answer;
+    socket.destroy();
+    expect(response).toMatch(/^HTTP\/1\.1 200/);
+    expect(response).toContain('"name":"Trickled"');
+    // And one never finished is cut off by the server (408), having reached nobody.
+    expect(gateway.server.requestTimeout).toBe(REQUEST_RECEIVE_TIMEOUT_MS);
+  });
+
+  it('refuses a chunked body over the limit with 413 itself (no length announced)', async () => {
+    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = gateway.server.address() as AddressInfo;
+    const big = JSON.stringify({
+      key: 'big',
+      name: 'x'.repeat(ctx.config.bodyLimitBytes * 2),
+      kind: 'catalog',
+    });
+    const stream = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(big));
+        controller.close();
+      },
+    });
+    const res = await fetch(`http://127.0.0.1:${port}/org/plans`, {
+      method: 'POST',
+      headers: { ...org.headers, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
   it('never forwards the internal routes', async () => {
-    const res = await gateway.inject({ method: 'POST', url: '/internal/snapshots/organization', payload: { organization_id: org.organization_id } });
+    const res = await gateway.inject({
+      method: 'POST',
+      url: '/internal/snapshots/organization',
+      payload: { organization_id: org.organization_id },
+    });
     expect(res.statusCode).toBe(404);
   });
 
   it('answers 503 with the error body when admin is unreachable', async () => {
-    const lonely = await buildGatewayApp({ config: { ...ctx.config, adminUrl: 'http://127.0.0.1:9' }, clock, logger: false });
+    const lonely = await buildGatewayApp({
+      config: { ...ctx.config, adminUrl: 'http://127.0.0.1:9' },
+      clock,
+      logger: false,
+    });
     try {
       const res = await lonely.inject({ method: 'GET', url: '/org/features', headers: org.headers });
       expect(res.statusCode).toBe(503);
@@ -456,18 +614,32 @@ describe('one base URL', () => {
   it('serves /healthz, /readyz and /metrics', async () => {
     expect((await gateway.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await gateway.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready' });
-    const operations = await buildOperationsApp({ registry: gateway.gatewayMetrics.registry, readiness: gateway.readiness });
-    expect((await operations.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', redis: 'ok', admin: 'ok' });
+    const operations = await buildOperationsApp({
+      registry: gateway.gatewayMetrics.registry,
+      readiness: gateway.readiness,
+    });
+    expect((await operations.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      redis: 'ok',
+      admin: 'ok',
+    });
     await gateway.inject({ method: 'GET', url: '/no/such/route' });
     expect((await check('alice', 'seats')).statusCode).toBe(200); // an eval of this case's own, counted below
     const metrics = await operations.inject({ method: 'GET', url: '/metrics' });
-    expect(metrics.body).toMatch(/^http_request_duration_seconds_count\{route="\/healthz",method="GET",status="200"\} [1-9]\d*$/m);
+    expect(metrics.body).toMatch(
+      /^http_request_duration_seconds_count\{route="\/healthz",method="GET",status="200"\} [1-9]\d*$/m,
+    );
     expect(metrics.body).toMatch(
       /^http_request_duration_seconds_count\{route="\/org\/subscribers\/:subscriber_id\/entitlements\/check",method="POST",status="200"\} [1-9]\d*$/m,
     );
-    expect(metrics.body).toMatch(/^http_request_duration_seconds_bucket\{le="\+Inf",route="\/\*",method="GET",status="404"\} [1-9]\d*$/m);
+    expect(metrics.body).toMatch(
+      /^http_request_duration_seconds_bucket\{le="\+Inf",route="\/\*",method="GET",status="404"\} [1-9]\d*$/m,
+    );
     expect(metrics.body).toContain('gateway_cache_requests_total');
-    const adminOperations = await buildOperationsApp({ registry: ctx.app.metrics.registry, readiness: ctx.app.readiness });
+    const adminOperations = await buildOperationsApp({
+      registry: ctx.app.metrics.registry,
+      readiness: ctx.app.readiness,
+    });
     expect((await adminOperations.inject({ method: 'GET', url: '/metrics' })).body).toContain('queue_depth');
   });
 });

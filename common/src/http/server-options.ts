@@ -18,6 +18,9 @@ export const KEY_LOOKUP_TIMEOUT_MS = 2000;
  */
 export const ADMIN_WRITE_WORST_CASE_MS = KEY_LOOKUP_TIMEOUT_MS + 3000 + 13_500 + 2250 + 3000;
 
+/** How long a client has to send a whole request, headers and body (Node checks about every 30 s). */
+export const REQUEST_RECEIVE_TIMEOUT_MS = 30_000;
+
 /** Admin cuts off a request still unanswered (no bytes either way) after this: above its slowest write. */
 export const ADMIN_SOCKET_TIMEOUT_MS = 25_000;
 
@@ -37,6 +40,9 @@ const MAX_PARAM_LENGTH = 1024;
 export function sharedServerOptions(config: Config): FastifyServerOptions {
   return {
     bodyLimit: config.bodyLimitBytes,
+    // A request not received whole in this (its body trickled, or never finished) is answered 408 and its socket
+    // closed (client-errors.ts); Fastify's default, 0, left such sockets open for good.
+    requestTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { removeAdditional: false } },
     // While closing, a request that still arrives on an open keep-alive connection is served (with
