@@ -55,6 +55,11 @@ describe('toAppError', () => {
     }
   });
 
+  it("answers a client's own aborted upload as its 400, not a backing service's 503", () => {
+    const aborted = Object.assign(new Error('aborted'), { code: 'ECONNRESET', statusCode: 400 });
+    expect(toAppError(aborted)).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+  });
+
   it('keeps Postgres constraint errors as client errors', () => {
     expect(toAppError(withCode('duplicate key', '23505')).status).toBe(409);
     expect(toAppError(withCode('check violation', '23514')).status).toBe(422);

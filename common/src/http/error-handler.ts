@@ -65,6 +65,11 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
     return validationError('The request body is not valid JSON.', { field: 'body' });
   }
   const pg = error as PgError;
+  // The client closed the connection mid-body (Fastify's parser: 400, ECONNRESET "aborted"): nobody waits for an
+  // answer, and it is no backing service's failure (it was a 503, logged as an error, on every client abort).
+  if (fastifyError.statusCode === 400 && error.message === 'aborted') {
+    return new AppError(400, 'BAD_REQUEST', 'The client closed the connection before the request arrived whole.');
+  }
   if (isConnectionFailure(error)) {
     return new AppError(
       503,
