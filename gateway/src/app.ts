@@ -15,6 +15,7 @@ import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
 import { meter } from './plugins/meter.ts';
 import { metrics } from './plugins/metrics.ts';
+import { pipelineOrder } from './plugins/pipeline-order.ts';
 import { principals } from './plugins/principals.ts';
 import { sessions } from './plugins/sessions.ts';
 import { snapshotCache } from './plugins/snapshot-cache.ts';
@@ -56,6 +57,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
 
   await app.register(errorHandling);
   await app.register(strictRoutes);
+  await app.register(pipelineOrder);
   await app.register(infrastructure, { config, clock: options.clock ?? systemClock, redis: options.redis });
   await app.register(metrics);
   await app.register(adminClient);

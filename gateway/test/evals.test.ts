@@ -587,6 +587,44 @@ describe('one base URL', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
+  it('runs writes pipelined on one connection in order, and a read after them sees the last (RFC 9112 §9.3.2)', async () => {
+    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = gateway.server.address() as AddressInfo;
+    await api.feature('piped', 'flag');
+    const key = org.headers['x-api-key'];
+    const request = (method: string, path: string, body?: object) => {
+      const text = body === undefined ? '' : JSON.stringify(body);
+      const type = body === undefined ? '' : 'Content-Type: application/json\r\n';
+      return `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${key}\r\n${type}Content-Length: ${text.length}\r\n\r\n${text}`;
+    };
+    for (let round = 0; round < 5; round++) {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      const answered = new Promise<void>((resolve) => {
+        socket.on('data', (chunk) => {
+          text += chunk.toString();
+          if ((text.match(/"updated_at":"[^"]*"}/g) ?? []).length === 4) resolve();
+        });
+      });
+      socket.write(
+        request('PATCH', '/org/features/piped', { name: `first ${round}` }) +
+          request('PATCH', '/org/features/piped', { name: `second ${round}` }) +
+          request('PATCH', '/org/features/piped', { name: `last ${round}` }) +
+          request('GET', '/org/features/piped'),
+      );
+      await answered;
+      socket.destroy();
+      const names = [...text.matchAll(/"name":"([^"]*)"/g)].map((match) => match[1]);
+      expect(names).toEqual([`first ${round}`, `second ${round}`, `last ${round}`, `last ${round}`]);
+      const stored = await gateway.inject({
+        method: 'GET',
+        url: '/org/features/piped',
+        headers: org.headers,
+      });
+      expect(stored.json().name).toBe(`last ${round}`);
+    }
+  });
+
   it('never forwards the internal routes', async () => {
     const res = await gateway.inject({
       method: 'POST',

@@ -24,7 +24,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   app.post(
     '/org/subscribers/:subscriber_id/entitlements/check',
     {
-      config: { scope: 'check' },
+      config: { scope: 'check', evaluation: true },
       onRequest: authenticate,
       // Answers are sent pre-serialized (a JSON string is not serialized again); the schema is their contract.
       schema: { params: EvalParams, body: CheckBody, response: { 200: CheckResultSchema } },

@@ -172,6 +172,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
   app.post(
     SINGLE_PATH,
     {
+      config: { evaluation: true },
       onRequest: [cors, authenticate],
       errorHandler: ofrepErrorHandler,
       schema: { params: OfrepParams, body: OfrepRequest, response: { 200: OfrepSuccess } },
@@ -208,6 +209,7 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
   app.post(
     BULK_PATH,
     {
+      config: { evaluation: true },
       onRequest: [cors, authenticate],
       errorHandler: ofrepErrorHandler,
       schema: { body: OfrepRequest, response: { 200: OfrepBulkSuccess } },
