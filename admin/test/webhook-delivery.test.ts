@@ -62,6 +62,8 @@ async function withWebhook(
   return { org, path, secret: res.json().secret, api };
 }
 
+type WebhookApi = ReturnType<typeof caller>;
+
 const deliveriesOf = async (api: ReturnType<typeof caller>) =>
   (await api.get('/org/webhook/deliveries')).json().deliveries;
 
@@ -189,6 +191,44 @@ describe('webhook delivery', () => {
     expect(row.status).toBe('canceled');
     expect(receiver.at(path)).toHaveLength(0);
   });
+
+  it.each([
+    ['POST /org/webhook/enable', (api: WebhookApi) => api.post('/org/webhook/enable')],
+    [
+      'PUT /org/webhook with a new URL',
+      (api: WebhookApi, url: string) => api.put('/org/webhook', { url, disabled: false }),
+    ],
+  ])(
+    'cancels what was queued before a disable when the webhook is enabled again (%s): nothing old is sent',
+    async (_how, enable) => {
+      const { org, path, api } = await withWebhook(`reenabled-${Math.random().toString(36).slice(2, 8)}`);
+      const [deliveryId] = await recordDeliveries(
+        ctx.db,
+        org.organization_id,
+        [{ type: 'test.event', data: {} }],
+        new Date(),
+      );
+      await api.post('/org/webhook/disable');
+      expect((await enable(api, `http://127.0.0.1:${port}${path}-moved`)).statusCode).toBe(200);
+      await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(deps)({
+        data: { deliveryId },
+      } as Job<{
+        deliveryId: string;
+      }>);
+      const row = await ctx.db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('id', '=', deliveryId!)
+        .executeTakeFirstOrThrow();
+      expect(row).toMatchObject({
+        status: 'canceled',
+        last_error: 'webhook disabled',
+        next_attempt_at: null,
+      });
+      expect(receiver.at(path)).toHaveLength(0);
+      expect(receiver.at(`${path}-moved`)).toHaveLength(0);
+    },
+  );
 
   it('rotation: both signatures are sent during the overlap, each verifies with its own secret', async () => {
     const { org, path, secret: oldSecret, api } = await withWebhook('rotation');

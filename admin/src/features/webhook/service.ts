@@ -7,6 +7,7 @@ import { changedFields, type Change } from '../shared/changes.ts';
 import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget } from './targets.ts';
 import {
+  cancelQueuedDeliveries,
   findDelivery,
   insertWebhook,
   listDeliveries,
@@ -106,6 +107,7 @@ export async function putWebhook(
     const details = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
     if (!details) return { webhook: before, secret: null, details: null };
     const disabled = input.disabled ?? before.disabled;
+    if (before.disabled && !disabled) await cancelQueuedDeliveries(trx, organizationId, now);
     const webhook = await updateWebhookRow(trx, organizationId, {
       url,
       disabled,
@@ -163,6 +165,7 @@ export async function setWebhookDisabled(
     const before = await lockWebhook(trx, organizationId);
     if (!before) throw webhookNotFound();
     if (before.disabled === disabled) return { webhook: before, details: null };
+    if (!disabled) await cancelQueuedDeliveries(trx, organizationId, now);
     const webhook = await updateWebhookRow(trx, organizationId, {
       disabled,
       disabled_reason: null,

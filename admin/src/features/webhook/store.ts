@@ -110,3 +110,17 @@ export function updateWebhookRow(
     .returningAll()
     .executeTakeFirstOrThrow();
 }
+
+/**
+ * Deliveries still queued when a disabled webhook is enabled again are canceled: they were queued before it was
+ * disabled (a disabled webhook records none), and docs/webhooks.md promises they are never sent. Left pending, they
+ * went out at their next attempt, to whatever URL the webhook had by then (a black-box audit).
+ */
+export async function cancelQueuedDeliveries(db: Db, organizationId: string, now: Date): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'canceled', last_error: 'webhook disabled', next_attempt_at: null, updated_at: now })
+    .where('organization_id', '=', organizationId)
+    .where('status', '=', 'pending')
+    .execute();
+}
