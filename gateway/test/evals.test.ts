@@ -625,6 +625,30 @@ describe('one base URL', () => {
     }
   });
 
+  it("answers the asterisk request target (OPTIONS *, POST *) with 404, not admin's 503", async () => {
+    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = gateway.server.address() as AddressInfo;
+    for (const method of ['OPTIONS', 'GET', 'POST']) {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      const answered = new Promise<void>((resolve) => {
+        socket.on('data', (chunk) => {
+          text += chunk.toString();
+          if (/"error"[\s\S]*}}\s*$/.test(text)) resolve();
+        });
+      });
+      const body = method === 'POST' ? '{}' : '';
+      socket.write(
+        `${method} * HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${org.headers['x-api-key']}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      await answered;
+      socket.destroy();
+      expect(text).toMatch(/^HTTP\/1\.1 404/);
+      expect(text).toContain('"code":"NOT_FOUND"');
+    }
+  });
+
   it('never forwards the internal routes', async () => {
     const res = await gateway.inject({
       method: 'POST',

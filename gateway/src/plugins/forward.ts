@@ -102,6 +102,8 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     method: METHODS,
     url: '/*',
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      // The asterisk form (`OPTIONS *`) names no resource here: no route, not an admin outage.
+      if (!request.url.startsWith('/')) throw notFound(`No route ${request.method} ${request.url}.`);
       const body = request.body instanceof Buffer && request.body.length > 0 ? request.body : undefined;
       let response;
       try {
