@@ -64,6 +64,22 @@ async function withWebhook(
 
 type WebhookApi = ReturnType<typeof caller>;
 
+/** One queued test event for `org`, its delivery id. */
+const queueOne = async (org: TestOrganization): Promise<string> =>
+  (await recordDeliveries(ctx.db, org.organization_id, [{ type: 'test.event', data: {} }], new Date()))[0]!;
+
+/** Runs the delivery's attempt now (as the worker's job would), then reads its row. */
+async function attemptNow(deliveryId: string) {
+  await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(deps)({ data: { deliveryId } } as Job<{
+    deliveryId: string;
+  }>);
+  return ctx.db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('id', '=', deliveryId)
+    .executeTakeFirstOrThrow();
+}
+
 const deliveriesOf = async (api: ReturnType<typeof caller>) =>
   (await api.get('/org/webhook/deliveries')).json().deliveries;
 
@@ -173,22 +189,9 @@ describe('webhook delivery', () => {
 
   it('cancels a pending delivery when the webhook was disabled before it was sent', async () => {
     const { org, path, api } = await withWebhook('canceled');
-    const [deliveryId] = await recordDeliveries(
-      ctx.db,
-      org.organization_id,
-      [{ type: 'test.event', data: {} }],
-      new Date(),
-    );
+    const deliveryId = await queueOne(org);
     await api.post('/org/webhook/disable');
-    await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(deps)({ data: { deliveryId } } as Job<{
-      deliveryId: string;
-    }>);
-    const row = await ctx.db
-      .selectFrom('webhook_deliveries')
-      .selectAll()
-      .where('id', '=', deliveryId!)
-      .executeTakeFirstOrThrow();
-    expect(row.status).toBe('canceled');
+    expect((await attemptNow(deliveryId)).status).toBe('canceled');
     expect(receiver.at(path)).toHaveLength(0);
   });
 
@@ -202,25 +205,10 @@ describe('webhook delivery', () => {
     'cancels what was queued before a disable when the webhook is enabled again (%s): nothing old is sent',
     async (_how, enable) => {
       const { org, path, api } = await withWebhook(`reenabled-${Math.random().toString(36).slice(2, 8)}`);
-      const [deliveryId] = await recordDeliveries(
-        ctx.db,
-        org.organization_id,
-        [{ type: 'test.event', data: {} }],
-        new Date(),
-      );
+      const deliveryId = await queueOne(org);
       await api.post('/org/webhook/disable');
       expect((await enable(api, `http://127.0.0.1:${port}${path}-moved`)).statusCode).toBe(200);
-      await createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE })(deps)({
-        data: { deliveryId },
-      } as Job<{
-        deliveryId: string;
-      }>);
-      const row = await ctx.db
-        .selectFrom('webhook_deliveries')
-        .selectAll()
-        .where('id', '=', deliveryId!)
-        .executeTakeFirstOrThrow();
-      expect(row).toMatchObject({
+      expect(await attemptNow(deliveryId)).toMatchObject({
         status: 'canceled',
         last_error: 'webhook disabled',
         next_attempt_at: null,

@@ -484,6 +484,30 @@ describe('the subscriber-write stamp', () => {
   });
 });
 
+/** The listening gateway's port (it is listened on once, for the cases that need real sockets). */
+async function gatewayPort(): Promise<number> {
+  if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
+  return (gateway.server.address() as AddressInfo).port;
+}
+
+/** An HTTP/1.1 request as raw text, with the organization's key. */
+const rawRequest = (method: string, target: string, body = '') =>
+  `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${org.headers['x-api-key']}\r\n` +
+  `${body === '' ? '' : 'Content-Type: application/json\r\n'}Content-Length: ${body.length}\r\n\r\n${body}`;
+
+/** A raw connection to the gateway: `write` sends bytes as given, `received` is the text once `complete` says so. */
+async function rawConnection(complete: (text: string) => boolean) {
+  const socket = connect(await gatewayPort(), '127.0.0.1');
+  let text = '';
+  const received = new Promise<string>((resolve) => {
+    socket.on('data', (chunk) => {
+      text += chunk.toString();
+      if (complete(text)) resolve(text);
+    });
+  }).finally(() => socket.destroy());
+  return { write: (data: string) => void socket.write(data), received };
+}
+
 describe('one base URL', () => {
   it('forwards every other route to admin with the same request id', async () => {
     const res = await gateway.inject({ method: 'GET', url: '/org/features?limit=2', headers: org.headers });
@@ -515,8 +539,7 @@ describe('one base URL', () => {
   });
 
   it('refuses a body over the limit with 413 itself, every time, where admin closing mid-upload made some 503', async () => {
-    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = gateway.server.address() as AddressInfo;
+    const port = await gatewayPort();
     const body = JSON.stringify({
       key: 'big',
       name: 'x'.repeat(ctx.config.bodyLimitBytes * 2),
@@ -535,28 +558,16 @@ describe('one base URL', () => {
   });
 
   it('reads a body whole before asking admin: a trickled upload holds no connection to admin meanwhile', async () => {
-    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = gateway.server.address() as AddressInfo;
-    const body = JSON.stringify({ name: 'Trickled' });
-    const socket = connect(port, '127.0.0.1');
-    const answer = new Promise<string>((resolve) => {
-      let text = '';
-      socket.on('data', (chunk) => {
-        text += chunk.toString();
-        if (/"name":"Trickled"|"error"/.test(text)) resolve(text);
-      });
-    });
     await api.feature('trickled', 'flag');
-    socket.write(
-      `PATCH /org/features/trickled HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${org.headers['x-api-key']}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
-    );
+    const body = JSON.stringify({ name: 'Trickled' });
+    const connection = await rawConnection((text) => /"name":"Trickled"|"error"/.test(text));
+    const request = rawRequest('PATCH', '/org/features/trickled', body);
+    connection.write(request.slice(0, request.length - body.length + 5));
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Half the body is in: admin has not been asked yet, so no pool connection is taken by this upload.
     expect(gateway.adminPool.stats.running).toBe(0);
-    socket.write(body.slice(5));
-    const response = await answer;
-    socket.destroy();
+    connection.write(body.slice(5));
+    const response = await connection.received;
     expect(response).toMatch(/^HTTP\/1\.1 200/);
     expect(response).toContain('"name":"Trickled"');
     // And one never finished is cut off by the server (408), having reached nobody.
@@ -564,8 +575,7 @@ describe('one base URL', () => {
   });
 
   it('refuses a chunked body over the limit with 413 itself (no length announced)', async () => {
-    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = gateway.server.address() as AddressInfo;
+    const port = await gatewayPort();
     const big = JSON.stringify({
       key: 'big',
       name: 'x'.repeat(ctx.config.bodyLimitBytes * 2),
@@ -588,32 +598,19 @@ describe('one base URL', () => {
   });
 
   it('runs writes pipelined on one connection in order, and a read after them sees the last (RFC 9112 §9.3.2)', async () => {
-    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = gateway.server.address() as AddressInfo;
     await api.feature('piped', 'flag');
-    const key = org.headers['x-api-key'];
-    const request = (method: string, path: string, body?: object) => {
-      const text = body === undefined ? '' : JSON.stringify(body);
-      const type = body === undefined ? '' : 'Content-Type: application/json\r\n';
-      return `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${key}\r\n${type}Content-Length: ${text.length}\r\n\r\n${text}`;
-    };
     for (let round = 0; round < 5; round++) {
-      const socket = connect(port, '127.0.0.1');
-      let text = '';
-      const answered = new Promise<void>((resolve) => {
-        socket.on('data', (chunk) => {
-          text += chunk.toString();
-          if ((text.match(/"updated_at":"[^"]*"}/g) ?? []).length === 4) resolve();
-        });
-      });
-      socket.write(
-        request('PATCH', '/org/features/piped', { name: `first ${round}` }) +
-          request('PATCH', '/org/features/piped', { name: `second ${round}` }) +
-          request('PATCH', '/org/features/piped', { name: `last ${round}` }) +
-          request('GET', '/org/features/piped'),
+      const connection = await rawConnection(
+        (text) => (text.match(/"updated_at":"[^"]*"}/g) ?? []).length === 4,
       );
-      await answered;
-      socket.destroy();
+      const rename = (name: string) => rawRequest('PATCH', '/org/features/piped', JSON.stringify({ name }));
+      connection.write(
+        rename(`first ${round}`) +
+          rename(`second ${round}`) +
+          rename(`last ${round}`) +
+          rawRequest('GET', '/org/features/piped'),
+      );
+      const text = await connection.received;
       const names = [...text.matchAll(/"name":"([^"]*)"/g)].map((match) => match[1]);
       expect(names).toEqual([`first ${round}`, `second ${round}`, `last ${round}`, `last ${round}`]);
       const stored = await gateway.inject({
@@ -626,24 +623,10 @@ describe('one base URL', () => {
   });
 
   it("answers the asterisk request target (OPTIONS *, POST *) with 404, not admin's 503", async () => {
-    if (!gateway.server.listening) await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = gateway.server.address() as AddressInfo;
     for (const method of ['OPTIONS', 'GET', 'POST']) {
-      const socket = connect(port, '127.0.0.1');
-      let text = '';
-      const answered = new Promise<void>((resolve) => {
-        socket.on('data', (chunk) => {
-          text += chunk.toString();
-          if (/"error"[\s\S]*}}\s*$/.test(text)) resolve();
-        });
-      });
-      const body = method === 'POST' ? '{}' : '';
-      socket.write(
-        `${method} * HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${org.headers['x-api-key']}\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-      );
-      await answered;
-      socket.destroy();
+      const connection = await rawConnection((text) => /"error"[\s\S]*}}\s*$/.test(text));
+      connection.write(rawRequest(method, '*', method === 'POST' ? '{}' : ''));
+      const text = await connection.received;
       expect(text).toMatch(/^HTTP\/1\.1 404/);
       expect(text).toContain('"code":"NOT_FOUND"');
     }
