@@ -40,6 +40,8 @@ const mayStart = (pipeline: Pipeline, write: boolean): boolean =>
  */
 export const pipelineOrder = fp(
   async function pipelineOrder(app: FastifyInstance) {
+    // Declared up front, so every request object keeps one shape (a property added per request would not).
+    app.decorateRequest(IS_WRITE, undefined);
     app.addHook('onRequest', (request: OrderedRequest, _reply, done) => {
       const socket = request.raw.socket as PipelinedSocket | null;
       if (!socket) return done();
