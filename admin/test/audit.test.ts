@@ -67,6 +67,20 @@ async function list(
   return res.json();
 }
 
+/** Runs `work` while another session holds `table` in ACCESS EXCLUSIVE mode (every query on it waits). */
+async function whileLocked(table: string, work: () => Promise<void>): Promise<void> {
+  const locker = new pg.Client({ connectionString: ctx.database.ownerUrl });
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    await locker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    await work();
+  } finally {
+    await locker.query('ROLLBACK');
+    await locker.end();
+  }
+}
+
 async function entryFor(requestId: string): Promise<AuditEvent> {
   const body = await list(`?request_id=${requestId}`);
   expect(body.audit_events).toHaveLength(1);
@@ -293,41 +307,28 @@ describe('503 when the entry cannot be recorded', () => {
   });
 
   it('answers 503 quickly when the log table is locked, and the write never runs', async () => {
-    const locker = new pg.Client({ connectionString: ctx.database.ownerUrl });
-    await locker.connect();
-    try {
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE audit_events IN ACCESS EXCLUSIVE MODE');
+    await whileLocked('audit_events', async () => {
       const started = Date.now();
       const res = await inject('POST', '/org/features', { key: 'locked', name: 'Locked', kind: 'flag' });
       expect(res.statusCode).toBe(503);
       expect(res.json().error.code).toBe('SERVICE_UNAVAILABLE');
       expect(Date.now() - started).toBeLessThan(5000);
-    } finally {
-      await locker.query('ROLLBACK');
-      await locker.end();
-    }
+    });
     expect((await inject('GET', '/org/features/locked')).statusCode).toBe(404);
     const retry = await inject('POST', '/org/features', { key: 'locked', name: 'Locked', kind: 'flag' });
     expect(retry.statusCode).toBe(201);
     expect((await entryFor(retry.headers['x-request-id'] as string)).outcome).toBe('responded');
   });
+
   it('answers 503 quickly when the API key cannot be looked up (keys table locked), and nothing runs', async () => {
-    const locker = new pg.Client({ connectionString: ctx.database.ownerUrl });
-    await locker.connect();
-    try {
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
+    await whileLocked('api_keys', async () => {
       const started = Date.now();
       const res = await inject('POST', '/org/features', { key: 'unlooked', name: 'Unlooked', kind: 'flag' });
       expect(res.statusCode).toBe(503);
       expect(res.json().error.message).toMatch(/Credentials cannot be checked/);
       // Within the lookup's own bound, not the main pool's 10 s statement timeout.
       expect(Date.now() - started).toBeLessThan(5000);
-    } finally {
-      await locker.query('ROLLBACK');
-      await locker.end();
-    }
+    });
     expect((await inject('GET', '/org/features/unlooked')).statusCode).toBe(404);
   });
 });

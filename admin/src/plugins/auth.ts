@@ -13,6 +13,7 @@ import {
 } from '@ent/common/auth/scopes';
 import { AppError, forbidden, serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import { sendError } from '@ent/common/http/error-handler';
+import { settledWithin } from '@ent/common/http/probe';
 import { KEY_LOOKUP_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { crossSiteRefusal } from '@ent/common/http/session-request';
 import { authenticateSession } from '../features/console-sessions/authenticate.ts';
@@ -67,19 +68,6 @@ export async function findPrincipal(
     authType: 'member_apikey',
   };
   return { principal, issued: true };
-}
-
-/**
- * `work`, or a rejection once `ms` have passed: a stuck database then answers 503 at once, while the query itself
- * runs on to its own timeout (its late failure is nobody's to handle).
- */
-function settledWithin<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  work.catch(() => {});
-  return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
 
 /** Why the principal may not call this route, or null when it may. */

@@ -1,13 +1,10 @@
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Scope } from '@ent/common/auth/scopes';
 import { isSafeMethod } from '@ent/common/http/session-request';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The scope the route's key must hold (the route's own authentication hook checks it). */
-    scope?: Scope;
     /** A POST that reads (an eval: it changes nothing but the metered count), ordered like a GET on its connection. */
     evaluation?: boolean;
   }
@@ -27,6 +24,11 @@ type OrderedRequest = FastifyRequest & { [IS_WRITE]?: boolean };
 
 const isWrite = (request: FastifyRequest): boolean =>
   !isSafeMethod(request.method) && request.routeOptions.config.evaluation !== true;
+
+function admit(pipeline: Pipeline, write: boolean): void {
+  pipeline.inFlight += 1;
+  if (write) pipeline.writesInFlight += 1;
+}
 
 const mayStart = (pipeline: Pipeline, write: boolean): boolean =>
   write ? pipeline.inFlight === 0 : pipeline.writesInFlight === 0;
@@ -52,14 +54,20 @@ export const pipelineOrder = fp(
         pipeline = { inFlight: 0, writesInFlight: 0, waiting: [] };
         socket[PIPELINE] = pipeline;
       }
-      const current = pipeline;
-      const start = () => {
-        current.inFlight += 1;
-        if (write) current.writesInFlight += 1;
+      if (pipeline.waiting.length === 0 && mayStart(pipeline, write)) {
+        admit(pipeline, write);
         done();
-      };
-      if (current.waiting.length === 0 && mayStart(current, write)) start();
-      else current.waiting.push({ write, start });
+        return;
+      }
+      // Only a request that must wait pays for a closure.
+      const waiting = pipeline;
+      waiting.waiting.push({
+        write,
+        start: () => {
+          admit(waiting, write);
+          done();
+        },
+      });
     });
 
     app.addHook('onResponse', (request: OrderedRequest, _reply, done) => {

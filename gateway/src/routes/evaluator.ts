@@ -19,6 +19,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     knownKey: KnownKey | null;
   }
+  interface FastifyContextConfig {
+    /** The scope the route's key must hold (its `authentication` hook checks it; the config says so to readers). */
+    scope?: Scope;
+  }
   interface FastifyInstance {
     evaluator: Evaluator;
   }

@@ -71,6 +71,10 @@ function apiKeyOf(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
+/** An answer with OFREP's own body. */
+const sendOfrep = (reply: FastifyReply, status: number, body: OfrepFailure): FastifyReply =>
+  reply.code(status).type(JSON_TYPE).send(JSON.stringify(body));
+
 /**
  * OFREP's statuses: 401, 403 and 429 without a body (429 keeps Retry-After), a malformed request 400
  * PARSE_ERROR; a blocked organization (409) and 5xx keep SPEC.md's error body, which OFREP leaves open.
@@ -82,18 +86,14 @@ function ofrepErrorHandler(
   reply: FastifyReply,
 ) {
   const key = (request.params as { key?: string } | undefined)?.key;
-  if (error instanceof OfrepError)
-    return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.body));
+  if (error instanceof OfrepError) return sendOfrep(reply, error.status, error.body);
   const appError = toAppError(error);
   if (appError.status === 401 || appError.status === 403 || appError.status === 429) {
     return reply.code(appError.status).headers(appError.headers).send();
   }
   // A key no feature can have (empty, or longer than any key): the flag does not exist, as for any unknown key.
   if (appError.status === 422 && (error as FastifyError).validationContext === 'params') {
-    return reply
-      .code(404)
-      .type(JSON_TYPE)
-      .send(JSON.stringify(flagNotFound(key ?? '')));
+    return sendOfrep(reply, 404, flagNotFound(key ?? ''));
   }
   if (appError.status === 422) {
     const body: OfrepFailure = {
@@ -101,7 +101,7 @@ function ofrepErrorHandler(
       errorCode: 'PARSE_ERROR',
       errorDetails: appError.message,
     };
-    return reply.code(400).type(JSON_TYPE).send(JSON.stringify(body));
+    return sendOfrep(reply, 400, body);
   }
   if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
   return sendError(request, reply, appError);
@@ -197,12 +197,9 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
   app.post(
     `${OFREP_SINGLE_PREFIX}*`,
     { onRequest: [cors, authenticate], errorHandler: ofrepErrorHandler },
-    (request, reply) => {
+    (request) => {
       const key = (request.params as { '*': string })['*'];
-      void reply
-        .code(404)
-        .type(JSON_TYPE)
-        .send(JSON.stringify(flagNotFound(key.length > MAX_ECHOED_KEY ? null : key)));
+      throw new OfrepError(404, flagNotFound(key.length > MAX_ECHOED_KEY ? null : key));
     },
   );
 
