@@ -305,7 +305,33 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     });
     expect((await usageOf(org)).count).toBe(100);
     clock.set(at('2026-03-10T12:00:06.000Z'));
+    expect(await gate(org)).toMatchObject({ outcome: 'rate_limited' });
+    clock.set(at('2026-03-10T12:00:06.950Z'));
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 101 } });
+  });
+
+  it('holds the burst across a second boundary: a rolling second, not a calendar one', async () => {
+    const org = await newOrg(individual({ evalLimit: 1_000, burstPerSecond: 100 }));
+    const start = at('2026-03-10T12:00:05.800Z');
+    const results = [];
+    for (let i = 0; i < 150; i++) {
+      results.push(await gate(org, start + Math.floor((i * 400) / 150)));
+    }
+    expect(results.filter((r) => r.outcome === 'counted')).toHaveLength(100);
+    expect(results.slice(100).every((r) => r.outcome === 'rate_limited')).toBe(true);
+    // The earliest admissions leave the window a second after their slot began.
+    expect(await gate(org, at('2026-03-10T12:00:06.799Z'))).toMatchObject({ outcome: 'rate_limited' });
+    expect(await gate(org, at('2026-03-10T12:00:06.800Z'))).toMatchObject({ outcome: 'counted' });
+  });
+
+  it('admits an eval that arrives out of time order into the newest slot', async () => {
+    const org = await newOrg(individual({ evalLimit: 1_000, burstPerSecond: 2 }));
+    const newest = at('2026-03-10T12:00:05.500Z');
+    expect(await gate(org, newest)).toMatchObject({ outcome: 'counted' });
+    expect(await gate(org, newest - 950)).toMatchObject({ outcome: 'counted' });
+    expect(await gate(org, newest - 2000)).toMatchObject({ outcome: 'rate_limited' });
+    // Both admissions sit in 05.500's slot, so both leave the window together.
+    expect(await gate(org, newest + 1000)).toMatchObject({ outcome: 'counted' });
   });
 
   it('does not count rate-limited or blocked calls', async () => {
@@ -366,7 +392,12 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     await redis.hset(keys.auth(org), { v: '3' });
     const stamp = await stampOf(org);
     expect(stamp).toBeGreaterThan(0);
-    expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({ catalog: 5, subscriber: 7, auth: 3, subscriberStamp: stamp });
+    expect((await gate(org, clock.now(), 'cus_9')).versions).toEqual({
+      catalog: 5,
+      subscriber: 7,
+      auth: 3,
+      subscriberStamp: stamp,
+    });
     expect((await gate(org, clock.now(), 'cus_other')).versions).toEqual({
       catalog: 5,
       subscriber: 0,
@@ -444,14 +475,18 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
       const stamp = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
       await redis.hdel(keys.subscriberVersions(org), '#w');
       await rewriteIndexQuietly(org, 'cus_1', 4);
-      expect((await gateVerified(org, 'cus_1', { verifiedVersion: 3, verifiedStamp: stamp })).versions).toMatchObject({
+      expect(
+        (await gateVerified(org, 'cus_1', { verifiedVersion: 3, verifiedStamp: stamp })).versions,
+      ).toMatchObject({
         subscriber: 4,
         subscriberStamp: 0,
       });
       await putSubscriber(org, 'cus_1', 5);
       const restarted = (await gate(org, clock.now(), 'cus_1')).versions.subscriberStamp;
       await redis.del(keys.subscriberVersions(org));
-      expect((await gateVerified(org, 'cus_1', { verifiedVersion: 5, verifiedStamp: restarted })).versions).toMatchObject({
+      expect(
+        (await gateVerified(org, 'cus_1', { verifiedVersion: 5, verifiedStamp: restarted })).versions,
+      ).toMatchObject({
         subscriber: 0,
         subscriberStamp: 0,
       });
@@ -471,7 +506,12 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     );
     expect(results.map((r) => r.versions.subscriber)).toEqual([11, 22, 11, 0]);
     expect(results.map((r) => (r.outcome === 'counted' ? r.usage?.used : null))).toEqual([1, 2, 3, 4]);
-    expect(results.map((r) => (r.outcome === 'counted' ? r.usage?.warn : null))).toEqual([null, null, '100', 'grace']);
+    expect(results.map((r) => (r.outcome === 'counted' ? r.usage?.warn : null))).toEqual([
+      null,
+      null,
+      '100',
+      'grace',
+    ]);
     const usage = await currentUsage(redis, keys, org, individual({ evalLimit: 3 }), now + 10);
     // first_over_at is the instant of the eval that reached the limit, not of the batch.
     expect(usage.first_over_at).toBe(toTimestamp(now + 2));

@@ -10,7 +10,8 @@
   Input (7 keys; N >= 1 evals):
     KEYS[1]     arrangement hash   {limit ('' = unlimited), blocking ('1'/'0'), burst, plan}
     KEYS[2]     usage hash of the UTC month   {count, first_over_at (ms)}
-    KEYS[3]     burst hash   {w (window: epoch second), n (requests admitted in it)}
+    KEYS[3]     burst hash   {w (newest slot: epoch ms / 100), s0..s9 (requests admitted in slot w - k, at field
+                s(slot % 10))}: a rolling second of ten 100 ms slots
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
     KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran
@@ -37,7 +38,7 @@
     e_i = code_i                                  when the eval's version was not read (still the one marked '1')
     e_i = code_i + 4 * (subscriber version_i + 1)  when it was read (version 0: the index has no such subscriber)
     code 0  counted (the month's count after eval i is the count before the batch plus the counted evals so far)
-    code 1  rate limited (over the burst; not counted, does not use a burst slot)
+    code 1  rate limited (the burst's rolling second is full; not counted, takes no place in it)
     code 2  blocked (blocking arrangement past its grace period; not counted)
   or the single number { 3 } when Redis holds no arrangement (nothing changed; the caller publishes it
   and retries), or { 4 } when this batch id already ran or was settled (nothing changed).
@@ -69,9 +70,21 @@ local storedFirstOverAt = usage[2]
 local firstOverAt = tonumber(storedFirstOverAt)
 local firstOverAtArg = storedFirstOverAt
 
-local burstState = rcall("HMGET", KEYS[3], "w", "n")
-local window = tonumber(burstState[1])
-local admitted = tonumber(burstState[2]) or 0
+-- The burst counts admissions in the newest slot and the nine before it, so no run of evals shorter than 900 ms
+-- gets more than `burst` through wherever it falls, and one that waits a whole second finds the window empty.
+local SLOTS = 10
+local burstState = rcall("HMGET", KEYS[3], "w", "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9")
+local newestSlot = tonumber(burstState[1])
+local slotCounts = {}
+local admitted = 0
+for k = 1, SLOTS do
+  local n = tonumber(burstState[k + 1]) or 0
+  slotCounts[k] = n
+  admitted = admitted + n
+end
+if not newestSlot then
+  admitted = 0
+end
 local admittedAny = false
 
 local trusted = ARGV[5]
@@ -116,10 +129,21 @@ for i = 1, evals do
   end
   runLeft = runLeft - 1
 
-  local evalWindow = math.floor(now / 1000)
-  if evalWindow ~= window then
-    window = evalWindow
+  -- Evals from several gateways may arrive slightly out of time order: an earlier one counts in the newest slot.
+  local slot = math.floor(now / 100)
+  if not newestSlot or slot >= newestSlot + SLOTS then
+    for k = 1, SLOTS do
+      slotCounts[k] = 0
+    end
     admitted = 0
+    newestSlot = slot
+  elseif slot > newestSlot then
+    for s = newestSlot + 1, slot do
+      local k = s % SLOTS + 1
+      admitted = admitted - slotCounts[k]
+      slotCounts[k] = 0
+    end
+    newestSlot = slot
   end
 
   local code = 0
@@ -127,6 +151,8 @@ for i = 1, evals do
     code = 1
   else
     admitted = admitted + 1
+    local k = newestSlot % SLOTS + 1
+    slotCounts[k] = slotCounts[k] + 1
     admittedAny = true
     if limit ~= nil and count >= limit and blocking and firstOverAt and now >= firstOverAt + graceMs then
       code = 2
@@ -155,7 +181,9 @@ for i = 1, evals do
 end
 
 if admittedAny then
-  rcall("HSET", KEYS[3], "w", window, "n", admitted)
+  rcall("HSET", KEYS[3], "w", newestSlot, "s0", slotCounts[1], "s1", slotCounts[2], "s2", slotCounts[3],
+    "s3", slotCounts[4], "s4", slotCounts[5], "s5", slotCounts[6], "s6", slotCounts[7], "s7", slotCounts[8],
+    "s8", slotCounts[9], "s9", slotCounts[10])
   rcall("PEXPIRE", KEYS[3], 2000)
 end
 if count ~= (storedCount or 0) then
