@@ -1,4 +1,5 @@
 import { secretsKeyringFromEnv, type SecretsKeyring } from './crypto/keyring.ts';
+import type { PublicPortMetrics } from './http/public-port-metrics.ts';
 
 /** One validated configuration object, read from the environment once per process. */
 export interface Config {
@@ -63,6 +64,11 @@ export interface Config {
   adminMetricsPort: number;
   /** Address the metrics port binds (the public port's HOST by default). */
   metricsHost: string;
+  /**
+   * `/metrics` on the public ports (DESIGN.md §4): `loopback` (default) answers this machine's direct peers only,
+   * never a request relayed by a proxy; `off` answers nobody there. The operations port is unaffected.
+   */
+  publicPortMetrics: PublicPortMetrics;
   /** Browser origins allowed to call the gateway's OFREP routes (CORS); `*` = any; none by default. */
   ofrepCorsOrigins: string[];
 }
@@ -91,6 +97,13 @@ const port = (env: Env, name: string, fallback: number) =>
   integerIn(env, name, fallback, 0, 65535, 'a TCP port (0-65535)');
 const positiveInteger = (env: Env, name: string, fallback: number) =>
   integerIn(env, name, fallback, 1, Number.MAX_SAFE_INTEGER, 'a positive integer');
+
+const oneOf = <T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+};
 
 const list = (raw: string | undefined): string[] =>
   (raw ?? '')
@@ -174,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
     gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 0),
     adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 0),
     metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',
+    publicPortMetrics: oneOf(env, 'PUBLIC_PORT_METRICS', ['loopback', 'off'] as const, 'loopback'),
     ofrepCorsOrigins: list(env.OFREP_CORS_ORIGINS),
   };
 }

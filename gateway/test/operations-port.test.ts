@@ -4,8 +4,9 @@ import { createTestDatabase, type TestDatabase } from '../../test-support/databa
 import { freePort, healthy, serviceEnv, startNode, type Started } from './processes.ts';
 
 /**
- * Real processes, as deployed: `/metrics` and the detailed `/readyz` only on the operations ports
- * (GATEWAY_METRICS_PORT, ADMIN_METRICS_PORT); the public ports answer `/readyz` with its status alone.
+ * Real processes, as deployed: `/metrics` and the detailed `/readyz` on the operations ports (GATEWAY_METRICS_PORT,
+ * ADMIN_METRICS_PORT); the public ports answer `/readyz` with its status alone, and `/metrics` only to a direct
+ * peer on this machine.
  */
 let database: TestDatabase;
 const started: Started[] = [];
@@ -13,15 +14,31 @@ const urls = { gateway: '', admin: '', gatewayOps: '', adminOps: '' };
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  const { env, adminUrl } = await serviceEnv({ database, redisPort: 6379, prefix: testRedisPrefix(), logLevel: 'error' });
+  const { env, adminUrl } = await serviceEnv({
+    database,
+    redisPort: 6379,
+    prefix: testRedisPrefix(),
+    logLevel: 'error',
+  });
   const [gatewayPort, gatewayOpsPort, adminOpsPort] = [await freePort(), await freePort(), await freePort()];
   started.push(startNode('admin/src/server.ts', { ...env, ADMIN_METRICS_PORT: String(adminOpsPort) }));
-  started.push(startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(gatewayPort), GATEWAY_METRICS_PORT: String(gatewayOpsPort) }));
+  started.push(
+    startNode('gateway/src/server.ts', {
+      ...env,
+      GATEWAY_PORT: String(gatewayPort),
+      GATEWAY_METRICS_PORT: String(gatewayOpsPort),
+    }),
+  );
   urls.admin = adminUrl;
   urls.gateway = `http://127.0.0.1:${gatewayPort}`;
   urls.gatewayOps = `http://127.0.0.1:${gatewayOpsPort}`;
   urls.adminOps = `http://127.0.0.1:${adminOpsPort}`;
-  await Promise.all([healthy(urls.admin), healthy(urls.gateway), healthy(urls.gatewayOps), healthy(urls.adminOps)]);
+  await Promise.all([
+    healthy(urls.admin),
+    healthy(urls.gateway),
+    healthy(urls.gatewayOps),
+    healthy(urls.adminOps),
+  ]);
 }, 90_000);
 
 afterAll(async () => {
@@ -35,15 +52,27 @@ const get = async (url: string) => {
 };
 
 describe('the public ports', () => {
-  it('answer /readyz with the status only, and have no /metrics', async () => {
+  it('answer /readyz with the status only', async () => {
     for (const base of [urls.gateway, urls.admin]) {
       const ready = await get(`${base}/readyz`);
       expect(ready.status, base).toBe(200);
       expect(JSON.parse(ready.text), base).toEqual({ status: 'ready' });
-      const metrics = await get(`${base}/metrics`);
-      expect(metrics.status, base).toBe(404);
-      expect(metrics.text).not.toContain('http_request_duration_seconds');
-      expect(JSON.parse(metrics.text).error.code).toBe('NOT_FOUND');
+    }
+  });
+
+  it('answer /metrics to a direct peer on this machine (DESIGN.md §4), never through a proxy', async () => {
+    const gatewayMetrics = await get(`${urls.gateway}/metrics`);
+    expect(gatewayMetrics.status).toBe(200);
+    expect(gatewayMetrics.text).toContain('gateway_cache_requests_total');
+    const adminMetrics = await get(`${urls.admin}/metrics`);
+    expect(adminMetrics.status).toBe(200);
+    expect(adminMetrics.text).toContain('outbox_pending_rows');
+    for (const base of [urls.gateway, urls.admin]) {
+      const relayed = await fetch(`${base}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+      const text = await relayed.text();
+      expect(relayed.status, base).toBe(404);
+      expect(text).not.toContain('http_request_duration_seconds');
+      expect(JSON.parse(text).error.code).toBe('NOT_FOUND');
     }
   });
 });
@@ -51,13 +80,23 @@ describe('the public ports', () => {
 describe('the operations ports', () => {
   it('serve the metrics and the detailed readiness', async () => {
     expect((await get(`${urls.gateway}/readyz`)).status).toBe(200);
-    expect(JSON.parse((await get(`${urls.gatewayOps}/readyz`)).text)).toEqual({ status: 'ready', redis: 'ok', admin: 'ok' });
-    expect(JSON.parse((await get(`${urls.adminOps}/readyz`)).text)).toEqual({ status: 'ready', postgres: 'ok', redis: 'ok' });
+    expect(JSON.parse((await get(`${urls.gatewayOps}/readyz`)).text)).toEqual({
+      status: 'ready',
+      redis: 'ok',
+      admin: 'ok',
+    });
+    expect(JSON.parse((await get(`${urls.adminOps}/readyz`)).text)).toEqual({
+      status: 'ready',
+      postgres: 'ok',
+      redis: 'ok',
+    });
     const gatewayMetrics = await get(`${urls.gatewayOps}/metrics`);
     expect(gatewayMetrics.status).toBe(200);
     expect(gatewayMetrics.text).toContain('gateway_cache_requests_total');
     // The public /readyz asked first is counted, under its route.
-    expect(gatewayMetrics.text).toMatch(/^http_request_duration_seconds_count\{route="\/readyz",method="GET",status="200"\} [1-9]\d*$/m);
+    expect(gatewayMetrics.text).toMatch(
+      /^http_request_duration_seconds_count\{route="\/readyz",method="GET",status="200"\} [1-9]\d*$/m,
+    );
     const adminMetrics = await get(`${urls.adminOps}/metrics`);
     expect(adminMetrics.status).toBe(200);
     expect(adminMetrics.text).toContain('queue_depth');

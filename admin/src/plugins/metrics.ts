@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { QUEUE_NAMES } from '../jobs/queues.ts';
 import { outboxLag } from '../features/outbox/store.ts';
 import { webhookDeliveryCounts } from '../features/webhook/store.ts';
+import { servePublicPortMetrics } from '@ent/common/http/public-port-metrics';
 
 export interface AdminMetrics {
   registry: Registry;
@@ -18,7 +19,8 @@ declare module 'fastify' {
 
 /**
  * Prometheus metrics (request durations, snapshot rebuilds, queue depth), served at `/metrics` on the operations
- * port (common/src/http/operations-app.ts), never the public one. One registry per app.
+ * port (common/src/http/operations-app.ts), and on the public one to this machine's direct peers only
+ * (common/src/http/public-port-metrics.ts). One registry per app.
  */
 export const metrics = fp(
   async function metrics(app: FastifyInstance) {
@@ -45,8 +47,11 @@ export const metrics = fp(
       async collect() {
         await Promise.all(
           QUEUE_NAMES.map(async (name) => {
-            const counts = await app.queues[name].getJobCounts('waiting', 'delayed', 'active').catch(() => null);
-            if (counts) this.set({ queue: name }, (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.active ?? 0));
+            const counts = await app.queues[name]
+              .getJobCounts('waiting', 'delayed', 'active')
+              .catch(() => null);
+            if (counts)
+              this.set({ queue: name }, (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.active ?? 0));
           }),
         );
       },
@@ -88,9 +93,14 @@ export const metrics = fp(
       },
     });
     app.decorate('metrics', { registry, snapshotRebuilds });
+    servePublicPortMetrics(app, registry, app.config.publicPortMetrics);
     app.addHook('onResponse', async (request, reply) => {
       requestDuration.observe(
-        { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) },
+        {
+          route: request.routeOptions.url ?? 'unmatched',
+          method: request.method,
+          status: String(reply.statusCode),
+        },
         reply.elapsedTime / 1000,
       );
     });

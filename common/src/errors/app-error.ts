@@ -1,9 +1,5 @@
 export type ErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'permission_error'
-  | 'rate_limit_error'
-  | 'api_error';
+  'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'api_error';
 
 export type ErrorCode =
   | 'VALIDATION_ERROR'
@@ -86,6 +82,8 @@ export const conflict = (message: string, details?: ErrorDetails) =>
   new AppError(409, 'CONFLICT', message, details);
 export const notFound = (message: string, details?: ErrorDetails) =>
   new AppError(404, 'NOT_FOUND', message, details);
+/** The 404 of a route that does not exist (also given where a route must look absent to this caller). */
+export const noRoute = (method: string, url: string) => notFound(`No route ${method} ${url.split('?')[0]}.`);
 export const unauthenticated = (message = 'A valid X-API-Key header is required.') =>
   new AppError(401, 'UNAUTHENTICATED', message);
 export const forbidden = (message: string, details?: ErrorDetails) =>

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, validationError } from '../errors/app-error.ts';
+import { AppError, noRoute, validationError } from '../errors/app-error.ts';
 import { addJsonBodyParser } from './json-body.ts';
 import { describeValidationError } from './validation.ts';
 
@@ -68,7 +68,11 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   // The client closed the connection mid-body (Fastify's parser: 400, ECONNRESET "aborted"): nobody waits for an
   // answer, and it is no backing service's failure (it was a 503, logged as an error, on every client abort).
   if (fastifyError.statusCode === 400 && error.message === 'aborted') {
-    return new AppError(400, 'BAD_REQUEST', 'The client closed the connection before the request arrived whole.');
+    return new AppError(
+      400,
+      'BAD_REQUEST',
+      'The client closed the connection before the request arrived whole.',
+    );
   }
   if (isConnectionFailure(error)) {
     return new AppError(
@@ -107,11 +111,7 @@ export const errorHandling = fp(
       return sendError(request, reply, appError);
     });
     app.setNotFoundHandler((request, reply) =>
-      sendError(
-        request,
-        reply,
-        new AppError(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`),
-      ),
+      sendError(request, reply, noRoute(request.method, request.url)),
     );
     // A callback hook (no promise per request): every response, errors included, carries the id.
     app.addHook('onRequest', (request, reply, done) => {

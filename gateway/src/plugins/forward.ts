@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
+import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
 import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { isSafeMethod } from '@ent/common/http/session-request';
 
@@ -94,7 +94,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     method: METHODS,
     url: '/internal/*',
     handler: async (request) => {
-      throw notFound(`No route ${request.method} ${request.url.split('?')[0]}.`);
+      throw noRoute(request.method, request.url);
     },
   });
 
@@ -103,7 +103,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     url: '/*',
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       // The asterisk form (`OPTIONS *`) names no resource here: no route, not an admin outage.
-      if (!request.url.startsWith('/')) throw notFound(`No route ${request.method} ${request.url}.`);
+      if (!request.url.startsWith('/')) throw noRoute(request.method, request.url);
       const body = request.body instanceof Buffer && request.body.length > 0 ? request.body : undefined;
       let response;
       try {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandl
 import fp from 'fastify-plugin';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { LocalCounter, LocalHistogram, type HistogramSeries } from './local-metrics.ts';
+import { servePublicPortMetrics } from '@ent/common/http/public-port-metrics';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -20,8 +21,9 @@ declare module 'fastify' {
 }
 
 /**
- * Prometheus metrics, served at `/metrics` on the operations port (common/src/http/operations-app.ts), never
- * the public one; one registry per app so several apps can live in one test process.
+ * Prometheus metrics, served at `/metrics` on the operations port (common/src/http/operations-app.ts), and on
+ * the public one to this machine's direct peers only (common/src/http/public-port-metrics.ts); one registry per app so several apps can
+ * live in one test process.
  */
 export const metrics = fp(
   async function metrics(app: FastifyInstance) {
@@ -61,8 +63,18 @@ export const metrics = fp(
         ['cache', 'result'],
         registers,
       ),
-      redisRoundTrips: new LocalCounter('gateway_redis_round_trips_total', 'Redis round trips by operation', ['op'], registers),
-      redisErrors: new LocalCounter('gateway_redis_errors_total', 'Failed Redis round trips by operation', ['op'], registers),
+      redisRoundTrips: new LocalCounter(
+        'gateway_redis_round_trips_total',
+        'Redis round trips by operation',
+        ['op'],
+        registers,
+      ),
+      redisErrors: new LocalCounter(
+        'gateway_redis_errors_total',
+        'Failed Redis round trips by operation',
+        ['op'],
+        registers,
+      ),
       snapshotRebuilds: new LocalCounter(
         'gateway_snapshot_rebuild_requests_total',
         'On-demand snapshot rebuilds asked of admin, by kind',
@@ -83,11 +95,12 @@ export const metrics = fp(
       };
       route.onResponse = [...(route.onResponse ? [route.onResponse].flat() : []), hook];
     });
+    servePublicPortMetrics(app, registry, app.config.publicPortMetrics);
     const observeUnmatched = observerFor('unmatched');
     app.addHook('onResponse', (request, reply, done) => {
       if (request.is404) observeUnmatched(request, reply);
       done();
     });
   },
-  { name: 'metrics' },
+  { name: 'metrics', dependencies: ['infrastructure'] },
 );

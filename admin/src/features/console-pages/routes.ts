@@ -3,7 +3,7 @@ import { join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { notFound, serviceUnavailable } from '@ent/common/errors/app-error';
+import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
 
 /** Where `npm run console:build` writes the single-page app (the repository's console/dist). */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
@@ -71,7 +71,7 @@ export async function consolePageRoutes(app: FastifyInstance, options: { distDir
   app.get<{ Params: { '*': string } }>('/console/*', { schema: { hide: true } }, async (request, reply) => {
     const wanted = request.params['*'];
     if (wanted === 'api' || wanted.startsWith('api/')) {
-      throw notFound(`No route ${request.method} ${request.url.split('?')[0]}.`);
+      throw noRoute(request.method, request.url);
     }
     return serve(reply, wanted);
   });
