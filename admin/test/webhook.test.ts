@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAdminApp } from '../src/app.ts';
-import {
-  createTestOrganization,
-  type AdminTestContext,
-} from '../../test-support/admin-context.ts';
+import { createTestOrganization, type AdminTestContext } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { decryptSecret } from '@ent/common/crypto/secrets';
 import {
@@ -118,6 +115,19 @@ describe('webhook configuration', () => {
     const write = lastWrite(writes);
     expect(write.details).toEqual({ secret_prefix: { from: before.secret_prefix, to: body.secret_prefix } });
     expect(JSON.stringify(write.details)).not.toContain(body.secret);
+  });
+
+  it('reports previous_secret_expires_at only while the previous secret still signs, then null', async () => {
+    const { ownApi: api, own: org } = await freshOrganization('http://127.0.0.1:9/hooks');
+    expect((await api.get('/org/webhook')).json().previous_secret_expires_at).toBeNull();
+    expect((await api.post('/org/webhook/rotate')).json().previous_secret_expires_at).not.toBeNull();
+    await ctx.db
+      .updateTable('webhooks')
+      .set({ previous_secret_expires_at: new Date(Date.now() - 1000) })
+      .where('organization_id', '=', org.organization_id)
+      .execute();
+    expect((await api.get('/org/webhook')).json().previous_secret_expires_at).toBeNull();
+    expect((await api.post('/org/webhook/disable')).json().previous_secret_expires_at).toBeNull();
   });
 
   it.each([

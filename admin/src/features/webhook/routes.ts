@@ -17,17 +17,21 @@ import {
   putWebhook,
   rotateWebhookSecret,
   setWebhookDisabled,
+  previousSecretSigns,
   webhookNotFound,
   type WebhookSettings,
 } from './service.ts';
 import { findWebhook } from './store.ts';
 
-export const toWebhookBody = (webhook: Webhook): WebhookBody => ({
+/** `previous_secret_expires_at` only while the previous secret still signs deliveries (null once it stopped). */
+export const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
   url: webhook.url,
   secret_prefix: webhook.secret_prefix,
   disabled: webhook.disabled,
   disabled_reason: webhook.disabled_reason,
-  previous_secret_expires_at: webhook.previous_secret_expires_at?.toISOString() ?? null,
+  previous_secret_expires_at: previousSecretSigns(webhook, now)
+    ? webhook.previous_secret_expires_at!.toISOString()
+    : null,
   created_at: webhook.created_at.toISOString(),
   updated_at: webhook.updated_at.toISOString(),
 });
@@ -64,7 +68,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
     async (request) => {
       const webhook = await findWebhook(app.db, request.principal!.organizationId);
       if (!webhook) throw webhookNotFound();
-      return toWebhookBody(webhook);
+      return toWebhookBody(webhook, now());
     },
   );
 
@@ -88,8 +92,8 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       );
       request.write.details = result.details;
       if (result.secret)
-        return reply.code(201).send({ ...toWebhookBody(result.webhook), secret: result.secret });
-      return reply.code(200).send(toWebhookBody(result.webhook));
+        return reply.code(201).send({ ...toWebhookBody(result.webhook, now()), secret: result.secret });
+      return reply.code(200).send(toWebhookBody(result.webhook, now()));
     },
   );
 
@@ -107,7 +111,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         now(),
       );
       request.write.details = details;
-      return { ...toWebhookBody(webhook), secret };
+      return { ...toWebhookBody(webhook, now()), secret };
     },
   );
 
@@ -126,7 +130,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
           now(),
         );
         request.write.details = details;
-        return toWebhookBody(webhook);
+        return toWebhookBody(webhook, now());
       },
     );
   }

@@ -34,15 +34,15 @@ export const encryptWebhookSecret = (
   organizationId: string,
 ) => encryptSecret(secret, settings.secretsKey, secretContext(organizationId));
 
+/** Whether the secret replaced by the last rotation still signs deliveries at `now` (its overlap). */
+export const previousSecretSigns = (webhook: Webhook, now: Date): boolean =>
+  webhook.previous_secret_expires_at !== null && webhook.previous_secret_expires_at > now;
+
 /** The secrets that sign a delivery at `now`: the current one, and the previous one during the overlap. */
 export function signingSecrets(webhook: Webhook, secretsKey: SecretsKeyring, now: Date): string[] {
   const context = secretContext(webhook.organization_id);
   const secrets = [decryptSecret(webhook.secret_ciphertext, secretsKey, context)];
-  if (
-    webhook.previous_secret_ciphertext &&
-    webhook.previous_secret_expires_at &&
-    webhook.previous_secret_expires_at > now
-  ) {
+  if (webhook.previous_secret_ciphertext && previousSecretSigns(webhook, now)) {
     secrets.push(decryptSecret(webhook.previous_secret_ciphertext, secretsKey, context));
   }
   return secrets;
