@@ -335,6 +335,8 @@ describe('client-supplied forwarding headers', () => {
     const bad = await gateway.inject({ method: 'GET', url: '/org/plans/%ff', headers: org.headers });
     expect(bad.statusCode).toBe(422);
     expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+    // The router refuses it before any hook runs; the id to quote is still in the header, as on every answer.
+    expect(bad.headers['x-request-id']).toBe(bad.json().error.request_id);
     const long = await gateway.inject({
       method: 'GET',
       url: `/org/subscribers/${'x'.repeat(2000)}`,
@@ -342,6 +344,7 @@ describe('client-supplied forwarding headers', () => {
     });
     expect(long.statusCode).toBe(404);
     expect(long.json().error.code).toBe('NOT_FOUND');
+    expect(long.headers['x-request-id']).toBe(long.json().error.request_id);
     const longEval = await check('y'.repeat(200), 'seats');
     expect(longEval.statusCode).toBe(404);
   });

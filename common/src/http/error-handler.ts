@@ -95,6 +95,8 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
 export function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError): FastifyReply {
   return reply
     .code(appError.status)
+    // Also set by the onRequest hook; not yet when the router refused the request before any hook ran.
+    .header('x-request-id', request.id)
     .headers(appError.headers)
     .type('application/json; charset=utf-8')
     .send(appError.toBody(request.id));
