@@ -77,6 +77,7 @@ local burstState = rcall("HMGET", KEYS[3], "w", "s0", "s1", "s2", "s3", "s4", "s
 local newestSlot = tonumber(burstState[1])
 local slotCounts = {}
 local admitted = 0
+local changedSlots = {} -- slot index (1..SLOTS) -> true: only these are written back
 for k = 1, SLOTS do
   local n = tonumber(burstState[k + 1]) or 0
   slotCounts[k] = n
@@ -133,15 +134,21 @@ for i = 1, evals do
   local slot = math.floor(now / 100)
   if not newestSlot or slot >= newestSlot + SLOTS then
     for k = 1, SLOTS do
-      slotCounts[k] = 0
+      if slotCounts[k] ~= 0 then
+        slotCounts[k] = 0
+        changedSlots[k] = true
+      end
     end
     admitted = 0
     newestSlot = slot
   elseif slot > newestSlot then
     for s = newestSlot + 1, slot do
       local k = s % SLOTS + 1
-      admitted = admitted - slotCounts[k]
-      slotCounts[k] = 0
+      if slotCounts[k] ~= 0 then
+        admitted = admitted - slotCounts[k]
+        slotCounts[k] = 0
+        changedSlots[k] = true
+      end
     end
     newestSlot = slot
   end
@@ -153,6 +160,7 @@ for i = 1, evals do
     admitted = admitted + 1
     local k = newestSlot % SLOTS + 1
     slotCounts[k] = slotCounts[k] + 1
+    changedSlots[k] = true
     admittedAny = true
     if limit ~= nil and count >= limit and blocking and firstOverAt and now >= firstOverAt + graceMs then
       code = 2
@@ -181,9 +189,14 @@ for i = 1, evals do
 end
 
 if admittedAny then
-  rcall("HSET", KEYS[3], "w", newestSlot, "s0", slotCounts[1], "s1", slotCounts[2], "s2", slotCounts[3],
-    "s3", slotCounts[4], "s4", slotCounts[5], "s5", slotCounts[6], "s6", slotCounts[7], "s7", slotCounts[8],
-    "s8", slotCounts[9], "s9", slotCounts[10])
+  local fields = {"w", newestSlot}
+  for k = 1, SLOTS do
+    if changedSlots[k] then
+      fields[#fields + 1] = "s" .. (k - 1)
+      fields[#fields + 1] = slotCounts[k]
+    end
+  end
+  rcall("HSET", KEYS[3], unpack(fields))
   rcall("PEXPIRE", KEYS[3], 2000)
 end
 if count ~= (storedCount or 0) then
