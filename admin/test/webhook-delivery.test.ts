@@ -8,7 +8,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
-import { recordDeliveries } from '../src/features/webhook/dispatch.ts';
+import { enqueueDeliveries, recordDeliveries } from '../src/features/webhook/dispatch.ts';
 import type { JobDependencies } from '../src/jobs/job.ts';
 import { queueConnection } from '../src/jobs/queues.ts';
 import {
@@ -36,7 +36,12 @@ beforeAll(async () => {
   const { connection, prefix } = queueConnection(ctx.config);
   worker = new Worker(
     'webhook-delivery',
-    createWebhookDeliveryProcessor({ schedule: FAST_SCHEDULE, jitter: 0 })(deps),
+    createWebhookDeliveryProcessor({
+      schedule: FAST_SCHEDULE,
+      jitter: 0,
+      perOrganizationInFlight: 2,
+      organizationWaitMs: 200,
+    })(deps),
     {
       connection,
       prefix,
@@ -281,6 +286,50 @@ describe('webhook delivery', () => {
     expect(delivery.attempts).toBe(FAST_SCHEDULE.length);
     expect(delivery.last_status_code).toBeNull();
     expect(delivery.last_error).toBeTruthy();
+  });
+
+  it("one organization's hanging receiver holds at most its share of the worker; others are delivered meanwhile", async () => {
+    const held: import('node:http').ServerResponse[] = [];
+    const hanging = createServer((req, res) => {
+      req.resume();
+      held.push(res);
+    });
+    const hangingPort = await new Promise<number>((resolve) =>
+      hanging.listen(0, '127.0.0.1', () => resolve((hanging.address() as AddressInfo).port)),
+    );
+    try {
+      const slow = await createTestOrganization(ctx.db, 'Slow receiver');
+      const slowApi = caller(ctx, slow.api_key);
+      await slowApi.put('/org/webhook', { url: `http://127.0.0.1:${hangingPort}/hang` });
+      const slowIds = await recordDeliveries(
+        ctx.db,
+        slow.organization_id,
+        Array.from({ length: 6 }, () => ({ type: 'test.event', data: {} })),
+        new Date(),
+      );
+      await enqueueDeliveries(ctx.app.queues, slowIds);
+      await until(() => held.length === 2);
+
+      const fast = await withWebhook('beside-a-slow-one');
+      await enqueueDeliveries(ctx.app.queues, [await queueOne(fast.org)]);
+      await until(() => receiver.at(fast.path).length === 1);
+      // The worker has four slots; the slow organization never had more than two of them.
+      expect(held).toHaveLength(2);
+
+      for (let released = 0; released < 6; released++) {
+        const res = await until(() => held.shift());
+        res.writeHead(200).end('ok');
+      }
+      const settled = await until(async () => {
+        const list = await deliveriesOf(slowApi);
+        return list.length === 6 && list.every((d: { status: string }) => d.status === 'succeeded') && list;
+      });
+      // Waiting for a slot is not an attempt.
+      expect(settled.map((d: { attempts: number }) => d.attempts)).toEqual([1, 1, 1, 1, 1, 1]);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import { DelayedError } from 'bullmq';
 import type { Kysely } from 'kysely';
 import { Agent, request as httpRequest } from 'undici';
 import type { Database, WebhookDelivery } from '@ent/common/db/database';
@@ -37,6 +38,12 @@ export interface DeliveryOptions {
   /** The longest Retry-After the worker waits for. */
   maxRetryAfterMs: number;
   random: () => number;
+  /**
+   * Attempts of one organization a worker sends at once. Another waits `organizationWaitMs` (jittered) outside
+   * the worker's slots, so one tenant's slow receiver cannot hold every slot and delay everyone's deliveries.
+   */
+  perOrganizationInFlight: number;
+  organizationWaitMs: number;
 }
 
 export const defaultDeliveryOptions: DeliveryOptions = {
@@ -45,6 +52,8 @@ export const defaultDeliveryOptions: DeliveryOptions = {
   timeoutMs: 15 * SECOND,
   maxRetryAfterMs: 24 * HOUR,
   random: Math.random,
+  perOrganizationInFlight: 4,
+  organizationWaitMs: SECOND,
 };
 
 export const MAX_ERROR_LENGTH = 500;
@@ -189,7 +198,8 @@ export function createWebhookDeliveryProcessor(
       connect: deps.config.webhookAllowPrivateTargets ? {} : { lookup: publicOnlyLookup },
       keepAliveTimeout: 4 * SECOND,
     });
-    return async (job) => {
+    const inFlight = new Map<string, number>();
+    return async (job, token) => {
       const { db } = deps;
       const delivery = await db
         .selectFrom('webhook_deliveries')
@@ -212,8 +222,23 @@ export function createWebhookDeliveryProcessor(
         );
         return;
       }
+      const organizationId = delivery.organization_id;
+      const organizationSending = inFlight.get(organizationId) ?? 0;
+      if (organizationSending >= options.perOrganizationInFlight) {
+        // Back to the delayed set, not an attempt: nothing was sent and nothing on the row changes.
+        await job.moveToDelayed(Date.now() + jittered(options.organizationWaitMs, options), token);
+        throw new DelayedError();
+      }
+      inFlight.set(organizationId, organizationSending + 1);
       const secrets = signingSecrets(webhook, deps.config.secretsKey, startedAt);
-      const outcome = await send(deps, agent, options, webhook.url, delivery, secrets);
+      let outcome: Outcome;
+      try {
+        outcome = await send(deps, agent, options, webhook.url, delivery, secrets);
+      } finally {
+        const left = (inFlight.get(organizationId) ?? 1) - 1;
+        if (left > 0) inFlight.set(organizationId, left);
+        else inFlight.delete(organizationId);
+      }
       const attempts = delivery.attempts + 1;
       const now = new Date(deps.clock.now());
       switch (outcome.kind) {
