@@ -56,6 +56,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Failed key lookups allowed per client address (IPv6: per /64) a minute, as a burst too; 0 = no limit. */
   authFailuresPerMinute: number;
+  /** Whether clients on this machine (loopback addresses) are limited too; by default they are not. */
+  authFailuresLimitLoopback: boolean;
   /**
    * The operations port: `/metrics` and the detailed `/readyz` (gateway; admin uses adminMetricsPort). 0 (the
    * default) = not served, so two processes on one host never collide; deploy/ sets 9464 and 9465.
@@ -184,6 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
       1_000_000,
       'an integer between 0 and 1000000',
     ),
+    authFailuresLimitLoopback: env.AUTH_FAILURES_LIMIT_LOOPBACK === 'true',
     gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 0),
     adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 0),
     metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',

@@ -6,7 +6,12 @@ import { clientKey } from '@ent/common/auth/failure-limiter';
 import { ManualClock } from '@ent/common/clock';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 import { gatewayOverAdmin } from './helpers.ts';
 import type { GatewayApp } from '../src/app.ts';
 import { adminClient } from '../src/plugins/admin-client.ts';
@@ -27,10 +32,16 @@ let org: TestOrganization;
 
 const randomKey = () => generateApiKey().plaintext;
 const adminKeyLookups = async (app: GatewayApp): Promise<number> => {
-  const metric = await app.gatewayMetrics.registry.getSingleMetric('gateway_snapshot_rebuild_requests_total')?.get();
-  return (metric?.values ?? []).filter((v) => v.labels.kind === 'api_key').reduce((sum, v) => sum + v.value, 0);
+  const metric = await app.gatewayMetrics.registry
+    .getSingleMetric('gateway_snapshot_rebuild_requests_total')
+    ?.get();
+  return (metric?.values ?? [])
+    .filter((v) => v.labels.kind === 'api_key')
+    .reduce((sum, v) => sum + v.value, 0);
 };
-const check = (key: string, remoteAddress = '127.0.0.1') =>
+/** A remote client (a documentation address): this machine's own processes are not limited. */
+const CLIENT = '203.0.113.10';
+const check = (key: string, remoteAddress = CLIENT) =>
   gateway.inject({
     method: 'POST',
     url: '/org/subscribers/alice/entitlements/check',
@@ -39,7 +50,10 @@ const check = (key: string, remoteAddress = '127.0.0.1') =>
     remoteAddress,
   });
 
-async function statuses<T extends { statusCode: number }>(count: number, send: (i: number) => Promise<T>): Promise<Record<number, number>> {
+async function statuses<T extends { statusCode: number }>(
+  count: number,
+  send: (i: number) => Promise<T>,
+): Promise<Record<number, number>> {
   const seen: Record<number, number> = {};
   for (let i = 0; i < count; i++) {
     const { statusCode } = await send(i);
@@ -52,10 +66,25 @@ beforeAll(async () => {
   ctx = await createAdminContext({ clock, config: { authFailuresPerMinute: LIMIT } });
   gateway = await gatewayOverAdmin(ctx, { clock });
   org = await createTestOrganization(ctx.db, 'Flood org');
-  await saveArrangement(ctx.db, org.organization_id, { plan: 'free', evalLimit: 100_000, blocking: true, burstPerSecond: 100_000 });
-  const feature = await gateway.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key: 'sso', name: 'SSO', kind: 'flag' } });
+  await saveArrangement(ctx.db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 100_000,
+    blocking: true,
+    burstPerSecond: 100_000,
+  });
+  const feature = await gateway.inject({
+    method: 'POST',
+    url: '/org/features',
+    headers: org.headers,
+    payload: { key: 'sso', name: 'SSO', kind: 'flag' },
+  });
   expect(feature.statusCode).toBe(201);
-  const subscriber = await gateway.inject({ method: 'POST', url: '/org/subscribers', headers: org.headers, payload: { subscriber_id: 'alice' } });
+  const subscriber = await gateway.inject({
+    method: 'POST',
+    url: '/org/subscribers',
+    headers: org.headers,
+    payload: { subscriber_id: 'alice' },
+  });
   expect(subscriber.statusCode).toBe(201);
 });
 
@@ -105,7 +134,12 @@ describe('random well-formed keys on the eval routes', () => {
     const queries = ctx.queriesRun();
     const direct = await Promise.all(
       Array.from({ length: 200 }, () =>
-        ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': randomKey() }, remoteAddress: '10.77.0.2' }),
+        ctx.app.inject({
+          method: 'GET',
+          url: '/org/features',
+          headers: { 'x-api-key': randomKey() },
+          remoteAddress: '10.77.0.2',
+        }),
       ),
     );
     expect(direct.filter((res) => res.statusCode === 401)).toHaveLength(LIMIT);
@@ -152,14 +186,44 @@ describe('random well-formed keys sent straight to admin', () => {
 
   it('remembers a never-issued key: repeats cost no query', async () => {
     const key = randomKey();
-    const first = await ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': key }, remoteAddress: '192.0.2.50' });
+    const first = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features',
+      headers: { 'x-api-key': key },
+      remoteAddress: '192.0.2.50',
+    });
     expect(first.statusCode).toBe(401);
     const queries = ctx.queriesRun();
     const seen = await statuses(100, () =>
-      ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': key }, remoteAddress: '192.0.2.50' }),
+      ctx.app.inject({
+        method: 'GET',
+        url: '/org/features',
+        headers: { 'x-api-key': key },
+        remoteAddress: '192.0.2.50',
+      }),
     );
     expect(seen).toEqual({ 401: 100 });
     expect(ctx.queriesRun() - queries).toBe(0);
+  });
+
+  it("never limits this machine's own clients (loopback), unless told to", async () => {
+    const seen = await statuses(LIMIT + 20, () => check(randomKey(), '127.0.0.1'));
+    expect(seen).toEqual({ 401: LIMIT + 20 });
+    expect((await check(randomKey(), '::1')).statusCode).toBe(401);
+    const strict = await gatewayOverAdmin(ctx, { clock, config: { authFailuresLimitLoopback: true } });
+    try {
+      const strictCheck = (key: string) =>
+        strict.inject({
+          method: 'POST',
+          url: '/org/subscribers/alice/entitlements/check',
+          headers: { 'x-api-key': key },
+          payload: { feature: 'sso' },
+          remoteAddress: '127.0.0.1',
+        });
+      expect(await statuses(LIMIT + 5, () => strictCheck(randomKey()))).toEqual({ 401: LIMIT, 429: 5 });
+    } finally {
+      await strict.close();
+    }
   });
 
   it('limits by the client address the gateway forwards, not by the gateway', async () => {
@@ -188,15 +252,23 @@ describe('the negative cache', () => {
       const real = await app.principals.authenticate(org.api_key, '127.0.0.1');
       expect(real.principal?.organizationId).toBe(org.organization_id);
       for (let i = 0; i < 50; i++) {
-        await expect(app.principals.authenticate(randomKey(), '127.0.0.1')).rejects.toMatchObject({ status: 401 });
+        await expect(app.principals.authenticate(randomKey(), '127.0.0.1')).rejects.toMatchObject({
+          status: 401,
+        });
       }
       const lookups = await adminKeyLookups(app);
       const redisReads = async () => {
-        const metric = await app.gatewayMetrics.registry.getSingleMetric('gateway_redis_round_trips_total')?.get();
-        return (metric?.values ?? []).filter((v) => v.labels.op === 'api_key').reduce((sum, v) => sum + v.value, 0);
+        const metric = await app.gatewayMetrics.registry
+          .getSingleMetric('gateway_redis_round_trips_total')
+          ?.get();
+        return (metric?.values ?? [])
+          .filter((v) => v.labels.op === 'api_key')
+          .reduce((sum, v) => sum + v.value, 0);
       };
       const reads = await redisReads();
-      expect((await app.principals.authenticate(org.api_key, '127.0.0.1')).principal?.keyId).toBe(real.principal?.keyId);
+      expect((await app.principals.authenticate(org.api_key, '127.0.0.1')).principal?.keyId).toBe(
+        real.principal?.keyId,
+      );
       expect(await adminKeyLookups(app)).toBe(lookups);
       expect(await redisReads()).toBe(reads);
     } finally {

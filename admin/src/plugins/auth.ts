@@ -122,7 +122,7 @@ export const authentication = fp(
     const unknownKeys = new LRUCache<string, number>({ max: REMEMBERED_KEYS_MAX });
     // Still looked up every time (a revocation wins at once); only exempt from the failure limit.
     const recentlyValid = new LRUCache<string, true>({ max: REMEMBERED_KEYS_MAX });
-    const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
+    const failures = new AuthFailureLimiter(app.config, () => app.clock.now());
     app.decorate('authFailures', failures);
     app.addHook('onRequest', async (request, reply) => {
       if (!request.routeOptions.config.scope) return;

@@ -1,6 +1,8 @@
 import { isIPv6 } from 'node:net';
 import { LRUCache } from 'lru-cache';
+import type { Config } from '../config.ts';
 import { AppError } from '../errors/app-error.ts';
+import { isLoopbackAddress } from '../http/loopback.ts';
 
 interface Bucket {
   tokens: number;
@@ -17,14 +19,25 @@ export function clientKey(ip: string): string {
   const [head = '', tail = ''] = ip.split('::');
   const headParts = head ? head.split(':') : [];
   const tailParts = tail ? tail.split(':') : [];
-  const groups = ip.includes('::') ? [...headParts, ...Array<string>(8 - headParts.length - tailParts.length).fill('0'), ...tailParts] : headParts;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups = ip.includes('::')
+    ? [...headParts, ...Array<string>(8 - headParts.length - tailParts.length).fill('0'), ...tailParts]
+    : headParts;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 export const authRateLimited = (retryAfterSeconds: number) =>
-  new AppError(429, 'RATE_LIMITED', 'Too many failed authentications from this address; retry later.', undefined, {
-    'retry-after': String(retryAfterSeconds),
-  });
+  new AppError(
+    429,
+    'RATE_LIMITED',
+    'Too many failed authentications from this address; retry later.',
+    undefined,
+    {
+      'retry-after': String(retryAfterSeconds),
+    },
+  );
 
 /**
  * Token buckets by key, in a bounded LRU: each holds `capacity` tokens and refills `capacity` per `periodMs`.
@@ -90,12 +103,26 @@ export class TokenBuckets {
  * Failed authentications that cost a lookup, per client address: a token bucket holding `perMinute` failures,
  * refilled at `perMinute` a minute. An empty bucket means no more lookups for unknown keys from that address
  * until it refills; keys the process already knows are still answered. `perMinute` 0 turns the limit off.
+ * Clients on this machine (a loopback address, as the trusted-proxy settings resolve it) are not limited
+ * unless `limitLoopback`: they are the operator's own processes, and a local test run that checks many bad keys
+ * must not see the next fresh key refused.
  */
 export class AuthFailureLimiter {
   private readonly buckets: TokenBuckets;
 
-  constructor(perMinute: number, now: () => number, maxClients = AUTH_FAILURE_CLIENTS) {
-    this.buckets = new TokenBuckets(perMinute, 60_000, now, maxClients);
+  private readonly limitLoopback: boolean;
+
+  constructor(
+    config: Pick<Config, 'authFailuresPerMinute' | 'authFailuresLimitLoopback'>,
+    now: () => number,
+    maxClients = AUTH_FAILURE_CLIENTS,
+  ) {
+    this.buckets = new TokenBuckets(config.authFailuresPerMinute, 60_000, now, maxClients);
+    this.limitLoopback = config.authFailuresLimitLoopback;
+  }
+
+  private exempt(ip: string): boolean {
+    return !this.limitLoopback && isLoopbackAddress(ip);
   }
 
   /**
@@ -103,11 +130,13 @@ export class AuthFailureLimiter {
    * seconds until it may (for Retry-After). Held up front, so concurrent lookups cannot share one token.
    */
   beforeLookup(ip: string): number {
+    if (this.exempt(ip)) return 0;
     return this.buckets.tryTake(clientKey(ip));
   }
 
   /** The lookup found a working key: its token goes back (only failures count). */
   notAFailure(ip: string): void {
+    if (this.exempt(ip)) return;
     this.buckets.giveBack(clientKey(ip));
   }
 }

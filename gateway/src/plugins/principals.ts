@@ -90,7 +90,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
     const cache = new LRUCache<string, ApiKey>({ max: options.max ?? 10_000 });
     // Keys remembered briefly (unknown ones) live apart, so a flood of random keys cannot evict real ones.
     const unknownKeys = new LRUCache<string, ApiKey>({ max: options.unknownMax ?? UNKNOWN_KEYS_MAX });
-    const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
+    const failures = new AuthFailureLimiter(app.config, () => app.clock.now());
     // Keys already checked and hashed once skip the checksum and SHA-256 on later requests.
     const hashOfKnownPlaintext = new LRUCache<string, string>({ max: options.max ?? 10_000 });
     const loading = new Map<string, Promise<ApiKey>>();

@@ -34,7 +34,7 @@ declare module 'fastify' {
  */
 export const sessions = fp(
   async function sessions(app: FastifyInstance) {
-    const failures = new AuthFailureLimiter(app.config.authFailuresPerMinute, () => app.clock.now());
+    const failures = new AuthFailureLimiter(app.config, () => app.clock.now());
     const service: Sessions = {
       async authenticate(token, clientIp) {
         const tokenHash = hashSessionToken(token);
