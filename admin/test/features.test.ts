@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -43,6 +48,17 @@ describe('features', () => {
     expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field } });
   });
 
+  it('names the allowed values when a kind is not one of them (body and query)', async () => {
+    const body = await post(org.headers, { key: 'ok', name: 'x', kind: 'toggle' });
+    expect(body.json().error.message).toBe('kind must be one of: flag, limit');
+    const query = await ctx.app.inject({ method: 'GET', url: '/org/plans?kind=other', headers: org.headers });
+    expect(query.statusCode).toBe(422);
+    expect(query.json().error).toMatchObject({
+      message: 'kind must be one of: catalog, custom',
+      details: { field: 'kind', location: 'querystring' },
+    });
+  });
+
   it('answers malformed JSON with 422, not 500', async () => {
     const res = await ctx.app.inject({
       method: 'POST',
@@ -64,7 +80,10 @@ describe('features', () => {
         payload: '{"key":"typed","name":"x","kind":"flag"}',
       });
       expect(res.statusCode).toBe(415);
-      expect(res.json().error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', type: 'invalid_request_error' });
+      expect(res.json().error).toMatchObject({
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        type: 'invalid_request_error',
+      });
     },
   );
 
@@ -77,17 +96,31 @@ describe('features', () => {
       payload: { description: 'Calls per month' },
     });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ key: 'api-calls', name: 'API calls', description: 'Calls per month', kind: 'limit' });
+    expect(res.json()).toMatchObject({
+      key: 'api-calls',
+      name: 'API calls',
+      description: 'Calls per month',
+      kind: 'limit',
+    });
   });
 
   it('refuses to change kind or key on PATCH', async () => {
-    const res = await ctx.app.inject({ method: 'PATCH', url: '/org/features/sso', headers: org.headers, payload: { kind: 'limit' } });
+    const res = await ctx.app.inject({
+      method: 'PATCH',
+      url: '/org/features/sso',
+      headers: org.headers,
+      payload: { kind: 'limit' },
+    });
     expect(res.statusCode).toBe(422);
   });
 
   it('lists features by key with cursor pagination', async () => {
     const own = await createTestOrganization(ctx.db, 'Listing');
-    for (const [key, kind] of [['sso', 'flag'], ['seats', 'limit'], ['api-calls', 'limit']]) {
+    for (const [key, kind] of [
+      ['sso', 'flag'],
+      ['seats', 'limit'],
+      ['api-calls', 'limit'],
+    ]) {
       expect((await post(own.headers, { key, name: key, kind })).statusCode).toBe(201);
     }
     const first = await ctx.app.inject({ method: 'GET', url: '/org/features?limit=2', headers: own.headers });
@@ -95,18 +128,36 @@ describe('features', () => {
     const body = first.json();
     expect(body.features.map((f: { key: string }) => f.key)).toEqual(['api-calls', 'seats']);
     expect(body.has_more).toBe(true);
-    const next = await ctx.app.inject({ method: 'GET', url: '/org/features?limit=2&starting_after=seats', headers: own.headers });
+    const next = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features?limit=2&starting_after=seats',
+      headers: own.headers,
+    });
     expect(next.json()).toMatchObject({ features: [{ key: 'sso' }], has_more: false });
   });
 
-  it.each(['nope', 'zzz', 'a'])('refuses starting_after=%s, which names no feature, with 422', async (cursor) => {
-    const res = await ctx.app.inject({ method: 'GET', url: `/org/features?starting_after=${cursor}`, headers: org.headers });
-    expect(res.statusCode).toBe(422);
-    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'starting_after', value: cursor } });
-  });
+  it.each(['nope', 'zzz', 'a'])(
+    'refuses starting_after=%s, which names no feature, with 422',
+    async (cursor) => {
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: `/org/features?starting_after=${cursor}`,
+        headers: org.headers,
+      });
+      expect(res.statusCode).toBe(422);
+      expect(res.json().error).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: { field: 'starting_after', value: cursor },
+      });
+    },
+  );
 
   it('refuses unknown query parameters with 422', async () => {
-    const res = await ctx.app.inject({ method: 'GET', url: '/org/features?colour=blue', headers: org.headers });
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features?colour=blue',
+      headers: org.headers,
+    });
     expect(res.statusCode).toBe(422);
   });
 
@@ -116,10 +167,15 @@ describe('features', () => {
     expect(res.json().error.code).toBe('NOT_FOUND');
   });
 
-  it('never shows or changes another organization\'s features', async () => {
+  it("never shows or changes another organization's features", async () => {
     const read = await ctx.app.inject({ method: 'GET', url: '/org/features/sso', headers: other.headers });
     expect(read.statusCode).toBe(404);
-    const change = await ctx.app.inject({ method: 'PATCH', url: '/org/features/sso', headers: other.headers, payload: { name: 'x' } });
+    const change = await ctx.app.inject({
+      method: 'PATCH',
+      url: '/org/features/sso',
+      headers: other.headers,
+      payload: { name: 'x' },
+    });
     expect(change.statusCode).toBe(404);
     const list = await ctx.app.inject({ method: 'GET', url: '/org/features', headers: other.headers });
     expect(list.json().features).toEqual([]);
@@ -129,7 +185,11 @@ describe('features', () => {
     const none = await ctx.app.inject({ method: 'GET', url: '/org/features' });
     expect(none.statusCode).toBe(401);
     expect(none.json().error.code).toBe('UNAUTHENTICATED');
-    const bad = await ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': 'svc-mk-1-nope' } });
+    const bad = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features',
+      headers: { 'x-api-key': 'svc-mk-1-nope' },
+    });
     expect(bad.statusCode).toBe(401);
   });
 });
@@ -146,7 +206,11 @@ describe('feature scopes', () => {
   it('does not let catalog:write read (a write scope does not include read)', async () => {
     const { createKeyWithScopes } = await import('../../test-support/api-keys.ts');
     const { apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, ['catalog:write']);
-    const read = await ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': apiKey } });
+    const read = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features',
+      headers: { 'x-api-key': apiKey },
+    });
     expect(read.statusCode).toBe(403);
     const write = await post({ 'x-api-key': apiKey }, { key: 'writer-made', name: 'x', kind: 'flag' });
     expect(write.statusCode).toBe(201);
@@ -155,8 +219,13 @@ describe('feature scopes', () => {
   it('limits a viewer to reads even with a full-access key', async () => {
     const { createKeyWithScopes } = await import('../../test-support/api-keys.ts');
     const { apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, [], 'viewer');
-    expect((await ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': apiKey } })).statusCode).toBe(200);
-    expect((await post({ 'x-api-key': apiKey }, { key: 'viewer-made', name: 'x', kind: 'flag' })).statusCode).toBe(403);
+    expect(
+      (await ctx.app.inject({ method: 'GET', url: '/org/features', headers: { 'x-api-key': apiKey } }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await post({ 'x-api-key': apiKey }, { key: 'viewer-made', name: 'x', kind: 'flag' })).statusCode,
+    ).toBe(403);
   });
 });
 
@@ -168,7 +237,13 @@ describe('NUL characters (DESIGN.md §2 property 7: never a 500)', () => {
     ['POST', '/org/features', { key: 'nul', name: 'a\u0000b', kind: 'flag' }, 'name', 'body'],
     ['PATCH', '/org/features/sso', { description: 'x\u0000' }, 'description', 'body'],
     ['POST', '/org/subscribers', { subscriber_id: 'nul', name: 'a\u0000b' }, 'name', 'body'],
-    ['POST', '/org/plans', { key: 'nul', name: 'N', kind: 'custom', grants: [{ feature: 'a\u0000', kind: 'flag' }] }, 'grants.0.feature', 'body'],
+    [
+      'POST',
+      '/org/plans',
+      { key: 'nul', name: 'N', kind: 'custom', grants: [{ feature: 'a\u0000', kind: 'flag' }] },
+      'grants.0.feature',
+      'body',
+    ],
     ['GET', '/org/features?starting_after=%00', undefined, 'starting_after', 'querystring'],
     ['GET', '/org/subscribers?starting_after=a%00b', undefined, 'starting_after', 'querystring'],
     ['GET', '/org/members?starting_after=%00', undefined, 'starting_after', 'querystring'],
@@ -189,7 +264,12 @@ describe('NUL characters (DESIGN.md §2 property 7: never a 500)', () => {
     const requestId = res.headers['x-request-id'] as string;
     const log = await inject('GET', `/org/audit-events?request_id=${requestId}`);
     expect(log.json().audit_events).toEqual([
-      expect.objectContaining({ route: '/org/features/{key}', params: { key: 'a\uFFFDb' }, outcome: 'responded', status: 422 }),
+      expect.objectContaining({
+        route: '/org/features/{key}',
+        params: { key: 'a\uFFFDb' },
+        outcome: 'responded',
+        status: 422,
+      }),
     ]);
   });
 

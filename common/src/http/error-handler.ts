@@ -45,9 +45,8 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (error instanceof AppError) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation && fastifyError.validation.length > 0) {
-    const first = fastifyError.validation[0]!;
     const part = fastifyError.validationContext ?? 'body';
-    const { field, message } = describeValidationError(first as never, part);
+    const { field, message } = describeValidationError(fastifyError.validation as never, part);
     const details: Record<string, unknown> = { field, location: part };
     return validationError(message, details);
   }
@@ -93,13 +92,15 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError): FastifyReply {
-  return reply
-    .code(appError.status)
-    // Also set by the onRequest hook; not yet when the router refused the request before any hook ran.
-    .header('x-request-id', request.id)
-    .headers(appError.headers)
-    .type('application/json; charset=utf-8')
-    .send(appError.toBody(request.id));
+  return (
+    reply
+      .code(appError.status)
+      // Also set by the onRequest hook; not yet when the router refused the request before any hook ran.
+      .header('x-request-id', request.id)
+      .headers(appError.headers)
+      .type('application/json; charset=utf-8')
+      .send(appError.toBody(request.id))
+  );
 }
 
 export const errorHandling = fp(

@@ -38,12 +38,25 @@ export interface ValidationFailure {
   message: string;
 }
 
+/**
+ * The values a union of literals allows, when ajv's errors start with one `const` failure per branch followed by
+ * the union's own `anyOf` failure at the same place (how a TypeBox `Type.Union` of `Type.Literal`s fails).
+ */
+function literalUnionValues(errors: readonly ErrorObject[]): unknown[] | null {
+  const values: unknown[] = [];
+  for (const error of errors) {
+    if (error.instancePath !== errors[0]!.instancePath) return null;
+    if (error.keyword === 'anyOf') return values.length > 0 ? values : null;
+    if (error.keyword !== 'const') return null;
+    values.push((error.params as { allowedValue?: unknown }).allowedValue);
+  }
+  return null;
+}
+
 /** Turns ajv's first error into the field name clients see in `error.details.field`. */
-export function describeValidationError(error: ErrorObject, part: string): ValidationFailure {
-  const path = error.instancePath
-    .split('/')
-    .filter(Boolean)
-    .join('.');
+export function describeValidationError(errors: readonly ErrorObject[], part: string): ValidationFailure {
+  const error = errors[0]!;
+  const path = error.instancePath.split('/').filter(Boolean).join('.');
   const params = error.params as Record<string, unknown>;
   const extra =
     typeof params.additionalProperty === 'string'
@@ -62,8 +75,7 @@ export function describeValidationError(error: ErrorObject, part: string): Valid
   if (error.keyword === 'type' && field === 'body' && params.type === 'object') {
     message = 'The request body must be a JSON object.';
   }
-  if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
-    message = `${field} must be one of: ${params.allowedValues.join(', ')}`;
-  }
+  const allowed = error.keyword === 'enum' ? params.allowedValues : literalUnionValues(errors);
+  if (Array.isArray(allowed)) message = `${field} must be one of: ${allowed.join(', ')}`;
   return { field, message };
 }

@@ -11,10 +11,18 @@ export type CatalogLimits = Config['catalogLimits'];
 export type CatalogGrowth =
   { features: number } | { plans: number; grants: number } | { grants: number; replacingPlanId: string };
 
+/** What the organization itself can do about each limit (features cannot be deleted; archived plans count). */
+const REMEDY = {
+  features: 'ask the operator to raise the limit',
+  plans:
+    'delete plans no subscription references (archived plans count too), or ask the operator to raise the limit',
+  grants: 'remove grants from plans, or ask the operator to raise the limit',
+} as const;
+
 const tooLarge = (what: 'features' | 'plans' | 'grants', limit: number, setting: string) =>
   validationError(
     `This organization's catalog may hold at most ${limit} ${what === 'grants' ? 'plan grants in all' : what} ` +
-      `(the server's ${setting}); archive or remove some first, or ask the operator to raise the limit.`,
+      `(the server's ${setting}); ${REMEDY[what]}.`,
     { field: what, value: limit },
   );
 
