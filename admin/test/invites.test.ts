@@ -124,7 +124,8 @@ describe('invites', () => {
     const redeem = (token: string, email: string) =>
       redeemInvite(ctx.db, token, { email }, new Date(clock.now())).then(
         (member) => member.role,
-        (error: { status?: number; details?: { reason?: string } }) => `${error.status} ${error.details?.reason}`,
+        (error: { status?: number; details?: { reason?: string } }) =>
+          `${error.status} ${error.details?.reason}`,
       );
 
     expect((await api.patch(`/org/members/${maker.memberId}`, { role: 'developer' })).statusCode).toBe(200);
@@ -153,5 +154,32 @@ describe('invites', () => {
     const reader = caller(ctx, (await createKeyWithScopes(ctx.db, org.organization_id, ['org:read'])).apiKey);
     expect((await reader.get('/org/invites')).statusCode).toBe(200);
     expect((await reader.post('/org/invites', { role: 'viewer' })).statusCode).toBe(403);
+  });
+
+  it("shows a link only to a caller who could have made it: reading one must not grow the reader's rights", async () => {
+    const adminInvite = (await api.post('/org/invites', { role: 'admin' })).json();
+    const viewerInvite = (await api.post('/org/invites', { role: 'viewer' })).json();
+    const linksSeenBy = async (key: string) => {
+      const res = await caller(ctx, key).get('/org/invites');
+      expect(res.statusCode).toBe(200);
+      const urls = new Map<string, string | null>(
+        res.json().invites.map((i: { invite_id: string; url: string | null }) => [i.invite_id, i.url]),
+      );
+      return [urls.get(adminInvite.invite_id), urls.get(viewerInvite.invite_id)];
+    };
+    const readOnly = (await createKeyWithScopes(ctx.db, org.organization_id, ['org:read'])).apiKey;
+    expect(await linksSeenBy(readOnly)).toEqual([null, null]);
+    const viewerRights = (
+      await createKeyWithScopes(ctx.db, org.organization_id, [
+        'org:read',
+        'catalog:read',
+        'subscribers:read',
+        'check',
+      ])
+    ).apiKey;
+    const [adminLink, viewerLink] = await linksSeenBy(viewerRights);
+    expect(adminLink).toBeNull();
+    expect(viewerLink).toBe(viewerInvite.url);
+    expect(await linksSeenBy(org.api_key)).toEqual([adminInvite.url, viewerInvite.url]);
   });
 });

@@ -7,8 +7,11 @@ export const InviteSchema = Type.Object(
     invite_id: Type.String(),
     role: RoleSchema,
     email: Type.Union([Type.String(), Type.Null()]),
-    /** The single-use link that joins the organization; shown while the invite is live. */
-    url: Type.String(),
+    /**
+     * The single-use link that joins the organization with `role`, while the invite is live; `null` in a list read
+     * by a caller who could not create an invite of that role (reading the link would hand over the role).
+     */
+    url: Type.Union([Type.String(), Type.Null()]),
     expires_at: Timestamp,
     created_at: Timestamp,
   },

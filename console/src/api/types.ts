@@ -142,7 +142,8 @@ export interface Invite {
   invite_id: string;
   role: Role;
   email: string | null;
-  url: string;
+  /** null in a list, for an invite to a role the viewer may not grant (the link would hand it over). */
+  url: string | null;
   expires_at: string;
   created_at: string;
 }

@@ -2380,7 +2380,7 @@ export interface paths {
               expires_at: string;
               invite_id: string;
               role: 'admin' | 'developer' | 'viewer';
-              url: string;
+              url: string | null;
             };
           };
         };
@@ -8827,7 +8827,7 @@ export interface components {
       expires_at: string;
       invite_id: string;
       role: 'admin' | 'developer' | 'viewer';
-      url: string;
+      url: string | null;
     };
     /** ServiceAccount */
     'def-9': {

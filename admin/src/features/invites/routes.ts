@@ -11,7 +11,8 @@ import {
   ListInvitesQuery,
   type InviteBody,
 } from '@ent/common/schemas/invites';
-import { assertMayGrant } from '../members/roles.ts';
+import type { Role } from '@ent/common/auth/scopes';
+import { assertMayGrant, mayGrant } from '../members/roles.ts';
 import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
@@ -19,11 +20,11 @@ export const inviteSettings = (config: Config): InviteSettings => ({
   consoleUrl: config.consoleUrl,
 });
 
-export const toInviteBody = (invite: Invite, settings: InviteSettings): InviteBody => ({
+export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink = true): InviteBody => ({
   invite_id: invite.id,
   role: invite.role as InviteBody['role'],
   email: invite.email,
-  url: inviteLinkOf(invite, settings),
+  url: showLink ? inviteLinkOf(invite, settings) : null,
   expires_at: invite.expires_at.toISOString(),
   created_at: invite.created_at.toISOString(),
 });
@@ -74,7 +75,12 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
         limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });
-      return { invites: page.items.map((invite) => toInviteBody(invite, settings)), has_more: page.hasMore };
+      const principal = request.principal!;
+      // A link joins with its role: a caller who could not invite to that role does not get to read one either.
+      const invites = page.items.map((invite) =>
+        toInviteBody(invite, settings, mayGrant(principal, { kind: 'role', role: invite.role as Role })),
+      );
+      return { invites, has_more: page.hasMore };
     },
   );
 

@@ -67,7 +67,7 @@ export function InvitesPanel() {
             <code className="secret" data-testid="new-invite-link">
               {created.url}
             </code>
-            <CopyButton text={created.url} label="Copy link" />
+            <CopyButton text={created.url ?? ''} label="Copy link" />
             <button type="button" className="button button-small" onClick={() => setCreated(null)}>
               Done
             </button>
@@ -98,7 +98,11 @@ export function InvitesPanel() {
               </td>
               <td>{invite.email ?? <span className="cell-muted">anyone with the link</span>}</td>
               <td>
-                <CopyButton text={invite.url} label="Copy link" />
+                {invite.url ? (
+                  <CopyButton text={invite.url} label="Copy link" />
+                ) : (
+                  <span className="cell-muted">only for those who may grant this role</span>
+                )}
               </td>
               <td className="cell-nowrap">{formatTime(invite.expires_at)}</td>
               <td className="cell-actions">
