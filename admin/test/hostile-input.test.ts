@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDateTime } from '@ent/common/http/date-time';
 import { MAX_JSON_DEPTH, exceedsJsonDepth } from '@ent/common/http/json-depth';
-import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../test-support/admin-context.ts';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -12,8 +17,18 @@ beforeAll(async () => {
   ctx = await createAdminContext();
   org = await createTestOrganization(ctx.db, 'Hostile');
   await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-  await ctx.app.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key: 'sso', name: 'SSO', kind: 'flag' } });
-  await ctx.app.inject({ method: 'POST', url: '/org/subscribers', headers: org.headers, payload: { id: 'alice' } });
+  await ctx.app.inject({
+    method: 'POST',
+    url: '/org/features',
+    headers: org.headers,
+    payload: { key: 'sso', name: 'SSO', kind: 'flag' },
+  });
+  await ctx.app.inject({
+    method: 'POST',
+    url: '/org/subscribers',
+    headers: org.headers,
+    payload: { id: 'alice' },
+  });
 });
 afterAll(() => ctx.close());
 
@@ -54,18 +69,24 @@ describe('JSON nesting depth', () => {
     ['POST', '/org/service-accounts'],
     ['POST', '/org/invites'],
   ];
-  it.each(writes)('%s %s answers a 40 KB deeply nested body with 422 naming the body', async (method, url) => {
-    for (const payload of [deepArray, deepObject, deepInField]) {
-      const res = await ctx.app.inject({
-        method: method as 'POST',
-        url,
-        headers: { ...org.headers, 'content-type': 'application/json' },
-        payload,
-      });
-      expect(res.statusCode).toBe(422);
-      expect(expectErrorBody(res.body, res.statusCode, 'VALIDATION_ERROR').details).toMatchObject({ field: 'body', max_depth: MAX_JSON_DEPTH });
-    }
-  });
+  it.each(writes)(
+    '%s %s answers a 40 KB deeply nested body with 422 naming the body',
+    async (method, url) => {
+      for (const payload of [deepArray, deepObject, deepInField]) {
+        const res = await ctx.app.inject({
+          method: method as 'POST',
+          url,
+          headers: { ...org.headers, 'content-type': 'application/json' },
+          payload,
+        });
+        expect(res.statusCode).toBe(422);
+        expect(expectErrorBody(res.body, res.statusCode, 'VALIDATION_ERROR').details).toMatchObject({
+          field: 'body',
+          max_depth: MAX_JSON_DEPTH,
+        });
+      }
+    },
+  );
 
   it('still refuses prototype poisoning and accepts ordinary bodies', async () => {
     const poisoned = await ctx.app.inject({
@@ -76,7 +97,12 @@ describe('JSON nesting depth', () => {
     });
     const refused = expectErrorBody(poisoned.body, poisoned.statusCode, 'VALIDATION_ERROR');
     expect(refused.message).toMatch(/__proto__/);
-    const ok = await ctx.app.inject({ method: 'POST', url: '/org/features', headers: org.headers, payload: { key: 'deep_ok', name: '[[{{', kind: 'flag' } });
+    const ok = await ctx.app.inject({
+      method: 'POST',
+      url: '/org/features',
+      headers: org.headers,
+      payload: { key: 'deep_ok', name: '[[{{', kind: 'flag' },
+    });
     expect(ok.statusCode).toBe(201);
   });
 });
@@ -98,6 +124,11 @@ describe('date-time values', () => {
     ['2026-01-01T00:00:00', false],
     ['2026-01-01t00:00:00z', true],
     ['٢٠٢٦-01-01T00:00:00Z', false],
+    // The offset carries these instants out of the UTC years 0000-9999, which no answer could show.
+    ['9999-12-31T23:59:59-01:00', false],
+    ['0000-01-01T00:00:00+01:00', false],
+    ['9999-12-31T22:59:59-01:00', true],
+    ['0000-01-01T01:00:00+01:00', true],
   ])('%s is accepted: %s', (value, accepted) => {
     expect(isDateTime(value)).toBe(accepted);
   });
@@ -113,23 +144,46 @@ describe('date-time values', () => {
   ];
   // A lone surrogate cannot be percent-encoded from a JS string; these are the raw bytes a client could send.
   const rawOdd = ['%ED%A0%80', '2026-01-01T00:00:00%ED%B0%80Z', '%FF%FE', '%'];
-  it.each(['occurred_after', 'occurred_before'])('the audit filter %s answers odd values with 422 naming it', async (field) => {
-    for (const value of [...odd.map(encodeURIComponent), ...rawOdd]) {
-      const res = await ctx.app.inject({ method: 'GET', url: `/org/audit-events?${field}=${value}`, headers: org.headers });
-      expect(res.statusCode, value.slice(0, 40)).toBe(422);
-      expect(expectErrorBody(res.body, res.statusCode, 'VALIDATION_ERROR').details).toMatchObject({ field });
-    }
-  });
+  it.each(['occurred_after', 'occurred_before'])(
+    'the audit filter %s answers odd values with 422 naming it',
+    async (field) => {
+      for (const value of [...odd.map(encodeURIComponent), ...rawOdd]) {
+        const res = await ctx.app.inject({
+          method: 'GET',
+          url: `/org/audit-events?${field}=${value}`,
+          headers: org.headers,
+        });
+        expect(res.statusCode, value.slice(0, 40)).toBe(422);
+        expect(expectErrorBody(res.body, res.statusCode, 'VALIDATION_ERROR').details).toMatchObject({
+          field,
+        });
+      }
+    },
+  );
 
   it('accepts -00:00 as UTC and the extremes of the calendar on the audit filter', async () => {
-    for (const value of ['2026-01-01T00:00:00-00:00', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999999999+23:59']) {
-      const res = await ctx.app.inject({ method: 'GET', url: `/org/audit-events?occurred_after=${encodeURIComponent(value)}`, headers: org.headers });
+    for (const value of [
+      '2026-01-01T00:00:00-00:00',
+      '0000-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999999999+23:59',
+    ]) {
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: `/org/audit-events?occurred_after=${encodeURIComponent(value)}`,
+        headers: org.headers,
+      });
       expect(res.statusCode, value).toBe(200);
     }
   });
 
-  it('an override expires_at with a leap second or impossible date is 422 naming expires_at', async () => {
-    for (const expires_at of ['2030-06-30T23:59:60Z', '2030-02-30T00:00:00Z', '2030-01-01T00:00:00+24:00']) {
+  it('an override expires_at with a leap second, an impossible date or an instant past year 9999 is 422 naming expires_at', async () => {
+    for (const expires_at of [
+      '2030-06-30T23:59:60Z',
+      '2030-02-30T00:00:00Z',
+      '2030-01-01T00:00:00+24:00',
+      '9999-12-31T23:59:59-01:00',
+      '0000-01-01T00:00:00+01:00',
+    ]) {
       const res = await ctx.app.inject({
         method: 'PUT',
         url: '/org/subscribers/alice/overrides/sso',
@@ -137,14 +191,27 @@ describe('date-time values', () => {
         payload: { kind: 'flag', allowed: true, expires_at },
       });
       expect(res.statusCode).toBe(422);
-      expect(expectErrorBody(res.body, res.statusCode, 'VALIDATION_ERROR').details).toMatchObject({ field: 'expires_at' });
+      expect(expectErrorBody(res.body, res.statusCode, 'VALIDATION_ERROR').details).toMatchObject({
+        field: 'expires_at',
+      });
     }
   });
 });
 
 describe('odd unicode and long path values', () => {
-  const values = ['\u202Eevil', '😀', 'a\u200Bb', 'x'.repeat(5000), '..', '\uFEFF', '\u0000'].map(encodeURIComponent);
-  const raw = ['%ED%A0%80', '%ED%B0%80', '%F0%9F', '%2F', '%', '%ZZ', '%C0%AF', `${'%F0%9F%98%80'.repeat(400)}`];
+  const values = ['\u202Eevil', '😀', 'a\u200Bb', 'x'.repeat(5000), '..', '\uFEFF', '\u0000'].map(
+    encodeURIComponent,
+  );
+  const raw = [
+    '%ED%A0%80',
+    '%ED%B0%80',
+    '%F0%9F',
+    '%2F',
+    '%',
+    '%ZZ',
+    '%C0%AF',
+    `${'%F0%9F%98%80'.repeat(400)}`,
+  ];
   it.each([
     ['GET', '/org/features/'],
     ['GET', '/org/plans/'],
@@ -154,7 +221,11 @@ describe('odd unicode and long path values', () => {
     ['DELETE', '/org/invites/'],
   ])('%s %s<odd value> answers 4xx with the error body', async (method, prefix) => {
     for (const value of [...values, ...raw]) {
-      const res = await ctx.app.inject({ method: method as 'GET', url: `${prefix}${value}`, headers: org.headers });
+      const res = await ctx.app.inject({
+        method: method as 'GET',
+        url: `${prefix}${value}`,
+        headers: org.headers,
+      });
       expectErrorBody(res.body, res.statusCode);
     }
   });
@@ -202,7 +273,12 @@ function rawExchange(port: number, request: string): Promise<string> {
 
 describe('requests Node refuses before Fastify', () => {
   it.each([
-    ['headers over 16 KB', `GET /org/features HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'REQUEST_HEADERS_TOO_LARGE'],
+    [
+      'headers over 16 KB',
+      `GET /org/features HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'REQUEST_HEADERS_TOO_LARGE',
+    ],
     ['bytes that are not HTTP', 'HELLO\u0000 /\r\n\r\n', 400, 'BAD_REQUEST'],
   ])('%s get the error body', async (_name, request, status, code) => {
     const { port } = ctx.app.server.address() as AddressInfo;
