@@ -63,6 +63,18 @@ describe('invites', () => {
     expect((await caller(ctx, other.api_key).get('/org/invites')).json().invites).toEqual([]);
   });
 
+  it('records a HEAD on the list like the GET it mirrors, and the audit filter finds it by method', async () => {
+    const head = await ctx.app.inject({
+      method: 'HEAD',
+      url: '/org/invites',
+      headers: { 'x-api-key': org.api_key },
+    });
+    expect(head.statusCode).toBe(200);
+    const found = await api.get(`/org/audit-events?method=HEAD&request_id=${head.headers['x-request-id']}`);
+    expect(found.statusCode).toBe(200);
+    expect(found.json().audit_events).toMatchObject([{ method: 'HEAD', route: '/org/invites', status: 200 }]);
+  });
+
   it('revokes with DELETE (204, details null); the invite leaves the list; unknown is 404', async () => {
     const created = (await api.post('/org/invites', { role: 'viewer' })).json();
     const res = await api.delete(`/org/invites/${created.invite_id}`);

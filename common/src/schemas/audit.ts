@@ -3,11 +3,16 @@ import { Timestamp, listOf } from './common.ts';
 
 export const AUDIT_OUTCOMES = ['pending', 'rejected', 'responded', 'no_response'] as const;
 export type AuditOutcomeName = (typeof AUDIT_OUTCOMES)[number];
-export const AUDIT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+// HEAD too: a HEAD on the invite list is a listing of invites, recorded like the GET it mirrors.
+export const AUDIT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET', 'HEAD'] as const;
 export const AUDIT_SERVICES = ['api', 'identity'] as const;
 
-const AuditOutcome = Type.Union(AUDIT_OUTCOMES.map((value) => Type.Literal(value)) as [TLiteral<AuditOutcomeName>]);
-const AuditMethod = Type.Union(AUDIT_METHODS.map((value) => Type.Literal(value)) as [TLiteral<(typeof AUDIT_METHODS)[number]>]);
+const AuditOutcome = Type.Union(
+  AUDIT_OUTCOMES.map((value) => Type.Literal(value)) as [TLiteral<AuditOutcomeName>],
+);
+const AuditMethod = Type.Union(
+  AUDIT_METHODS.map((value) => Type.Literal(value)) as [TLiteral<(typeof AUDIT_METHODS)[number]>],
+);
 const AuditService = Type.Union([Type.Literal('api'), Type.Literal('identity')]);
 
 export const AUDIT_ID_PATTERN = '^aud_[0-9a-z]{26}$';
@@ -32,7 +37,9 @@ export const AuditEventSchema = Type.Object(
     ip: Type.String(),
     user_agent: Type.Union([Type.String(), Type.Null()]),
     outcome: AuditOutcome,
-    status: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status when the outcome is responded' }),
+    status: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'the HTTP status when the outcome is responded',
+    }),
     details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
   },
   { $id: 'AuditEvent' },

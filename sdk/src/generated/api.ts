@@ -1548,7 +1548,7 @@ export interface paths {
         query?: {
           actor_member_id?: string;
           limit?: number;
-          method?: 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'GET';
+          method?: 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'GET' | 'HEAD';
           /** @description RFC 3339, inclusive */
           occurred_after?: string;
           /** @description RFC 3339, exclusive */
