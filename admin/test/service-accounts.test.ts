@@ -67,6 +67,31 @@ describe('service accounts', () => {
     ).toBe(422);
   });
 
+  it('moves updated_at with a change to the member it is, and refuses changes once removed (409)', async () => {
+    const account = (await api.post('/org/service-accounts', { name: 'Shortlived', role: 'viewer' })).json();
+    const url = `/org/service-accounts/${account.service_account_id}`;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const suspended = await api.patch(`/org/members/${account.member_id}`, { status: 'suspended' });
+    expect(suspended.statusCode).toBe(200);
+    const read = (await api.get(url)).json();
+    expect(read.status).toBe('suspended');
+    expect(read.updated_at).toBe(suspended.json().updated_at);
+    expect(Date.parse(read.updated_at)).toBeGreaterThan(Date.parse(account.updated_at));
+
+    expect((await api.patch(`/org/members/${account.member_id}`, { status: 'removed' })).statusCode).toBe(
+      200,
+    );
+    const renamed = await api.patch(url, { name: 'Back again' });
+    expect(renamed.statusCode).toBe(409);
+    expect(renamed.json().error).toMatchObject({
+      code: 'CONFLICT',
+      details: { field: 'status', value: 'removed' },
+    });
+    expect((await api.get(url)).json().name).toBe('Shortlived');
+    // Changing nothing is still no change, as for members.
+    expect((await api.patch(url, { name: 'Shortlived' })).statusCode).toBe(200);
+  });
+
   it("answers 404 for unknown ids and for another organization's account", async () => {
     expect((await api.get('/org/service-accounts/sa_nope')).statusCode).toBe(404);
     expect((await api.get(`/org/service-accounts/${other.service_account_id}`)).statusCode).toBe(404);

@@ -29,6 +29,10 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
  * Records a person (email and role) directly; they have no password, so they reach the console by an invite.
  * The member's session will hold everything the role allows, so the caller must hold all of it.
  */
+/** `removed` is final: a removed member (or the service account that is one) changes no more. */
+export const removedMemberUnchangeable = () =>
+  conflict('A removed member cannot be changed.', { field: 'status', value: 'removed' });
+
 export async function createMember(
   db: Kysely<Database>,
   principal: Principal,
@@ -97,9 +101,7 @@ export async function updateMember(
     if (!before) throw memberNotFound(memberId);
     const details = changedFields(before, input, ['role', 'status']);
     if (!details) return { member: before, details };
-    if (before.status === 'removed') {
-      throw conflict('A removed member cannot be changed.', { field: 'status', value: before.status });
-    }
+    if (before.status === 'removed') throw removedMemberUnchangeable();
     const role = (input.role ?? before.role) as Role;
     const status = input.status ?? before.status;
     if (grantsRights(before, role, status)) assertMayGrant(principal, { kind: 'role', role });

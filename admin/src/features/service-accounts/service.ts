@@ -7,6 +7,7 @@ import type {
   UpdateServiceAccountBody,
 } from '@ent/common/schemas/service-accounts';
 import { assertMayManageRole } from '../members/roles.ts';
+import { removedMemberUnchangeable } from '../members/service.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
@@ -66,6 +67,7 @@ export async function updateServiceAccount(
     assertMayManageRole(principal, before.role as Role);
     const details = changedFields(before, input, ['name']);
     if (!details || input.name === undefined) return { account: before, details: null };
+    if (before.status === 'removed') throw removedMemberUnchangeable();
     await renameServiceAccount(trx, before, input.name);
     const account = await findServiceAccount(trx, organizationId, id);
     return { account: account!, details };

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, MemberStatus } from '@ent/common/db/database';
 import { newId } from '@ent/common/ids';
 
@@ -28,7 +28,8 @@ const withMember = (db: Db, organizationId: string) =>
       'm.role',
       'm.status',
       'sa.created_at',
-      'sa.updated_at',
+      // A role or status change is made on the member it is: the account changed then too.
+      sql<Date>`greatest(sa.updated_at, m.updated_at)`.as('updated_at'),
     ])
     .where('sa.organization_id', '=', organizationId);
 
