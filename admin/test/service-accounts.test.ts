@@ -114,6 +114,8 @@ describe('API keys', () => {
       name: 'prod',
     });
     expect(res.statusCode).toBe(201);
+    // Shown once: no cache on the way may keep it.
+    expect(res.headers['cache-control']).toBe('no-store');
     const key = res.json();
     expect(key.api_key).toMatch(/^svc-mk-1-/);
     expect(key).toMatchObject({ name: 'prod', scopes: ['check'], revoked_at: null });

@@ -126,6 +126,8 @@ export const authentication = fp(
     app.decorate('authFailures', failures);
     app.addHook('onRequest', async (request, reply) => {
       if (!request.routeOptions.config.scope) return;
+      // An organization's data, and once each a key, invite link or webhook secret: never kept by a cache between.
+      reply.header('cache-control', 'no-store');
       const header = request.headers['x-api-key'];
       const plaintext = Array.isArray(header) ? header[0] : header;
       if (plaintext === undefined) {
