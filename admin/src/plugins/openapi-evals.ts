@@ -1,7 +1,19 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorBodySchema } from '@ent/common/schemas/common';
-import { CheckBody, CheckResultSchema, EntitlementListSchema, EntitlementsQuery, EvalParams } from '@ent/common/schemas/evals';
-import { OfrepBulkSuccess, OfrepFailure, OfrepParams, OfrepRequest, OfrepSuccess } from '@ent/common/schemas/ofrep';
+import {
+  CheckBody,
+  CheckResultSchema,
+  EntitlementListSchema,
+  EntitlementsQuery,
+  EvalParams,
+} from '@ent/common/schemas/evals';
+import {
+  OfrepBulkSuccess,
+  OfrepFailure,
+  OfrepParams,
+  OfrepRequest,
+  OfrepSuccess,
+} from '@ent/common/schemas/ofrep';
 
 /**
  * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this
@@ -21,31 +33,52 @@ const json = (schema: TSchema, description: string) => ({
   content: { 'application/json': { schema: plain(schema) } },
 });
 
+const evalHeaders = {
+  'X-Svc-Eval-Limit': { description: 'evals included this month', schema: { type: 'integer' } },
+  'X-Svc-Eval-Used': {
+    description: 'evals counted so far this month (may lag by about a second)',
+    schema: { type: 'integer' },
+  },
+  'X-Svc-Eval-Warn': {
+    description: '80, 100 or grace; present only when warning',
+    schema: { type: 'string', enum: ['80', '100', 'grace'] },
+  },
+};
+
 const errors = {
   401: json(ErrorBodySchema, 'Missing, invalid or revoked API key'),
   403: json(ErrorBodySchema, 'The key lacks the check scope'),
   404: json(ErrorBodySchema, 'Unknown subscriber or feature'),
-  409: json(ErrorBodySchema, 'The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM)'),
+  409: {
+    ...json(
+      ErrorBodySchema,
+      'The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM)',
+    ),
+    headers: evalHeaders,
+  },
   422: json(ErrorBodySchema, 'Invalid body or query'),
   429: json(ErrorBodySchema, 'More than the burst limit on the eval routes (Retry-After)'),
   503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
 };
 
-const evalHeaders = {
-  'X-Svc-Eval-Limit': { description: 'evals included this month', schema: { type: 'integer' } },
-  'X-Svc-Eval-Used': { description: 'evals counted so far this month (may lag by about a second)', schema: { type: 'integer' } },
-  'X-Svc-Eval-Warn': { description: '80, 100 or grace; present only when warning', schema: { type: 'string', enum: ['80', '100', 'grace'] } },
+const pathParameters = Object.entries(
+  (EvalParams as unknown as { properties: Record<string, TSchema> }).properties,
+).map(([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }));
+
+const queryParameters = Object.entries(
+  (EntitlementsQuery as unknown as { properties: Record<string, TSchema> }).properties,
+).map(([name, schema]) => ({
+  in: 'query',
+  name,
+  required: false,
+  schema: plain(schema),
+  description: schema.description,
+}));
+
+const etagHeader = {
+  description: 'strong ETag of the body; send it back as If-None-Match',
+  schema: { type: 'string' },
 };
-
-const pathParameters = Object.entries((EvalParams as unknown as { properties: Record<string, TSchema> }).properties).map(
-  ([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }),
-);
-
-const queryParameters = Object.entries((EntitlementsQuery as unknown as { properties: Record<string, TSchema> }).properties).map(
-  ([name, schema]) => ({ in: 'query', name, required: false, schema: plain(schema), description: schema.description }),
-);
-
-const etagHeader = { description: 'strong ETag of the body; send it back as If-None-Match', schema: { type: 'string' } };
 const ifNoneMatch = { in: 'header', name: 'If-None-Match', required: false, schema: { type: 'string' } };
 
 /** OFREP (open-feature/protocol service/openapi.yaml) as the gateway answers it; docs/decisions.md has the mapping. */
@@ -53,7 +86,10 @@ const ofrepErrors = {
   401: { description: 'Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body' },
   403: { description: 'The key lacks the check scope; no body' },
   409: json(ErrorBodySchema, 'The monthly eval allotment is exhausted and blocking applies'),
-  429: { description: 'More than the burst limit; no body', headers: { 'Retry-After': { schema: { type: 'integer' } } } },
+  429: {
+    description: 'More than the burst limit; no body',
+    headers: { 'Retry-After': { schema: { type: 'integer' } } },
+  },
   503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
 };
 // The document declares only the X-API-Key scheme; OFREP also takes the same key as `Authorization: Bearer`.
@@ -64,9 +100,9 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
       tags: ['ofrep'],
       summary: 'OpenFeature: evaluate one feature for context.targetingKey (scope check; one eval)',
       security: ofrepSecurity,
-      parameters: Object.entries((OfrepParams as unknown as { properties: Record<string, TSchema> }).properties).map(
-        ([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }),
-      ),
+      parameters: Object.entries(
+        (OfrepParams as unknown as { properties: Record<string, TSchema> }).properties,
+      ).map(([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) })),
       requestBody: { required: true, content: { 'application/json': { schema: plain(OfrepRequest) } } },
       responses: {
         200: { ...json(OfrepSuccess, 'The evaluation'), headers: evalHeaders },
@@ -84,8 +120,14 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
       parameters: [ifNoneMatch],
       requestBody: { required: true, content: { 'application/json': { schema: plain(OfrepRequest) } } },
       responses: {
-        200: { ...json(OfrepBulkSuccess, 'Every catalog feature, ordered by key'), headers: { ...evalHeaders, ETag: etagHeader } },
-        304: { description: 'If-None-Match matched the current ETag; not counted as an eval', headers: { ETag: etagHeader } },
+        200: {
+          ...json(OfrepBulkSuccess, 'Every catalog feature, ordered by key'),
+          headers: { ...evalHeaders, ETag: etagHeader },
+        },
+        304: {
+          description: 'If-None-Match matched the current ETag; not counted as an eval',
+          headers: { ETag: etagHeader },
+        },
         400: json(OfrepFailure, 'TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR'),
         ...ofrepErrors,
       },
@@ -109,8 +151,14 @@ export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
       summary: "The subscriber's entitlements, ordered by feature key (scope check; one eval)",
       parameters: [...pathParameters, ...queryParameters],
       responses: {
-        200: { ...json(EntitlementListSchema, 'The entitlements'), headers: { ...evalHeaders, ETag: etagHeader } },
-        304: { description: 'If-None-Match matched the current ETag; not counted as an eval', headers: { ETag: etagHeader } },
+        200: {
+          ...json(EntitlementListSchema, 'The entitlements'),
+          headers: { ...evalHeaders, ETag: etagHeader },
+        },
+        304: {
+          description: 'If-None-Match matched the current ETag; not counted as an eval',
+          headers: { ETag: etagHeader, ...evalHeaders },
+        },
         ...errors,
       },
     },
@@ -119,6 +167,10 @@ export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
 };
 
 /** swagger's `transformObject`: the generated document plus the gateway's eval routes. */
-export function withEvalPaths({ openapiObject }: { openapiObject: Partial<OpenApiObject> }): Partial<OpenApiObject> {
+export function withEvalPaths({
+  openapiObject,
+}: {
+  openapiObject: Partial<OpenApiObject>;
+}): Partial<OpenApiObject> {
   return { ...openapiObject, paths: { ...EVAL_PATHS, ...(openapiObject.paths ?? {}) } };
 }

@@ -54,7 +54,10 @@ export function sharedServerOptions(config: Config): FastifyServerOptions {
       const appError =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? notFound('No resource has an identifier that long.')
-          : validationError('The request path is not valid (check its percent-encoding).', { field: 'path' });
+          : validationError('The request path is not valid (check its percent-encoding).', {
+              field: 'path',
+              location: 'path',
+            });
       return sendError(request, reply, appError);
     },
   };
