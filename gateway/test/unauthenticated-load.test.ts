@@ -31,14 +31,13 @@ let gateway: GatewayApp;
 let org: TestOrganization;
 
 const randomKey = () => generateApiKey().plaintext;
-const adminKeyLookups = async (app: GatewayApp): Promise<number> => {
-  const metric = await app.gatewayMetrics.registry
-    .getSingleMetric('gateway_snapshot_rebuild_requests_total')
-    ?.get();
-  return (metric?.values ?? [])
-    .filter((v) => v.labels.kind === 'api_key')
-    .reduce((sum, v) => sum + v.value, 0);
+/** A counter's total over the series whose `label` is `value`. */
+const counterTotal = async (app: GatewayApp, name: string, label: string, value: string): Promise<number> => {
+  const metric = await app.gatewayMetrics.registry.getSingleMetric(name)?.get();
+  return (metric?.values ?? []).filter((v) => v.labels[label] === value).reduce((sum, v) => sum + v.value, 0);
 };
+const adminKeyLookups = (app: GatewayApp) =>
+  counterTotal(app, 'gateway_snapshot_rebuild_requests_total', 'kind', 'api_key');
 /** A remote client (a documentation address): this machine's own processes are not limited. */
 const CLIENT = '203.0.113.10';
 const check = (key: string, remoteAddress = CLIENT) =>
@@ -257,14 +256,7 @@ describe('the negative cache', () => {
         });
       }
       const lookups = await adminKeyLookups(app);
-      const redisReads = async () => {
-        const metric = await app.gatewayMetrics.registry
-          .getSingleMetric('gateway_redis_round_trips_total')
-          ?.get();
-        return (metric?.values ?? [])
-          .filter((v) => v.labels.op === 'api_key')
-          .reduce((sum, v) => sum + v.value, 0);
-      };
+      const redisReads = () => counterTotal(app, 'gateway_redis_round_trips_total', 'op', 'api_key');
       const reads = await redisReads();
       expect((await app.principals.authenticate(org.api_key, '127.0.0.1')).principal?.keyId).toBe(
         real.principal?.keyId,
