@@ -457,6 +457,14 @@ describe('pure helpers', () => {
     expect(recordableDetails({ secret: 'whsec_abcdefghijklmnopqrstuvwxyz' })).toEqual({
       secret: '[redacted]',
     });
+    // An invite link pasted into a free-text field (SPEC.md: never a key, invite link or webhook secret).
+    const link = 'http://localhost:3000/console/join/Xz93Wye1yh-Zu2ITbFMDeUkPbwCqGiIlHyhmxDfeooM';
+    expect(recordableDetails({ description: { from: '', to: `join here: ${link}` } })).toEqual({
+      description: { from: '', to: '[redacted]' },
+    });
+    expect(recordableDetails({ description: { from: '', to: 'see /join/us on the wiki' } })).toEqual({
+      description: { from: '', to: 'see /join/us on the wiki' },
+    });
   });
 
   it('makes entry ids that carry occurred_at, so a time window is an id range', () => {

@@ -43,8 +43,11 @@ export const routeTemplate = (url: string): string => url.replace(/:([A-Za-z0-9_
 /** A path value as recorded: U+0000 (which Postgres cannot store) becomes U+FFFD, so the entry is still written. */
 export const recordableParam = (value: unknown): string => String(value).replaceAll('\u0000', '\uFFFD');
 
-/** A whole API key (a key prefix is 8 characters of the secret part) or a webhook signing secret. */
-const SECRET_PATTERNS = [/svc-mk-1-[A-Za-z0-9]{20,}/, /whsec_[A-Za-z0-9+/=_-]{16,}/];
+/**
+ * A whole API key (a key prefix is 8 characters of the secret part), a webhook signing secret, or an invite link
+ * (`…/join/<token>`, the token 43 base64url characters, percent-encoded or not).
+ */
+const SECRET_PATTERNS = [/svc-mk-1-[A-Za-z0-9]{20,}/, /whsec_[A-Za-z0-9+/=_-]{16,}/, /\/join\/[A-Za-z0-9_%-]{32,}/];
 
 const looksSecret = (value: string): boolean =>
   isWellFormedApiKey(value) || SECRET_PATTERNS.some((p) => p.test(value));
