@@ -267,6 +267,22 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect(await usageOf(org)).toMatchObject({ first_over_at: null, allowed: true });
   });
 
+  it('a limit of 0 is reached the moment it is set: first_over_at and blocked_at before any eval', async () => {
+    const zero = individual({ evalLimit: 0 });
+    const org = await newOrg(null);
+    sourceOfTruth.set(org, zero);
+    await publishArrangement(redis, keys, org, zero, clock.now());
+    expect(await usageOf(org)).toMatchObject({
+      count: 0,
+      warn: '100',
+      first_over_at: toTimestamp(clock.now()),
+      blocked_at: toTimestamp(clock.now() + GRACE_PERIOD_MS),
+    });
+    expect(await redis.pttl(keys.evalUsage(org, '2026-03'))).toBeGreaterThan(0);
+    clock.advance(GRACE_PERIOD_MS);
+    expect((await gate(org)).outcome).toBe('blocked');
+  });
+
   it('counts N concurrent gate calls over two clients exactly N times', async () => {
     const org = await newOrg(individual({ evalLimit: 1_000_000 }));
     const n = 300;

@@ -5,7 +5,7 @@ import { recordOutbox, transact } from '../outbox/record.ts';
 import { withScripts } from '../redis/commands.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
-import { periodOf } from './period.ts';
+import { periodOf, usageTtlMs } from './period.ts';
 
 /** An organization's eval arrangement: Postgres is the source of truth, Redis the copy the gate reads. */
 export interface Arrangement {
@@ -117,6 +117,7 @@ export async function publishArrangement(
     String(arrangement.burstPerSecond),
     arrangement.plan ?? '',
     nowMs,
+    usageTtlMs(nowMs),
   );
   return written === 1;
 }

@@ -12,6 +12,7 @@
            directly)
   ARGV[2]  limit   ARGV[3] blocking   ARGV[4] burst   ARGV[5] plan
   ARGV[6]  now (ms since the epoch, from the application's clock)
+  ARGV[7]  usage time to live (ms): set when this creates KEYS[2] (a limit of 0 is reached with no eval at all)
 
   Returns 1 when written, 0 when the stored version was already >= ARGV[1].
 ]]
@@ -27,15 +28,17 @@ end
 rcall('HSET', KEYS[1], 'limit', ARGV[2], 'blocking', ARGV[3], 'burst', ARGV[4], 'plan', ARGV[5])
 
 local usage = rcall('HMGET', KEYS[2], 'count', 'first_over_at')
-local count = tonumber(usage[1])
-if count then
-  local limit = tonumber(ARGV[2])
-  if limit == nil or count < limit then
-    if usage[2] then
-      rcall('HDEL', KEYS[2], 'first_over_at')
-    end
-  elseif not usage[2] then
-    rcall('HSET', KEYS[2], 'first_over_at', ARGV[6])
+local stored = tonumber(usage[1])
+local count = stored or 0
+local limit = tonumber(ARGV[2])
+if limit == nil or count < limit then
+  if usage[2] then
+    rcall('HDEL', KEYS[2], 'first_over_at')
+  end
+elseif not usage[2] then
+  rcall('HSET', KEYS[2], 'count', count, 'first_over_at', ARGV[6])
+  if stored == nil then
+    rcall('PEXPIRE', KEYS[2], ARGV[7])
   end
 end
 return 1
