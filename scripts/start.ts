@@ -2,7 +2,7 @@
  * `npm start`: Postgres and Redis up, database migrated, admin + worker + gateway running, and a demo
  * organization's full-access key printed the first time.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,7 @@ import { loadConfig } from '@ent/common/config';
 import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
+import { startServiceGroup } from '@ent/common/process/service-group';
 import { createOrganization } from '../admin/src/features/provisioning/create-organization.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -31,7 +32,9 @@ if (!existsSync(join(root, 'console', 'dist', 'index.html'))) {
   log('building the console (npm run console:build)');
   const build = spawnSync('npm', ['run', 'console:build'], { cwd: root, stdio: 'inherit' });
   if (build.status !== 0) {
-    process.stderr.write(`[start] the console build failed (exit ${build.status ?? build.signal}); fix it, or run \`npm run console:build\` to see why\n`);
+    process.stderr.write(
+      `[start] the console build failed (exit ${build.status ?? build.signal}); fix it, or run \`npm run console:build\` to see why\n`,
+    );
     process.exit(build.status || 1);
   }
 }
@@ -42,40 +45,28 @@ log('database migrated');
 const processes: { name: string; script: string; ready?: string }[] = [
   { name: 'admin', script: 'admin/src/server.ts', ready: `http://127.0.0.1:${config.adminPort}/healthz` },
   { name: 'worker', script: 'admin/src/worker.ts' },
-  { name: 'gateway', script: 'gateway/src/server.ts', ready: `http://127.0.0.1:${config.gatewayPort}/healthz` },
+  {
+    name: 'gateway',
+    script: 'gateway/src/server.ts',
+    ready: `http://127.0.0.1:${config.gatewayPort}/healthz`,
+  },
 ];
 
-const children: ChildProcess[] = [];
-let stopping = false;
-const stopAll = (code: number) => {
-  if (stopping) return;
-  stopping = true;
-  for (const child of children) child.kill('SIGTERM');
-  setTimeout(() => process.exit(code), 3000).unref();
-  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r))))).then(() =>
-    process.exit(code),
-  );
-};
-process.once('SIGINT', () => stopAll(0));
-process.once('SIGTERM', () => stopAll(0));
 exitWithParent();
 const npm = npmBehindShell();
 if (npm) exitWithProcess(npm);
 
-for (const { name, script } of processes) {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+const group = startServiceGroup(
+  processes.map(({ name, script }) => ({ name, args: ['--import', 'tsx', script] })),
+  {
     cwd: root,
-    stdio: 'inherit',
     env: { ...process.env, EXIT_WITH_PARENT: String(process.pid) },
-  });
-  child.once('exit', (code) => {
-    if (!stopping) {
-      log(`${name} exited (${code}); stopping the rest`);
-      stopAll(code || 1);
-    }
-  });
-  children.push(child);
-}
+    log,
+    exit: (code) => process.exit(code),
+  },
+);
+process.once('SIGINT', () => group.stopAll(0));
+process.once('SIGTERM', () => group.stopAll(0));
 
 async function waitReady(url: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {
@@ -89,12 +80,16 @@ async function waitReady(url: string): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 for (const { ready } of processes) if (ready) await waitReady(ready);
+group.markStarted();
 
 const db = createDb(config.databaseUrl, { max: 1 });
 try {
   // Only a database without any organization gets the demo one: a name is no identity (a renamed demo would get a
   // second one, an organization someone named "Demo" would hide that none was ever printed).
-  const existing = await db.selectFrom('organizations').select(db.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
+  const existing = await db
+    .selectFrom('organizations')
+    .select(db.fn.countAll<string>().as('count'))
+    .executeTakeFirstOrThrow();
   if (Number(existing.count) === 0) {
     const created = await createOrganization(db, 'Demo');
     log(`demo organization ${created.organization_id}`);
