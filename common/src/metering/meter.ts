@@ -30,7 +30,14 @@ export interface EvalMeterOptions {
 }
 
 /** Reply codes of eval-gate-batch-7.lua, eval-adjust-2.lua and eval-settle-3.lua. */
-const GateCode = { Counted: 0, RateLimited: 1, Blocked: 2, NoArrangement: 3, AlreadyRan: 4, SettledBefore: 5 } as const;
+const GateCode = {
+  Counted: 0,
+  RateLimited: 1,
+  Blocked: 2,
+  NoArrangement: 3,
+  AlreadyRan: 4,
+  SettledBefore: 5,
+} as const;
 
 export class MeteringError extends Error {
   constructor(message: string) {
@@ -39,7 +46,11 @@ export class MeteringError extends Error {
   }
 }
 
-function usageOf(cap: { evalLimit: number | null; blocking: boolean }, used: number, stopped: boolean): EvalUsageHeaders | null {
+function usageOf(
+  cap: { evalLimit: number | null; blocking: boolean },
+  used: number,
+  stopped: boolean,
+): EvalUsageHeaders | null {
   return cap.evalLimit === null
     ? null
     : { limit: cap.evalLimit, used, warn: headerWarn(cap, used, stopped), blocking: cap.blocking };
@@ -50,7 +61,10 @@ function usageOf(cap: { evalLimit: number | null; blocking: boolean }, used: num
  * version the script did not read gets the version its `verified` named: the script leaves it out only while the
  * stamp that version was verified at is still current.
  */
-export function decodeGateReply(reply: EvalGateBatchReply, evals: readonly EvalGateInput[]): EvalGateResult[] {
+export function decodeGateReply(
+  reply: EvalGateBatchReply,
+  evals: readonly EvalGateInput[],
+): EvalGateResult[] {
   const rawLimit = reply[1] ?? -1;
   const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: reply[2] === 1 };
   const catalog = reply[3] ?? 0;
@@ -81,7 +95,12 @@ export function decodeGateReply(reply: EvalGateBatchReply, evals: readonly EvalG
         };
         break;
       case GateCode.Blocked:
-        results[i] = { outcome: 'blocked', versions, period: periodOf(evalInput.nowMs), usage: usageOf(cap, count, true) };
+        results[i] = {
+          outcome: 'blocked',
+          versions,
+          period: periodOf(evalInput.nowMs),
+          usage: usageOf(cap, count, true),
+        };
         break;
       default:
         throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
@@ -104,7 +123,7 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
     ids[i] = evalInput.subscriberId;
   }
   const args: (string | number)[] = [knownStamp === 0 ? '' : knownStamp, trusted, ...ids];
-  for (let i = 0; i < evals.length; ) {
+  for (let i = 0; i < evals.length;) {
     const nowMs = evals[i]!.nowMs;
     let end = i + 1;
     while (end < evals.length && evals[end]!.nowMs === nowMs) end++;
@@ -112,6 +131,35 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
     i = end;
   }
   return args;
+}
+
+/** How often a PING asks a Redis that stopped answering whether it answers again. */
+export const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
+
+/**
+ * Opens on a timed-out command (the connection looks fine, the server does not answer: paused, swapped out,
+ * busy in a long script) and closes once a PING is answered. While open, evals fail open at once instead of
+ * each waiting out the command timeout: during a 10 s hang that is every warm eval answered in a millisecond,
+ * not one in a second.
+ */
+export function createUnresponsiveRedisBreaker(ping: () => Promise<unknown>) {
+  let isOpen = false;
+  const probe = () => {
+    ping().then(
+      () => {
+        isOpen = false;
+      },
+      () => setTimeout(probe, UNRESPONSIVE_PROBE_INTERVAL_MS).unref(),
+    );
+  };
+  return {
+    open: () => isOpen,
+    failed(error: unknown) {
+      if (isOpen || !/timed out/i.test((error as Error)?.message ?? '')) return;
+      isOpen = true;
+      probe();
+    },
+  };
 }
 
 /**
@@ -128,7 +176,9 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const idPrefix = randomBytes(6).toString('base64url');
   let sequence = 0;
   const newId = () => `${idPrefix}.${(sequence++).toString(36)}`;
-  const connected = () => redis.status === 'ready';
+  const unresponsive = createUnresponsiveRedisBreaker(() => redis.ping());
+  // A hung Redis keeps its connection `ready`: after one call timed out, calls are not sent until it answers a PING.
+  const connected = () => redis.status === 'ready' && !unresponsive.open();
 
   async function withArrangement<T extends [number, ...number[]]>(
     organizationId: string,
@@ -137,7 +187,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   ): Promise<T> {
     const first = await run();
     if (first[0] !== GateCode.NoArrangement) return first;
-    await publishArrangement(redis, keys, organizationId, await options.loadArrangement(organizationId), nowMs);
+    await publishArrangement(
+      redis,
+      keys,
+      organizationId,
+      await options.loadArrangement(organizationId),
+      nowMs,
+    );
     const second = await run();
     if (second[0] === GateCode.NoArrangement) {
       throw new MeteringError(`The eval arrangement of ${organizationId} could not be published to Redis.`);
@@ -209,13 +265,24 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     // Not sent at all while disconnected: such a call certainly never ran, which its settlement can rely on.
     const sent = connected();
     try {
-      if (!sent) throw new MeteringError('Redis is not connected.');
+      if (!sent) throw new MeteringError('Redis is not connected or not answering.');
       return await runBatch(batch, batchId);
     } catch (error) {
-      const report = settlements.failedCall(batchId, batch.organizationId, batch.evals[0]!.nowMs, batch.evals.length, sent);
-      throw new EvalGateUnavailableError(`The eval gate call did not answer: ${(error as Error).message}`, report, {
-        cause: error,
-      });
+      if (sent) unresponsive.failed(error);
+      const report = settlements.failedCall(
+        batchId,
+        batch.organizationId,
+        batch.evals[0]!.nowMs,
+        batch.evals.length,
+        sent,
+      );
+      throw new EvalGateUnavailableError(
+        `The eval gate call did not answer: ${(error as Error).message}`,
+        report,
+        {
+          cause: error,
+        },
+      );
     }
   }, decodeGateReply);
 
