@@ -1,4 +1,5 @@
-import type { FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import type { FastifyHttpOptions } from 'fastify';
 import type { Config } from '../config.ts';
 import { notFound, validationError } from '../errors/app-error.ts';
 import { clientErrorHandler } from './client-errors.ts';
@@ -18,8 +19,19 @@ export const KEY_LOOKUP_TIMEOUT_MS = 2000;
  */
 export const ADMIN_WRITE_WORST_CASE_MS = KEY_LOOKUP_TIMEOUT_MS + 3000 + 13_500 + 2250 + 3000;
 
-/** How long a client has to send a whole request, headers and body (Node checks about every 30 s). */
+/** How long a client has to send a whole request, headers and body (checked every second). */
 export const REQUEST_RECEIVE_TIMEOUT_MS = 30_000;
+
+/**
+ * Node's own request timers, given when the server is created: Fastify's `requestTimeout`, set on the server
+ * afterwards, left Node checking every 30 s against a 60 s headers timeout, so a request trickled over 70 s was
+ * served and a stalled one held its socket for 85 s.
+ */
+export const nodeRequestTimers = (receiveTimeoutMs: number) => ({
+  requestTimeout: receiveTimeoutMs,
+  headersTimeout: receiveTimeoutMs,
+  connectionsCheckingInterval: Math.min(1000, receiveTimeoutMs),
+});
 
 /** Admin cuts off a request still unanswered (no bytes either way) after this: above its slowest write. */
 export const ADMIN_SOCKET_TIMEOUT_MS = 25_000;
@@ -37,12 +49,13 @@ const MAX_PARAM_LENGTH = 1024;
  * Options both services build Fastify with, so a request the router itself refuses (a malformed percent
  * sequence, an over-long path value) still gets SPEC.md's error body instead of Fastify's own.
  */
-export function sharedServerOptions(config: Config): FastifyServerOptions {
+export function sharedServerOptions(config: Config): FastifyHttpOptions<Server> {
   return {
     bodyLimit: config.bodyLimitBytes,
     // A request not received whole in this (its body trickled, or never finished) is answered 408 and its socket
     // closed (client-errors.ts); Fastify's default, 0, left such sockets open for good.
     requestTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
+    http: nodeRequestTimers(REQUEST_RECEIVE_TIMEOUT_MS),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { removeAdditional: false } },
     // While closing, a request that still arrives on an open keep-alive connection is served (with
