@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isDateTime } from '@ent/common/http/date-time';
+import { isDateTime, parseDateTime } from '@ent/common/http/date-time';
 import { MAX_JSON_DEPTH, exceedsJsonDepth } from '@ent/common/http/json-depth';
 import {
   createAdminContext,
@@ -27,7 +27,7 @@ beforeAll(async () => {
     method: 'POST',
     url: '/org/subscribers',
     headers: org.headers,
-    payload: { id: 'alice' },
+    payload: { subscriber_id: 'alice' },
   });
 });
 afterAll(() => ctx.close());
@@ -129,6 +129,9 @@ describe('date-time values', () => {
     ['0000-01-01T00:00:00+01:00', false],
     ['9999-12-31T22:59:59-01:00', true],
     ['0000-01-01T01:00:00+01:00', true],
+    // With a space V8's legacy parser read these as 1950 and 2001.
+    ['0050-01-01 00:00:00Z', true],
+    ['0001-01-01 00:00:00z', true],
   ])('%s is accepted: %s', (value, accepted) => {
     expect(isDateTime(value)).toBe(accepted);
   });
@@ -195,6 +198,26 @@ describe('date-time values', () => {
         field: 'expires_at',
       });
     }
+  });
+});
+
+describe('date-time instants', () => {
+  it('reads a space-separated RFC 3339 value as the year it names, also before year 100', () => {
+    expect(new Date(parseDateTime('0050-01-01 00:00:00Z')).toISOString()).toBe('0050-01-01T00:00:00.000Z');
+    expect(new Date(parseDateTime('2026-03-01 12:00:00+01:00')).toISOString()).toBe(
+      '2026-03-01T11:00:00.000Z',
+    );
+  });
+
+  it('stores an override expires_at given with a space as that instant', async () => {
+    const res = await ctx.app.inject({
+      method: 'PUT',
+      url: '/org/subscribers/alice/overrides/sso',
+      headers: org.headers,
+      payload: { kind: 'flag', allowed: true, expires_at: '0050-01-01 00:00:00Z' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().expires_at).toBe('0050-01-01T00:00:00.000Z');
   });
 });
 

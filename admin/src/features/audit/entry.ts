@@ -3,6 +3,7 @@ import type { Selectable } from 'kysely';
 import type { AuditEventsTable } from '@ent/common/db/database';
 import { isWellFormedApiKey } from '@ent/common/auth/api-key';
 import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit';
+import { parseDateTime } from '@ent/common/http/date-time';
 
 /** A details field whose JSON is larger than this is recorded as `{ too_large: true }` (the field still named). */
 export const AUDIT_FIELD_MAX_BYTES = 2048;
@@ -32,7 +33,7 @@ export const auditIdFloor = (ms: number): string =>
 
 /** RFC 3339 to epoch milliseconds, rounding a sub-millisecond fraction up (entries carry whole milliseconds). */
 export function rfc3339ToMs(value: string): number {
-  const ms = Date.parse(value);
+  const ms = parseDateTime(value);
   const fraction = /\.(\d+)/.exec(value)?.[1] ?? '';
   return /[1-9]/.test(fraction.slice(3)) ? ms + 1 : ms;
 }

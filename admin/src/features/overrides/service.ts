@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
 import type { PutOverrideBody } from '@ent/common/schemas/overrides';
+import { parseDateTime } from '@ent/common/http/date-time';
 import { findFeature } from '../features/store.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
@@ -37,7 +38,7 @@ export type OverrideValue =
 
 /** Checks the rules that depend on `kind`: a flag sets `allowed` only, a limit sets `limit` only. */
 export function overrideValueFrom(body: PutOverrideBody): OverrideValue {
-  const expiresAt = body.expires_at == null ? null : new Date(body.expires_at);
+  const expiresAt = body.expires_at == null ? null : new Date(parseDateTime(body.expires_at));
   if (expiresAt && Number.isNaN(expiresAt.getTime())) {
     throw validationError('expires_at is not a valid ISO 8601 timestamp.', {
       field: 'expires_at',

@@ -225,12 +225,14 @@ export function createWebhookDeliveryProcessor(
       const organizationId = delivery.organization_id;
       const organizationSending = inFlight.get(organizationId) ?? 0;
       if (organizationSending >= options.perOrganizationInFlight) {
-        // Back to the delayed set, not an attempt: nothing was sent and nothing on the row changes.
+        // Back to the delayed set, not an attempt: nothing was sent and nothing on the row changes. Real time,
+        // not deps.clock: BullMQ's delays run on it.
         await job.moveToDelayed(Date.now() + jittered(options.organizationWaitMs, options), token);
         throw new DelayedError();
       }
-      inFlight.set(organizationId, organizationSending + 1);
+      // Before taking a place: a secret that cannot be decrypted throws here, and must not keep the place.
       const secrets = signingSecrets(webhook, deps.config.secretsKey, startedAt);
+      inFlight.set(organizationId, organizationSending + 1);
       let outcome: Outcome;
       try {
         outcome = await send(deps, agent, options, webhook.url, delivery, secrets);
