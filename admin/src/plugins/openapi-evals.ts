@@ -126,7 +126,7 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
         },
         304: {
           description: 'If-None-Match matched the current ETag; not counted as an eval',
-          headers: { ETag: etagHeader },
+          headers: { ETag: etagHeader, ...evalHeaders },
         },
         400: json(OfrepFailure, 'TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR'),
         ...ofrepErrors,

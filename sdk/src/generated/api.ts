@@ -1019,6 +1019,12 @@ export interface paths {
           headers: {
             /** @description strong ETag of the body; send it back as If-None-Match */
             ETag?: string;
+            /** @description evals included this month */
+            'X-Svc-Eval-Limit'?: number;
+            /** @description evals counted so far this month (may lag by about a second) */
+            'X-Svc-Eval-Used'?: number;
+            /** @description 80, 100 or grace; present only when warning */
+            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
             [name: string]: unknown;
           };
           content?: never;

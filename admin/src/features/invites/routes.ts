@@ -11,8 +11,8 @@ import {
   ListInvitesQuery,
   type InviteBody,
 } from '@ent/common/schemas/invites';
-import type { Role } from '@ent/common/auth/scopes';
-import { assertMayGrant, mayGrant } from '../members/roles.ts';
+import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
+import { assertMayGrant } from '../members/roles.ts';
 import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
@@ -20,7 +20,7 @@ export const inviteSettings = (config: Config): InviteSettings => ({
   consoleUrl: config.consoleUrl,
 });
 
-export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink = true): InviteBody => ({
+export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink: boolean): InviteBody => ({
   invite_id: invite.id,
   role: invite.role as InviteBody['role'],
   email: invite.email,
@@ -30,6 +30,13 @@ export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink 
 });
 
 const tags = ['invites'];
+
+/**
+ * A link joins with its role, so reading one hands over what making one does: only a caller who could have
+ * made that invite (`org:write`, and every right of the role) sees its link in the list.
+ */
+const mayHaveMade = (principal: Principal, role: Role): boolean =>
+  principal.scopes.has('org:write') && canGrant(principal, { kind: 'role', role });
 
 /** Invite links let anyone join with the invite's role, so only admins create, read or revoke them. */
 export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
@@ -56,7 +63,7 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
         now(),
       );
       request.write.details = { invite_id: invite.id, role: invite.role };
-      return reply.code(201).send(toInviteBody(invite, settings));
+      return reply.code(201).send(toInviteBody(invite, settings, true));
     },
   );
 
@@ -76,9 +83,8 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
         startingAfter: request.query.starting_after,
       });
       const principal = request.principal!;
-      // A link joins with its role: a caller who could not invite to that role does not get to read one either.
       const invites = page.items.map((invite) =>
-        toInviteBody(invite, settings, mayGrant(principal, { kind: 'role', role: invite.role as Role })),
+        toInviteBody(invite, settings, mayHaveMade(principal, invite.role as Role)),
       );
       return { invites, has_more: page.hasMore };
     },

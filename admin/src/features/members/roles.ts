@@ -22,10 +22,6 @@ export function assertMayManageRole(principal: Principal, role: Role): void {
   }
 }
 
-/** Whether the principal holds everything the grant would give (DESIGN.md §2.10). */
-export const mayGrant = (principal: Principal, grant: Grant): boolean =>
-  grantRefusal(principal, grant) === null;
-
 /** 403 unless the principal holds everything the grant would give (DESIGN.md §2.10). */
 export function assertMayGrant(principal: Principal, grant: Grant): void {
   const refusal = grantRefusal(principal, grant);

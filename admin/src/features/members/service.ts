@@ -25,14 +25,14 @@ export const memberNotFound = (memberId: string) =>
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
-/**
- * Records a person (email and role) directly; they have no password, so they reach the console by an invite.
- * The member's session will hold everything the role allows, so the caller must hold all of it.
- */
 /** `removed` is final: a removed member (or the service account that is one) changes no more. */
 export const removedMemberUnchangeable = () =>
   conflict('A removed member cannot be changed.', { field: 'status', value: 'removed' });
 
+/**
+ * Records a person (email and role) directly; they have no password, so they reach the console by an invite.
+ * The member's session will hold everything the role allows, so the caller must hold all of it.
+ */
 export async function createMember(
   db: Kysely<Database>,
   principal: Principal,
