@@ -18,6 +18,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 // conventional numbers unless set, so a local run is observable like a deployment.
 process.env.GATEWAY_METRICS_PORT ||= '9464';
 process.env.ADMIN_METRICS_PORT ||= '9465';
+// DESIGN.md §4's `/metrics` on both public ports, for this machine's own clients (off when run alone).
+process.env.PUBLIC_PORT_METRICS ||= 'loopback';
 const config = loadConfig();
 const log = (message: string) => process.stdout.write(`[start] ${message}\n`);
 

@@ -67,8 +67,9 @@ export interface Config {
   /** Address the metrics port binds (the public port's HOST by default). */
   metricsHost: string;
   /**
-   * `/metrics` on the public ports (DESIGN.md §4): `loopback` (default) answers this machine's direct peers only,
-   * never a request relayed by a proxy; `off` answers nobody there. The operations port is unaffected.
+   * `/metrics` on the public ports (DESIGN.md §4): `loopback` answers this machine's direct peers only (`npm start`
+   * sets it), never a request relayed by a proxy; `off` (default: a proxy adding no header would look local)
+   * answers nobody there. The operations port is unaffected.
    */
   publicPortMetrics: PublicPortMetrics;
   /** Browser origins allowed to call the gateway's OFREP routes (CORS); `*` = any; none by default. */
@@ -190,7 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     gatewayMetricsPort: port(env, 'GATEWAY_METRICS_PORT', 0),
     adminMetricsPort: port(env, 'ADMIN_METRICS_PORT', 0),
     metricsHost: env.METRICS_HOST || env.HOST || '127.0.0.1',
-    publicPortMetrics: oneOf(env, 'PUBLIC_PORT_METRICS', ['loopback', 'off'] as const, 'loopback'),
+    publicPortMetrics: oneOf(env, 'PUBLIC_PORT_METRICS', ['loopback', 'off'] as const, 'off'),
     ofrepCorsOrigins: list(env.OFREP_CORS_ORIGINS),
   };
 }

@@ -67,8 +67,9 @@ describe('/metrics on a public port', () => {
     expect(res.json().error.code).toBe('NOT_FOUND');
   });
 
-  it('is configured by PUBLIC_PORT_METRICS, loopback by default, anything else refused at startup', () => {
-    expect(loadConfig({}).publicPortMetrics).toBe('loopback');
+  it('is configured by PUBLIC_PORT_METRICS, off by default (npm start sets loopback), anything else refused', () => {
+    expect(loadConfig({}).publicPortMetrics).toBe('off');
+    expect(loadConfig({ PUBLIC_PORT_METRICS: 'loopback' }).publicPortMetrics).toBe('loopback');
     expect(loadConfig({ PUBLIC_PORT_METRICS: 'off' }).publicPortMetrics).toBe('off');
     expect(() => loadConfig({ PUBLIC_PORT_METRICS: 'everyone' })).toThrow(
       'PUBLIC_PORT_METRICS must be one of loopback, off, got "everyone"',

@@ -21,10 +21,12 @@ beforeAll(async () => {
     logLevel: 'error',
   });
   const [gatewayPort, gatewayOpsPort, adminOpsPort] = [await freePort(), await freePort(), await freePort()];
-  started.push(startNode('admin/src/server.ts', { ...env, ADMIN_METRICS_PORT: String(adminOpsPort) }));
+  // As `npm start` runs them: DESIGN.md §4's /metrics on both public ports, for this machine's own clients.
+  const local = { ...env, PUBLIC_PORT_METRICS: 'loopback' };
+  started.push(startNode('admin/src/server.ts', { ...local, ADMIN_METRICS_PORT: String(adminOpsPort) }));
   started.push(
     startNode('gateway/src/server.ts', {
-      ...env,
+      ...local,
       GATEWAY_PORT: String(gatewayPort),
       GATEWAY_METRICS_PORT: String(gatewayOpsPort),
     }),

@@ -19,6 +19,7 @@ import { crossSiteRefusal } from '@ent/common/http/session-request';
 import { authenticateSession } from '../features/console-sessions/authenticate.ts';
 import { sessionTokenOf } from '../features/console-sessions/cookie.ts';
 import { principalOf } from '../features/console-sessions/service.ts';
+import { failureLimitAddress } from '@ent/common/http/local-client';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,11 +51,22 @@ export async function findPrincipal(
     .selectFrom('api_keys as k')
     .innerJoin('service_accounts as sa', 'sa.id', 'k.service_account_id')
     .innerJoin('members as m', 'm.id', 'sa.member_id')
-    .select(['k.id', 'k.organization_id', 'k.key_prefix', 'k.scopes', 'k.revoked_at', 'sa.id as service_account_id', 'm.id as member_id', 'm.role', 'm.status'])
+    .select([
+      'k.id',
+      'k.organization_id',
+      'k.key_prefix',
+      'k.scopes',
+      'k.revoked_at',
+      'sa.id as service_account_id',
+      'm.id as member_id',
+      'm.role',
+      'm.status',
+    ])
     .where('k.key_hash', '=', hashApiKey(plaintext))
     .executeTakeFirst();
   if (!row) return { principal: null, issued: false };
-  if (row.revoked_at !== null || row.status !== 'active' || !isRole(row.role)) return { principal: null, issued: true };
+  if (row.revoked_at !== null || row.status !== 'active' || !isRole(row.role))
+    return { principal: null, issued: true };
   const keyScopes = row.scopes.filter(isScope);
   const principal: ApiKeyPrincipal = {
     organizationId: row.organization_id,
@@ -142,16 +154,20 @@ export const authentication = fp(
       }
       const limited = !recentlyValid.has(keyHash);
       if (limited) {
-        const retryAfter = failures.beforeLookup(request.ip);
+        const retryAfter = failures.beforeLookup(failureLimitAddress(request));
         if (retryAfter > 0) return sendError(request, reply, authRateLimited(retryAfter));
       }
       let found: { principal: Principal | null; issued: boolean };
       try {
         found = await settledWithin(findPrincipal(app, plaintext), KEY_LOOKUP_TIMEOUT_MS);
       } catch (error) {
-        if (limited) failures.notAFailure(request.ip); // not the client's failure
+        if (limited) failures.notAFailure(failureLimitAddress(request)); // not the client's failure
         request.log.error({ err: error }, 'key lookup failed');
-        return sendError(request, reply, serviceUnavailable('Credentials cannot be checked right now; retry with backoff.'));
+        return sendError(
+          request,
+          reply,
+          serviceUnavailable('Credentials cannot be checked right now; retry with backoff.'),
+        );
       }
       const { principal } = found;
       if (!principal) {
@@ -159,7 +175,7 @@ export const authentication = fp(
         if (!found.issued) unknownKeys.set(keyHash, app.clock.now() + UNKNOWN_KEY_MEMORY_MS);
         return sendError(request, reply, unauthenticated('The API key is invalid or has been revoked.'));
       }
-      if (limited) failures.notAFailure(request.ip);
+      if (limited) failures.notAFailure(failureLimitAddress(request));
       recentlyValid.set(keyHash, true);
       request.principal = principal;
       const reason = refusal(principal, request);

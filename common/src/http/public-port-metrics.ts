@@ -1,22 +1,13 @@
-import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { Registry } from 'prom-client';
 import { noRoute } from '../errors/app-error.ts';
-import { isLoopbackAddress } from './loopback.ts';
+import { isLocalDirectPeer } from './local-client.ts';
 
 /** Where the public port's `/metrics` answers: `loopback` (this machine's own direct peers), or `off`. */
 export type PublicPortMetrics = 'loopback' | 'off';
 
 /** @fastify/swagger's flag: not part of admin's OpenAPI document (common does not load swagger's types). */
 const HIDDEN_FROM_OPENAPI = { hide: true } as FastifySchema;
-
-/** Headers a relaying proxy adds: a request carrying one came from elsewhere, whatever its socket says. */
-const RELAY_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip', 'via'] as const;
-
-/** A peer on this machine talking to us directly, not a proxy (or our own gateway) relaying someone else. */
-export function isLocalDirectPeer(request: FastifyRequest): boolean {
-  if (!isLoopbackAddress(request.socket.remoteAddress)) return false;
-  return RELAY_HEADERS.every((name) => request.headers[name] === undefined);
-}
 
 /**
  * DESIGN.md §4 puts `/metrics` on both public ports; issue 12 keeps metrics from the public. Both hold: the

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { LRUCache } from 'lru-cache';
 import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
@@ -7,6 +7,7 @@ import { effectiveScopes, type ApiKeyPrincipal, type Principal } from '@ent/comm
 import { serviceUnavailable, unauthenticated } from '@ent/common/errors/app-error';
 import type { ApiKeyDoc } from '@ent/common/snapshots/documents';
 import { AdminUnavailableError } from './admin-client.ts';
+import { failureLimitAddress } from '@ent/common/http/local-client';
 
 /**
  * A key as the gateway knows it: its principal (null = revoked or unknown) and the auth version read at. A console
@@ -31,7 +32,14 @@ export interface Principals {
    * The key's principal from the LRU, else Redis, else admin; throws 401 for a bad, unknown or revoked key, and
    * 429 (before any lookup) for a key not in memory when `clientIp` has used up its failed lookups.
    */
-  authenticate(plaintext: string | undefined, clientIp?: string): Promise<KnownKey<ApiKeyPrincipal>>;
+  /**
+   * `client` names the failed-lookup bucket: an address, or the request it is worked out from only when a lookup
+   * is needed (keys in memory, almost every request, never pay for it).
+   */
+  authenticate(
+    plaintext: string | undefined,
+    client?: string | FastifyRequest,
+  ): Promise<KnownKey<ApiKeyPrincipal>>;
   /**
    * The warm path of `authenticate`, without a promise: a valid key already in memory, else undefined (then
    * `authenticate` decides).
@@ -134,13 +142,18 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
           ? known(keyHash, rebuilt.version, rebuilt.doc, false, rebuilt.organizationId)
           : known(keyHash, 0, null, true, organizationId);
       } catch (error) {
-        if (error instanceof AdminUnavailableError) throw serviceUnavailable('API keys cannot be checked right now; retry shortly.');
+        if (error instanceof AdminUnavailableError)
+          throw serviceUnavailable('API keys cannot be checked right now; retry shortly.');
         throw error;
       }
     }
 
     /** Redis first (accepted when at least `minVersion`), then admin. One load per key at a time. */
-    function load(keyHash: string, minVersion: number | null, organizationId: string | null = null): Promise<ApiKey> {
+    function load(
+      keyHash: string,
+      minVersion: number | null,
+      organizationId: string | null = null,
+    ): Promise<ApiKey> {
       const pending = loading.get(keyHash);
       if (pending) return pending;
       const promise = (async () => {
@@ -174,7 +187,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
     }
 
     const service: Principals = {
-      async authenticate(plaintext, clientIp) {
+      async authenticate(plaintext, client) {
         if (!plaintext) throw unauthenticated();
         let keyHash = hashOfKnownPlaintext.get(plaintext);
         const hashedNow = keyHash === undefined;
@@ -187,6 +200,7 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
         (entry ? principalHit : principalMiss).inc();
         if (!entry) {
           // Only lookups cost anything: an address out of failures gets no more of them, keys in memory still work.
+          const clientIp = typeof client === 'object' ? failureLimitAddress(client) : client;
           const retryAfter = clientIp === undefined ? 0 : failures.beforeLookup(clientIp);
           if (retryAfter > 0) throw authRateLimited(retryAfter);
           try {
@@ -200,7 +214,8 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
         }
         // Only keys that were issued are remembered by plaintext: random ones would evict them.
         if (hashedNow && entry.forgetAt === null) hashOfKnownPlaintext.set(plaintext, keyHash);
-        if (!entry.principal && entry.organizationId) entry = await recheckRefused(entry, entry.organizationId);
+        if (!entry.principal && entry.organizationId)
+          entry = await recheckRefused(entry, entry.organizationId);
         if (!entry.principal) throw unauthenticated('The API key is invalid or has been revoked.');
         return entry;
       },
@@ -227,7 +242,9 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
         if (nowMs - entry.confirmedAt <= KEY_CONFIRMATION_MS || entry.session) return entry;
         let pending = rechecking.get(entry.keyHash);
         if (!pending) {
-          pending = fromAdmin(entry.keyHash, entry.organizationId).finally(() => rechecking.delete(entry.keyHash));
+          pending = fromAdmin(entry.keyHash, entry.organizationId).finally(() =>
+            rechecking.delete(entry.keyHash),
+          );
           rechecking.set(entry.keyHash, pending);
         }
         const current = await pending;

@@ -14,6 +14,7 @@ import { uncountedUsage } from '@ent/common/metering/usage';
 import type { KnownKey } from '../plugins/principals.ts';
 import type { SubscriberEntry } from '../plugins/snapshot-cache.ts';
 import { ifNoneMatchMatches } from './etag.ts';
+import { failureLimitAddress } from '@ent/common/http/local-client';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -159,7 +160,7 @@ export const evaluator = fp(
         request.knownKey = known;
         return undefined;
       }
-      return principals.authenticate(key, request.ip).then((looked) => {
+      return principals.authenticate(key, request).then((looked) => {
         refuseScope(looked.principal!, scope);
         request.knownKey = looked;
       });
@@ -175,7 +176,7 @@ export const evaluator = fp(
           ? sessionTokenFromCookies(request.headers.cookie)
           : undefined;
       if (token === undefined) return authenticate(request, undefined, scope);
-      return sessions.authenticate(token, request.ip).then(({ known, csrfHash }) => {
+      return sessions.authenticate(token, failureLimitAddress(request)).then(({ known, csrfHash }) => {
         const crossSite = crossSiteRefusal(request, csrfHash);
         if (crossSite) throw forbidden(crossSite);
         refuseScope(known.principal!, scope);
