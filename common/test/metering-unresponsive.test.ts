@@ -69,6 +69,7 @@ describe('eval meter against a Redis that stops answering', () => {
     }
     expect(failed).toBe(5);
     // The first call reached the paused server (it runs on resume); the four after it were never sent.
+    await waitFor(async () => (await gateCalls()) >= 1, 'the paused call run on resume', 5000);
     expect(await gateCalls()).toBe(1);
 
     let countedSince = 0;

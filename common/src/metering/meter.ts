@@ -91,7 +91,8 @@ export function decodeGateReply(
         results[i] = {
           outcome: 'rate_limited',
           versions,
-          retryAfterSeconds: Math.max(1, Math.ceil((1000 - (evalInput.nowMs % 1000)) / 1000)),
+          // The burst's rolling second is empty again a second after the newest admission's slot began.
+          retryAfterSeconds: 1,
         };
         break;
       case GateCode.Blocked:
@@ -142,10 +143,12 @@ export const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
  * each waiting out the command timeout: during a 10 s hang that is every warm eval answered in a millisecond,
  * not one in a second.
  */
-export function createUnresponsiveRedisBreaker(ping: () => Promise<unknown>) {
+export function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'ping' | 'status'>) {
   let isOpen = false;
   const probe = () => {
-    ping().then(
+    // A client closed for good (the app shutting down) is not probed any more.
+    if (redis.status === 'end') return;
+    redis.ping().then(
       () => {
         isOpen = false;
       },
@@ -155,7 +158,8 @@ export function createUnresponsiveRedisBreaker(ping: () => Promise<unknown>) {
   return {
     open: () => isOpen,
     failed(error: unknown) {
-      if (isOpen || !/timed out/i.test((error as Error)?.message ?? '')) return;
+      // ioredis's commandTimeout error; anything else (a script error, a refused connection) says nothing here.
+      if (isOpen || (error as Error)?.message !== 'Command timed out') return;
       isOpen = true;
       probe();
     },
@@ -176,8 +180,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const idPrefix = randomBytes(6).toString('base64url');
   let sequence = 0;
   const newId = () => `${idPrefix}.${(sequence++).toString(36)}`;
-  const unresponsive = createUnresponsiveRedisBreaker(() => redis.ping());
-  // A hung Redis keeps its connection `ready`: after one call timed out, calls are not sent until it answers a PING.
+  const unresponsive = createUnresponsiveRedisBreaker(redis);
   const connected = () => redis.status === 'ready' && !unresponsive.open();
 
   async function withArrangement<T extends [number, ...number[]]>(

@@ -53,6 +53,11 @@ export function startServiceGroup(services: ServiceSpec[], options: ServiceGroup
 
   for (const { name, args } of services) {
     const child = spawn(process.execPath, args, { cwd: options.cwd, stdio: 'inherit', env: options.env });
+    // A spawn that fails (EAGAIN, EMFILE) emits 'error' and no 'exit': said and stopped, not an uncaught crash.
+    child.once('error', (error) => {
+      options.log(`${name} could not be started: ${error.message}`);
+      stopAll(1);
+    });
     child.once('exit', (code, signal) => {
       if (stopping) return;
       const how = code ?? signal;
