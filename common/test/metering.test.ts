@@ -340,14 +340,18 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect(await gate(org, at('2026-03-10T12:00:06.800Z'))).toMatchObject({ outcome: 'counted' });
   });
 
-  it('admits an eval that arrives out of time order into the newest slot', async () => {
+  it('counts an eval that arrives out of time order in its own slot; one a window behind restarts the window', async () => {
     const org = await newOrg(individual({ evalLimit: 1_000, burstPerSecond: 2 }));
     const newest = at('2026-03-10T12:00:05.500Z');
     expect(await gate(org, newest)).toMatchObject({ outcome: 'counted' });
-    expect(await gate(org, newest - 950)).toMatchObject({ outcome: 'counted' });
-    expect(await gate(org, newest - 2000)).toMatchObject({ outcome: 'rate_limited' });
-    // Both admissions sit in 05.500's slot, so both leave the window together.
-    expect(await gate(org, newest + 1000)).toMatchObject({ outcome: 'counted' });
+    // Half a second behind (another gateway's clock): inside the window, in its own slot.
+    expect(await gate(org, newest - 500)).toMatchObject({ outcome: 'counted' });
+    expect(await gate(org, newest - 100)).toMatchObject({ outcome: 'rate_limited' });
+    // The late one's slot leaves the window first.
+    expect(await gate(org, newest + 550)).toMatchObject({ outcome: 'counted' });
+    expect(await gate(org, newest + 560)).toMatchObject({ outcome: 'rate_limited' });
+    // A clock a whole window behind does not find it full of the future: the window restarts there.
+    expect(await gate(org, newest - 3000)).toMatchObject({ outcome: 'counted' });
   });
 
   it('does not count rate-limited or blocked calls', async () => {

@@ -130,9 +130,11 @@ for i = 1, evals do
   end
   runLeft = runLeft - 1
 
-  -- Evals from several gateways may arrive slightly out of time order: an earlier one counts in the newest slot.
+  -- Evals from several gateways arrive slightly out of time order: one still inside the window counts in its own
+  -- slot. One a whole window behind comes from a gateway whose clock is that far off: the window restarts at its
+  -- slot rather than letting one fast clock freeze it for everyone (permissive, as the calendar second was).
   local slot = math.floor(now / 100)
-  if not newestSlot or slot >= newestSlot + SLOTS then
+  if not newestSlot or slot >= newestSlot + SLOTS or slot <= newestSlot - SLOTS then
     for k = 1, SLOTS do
       if slotCounts[k] ~= 0 then
         slotCounts[k] = 0
@@ -158,7 +160,7 @@ for i = 1, evals do
     code = 1
   else
     admitted = admitted + 1
-    local k = newestSlot % SLOTS + 1
+    local k = slot % SLOTS + 1
     slotCounts[k] = slotCounts[k] + 1
     changedSlots[k] = true
     admittedAny = true
