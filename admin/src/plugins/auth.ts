@@ -5,7 +5,6 @@ import { hashApiKey, isWellFormedApiKey } from '@ent/common/auth/api-key';
 import { AuthFailureLimiter, authRateLimited } from '@ent/common/auth/failure-limiter';
 import {
   effectiveScopes,
-  isRole,
   isScope,
   type ApiKeyPrincipal,
   type Principal,
@@ -20,6 +19,7 @@ import { authenticateSession } from '../features/console-sessions/authenticate.t
 import { sessionTokenOf } from '../features/console-sessions/cookie.ts';
 import { principalOf } from '../features/console-sessions/service.ts';
 import { failureLimitAddress } from '@ent/common/http/local-client';
+import { isLiveKey, keyWithHolder } from '@ent/common/snapshots/build';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,26 +47,9 @@ export async function findPrincipal(
   app: FastifyInstance,
   plaintext: string,
 ): Promise<{ principal: Principal | null; issued: boolean }> {
-  const row = await app.db
-    .selectFrom('api_keys as k')
-    .innerJoin('service_accounts as sa', 'sa.id', 'k.service_account_id')
-    .innerJoin('members as m', 'm.id', 'sa.member_id')
-    .select([
-      'k.id',
-      'k.organization_id',
-      'k.key_prefix',
-      'k.scopes',
-      'k.revoked_at',
-      'sa.id as service_account_id',
-      'm.id as member_id',
-      'm.role',
-      'm.status',
-    ])
-    .where('k.key_hash', '=', hashApiKey(plaintext))
-    .executeTakeFirst();
+  const row = await keyWithHolder(app.db).where('k.key_hash', '=', hashApiKey(plaintext)).executeTakeFirst();
   if (!row) return { principal: null, issued: false };
-  if (row.revoked_at !== null || row.status !== 'active' || !isRole(row.role))
-    return { principal: null, issued: true };
+  if (!isLiveKey(row)) return { principal: null, issued: true };
   const keyScopes = row.scopes.filter(isScope);
   const principal: ApiKeyPrincipal = {
     organizationId: row.organization_id,

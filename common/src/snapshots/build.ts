@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { isRole, isScope } from '../auth/scopes.ts';
+import { isRole, isScope, type Role } from '../auth/scopes.ts';
 import type { Database } from '../db/database.ts';
 import {
   snapshotVersionOf,
@@ -27,8 +27,16 @@ export async function buildCatalog(db: Db, organizationId: string): Promise<Vers
       .executeTakeFirst();
     if (!org) return null;
     const [features, plans, grants] = await Promise.all([
-      trx.selectFrom('features').select(['id', 'key', 'kind']).where('organization_id', '=', organizationId).execute(),
-      trx.selectFrom('plans').select(['id', 'archived_at']).where('organization_id', '=', organizationId).execute(),
+      trx
+        .selectFrom('features')
+        .select(['id', 'key', 'kind'])
+        .where('organization_id', '=', organizationId)
+        .execute(),
+      trx
+        .selectFrom('plans')
+        .select(['id', 'archived_at'])
+        .where('organization_id', '=', organizationId)
+        .execute(),
       trx
         .selectFrom('plan_grants as g')
         .innerJoin('plans as p', 'p.id', 'g.plan_id')
@@ -38,7 +46,8 @@ export async function buildCatalog(db: Db, organizationId: string): Promise<Vers
         .execute(),
     ]);
     const doc: CatalogDoc = { features: {}, plans: {} };
-    for (const feature of features.sort((a, b) => (a.key < b.key ? -1 : 1))) doc.features[feature.key] = feature.kind;
+    for (const feature of features.sort((a, b) => (a.key < b.key ? -1 : 1)))
+      doc.features[feature.key] = feature.kind;
     for (const plan of plans) doc.plans[plan.id] = { archived: plan.archived_at !== null, grants: {} };
     for (const grant of grants) {
       const plan: CatalogPlan | undefined = doc.plans[grant.plan_id];
@@ -120,12 +129,12 @@ export interface ApiKeySnapshot {
   doc: ApiKeyDoc | null;
 }
 
-const keyQuery = (trx: Transaction<Database>) =>
-  trx
+/** An API key with the service account and member that hold it: what admin's key check and the snapshot read. */
+export const keyWithHolder = (db: Kysely<Database> | Transaction<Database>) =>
+  db
     .selectFrom('api_keys as k')
     .innerJoin('service_accounts as sa', 'sa.id', 'k.service_account_id')
     .innerJoin('members as m', 'm.id', 'sa.member_id')
-    .innerJoin('organizations as o', 'o.id', 'k.organization_id')
     .select([
       'k.id',
       'k.key_hash',
@@ -137,14 +146,21 @@ const keyQuery = (trx: Transaction<Database>) =>
       'm.id as member_id',
       'm.role',
       'm.status',
-      'o.auth_version',
     ]);
+
+/** A key that authenticates: not revoked, its member active with a role this version knows. */
+export const isLiveKey = <Row extends { revoked_at: Date | null; status: string; role: string }>(
+  row: Row,
+): row is Row & { role: Role } => row.revoked_at === null && row.status === 'active' && isRole(row.role);
+
+const keyQuery = (trx: Transaction<Database>) =>
+  keyWithHolder(trx).innerJoin('organizations as o', 'o.id', 'k.organization_id').select('o.auth_version');
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyQuery>['execute']>>[number];
 
 function toApiKeySnapshot(row: KeyRow): ApiKeySnapshot {
   const authVersion = snapshotVersionOf(row.auth_version);
-  const active = row.revoked_at === null && row.status === 'active' && isRole(row.role);
+  const active = isLiveKey(row);
   return {
     keyHash: row.key_hash,
     organizationId: row.organization_id,
