@@ -43,6 +43,15 @@ describe('eval meter against a Redis that stops answering', () => {
   });
 
   const gate = () => meter.gate({ organizationId, subscriberId: 'cus_1', nowMs: Date.now() });
+  /** One gate call: true when it was answered; a failed one reports its eval as not answered 2xx. */
+  const sent = () =>
+    gate().then(
+      () => true,
+      (error: EvalGateUnavailableError) => {
+        error.report(false);
+        return false;
+      },
+    );
   const gateCalls = async () => {
     const stats = await observer.info('commandstats');
     return Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(stats)?.[1] ?? 0);
@@ -94,5 +103,28 @@ describe('eval meter against a Redis that stops answering', () => {
     }, 'every failed call settled');
     const usage = await currentUsage(redis, keys, organizationId, arrangement, Date.now());
     expect(usage.count).toBe(1 + 5 + countedSince);
+  }, 60_000);
+
+  it('holds the breaker open through CLIENT PAUSE WRITE, which answers PING but holds every script', async () => {
+    await waitFor(sent, 'the meter sending', 10_000);
+    await observer.config('RESETSTAT');
+    await observer.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+    const outcomes: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      outcomes.push(
+        await gate().then(
+          (result) => result.outcome,
+          (error: EvalGateUnavailableError) => {
+            error.report(true);
+            return 'unavailable';
+          },
+        ),
+      );
+    }
+    expect(outcomes).toEqual(Array(5).fill('unavailable'));
+    // Only the first was sent; the paused server runs it when the pause ends.
+    await waitFor(async () => (await gateCalls()) >= 1, 'the paused call run after the pause', 5000);
+    expect(await gateCalls()).toBe(1);
+    await waitFor(sent, 'the meter sending again', 10_000);
   }, 60_000);
 });

@@ -134,21 +134,22 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
   return args;
 }
 
-/** How often a PING asks a Redis that stopped answering whether it answers again. */
+/** How often a probe asks a Redis that stopped answering whether it answers again. */
 export const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
 
 /**
  * Opens on a timed-out command (the connection looks fine, the server does not answer: paused, swapped out,
- * busy in a long script) and closes once a PING is answered. While open, evals fail open at once instead of
+ * busy in a long script, `CLIENT PAUSE`) and closes once a probe is answered. The probe is a script, as the gate
+ * call is, so whatever holds one (`CLIENT PAUSE … WRITE` holds scripts, not PING) holds the other. While open, evals fail open at once instead of
  * each waiting out the command timeout: during a 10 s hang that is every warm eval answered in a millisecond,
  * not one in a second.
  */
-export function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'ping' | 'status'>) {
+export function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'eval' | 'status'>) {
   let isOpen = false;
   const probe = () => {
     // A client closed for good (the app shutting down) is not probed any more.
     if (redis.status === 'end') return;
-    redis.ping().then(
+    redis.eval('return 1', 0).then(
       () => {
         isOpen = false;
       },
