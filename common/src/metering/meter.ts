@@ -140,9 +140,9 @@ export const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
 /**
  * Opens on a timed-out command (the connection looks fine, the server does not answer: paused, swapped out,
  * busy in a long script, `CLIENT PAUSE`) and closes once a probe is answered. The probe is a script, as the gate
- * call is, so whatever holds one (`CLIENT PAUSE … WRITE` holds scripts, not PING) holds the other. While open, evals fail open at once instead of
- * each waiting out the command timeout: during a 10 s hang that is every warm eval answered in a millisecond,
- * not one in a second.
+ * call is, so whatever holds one (`CLIENT PAUSE … WRITE` holds scripts, not PING) holds the other. While open,
+ * evals fail open at once instead of each waiting out the command timeout: during a 10 s hang that is every warm
+ * eval answered in a millisecond, not one in a second.
  */
 export function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'eval' | 'status'>) {
   let isOpen = false;
