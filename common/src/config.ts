@@ -68,7 +68,7 @@ export interface Config {
   metricsHost: string;
   /**
    * `/metrics` on the public ports (DESIGN.md §4): `loopback` answers this machine's direct peers only (`npm start`
-   * sets it), never a request relayed by a proxy; `off` (default: a proxy adding no header would look local)
+   * and `npm run gateway`/`admin` set it), never a request relayed by a proxy; `off` (default: a proxy adding no header would look local)
    * answers nobody there. The operations port is unaffected.
    */
   publicPortMetrics: PublicPortMetrics;
