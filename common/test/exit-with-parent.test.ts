@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,46 @@ describe('exitWithParent', () => {
     parent.kill('SIGKILL');
     expect(await waitForExit(childPid)).toBeLessThan(10_000);
   });
+
+  it("runs each service script as npm's own child (exec), so a SIGINT to npm's PID alone reaches the service", () => {
+    // npm passes SIGINT to the `sh -c` it runs a script in, and dash waits on for its child: with `exec` the
+    // shell becomes the service, and npm's signal reaches it (Ctrl-C in a harness that signals npm alone).
+    const scripts = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
+      .scripts as Record<string, string>;
+    for (const name of ['start', 'gateway', 'admin', 'worker']) {
+      expect(scripts[name], name).toMatch(/(^|; )exec node /);
+    }
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    'a service run with exec ends when npm alone is sent %s',
+    async (signal) => {
+      const dir = mkdtempSync(join(tmpdir(), 'follow-starter-'));
+      try {
+        const tsx = createRequire(import.meta.url).resolve('tsx');
+        const fixture = new URL('./fixtures/follow-starter-service.ts', import.meta.url).pathname;
+        writeFileSync(
+          join(dir, 'package.json'),
+          JSON.stringify({
+            name: 'follow-starter',
+            private: true,
+            scripts: { svc: `exec node --import ${tsx} ${fixture}` },
+          }),
+        );
+        const npm = spawn('npm', ['run', '--silent', 'svc'], {
+          cwd: dir,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        const [chunk] = (await once(npm.stdout!, 'data')) as [Buffer];
+        const servicePid = Number(chunk.toString().trim());
+        expect(alive(servicePid)).toBe(true);
+        npm.kill(signal);
+        expect(await waitForExit(servicePid)).toBeLessThan(10_000);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('ends a service run as `npm run <script>` once npm alone is sent SIGTERM (no orphan left on its port)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'follow-starter-'));
