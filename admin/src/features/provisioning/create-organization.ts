@@ -29,7 +29,10 @@ export async function insertOrganization(
   trx: Transaction<Database>,
   organization: { id: string; name: string; slug: string },
 ): Promise<void> {
-  await trx.insertInto('organizations').values({ ...organization, eval_plan: 'free' }).execute();
+  await trx
+    .insertInto('organizations')
+    .values({ ...organization, eval_plan: 'free' })
+    .execute();
 }
 
 /**
@@ -46,7 +49,15 @@ export async function createOrganization(db: Kysely<Database>, name: string): Pr
     await insertOrganization(trx, { id: organizationId, name, slug });
     await trx
       .insertInto('members')
-      .values({ id: memberId, organization_id: organizationId, kind: 'service_account', name, role: 'admin' })
+      // DESIGN.md §4: the organization's service account "is `admin`": named and ranked so, one name for the
+      // member and the account it is.
+      .values({
+        id: memberId,
+        organization_id: organizationId,
+        kind: 'service_account',
+        name: 'admin',
+        role: 'admin',
+      })
       .execute();
     await trx
       .insertInto('service_accounts')
@@ -54,7 +65,7 @@ export async function createOrganization(db: Kysely<Database>, name: string): Pr
         id: serviceAccountId,
         organization_id: organizationId,
         member_id: memberId,
-        name: `${name} admin`,
+        name: 'admin',
       })
       .execute();
     await trx
