@@ -5,6 +5,7 @@ import {
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { ROLE_SCOPES, type Scope } from '@ent/common/auth/scopes';
 import { INVITE_TTL_MS, redeemInvite } from '../src/features/invites/service.ts';
 import {
   caller,
@@ -179,27 +180,13 @@ describe('invites', () => {
       );
       return [urls.get(adminInvite.invite_id), urls.get(viewerInvite.invite_id)];
     };
-    const readOnly = (await createKeyWithScopes(ctx.db, org.organization_id, ['org:read'])).apiKey;
-    expect(await linksSeenBy(readOnly)).toEqual([null, null]);
-    const viewerRights = (
-      await createKeyWithScopes(ctx.db, org.organization_id, [
-        'org:read',
-        'catalog:read',
-        'subscribers:read',
-        'check',
-      ])
-    ).apiKey;
+    const keyWith = async (scopes: Scope[]) =>
+      (await createKeyWithScopes(ctx.db, org.organization_id, scopes)).apiKey;
+    expect(await linksSeenBy(await keyWith(['org:read']))).toEqual([null, null]);
     // Every right of a viewer, but no org:write: it could not have made either invite.
-    expect(await linksSeenBy(viewerRights)).toEqual([null, null]);
-    const viewerMaker = (
-      await createKeyWithScopes(ctx.db, org.organization_id, [
-        'org:read',
-        'org:write',
-        'catalog:read',
-        'subscribers:read',
-        'check',
-      ])
-    ).apiKey;
+    const viewerRights = [...ROLE_SCOPES.viewer];
+    expect(await linksSeenBy(await keyWith(viewerRights))).toEqual([null, null]);
+    const viewerMaker = await keyWith([...viewerRights, 'org:write']);
     expect(await linksSeenBy(viewerMaker)).toEqual([null, viewerInvite.url]);
     expect(await linksSeenBy(org.api_key)).toEqual([adminInvite.url, viewerInvite.url]);
   });

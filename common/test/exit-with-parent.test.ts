@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -24,6 +24,31 @@ async function waitForExit(pid: number): Promise<number> {
   }
   if (alive(pid)) process.kill(pid, 'SIGKILL');
   return waitedMs;
+}
+
+const FIXTURE_COMMAND = `node --import ${createRequire(import.meta.url).resolve('tsx')} ${
+  new URL('./fixtures/follow-starter-service.ts', import.meta.url).pathname
+}`;
+
+/** Runs the fixture service as `npm run svc` with `command` as the script, hands over npm and the service's PID. */
+async function serviceUnderNpm(
+  command: string,
+  check: (npm: ChildProcess, servicePid: number) => Promise<void>,
+): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'follow-starter-'));
+  try {
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'follow-starter', private: true, scripts: { svc: command } }),
+    );
+    const npm = spawn('npm', ['run', '--silent', 'svc'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+    const [chunk] = (await once(npm.stdout!, 'data')) as [Buffer];
+    const servicePid = Number(chunk.toString().trim());
+    expect(alive(servicePid)).toBe(true);
+    await check(npm, servicePid);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 describe('exitWithParent', () => {
@@ -56,59 +81,19 @@ describe('exitWithParent', () => {
   it.each(['SIGINT', 'SIGTERM'] as const)(
     'a service run with exec ends when npm alone is sent %s',
     async (signal) => {
-      const dir = mkdtempSync(join(tmpdir(), 'follow-starter-'));
-      try {
-        const tsx = createRequire(import.meta.url).resolve('tsx');
-        const fixture = new URL('./fixtures/follow-starter-service.ts', import.meta.url).pathname;
-        writeFileSync(
-          join(dir, 'package.json'),
-          JSON.stringify({
-            name: 'follow-starter',
-            private: true,
-            scripts: { svc: `exec node --import ${tsx} ${fixture}` },
-          }),
-        );
-        const npm = spawn('npm', ['run', '--silent', 'svc'], {
-          cwd: dir,
-          stdio: ['ignore', 'pipe', 'inherit'],
-        });
-        const [chunk] = (await once(npm.stdout!, 'data')) as [Buffer];
-        const servicePid = Number(chunk.toString().trim());
-        expect(alive(servicePid)).toBe(true);
+      await serviceUnderNpm(`exec ${FIXTURE_COMMAND}`, async (npm, servicePid) => {
         npm.kill(signal);
         expect(await waitForExit(servicePid)).toBeLessThan(10_000);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      });
     },
   );
 
   it('ends a service run as `npm run <script>` once npm alone is sent SIGTERM (no orphan left on its port)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'follow-starter-'));
-    try {
-      const tsx = createRequire(import.meta.url).resolve('tsx');
-      const fixture = new URL('./fixtures/follow-starter-service.ts', import.meta.url).pathname;
-      writeFileSync(
-        join(dir, 'package.json'),
-        JSON.stringify({
-          name: 'follow-starter',
-          private: true,
-          scripts: { svc: `node --import ${tsx} ${fixture}` },
-        }),
-      );
-      const npm = spawn('npm', ['run', '--silent', 'svc'], {
-        cwd: dir,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      const [chunk] = (await once(npm.stdout!, 'data')) as [Buffer];
-      const servicePid = Number(chunk.toString().trim());
-      expect(alive(servicePid)).toBe(true);
+    // Without exec: a shell stands between npm and the service, which follows npm (followStarter).
+    await serviceUnderNpm(FIXTURE_COMMAND, async (npm, servicePid) => {
       expect(servicePid).not.toBe(npm.pid);
-
       npm.kill('SIGTERM');
       expect(await waitForExit(servicePid)).toBeLessThan(10_000);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -19,8 +19,8 @@ declare module 'fastify' {
 
 /**
  * Prometheus metrics (request durations, snapshot rebuilds, queue depth), served at `/metrics` on the operations
- * port (common/src/http/operations-app.ts), and on the public one to this machine's direct peers only
- * (common/src/http/public-port-metrics.ts). One registry per app.
+ * port (common/src/http/operations-app.ts), and, when PUBLIC_PORT_METRICS says so, on the public one to this
+ * machine's direct peers (common/src/http/public-port-metrics.ts). One registry per app.
  */
 export const metrics = fp(
   async function metrics(app: FastifyInstance) {

@@ -79,6 +79,11 @@ const etagHeader = {
   description: 'strong ETag of the body; send it back as If-None-Match',
   schema: { type: 'string' },
 };
+/** A list answered 304: the ETag, and the eval headers of the month (the 304 itself is not counted). */
+const notModified = {
+  description: 'If-None-Match matched the current ETag; not counted as an eval',
+  headers: { ETag: etagHeader, ...evalHeaders },
+};
 const ifNoneMatch = { in: 'header', name: 'If-None-Match', required: false, schema: { type: 'string' } };
 
 /** OFREP (open-feature/protocol service/openapi.yaml) as the gateway answers it; docs/decisions.md has the mapping. */
@@ -124,10 +129,7 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
           ...json(OfrepBulkSuccess, 'Every catalog feature, ordered by key'),
           headers: { ...evalHeaders, ETag: etagHeader },
         },
-        304: {
-          description: 'If-None-Match matched the current ETag; not counted as an eval',
-          headers: { ETag: etagHeader, ...evalHeaders },
-        },
+        304: notModified,
         400: json(OfrepFailure, 'TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR'),
         ...ofrepErrors,
       },
@@ -155,10 +157,7 @@ export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
           ...json(EntitlementListSchema, 'The entitlements'),
           headers: { ...evalHeaders, ETag: etagHeader },
         },
-        304: {
-          description: 'If-None-Match matched the current ETag; not counted as an eval',
-          headers: { ETag: etagHeader, ...evalHeaders },
-        },
+        304: notModified,
         ...errors,
       },
     },

@@ -103,9 +103,9 @@ export class TokenBuckets {
  * Failed authentications that cost a lookup, per client address: a token bucket holding `perMinute` failures,
  * refilled at `perMinute` a minute. An empty bucket means no more lookups for unknown keys from that address
  * until it refills; keys the process already knows are still answered. `perMinute` 0 turns the limit off.
- * Clients on this machine (a loopback address, as the trusted-proxy settings resolve it) are not limited
- * unless `limitLoopback`: they are the operator's own processes, and a local test run that checks many bad keys
- * must not see the next fresh key refused.
+ * Clients on this machine (a loopback address: callers pass `failureLimitAddress`, which gives one only to a
+ * client every trusted hop of which is local) are not limited unless `limitLoopback`: they are the operator's own
+ * processes, and a local test run that checks many bad keys must not see the next fresh key refused.
  */
 export class AuthFailureLimiter {
   private readonly buckets: TokenBuckets;

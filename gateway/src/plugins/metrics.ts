@@ -21,9 +21,9 @@ declare module 'fastify' {
 }
 
 /**
- * Prometheus metrics, served at `/metrics` on the operations port (common/src/http/operations-app.ts), and on
- * the public one to this machine's direct peers only (common/src/http/public-port-metrics.ts); one registry per app so several apps can
- * live in one test process.
+ * Prometheus metrics, served at `/metrics` on the operations port (common/src/http/operations-app.ts), and, when
+ * PUBLIC_PORT_METRICS says so, on the public one to this machine's direct peers (public-port-metrics.ts). One
+ * registry per app, so several apps can live in one test process.
  */
 export const metrics = fp(
   async function metrics(app: FastifyInstance) {

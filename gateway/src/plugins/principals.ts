@@ -30,11 +30,8 @@ export interface KnownKey<P extends Principal = Principal> {
 export interface Principals {
   /**
    * The key's principal from the LRU, else Redis, else admin; throws 401 for a bad, unknown or revoked key, and
-   * 429 (before any lookup) for a key not in memory when `clientIp` has used up its failed lookups.
-   */
-  /**
-   * `client` names the failed-lookup bucket: an address, or the request it is worked out from only when a lookup
-   * is needed (keys in memory, almost every request, never pay for it).
+   * 429 (before any lookup) for a key not in memory when `client` has used up its failed lookups. `client` names
+   * the failed-lookup bucket: an address, or the request it is worked out from only when a lookup is needed.
    */
   authenticate(
     plaintext: string | undefined,
