@@ -41,7 +41,14 @@ export interface InProcessFigures {
 export interface ThroughputResult {
   mode: 'throughput';
   date: string;
-  settings: { seconds: number; rounds: number; connections: number; subscribers: number; features: number; plans: number };
+  settings: {
+    seconds: number;
+    rounds: number;
+    connections: number;
+    subscribers: number;
+    features: number;
+    plans: number;
+  };
   /** Medians over the rounds, by target name. */
   targets: TargetFigures[];
   rounds: TargetFigures[][];
@@ -67,6 +74,13 @@ export interface ThroughputResult {
     controlThroughputVsBare?: number;
     controlCpuVsBare?: number;
     controlCpuRoundSpread?: number;
+    /**
+     * The bare route plus only the round trip DESIGN.md §2.2 requires (round-trip-floor.ts), against the bare route:
+     * medians of per-round ratios. No gateway can do better (absent from older results).
+     */
+    floorThroughputVsBare?: number;
+    floorCpuVsBare?: number;
+    floorP99VsBare?: number;
   };
   /** The warm metered check against the bare route at other numbers of connections (absent from older results). */
   byConnections?: ConcurrencyFigures[];
@@ -84,11 +98,13 @@ export interface ConcurrencyFigures {
   cpuRatio: number;
 }
 
-const sum = (figures: TargetFigures[], pick: (f: TargetFigures) => number) => figures.reduce((s, f) => s + pick(f), 0);
+const sum = (figures: TargetFigures[], pick: (f: TargetFigures) => number) =>
+  figures.reduce((s, f) => s + pick(f), 0);
 
 function summarize(name: string, runs: TargetFigures[]): TargetFigures {
   const statuses: Record<string, number> = {};
-  for (const run of runs) for (const [status, n] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  for (const run of runs)
+    for (const [status, n] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
   return {
     name,
     rps: median(runs.map((r) => r.rps)),
@@ -108,7 +124,12 @@ function summarize(name: string, runs: TargetFigures[]): TargetFigures {
 }
 
 /** `concurrency` loops calling `call` for `seconds`; latency per call in microseconds. */
-async function inProcess(name: string, seconds: number, concurrency: number, call: (i: number) => Promise<unknown>) {
+async function inProcess(
+  name: string,
+  seconds: number,
+  concurrency: number,
+  call: (i: number) => Promise<unknown>,
+) {
   const latencies: number[] = [];
   const until = performance.now() + seconds * 1000;
   let i = 0;
@@ -133,7 +154,12 @@ async function inProcess(name: string, seconds: number, concurrency: number, cal
 }
 
 /** The SDK's check answered from its warm cache against the same check sent over HTTP, from this process. */
-async function sdkFigures(world: BenchWorld, gatewayUrl: string, metricsUrl: string, seconds: number): Promise<InProcessFigures[]> {
+async function sdkFigures(
+  world: BenchWorld,
+  gatewayUrl: string,
+  metricsUrl: string,
+  seconds: number,
+): Promise<InProcessFigures[]> {
   const cached = 1000;
   const features = DEFAULT_SHAPE.features;
   const client = new EvalClient({ baseUrl: gatewayUrl, apiKey: world.apiKey, cacheTtlMs: 10 * 60_000 });
@@ -181,6 +207,8 @@ const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
 
 /** The A/A control: a second bare Fastify process, measured like every target. */
 const CONTROL = 'bare fastify, second process';
+/** The bare route plus the gate round trip and nothing else (round-trip-floor.ts). */
+const FLOOR = 'bare route + round trip only';
 
 /** Besides the main run's: few connections (autocannon's default is 10), and many. */
 const connectionSweep = (main: number) => [10, 256].filter((c) => c !== main);
@@ -192,7 +220,8 @@ export async function runThroughput(): Promise<ThroughputResult> {
   const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', DEFAULT_SHAPE.subscribers) };
   const world = await createWorld(shape);
   try {
-    const [gatewayPort, barePort, unmeteredPort, metricsPort, inMemoryPort, controlPort] = [
+    const [gatewayPort, barePort, unmeteredPort, metricsPort, inMemoryPort, controlPort, floorPort] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -200,7 +229,9 @@ export async function runThroughput(): Promise<ThroughputResult> {
       await freePort(),
       await freePort(),
     ];
-    const cpuProfile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const cpuProfile = process.env.BENCH_CPU_PROF
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+      : [];
     startNode('admin/src/server.ts', world.env);
     const gateway = startNode(
       'gateway/src/server.ts',
@@ -209,7 +240,11 @@ export async function runThroughput(): Promise<ThroughputResult> {
     );
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) });
     const control = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(controlPort) });
-    const unmetered = startNode('bench/src/unmetered-gateway.ts', { ...world.env, GATEWAY_PORT: String(unmeteredPort) });
+    const floor = startNode('bench/src/round-trip-floor.ts', { ...world.env, BARE_PORT: String(floorPort) });
+    const unmetered = startNode('bench/src/unmetered-gateway.ts', {
+      ...world.env,
+      GATEWAY_PORT: String(unmeteredPort),
+    });
     const inMemory = startNode('bench/src/unmetered-gateway.ts', {
       ...world.env,
       GATEWAY_PORT: String(inMemoryPort),
@@ -217,12 +252,23 @@ export async function runThroughput(): Promise<ThroughputResult> {
     });
     const url = (port: number) => `http://127.0.0.1:${port}`;
     await Promise.all(
-      [world.adminUrl, url(gatewayPort), url(barePort), url(unmeteredPort), url(inMemoryPort), url(controlPort)].map((u) =>
-        healthy(`${u}/healthz`),
-      ),
+      [
+        world.adminUrl,
+        url(gatewayPort),
+        url(barePort),
+        url(unmeteredPort),
+        url(inMemoryPort),
+        url(controlPort),
+        url(floorPort),
+      ].map((u) => healthy(`${u}/healthz`)),
     );
 
-    const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections };
+    const load = {
+      apiKey: world.apiKey,
+      subscribers: shape.subscribers,
+      features: shape.features,
+      connections,
+    };
     log(`warming the gateways' caches: one eval for each of the ${shape.subscribers} subscribers`);
     const started = Date.now();
     await drive({ ...load, url: url(gatewayPort), route: 'check', amount: shape.subscribers });
@@ -230,6 +276,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     await drive({ ...load, url: url(inMemoryPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(barePort), route: 'check', seconds: 2 });
     await drive({ ...load, url: url(controlPort), route: 'check', seconds: 2 });
+    await drive({ ...load, url: url(floorPort), route: 'check', seconds: 2 });
     log(`warmed in ${Date.now() - started} ms`);
 
     const targets: Target[] = [
@@ -240,9 +287,14 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { name: 'gateway list all=true', port: gatewayPort, pid: gateway.pid, route: 'list' },
       { name: 'gateway OFREP flag', port: gatewayPort, pid: gateway.pid, route: 'ofrep' },
       { name: CONTROL, port: controlPort, pid: control.pid, route: 'check' },
+      { name: FLOOR, port: floorPort, pid: floor.pid, route: 'check' },
     ];
     /** One target under load, with the evals it put in each Redis script call. */
-    const measure = async (target: Target, loadConnections: number, loadSeconds: number): Promise<TargetFigures> => {
+    const measure = async (
+      target: Target,
+      loadConnections: number,
+      loadSeconds: number,
+    ): Promise<TargetFigures> => {
       const callsBefore = redisScriptCalls(world.redisUrl);
       const measured = await driveMeasured(target.pid, world.redisUrl, {
         ...load,
@@ -258,7 +310,12 @@ export async function runThroughput(): Promise<ThroughputResult> {
      * Rounds of every target, figures in the targets' order. Every other round runs them in reverse order: a drift
      * of the machine's speed during a round then weighs on the first and the last target alike over the run.
      */
-    const alternatingRounds = async (of: Target[], count: number, loadConnections: number, loadSeconds: number) => {
+    const alternatingRounds = async (
+      of: Target[],
+      count: number,
+      loadConnections: number,
+      loadSeconds: number,
+    ) => {
       const byRound: TargetFigures[][] = [];
       for (let round = 0; round < count; round++) {
         const measuredByName = new Map<string, TargetFigures>();
@@ -273,9 +330,16 @@ export async function runThroughput(): Promise<ThroughputResult> {
     };
     log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
     const byRound = await alternatingRounds(targets, rounds, connections, seconds);
-    const medians = targets.map((t) => summarize(t.name, byRound.map((r) => r.find((f) => f.name === t.name)!)));
+    const medians = targets.map((t) =>
+      summarize(
+        t.name,
+        byRound.map((r) => r.find((f) => f.name === t.name)!),
+      ),
+    );
     const byName = (name: string) => medians.find((m) => m.name === name)!;
-    const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = targets.slice(0, 6).map((t) => byName(t.name)) as [
+    const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = targets
+      .slice(0, 6)
+      .map((t) => byName(t.name)) as [
       TargetFigures,
       TargetFigures,
       TargetFigures,
@@ -286,6 +350,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     const controlIndex = targets.findIndex((t) => t.name === CONTROL);
     // Ratios of medians, and the median of each round's own ratio (both in the same run).
     const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
+    const floorIndex = targets.findIndex((t) => t.name === FLOOR);
     const controlCpuRatios = byRound.map((r) => totalCpu(r[controlIndex]!) / totalCpu(r[0]!));
     const ratios = {
       checkThroughputVsBare: check.rps / bareFigures.rps,
@@ -303,24 +368,40 @@ export async function runThroughput(): Promise<ThroughputResult> {
       controlThroughputVsBare: roundRatio((r) => r[controlIndex]!.rps / r[0]!.rps),
       controlCpuVsBare: median(controlCpuRatios),
       controlCpuRoundSpread: Math.max(...controlCpuRatios.map((ratio) => Math.max(ratio, 1 / ratio) - 1)),
+      floorThroughputVsBare: roundRatio((r) => r[floorIndex]!.rps / r[0]!.rps),
+      floorCpuVsBare: roundRatio((r) => totalCpu(r[floorIndex]!) / totalCpu(r[0]!)),
+      floorP99VsBare: roundRatio((r) => r[floorIndex]!.p99 / r[0]!.p99),
     };
     const byConnections: ConcurrencyFigures[] = [];
     for (const sweepConnections of connectionSweep(connections)) {
       const sweepRounds = Math.max(3, Math.ceil(rounds / 2));
-      log(`check and bare at ${sweepConnections} connections: ${sweepRounds} alternating rounds of ${Math.ceil(seconds / 2)} s`);
+      log(
+        `check and bare at ${sweepConnections} connections: ${sweepRounds} alternating rounds of ${Math.ceil(seconds / 2)} s`,
+      );
       const pair = targets.slice(0, 2);
       const sweep = await alternatingRounds(pair, sweepRounds, sweepConnections, Math.ceil(seconds / 2));
       byConnections.push({
         connections: sweepConnections,
         rounds: sweepRounds,
-        bare: summarize(pair[0]!.name, sweep.map((r) => r[0]!)),
-        check: summarize(pair[1]!.name, sweep.map((r) => r[1]!)),
+        bare: summarize(
+          pair[0]!.name,
+          sweep.map((r) => r[0]!),
+        ),
+        check: summarize(
+          pair[1]!.name,
+          sweep.map((r) => r[1]!),
+        ),
         throughputRatio: median(sweep.map((r) => r[1]!.rps / r[0]!.rps)),
         cpuRatio: median(sweep.map((r) => totalCpu(r[1]!) / totalCpu(r[0]!))),
       });
     }
     log('the SDK: warm-cache check against a raw HTTP check, from this process');
-    const sdk = await sdkFigures(world, url(gatewayPort), `http://127.0.0.1:${metricsPort}`, Math.min(seconds, 5));
+    const sdk = await sdkFigures(
+      world,
+      url(gatewayPort),
+      `http://127.0.0.1:${metricsPort}`,
+      Math.min(seconds, 5),
+    );
     const result: ThroughputResult = {
       mode: 'throughput',
       date: new Date().toISOString(),
@@ -343,7 +424,8 @@ const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
 
 function renderConcurrency(byConnections: ConcurrencyFigures[] | undefined): string[] {
   if (!byConnections?.length) return [];
-  const cpu = (f: TargetFigures) => `${us(f.serverCpuUs)}${f.redisCpuUs >= 0.5 ? ` + ${us(f.redisCpuUs)} Redis` : ''}`;
+  const cpu = (f: TargetFigures) =>
+    `${us(f.serverCpuUs)}${f.redisCpuUs >= 0.5 ? ` + ${us(f.redisCpuUs)} Redis` : ''}`;
   return [
     'The same pair at other numbers of connections (medians of alternating rounds of half the length):',
     '',
@@ -394,6 +476,31 @@ function renderControl(result: ThroughputResult): string[] {
   ];
 }
 
+/**
+ * The floor's paragraph: what the round trip DESIGN.md §2.2 requires costs on its own, against issue 14's
+ * budget (the check within 0.85 of the bare route's throughput and 1.25× its CPU).
+ */
+function renderFloor(result: ThroughputResult): string[] {
+  const r = result.ratios;
+  if (
+    r.floorThroughputVsBare === undefined ||
+    r.floorCpuVsBare === undefined ||
+    r.floorP99VsBare === undefined
+  ) {
+    return [];
+  }
+  const cpuBudgetSpent = Math.max(0, (r.floorCpuVsBare - 1) / 0.25);
+  return [
+    `The floor under any gateway this design allows: the bare route plus only the Redis round trip every eval must make ` +
+      `(DESIGN.md §2.2; the gateway's own batcher and client, a script that adds the batch to a counter, no auth, cache, ` +
+      `resolution, burst, block or headers) does ${r.floorThroughputVsBare.toFixed(2)} of the bare route's throughput at ` +
+      `${r.floorCpuVsBare.toFixed(2)}× its CPU and ${r.floorP99VsBare.toFixed(2)}× its p99 (medians of per-round ratios): ` +
+      `the round trip alone spends ${(cpuBudgetSpent * 100).toFixed(0)}% of a 1.25× CPU budget before the gateway does ` +
+      `anything else.`,
+    '',
+  ];
+}
+
 export function renderThroughput(result: ThroughputResult): string {
   const { settings: s, ratios: r } = result;
   const rows = result.targets.map(
@@ -402,7 +509,8 @@ export function renderThroughput(result: ThroughputResult): string {
       `${t.redisCpuUs >= 0.5 ? ` + ${us(t.redisCpuUs)} Redis` : ''} | ${t.non2xx} |`,
   );
   const sdkRows = result.sdk.map(
-    (f) => `| ${f.name} | ${fmt(f.opsPerSecond)} | ${us(f.p50Us)} | ${us(f.p99Us)} | ${fmt(f.requestsSent)} |`,
+    (f) =>
+      `| ${f.name} | ${fmt(f.opsPerSecond)} | ${us(f.p50Us)} | ${us(f.p99Us)} | ${fmt(f.requestsSent)} |`,
   );
   return [
     `Medians of ${s.rounds} alternating rounds of ${s.seconds} s, ${s.connections} connections, ${fmt(s.subscribers)} ` +
@@ -425,6 +533,7 @@ export function renderThroughput(result: ThroughputResult): string {
           `${r.noRoundTripThroughputVsBare.toFixed(2)} of the bare route's throughput at ${r.noRoundTripCpuVsBare.toFixed(2)}× its CPU.`),
     '',
     ...renderCpuSplit(result),
+    ...renderFloor(result),
     ...renderControl(result),
     ...renderConcurrency(result.byConnections),
     'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
