@@ -229,6 +229,28 @@ describe('webhook and identity', () => {
     expect(disable.entry!.details).toEqual({ disabled: { from: false, to: true } });
   });
 
+  it('records a webhook URL without its query string or fragment (receivers put tokens there)', async () => {
+    const withToken = await call('PUT', '/org/webhook', {
+      url: 'https://hooks.example.com/q?token=s3cr3t#f',
+    });
+    expect(withToken.res.statusCode).toBeLessThan(300);
+    expect(withToken.entry!.details!.url).toEqual({
+      from: expect.any(String),
+      to: 'https://hooks.example.com/q?[redacted]',
+    });
+    const tokenChanged = await call('PUT', '/org/webhook', { url: 'https://hooks.example.com/q?token=n3w' });
+    expect(tokenChanged.entry!.details).toEqual({
+      url: { from: 'https://hooks.example.com/q?[redacted]', to: 'https://hooks.example.com/q?[redacted]' },
+    });
+    const plain = await call('PUT', '/org/webhook', { url: 'https://hooks.example.com/plain' });
+    expect(plain.entry!.details).toEqual({
+      url: { from: 'https://hooks.example.com/q?[redacted]', to: 'https://hooks.example.com/plain' },
+    });
+    expect(JSON.stringify([withToken.entry, tokenChanged.entry, plain.entry])).not.toMatch(/s3cr3t|n3w/);
+    const shown = await call('GET', '/org/webhook');
+    expect(shown.body.url).toBe('https://hooks.example.com/plain');
+  });
+
   it('organization, service account, key, invite and member writes are service identity', async () => {
     const renamed = await call('PATCH', '/org', { name: 'Walkthrough Inc' });
     expect(renamed.entry).toMatchObject({

@@ -75,6 +75,16 @@ export async function validateWebhookUrl(raw: string, allowPrivateTargets: boole
   return url.toString();
 }
 
+/**
+ * A webhook URL as the audit log records it: receivers often take a token in the query string, and the log is
+ * append-only (SPEC.md: entries hold no query strings and no secrets), so the query and fragment are left out.
+ */
+export function auditableWebhookUrl(url: string): string {
+  const parsed = new URL(url);
+  const redacted = parsed.search || parsed.hash ? '?[redacted]' : '';
+  return `${parsed.origin}${parsed.pathname}${redacted}`;
+}
+
 export interface PutWebhookResult {
   webhook: Webhook;
   /** Set only when the webhook was created: the signing secret, shown once. */
@@ -102,10 +112,17 @@ export async function putWebhook(
         disabled: input.disabled ?? false,
         now,
       });
-      return { webhook, secret, details: { url: webhook.url, secret_prefix: webhook.secret_prefix } };
+      return {
+        webhook,
+        secret,
+        details: { url: auditableWebhookUrl(webhook.url), secret_prefix: webhook.secret_prefix },
+      };
     }
-    const details = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
-    if (!details) return { webhook: before, secret: null, details: null };
+    const changes = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
+    if (!changes) return { webhook: before, secret: null, details: null };
+    const details = changes.url
+      ? { ...changes, url: { from: auditableWebhookUrl(before.url), to: auditableWebhookUrl(url) } }
+      : changes;
     const disabled = input.disabled ?? before.disabled;
     if (before.disabled && !disabled) await cancelQueuedDeliveries(trx, organizationId, now);
     const webhook = await updateWebhookRow(trx, organizationId, {
