@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
+import { transact } from '@ent/common/outbox/record';
 
 export type AuditService = 'api' | 'identity';
 
@@ -18,11 +19,14 @@ export interface DomainEvent {
 export interface WriteContext {
   /** For the audit entry: null when nothing changed (and for deletes). */
   details: AuditDetails | null;
-  /** Features or plans changed: the organization's catalog snapshot must be republished. */
+  /**
+   * Features or plans written: the organization's catalog snapshot is published before the 2xx. Also when the write
+   * found nothing to change (an identical write just before it may not have published yet: DESIGN.md §2.1).
+   */
   catalogChanged: boolean;
-  /** Subscribers whose snapshot (subscriptions, overrides) must be republished. */
+  /** Subscribers whose snapshot (subscriptions, overrides) is published before the 2xx, as for the catalog. */
   subscribersChanged: Set<string>;
-  /** Keys, members or roles changed: gateways must re-check cached keys. */
+  /** Keys, members or roles written: the organization's keys are published (gateways re-check), as for the catalog. */
   authChanged: boolean;
   events: DomainEvent[];
   /** Webhook deliveries recorded in the write's transaction for `events`, handed to the worker after the commit. */
@@ -35,7 +39,11 @@ export interface WriteContext {
 export type CommittedListener = (request: FastifyRequest, write: WriteContext) => Promise<void>;
 
 /** Runs inside the write's transaction, after its work: what must commit with the change (webhook deliveries). */
-export type BeforeCommitListener = (trx: Transaction<Database>, request: FastifyRequest, write: WriteContext) => Promise<void>;
+export type BeforeCommitListener = (
+  trx: Transaction<Database>,
+  request: FastifyRequest,
+  write: WriteContext,
+) => Promise<void>;
 
 export interface WritePipeline {
   onCommitted(listener: CommittedListener): void;
@@ -92,8 +100,10 @@ export const writePipeline = fp(
     const pipeline: WritePipeline = {
       onCommitted: (listener) => void listeners.push(listener),
       beforeCommit: (listener) => void beforeCommit.push(listener),
+      // A deadlock victim is run again (transact): each attempt reports its change from nothing.
       transaction: (request, work) =>
-        app.db.transaction().execute(async (trx) => {
+        transact(app.db, async (trx) => {
+          request.write = newWriteContext();
           const result = await work(trx);
           for (const listener of beforeCommit) await listener(trx, request, request.write);
           request.write.eventsRecorded = true;
@@ -106,7 +116,8 @@ export const writePipeline = fp(
       request.write = newWriteContext();
     });
     app.addHook('onSend', async (request, reply, payload) => {
-      if (READ_METHODS.has(request.method) || reply.statusCode >= 300 || listeners.length === 0) return payload;
+      if (READ_METHODS.has(request.method) || reply.statusCode >= 300 || listeners.length === 0)
+        return payload;
       for (const listener of listeners) {
         try {
           await listener(request, request.write);

@@ -30,10 +30,7 @@ export async function recordOutbox(trx: Transaction<Database>, entry: OutboxEntr
  * Marks done the undone entries a publish has covered: same organization, kind and subject, at or below the
  * Postgres version that is now in Redis (or older than what Redis holds).
  */
-export async function markOutboxDone(
-  db: Kysely<Database>,
-  entry: OutboxEntry,
-): Promise<number> {
+export async function markOutboxDone(db: Kysely<Database>, entry: OutboxEntry): Promise<number> {
   let query = db
     .updateTable('outbox')
     .set({ done_at: sql`now()` })
@@ -41,7 +38,10 @@ export async function markOutboxDone(
     .where('organization_id', '=', entry.organizationId)
     .where('kind', '=', entry.kind)
     .where('version', '<=', entry.version);
-  query = entry.subject === undefined ? query.where('subject', 'is', null) : query.where('subject', '=', entry.subject);
+  query =
+    entry.subject === undefined
+      ? query.where('subject', 'is', null)
+      : query.where('subject', '=', entry.subject);
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
@@ -63,7 +63,28 @@ export async function markSubscribersDone(
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** Runs `work` in the caller's transaction when it is one, else in a new one. */
-export function transact<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-  return db.isTransaction ? work(db as Transaction<Database>) : db.transaction().execute(work);
+/** Postgres gave up one of two transactions waiting on each other, or could not serialize it: run it again. */
+const RETRYABLE_CODES = new Set(['40P01', '40001']);
+const TRANSACTION_ATTEMPTS = 3;
+
+const isRetryable = (error: unknown): boolean =>
+  RETRYABLE_CODES.has((error as { code?: unknown } | null)?.code as string);
+
+/**
+ * Runs `work` in the caller's transaction when it is one, else in a new one, run again (at most three times in
+ * all) when Postgres ends it as a deadlock victim or a serialization failure: nothing of it was committed, and the
+ * client would otherwise get a 500 for a race it cannot see. `work` must do nothing outside the transaction.
+ */
+export async function transact<T>(
+  db: Kysely<Database>,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  if (db.isTransaction) return work(db as Transaction<Database>);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(work);
+    } catch (error) {
+      if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) throw error;
+    }
+  }
 }

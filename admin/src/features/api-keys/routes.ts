@@ -96,7 +96,7 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const revoked = await revokeApiKey(
+      await revokeApiKey(
         app.db,
         request.principal!,
         request.params.service_account_id,
@@ -104,7 +104,9 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
         new Date(app.clock.now()),
       );
       request.write.details = null;
-      if (revoked) request.write.authChanged = true;
+      // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+      // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+      request.write.authChanged = true;
       return reply.code(204).send();
     },
   );

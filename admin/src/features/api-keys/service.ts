@@ -15,6 +15,7 @@ import {
   revokeApiKeyRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
+import { withOrganizationLocked } from '../organization/store.ts';
 
 export interface CreatedApiKey {
   key: ApiKey;
@@ -40,14 +41,16 @@ export async function createApiKey(
     scopes,
     target: { serviceAccountId: account.id, role: account.role as Role },
   });
-  if (account.status !== 'active') {
-    throw conflict(`The service account is ${account.status}; it cannot get new keys.`, {
-      field: 'service_account_id',
-      value: serviceAccountId,
-    });
-  }
   const generated = generateApiKey();
-  const key = await db.transaction().execute(async (trx) => {
+  const key = await withOrganizationLocked(db, organizationId, async (trx) => {
+    // Read again under the lock: a removal committed since the first read has revoked every key it found.
+    const { status } = await getServiceAccount(trx, organizationId, serviceAccountId);
+    if (status !== 'active') {
+      throw conflict(`The service account is ${status}; it cannot get new keys.`, {
+        field: 'service_account_id',
+        value: serviceAccountId,
+      });
+    }
     const created = await insertApiKey(trx, {
       organizationId,
       serviceAccountId,
@@ -73,7 +76,7 @@ export async function revokeApiKey(
   const organizationId = principal.organizationId;
   const account = await getServiceAccount(db, organizationId, serviceAccountId);
   assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
-  return db.transaction().execute(async (trx) => {
+  return withOrganizationLocked(db, organizationId, async (trx) => {
     const key = await lockApiKey(trx, organizationId, serviceAccountId, keyId);
     if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });
     if (key.revoked_at) return false;

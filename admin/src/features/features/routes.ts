@@ -73,11 +73,11 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
           request.params.key,
           request.body,
         );
+        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+        request.write.catalogChanged = true;
         request.write.details = details;
-        if (details) {
-          request.write.catalogChanged = true;
-          request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
-        }
+        if (details) request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
         return feature;
       });
       return toFeatureBody(feature);

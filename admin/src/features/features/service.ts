@@ -15,6 +15,7 @@ import {
   type FeatureListFilter,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
+import { withOrganizationLocked } from '../organization/store.ts';
 
 export const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'key', value: key });
@@ -47,7 +48,7 @@ export async function updateFeature(
   key: string,
   input: UpdateFeatureBody,
 ): Promise<FeatureUpdateResult> {
-  return transact(db, async (trx) => {
+  return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockFeature(trx, organizationId, key);
     if (!before) throw featureNotFound(key);
     const details = changedFields(before, input, ['name', 'description']);

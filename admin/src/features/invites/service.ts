@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { Role } from '@ent/common/auth/scopes';
+import { ROLE_RANK, type Role } from '@ent/common/auth/scopes';
 import {
   decryptSecret,
   encryptSecret,
@@ -8,13 +8,20 @@ import {
   type SecretsKeyring,
 } from '@ent/common/crypto/secrets';
 import type { Database, Invite, Member } from '@ent/common/db/database';
-import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
+import {
+  conflict,
+  forbidden,
+  notFound,
+  unauthenticated,
+  validationError,
+} from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import { transact } from '@ent/common/outbox/record';
 import type { InviteStatus } from '@ent/common/schemas/console';
 import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { insertMember } from '../members/store.ts';
+import { findMember, insertMember } from '../members/store.ts';
+import { withOrganizationLocked } from '../organization/store.ts';
 import {
   acceptInviteRow,
   findInvite,
@@ -57,16 +64,25 @@ export async function createInvite(
 ): Promise<Invite> {
   const id = newId('inv');
   const token = randomToken(32);
-  return insertInvite(db, {
-    id,
-    organizationId,
-    role: input.role,
-    email: input.email?.toLowerCase() ?? null,
-    tokenHash: sha256Hex(token),
-    tokenCiphertext: encryptSecret(token, settings.secretsKey, tokenContext(id)),
-    createdByMemberId,
-    expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
-    createdAt: now,
+  return withOrganizationLocked(db, organizationId, async (trx) => {
+    // Read under the lock: suspending, removing or demoting the maker revokes the invites it finds, so an invite
+    // made meanwhile must see that change, or be seen by it.
+    const maker = await findMember(trx, organizationId, createdByMemberId);
+    if (maker?.status !== 'active') throw unauthenticated('This API key is no longer valid.');
+    if (ROLE_RANK[input.role] > ROLE_RANK[maker.role as Role]) {
+      throw forbidden(`Your role (${maker.role}) cannot invite a member as ${input.role}.`);
+    }
+    return insertInvite(trx, {
+      id,
+      organizationId,
+      role: input.role,
+      email: input.email?.toLowerCase() ?? null,
+      tokenHash: sha256Hex(token),
+      tokenCiphertext: encryptSecret(token, settings.secretsKey, tokenContext(id)),
+      createdByMemberId,
+      expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
+      createdAt: now,
+    });
   });
 }
 
@@ -113,7 +129,11 @@ export async function previewInvite(db: Kysely<Database>, token: string, now: Da
 }
 
 /** 404 for a token never issued, else 409 CONFLICT saying why the invite can no longer be used. */
-export async function assertInvitePending(db: Kysely<Database> | Transaction<Database>, token: string, now: Date): Promise<void> {
+export async function assertInvitePending(
+  db: Kysely<Database> | Transaction<Database>,
+  token: string,
+  now: Date,
+): Promise<void> {
   const found = await findInviteByTokenHash(db, sha256Hex(token));
   if (!found) throw unknownInvite();
   const status = inviteStatusOf(found, now);
@@ -131,7 +151,8 @@ function joinerEmail(invite: Invite, given: string | undefined): string {
     }
     return invite.email;
   }
-  if (given === undefined) throw validationError('This invite names no email: email is required.', { field: 'email' });
+  if (given === undefined)
+    throw validationError('This invite names no email: email is required.', { field: 'email' });
   return given.toLowerCase();
 }
 

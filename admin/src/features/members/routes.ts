@@ -102,7 +102,9 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
         new Date(app.clock.now()),
       );
       request.write.details = details;
-      if (details) request.write.authChanged = true;
+      // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+      // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+      request.write.authChanged = true;
       return toMemberBody(member);
     },
   );

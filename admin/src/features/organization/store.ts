@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { transact } from '@ent/common/outbox/record';
 import type { Database, Organization } from '@ent/common/db/database';
 import type { UpdateOrganizationBody } from '@ent/common/schemas/organization';
 
@@ -8,7 +9,11 @@ export function findOrganization(db: Db, organizationId: string): Promise<Organi
   return db.selectFrom('organizations').selectAll().where('id', '=', organizationId).executeTakeFirst();
 }
 
-/** The organization's row, locked until the transaction ends. */
+/**
+ * The organization's row, locked against other writers of it until the transaction ends. `FOR NO KEY UPDATE`, the
+ * lock its version bumps take anyway: rows merely referencing the organization (a pending audit entry, a new
+ * subscriber) are still inserted meanwhile, where `FOR UPDATE` held every such insert for the whole transaction.
+ */
 export function lockOrganization(
   trx: Transaction<Database>,
   organizationId: string,
@@ -17,8 +22,25 @@ export function lockOrganization(
     .selectFrom('organizations')
     .selectAll()
     .where('id', '=', organizationId)
-    .forUpdate()
+    .forNoKeyUpdate()
     .executeTakeFirst();
+}
+
+/**
+ * `work` in a transaction that takes the organization's row lock before any other row. Every key, member, invite
+ * and catalog write ends by bumping a version on that row; taking it first means two of them never hold each
+ * other's rows in opposite orders (a deadlock, which Postgres breaks only after a second), and a check made
+ * inside `work` sees every such write committed before it (a member suspended, a service account removed).
+ */
+export function withOrganizationLocked<T>(
+  db: Kysely<Database>,
+  organizationId: string,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  return transact(db, async (trx) => {
+    await lockOrganization(trx, organizationId);
+    return work(trx);
+  });
 }
 
 export function updateOrganizationRow(

@@ -59,11 +59,11 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
           request.body,
         );
         const body = toOverrideBody(override);
+        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+        request.write.subscribersChanged.add(subscriber_id);
         request.write.details = details;
-        if (details) {
-          request.write.subscribersChanged.add(subscriber_id);
-          request.write.events.push({ type: 'override.upserted', data: body });
-        }
+        if (details) request.write.events.push({ type: 'override.upserted', data: body });
         return body;
       });
     },
@@ -136,11 +136,11 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
           subscriber_id,
           feature_key,
         );
+        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+        request.write.subscribersChanged.add(subscriber_id);
         request.write.details = null;
-        if (deleted) {
-          request.write.subscribersChanged.add(subscriber_id);
-          request.write.events.push({ type: 'override.deleted', data: toOverrideBody(deleted) });
-        }
+        if (deleted) request.write.events.push({ type: 'override.deleted', data: toOverrideBody(deleted) });
       });
       return reply.code(204).send(null);
     },

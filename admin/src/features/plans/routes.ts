@@ -44,14 +44,14 @@ const tags = ['plans'];
 const writeConfig = { scope: 'catalog:write', auditService: 'api' } as const;
 const readConfig = { scope: 'catalog:read' } as const;
 
-/** Reports a write on the write path; a no-op (null details) changes nothing and sends no event. */
+/** Reports a write on the write path; a no-op (null details) is neither an event nor audited as a change. */
 function reportWrite(request: FastifyRequest, type: string, result: PlanWriteResult): PlanBody {
   const body = toPlanBody(result);
+  // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+  // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+  request.write.catalogChanged = true;
   request.write.details = result.details;
-  if (result.details) {
-    request.write.catalogChanged = true;
-    request.write.events.push({ type, data: body });
-  }
+  if (result.details) request.write.events.push({ type, data: body });
   return body;
 }
 

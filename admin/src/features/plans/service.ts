@@ -23,6 +23,7 @@ import {
   updatePlanRow,
   type PlanListFilter,
 } from './store.ts';
+import { withOrganizationLocked } from '../organization/store.ts';
 
 /** A plan with its grants ordered by feature key. */
 export interface PlanWithGrants {
@@ -116,7 +117,7 @@ export async function updatePlan(
   input: UpdatePlanBody,
   limits: CatalogLimits,
 ): Promise<PlanWriteResult> {
-  return transact(db, async (trx) => {
+  return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const newGrants = input.grants
       ? await resolveAgainstCatalog(trx, organizationId, input.grants)
@@ -144,7 +145,7 @@ export async function setPlanArchived(
   key: string,
   archived: boolean,
 ): Promise<PlanWriteResult> {
-  return transact(db, async (trx) => {
+  return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const details = archivedDetails(before.plan.archived_at !== null, archived);
     if (!details) return { ...before, details };
@@ -165,7 +166,7 @@ export async function deletePlan(
   key: string,
 ): Promise<PlanWithGrants> {
   try {
-    return await transact(db, async (trx) => {
+    return await withOrganizationLocked(db, organizationId, async (trx) => {
       const deleted = await lockPlan(trx, organizationId, key);
       if (await planIsReferenced(trx, organizationId, deleted.plan.id)) throw planInUse(key);
       await deletePlanRow(trx, deleted.plan.id);

@@ -68,11 +68,11 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
           request.body,
         );
         const body = toSubscriberBody(subscriber);
+        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
+        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
+        request.write.subscribersChanged.add(subscriber.subscriber_id);
         request.write.details = details;
-        if (details) {
-          request.write.subscribersChanged.add(subscriber.subscriber_id);
-          request.write.events.push({ type: 'subscriber.updated', data: body });
-        }
+        if (details) request.write.events.push({ type: 'subscriber.updated', data: body });
         return body;
       }),
   );

@@ -16,6 +16,7 @@ import {
   type DeliveryListFilter,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
+import { withOrganizationLocked } from '../organization/store.ts';
 
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -100,7 +101,8 @@ export async function putWebhook(
   now: Date,
 ): Promise<PutWebhookResult> {
   const url = await validateWebhookUrl(input.url, settings.allowPrivateTargets);
-  return db.transaction().execute(async (trx) => {
+  // The organization first: two first PUTs at once would both find no webhook and race to insert one.
+  return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockWebhook(trx, organizationId);
     if (!before) {
       const secret = generateWebhookSecret();

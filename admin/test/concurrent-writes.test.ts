@@ -1,0 +1,160 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '@ent/common/auth/api-key';
+import {
+  createAdminContext,
+  createTestOrganization,
+  subscriberVersion,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../test-support/admin-context.ts';
+import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+
+/**
+ * Writes raced against each other, as a black-box audit did: every 2xx must mean its change is what evals see, no
+ * race may end in a 500, and no credential may outlive the change that should have revoked it.
+ */
+let ctx: AdminTestContext;
+let org: TestOrganization;
+
+beforeAll(async () => {
+  ctx = await createAdminContext();
+  org = await createTestOrganization(ctx.db, 'Races');
+});
+afterAll(async () => ctx?.close());
+
+const send = (
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  url: string,
+  payload?: object,
+  headers = org.headers,
+) => ctx.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
+
+const ROUNDS = 8;
+
+describe('a write that finds its change already made (an identical write just before it)', () => {
+  it('publishes the revoked key before its 204, even if the first revoke has not published yet', async () => {
+    const { serviceAccountId, keyId, apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, [
+      'check',
+    ]);
+    await ctx.app.snapshots.publishAuth(org.organization_id);
+    const keyDoc = () => ctx.redis.hget(ctx.app.redisKeys.apiKey(hashApiKey(apiKey)), 'doc');
+    expect(await keyDoc()).not.toBe('');
+    // The first revoke, committed but not yet published: what the second one finds.
+    await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId}`.execute(ctx.db);
+    await sql`UPDATE organizations SET auth_version = auth_version + 1 WHERE id = ${org.organization_id}`.execute(
+      ctx.db,
+    );
+
+    const repeated = await send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`);
+    expect(repeated.statusCode).toBe(204);
+    expect(await keyDoc()).toBe('');
+  });
+
+  it('publishes the subscriber the override belongs to before its 200', async () => {
+    await send('POST', '/org/features', { key: 'seats', name: 'Seats', kind: 'limit' });
+    await send('POST', '/org/subscribers', { subscriber_id: 'ann' });
+    const put = await send('PUT', '/org/subscribers/ann/overrides/seats', { kind: 'limit', limit: 5 });
+    expect(put.statusCode).toBeLessThan(300);
+    // The first PUT of limit 9, committed but not yet published.
+    await sql`UPDATE overrides SET limit_value = 9 WHERE subscriber_id = 'ann' AND organization_id = ${org.organization_id}`.execute(
+      ctx.db,
+    );
+    await sql`UPDATE subscribers SET version = version + 1 WHERE subscriber_id = 'ann' AND organization_id = ${org.organization_id}`.execute(
+      ctx.db,
+    );
+
+    const repeated = await send('PUT', '/org/subscribers/ann/overrides/seats', { kind: 'limit', limit: 9 });
+    expect(repeated.statusCode).toBe(200);
+    const published = await ctx.redis.hget(ctx.app.redisKeys.subscriberVersions(org.organization_id), 'ann');
+    // Redis numbers a subscriber's versions one above Postgres's (0 there means none).
+    expect(Number(published)).toBe((await subscriberVersion(ctx.db, org.organization_id, 'ann')) + 1);
+  });
+});
+
+describe('writes that lock the same rows in opposite orders', () => {
+  it('a plan deleted while a plan of the same key is created: never a 500', async () => {
+    const statuses: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const key = `race_${round}`;
+      expect((await send('POST', '/org/plans', { key, name: key, kind: 'catalog' })).statusCode).toBe(201);
+      const [deleted, created] = await Promise.all([
+        send('DELETE', `/org/plans/${key}`),
+        send('POST', '/org/plans', { key, name: `${key} again`, kind: 'catalog' }),
+      ]);
+      statuses.push(deleted.statusCode, created.statusCode);
+    }
+    expect(statuses.filter((status) => status >= 500)).toEqual([]);
+  });
+
+  it("a key revoked while its service account's member is removed: never a 500, and the key ends revoked", async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const { serviceAccountId, memberId, keyId } = await createKeyWithScopes(ctx.db, org.organization_id, [
+        'check',
+      ]);
+      const [removed, revoked] = await Promise.all([
+        send('PATCH', `/org/members/${memberId}`, { status: 'removed' }),
+        send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`),
+      ]);
+      expect([removed.statusCode, revoked.statusCode]).toEqual([200, 204]);
+      const key = await ctx.db
+        .selectFrom('api_keys')
+        .select('revoked_at')
+        .where('id', '=', keyId)
+        .executeTakeFirstOrThrow();
+      expect(key.revoked_at).not.toBeNull();
+    }
+  });
+
+  it('the first webhook put by several requests at once: one 201, the rest 200, never a 409', async () => {
+    const racer = await createTestOrganization(ctx.db, 'Webhook race');
+    const puts = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        send('PUT', '/org/webhook', { url: `https://hooks.example.com/${i}`, disabled: true }, racer.headers),
+      ),
+    );
+    expect(puts.map((put) => put.statusCode).sort()).toEqual([200, 200, 200, 200, 200, 201]);
+  });
+});
+
+describe('a credential made while its maker or holder is being taken away', () => {
+  it('an invite made while its maker is suspended is refused or revoked, never left live', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const maker = await createKeyWithScopes(ctx.db, org.organization_id, [], 'admin');
+      const [suspended, invited] = await Promise.all([
+        send('PATCH', `/org/members/${maker.memberId}`, { status: 'suspended' }),
+        send('POST', '/org/invites', { role: 'admin' }, { 'x-api-key': maker.apiKey }),
+      ]);
+      expect(suspended.statusCode).toBe(200);
+      expect([201, 401]).toContain(invited.statusCode);
+      const live = await ctx.db
+        .selectFrom('invites')
+        .select('id')
+        .where('created_by_member_id', '=', maker.memberId)
+        .where('revoked_at', 'is', null)
+        .execute();
+      expect(live).toEqual([]);
+    }
+  });
+
+  it("a key made while its service account's member is removed is refused or revoked, never left live", async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const { serviceAccountId, memberId } = await createKeyWithScopes(ctx.db, org.organization_id, [
+        'check',
+      ]);
+      const [removed, created] = await Promise.all([
+        send('PATCH', `/org/members/${memberId}`, { status: 'removed' }),
+        send('POST', `/org/service-accounts/${serviceAccountId}/api-keys`, { name: 'raced' }),
+      ]);
+      expect(removed.statusCode).toBe(200);
+      expect([201, 409]).toContain(created.statusCode);
+      const live = await ctx.db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('service_account_id', '=', serviceAccountId)
+        .where('revoked_at', 'is', null)
+        .execute();
+      expect(live).toEqual([]);
+    }
+  });
+});
