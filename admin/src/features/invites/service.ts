@@ -68,7 +68,8 @@ export async function createInvite(
     // Read under the lock: suspending, removing or demoting the maker revokes the invites it finds, so an invite
     // made meanwhile must see that change, or be seen by it.
     const maker = await findMember(trx, organizationId, createdByMemberId);
-    if (maker?.status !== 'active') throw unauthenticated('The member making this request is no longer active.');
+    if (maker?.status !== 'active')
+      throw unauthenticated('The member making this request is no longer active.');
     if (ROLE_RANK[input.role] > ROLE_RANK[maker.role as Role]) {
       throw forbidden(`Your role (${maker.role}) cannot invite a member as ${input.role}.`);
     }
