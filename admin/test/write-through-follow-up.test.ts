@@ -1,6 +1,8 @@
+import { sql } from 'kysely';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '@ent/common/auth/api-key';
+import { recordOutbox } from '@ent/common/outbox/record';
 import { startOwnRedis, waitFor, type Started } from '../../gateway/test/processes.ts';
 import {
   createAdminContext,
@@ -64,5 +66,32 @@ describe('a write-through that times out on a hung Redis, with no worker running
       'every outbox entry done',
       15_000,
     );
+  });
+});
+
+describe('an entry leased by an admin killed mid-publish', () => {
+  it('is published as the next admin starts listening, not once its lease runs out', async () => {
+    const { keyId, apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    await ctx.app.snapshots.publishAuth(org.organization_id);
+    const keyDoc = () => control.hget(ctx.app.redisKeys.apiKey(hashApiKey(apiKey)), 'doc');
+    expect(await keyDoc()).not.toBe('');
+    // What the killed admin left: the revocation committed with its outbox entry, leased for 30 s by its relay pass.
+    await ctx.db.transaction().execute(async (trx) => {
+      await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId}`.execute(trx);
+      const { rows } = await sql<{ auth_version: number }>`
+        UPDATE organizations SET auth_version = auth_version + 1 WHERE id = ${org.organization_id}
+        RETURNING auth_version`.execute(trx);
+      await recordOutbox(trx, {
+        organizationId: org.organization_id,
+        kind: 'auth',
+        version: rows[0]!.auth_version,
+      });
+      await sql`UPDATE outbox SET next_attempt_at = now() + interval '30 seconds' WHERE done_at IS NULL`.execute(
+        trx,
+      );
+    });
+
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+    await waitFor(async () => (await keyDoc()) === '', 'the revoked key tombstoned', 5000);
   });
 });
