@@ -4,12 +4,33 @@
 # and otherwise says exactly what is missing. Idempotent; used by `npm start`, `npm test` and CI.
 set -euo pipefail
 
+# The host of scheme://[user[:password]@]host[:port][/...] (an IPv6 address without its brackets), and its port;
+# each empty when the URL names none.
+url_host() { sed -nE 's#^[a-z+]+://([^@/]*@)?(\[[^]/]*\]|[^]:/?[]*).*#\2#p' <<<"$1" | tr -d '[]'; }
+url_port() { sed -nE 's#^[a-z+]+://([^@/]*@)?(\[[^]/]*\]|[^]:/?[]*):([0-9]+).*#\3#p' <<<"$1"; }
+
+# The servers the services will use: their URLs' hosts and ports, else the local defaults.
+POSTGRES_URL_CHECK=${TEST_DATABASE_OWNER_URL:-${DATABASE_OWNER_URL:-${DATABASE_URL:-}}}
+PGHOST_CHECK=${PGHOST_CHECK:-$(url_host "$POSTGRES_URL_CHECK")}
 PGHOST_CHECK=${PGHOST_CHECK:-127.0.0.1}
+PGPORT_CHECK=${PGPORT_CHECK:-$(url_port "$POSTGRES_URL_CHECK")}
 PGPORT_CHECK=${PGPORT_CHECK:-5432}
+REDIS_HOST_CHECK=${REDIS_HOST_CHECK:-$(url_host "${REDIS_URL:-}")}
 REDIS_HOST_CHECK=${REDIS_HOST_CHECK:-127.0.0.1}
+REDIS_PORT_CHECK=${REDIS_PORT_CHECK:-$(url_port "${REDIS_URL:-}")}
 REDIS_PORT_CHECK=${REDIS_PORT_CHECK:-6379}
 
 log() { printf 'services: %s\n' "$*" >&2; }
+
+# Only a server on this machine is started (or installed) here; another host's is waited for, then reported.
+is_local_host() { case "$1" in localhost | 127.* | ::1) return 0 ;; *) return 1 ;; esac; }
+
+require_remote() {
+  local name=$1 host=$2 port=$3
+  if wait_for "$name" "$host" "$port"; then return 0; fi
+  log "$name is configured on $host:$port, which is not this machine: start it there, or fix its URL"
+  exit 1
+}
 
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
@@ -74,6 +95,7 @@ ensure_postgres() {
     advise_local_auth
     return 0
   fi
+  if ! is_local_host "$PGHOST_CHECK"; then require_remote PostgreSQL "$PGHOST_CHECK" "$PGPORT_CHECK"; return 0; fi
   local installed=false
   if ! command -v pg_ctlcluster >/dev/null 2>&1; then
     apt_install postgresql
@@ -99,6 +121,7 @@ ensure_postgres() {
 
 ensure_redis() {
   if port_open "$REDIS_HOST_CHECK" "$REDIS_PORT_CHECK"; then return 0; fi
+  if ! is_local_host "$REDIS_HOST_CHECK"; then require_remote Redis "$REDIS_HOST_CHECK" "$REDIS_PORT_CHECK"; return 0; fi
   if ! command -v redis-server >/dev/null 2>&1; then apt_install redis-server; fi
   log "starting Redis"
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port "$REDIS_PORT_CHECK" --save "" --appendonly no

@@ -39,6 +39,60 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
+/** The addresses the script checks (and would start servers on), sourced with `env` as the only environment. */
+const checkedAddresses = (env: Record<string, string>) =>
+  execFileSync(
+    'bash',
+    [
+      '-c',
+      'source "$1"; echo "$PGHOST_CHECK:$PGPORT_CHECK $REDIS_HOST_CHECK:$REDIS_PORT_CHECK"',
+      '_',
+      script,
+    ],
+    {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', ...env },
+    },
+  ).trim();
+
+describe('scripts/ensure-services.sh: which servers it checks', () => {
+  it('the ones the URLs name, so `npm start` with REDIS_URL on another port neither checks nor starts one on 6379', () => {
+    expect(checkedAddresses({})).toBe('127.0.0.1:5432 127.0.0.1:6379');
+    expect(
+      checkedAddresses({
+        REDIS_URL: 'redis://:secret@[::1]:6391/2',
+        DATABASE_OWNER_URL: 'postgres://postgres@localhost:5433/entitlements',
+      }),
+    ).toBe('localhost:5433 ::1:6391');
+    expect(
+      checkedAddresses({
+        REDIS_URL: 'rediss://cache.example.com',
+        DATABASE_URL: 'postgres://app@db.internal/x',
+      }),
+    ).toBe('db.internal:5432 cache.example.com:6379');
+    // The test suite's own owner URL wins over the services' (npm test runs the script too).
+    expect(
+      checkedAddresses({
+        TEST_DATABASE_OWNER_URL: 'postgres://postgres@127.0.0.2:6543/t',
+        DATABASE_URL: 'postgres://a@b/c',
+      }),
+    ).toBe('127.0.0.2:6543 127.0.0.1:6379');
+  });
+
+  it('starts nothing for a server on another host: it waits for it, then says which', () => {
+    const result = spawnSync(
+      'bash',
+      ['-c', 'source "$1"; wait_for() { return 1; }; ensure_redis', '_', script],
+      {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', REDIS_URL: 'redis://192.0.2.1:6379' },
+      },
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('Redis is configured on 192.0.2.1:6379, which is not this machine');
+  });
+});
+
 describe('scripts/ensure-services.sh and pg_hba.conf', () => {
   it('adds trust for the project roles on loopback only, first, once, and keeps every other line', () => {
     const file = join(tempDir(), 'pg_hba.conf');
