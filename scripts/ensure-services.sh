@@ -5,9 +5,14 @@
 set -euo pipefail
 
 # The host of scheme://[user[:password]@]host[:port][/...] (an IPv6 address without its brackets), and its port;
-# each empty when the URL names none.
-url_host() { sed -nE 's#^[a-z+]+://([^@/]*@)?(\[[^]/]*\]|[^]:/?[]*).*#\2#p' <<<"$1" | tr -d '[]'; }
-url_port() { sed -nE 's#^[a-z+]+://([^@/]*@)?(\[[^]/]*\]|[^]:/?[]*):([0-9]+).*#\3#p' <<<"$1"; }
+# each empty when the URL names none. The user part runs to the last @ before the path, as URL parsers read it. A
+# socket directory (percent-encoded, or in ?host=) names no TCP host: the local defaults are checked then.
+url_host() {
+  local host
+  host=$(sed -nE 's#^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*@)?(\[[^]/]*\]|[^]:/?#[]*).*#\2#p' <<<"$1" | tr -d '[]')
+  case "$host" in %2[Ff]* | /*) ;; *) printf '%s\n' "$host" ;; esac
+}
+url_port() { sed -nE 's#^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*@)?(\[[^]/]*\]|[^]:/?#[]*):([0-9]+).*#\3#p' <<<"$1"; }
 
 # The servers the services will use: their URLs' hosts and ports, else the local defaults.
 POSTGRES_URL_CHECK=${TEST_DATABASE_OWNER_URL:-${DATABASE_OWNER_URL:-${DATABASE_URL:-}}}

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyRequest } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hashApiKey } from '@ent/common/auth/api-key';
 import {
   createAdminContext,
@@ -9,6 +10,7 @@ import {
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
+import { bumpAuthVersion, bumpSubscriberVersion } from '../src/features/shared/versions.ts';
 
 /**
  * Writes raced against each other, as a black-box audit did: every 2xx must mean its change is what evals see, no
@@ -40,11 +42,11 @@ describe('a write that finds its change already made (an identical write just be
     await ctx.app.snapshots.publishAuth(org.organization_id);
     const keyDoc = () => ctx.redis.hget(ctx.app.redisKeys.apiKey(hashApiKey(apiKey)), 'doc');
     expect(await keyDoc()).not.toBe('');
-    // The first revoke, committed but not yet published: what the second one finds.
-    await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId}`.execute(ctx.db);
-    await sql`UPDATE organizations SET auth_version = auth_version + 1 WHERE id = ${org.organization_id}`.execute(
-      ctx.db,
-    );
+    // The first revoke, committed with its outbox entry but not yet published: what the second one finds.
+    await ctx.db.transaction().execute(async (trx) => {
+      await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId}`.execute(trx);
+      await bumpAuthVersion(trx, org.organization_id);
+    });
 
     const repeated = await send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`);
     expect(repeated.statusCode).toBe(204);
@@ -56,19 +58,50 @@ describe('a write that finds its change already made (an identical write just be
     await send('POST', '/org/subscribers', { subscriber_id: 'ann' });
     const put = await send('PUT', '/org/subscribers/ann/overrides/seats', { kind: 'limit', limit: 5 });
     expect(put.statusCode).toBeLessThan(300);
-    // The first PUT of limit 9, committed but not yet published.
-    await sql`UPDATE overrides SET limit_value = 9 WHERE subscriber_id = 'ann' AND organization_id = ${org.organization_id}`.execute(
-      ctx.db,
-    );
-    await sql`UPDATE subscribers SET version = version + 1 WHERE subscriber_id = 'ann' AND organization_id = ${org.organization_id}`.execute(
-      ctx.db,
-    );
+    // The first PUT of limit 9, committed with its outbox entry but not yet published.
+    await ctx.db.transaction().execute(async (trx) => {
+      await sql`UPDATE overrides SET limit_value = 9 WHERE subscriber_id = 'ann' AND organization_id = ${org.organization_id}`.execute(
+        trx,
+      );
+      await bumpSubscriberVersion(trx, org.organization_id, 'ann');
+    });
 
     const repeated = await send('PUT', '/org/subscribers/ann/overrides/seats', { kind: 'limit', limit: 9 });
     expect(repeated.statusCode).toBe(200);
     const published = await ctx.redis.hget(ctx.app.redisKeys.subscriberVersions(org.organization_id), 'ann');
     // Redis numbers a subscriber's versions one above Postgres's (0 there means none).
     expect(Number(published)).toBe((await subscriberVersion(ctx.db, org.organization_id, 'ann')) + 1);
+  });
+});
+
+describe('a repeated write with nothing left undone', () => {
+  it('publishes nothing: one outbox query, not a republish of every key', async () => {
+    const { serviceAccountId, keyId } = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    const revoked = await send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`);
+    expect(revoked.statusCode).toBe(204);
+    const publishAuth = vi.spyOn(ctx.app.snapshots, 'publishAuth');
+    try {
+      const again = await send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`);
+      expect(again.statusCode).toBe(204);
+      expect(publishAuth).not.toHaveBeenCalled();
+    } finally {
+      publishAuth.mockRestore();
+    }
+  });
+});
+
+describe('a transaction Postgres ends as a deadlock victim', () => {
+  it('is run again by the write pipeline, reporting only what the attempt that committed did', async () => {
+    const request = { write: undefined } as unknown as FastifyRequest;
+    let attempts = 0;
+    const result = await ctx.app.writePipeline.transaction(request, async () => {
+      attempts += 1;
+      request.write.subscribersChanged.add(`attempt-${attempts}`);
+      if (attempts === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      return 'committed';
+    });
+    expect(result).toBe('committed');
+    expect([...request.write.subscribersChanged]).toEqual(['attempt-2']);
   });
 });
 

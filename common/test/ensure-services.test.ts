@@ -70,6 +70,16 @@ describe('scripts/ensure-services.sh: which servers it checks', () => {
         DATABASE_URL: 'postgres://app@db.internal/x',
       }),
     ).toBe('db.internal:5432 cache.example.com:6379');
+    // A raw @ in the password (the user part runs to the last @), and a socket directory (the local defaults).
+    expect(
+      checkedAddresses({
+        DATABASE_OWNER_URL: 'postgres://u:p@ss@db.example:5433/x',
+        REDIS_URL: 'REDIS://cache.example.com:7000',
+      }),
+    ).toBe('db.example:5433 cache.example.com:7000');
+    expect(checkedAddresses({ DATABASE_OWNER_URL: 'postgres://u@%2Fvar%2Frun%2Fpostgresql/db' })).toBe(
+      '127.0.0.1:5432 127.0.0.1:6379',
+    );
     // The test suite's own owner URL wins over the services' (npm test runs the script too).
     expect(
       checkedAddresses({

@@ -19,15 +19,14 @@ export interface DomainEvent {
 export interface WriteContext {
   /** For the audit entry: null when nothing changed (and for deletes). */
   details: AuditDetails | null;
-  /**
-   * Features or plans written: the organization's catalog snapshot is published before the 2xx. Also when the write
-   * found nothing to change (an identical write just before it may not have published yet: DESIGN.md §2.1).
-   */
+  /** Features or plans written: the organization's catalog snapshot is published before the 2xx (mustPublish). */
   catalogChanged: boolean;
   /** Subscribers whose snapshot (subscriptions, overrides) is published before the 2xx, as for the catalog. */
   subscribersChanged: Set<string>;
   /** Keys, members or roles written: the organization's keys are published (gateways re-check), as for the catalog. */
   authChanged: boolean;
+  /** The write found nothing to change: what it names above is published only if an earlier write left it undone. */
+  unchanged: boolean;
   events: DomainEvent[];
   /** Webhook deliveries recorded in the write's transaction for `events`, handed to the worker after the commit. */
   deliveryIds: string[];
@@ -84,10 +83,31 @@ const newWriteContext = (): WriteContext => ({
   catalogChanged: false,
   subscribersChanged: new Set(),
   authChanged: false,
+  unchanged: false,
   events: [],
   deliveryIds: [],
   eventsRecorded: false,
 });
+
+/** What a write must have published before its 2xx (read-your-writes, DESIGN.md §2.1). */
+export interface PublishTargets {
+  catalog?: boolean;
+  subscriber?: string;
+  auth?: boolean;
+}
+
+/**
+ * Marks what `write` must have published before its 2xx, also when it found nothing to change (`changed` false): an
+ * identical write just before it (a client retrying a revoke after a timeout) may have committed and not yet
+ * published. Such a write publishes only what the outbox still holds undone for (features/snapshots/plugin.ts),
+ * so a repeated write costs one query, not a republish.
+ */
+export function mustPublish(write: WriteContext, changed: boolean, targets: PublishTargets): void {
+  if (targets.catalog) write.catalogChanged = true;
+  if (targets.subscriber !== undefined) write.subscribersChanged.add(targets.subscriber);
+  if (targets.auth) write.authChanged = true;
+  if (!changed) write.unchanged = true;
+}
 
 /**
  * The one write path: handlers fill `request.write`; after a 2xx the committed listeners (snapshot

@@ -14,6 +14,7 @@ import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/commo
 import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './service.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
   key_id: key.id,
@@ -96,7 +97,7 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      await revokeApiKey(
+      const revoked = await revokeApiKey(
         app.db,
         request.principal!,
         request.params.service_account_id,
@@ -104,9 +105,7 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
         new Date(app.clock.now()),
       );
       request.write.details = null;
-      // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-      // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-      request.write.authChanged = true;
+      mustPublish(request.write, revoked, { auth: true });
       return reply.code(204).send();
     },
   );

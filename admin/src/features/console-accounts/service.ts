@@ -22,6 +22,7 @@ import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
 import { signInRateLimited, type SignInAttempt, type SignInLimiter } from './sign-in-limiter.ts';
 import type { SignUpLimiter } from './sign-up-limiter.ts';
 import { findPasswordHash, findSignInCandidate, setPasswordHash } from './store.ts';
+import { transact } from '@ent/common/outbox/record';
 
 export interface AccountSettings {
   /** CONSOLE_SESSION_HOURS, absolute from sign-in. */
@@ -173,7 +174,7 @@ export async function acceptInvite(
 ): Promise<SignedIn> {
   await assertInvitePending(db, token, now);
   const passwordHash = await hashPassword(input.password);
-  const started = await db.transaction().execute(async (trx) => {
+  const started = await transact(db, async (trx) => {
     const member = await redeemInvite(trx, token, { email: input.email, name: input.name }, now);
     const who = { organizationId: member.organization_id, memberId: member.id };
     await setPasswordHash(trx, who, passwordHash, now);

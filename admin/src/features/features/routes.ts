@@ -12,6 +12,7 @@ import {
   type FeatureBody,
 } from '@ent/common/schemas/features';
 import { createFeature, getFeature, listFeatures, updateFeature } from './service.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toFeatureBody = (feature: Feature): FeatureBody => ({
   key: feature.key,
@@ -73,9 +74,7 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
           request.params.key,
           request.body,
         );
-        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-        request.write.catalogChanged = true;
+        mustPublish(request.write, details !== null, { catalog: true });
         request.write.details = details;
         if (details) request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
         return feature;

@@ -12,7 +12,6 @@ import {
   type InviteBody,
 } from '@ent/common/schemas/invites';
 import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
-import { assertMayGrant } from '../members/roles.ts';
 import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
@@ -51,17 +50,7 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, body: CreateInviteBody, response: { 201: InviteSchema, ...commonErrorResponses } },
     },
     async (request, reply) => {
-      const principal = request.principal!;
-      // Whoever joins holds everything the role allows, so the inviter must hold all of it.
-      assertMayGrant(principal, { kind: 'role', role: request.body.role });
-      const invite = await createInvite(
-        app.db,
-        settings,
-        principal.organizationId,
-        principal.memberId,
-        request.body,
-        now(),
-      );
+      const invite = await createInvite(app.db, settings, request.principal!, request.body, now());
       request.write.details = { invite_id: invite.id, role: invite.role };
       return reply.code(201).send(toInviteBody(invite, settings, true));
     },

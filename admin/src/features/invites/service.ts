@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { ROLE_RANK, type Role } from '@ent/common/auth/scopes';
+import type { Principal, Role } from '@ent/common/auth/scopes';
 import {
   decryptSecret,
   encryptSecret,
@@ -8,20 +8,15 @@ import {
   type SecretsKeyring,
 } from '@ent/common/crypto/secrets';
 import type { Database, Invite, Member } from '@ent/common/db/database';
-import {
-  conflict,
-  forbidden,
-  notFound,
-  unauthenticated,
-  validationError,
-} from '@ent/common/errors/app-error';
+import { conflict, notFound, unauthenticated, validationError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import { transact } from '@ent/common/outbox/record';
 import type { InviteStatus } from '@ent/common/schemas/console';
 import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
+import { assertMayGrant } from '../members/roles.ts';
 import { findMember, insertMember } from '../members/store.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { lockOrganization, withOrganizationLocked } from '../organization/store.ts';
 import {
   acceptInviteRow,
   findInvite,
@@ -54,14 +49,19 @@ export function inviteLinkOf(invite: Invite, settings: InviteSettings): string {
   );
 }
 
+/**
+ * Whoever joins holds everything the role allows, so the inviter must hold all of it (DESIGN.md §2.10), checked
+ * again under the organization's lock against the inviter's member as it is then.
+ */
 export async function createInvite(
   db: Kysely<Database>,
   settings: InviteSettings,
-  organizationId: string,
-  createdByMemberId: string,
+  principal: Principal,
   input: CreateInviteBody,
   now: Date,
 ): Promise<Invite> {
+  const { organizationId, memberId: createdByMemberId } = principal;
+  assertMayGrant(principal, { kind: 'role', role: input.role });
   const id = newId('inv');
   const token = randomToken(32);
   return withOrganizationLocked(db, organizationId, async (trx) => {
@@ -70,9 +70,7 @@ export async function createInvite(
     const maker = await findMember(trx, organizationId, createdByMemberId);
     if (maker?.status !== 'active')
       throw unauthenticated('The member making this request is no longer active.');
-    if (ROLE_RANK[input.role] > ROLE_RANK[maker.role as Role]) {
-      throw forbidden(`Your role (${maker.role}) cannot invite a member as ${input.role}.`);
-    }
+    assertMayGrant({ ...principal, role: maker.role as Role }, { kind: 'role', role: input.role });
     return insertInvite(trx, {
       id,
       organizationId,
@@ -171,8 +169,12 @@ export async function redeemInvite(
   joiner: { email?: string | undefined; name?: string | undefined },
   now: Date,
 ): Promise<Member> {
+  const tokenHash = sha256Hex(token);
   return transact(db, async (trx) => {
-    const invite = await acceptInviteRow(trx, sha256Hex(token), now);
+    // The organization first, as a member update takes it before revoking that member's invites (lock order).
+    const issued = await findInviteByTokenHash(trx, tokenHash);
+    if (issued) await lockOrganization(trx, issued.organization_id);
+    const invite = await acceptInviteRow(trx, tokenHash, now);
     if (!invite) {
       await assertInvitePending(trx, token, now);
       throw conflict('This invite link can no longer be used.', { field: 'token', reason: 'accepted' });

@@ -12,6 +12,7 @@ import {
   type MemberBody,
 } from '@ent/common/schemas/members';
 import { createMember, getMember, listMembers, updateMember } from './service.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toMemberBody = (member: Member): MemberBody => ({
   member_id: member.id,
@@ -102,9 +103,7 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
         new Date(app.clock.now()),
       );
       request.write.details = details;
-      // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-      // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-      request.write.authChanged = true;
+      mustPublish(request.write, details !== null, { auth: true });
       return toMemberBody(member);
     },
   );

@@ -4,6 +4,7 @@ import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { UpdateOrganizationBody } from '@ent/common/schemas/organization';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { findOrganization, lockOrganization, updateOrganizationRow } from './store.ts';
+import { transact } from '@ent/common/outbox/record';
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
@@ -24,8 +25,8 @@ export async function updateOrganization(
   organizationId: string,
   input: UpdateOrganizationBody,
 ): Promise<OrganizationUpdateResult> {
-  return db.transaction().execute(async (trx) => {
-    const before = await lockOrganization(trx, organizationId);
+  return transact(db, async (trx) => {
+    const before = await lockOrganization(trx, organizationId, { keyChange: input.slug !== undefined });
     if (!before) throw notFound('No such organization.');
     const details = changedFields(before, input, ['name', 'slug']);
     if (!details) return { organization: before, details };

@@ -59,6 +59,26 @@ export async function markFailed(
     .execute();
 }
 
+/** What an organization's undone outbox entries are for: their kinds, and the subscribers among them. */
+export async function undoneOf(
+  db: Kysely<Database>,
+  organizationId: string,
+): Promise<{ kinds: Set<OutboxKind>; subscribers: Set<string> }> {
+  const rows = await db
+    .selectFrom('outbox')
+    .select(['kind', 'subject'])
+    .distinct()
+    .where('organization_id', '=', organizationId)
+    .where('done_at', 'is', null)
+    .execute();
+  return {
+    kinds: new Set(rows.map((row) => row.kind)),
+    subscribers: new Set(
+      rows.flatMap((row) => (row.kind === 'subscriber' && row.subject ? [row.subject] : [])),
+    ),
+  };
+}
+
 /** Redis is back: every undone entry is due again at once, whatever its backoff said. */
 export async function makeAllDue(db: Kysely<Database>): Promise<void> {
   await db

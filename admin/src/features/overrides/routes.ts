@@ -13,6 +13,7 @@ import {
 } from '@ent/common/schemas/overrides';
 import { deleteOverride, getOverride, listSubscriberOverrides, upsertOverride } from './service.ts';
 import type { OverrideWithFeature } from './store.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export function toOverrideBody(override: OverrideWithFeature): OverrideBody {
   const value =
@@ -59,9 +60,7 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
           request.body,
         );
         const body = toOverrideBody(override);
-        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-        request.write.subscribersChanged.add(subscriber_id);
+        mustPublish(request.write, details !== null, { subscriber: subscriber_id });
         request.write.details = details;
         if (details) request.write.events.push({ type: 'override.upserted', data: body });
         return body;
@@ -136,9 +135,7 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
           subscriber_id,
           feature_key,
         );
-        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-        request.write.subscribersChanged.add(subscriber_id);
+        mustPublish(request.write, Boolean(deleted), { subscriber: subscriber_id });
         request.write.details = null;
         if (deleted) request.write.events.push({ type: 'override.deleted', data: toOverrideBody(deleted) });
       });

@@ -12,6 +12,7 @@ import {
   type PlanBody,
 } from '@ent/common/schemas/plans';
 import { planCreatedDetails } from './grant-changes.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 import {
   createPlan,
   deletePlan,
@@ -47,9 +48,7 @@ const readConfig = { scope: 'catalog:read' } as const;
 /** Reports a write on the write path; a no-op (null details) is neither an event nor audited as a change. */
 function reportWrite(request: FastifyRequest, type: string, result: PlanWriteResult): PlanBody {
   const body = toPlanBody(result);
-  // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-  // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-  request.write.catalogChanged = true;
+  mustPublish(request.write, result.details !== null, { catalog: true });
   request.write.details = result.details;
   if (result.details) request.write.events.push({ type, data: body });
   return body;

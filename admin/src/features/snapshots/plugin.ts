@@ -4,7 +4,7 @@ import { internalAccess } from '../../plugins/internal-access.ts';
 import type { WriteContext } from '../../plugins/write-pipeline.ts';
 import { createRelayFollowUp, defaultRelayFollowUp, type RelayFollowUpOptions } from '../outbox/follow-up.ts';
 import { createOutboxRelay } from '../outbox/relay.ts';
-import { makeAllDue, outboxLag } from '../outbox/store.ts';
+import { makeAllDue, outboxLag, undoneOf } from '../outbox/store.ts';
 import { createSnapshotPublisher, type SnapshotPublisher } from './publisher.ts';
 import { internalSnapshotRoutes } from './routes.ts';
 
@@ -53,6 +53,26 @@ export const snapshots = fp<SnapshotsOptions>(
           );
     app.addHook('onClose', async () => followUp?.close());
 
+    /**
+     * What the write names, all of it when it changed something; when it changed nothing, only what an earlier
+     * write's undone outbox entry says is not yet published (all of it, should the outbox not answer).
+     */
+    async function stillToPublish(organizationId: string, write: WriteContext) {
+      const named = {
+        catalog: write.catalogChanged,
+        subscribers: [...write.subscribersChanged],
+        auth: write.authChanged,
+      };
+      if (!write.unchanged) return named;
+      const undone = await undoneOf(app.db, organizationId).catch(() => null);
+      if (!undone) return named;
+      return {
+        catalog: named.catalog && undone.kinds.has('catalog'),
+        subscribers: named.subscribers.filter((id) => undone.subscribers.has(id)),
+        auth: named.auth && undone.kinds.has('auth'),
+      };
+    }
+
     app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteContext) => {
       const organizationId = request.principal?.organizationId;
       if (!organizationId) return;
@@ -62,12 +82,11 @@ export const snapshots = fp<SnapshotsOptions>(
         if (undelivered) followUp?.schedule();
         return;
       }
+      const { catalog, subscribers, auth } = await stillToPublish(organizationId, write);
       const steps: Promise<unknown>[] = [];
-      if (write.catalogChanged) steps.push(publisher.publishCatalog(organizationId));
-      if (write.subscribersChanged.size > 0) {
-        steps.push(publisher.publishSubscribers(organizationId, [...write.subscribersChanged]));
-      }
-      if (write.authChanged) steps.push(publisher.publishAuth(organizationId));
+      if (catalog) steps.push(publisher.publishCatalog(organizationId));
+      if (subscribers.length > 0) steps.push(publisher.publishSubscribers(organizationId, subscribers));
+      if (auth) steps.push(publisher.publishAuth(organizationId));
       const results = await Promise.allSettled(steps);
       const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
       if (failed) {

@@ -12,6 +12,7 @@ import {
   type SubscriberBody,
 } from '@ent/common/schemas/subscribers';
 import { createSubscriber, getSubscriber, listSubscribers, updateSubscriber } from './service.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toSubscriberBody = (subscriber: Subscriber): SubscriberBody => ({
   subscriber_id: subscriber.subscriber_id,
@@ -68,9 +69,7 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
           request.body,
         );
         const body = toSubscriberBody(subscriber);
-        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-        request.write.subscribersChanged.add(subscriber.subscriber_id);
+        mustPublish(request.write, details !== null, { subscriber: subscriber.subscriber_id });
         request.write.details = details;
         if (details) request.write.events.push({ type: 'subscriber.updated', data: body });
         return body;

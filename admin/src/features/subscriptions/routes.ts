@@ -19,6 +19,7 @@ import {
   listSubscriberSubscriptions,
 } from './service.ts';
 import type { SubscriptionWithPlan } from './store.ts';
+import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toSubscriptionBody = (subscription: SubscriptionWithPlan): SubscriptionBody => ({
   subscription_id: subscription.id,
@@ -129,9 +130,7 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
           subscription_id,
         );
         const body = toSubscriptionBody(subscription);
-        // Published even when nothing changed: an identical write just before it may not have published yet, and this 2xx
-        // must not arrive before the state it reports is what evals see (DESIGN.md §2.1).
-        request.write.subscribersChanged.add(subscriber_id);
+        mustPublish(request.write, details !== null, { subscriber: subscriber_id });
         request.write.details = details;
         if (details) request.write.events.push({ type: 'subscription.canceled', data: body });
         return body;
