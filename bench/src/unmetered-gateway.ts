@@ -16,7 +16,7 @@ import { buildGatewayApp } from '../../gateway/src/app.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
 
 // KEYS[1] catalog, KEYS[2] auth, KEYS[3] the subscriber-version index; ARGV as eval-gate-batch-7.lua's from its
-// fourth (gateArguments): the same reads of versions, skipped the same way, and a reply of the same shape.
+// sixth (gateArguments): the same reads of versions, skipped the same way, and a reply of the same shape.
 const VERSIONS_ONLY = `
 local catalog = tonumber(redis.call("HGET", KEYS[1], "v")) or 0
 local auth = tonumber(redis.call("HGET", KEYS[2], "v")) or 0
@@ -35,9 +35,9 @@ if #ids > 0 then
   local versions = redis.call("HMGET", KEYS[3], unpack(ids))
   for j = 1, #ids do read[at[j]] = tonumber(versions[j]) or 0 end
 end
-local out = {0, -1, 0, catalog, auth, 0, tonumber(stamp) or 0}
+local out = {0, -1, 0, catalog, auth, 0, tonumber(stamp) or 0, 0}
 for i = 1, evals do
-  out[7 + i] = read[i] and 4 * (read[i] + 1) or 0
+  out[8 + i] = read[i] and 4 * (read[i] + 1) or 0
 end
 return out`;
 

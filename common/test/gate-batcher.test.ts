@@ -11,7 +11,7 @@ function scriptedRedis(maxHoldMs = 60_000, turnsToWait = 0) {
   const calls: { subscribers: string[]; release: () => void; fail: (error: Error) => void }[] = [];
   const run = (batch: GateBatch) =>
     new Promise<EvalGateBatchReply>((resolve, reject) => {
-      const reply = [0, -1, 0, 1, 1, 0, 0, ...batch.evals.map((e) => 4 * (Number(e.subscriberId.slice(1)) + 1))];
+      const reply = [0, -1, 0, 1, 1, 0, 0, 1, ...batch.evals.map((e) => 4 * (Number(e.subscriberId.slice(1)) + 1))];
       calls.push({
         subscribers: batch.evals.map((e) => `${batch.organizationId}/${e.subscriberId}`),
         release: () => resolve(reply as EvalGateBatchReply),
@@ -21,7 +21,7 @@ function scriptedRedis(maxHoldMs = 60_000, turnsToWait = 0) {
   const decode = (reply: EvalGateBatchReply, evals: readonly unknown[]): EvalGateResult[] =>
     evals.map((_, i) => ({
       outcome: 'counted',
-      versions: { catalog: reply[3]!, subscriber: reply[7 + i]! / 4 - 1, auth: reply[4]!, subscriberStamp: 0 },
+      versions: { catalog: reply[3]!, subscriber: reply[8 + i]! / 4 - 1, auth: reply[4]!, subscriberStamp: 0 },
       usage: null,
     }));
   return { calls, batcher: createGateBatcher(run, decode, { maxHoldMs, turnsToWait, smallBatch: 4 }) };

@@ -53,6 +53,8 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       usageTtlMs(NOW),
       GRACE_PERIOD_MS,
       GATE_BATCH_MEMORY_MS,
+      '',
+      0,
       ...gateArguments(
         Array.from({ length: evals }, (_, i) => ({ organizationId: org, subscriberId: `cus_${i}`, nowMs: NOW })),
         0,

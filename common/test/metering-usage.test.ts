@@ -222,7 +222,7 @@ describe('arrangement changes (entctl org arrangement)', () => {
 describe('gate reply mapping', () => {
   // Header: status 0, limit, blocking 1, catalog version 1, auth version 3, count before the batch, stamp 42;
   // then per eval its code, plus 4 × (subscriber version + 1) when the script read that version.
-  const reply = (limit: number, countBefore: number, ...evals: number[]): [number, ...number[]] => [0, limit, 1, 1, 3, countBefore, 42, ...evals];
+  const reply = (limit: number, countBefore: number, ...evals: number[]): [number, ...number[]] => [0, limit, 1, 1, 3, countBefore, 42, 1, ...evals];
   const read = (code: number, version: number) => code + 4 * (version + 1);
   const now = at('2026-02-10T08:00:00.400Z');
   const evalOf = (subscriberId: string, verified?: VerifiedSubscriber) => ({

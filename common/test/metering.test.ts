@@ -549,6 +549,47 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect(await redis.hget(keys.evalUsage(org, '2026-04'), 'count')).toBe('2');
   });
 
+  it("puts back the month's count a Redis lost (restarted empty), from the count each gateway last saw", async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    await gateTimes(org, 5);
+    await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() });
+    expect(await usageOf(org)).toMatchObject({ count: 6 });
+    // The other gateway counts 2 more, then Redis loses everything of the month.
+    await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() });
+    await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() });
+    await redis.del(keys.evalUsage(org, '2026-03'));
+    clock.advance(SECOND);
+
+    // The first gateway last saw 5 (its own evals): put back, then its eval counted.
+    expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 6 } });
+    // The other last saw 8: only the 3 beyond what was put back are added, then its eval.
+    expect(await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() })).toMatchObject({
+      usage: { used: 10 },
+    });
+    // Neither puts it back twice.
+    expect(await gate(org)).toMatchObject({ usage: { used: 11 } });
+    expect(await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() })).toMatchObject({
+      usage: { used: 12 },
+    });
+    expect(await usageOf(org)).toMatchObject({ count: 12 });
+  });
+
+  it('puts back nothing while the hash lives: a count below what a gateway saw (refunds) stays as it is', async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    await gateTimes(org, 4);
+    await meter.refund(org, clock.now());
+    await meter.refund(org, clock.now());
+    expect(await gate(org)).toMatchObject({ usage: { used: 3 } });
+    expect(await usageOf(org)).toMatchObject({ count: 3 });
+  });
+
+  it("starts a new month from zero: a gateway's figure for the last month is not carried over", async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    await gateTimes(org, 3);
+    clock.set(at('2026-04-01T00:00:01.000Z'));
+    expect(await gate(org)).toMatchObject({ usage: { used: 1 } });
+  });
+
   it("lets a month's usage expire on its own", async () => {
     const org = await newOrg(individual({}));
     await gate(org);

@@ -9,7 +9,6 @@ import { isSuccess, type WriteRecord } from './writer.ts';
 /** Which 2xx evals the month's count must equal (see the table's notes for the wording of each). */
 export type CountRule =
   | { kind: 'all' }
-  | { kind: 'since-empty-restart'; redisBackAt: number }
   | { kind: 'killed-gateway'; gateway: number };
 
 export interface Verification {
@@ -41,13 +40,6 @@ const is5xxOther = (status: number | null) => status !== null && status >= 500 &
 
 function expectedCount(evals: EvalRecord[], rule: CountRule): { expected: number; allowedExtra: number; rule: string } {
   const ok = evals.filter((e) => isSuccess(e.status));
-  if (rule.kind === 'since-empty-restart') {
-    return {
-      expected: ok.filter((e) => !e.metered || e.endedAt > rule.redisBackAt).length,
-      allowedExtra: 0,
-      rule: 'count = metered 2xx answered after the empty Redis answered PING + every fail-open 2xx (no eval headers; flushed to the new Redis)',
-    };
-  }
   if (rule.kind === 'killed-gateway') {
     const cut = evals.filter((e) => e.gateway === rule.gateway && e.status === null && e.failure !== 'ECONNREFUSED').length;
     return {

@@ -29,7 +29,7 @@ export interface EvalMeterOptions {
   loadArrangement: (organizationId: string) => Promise<Arrangement>;
 }
 
-/** Reply codes of eval-gate-batch-7.lua, eval-adjust-2.lua and eval-settle-3.lua. */
+/** Reply codes of eval-gate-batch-8.lua, eval-adjust-2.lua and eval-settle-3.lua. */
 const GateCode = {
   Counted: 0,
   RateLimited: 1,
@@ -238,10 +238,32 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
   /** The subscriber-write stamp of each organization's latest gate reply (none: Redis had no stamp). */
   const knownStamps = new Map<string, number>();
+  /**
+   * The month's usage epoch and count as each organization's latest reply showed them: passed on every call, so a
+   * Redis that lost the month's count (restarted empty) gets back what it had reached (eval-gate-batch-8.lua).
+   */
+  const seenUsage = new Map<string, { period: string; epoch: number; count: number }>();
+
+  /** The count after this reply's batch: its count before, plus the evals it counted (code 0). */
+  function rememberUsage(
+    organizationId: string,
+    period: string,
+    reply: EvalGateBatchReply,
+    seen: { epoch: number; count: number } | undefined,
+  ): void {
+    const epoch = reply[7] ?? 0;
+    let count = reply[5] ?? 0;
+    for (let i = GATE_REPLY_HEADER; i < reply.length; i++) if (reply[i]! % 4 === GateCode.Counted) count += 1;
+    // Two calls of one organization can be in flight at once: the later reply may arrive first.
+    if (seen && seen.epoch === epoch && seen.count > count) count = seen.count;
+    seenUsage.set(organizationId, { period, epoch, count });
+  }
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
     const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0);
+    const seen = seenUsage.get(organizationId);
+    const sameMonth = seen !== undefined && seen.period === batch.period;
     const reply = await withArrangement<EvalGateBatchReply>(organizationId, evals[0]!.nowMs, () =>
       redis.evalGateBatch(
         keys.arrangement(organizationId),
@@ -254,6 +276,8 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         usageTtlMs(evals[0]!.nowMs),
         GRACE_PERIOD_MS,
         GATE_BATCH_MEMORY_MS,
+        sameMonth ? seen.epoch : '',
+        sameMonth ? seen.count : 0,
         ...evalArguments,
       ),
     );
@@ -261,6 +285,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     const stamp = reply[6] ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);
+    rememberUsage(organizationId, batch.period, reply, sameMonth ? seen : undefined);
     return reply;
   };
 

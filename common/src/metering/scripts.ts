@@ -3,20 +3,20 @@ import type { RedisClient } from '../redis/connect.ts';
 
 /**
  * Raw replies; see each script's header. The batch reply is a header (status 0, limit, blocking, catalog
- * version, auth version, count before the batch, subscriber-write stamp) then one number per eval (its code, plus
+ * version, auth version, count before the batch, subscriber-write stamp, usage epoch) then one number per eval (its code, plus
  * 4 × (subscriber version + 1) when the script read that version), or `[3]` when Redis holds no arrangement, or
  * `[4]` when the batch id already ran or was settled.
  */
 export type EvalGateBatchReply = [number, ...number[]];
-export const GATE_REPLY_HEADER = 7;
+export const GATE_REPLY_HEADER = 8;
 export type EvalAdjustReply = [number, number];
 /** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied. */
 export type EvalSettleReply = [number, number, number];
 
 export interface MeteringCommands {
   /**
-   * Seven keys, five arguments (the last: one trust flag per eval), the evals' subscriber ids, then their instants
-   * as runs of (count, now) (eval-gate-batch-7.lua).
+   * Seven keys, seven arguments (the last: one trust flag per eval), the evals' subscriber ids, then their instants
+   * as runs of (count, now) (eval-gate-batch-8.lua).
    */
   evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;

@@ -8,7 +8,7 @@ const SCRIPTS = {
   entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
   entSubscriberPut: { numberOfKeys: 2, lua: lua('subscriber-put-2.lua') },
   entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
-  evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-7.lua') },
+  evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-8.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },

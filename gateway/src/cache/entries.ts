@@ -108,7 +108,7 @@ export class SubscriberEntry {
   readonly planSet: PlanSet;
   /**
    * The organization's subscriber-write stamp at which a gate reply last confirmed this entry (0: never). While
-   * Redis still holds it, the gate need not read the subscriber's version again (eval-gate-batch-7.lua).
+   * Redis still holds it, the gate need not read the subscriber's version again (eval-gate-batch-8.lua).
    */
   verifiedStamp = 0;
 

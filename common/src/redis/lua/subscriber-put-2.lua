@@ -6,7 +6,7 @@
 
   Every change of the index also moves the organization's subscriber-write stamp, the index's field `#w` (no
   subscriber id starts with `#`), in the same script: a gateway whose cached subscriber was verified at the stamp
-  the index still holds knows its version is current without reading it (eval-gate-batch-7.lua). The stamp lives
+  the index still holds knows its version is current without reading it (eval-gate-batch-8.lua). The stamp lives
   in the index so that losing one loses the other. A missing stamp is created at ARGV[4], a random value, never at
   a fixed one: after a flush (or an eviction) the new stamps must not repeat values gateways saw before.
 

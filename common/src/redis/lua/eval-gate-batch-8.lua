@@ -6,10 +6,14 @@
   Each batch is remembered briefly under its batch id (how many evals it counted), so a gateway that lost
   the reply can settle the batch exactly with eval-settle-3.lua, and a batch that runs after it was
   settled (or runs twice) changes nothing.
+  A usage hash is born with an epoch. A gateway passes the epoch and the count of the last reply it had for the
+  month: when the hash's epoch is another (a Redis that lost the hash: restarted empty, flushed), the count it
+  had reached is put back, once per lost epoch and only by what the best figure shown for it adds.
 
   Input (7 keys; N >= 1 evals):
     KEYS[1]     arrangement hash   {limit ('' = unlimited), blocking ('1'/'0'), burst, plan}
-    KEYS[2]     usage hash of the UTC month   {count, first_over_at (ms)}
+    KEYS[2]     usage hash of the UTC month   {count, first_over_at (ms), epoch (ms: when the hash was born),
+                r:<epoch> (the count put back for a lost epoch)}
     KEYS[3]     burst hash   {w (newest slot: epoch ms / 100), s0..s9 (requests admitted in slot w - k, at field
                 s(slot % 10))}: a rolling second of ten 100 ms slots
     KEYS[4]     catalog hash   {v}
@@ -21,20 +25,22 @@
     ARGV[1]     usage time to live (ms): set when KEYS[2] is created, so old months expire on their own
     ARGV[2]     grace period (ms) after first_over_at before a blocking arrangement stops evals
     ARGV[3]     how long the batch is remembered (ms)
-    ARGV[4]     the stamp the gateway last saw ('' = none)
-    ARGV[5]     one character per eval: '1' when the gateway's cached version of that eval's subscriber was read
-                from the index at stamp ARGV[4], else '0'; its length is N
-    ARGV[5+i]   subscriber id of eval i (i = 1..N)
-    ARGV[6+N..] the evals' instants as runs: a count of consecutive evals, then their now (ms since the epoch,
+    ARGV[4]     the usage epoch of the gateway's last reply for this month ('' = none)
+    ARGV[5]     the month's count that reply showed, this batch's evals included (0 = none)
+    ARGV[6]     the stamp the gateway last saw ('' = none)
+    ARGV[7]     one character per eval: '1' when the gateway's cached version of that eval's subscriber was read
+                from the index at stamp ARGV[6], else '0'; its length is N
+    ARGV[7+i]   subscriber id of eval i (i = 1..N)
+    ARGV[8+N..] the evals' instants as runs: a count of consecutive evals, then their now (ms since the epoch,
                 from the application's clock; never Redis TIME); the counts add up to N
 
-  While the stamp is still ARGV[4], no subscriber's version has changed since the gateway read the versions it
+  While the stamp is still ARGV[6], no subscriber's version has changed since the gateway read the versions it
   marked '1': those are not read again (reading the index was most of the script's cost). Every other eval's
-  version is read from the index, and all of them when the stamp has moved, is missing, or ARGV[4] is ''.
+  version is read from the index, and all of them when the stamp has moved, is missing, or ARGV[6] is ''.
 
   Output: a header, then one number per eval, in order:
     { 0, limit (-1 = unlimited), blocking (0/1), catalog version, auth version, count before the batch,
-      stamp (0 = none), e_1, ..., e_N }
+      stamp (0 = none), usage epoch, e_1, ..., e_N }
     e_i = code_i                                  when the eval's version was not read (still the one marked '1')
     e_i = code_i + 4 * (subscriber version_i + 1)  when it was read (version 0: the index has no such subscriber)
     code 0  counted (the month's count after eval i is the count before the batch plus the counted evals so far)
@@ -63,12 +69,37 @@ local limitOut = limit or -1
 local catalogVersion = tonumber(rcall("HGET", KEYS[4], "v")) or 0
 local authVersion = tonumber(rcall("HGET", KEYS[5], "v")) or 0
 
-local usage = rcall("HMGET", KEYS[2], "count", "first_over_at")
+local usage = rcall("HMGET", KEYS[2], "count", "first_over_at", "epoch")
 local storedCount = tonumber(usage[1])
 local count = storedCount or 0
 local storedFirstOverAt = usage[2]
 local firstOverAt = tonumber(storedFirstOverAt)
 local firstOverAtArg = storedFirstOverAt
+
+local trusted = ARGV[7]
+local evals = #trusted
+local run = 8 + evals -- the first run's count; its now follows
+
+local epoch = usage[3]
+if not epoch then
+  epoch = ARGV[run + 1]
+  rcall("HSET", KEYS[2], "epoch", epoch)
+  if storedCount == nil then
+    rcall("PEXPIRE", KEYS[2], ARGV[1])
+  end
+end
+-- Counts put back for a lost epoch: not evals of this batch (the batch memory below leaves them out).
+local restored = 0
+local seenEpoch = ARGV[4]
+if seenEpoch ~= "" and seenEpoch ~= epoch then
+  local seenCount = tonumber(ARGV[5]) or 0
+  local putBack = tonumber(rcall("HGET", KEYS[2], "r:" .. seenEpoch)) or 0
+  if seenCount > putBack then
+    restored = seenCount - putBack
+    count = count + restored
+    rcall("HSET", KEYS[2], "r:" .. seenEpoch, seenCount)
+  end
+end
 
 -- The burst counts admissions in the newest slot and the nine before it, so no run of evals shorter than 900 ms
 -- gets more than `burst` through wherever it falls, and one that waits a whole second finds the window empty.
@@ -88,17 +119,15 @@ if not newestSlot then
 end
 local admittedAny = false
 
-local trusted = ARGV[5]
-local evals = #trusted
 local stamp = rcall("HGET", KEYS[7], "#w")
 local stampOut = tonumber(stamp) or 0
 -- Versions read from the index, by eval; a trusted eval's entry stays nil while the stamp has not moved.
 local readVersions = {}
-if stamp and stamp == ARGV[4] then
+if stamp and stamp == ARGV[6] then
   local ids, at = {}, {}
   for i = 1, evals do
     if string.byte(trusted, i) ~= 49 then -- '1'
-      ids[#ids + 1] = ARGV[5 + i]
+      ids[#ids + 1] = ARGV[7 + i]
       at[#at + 1] = i
     end
   end
@@ -109,15 +138,14 @@ if stamp and stamp == ARGV[4] then
     end
   end
 else
-  local versions = rcall("HMGET", KEYS[7], unpack(ARGV, 6, 5 + evals))
+  local versions = rcall("HMGET", KEYS[7], unpack(ARGV, 8, 7 + evals))
   for i = 1, evals do
     readVersions[i] = tonumber(versions[i]) or 0
   end
 end
 
-local out = {0, limitOut, blockingFlag, catalogVersion, authVersion, count, stampOut}
-local size = 7
-local run = 6 + evals -- the first run's count; its now follows
+local out = {0, limitOut, blockingFlag, catalogVersion, authVersion, count, stampOut, tonumber(epoch) or 0}
+local size = 8
 local runLeft = tonumber(ARGV[run])
 local nowArg = ARGV[run + 1]
 local now = tonumber(nowArg)
@@ -214,6 +242,6 @@ if firstOverAtArg ~= storedFirstOverAt then
     rcall("HDEL", KEYS[2], "first_over_at")
   end
 end
-rcall("SET", KEYS[6], count - (storedCount or 0), "PX", ARGV[3])
+rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
 
 return out
