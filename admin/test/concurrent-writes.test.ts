@@ -170,6 +170,44 @@ describe('a credential made while its maker or holder is being taken away', () =
     }
   });
 
+  it("a request queued behind its own caller's suspension or demotion grants nothing", async () => {
+    for (const change of [{ status: 'suspended' }, { role: 'developer' }] as const) {
+      const caller = await createKeyWithScopes(ctx.db, org.organization_id, [], 'admin');
+      const target = await createKeyWithScopes(ctx.db, org.organization_id, ['check'], 'admin');
+      // Another transaction holds the organization's row: the change queues first, the caller's mint behind it.
+      let release!: () => void;
+      const held = ctx.db.transaction().execute(async (trx) => {
+        await sql`SELECT id FROM organizations WHERE id = ${org.organization_id} FOR NO KEY UPDATE`.execute(
+          trx,
+        );
+        await new Promise<void>((resolve) => (release = resolve));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const changed = send('PATCH', `/org/members/${caller.memberId}`, change);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const minted = send(
+        'POST',
+        `/org/service-accounts/${target.serviceAccountId}/api-keys`,
+        { scopes: [] },
+        {
+          'x-api-key': caller.apiKey,
+        },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      release();
+      await held;
+      expect((await changed).statusCode).toBe(200);
+      expect((await minted).statusCode).toBe('status' in change ? 401 : 403);
+      const live = await ctx.db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('service_account_id', '=', target.serviceAccountId)
+        .where('id', '!=', target.keyId)
+        .execute();
+      expect(live).toEqual([]);
+    }
+  });
+
   it("a key made while its service account's member is removed is refused or revoked, never left live", async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const { serviceAccountId, memberId } = await createKeyWithScopes(ctx.db, org.organization_id, [

@@ -15,7 +15,7 @@ import {
   revokeApiKeyRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { withCallerConfirmed } from '../members/caller.ts';
 
 export interface CreatedApiKey {
   key: ApiKey;
@@ -42,7 +42,7 @@ export async function createApiKey(
     target: { serviceAccountId: account.id, role: account.role as Role },
   });
   const generated = generateApiKey();
-  const key = await withOrganizationLocked(db, organizationId, async (trx) => {
+  const key = await withCallerConfirmed(db, principal, async (trx) => {
     // Read again under the lock: a removal committed since the first read has revoked every key it found.
     const { status } = await getServiceAccount(trx, organizationId, serviceAccountId);
     if (status !== 'active') {
@@ -76,7 +76,7 @@ export async function revokeApiKey(
   const organizationId = principal.organizationId;
   const account = await getServiceAccount(db, organizationId, serviceAccountId);
   assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
-  return withOrganizationLocked(db, organizationId, async (trx) => {
+  return withCallerConfirmed(db, principal, async (trx) => {
     const key = await lockApiKey(trx, organizationId, serviceAccountId, keyId);
     if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });
     if (key.revoked_at) return false;

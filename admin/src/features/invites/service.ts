@@ -8,15 +8,16 @@ import {
   type SecretsKeyring,
 } from '@ent/common/crypto/secrets';
 import type { Database, Invite, Member } from '@ent/common/db/database';
-import { conflict, notFound, unauthenticated, validationError } from '@ent/common/errors/app-error';
+import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import { transact } from '@ent/common/outbox/record';
 import type { InviteStatus } from '@ent/common/schemas/console';
 import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { assertMayGrant } from '../members/roles.ts';
-import { findMember, insertMember } from '../members/store.ts';
-import { lockOrganization, withOrganizationLocked } from '../organization/store.ts';
+import { insertMember } from '../members/store.ts';
+import { lockOrganization } from '../organization/store.ts';
+import { withCallerConfirmed } from '../members/caller.ts';
 import {
   acceptInviteRow,
   findInvite,
@@ -64,14 +65,10 @@ export async function createInvite(
   assertMayGrant(principal, { kind: 'role', role: input.role });
   const id = newId('inv');
   const token = randomToken(32);
-  return withOrganizationLocked(db, organizationId, async (trx) => {
-    // Read under the lock: suspending, removing or demoting the maker revokes the invites it finds, so an invite
-    // made meanwhile must see that change, or be seen by it.
-    const maker = await findMember(trx, organizationId, createdByMemberId);
-    if (maker?.status !== 'active')
-      throw unauthenticated('The member making this request is no longer active.');
-    assertMayGrant({ ...principal, role: maker.role as Role }, { kind: 'role', role: input.role });
-    return insertInvite(trx, {
+  // Suspending, removing or demoting the maker revokes the invites it finds: under the same lock, an invite made
+  // meanwhile sees that change (its maker confirmed), or is seen by it.
+  return withCallerConfirmed(db, principal, (trx) =>
+    insertInvite(trx, {
       id,
       organizationId,
       role: input.role,
@@ -81,8 +78,8 @@ export async function createInvite(
       createdByMemberId,
       expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
       createdAt: now,
-    });
-  });
+    }),
+  );
 }
 
 /** Revokes a live invite; revoking one that was revoked or has expired changes nothing. */

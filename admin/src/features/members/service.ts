@@ -4,7 +4,7 @@ import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
 import { changedFields, type Change } from '../shared/changes.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { withCallerConfirmed } from './caller.ts';
 import { endMemberSessions } from '../console-sessions/service.ts';
 import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
@@ -41,7 +41,7 @@ export async function createMember(
   assertMayGrant(principal, { kind: 'role', role: input.role });
   const organizationId = principal.organizationId;
   try {
-    return await withOrganizationLocked(db, organizationId, async (trx) => {
+    return await withCallerConfirmed(db, principal, async (trx) => {
       const member = await insertMember(trx, organizationId, input);
       await bumpAuthVersion(trx, organizationId);
       return member;
@@ -95,7 +95,7 @@ export async function updateMember(
   now: Date,
 ): Promise<MemberUpdateResult> {
   const organizationId = principal.organizationId;
-  return withOrganizationLocked(db, organizationId, async (trx) => {
+  return withCallerConfirmed(db, principal, async (trx) => {
     const before = await findMember(trx, organizationId, memberId);
     if (!before) throw memberNotFound(memberId);
     const details = changedFields(before, input, ['role', 'status']);

@@ -18,7 +18,7 @@ import {
   type ServiceAccountRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { withCallerConfirmed } from '../members/caller.ts';
 
 export const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
@@ -41,7 +41,7 @@ export async function createServiceAccount(
 ): Promise<ServiceAccountRow> {
   assertMayManageRole(principal, input.role);
   const organizationId = principal.organizationId;
-  return withOrganizationLocked(db, organizationId, async (trx) => {
+  return withCallerConfirmed(db, principal, async (trx) => {
     const id = await insertServiceAccount(trx, organizationId, input);
     await bumpAuthVersion(trx, organizationId);
     const created = await findServiceAccount(trx, organizationId, id);
