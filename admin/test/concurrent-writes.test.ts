@@ -34,6 +34,22 @@ const send = (
 
 const ROUNDS = 8;
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Another transaction holds the organization's row, so writes queue on it in the order they are sent. */
+async function holdOrganization(): Promise<() => Promise<void>> {
+  let release!: () => void;
+  const held = ctx.db.transaction().execute(async (trx) => {
+    await sql`SELECT id FROM organizations WHERE id = ${org.organization_id} FOR NO KEY UPDATE`.execute(trx);
+    await new Promise<void>((resolve) => (release = resolve));
+  });
+  await sleep(50);
+  return async () => {
+    release();
+    await held;
+  };
+}
+
 describe('a write that finds its change already made (an identical write just before it)', () => {
   it('publishes the revoked key before its 204, even if the first revoke has not published yet', async () => {
     const { serviceAccountId, keyId, apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, [
@@ -170,21 +186,31 @@ describe('a credential made while its maker or holder is being taken away', () =
     }
   });
 
-  it("a request queued behind its own caller's suspension or demotion grants nothing", async () => {
-    for (const change of [{ status: 'suspended' }, { role: 'developer' }] as const) {
+  it("a request queued behind its own caller's revocation, suspension or demotion grants nothing", async () => {
+    type Caller = Awaited<ReturnType<typeof createKeyWithScopes>>;
+    const changes: { name: string; send: (caller: Caller) => ReturnType<typeof send>; refused: number }[] = [
+      {
+        name: 'suspended',
+        send: (c) => send('PATCH', `/org/members/${c.memberId}`, { status: 'suspended' }),
+        refused: 401,
+      },
+      {
+        name: 'demoted',
+        send: (c) => send('PATCH', `/org/members/${c.memberId}`, { role: 'developer' }),
+        refused: 403,
+      },
+      {
+        name: 'key revoked',
+        send: (c) => send('DELETE', `/org/service-accounts/${c.serviceAccountId}/api-keys/${c.keyId}`),
+        refused: 401,
+      },
+    ];
+    for (const change of changes) {
       const caller = await createKeyWithScopes(ctx.db, org.organization_id, [], 'admin');
       const target = await createKeyWithScopes(ctx.db, org.organization_id, ['check'], 'admin');
-      // Another transaction holds the organization's row: the change queues first, the caller's mint behind it.
-      let release!: () => void;
-      const held = ctx.db.transaction().execute(async (trx) => {
-        await sql`SELECT id FROM organizations WHERE id = ${org.organization_id} FOR NO KEY UPDATE`.execute(
-          trx,
-        );
-        await new Promise<void>((resolve) => (release = resolve));
-      });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      const changed = send('PATCH', `/org/members/${caller.memberId}`, change);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      const release = await holdOrganization();
+      const changed = change.send(caller);
+      await sleep(150);
       const minted = send(
         'POST',
         `/org/service-accounts/${target.serviceAccountId}/api-keys`,
@@ -193,19 +219,38 @@ describe('a credential made while its maker or holder is being taken away', () =
           'x-api-key': caller.apiKey,
         },
       );
-      await new Promise((resolve) => setTimeout(resolve, 150));
-      release();
-      await held;
-      expect((await changed).statusCode).toBe(200);
-      expect((await minted).statusCode).toBe('status' in change ? 401 : 403);
-      const live = await ctx.db
+      await sleep(150);
+      await release();
+      expect((await changed).statusCode, change.name).toBeLessThan(300);
+      expect((await minted).statusCode, change.name).toBe(change.refused);
+      const mintedKeys = await ctx.db
         .selectFrom('api_keys')
         .select('id')
         .where('service_account_id', '=', target.serviceAccountId)
         .where('id', '!=', target.keyId)
         .execute();
-      expect(live).toEqual([]);
+      expect(mintedKeys, change.name).toEqual([]);
     }
+  });
+
+  it('a full-access key for a service account promoted meanwhile needs a caller who may grant the new role', async () => {
+    const developer = await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer');
+    const target = await createKeyWithScopes(ctx.db, org.organization_id, ['check'], 'developer');
+    const release = await holdOrganization();
+    const promoted = send('PATCH', `/org/members/${target.memberId}`, { role: 'admin' });
+    await sleep(150);
+    const minted = send(
+      'POST',
+      `/org/service-accounts/${target.serviceAccountId}/api-keys`,
+      { scopes: [] },
+      {
+        'x-api-key': developer.apiKey,
+      },
+    );
+    await sleep(150);
+    await release();
+    expect((await promoted).statusCode).toBe(200);
+    expect((await minted).statusCode).toBe(403);
   });
 
   it("a key made while its service account's member is removed is refused or revoked, never left live", async () => {

@@ -1,16 +1,31 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Principal } from '@ent/common/auth/scopes';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { ROLE_RANK, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { forbidden, unauthenticated } from '@ent/common/errors/app-error';
 import { withOrganizationLocked } from '../organization/store.ts';
 import { findMember } from './store.ts';
 
+/** Whether the key or console session the request came with is still live, read inside `trx`. */
+async function credentialIsLive(trx: Transaction<Database>, caller: Principal): Promise<boolean> {
+  const live =
+    caller.authType === 'member_apikey'
+      ? trx.selectFrom('api_keys').select('id').where('id', '=', caller.keyId).where('revoked_at', 'is', null)
+      : trx
+          .selectFrom('console_sessions')
+          .select('id')
+          .where('id', '=', caller.sessionId)
+          .where('revoked_at', 'is', null)
+          .where('expires_at', '>', sql<Date>`now()`);
+  return (await live.executeTakeFirst()) !== undefined;
+}
+
 /**
- * `work` under the organization's lock, once the caller's member is confirmed as authentication found it: still
- * active (401) and still of the same role (403). A request authenticated just before its caller was suspended or
- * demoted would otherwise grant what the caller no longer holds (DESIGN.md §2.10): a black-box audit minted a
- * full-access admin key with a request queued behind the admin's own suspension. Every suspension and role change
- * takes the same lock, so whichever commits first is what the other sees.
+ * `work` under the organization's lock, once the caller is confirmed as authentication found it: its key or
+ * session not revoked meanwhile and its member still active (else 401), its role not lowered (else 403). A request
+ * authenticated just before its caller was revoked, suspended or demoted would otherwise grant what the caller no
+ * longer holds (DESIGN.md §2.10): a black-box audit minted a full-access admin key with a request queued behind the
+ * admin's own suspension, and a review did the same behind the revocation of the key itself. Every revocation,
+ * suspension and role change takes the same lock, so whichever commits first is what the other sees.
  */
 export function withCallerConfirmed<T>(
   db: Kysely<Database>,
@@ -19,10 +34,11 @@ export function withCallerConfirmed<T>(
 ): Promise<T> {
   return withOrganizationLocked(db, caller.organizationId, async (trx) => {
     const member = await findMember(trx, caller.organizationId, caller.memberId);
-    if (member?.status !== 'active')
-      throw unauthenticated('The member making this request is no longer active.');
-    if (member.role !== caller.role) {
-      throw forbidden('The role of the member making this request changed while it ran; send it again.');
+    if (member?.status !== 'active' || !(await credentialIsLive(trx, caller))) {
+      throw unauthenticated('The credentials of this request were revoked while it ran.');
+    }
+    if (ROLE_RANK[member.role as Role] < ROLE_RANK[caller.role]) {
+      throw forbidden('The role of the member making this request was lowered while it ran; send it again.');
     }
     return work(trx);
   });
