@@ -15,7 +15,7 @@ import { redisKeys } from '@ent/common/redis/keys';
 import { buildGatewayApp } from '../../gateway/src/app.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
 
-// KEYS[1] catalog, KEYS[2] auth, KEYS[3] the subscriber-version index; ARGV as eval-gate-batch-7.lua's from its
+// KEYS[1] catalog, KEYS[2] auth, KEYS[3] the subscriber-version index; ARGV as eval-gate-batch-8.lua's from its
 // sixth (gateArguments): the same reads of versions, skipped the same way, and a reply of the same shape.
 const VERSIONS_ONLY = `
 local catalog = tonumber(redis.call("HGET", KEYS[1], "v")) or 0

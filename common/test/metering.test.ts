@@ -574,6 +574,34 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect(await usageOf(org)).toMatchObject({ count: 12 });
   });
 
+  it('never counts a figure twice over two losses: the largest figure shown is put back, once', async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    const other = () => otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() });
+    await gateTimes(org, 3);
+    await other(); // the other gateway last saw 4
+    await gateTimes(org, 2); // this one 6
+    await redis.del(keys.evalUsage(org, '2026-03'));
+    clock.advance(SECOND);
+    expect(await gate(org)).toMatchObject({ usage: { used: 7 } });
+    await gateTimes(org, 2); // 9, and the other gateway still holds 4 from before the first loss
+    await redis.del(keys.evalUsage(org, '2026-03'));
+    clock.advance(SECOND);
+    expect(await gate(org)).toMatchObject({ usage: { used: 10 } });
+    expect(await other()).toMatchObject({ usage: { used: 11 } });
+    expect(await usageOf(org)).toMatchObject({ count: 11 });
+  });
+
+  it('puts back the count as it stood after refunds, not the highest it ever showed', async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    await gateTimes(org, 4);
+    await meter.refund(org, clock.now());
+    await meter.refund(org, clock.now());
+    expect(await gate(org)).toMatchObject({ usage: { used: 3 } });
+    await redis.del(keys.evalUsage(org, '2026-03'));
+    clock.advance(SECOND);
+    expect(await gate(org)).toMatchObject({ usage: { used: 4 } });
+  });
+
   it('puts back nothing while the hash lives: a count below what a gateway saw (refunds) stays as it is', async () => {
     const org = await newOrg(individual({ evalLimit: 1000 }));
     await gateTimes(org, 4);

@@ -242,21 +242,22 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
    * The month's usage epoch and count as each organization's latest reply showed them: passed on every call, so a
    * Redis that lost the month's count (restarted empty) gets back what it had reached (eval-gate-batch-8.lua).
    */
-  const seenUsage = new Map<string, { period: string; epoch: number; count: number }>();
+  const seenUsage = new Map<string, { period: string; epoch: number; count: number; callNumber: number }>();
 
-  /** The count after this reply's batch: its count before, plus the evals it counted (code 0). */
+  let callsSent = 0;
+  /** The count after this reply's batch (its count before, plus the evals it counted), unless a later call's is known. */
   function rememberUsage(
     organizationId: string,
     period: string,
     reply: EvalGateBatchReply,
-    seen: { epoch: number; count: number } | undefined,
+    callNumber: number,
   ): void {
-    const epoch = reply[7] ?? 0;
+    const known = seenUsage.get(organizationId);
+    // Two calls of one organization can be in flight at once: the later one's reply may arrive first.
+    if (known && known.period === period && known.callNumber > callNumber) return;
     let count = reply[5] ?? 0;
     for (let i = GATE_REPLY_HEADER; i < reply.length; i++) if (reply[i]! % 4 === GateCode.Counted) count += 1;
-    // Two calls of one organization can be in flight at once: the later reply may arrive first.
-    if (seen && seen.epoch === epoch && seen.count > count) count = seen.count;
-    seenUsage.set(organizationId, { period, epoch, count });
+    seenUsage.set(organizationId, { period, epoch: reply[7] ?? 0, count, callNumber });
   }
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
@@ -264,6 +265,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0);
     const seen = seenUsage.get(organizationId);
     const sameMonth = seen !== undefined && seen.period === batch.period;
+    const callNumber = ++callsSent;
     const reply = await withArrangement<EvalGateBatchReply>(organizationId, evals[0]!.nowMs, () =>
       redis.evalGateBatch(
         keys.arrangement(organizationId),
@@ -285,7 +287,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     const stamp = reply[6] ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);
-    rememberUsage(organizationId, batch.period, reply, sameMonth ? seen : undefined);
+    rememberUsage(organizationId, batch.period, reply, callNumber);
     return reply;
   };
 

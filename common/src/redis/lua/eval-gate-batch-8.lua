@@ -7,13 +7,14 @@
   the reply can settle the batch exactly with eval-settle-3.lua, and a batch that runs after it was
   settled (or runs twice) changes nothing.
   A usage hash is born with an epoch. A gateway passes the epoch and the count of the last reply it had for the
-  month: when the hash's epoch is another (a Redis that lost the hash: restarted empty, flushed), the count it
-  had reached is put back, once per lost epoch and only by what the best figure shown for it adds.
+  month: when the hash's epoch is another (a Redis that lost the hash: restarted empty, flushed), that count is a
+  figure the lost hash had reached. The largest such figure is put back, each only by what it adds to the largest
+  put back before, so no figure is counted twice, over one loss or several.
 
   Input (7 keys; N >= 1 evals):
     KEYS[1]     arrangement hash   {limit ('' = unlimited), blocking ('1'/'0'), burst, plan}
     KEYS[2]     usage hash of the UTC month   {count, first_over_at (ms), epoch (ms: when the hash was born),
-                r:<epoch> (the count put back for a lost epoch)}
+                restored (the largest figure of a lost hash put back)}
     KEYS[3]     burst hash   {w (newest slot: epoch ms / 100), s0..s9 (requests admitted in slot w - k, at field
                 s(slot % 10))}: a rolling second of ten 100 ms slots
     KEYS[4]     catalog hash   {v}
@@ -88,16 +89,16 @@ if not epoch then
     rcall("PEXPIRE", KEYS[2], ARGV[1])
   end
 end
--- Counts put back for a lost epoch: not evals of this batch (the batch memory below leaves them out).
+-- Counts put back after a loss: not evals of this batch (the batch memory below leaves them out).
 local restored = 0
 local seenEpoch = ARGV[4]
 if seenEpoch ~= "" and seenEpoch ~= epoch then
   local seenCount = tonumber(ARGV[5]) or 0
-  local putBack = tonumber(rcall("HGET", KEYS[2], "r:" .. seenEpoch)) or 0
+  local putBack = tonumber(rcall("HGET", KEYS[2], "restored")) or 0
   if seenCount > putBack then
     restored = seenCount - putBack
     count = count + restored
-    rcall("HSET", KEYS[2], "r:" .. seenEpoch, seenCount)
+    rcall("HSET", KEYS[2], "restored", seenCount)
   end
 end
 
