@@ -89,21 +89,21 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
     const reply = await gateBatch(org, 'b2', 4);
     expect(reply.slice(GATE_REPLY_HEADER).map((encoded) => encoded % 4)).toEqual([0, 0, 1, 1]);
     expect(await countOf(org)).toBe(2);
-    expect(await settle(org, 'b2', 3)).toEqual([0, 3, 1]);
+    expect((await settle(org, 'b2', 3)).slice(0, 3)).toEqual([0, 3, 1]);
     expect(await countOf(org)).toBe(3);
   });
 
   it('refunds in full a batch none of whose counted evals was answered 2xx', async () => {
     const org = await newOrg();
     await gateBatch(org, 'b3', 2);
-    expect(await settle(org, 'b3', 0)).toEqual([0, 0, -2]);
+    expect((await settle(org, 'b3', 0)).slice(0, 3)).toEqual([0, 0, -2]);
     expect(await countOf(org)).toBe(0);
   });
 
   it('applies a settlement once however often it is retried, and a late run of its batch changes nothing', async () => {
     const org = await newOrg();
     await gateBatch(org, 'b4', 2);
-    expect(await settle(org, 'b4', 5)).toEqual([0, 5, 3]);
+    expect((await settle(org, 'b4', 5)).slice(0, 3)).toEqual([0, 5, 3]);
     expect(await settle(org, 'b4', 5)).toEqual([5, 0, 0]);
     expect(await settle(org, 'b4', 1)).toEqual([5, 0, 0]);
     expect(await gateBatch(org, 'b4', 2)).toEqual([4]);
@@ -112,7 +112,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
 
   it('counts the 2xx answers of a batch that never ran, and then refuses to run it', async () => {
     const org = await newOrg();
-    expect(await settle(org, 'b5', 4)).toEqual([0, 4, 4]);
+    expect((await settle(org, 'b5', 4)).slice(0, 3)).toEqual([0, 4, 4]);
     expect(await gateBatch(org, 'b5', 4)).toEqual([4]);
     expect(await countOf(org)).toBe(4);
   });
@@ -120,7 +120,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
   it('treats a refund as a settlement of -1 with its own id: applied once', async () => {
     const org = await newOrg();
     await gateBatch(org, 'b6', 2);
-    expect(await settle(org, 'refund-1', -1)).toEqual([0, 1, -1]);
+    expect((await settle(org, 'refund-1', -1)).slice(0, 3)).toEqual([0, 1, -1]);
     expect(await settle(org, 'refund-1', -1)).toEqual([5, 0, 0]);
     expect(await countOf(org)).toBe(1);
   });

@@ -602,6 +602,29 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     expect(await gate(org)).toMatchObject({ usage: { used: 4 } });
   });
 
+  it("puts back a gateway's figure less the refunds it sent after its last reply", async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    await gateTimes(org, 4);
+    await meter.refund(org, clock.now());
+    await meter.refund(org, clock.now());
+    await redis.del(keys.evalUsage(org, '2026-03'));
+    clock.advance(SECOND);
+    expect(await gate(org)).toMatchObject({ usage: { used: 3 } });
+  });
+
+  it('gives an older copy of the hash coming back (a restored backup) no newer figure on top', async () => {
+    const org = await newOrg(individual({ evalLimit: 1000 }));
+    const usageKey = keys.evalUsage(org, '2026-03');
+    await gateTimes(org, 3);
+    const older = await redis.hgetall(usageKey);
+    await redis.del(usageKey);
+    clock.advance(SECOND);
+    expect(await gate(org)).toMatchObject({ usage: { used: 4 } });
+    await redis.del(usageKey);
+    await redis.hset(usageKey, older);
+    expect(await gate(org)).toMatchObject({ usage: { used: 4 } });
+  });
+
   it('puts back nothing while the hash lives: a count below what a gateway saw (refunds) stays as it is', async () => {
     const org = await newOrg(individual({ evalLimit: 1000 }));
     await gateTimes(org, 4);

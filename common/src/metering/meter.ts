@@ -29,7 +29,7 @@ export interface EvalMeterOptions {
   loadArrangement: (organizationId: string) => Promise<Arrangement>;
 }
 
-/** Reply codes of eval-gate-batch-8.lua, eval-adjust-2.lua and eval-settle-3.lua. */
+/** Reply codes of eval-gate-batch-8.lua, eval-adjust-2.lua and eval-settle-4.lua. */
 const GateCode = {
   Counted: 0,
   RateLimited: 1,
@@ -222,7 +222,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
   const settleOnce = async ({ id, organizationId, nowMs, answered }: Settlement): Promise<void> => {
     if (!connected()) throw new MeteringError('Redis is not connected.');
-    await withArrangement<EvalSettleReply>(organizationId, nowMs, () =>
+    const reply = await withArrangement<EvalSettleReply>(organizationId, nowMs, () =>
       redis.evalSettle(
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, periodOf(nowMs)),
@@ -233,6 +233,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         GATE_BATCH_MEMORY_MS,
       ),
     );
+    if (answered === -1 && reply[0] === GateCode.Counted) {
+      // A refund lowers this gateway's figure of the month (what a lost hash gets back) unless it went into a newer
+      // hash than the figure came from: the figure is put back into that one whole, refunded eval included.
+      const seen = seenUsage.get(organizationId);
+      const sameHash = reply[3] === seen?.epoch || reply[2] === 0;
+      if (seen && seen.period === periodOf(nowMs) && sameHash && seen.count > 0) seen.count -= 1;
+    }
   };
   const settlements = createSettlements(settleOnce);
 

@@ -10,8 +10,8 @@ import type { RedisClient } from '../redis/connect.ts';
 export type EvalGateBatchReply = [number, ...number[]];
 export const GATE_REPLY_HEADER = 8;
 export type EvalAdjustReply = [number, number];
-/** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied. */
-export type EvalSettleReply = [number, number, number];
+/** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none). */
+export type EvalSettleReply = [number, number, number, number];
 
 export interface MeteringCommands {
   /**

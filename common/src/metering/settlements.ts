@@ -39,7 +39,7 @@ export interface Settlements {
 
 /**
  * What failed gate calls and refunds owe Redis, kept in the gateway until Redis takes them. `apply` runs
- * eval-settle-3.lua, which is idempotent per id, so a settle whose reply is lost is simply sent again.
+ * eval-settle-4.lua, which is idempotent per id, so a settle whose reply is lost is simply sent again.
  */
 export function createSettlements(apply: (settlement: Settlement) => Promise<void>): Settlements {
   const owed = new Set<Owed>();

@@ -10,7 +10,7 @@ const SCRIPTS = {
   entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
   evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-8.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
-  evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-3.lua') },
+  evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-4.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },
   windowGiveBack: { numberOfKeys: 1, lua: lua('window-give-back-1.lua') },
 } as const;

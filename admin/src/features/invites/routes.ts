@@ -13,6 +13,7 @@ import {
 } from '@ent/common/schemas/invites';
 import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
 import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
+import { withCallerConfirmed } from '../members/caller.ts';
 
 export const inviteSettings = (config: Config): InviteSettings => ({
   secretsKey: config.secretsKey,
@@ -67,11 +68,14 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const page = await listInvites(app.db, request.principal!.organizationId, now(), {
-        limit: request.query.limit,
-        startingAfter: request.query.starting_after,
-      });
       const principal = request.principal!;
+      // A live link hands over what making it does: read under the same confirmation of the caller (caller.ts).
+      const page = await withCallerConfirmed(app.db, principal, (trx) =>
+        listInvites(trx, principal.organizationId, now(), {
+          limit: request.query.limit,
+          startingAfter: request.query.starting_after,
+        }),
+      );
       const invites = page.items.map((invite) =>
         toInviteBody(invite, settings, mayHaveMade(principal, invite.role as Role)),
       );

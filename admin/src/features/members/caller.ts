@@ -9,13 +9,19 @@ import { findMember } from './store.ts';
 async function credentialIsLive(trx: Transaction<Database>, caller: Principal): Promise<boolean> {
   const live =
     caller.authType === 'member_apikey'
-      ? trx.selectFrom('api_keys').select('id').where('id', '=', caller.keyId).where('revoked_at', 'is', null)
+      ? trx
+          .selectFrom('api_keys')
+          .select('id')
+          .where('id', '=', caller.keyId)
+          .where('revoked_at', 'is', null)
+          .forShare()
       : // Its expiry was checked on the app's clock when the request began; a revocation is what can race it.
         trx
           .selectFrom('console_sessions')
           .select('id')
           .where('id', '=', caller.sessionId)
-          .where('revoked_at', 'is', null);
+          .where('revoked_at', 'is', null)
+          .forShare();
   return (await live.executeTakeFirst()) !== undefined;
 }
 
@@ -24,8 +30,9 @@ async function credentialIsLive(trx: Transaction<Database>, caller: Principal): 
  * session not revoked meanwhile and its member still active (else 401), its role not lowered (else 403). A request
  * authenticated just before its caller was revoked, suspended or demoted would otherwise grant what the caller no
  * longer holds (DESIGN.md §2.10): a black-box audit minted a full-access admin key with a request queued behind the
- * admin's own suspension, and a review did the same behind the revocation of the key itself. Every revocation,
- * suspension and role change takes the same lock, so whichever commits first is what the other sees.
+ * admin's own suspension, and a review did the same behind the revocation of the key itself. Suspensions, role
+ * changes and key revocations take the same organization lock; a session ended without it (sign-out, a password
+ * change) waits for the credential's share lock. Either way, whichever commits first is what the other sees.
  */
 export function withCallerConfirmed<T>(
   db: Kysely<Database>,

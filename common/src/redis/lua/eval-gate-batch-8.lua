@@ -4,7 +4,7 @@
   Every eval the gateway answers costs exactly one round trip; evals that arrive in the same event-loop
   turn share it, so the script's fixed cost is paid once per batch instead of once per eval.
   Each batch is remembered briefly under its batch id (how many evals it counted), so a gateway that lost
-  the reply can settle the batch exactly with eval-settle-3.lua, and a batch that runs after it was
+  the reply can settle the batch exactly with eval-settle-4.lua, and a batch that runs after it was
   settled (or runs twice) changes nothing.
   A usage hash is born with an epoch. A gateway passes the epoch and the count of the last reply it had for the
   month: when the hash's epoch is another (a Redis that lost the hash: restarted empty, flushed), that count is a
@@ -91,8 +91,9 @@ if not epoch then
 end
 -- Counts put back after a loss: not evals of this batch (the batch memory below leaves them out).
 local restored = 0
-local seenEpoch = ARGV[4]
-if seenEpoch ~= "" and seenEpoch ~= epoch then
+-- Only a figure from an older hash: an older copy coming back (a restored backup) must not get newer figures on top.
+local seenEpoch = tonumber(ARGV[4])
+if seenEpoch and seenEpoch < (tonumber(epoch) or 0) then
   local seenCount = tonumber(ARGV[5]) or 0
   local putBack = tonumber(rcall("HGET", KEYS[2], "restored")) or 0
   if seenCount > putBack then

@@ -15,7 +15,7 @@
     ARGV[3] usage time to live (ms): set when KEYS[2] is created
     ARGV[4] how long the settled mark is kept (ms)
 
-  Output: { code, count, delta applied }
+  Output: { code, count, delta applied, usage epoch (0 = none; only with code 0) }
     code 0  settled now
     code 3  no arrangement in Redis (nothing changed; the caller publishes it and retries)
     code 5  settled before (nothing changed)
@@ -40,8 +40,10 @@ if count + delta < 0 then
 end
 
 rcall("SET", KEYS[3], "settled", "PX", ARGV[4])
+-- The usage epoch (0 = none yet), so a gateway knows which hash its refund went into (eval-gate-batch-8.lua).
+local epoch = tonumber(rcall("HGET", KEYS[2], "epoch")) or 0
 if delta == 0 then
-  return {0, count, 0}
+  return {0, count, 0, epoch}
 end
 
 local created = rcall("EXISTS", KEYS[2]) == 0
@@ -56,4 +58,4 @@ else
   rcall("HDEL", KEYS[2], "first_over_at")
 end
 
-return {0, count, delta}
+return {0, count, delta, epoch}
