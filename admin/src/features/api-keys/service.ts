@@ -35,21 +35,18 @@ export async function createApiKey(
 ): Promise<CreatedApiKey> {
   const organizationId = principal.organizationId;
   const scopes = input.scopes ?? DEFAULT_KEY_SCOPES;
-  const mayGrant = (account: { id: string; role: string }) =>
+  const generated = generateApiKey();
+  const key = await withCallerConfirmed(db, principal, async (trx) => {
+    // Read under the lock: a removal committed meanwhile has revoked every key it found, and a promotion would make
+    // a full-access key worth more than the caller may grant.
+    const account = await getServiceAccount(trx, organizationId, serviceAccountId);
     assertMayGrant(principal, {
       kind: 'key',
       scopes,
       target: { serviceAccountId: account.id, role: account.role as Role },
     });
-  mayGrant(await getServiceAccount(db, organizationId, serviceAccountId));
-  const generated = generateApiKey();
-  const key = await withCallerConfirmed(db, principal, async (trx) => {
-    // Read again under the lock: a removal committed since the first read has revoked every key it found, and a
-    // promotion would make a full-access key worth more than the caller may grant.
-    const { status, ...account } = await getServiceAccount(trx, organizationId, serviceAccountId);
-    mayGrant(account);
-    if (status !== 'active') {
-      throw conflict(`The service account is ${status}; it cannot get new keys.`, {
+    if (account.status !== 'active') {
+      throw conflict(`The service account is ${account.status}; it cannot get new keys.`, {
         field: 'service_account_id',
         value: serviceAccountId,
       });
@@ -77,11 +74,10 @@ export async function revokeApiKey(
   now: Date,
 ): Promise<boolean> {
   const organizationId = principal.organizationId;
-  const mayManage = (account: { id: string; role: string }) =>
-    assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
-  mayManage(await getServiceAccount(db, organizationId, serviceAccountId));
   return withCallerConfirmed(db, principal, async (trx) => {
-    mayManage(await getServiceAccount(trx, organizationId, serviceAccountId));
+    // Read under the lock, as a role change is made: the caller may manage this account's keys as it is now.
+    const account = await getServiceAccount(trx, organizationId, serviceAccountId);
+    assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
     const key = await lockApiKey(trx, organizationId, serviceAccountId, keyId);
     if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });
     if (key.revoked_at) return false;

@@ -7,7 +7,7 @@
   the reply can settle the batch exactly with eval-settle-4.lua, and a batch that runs after it was
   settled (or runs twice) changes nothing.
   A usage hash is born with an epoch. A gateway passes the epoch and the count of the last reply it had for the
-  month: when the hash's epoch is another (a Redis that lost the hash: restarted empty, flushed), that count is a
+  month: when the hash's epoch is newer (a Redis that lost the hash: restarted empty, flushed), that count is a
   figure the lost hash had reached. The largest such figure is put back, each only by what it adds to the largest
   put back before, so no figure is counted twice, over one loss or several.
 
