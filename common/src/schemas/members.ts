@@ -46,7 +46,7 @@ export const UpdateMemberBody = Type.Object(
     revoke_minted_keys: Type.Optional(
       Type.Boolean({
         description:
-          'For a removal or a demotion; omitted: `true`. Revoke every live API key the member minted (GET /org/members/{member_id}/minted-keys lists them) in the same write. `false` keeps them (the audit entry records the choice). Refused (422) on a write that neither removes nor demotes.',
+          'For a removal or a demotion; omitted: `true`. Revoke every live API key the member minted (GET /org/members/{member_id}/minted-keys lists them) in the same write. `false` keeps them (the audit entry records the choice). Refused (422) on a request that names neither `status: "removed"` nor a `role`.',
       }),
     ),
   },
