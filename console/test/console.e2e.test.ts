@@ -17,6 +17,8 @@ let receiver: Receiver;
 let browser: Browser;
 let adminContext: BrowserContext;
 let admin: Page;
+/** The developer who joined by invite, signed in in their own browser. */
+let developer: Page;
 const contexts: BrowserContext[] = [];
 
 const slug = `acme-${Date.now().toString(36)}`;
@@ -285,7 +287,7 @@ describe('the console', () => {
     expect(await viewer.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
 
     const developerLink = await invite('developer', 'dev@example.com');
-    const developer = await newPage();
+    developer = await newPage();
     await developer.goto(developerLink);
     expect(await developer.getByLabel('Email', { exact: true }).count()).toBe(0);
     await developer.getByLabel('Password', { exact: true }).fill('developer password 1');
@@ -516,5 +518,35 @@ describe('the console', () => {
       if ((await stranger.getByTestId('rate-limited').count()) > 0) break;
     }
     await eventually(() => stranger.getByTestId('rate-limited').textContent()).toMatch(/Try again in \d+ s/);
+  });
+  it('removes a member after listing the keys they minted, and those keys stop working', async () => {
+    await developer.goto(url('/service-accounts'));
+    await developer.getByRole('button', { name: 'New service account' }).click();
+    await developer.getByLabel('Service account name').fill('laptop');
+    await developer.getByLabel('Service account role').selectOption('developer');
+    await developer.getByRole('button', { name: 'Create service account' }).click();
+    const account = developer.getByTestId('service-account-laptop');
+    await account.getByRole('button', { name: 'Create key' }).click();
+    await account.getByLabel('Key name').fill('copied');
+    await account.getByLabel('catalog:read').check();
+    await account.getByRole('button', { name: 'Create key' }).click();
+    const plaintext = (await developer.getByTestId('new-api-key-value').textContent()) ?? '';
+    expect(plaintext).toMatch(/^svc-mk-1-/);
+    const prefix = plaintext.slice(0, 'svc-mk-1-'.length + 8);
+    await eventually(() =>
+      account.getByTestId(`api-key-${prefix}`).getByTestId('minted-by').textContent(),
+    ).toBe('dev@example.com');
+    const features = () => fetch(`${stack.base}/org/features`, { headers: { 'x-api-key': plaintext } });
+    expect((await features()).status).toBe(200);
+
+    await admin.goto(url('/members'));
+    const row = admin.getByTestId('member-dev@example.com');
+    await row.getByRole('button', { name: 'Remove' }).click();
+    const confirm = admin.getByTestId('confirm-dev@example.com');
+    await eventually(() => confirm.getByTestId('minted-keys').textContent()).toContain(prefix);
+    expect(await confirm.getByRole('checkbox').isChecked()).toBe(true);
+    await confirm.getByRole('button', { name: 'Confirm: remove member' }).click();
+    await eventually(() => row.textContent()).toContain('removed');
+    expect((await features()).status).toBe(401);
   });
 });

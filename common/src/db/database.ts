@@ -62,6 +62,13 @@ export interface ApiKeysTable {
   created_at: CreatedAt;
   revoked_at: Date | null;
   last_used_at: Date | null;
+  /**
+   * The person who could have copied the key: the console session's member that created it, or the
+   * `minted_by_member_id` of the key that created it. Null: created before minters were recorded, or by provisioning.
+   */
+  minted_by_member_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The key that created this one; null when a console session (or provisioning) did. */
+  minted_with_key_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A console user's password: `scrypt$N$r$p$salt$hash` (base64 salt and hash), never the password itself. */

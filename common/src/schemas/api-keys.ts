@@ -14,6 +14,22 @@ export const ApiKeySchema = Type.Object(
     scopes: Type.Array(ScopeSchema),
     created_at: Timestamp,
     revoked_at: NullableTimestamp,
+    minted_by: Type.Union(
+      [
+        Type.Object({
+          member_id: Type.String(),
+          email: Type.Union([Type.String(), Type.Null()]),
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          'The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those).',
+      },
+    ),
+    minted_with_key_id: Type.Union([Type.String(), Type.Null()], {
+      description: 'The API key this key was created with; null when a console session created it.',
+    }),
   },
   { $id: 'ApiKey' },
 );

@@ -43,6 +43,12 @@ export const UpdateMemberBody = Type.Object(
   {
     role: Type.Optional(RoleSchema),
     status: Type.Optional(MemberStatusSchema),
+    revoke_minted_keys: Type.Optional(
+      Type.Boolean({
+        description:
+          'For a removal or a demotion; omitted: `true`. Revoke every live API key the member minted (GET /org/members/{member_id}/minted-keys lists them) in the same write. `false` keeps them (the audit entry records the choice). Refused (422) on a request that names neither `status: "removed"` nor a `role`.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -59,3 +65,6 @@ export const ListMembersQuery = Type.Object(
 export type ListMembersQuery = Static<typeof ListMembersQuery>;
 
 export const MemberListSchema = listOf('members', MemberSchema);
+
+export const ListMintedKeysQuery = Type.Object({ ...PaginationQuery }, { additionalProperties: false });
+export type ListMintedKeysQuery = Static<typeof ListMintedKeysQuery>;

@@ -15,8 +15,14 @@ const accountPath = (id: string) => `/org/service-accounts/${segment(id)}`;
 
 export const accessApi = {
   members: (query: Query) => api.get<Page & { members: Member[] }>('/org/members', { limit: 100, ...query }),
-  updateMember: (memberId: string, input: { role?: Role; status?: MemberStatus }) =>
-    api.patch<Member>(`/org/members/${segment(memberId)}`, input),
+  /** `revoke_minted_keys` only with a removal or a role change (omitted: the keys the member minted are revoked). */
+  updateMember: (
+    memberId: string,
+    input: { role?: Role; status?: MemberStatus; revoke_minted_keys?: boolean },
+  ) => api.patch<Member>(`/org/members/${segment(memberId)}`, input),
+  /** The live keys a member minted: what removing or demoting them revokes. */
+  mintedKeys: (memberId: string) =>
+    api.get<Page & { api_keys: ApiKey[] }>(`/org/members/${segment(memberId)}/minted-keys`, { limit: 100 }),
 
   invites: () => api.get<Page & { invites: Invite[] }>('/org/invites', { limit: 100 }),
   createInvite: (input: { role: Role; email?: string }) => api.post<Invite>('/org/invites', input),

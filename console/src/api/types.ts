@@ -6,7 +6,7 @@
 import type { Role, Scope } from '@ent/common/auth/scopes';
 
 // Roles and scopes are the server's own lists (that module imports nothing, so the bundle takes it as is).
-export { ROLES, type Role, type Scope } from '@ent/common/auth/scopes';
+export { ROLES, ROLE_RANK, type Role, type Scope } from '@ent/common/auth/scopes';
 
 export interface Page {
   has_more: boolean;
@@ -166,6 +166,10 @@ export interface ApiKey {
   scopes: Scope[];
   created_at: string;
   revoked_at: string | null;
+  /** The person who could have copied the key (its creator, or whoever minted the key it was made with); null: not recorded. */
+  minted_by: { member_id: string; email: string | null } | null;
+  /** The key this one was created with; null when a console session created it. */
+  minted_with_key_id: string | null;
 }
 
 /** The create answer: the only time the plaintext key is shown. */

@@ -2262,7 +2262,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              invites: components['schemas']['def-8'][];
+              invites: components['schemas']['def-9'][];
             };
           };
         };
@@ -3064,6 +3064,8 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
+            /** @description For a removal or a demotion; omitted: `true`. Revoke every live API key the member minted (GET /org/members/{member_id}/minted-keys lists them) in the same write. `false` keeps them (the audit entry records the choice). Refused (422) on a request that names neither `status: "removed"` nor a `role`. */
+            revoke_minted_keys?: boolean;
             role?: 'admin' | 'developer' | 'viewer';
             status?: 'active' | 'suspended' | 'removed';
           };
@@ -3218,6 +3220,150 @@ export interface paths {
         };
       };
     };
+    trace?: never;
+  };
+  '/org/members/{member_id}/minted-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The live API keys this member minted (on any service account), newest first: what a removal or a demotion revokes unless `revoke_minted_keys` is false. */
+    get: {
+      parameters: {
+        query?: {
+          limit?: number;
+          starting_after?: string;
+        };
+        header?: never;
+        path: {
+          member_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              api_keys: components['schemas']['def-8'][];
+              has_more: boolean;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/org/plans': {
@@ -4353,7 +4499,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              service_accounts: components['schemas']['def-9'][];
+              service_accounts: components['schemas']['def-10'][];
             };
           };
         };
@@ -4893,7 +5039,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              api_keys: components['schemas']['def-10'][];
+              api_keys: components['schemas']['def-8'][];
               has_more: boolean;
             };
           };
@@ -5044,6 +5190,13 @@ export interface paths {
               key_id: string;
               /** @description `svc-mk-1-` and the first 8 characters of the secret */
               key_prefix: string;
+              /** @description The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those). */
+              minted_by: {
+                email: string | null;
+                member_id: string;
+              } | null;
+              /** @description The API key this key was created with; null when a console session created it. */
+              minted_with_key_id: string | null;
               name: string;
               revoked_at: string | null;
               scopes: (
@@ -8836,8 +8989,39 @@ export interface components {
        */
       updated_at: string;
     };
-    /** Invite */
+    /** ApiKey */
     'def-8': {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      key_id: string;
+      /** @description `svc-mk-1-` and the first 8 characters of the secret */
+      key_prefix: string;
+      /** @description The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those). */
+      minted_by: {
+        email: string | null;
+        member_id: string;
+      } | null;
+      /** @description The API key this key was created with; null when a console session created it. */
+      minted_with_key_id: string | null;
+      name: string;
+      revoked_at: string | null;
+      scopes: (
+        | 'check'
+        | 'catalog:read'
+        | 'catalog:write'
+        | 'subscribers:read'
+        | 'subscribers:write'
+        | 'org:read'
+        | 'org:write'
+        | 'org:audit:read'
+      )[];
+      service_account_id: string;
+    };
+    /** Invite */
+    'def-9': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -8854,7 +9038,7 @@ export interface components {
       url: string | null;
     };
     /** ServiceAccount */
-    'def-9': {
+    'def-10': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -8870,30 +9054,6 @@ export interface components {
        * @description ISO 8601 UTC with milliseconds
        */
       updated_at: string;
-    };
-    /** ApiKey */
-    'def-10': {
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      key_id: string;
-      /** @description `svc-mk-1-` and the first 8 characters of the secret */
-      key_prefix: string;
-      name: string;
-      revoked_at: string | null;
-      scopes: (
-        | 'check'
-        | 'catalog:read'
-        | 'catalog:write'
-        | 'subscribers:read'
-        | 'subscribers:write'
-        | 'org:read'
-        | 'org:write'
-        | 'org:audit:read'
-      )[];
-      service_account_id: string;
     };
     /** WebhookDelivery */
     'def-11': {

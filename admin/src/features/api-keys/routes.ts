@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { isScope } from '@ent/common/auth/scopes';
-import type { ApiKey } from '@ent/common/db/database';
 import {
   ApiKeyListSchema,
   ApiKeyParams,
@@ -14,9 +13,10 @@ import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/commo
 import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './service.ts';
+import type { ApiKeyRow } from './store.ts';
 import { mustPublish } from '../../plugins/write-pipeline.ts';
 
-export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
+export const toApiKeyBody = (key: ApiKeyRow): ApiKeyBody => ({
   key_id: key.id,
   key_prefix: key.key_prefix,
   name: key.name,
@@ -24,6 +24,10 @@ export const toApiKeyBody = (key: ApiKey): ApiKeyBody => ({
   scopes: key.scopes.filter(isScope),
   created_at: key.created_at.toISOString(),
   revoked_at: key.revoked_at?.toISOString() ?? null,
+  minted_by: key.minted_by_member_id
+    ? { member_id: key.minted_by_member_id, email: key.minted_by_email }
+    : null,
+  minted_with_key_id: key.minted_with_key_id,
 });
 
 const tags = ['api keys'];

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { generateApiKey } from '@ent/common/auth/api-key';
 import { DEFAULT_KEY_SCOPES, type Principal, type Role } from '@ent/common/auth/scopes';
-import type { ApiKey, Database } from '@ent/common/db/database';
+import type { Database } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { CreateApiKeyBody } from '@ent/common/schemas/api-keys';
 import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
@@ -9,23 +9,28 @@ import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
   findApiKey,
+  findKeyMintedBy,
   insertApiKey,
   listApiKeys as listApiKeyRows,
+  listLiveKeysMintedBy,
   lockApiKey,
+  minterOfKey,
   revokeApiKeyRow,
+  type ApiKeyRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { withCallerConfirmed } from '../members/caller.ts';
 
 export interface CreatedApiKey {
-  key: ApiKey;
+  key: ApiKeyRow;
   /** Returned once; only the SHA-256 hash is stored. */
   plaintext: string;
 }
 
 /**
  * Scopes omitted: `check`; an empty list: full access (whatever the service account's role allows). Either
- * way the caller must hold what it grants: the default `check` too.
+ * way the caller must hold what it grants: the default `check` too. The key records who could have copied it
+ * (decisions.md, "Offboarding: keys a member minted"): the person signed in, or whoever minted the key used.
  */
 export async function createApiKey(
   db: Kysely<Database>,
@@ -58,6 +63,9 @@ export async function createApiKey(
       prefix: generated.prefix,
       hash: generated.hash,
       scopes,
+      ...(principal.authType === 'member_session'
+        ? { mintedByMemberId: principal.memberId, mintedWithKeyId: null }
+        : { mintedByMemberId: await minterOfKey(trx, principal.keyId), mintedWithKeyId: principal.keyId }),
     });
     await bumpAuthVersion(trx, organizationId);
     return created;
@@ -93,7 +101,7 @@ export function listApiKeys(
   organizationId: string,
   serviceAccountId: string,
   request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
-): Promise<Page<ApiKey>> {
+): Promise<Page<ApiKeyRow>> {
   return paginate(
     request,
     {
@@ -101,5 +109,22 @@ export function listApiKeys(
       what: 'a key of this service account',
     },
     (filter) => listApiKeyRows(db, organizationId, serviceAccountId, filter),
+  );
+}
+
+/** The live keys a member minted, on any service account, newest first, one page: what removing them would revoke. */
+export function listKeysMintedBy(
+  db: Kysely<Database>,
+  organizationId: string,
+  memberId: string,
+  request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
+): Promise<Page<ApiKeyRow>> {
+  return paginate(
+    request,
+    {
+      find: (id) => findKeyMintedBy(db, organizationId, memberId, id),
+      what: 'a key this member minted',
+    },
+    (filter) => listLiveKeysMintedBy(db, organizationId, memberId, filter),
   );
 }

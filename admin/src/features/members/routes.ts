@@ -5,13 +5,17 @@ import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/commo
 import {
   CreateMemberBody,
   ListMembersQuery,
+  ListMintedKeysQuery,
   MemberIdParams,
   MemberListSchema,
   MemberSchema,
   UpdateMemberBody,
   type MemberBody,
 } from '@ent/common/schemas/members';
+import { ApiKeyListSchema } from '@ent/common/schemas/api-keys';
 import { createMember, getMember, listMembers, updateMember } from './service.ts';
+import { listKeysMintedBy } from '../api-keys/service.ts';
+import { toApiKeyBody } from '../api-keys/routes.ts';
 import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toMemberBody = (member: Member): MemberBody => ({
@@ -63,6 +67,31 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) =>
       toMemberBody(await getMember(app.db, request.principal!.organizationId, request.params.member_id)),
+  );
+
+  // What removing or demoting the member would revoke: the console shows it before the admin confirms.
+  app.get(
+    '/org/members/:member_id/minted-keys',
+    {
+      config: { scope: 'org:read' },
+      schema: {
+        tags,
+        description:
+          'The live API keys this member minted (on any service account), newest first: what a removal or a demotion revokes unless `revoke_minted_keys` is false.',
+        params: MemberIdParams,
+        querystring: ListMintedKeysQuery,
+        response: { 200: ApiKeyListSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const organizationId = request.principal!.organizationId;
+      const member = await getMember(app.db, organizationId, request.params.member_id);
+      const page = await listKeysMintedBy(app.db, organizationId, member.id, {
+        limit: request.query.limit,
+        startingAfter: request.query.starting_after,
+      });
+      return { api_keys: page.items.map(toApiKeyBody), has_more: page.hasMore };
+    },
   );
 
   app.post(

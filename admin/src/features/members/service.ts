@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import { ROLE_RANK, ROLES, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
-import { conflict, notFound } from '@ent/common/errors/app-error';
+import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
-import { changedFields, type Change } from '../shared/changes.ts';
+import { changedFields } from '../shared/changes.ts';
+import type { AuditDetails } from '../../plugins/write-pipeline.ts';
+import { liveKeysMintedBy, revokeKeysMintedBy } from '../api-keys/store.ts';
 import { withCallerConfirmed } from './caller.ts';
 import { endMemberSessions } from '../console-sessions/service.ts';
 import { assertMayGrant } from './roles.ts';
@@ -69,9 +71,31 @@ export async function getMember(
 
 export interface MemberUpdateResult {
   member: Member;
-  /** The audit details of what changed; null: nothing did. */
-  details: Record<string, Change> | null;
+  /**
+   * The audit details of what changed; null: nothing did. A removal or demotion adds `revoke_minted_keys` (as
+   * applied) and `revoked_keys`, `kept_keys` (each `{key_id, key_prefix}`).
+   */
+  details: AuditDetails | null;
 }
+
+/**
+ * `revoke_minted_keys` only means something to a request that asks for a removal or names a role (a demotion, or
+ * a retry of one that already happened); anywhere else a client sending it would believe keys were revoked.
+ */
+function assertRevokeFlagApplies(input: UpdateMemberBody): void {
+  if (input.revoke_minted_keys === undefined || input.status === 'removed' || input.role !== undefined)
+    return;
+  throw validationError('revoke_minted_keys applies only to a removal (status "removed") or a role change.', {
+    field: 'revoke_minted_keys',
+    value: input.revoke_minted_keys,
+  });
+}
+
+/** `{key_id, key_prefix}` of each key, oldest first (as `UPDATE ... RETURNING` gives them in no set order). */
+const keyRefs = (keys: { id: string; key_prefix: string }[]) =>
+  [...keys]
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map((key) => ({ key_id: key.id, key_prefix: key.key_prefix }));
 
 /**
  * Raising a role, or making a suspended member active again, grants the member everything its role allows
@@ -85,7 +109,9 @@ const grantsRights = (before: Member, role: Role, status: Member['status']): boo
 /**
  * Role and status changes. `removed` is final and revokes the member's keys; suspending or removing ends the
  * member's console sessions and revokes the invites they made, and a demotion revokes those they made for a role
- * above the new one; the last active admin can neither be demoted, suspended nor removed.
+ * above the new one; the last active admin can neither be demoted, suspended nor removed. A removal or a demotion
+ * also revokes every live key the member minted (what they could have copied), unless `revoke_minted_keys` is
+ * false: in this transaction, so no request with such a key is let in once the write is answered.
  */
 export async function updateMember(
   db: Kysely<Database>,
@@ -95,10 +121,11 @@ export async function updateMember(
   now: Date,
 ): Promise<MemberUpdateResult> {
   const organizationId = principal.organizationId;
+  assertRevokeFlagApplies(input);
   return withCallerConfirmed(db, principal, async (trx) => {
     const before = await findMember(trx, organizationId, memberId);
     if (!before) throw memberNotFound(memberId);
-    const details = changedFields(before, input, ['role', 'status']);
+    const details: AuditDetails | null = changedFields(before, input, ['role', 'status']);
     if (!details) return { member: before, details };
     if (before.status === 'removed') throw removedMemberUnchangeable();
     const role = (input.role ?? before.role) as Role;
@@ -113,7 +140,17 @@ export async function updateMember(
       });
     }
     const member = await updateMemberRow(trx, memberId, { role, status });
-    if (status === 'removed') await revokeMemberKeys(trx, organizationId, memberId);
+    const demoted = ROLE_RANK[role] < ROLE_RANK[before.role as Role];
+    if (status === 'removed' || demoted) {
+      const revokeMinted = input.revoke_minted_keys ?? true;
+      const ownKeys = status === 'removed' ? await revokeMemberKeys(trx, organizationId, memberId, now) : [];
+      const minted = revokeMinted
+        ? await revokeKeysMintedBy(trx, organizationId, memberId, now)
+        : await liveKeysMintedBy(trx, organizationId, memberId);
+      details.revoke_minted_keys = revokeMinted;
+      details.revoked_keys = keyRefs(revokeMinted ? [...ownKeys, ...minted] : ownKeys);
+      details.kept_keys = keyRefs(revokeMinted ? [] : minted);
+    }
     if (status !== 'active') await endMemberSessions(trx, { organizationId, memberId }, now);
     // Invites this member made for a role they no longer hold (every role, once not active) go with it.
     const outranking = ROLES.filter((invited) => status !== 'active' || ROLE_RANK[invited] > ROLE_RANK[role]);

@@ -82,18 +82,20 @@ export function updateMemberRow(
     .executeTakeFirstOrThrow();
 }
 
-/** Revokes every live key of the member's service accounts. */
-export async function revokeMemberKeys(
+/** Revokes every live key of the member's service accounts (a service account member's own keys); returns them. */
+export function revokeMemberKeys(
   trx: Transaction<Database>,
   organizationId: string,
   memberId: string,
-): Promise<void> {
+  now: Date,
+): Promise<{ id: string; key_prefix: string }[]> {
   const accounts = trx.selectFrom('service_accounts').select('id').where('member_id', '=', memberId);
-  await trx
+  return trx
     .updateTable('api_keys')
-    .set({ revoked_at: new Date() })
+    .set({ revoked_at: now })
     .where('organization_id', '=', organizationId)
     .where('service_account_id', 'in', accounts)
     .where('revoked_at', 'is', null)
+    .returning(['id', 'key_prefix'])
     .execute();
 }

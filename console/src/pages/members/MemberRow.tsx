@@ -1,13 +1,14 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { accessApi } from '../../api/access.ts';
-import { ROLES, type Member, type MemberStatus, type Role } from '../../api/types.ts';
+import { ROLES, ROLE_RANK, type Member, type MemberStatus, type Role } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
 import { ErrorRow } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { MEMBERS_KEY } from './queries.ts';
+import { MintedKeysConfirm, mintedKeysKey } from './MintedKeysConfirm.tsx';
 
 const STATUS_TONE = { active: 'good', suspended: 'warn', removed: 'bad' } as const;
 
@@ -15,11 +16,19 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
   const can = usePermissions();
   const queryClient = useQueryClient();
   const [role, setRole] = useState<Role>(member.role);
+  // A removal or a demotion revokes the keys the member minted: it is confirmed with those keys in view.
+  const [confirming, setConfirming] = useState<'remove' | 'demote' | null>(null);
   const update = useMutation({
-    mutationFn: (input: { role?: Role; status?: MemberStatus }) =>
+    mutationFn: (input: { role?: Role; status?: MemberStatus; revoke_minted_keys?: boolean }) =>
       accessApi.updateMember(member.member_id, input),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: MEMBERS_KEY }),
+    onSuccess: async () => {
+      setConfirming(null);
+      await queryClient.invalidateQueries({ queryKey: MEMBERS_KEY });
+      await queryClient.invalidateQueries({ queryKey: mintedKeysKey(member.member_id) });
+    },
   });
+  const saveRole = () =>
+    ROLE_RANK[role] < ROLE_RANK[member.role] ? setConfirming('demote') : update.mutate({ role });
   const label = member.email ?? member.name ?? member.member_id;
   // Nobody changes their own role or status here: it could leave the organization without an admin.
   const manage = can.manageMembers && !self && member.status !== 'removed';
@@ -47,8 +56,8 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
               <button
                 type="button"
                 className="button button-small"
-                disabled={role === member.role || update.isPending}
-                onClick={() => update.mutate({ role })}
+                disabled={role === member.role || update.isPending || confirming !== null}
+                onClick={saveRole}
               >
                 Save role
               </button>
@@ -81,9 +90,35 @@ export function MemberRow({ member, self }: { member: Member; self: boolean }) {
                 Reactivate
               </button>
             ) : null}
+            {manage ? (
+              <button
+                type="button"
+                className="button button-small button-danger-quiet"
+                disabled={update.isPending || confirming !== null}
+                onClick={() => setConfirming('remove')}
+              >
+                Remove
+              </button>
+            ) : null}
           </td>
         ) : null}
       </tr>
+      {confirming ? (
+        <MintedKeysConfirm
+          member={member}
+          action={confirming === 'remove' ? 'remove member' : `change role to ${role}`}
+          columns={6}
+          pending={update.isPending}
+          onCancel={() => setConfirming(null)}
+          onConfirm={(revokeMintedKeys) =>
+            update.mutate(
+              confirming === 'remove'
+                ? { status: 'removed', revoke_minted_keys: revokeMintedKeys }
+                : { role, revoke_minted_keys: revokeMintedKeys },
+            )
+          }
+        />
+      ) : null}
       <ErrorRow error={update.error} columns={6} />
     </>
   );

@@ -35,6 +35,13 @@ export function ApiKeyRow({ apiKey, manage }: { apiKey: ApiKey; manage: boolean 
           )}
         </td>
         <td className="cell-nowrap">{formatTime(apiKey.created_at)}</td>
+        <td data-testid="minted-by">
+          {apiKey.minted_by ? (
+            (apiKey.minted_by.email ?? apiKey.minted_by.member_id)
+          ) : (
+            <span className="cell-muted">—</span>
+          )}
+        </td>
         <td>
           {revoked ? (
             <Badge tone="bad">revoked {formatTime(apiKey.revoked_at)}</Badge>
@@ -55,7 +62,7 @@ export function ApiKeyRow({ apiKey, manage }: { apiKey: ApiKey; manage: boolean 
           </td>
         ) : null}
       </tr>
-      <ErrorRow error={revoke.error} columns={6} />
+      <ErrorRow error={revoke.error} columns={7} />
     </>
   );
 }

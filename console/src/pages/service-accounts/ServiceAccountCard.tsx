@@ -68,7 +68,7 @@ export function ServiceAccountCard({ account }: { account: ServiceAccount }) {
       {keys.data ? (
         <DataTable
           compact
-          columns={6}
+          columns={7}
           empty={keys.data.api_keys.length === 0 && 'No keys.'}
           head={
             <>
@@ -76,6 +76,7 @@ export function ServiceAccountCard({ account }: { account: ServiceAccount }) {
               <th>Name</th>
               <th>Scopes</th>
               <th>Created</th>
+              <th>Minted by</th>
               <th>Status</th>
               {manage ? <th aria-label="Actions" /> : null}
             </>
