@@ -6,6 +6,7 @@ import * as outbox from './2026-11-23T1000_outbox.ts';
 import * as consoleSessions from './2026-11-24T1000_console_sessions.ts';
 import * as usageHistory from './2026-11-24T1100_usage_history.ts';
 import * as listSearchIndexes from './2026-11-24T1110_list_search_indexes.ts';
+import * as membersSignInEmail from './2026-11-26T2300_members_sign_in_email.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24T1000_console_sessions': consoleSessions,
   '2026-11-24T1100_usage_history': usageHistory,
   '2026-11-24T1110_list_search_indexes': listSearchIndexes,
+  '2026-11-26T2300_members_sign_in_email': membersSignInEmail,
 };
