@@ -4,6 +4,13 @@ import type { Database } from '@ent/common/db/database';
 type Db = Kysely<Database> | Transaction<Database>;
 
 /**
+ * How many memberships a sign-in without an organization checks (each costs a scrypt): sign-up does not prove an
+ * email is one's own, so anyone could give an email many organizations and make its every sign-in expensive. The
+ * oldest count; a person in more organizations names the slug to reach the newer ones.
+ */
+export const SIGN_IN_MEMBERSHIPS_CHECKED = 20;
+
+/**
  * The person signing in: the users with this lower-cased email, not removed (members_organization_email, the
  * partial unique index, allows one per organization), with their password hash if any; only the organization with
  * `slug` when one is given. Oldest membership first, so a list of several always comes in the same order.
@@ -26,7 +33,7 @@ export function findSignInCandidates(db: Db, email: string, slug?: string) {
     .where('m.status', '!=', 'removed')
     .where(sql<string>`lower(m.email)`, '=', email.toLowerCase());
   if (slug !== undefined) query = query.where('o.slug', '=', slug);
-  return query.orderBy('m.id').execute();
+  return query.orderBy('m.id').limit(SIGN_IN_MEMBERSHIPS_CHECKED).execute();
 }
 
 export async function findPasswordHash(db: Db, memberId: string): Promise<string | null> {
