@@ -69,15 +69,22 @@ const normalizedEmail = (attempt: SignInAttempt) => attempt.email.trim().toLower
  */
 export function signInLimiter(redis: RedisClient, keys: RedisKeys): SignInLimiter {
   const scripts = withScripts(redis);
+  const keysOf = (attempt: SignInAttempt) => ({
+    address: keys.signInAddressFailures(clientKey(attempt.ip)),
+    accountFromAddress: keys.signInAccountAddressFailures(
+      digest(normalizedEmail(attempt), clientKey(attempt.ip)),
+    ),
+    account: keys.signInFailures(digest(normalizedEmail(attempt))),
+  });
   /** In the order they are taken: a refusal by one gives back the places taken before it. */
-  const counters = (attempt: SignInAttempt): { key: string; limit: number }[] => [
-    { key: keys.signInAddressFailures(clientKey(attempt.ip)), limit: SIGN_IN_FAILURES_PER_ADDRESS },
-    {
-      key: keys.signInAccountAddressFailures(digest(normalizedEmail(attempt), clientKey(attempt.ip))),
-      limit: SIGN_IN_FAILURES_PER_ACCOUNT_AND_ADDRESS,
-    },
-    { key: keys.signInFailures(digest(normalizedEmail(attempt))), limit: SIGN_IN_FAILURES_PER_ACCOUNT },
-  ];
+  const counters = (attempt: SignInAttempt): { key: string; limit: number }[] => {
+    const { address, accountFromAddress, account } = keysOf(attempt);
+    return [
+      { key: address, limit: SIGN_IN_FAILURES_PER_ADDRESS },
+      { key: accountFromAddress, limit: SIGN_IN_FAILURES_PER_ACCOUNT_AND_ADDRESS },
+      { key: account, limit: SIGN_IN_FAILURES_PER_ACCOUNT },
+    ];
+  };
   const giveBack = (keysToGive: string[]) =>
     Promise.all(keysToGive.map((key) => scripts.windowGiveBack(key)));
 
@@ -97,8 +104,8 @@ export function signInLimiter(redis: RedisClient, keys: RedisKeys): SignInLimite
       }),
     succeeded: (attempt) =>
       unlessRedisFails(async () => {
-        const [address, accountFromAddress, account] = counters(attempt).map(({ key }) => key);
-        await Promise.all([redis.del(accountFromAddress!), giveBack([address!, account!])]);
+        const { address, accountFromAddress, account } = keysOf(attempt);
+        await Promise.all([redis.del(accountFromAddress), giveBack([address, account])]);
       }),
     abandoned: (attempt) =>
       unlessRedisFails(async () => {
