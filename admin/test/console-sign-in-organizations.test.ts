@@ -109,6 +109,20 @@ describe('sign-in without an organization', () => {
     expect(res.json()).toMatchObject({ organization: { slug: kept.slug } });
   });
 
+  it('checks the 20 oldest memberships of an email; a newer one is reached by naming its organization', async () => {
+    const { email } = uniqueAccount('many');
+    const organizations = [];
+    for (let i = 0; i < 21; i++) organizations.push(await organizationOf(email));
+    const res = await signInByEmail(email, PASSWORD);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().organizations.map((o: { slug: string }) => o.slug)).toEqual(
+      organizations.slice(0, 20).map((o) => o.slug),
+    );
+    const newest = organizations[20]!;
+    const named = await signIn(ctx, { slug: newest.slug, email, password: PASSWORD, ip: uniqueAccount().ip });
+    expect(named.json()).toMatchObject({ member: { member_id: newest.memberId } });
+  });
+
   it('answers one 401, with the same body, for an unknown email and for a wrong password', async () => {
     const { email } = uniqueAccount('wrong');
     await organizationOf(email);
