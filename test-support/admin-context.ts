@@ -27,6 +27,12 @@ export interface AdminTestContext {
   close(): Promise<void>;
 }
 
+/**
+ * scrypt's N = 2^10 instead of 2^15 (PASSWORD_HASH_COST): tests sign up and in hundreds of times, and at the
+ * production cost one file of them ran near its timeout. Startup refuses it outside NODE_ENV=test.
+ */
+export const TEST_PASSWORD_HASH_COST = 10;
+
 export function testConfig(database: TestDatabase, overrides: Partial<Config> = {}): Config {
   return {
     ...loadConfig({}),
@@ -35,6 +41,7 @@ export function testConfig(database: TestDatabase, overrides: Partial<Config> = 
     redisKeyPrefix: testRedisPrefix(),
     logLevel: 'silent',
     webhookAllowPrivateTargets: true,
+    passwordHashCost: TEST_PASSWORD_HASH_COST,
     ...overrides,
   };
 }

@@ -15,7 +15,11 @@ const signUpFrom = (ip: string, label = 'limit') => {
   return consolePost(
     ctx,
     '/console/api/sign-up',
-    { email: account.email, password: PASSWORD, organization: { name: `Org ${account.slug}`, slug: account.slug } },
+    {
+      email: account.email,
+      password: PASSWORD,
+      organization: { name: `Org ${account.slug}`, slug: account.slug },
+    },
     { 'x-forwarded-for': ip },
   );
 };
@@ -60,7 +64,38 @@ describe('sign-ups per client address', () => {
       { 'x-forwarded-for': ip },
     );
     expect(refused.statusCode).toBe(429);
-    const row = await ctx.db.selectFrom('organizations').select('id').where('slug', '=', account.slug).executeTakeFirst();
+    const row = await ctx.db
+      .selectFrom('organizations')
+      .select('id')
+      .where('slug', '=', account.slug)
+      .executeTakeFirst();
     expect(row).toBeUndefined();
+  });
+
+  it('counts attempts on a taken slug too: 60 of them from one address get 429 past the limit, not 60 "slug taken"', async () => {
+    const owner = uniqueAccount('owned');
+    expect(
+      (
+        await consolePost(
+          ctx,
+          '/console/api/sign-up',
+          { email: owner.email, password: PASSWORD, organization: { name: 'Owned', slug: owner.slug } },
+          { 'x-forwarded-for': owner.ip },
+        )
+      ).statusCode,
+    ).toBe(201);
+    const prober = uniqueAccount('prober');
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const res = await consolePost(
+        ctx,
+        '/console/api/sign-up',
+        { email: prober.email, password: PASSWORD, organization: { name: 'Probe', slug: owner.slug } },
+        { 'x-forwarded-for': prober.ip },
+      );
+      statuses.push(res.statusCode);
+    }
+    expect(statuses.filter((status) => status === 409)).toHaveLength(2);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(58);
   });
 });

@@ -15,7 +15,10 @@ afterAll(async () => {
 });
 
 /** Runs a real admin or worker process; resolves with its exit code and output, or fails after 30 s. */
-async function exitOf(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+async function exitOf(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   const child = startNode(script, {
     DATABASE_URL: database.appUrl,
     DATABASE_OWNER_URL: database.ownerUrl,
@@ -38,9 +41,15 @@ async function exitOf(script: string, env: Record<string, string>): Promise<{ co
 
 describe('startup refusals (real processes)', () => {
   it('admin on a non-loopback HOST without INTERNAL_TOKEN exits non-zero, saying to set it', async () => {
-    const { code, output } = await exitOf('admin/src/server.ts', { HOST: '0.0.0.0', INTERNAL_TOKEN: '', SECRETS_KEY: KEY });
+    const { code, output } = await exitOf('admin/src/server.ts', {
+      HOST: '0.0.0.0',
+      INTERNAL_TOKEN: '',
+      SECRETS_KEY: KEY,
+    });
     expect(code).not.toBe(0);
-    expect(output).toContain('INTERNAL_TOKEN must be set when admin listens on a non-loopback address (HOST=0.0.0.0)');
+    expect(output).toContain(
+      'INTERNAL_TOKEN must be set when admin listens on a non-loopback address (HOST=0.0.0.0)',
+    );
   });
 
   it.each([
@@ -48,16 +57,38 @@ describe('startup refusals (real processes)', () => {
     ['admin/src/worker.ts', '0.0.0.0', ''],
     ['admin/src/server.ts', '127.0.0.1', 'production'],
     ['admin/src/worker.ts', '127.0.0.1', 'production'],
-  ])('%s with HOST=%s NODE_ENV=%s and no SECRETS_KEY exits non-zero, saying to set SECRETS_KEY', async (script, host, nodeEnv) => {
-    const { code, output } = await exitOf(script, { HOST: host, NODE_ENV: nodeEnv, INTERNAL_TOKEN: 'token', SECRETS_KEY: '' });
-    expect(code).not.toBe(0);
-    expect(output).toContain('SECRETS_KEY is not set');
-    expect(output).toContain('openssl rand -base64 32');
-  });
+  ])(
+    '%s with HOST=%s NODE_ENV=%s and no SECRETS_KEY exits non-zero, saying to set SECRETS_KEY',
+    async (script, host, nodeEnv) => {
+      const { code, output } = await exitOf(script, {
+        HOST: host,
+        NODE_ENV: nodeEnv,
+        INTERNAL_TOKEN: 'token',
+        SECRETS_KEY: '',
+      });
+      expect(code).not.toBe(0);
+      expect(output).toContain('SECRETS_KEY is not set');
+      expect(output).toContain('openssl rand -base64 32');
+    },
+  );
 
   it('admin with a malformed SECRETS_KEY exits non-zero, saying what a key must be', async () => {
     const { code, output } = await exitOf('admin/src/server.ts', { SECRETS_KEY: 'abc', INTERNAL_TOKEN: '' });
     expect(code).not.toBe(0);
     expect(output).toContain('SECRETS_KEY must be 32 bytes, as 64 hex characters or base64');
   });
+
+  it.each(['production', ''])(
+    'admin with a test-only PASSWORD_HASH_COST and NODE_ENV=%s exits non-zero, saying the cost is for tests only',
+    async (nodeEnv) => {
+      const { code, output } = await exitOf('admin/src/server.ts', {
+        PASSWORD_HASH_COST: '10',
+        NODE_ENV: nodeEnv,
+        SECRETS_KEY: KEY,
+        INTERNAL_TOKEN: '',
+      });
+      expect(code).not.toBe(0);
+      expect(output).toContain('PASSWORD_HASH_COST below 15 is for tests only (NODE_ENV=test)');
+    },
+  );
 });

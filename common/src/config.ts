@@ -50,6 +50,11 @@ export interface Config {
   consoleSessionHours: number;
   /** Console sign-ups (new organizations) one client address may make per hour. */
   consoleSignUpsPerHour: number;
+  /**
+   * log2 of scrypt's N for new console password hashes (PASSWORD_HASH_COST, default 15). Below 15 only under
+   * NODE_ENV=test: tests sign in hundreds of times and need a cheap hash, a deployment never does.
+   */
+  passwordHashCost: number;
   /** After SIGTERM/SIGINT, how long /readyz answers 503 while requests are still served, so balancers stop sending. */
   shutdownDrainDelayMs: number;
   /** Hard limit from the signal to the exit: what has not finished by then is abandoned and the exit code is 1. */
@@ -114,6 +119,30 @@ const list = (raw: string | undefined): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** The production cost: docs/console-api.md, N=2^15. */
+export const STRONG_PASSWORD_HASH_COST = 15;
+/** 2^17 · r=8 · 128 bytes = 128 MiB per hash, the most a sign-in may allocate (passwords.ts' ceiling is 256). */
+const MAX_PASSWORD_HASH_COST = 17;
+
+/** A cheap cost is refused at startup unless the process says it runs tests, so no deployment gets one by mistake. */
+function passwordHashCost(env: Env): number {
+  const cost = integerIn(
+    env,
+    'PASSWORD_HASH_COST',
+    STRONG_PASSWORD_HASH_COST,
+    1,
+    MAX_PASSWORD_HASH_COST,
+    `an integer between 1 and ${MAX_PASSWORD_HASH_COST} (log2 of scrypt's N)`,
+  );
+  if (cost < STRONG_PASSWORD_HASH_COST && env.NODE_ENV !== 'test') {
+    throw new Error(
+      `PASSWORD_HASH_COST below ${STRONG_PASSWORD_HASH_COST} is for tests only (NODE_ENV=test), got "${env.PASSWORD_HASH_COST}" ` +
+        `with NODE_ENV "${env.NODE_ENV ?? ''}"; unset it to use the default`,
+    );
+  }
+  return cost;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const adminPort = port(env, 'ADMIN_PORT', 3001);
   const host = env.HOST || '127.0.0.1';
@@ -169,6 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
       1_000_000,
       'an integer between 0 and 1000000',
     ),
+    passwordHashCost: passwordHashCost(env),
     // Below the timeout, so a drain always leaves time to close.
     shutdownDrainDelayMs: integerIn(
       env,

@@ -39,6 +39,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(`${name} must be ${what}, got "${value}"`);
   });
 
+  it('hashes console passwords at scrypt N=2^15 by default, and takes a cheaper PASSWORD_HASH_COST only under NODE_ENV=test', () => {
+    expect(loadConfig({}).passwordHashCost).toBe(15);
+    expect(loadConfig({ PASSWORD_HASH_COST: '16' }).passwordHashCost).toBe(16);
+    expect(loadConfig({ PASSWORD_HASH_COST: '10', NODE_ENV: 'test' }).passwordHashCost).toBe(10);
+    for (const nodeEnv of [undefined, '', 'production', 'development']) {
+      expect(() => loadConfig({ PASSWORD_HASH_COST: '10', NODE_ENV: nodeEnv })).toThrow(
+        'PASSWORD_HASH_COST below 15 is for tests only (NODE_ENV=test)',
+      );
+    }
+    expect(() => loadConfig({ PASSWORD_HASH_COST: '18' })).toThrow(
+      'PASSWORD_HASH_COST must be an integer between 1 and 17',
+    );
+  });
+
   it('refuses a port outside 0-65535', () => {
     expect(() => loadConfig({ GATEWAY_PORT: '70000' })).toThrow('GATEWAY_PORT must be a TCP port');
   });

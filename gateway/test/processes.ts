@@ -191,6 +191,9 @@ export async function serviceEnv(options: {
     LOG_LEVEL: options.logLevel ?? 'warn',
     // Every process-level test runs the way a deployment does: gateways present the token admin requires.
     INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
+    // A cheap password hash, which admin accepts only under NODE_ENV=test (test-support/admin-context.ts).
+    NODE_ENV: 'test',
+    PASSWORD_HASH_COST: '10',
   };
   return { env, adminUrl };
 }

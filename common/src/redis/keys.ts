@@ -29,10 +29,13 @@ export function redisKeys(prefix: string) {
     /** String: JSON of the key's principal, by SHA-256 of the plaintext. Not org-tagged: the org is unknown yet. */
     apiKey: (keyHash: string) => `${prefix}:apikey:${keyHash}`,
     /**
-     * Hash `{count, since}`: failed console sign-ins for one (organization slug, email), by a digest of the pair
-     * (the organization may not exist, and no email reaches Redis). Its own hash tag: one key per script call.
+     * Hash `{count, since}`: failed console sign-ins for one account (email) from every address, by a digest of
+     * the email (no email reaches Redis). Its own hash tag: one key per script call.
      */
     signInFailures: (accountDigest: string) => `${prefix}:{signin:${accountDigest}}`,
+    /** Hash `{count, since}`: failed console sign-ins for one account from one client address, by a digest of both. */
+    signInAccountAddressFailures: (accountAddressDigest: string) =>
+      `${prefix}:{signin-from:${accountAddressDigest}}`,
     /** Hash `{count, since}`: failed console sign-ins from one client address (IPv6: its /64). */
     signInAddressFailures: (clientAddress: string) => `${prefix}:{signin-ip:${clientAddress}}`,
     /** Hash `{count, since}`: console sign-ups from one client address (IPv6: its /64) in the current window. */

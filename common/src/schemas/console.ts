@@ -52,13 +52,30 @@ export type SignUpBody = Static<typeof SignUpBody>;
 /** Nothing here is checked beyond its size: every wrong part gets the same 401. */
 export const SignInBody = Type.Object(
   {
-    organization: Type.String({ minLength: 1, maxLength: 63, description: "the organization's slug" }),
+    organization: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        description:
+          "the organization's slug; without it, every organization where this email and password match",
+      }),
+    ),
     email: Type.String({ minLength: 1, maxLength: 320 }),
     password: Type.String({ minLength: 1, maxLength: 200 }),
   },
   { additionalProperties: false },
 );
 export type SignInBody = Static<typeof SignInBody>;
+
+/**
+ * The answer to a sign-in without `organization` whose email and password match in several organizations: no
+ * session yet; the console signs in again naming the one the person picks.
+ */
+export const OrganizationChoiceSchema = Type.Object(
+  { organizations: Type.Array(OrganizationNameSlug, { minItems: 2 }) },
+  { $id: 'ConsoleOrganizationChoice' },
+);
+export type OrganizationChoiceBody = Static<typeof OrganizationChoiceSchema>;
 
 export const ChangePasswordBody = Type.Object(
   {

@@ -1,5 +1,5 @@
 import { request, segment, setCsrfToken } from './client.ts';
-import type { InvitePreview, Session } from './types.ts';
+import type { InvitePreview, OrganizationChoice, Session } from './types.ts';
 
 /** docs/console-api.md: the console's own routes. Every answer that carries a session arms the CSRF token. */
 const base = '/console/api';
@@ -16,11 +16,15 @@ export interface SignUpInput {
   organization: { name: string; slug: string };
 }
 
+/** Without `organization`, the service finds the organizations where the email and password match. */
 export interface SignInInput {
-  organization: string;
+  organization?: string;
   email: string;
   password: string;
 }
+
+export const isOrganizationChoice = (answer: Session | OrganizationChoice): answer is OrganizationChoice =>
+  'organizations' in answer;
 
 export interface AcceptInviteInput {
   password: string;
@@ -33,8 +37,14 @@ export const sessionApi = {
     remember(await request<Session>('GET', `${base}/session`, { expectUnauthenticated: true })),
   signUp: async (input: SignUpInput): Promise<Session> =>
     remember(await request<Session>('POST', `${base}/sign-up`, { body: input, expectUnauthenticated: true })),
-  signIn: async (input: SignInInput): Promise<Session> =>
-    remember(await request<Session>('POST', `${base}/sign-in`, { body: input, expectUnauthenticated: true })),
+  /** A session, or (the password matched in several organizations) the ones to pick from: sign in again naming one. */
+  signIn: async (input: SignInInput): Promise<Session | OrganizationChoice> => {
+    const answer = await request<Session | OrganizationChoice>('POST', `${base}/sign-in`, {
+      body: input,
+      expectUnauthenticated: true,
+    });
+    return isOrganizationChoice(answer) ? answer : remember(answer);
+  },
   signOut: async (): Promise<void> => {
     try {
       await request<null>('POST', `${base}/sign-out`, { expectUnauthenticated: true });

@@ -216,6 +216,11 @@ export interface Session {
   expires_at: string;
 }
 
+/** docs/console-api.md: a sign-in without an organization whose email and password match in several. */
+export interface OrganizationChoice {
+  organizations: { name: string; slug: string }[];
+}
+
 export type InviteStatus = 'pending' | 'accepted' | 'expired' | 'revoked';
 
 export interface InvitePreview {

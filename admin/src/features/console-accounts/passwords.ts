@@ -2,9 +2,11 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 
 /**
  * Passwords are stored as `scrypt$N$r$p$salt$hash` (salt and hash base64): self-describing, so the cost can be
- * raised later while old hashes still verify. docs/console-api.md: N=2^15, r=8, p=1, a 16-byte salt.
+ * raised later while old hashes still verify. docs/console-api.md: N=2^15, r=8, p=1, a 16-byte salt. N comes
+ * from PASSWORD_HASH_COST (its log2; config.ts allows a lower one only under NODE_ENV=test); a hash verifies at
+ * the cost written in it, whatever the configured one.
  */
-const COST = { N: 2 ** 15, r: 8, p: 1 } as const;
+const costOf = (log2N: number) => ({ N: 2 ** log2N, r: 8, p: 1 }) as const;
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;
 /** scrypt needs 128·N·r bytes; Node's default ceiling (32 MiB) is exactly that for N=2^15, r=8, so leave room. */
@@ -25,10 +27,11 @@ function derive(
   });
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, log2N: number): Promise<string> {
+  const cost = costOf(log2N);
   const salt = randomBytes(SALT_BYTES);
-  const hash = await derive(password, salt, COST, HASH_BYTES);
-  return ['scrypt', COST.N, COST.r, COST.p, salt.toString('base64'), hash.toString('base64')].join('$');
+  const hash = await derive(password, salt, cost, HASH_BYTES);
+  return ['scrypt', cost.N, cost.r, cost.p, salt.toString('base64'), hash.toString('base64')].join('$');
 }
 
 interface StoredHash {
@@ -60,14 +63,18 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return timingSafeEqual(candidate, parsed.hash);
 }
 
-let decoy: Promise<string> | undefined;
+const decoys = new Map<number, Promise<string>>();
 
 /**
- * Spends what a real check costs when there is nothing to check (no such organization, person or password), so
- * the time of a sign-in does not say which part was wrong. Always false.
+ * Spends what a real check at the configured cost costs when there is nothing to check (no such organization,
+ * person or password), so the time of a sign-in does not say which part was wrong. Always false.
  */
-export async function verifyNothing(password: string): Promise<false> {
-  decoy ??= hashPassword(randomBytes(16).toString('hex'));
+export async function verifyNothing(password: string, log2N: number): Promise<false> {
+  let decoy = decoys.get(log2N);
+  if (!decoy) {
+    decoy = hashPassword(randomBytes(16).toString('hex'), log2N);
+    decoys.set(log2N, decoy);
+  }
   await verifyPassword(password, await decoy);
   return false;
 }

@@ -1,4 +1,5 @@
 import cookie from '@fastify/cookie';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError, forbidden } from '@ent/common/errors/app-error';
@@ -9,6 +10,7 @@ import {
   ConsoleSessionSchema,
   InvitePreviewSchema,
   InviteTokenParams,
+  OrganizationChoiceSchema,
   SignInBody,
   SignUpBody,
   type InvitePreviewBody,
@@ -49,6 +51,7 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
   await app.register(cookie, { hook: false });
   const settings: AccountSettings = {
     sessionLifetimeMs: app.config.consoleSessionHours * HOUR_MS,
+    passwordHashCost: app.config.passwordHashCost,
     limiter: signInLimiter(app.redis, app.redisKeys),
     signUps: signUpLimiter(app.redis, app.redisKeys, app.config.consoleSignUpsPerHour),
   };
@@ -91,7 +94,8 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
         response: { 201: ConsoleSessionSchema, ...errors(403, 409, 422, 429, 503) },
       },
     },
-    async (request, reply) => sendSignedIn(reply, await signUp(app.db, settings, request.body, request.ip, now()), 201),
+    async (request, reply) =>
+      sendSignedIn(reply, await signUp(app.db, settings, request.body, request.ip, now()), 201),
   );
 
   app.post(
@@ -101,11 +105,17 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
         tags,
         security: noCredentials,
         body: SignInBody,
-        response: { 200: ConsoleSessionSchema, ...errors(401, 403, 422, 429, 503) },
+        response: {
+          200: Type.Union([ConsoleSessionSchema, OrganizationChoiceSchema]),
+          ...errors(401, 403, 422, 429, 503),
+        },
       },
     },
-    async (request, reply) =>
-      sendSignedIn(reply, await signIn(app.db, settings, request.body, request.ip, now()), 200),
+    async (request, reply) => {
+      const outcome = await signIn(app.db, settings, request.body, request.ip, now());
+      if ('choice' in outcome) return reply.code(200).send({ organizations: outcome.choice });
+      return sendSignedIn(reply, outcome.signedIn, 200);
+    },
   );
 
   app.post(

@@ -5,6 +5,7 @@ import { newId } from '@ent/common/ids';
 import type {
   AcceptInviteBody,
   ChangePasswordBody,
+  OrganizationChoiceBody,
   SignInBody,
   SignUpBody,
 } from '@ent/common/schemas/console';
@@ -21,12 +22,14 @@ import { insertOrganization } from '../provisioning/create-organization.ts';
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
 import { signInRateLimited, type SignInAttempt, type SignInLimiter } from './sign-in-limiter.ts';
 import type { SignUpLimiter } from './sign-up-limiter.ts';
-import { findPasswordHash, findSignInCandidate, setPasswordHash } from './store.ts';
+import { findPasswordHash, findSignInCandidates, setPasswordHash } from './store.ts';
 import { transact } from '@ent/common/outbox/record';
 
 export interface AccountSettings {
   /** CONSOLE_SESSION_HOURS, absolute from sign-in. */
   sessionLifetimeMs: number;
+  /** PASSWORD_HASH_COST: log2 of scrypt's N for new hashes (and the decoy checks). */
+  passwordHashCost: number;
   limiter: SignInLimiter;
   signUps: SignUpLimiter;
 }
@@ -44,6 +47,9 @@ const slugTaken = (slug: string) =>
 
 /** One answer for every wrong part, so a sign-in tells nobody which organizations or people exist. */
 const wrongCredentials = () => unauthenticated('The organization, email or password is wrong.');
+
+/** A sign-in's outcome: a session, or (no organization named, several matched) the organizations to pick from. */
+export type SignInOutcome = { signedIn: SignedIn } | { choice: OrganizationChoiceBody['organizations'] };
 
 async function signedIn(db: Kysely<Database>, started: StartedSession, now: Date): Promise<SignedIn> {
   const session = await liveSession(db, started.token, now);
@@ -64,11 +70,12 @@ export async function signUp(
   now: Date,
 ): Promise<SignedIn> {
   const { slug } = input.organization;
-  // Checked first so a taken slug costs no scrypt; the unique index still decides a race.
+  // Counted before anything that answers whether the slug is taken: otherwise 409s would enumerate slugs freely.
+  await settings.signUps.admit(ip, now.getTime());
+  // Checked before the hash so a taken slug costs no scrypt; the unique index still decides a race.
   const taken = await db.selectFrom('organizations').select('id').where('slug', '=', slug).executeTakeFirst();
   if (taken) throw slugTaken(slug);
-  await settings.signUps.admit(ip, now.getTime());
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hashPassword(input.password, settings.passwordHashCost);
   const started = await db.transaction().execute(async (trx) => {
     const organizationId = newId('org');
     try {
@@ -109,9 +116,33 @@ async function limitedCheck<T>(
   }
 }
 
+type SignInCandidate = Awaited<ReturnType<typeof findSignInCandidates>>[number];
+
 /**
- * Limited first (429 before any password is checked), then the person is looked up by organization slug and
- * email; a person who does not exist (or has no password, or is suspended) costs the same scrypt as one who does.
+ * The memberships whose password is `password` and which may sign in (active). Every membership found costs one
+ * scrypt, none found costs one too: the time says nothing about whether the password is right, or whether the email
+ * exists; it grows only with how many organizations the email belongs to (checked in parallel on libuv's pool).
+ */
+async function matchingMemberships(
+  candidates: SignInCandidate[],
+  password: string,
+  cost: number,
+): Promise<SignInCandidate[]> {
+  if (candidates.length === 0) return verifyNothing(password, cost).then(() => []);
+  const verdicts = await Promise.all(
+    candidates.map((candidate) =>
+      candidate.password_hash
+        ? verifyPassword(password, candidate.password_hash)
+        : verifyNothing(password, cost),
+    ),
+  );
+  return candidates.filter((candidate, i) => verdicts[i] && candidate.status === 'active');
+}
+
+/**
+ * Limited first (429 before any password is checked), then the person is looked up by email, in the organization
+ * named by slug or, when none is, in every organization. One match signs in there; several answer the choice
+ * (the console signs in again naming one); none is the one 401, whichever part was wrong.
  */
 export async function signIn(
   db: Kysely<Database>,
@@ -119,19 +150,26 @@ export async function signIn(
   input: SignInBody,
   ip: string,
   now: Date,
-): Promise<SignedIn> {
-  const attempt = { organization: input.organization, email: input.email, ip };
-  const candidate = await limitedCheck(settings.limiter, attempt, now, async () => {
-    const found = await findSignInCandidate(db, input.organization.trim().toLowerCase(), input.email.trim());
-    const matches = found?.password_hash
-      ? await verifyPassword(input.password, found.password_hash)
-      : await verifyNothing(input.password);
-    return found && matches && found.status === 'active' ? found : undefined;
-  });
-  if (!candidate) throw wrongCredentials();
+): Promise<SignInOutcome> {
+  const attempt = { email: input.email, ip };
+  const slug = input.organization?.trim().toLowerCase();
+  const matching = await limitedCheck(settings.limiter, attempt, now, async () =>
+    matchingMemberships(
+      await findSignInCandidates(db, input.email.trim(), slug),
+      input.password,
+      settings.passwordHashCost,
+    ),
+  );
+  const [only, ...others] = matching;
+  if (!only) throw wrongCredentials();
   await settings.limiter.succeeded(attempt);
-  const who = { organizationId: candidate.organization_id, memberId: candidate.member_id };
-  return signedIn(db, await startSession(db, who, now, settings.sessionLifetimeMs), now);
+  if (others.length > 0) {
+    return {
+      choice: matching.map((m) => ({ name: m.organization_name, slug: m.organization_slug })),
+    };
+  }
+  const who = { organizationId: only.organization_id, memberId: only.member_id };
+  return { signedIn: await signedIn(db, await startSession(db, who, now, settings.sessionLifetimeMs), now) };
 }
 
 /**
@@ -146,14 +184,16 @@ export async function changePassword(
   ip: string,
   now: Date,
 ): Promise<void> {
-  const attempt = { organization: session.organization.slug, email: session.member.email, ip };
+  const attempt = { email: session.member.email, ip };
   const matches = await limitedCheck(settings.limiter, attempt, now, async () => {
     const stored = await findPasswordHash(db, session.memberId);
-    return stored ? verifyPassword(input.current_password, stored) : verifyNothing(input.current_password);
+    return stored
+      ? verifyPassword(input.current_password, stored)
+      : verifyNothing(input.current_password, settings.passwordHashCost);
   });
   if (!matches) throw validationError('The current password is wrong.', { field: 'current_password' });
   await settings.limiter.succeeded(attempt);
-  const passwordHash = await hashPassword(input.new_password);
+  const passwordHash = await hashPassword(input.new_password, settings.passwordHashCost);
   const who = { organizationId: session.organizationId, memberId: session.memberId };
   await db.transaction().execute(async (trx) => {
     await setPasswordHash(trx, who, passwordHash, now);
@@ -173,7 +213,7 @@ export async function acceptInvite(
   now: Date,
 ): Promise<SignedIn> {
   await assertInvitePending(db, token, now);
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hashPassword(input.password, settings.passwordHashCost);
   const started = await transact(db, async (trx) => {
     const member = await redeemInvite(trx, token, { email: input.email, name: input.name }, now);
     const who = { organizationId: member.organization_id, memberId: member.id };

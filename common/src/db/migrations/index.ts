@@ -7,6 +7,7 @@ import * as consoleSessions from './2026-11-24T1000_console_sessions.ts';
 import * as usageHistory from './2026-11-24T1100_usage_history.ts';
 import * as listSearchIndexes from './2026-11-24T1110_list_search_indexes.ts';
 import * as apiKeyMinters from './2026-11-26T2230_api_key_minters.ts';
+import * as membersSignInEmail from './2026-11-26T2300_members_sign_in_email.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24T1100_usage_history': usageHistory,
   '2026-11-24T1110_list_search_indexes': listSearchIndexes,
   '2026-11-26T2230_api_key_minters': apiKeyMinters,
+  '2026-11-26T2300_members_sign_in_email': membersSignInEmail,
 };
