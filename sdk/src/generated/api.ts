@@ -949,6 +949,123 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/console/api/webhook': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              webhook: components['schemas']['def-11'] | null;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/ofrep/v1/evaluate/flags': {
     parameters: {
       query?: never;
@@ -7692,7 +7809,7 @@ export interface paths {
           content: {
             'application/json': {
               /** @description newest first: the current month, then each earlier month with recorded usage */
-              months: components['schemas']['def-12'][];
+              months: components['schemas']['def-13'][];
             };
           };
         };
@@ -8114,7 +8231,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              deliveries: components['schemas']['def-11'][];
+              deliveries: components['schemas']['def-12'][];
               has_more: boolean;
             };
           };
@@ -8895,8 +9012,26 @@ export interface components {
       )[];
       service_account_id: string;
     };
-    /** WebhookDelivery */
+    /** Webhook */
     'def-11': {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      disabled: boolean;
+      disabled_reason: string | null;
+      previous_secret_expires_at: string | null;
+      secret_prefix: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      updated_at: string;
+      url: string;
+    };
+    /** WebhookDelivery */
+    'def-12': {
       attempts: number;
       /**
        * Format: date-time
@@ -8919,7 +9054,7 @@ export interface components {
       updated_at: string;
     };
     /** UsageMonth */
-    'def-12': {
+    'def-13': {
       /** @description evals counted in the month (the current month's is the live count) */
       count: number;
       /** @description sampled days, oldest first */
