@@ -17,6 +17,7 @@ describe("the usage chart's scale", () => {
   it('reaches the 80% and 100% lines once the count is near them', () => {
     expect(usageScale(212_345, 250_000)).toEqual({
       top: 300_000,
+      ticks: [0, 60_000, 120_000, 180_000, 240_000, 300_000],
       shown: [
         { percent: 80, value: 200_000 },
         { percent: 100, value: 250_000 },
@@ -37,9 +38,18 @@ describe("the usage chart's scale", () => {
   });
 
   it('has no lines without a cap, and a small axis for an empty month', () => {
-    expect(usageScale(0, null)).toEqual({ top: 5, shown: [], above: [] });
+    expect(usageScale(0, null)).toEqual({ top: 5, ticks: [0, 1, 2, 3, 4, 5], shown: [], above: [] });
     expect(usageScale(12_345, null).top).toBe(15_000);
     expect(usageScale(0, 0).shown).toEqual([]);
+    // A first eval is most of the axis.
+    expect(usageScale(1, 250_000).top).toBe(1.2);
+  });
+
+  it('puts whole, evenly spaced ticks on the axis', () => {
+    expect(usageScale(7, null).ticks).toEqual([0, 2, 4, 6, 8]);
+    expect(usageScale(10, null).ticks).toEqual([0, 3, 6, 9, 12]);
+    expect(usageScale(1, null).ticks).toEqual([0, 1]);
+    expect(usageScale(200_000, null).ticks).toEqual([0, 50_000, 100_000, 150_000, 200_000, 250_000]);
   });
 
   it('rounds the top up to the next round number', () => {

@@ -54,7 +54,7 @@ const lineLabel = (line: ShareLine): string =>
 export function UsageChart({ month, limit }: { month: UsageMonth; limit: number | null }) {
   const points = pointsOf(month);
   const lastDay = points.length - 1;
-  const { top, shown, above } = usageScale(month.count, limit);
+  const { top, ticks, shown, above } = usageScale(month.count, limit);
   const monthName = new Date(`${month.period}-01T00:00:00Z`).toLocaleString(undefined, {
     month: 'short',
     timeZone: 'UTC',

@@ -7,6 +7,8 @@ export interface ShareLine {
 export interface UsageScale {
   /** The y axis runs from 0 to this. */
   top: number;
+  /** The y axis's ticks: 0 and round multiples up to `top`, at most six, whole numbers (evals are counted). */
+  ticks: number[];
   /** The 80% and 100% lines the axis reaches. */
   shown: ShareLine[];
   /** The lines above the axis: the data is far below them. */
@@ -17,8 +19,8 @@ export interface UsageScale {
 export const LINE_REACH = 1.5;
 /** Room above the highest point or line, so neither touches the top. */
 const HEADROOM = 1.1;
-/** The smallest axis: an empty month is a line on zero of a 0 to 5 axis. */
-const MIN_TOP = 5;
+/** An empty month: a line on zero of a 0 to 5 axis. */
+const EMPTY_TOP = 5;
 
 /** Round tops close to one another, so the data keeps most of the axis. */
 const ROUND_STEPS = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
@@ -28,6 +30,11 @@ export function niceCeiling(value: number): number {
   const power = 10 ** Math.floor(Math.log10(value));
   const step = ROUND_STEPS.find((factor) => factor * power >= value * (1 - 1e-12))!;
   return step * power;
+}
+
+function ticksUpTo(top: number): number[] {
+  const step = Math.ceil(niceCeiling(top / 5));
+  return Array.from({ length: Math.floor(top / step) + 1 }, (_, index) => index * step);
 }
 
 /**
@@ -47,6 +54,6 @@ export function usageScale(count: number, limit: number | null): UsageScale {
   const shown = lines.filter((line) => line.value <= reach);
   const above = lines.filter((line) => line.value > reach);
   const highest = Math.max(count, ...shown.map((line) => line.value));
-  const top = highest > 0 ? Math.max(MIN_TOP, niceCeiling(highest * HEADROOM)) : MIN_TOP;
-  return { top, shown, above };
+  const top = highest > 0 ? niceCeiling(highest * HEADROOM) : EMPTY_TOP;
+  return { top, ticks: ticksUpTo(top), shown, above };
 }
