@@ -78,6 +78,7 @@ export function UsageChart({ month, limit }: { month: UsageMonth; limit: number 
             />
             <YAxis
               domain={[0, top]}
+              ticks={ticks}
               width={64}
               tickFormatter={(value: number) => compact.format(value)}
               allowDecimals={false}
