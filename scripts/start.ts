@@ -105,7 +105,8 @@ try {
 } finally {
   await db.destroy();
 }
-log(`console: ${config.consoleUrl}`);
+// `localhost`: browsers accept the Secure session cookie over plain http there (a trustworthy origin).
+log(`console: ${config.consoleUrl ?? `http://localhost:${config.gatewayPort}/console`}`);
 log(
   `ready: base URL http://127.0.0.1:${config.gatewayPort} (admin on ${config.adminPort}; ` +
     `metrics on ${config.gatewayMetricsPort} and ${config.adminMetricsPort})`,

@@ -10,6 +10,7 @@ import {
   type CommittedWrite,
   type IdentityTestContext,
 } from './identity-helpers.ts';
+import { asBrowser, signUp } from './console-helpers.ts';
 
 let ctx: AdminTestContext;
 let writes: CommittedWrite[];
@@ -202,5 +203,32 @@ describe('webhook configuration', () => {
     expect((await api.get('/org/webhook/deliveries?status=pending&limit=5')).statusCode).toBe(200);
     expect((await api.get('/org/webhook/deliveries?status=lost')).statusCode).toBe(422);
     expect((await api.get('/org/webhook/deliveries?limit=0')).statusCode).toBe(422);
+  });
+});
+
+describe("the console's webhook read", () => {
+  it('answers 200 with null before a webhook exists (no 404 for the browser to log), then the webhook without its secret', async () => {
+    const user = await signUp(ctx, 'hook');
+    const browser = asBrowser(ctx, user);
+    const none = await browser('GET', '/console/api/webhook');
+    expect(none.statusCode, none.body).toBe(200);
+    expect(none.json()).toEqual({ webhook: null });
+
+    const created = await browser('PUT', '/org/webhook', { url: 'https://hooks.example.com/in' });
+    expect(created.statusCode, created.body).toBe(201);
+    const set = await browser('GET', '/console/api/webhook');
+    expect(set.statusCode).toBe(200);
+    expect(set.json()).toEqual({ webhook: (await browser('GET', '/org/webhook')).json() });
+    expect(set.json().webhook).toMatchObject({ url: 'https://hooks.example.com/in', disabled: false });
+    expect(set.body).not.toContain(created.json().secret);
+  });
+
+  it('needs a session or key of the organization, and takes no query parameters', async () => {
+    expect((await ctx.app.inject({ method: 'GET', url: '/console/api/webhook' })).statusCode).toBe(401);
+    const { ownApi } = await freshOrganization('https://hooks.example.com/own');
+    expect((await ownApi.get('/console/api/webhook')).json().webhook.url).toBe(
+      'https://hooks.example.com/own',
+    );
+    expect((await ownApi.get('/console/api/webhook?x=1')).statusCode).toBe(422);
   });
 });

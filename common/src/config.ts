@@ -42,10 +42,11 @@ export interface Config {
   /** Per-organization catalog size limits: features, plans (archived included) and plan grants in all. */
   catalogLimits: { features: number; plans: number; grants: number };
   /**
-   * Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`): by default the gateway's own
-   * `/console`, the single-page app admin serves through it.
+   * Base URL of the console, where invite links point (`<consoleUrl>/join/<token>`). Null when CONSOLE_URL is
+   * unset: a link then points at `/console` on the host the request that shows it reached (the gateway's, as it
+   * forwards it), since a fixed `localhost` default opens nowhere but on the gateway's own machine.
    */
-  consoleUrl: string;
+  consoleUrl: string | null;
   /** A console session's lifetime in hours, absolute from sign-in (the cookie's Max-Age). */
   consoleSessionHours: number;
   /** Console sign-ups (new organizations) one client address may make per hour. */
@@ -187,8 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
         'an integer between 1 and 10000000',
       ),
     },
-    // `localhost`: browsers accept the Secure session cookie over plain http there (a trustworthy origin).
-    consoleUrl: env.CONSOLE_URL || `http://localhost:${gatewayPort}/console`,
+    consoleUrl: env.CONSOLE_URL || null,
     consoleSessionHours: integerIn(env, 'CONSOLE_SESSION_HOURS', 12, 1, 720, 'hours between 1 and 720'),
     consoleSignUpsPerHour: integerIn(
       env,

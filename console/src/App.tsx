@@ -3,6 +3,7 @@ import { Navigate, Route, Routes } from 'react-router';
 import { RequireSession } from './auth/RequireSession.tsx';
 import { UnauthenticatedRedirect } from './auth/UnauthenticatedRedirect.tsx';
 import { Layout } from './components/Layout.tsx';
+import { LeftNotice } from './components/LeftNotice.tsx';
 import { AuditPage } from './pages/audit/AuditPage.tsx';
 import { JoinPage } from './pages/auth/JoinPage.tsx';
 import { SignInPage } from './pages/auth/SignInPage.tsx';
@@ -25,7 +26,15 @@ export function App() {
       <UnauthenticatedRedirect />
       <Routes>
         <Route path="/sign-up" element={<SignUpPage />} />
-        <Route path="/sign-in" element={<SignInPage />} />
+        <Route
+          path="/sign-in"
+          element={
+            <>
+              <LeftNotice />
+              <SignInPage />
+            </>
+          }
+        />
         <Route path="/join/:token" element={<JoinPage />} />
         <Route
           element={

@@ -156,10 +156,32 @@ describe('the console', () => {
     await form.getByLabel('Limit of seats').fill('25');
     await form.getByRole('button', { name: 'Save grants' }).click();
     await eventually(() => pro.textContent()).toContain('25');
+
+    // An archived plan takes no new subscriptions: the list shows it only when asked to.
+    await admin.getByRole('button', { name: 'New plan' }).click();
+    await admin.getByLabel('Plan key').fill('legacy');
+    await admin.getByLabel('Plan name').fill('Legacy');
+    await admin.getByRole('button', { name: 'Create plan' }).click();
+    const legacy = admin.getByTestId('plan-row-legacy');
+    await legacy.getByRole('button', { name: 'Archive' }).click();
+    await legacy.getByRole('button', { name: 'Confirm archive' }).click();
+    await legacy.waitFor({ state: 'detached' });
+    await admin.reload();
+    await pro.waitFor();
+    const showArchived = admin.getByLabel('Show archived plans');
+    expect(await showArchived.isChecked()).toBe(false);
+    expect(await legacy.count()).toBe(0);
+    await showArchived.check();
+    await eventually(() => legacy.textContent()).toContain('archived');
+    await showArchived.uncheck();
+    await legacy.waitFor({ state: 'detached' });
   });
 
   it('creates a subscriber, subscribes it, and watches an override change what it gets', async () => {
-    await admin.goto(url('/subscribers'));
+    // The plans page was read before the subscription: its counts are in the page's cache.
+    await admin.goto(url('/plans'));
+    await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('0');
+    await admin.getByRole('link', { name: 'Subscribers' }).click();
     await admin.getByRole('button', { name: 'New subscriber' }).click();
     await admin.getByLabel('Subscriber id').fill('acct_42');
     await admin.getByLabel('Subscriber name').fill('Acme Inc.');
@@ -172,6 +194,40 @@ describe('the console', () => {
     await admin.getByRole('button', { name: 'Subscribe' }).click();
     await eventually(() => seats.textContent()).toBe('25');
     expect(await admin.getByTestId('entitlement-sso').textContent()).toContain('plan');
+
+    // Back on the plans page without a reload: the count from before the subscription is never shown, not even
+    // while the list is read again. Every text the count cell has is recorded from the page itself.
+    // (A script as text: this project's test code is typed without the DOM.)
+    await admin.evaluate(`(() => {
+      const seen = (window.countsSeen = []);
+      const record = () => {
+        const cell = document.querySelector('[data-testid="plan-subscribers-pro"]');
+        if (cell && seen.at(-1) !== cell.textContent) seen.push(cell.textContent);
+      };
+      new MutationObserver(record).observe(document.body, { childList: true, subtree: true, characterData: true });
+    })()`);
+    await admin.getByRole('link', { name: 'Plans' }).click();
+    await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('1');
+    expect.soft(await admin.evaluate<string[]>('window.countsSeen')).toEqual(['1']);
+    await admin.goBack();
+    await eventually(() => seats.textContent()).toBe('25');
+
+    // Subscribing twice is refused: one sentence, and the status, code and request id behind "Details".
+    await admin.getByLabel('Plan to subscribe to').selectOption('pro');
+    await admin.getByRole('button', { name: 'Subscribe' }).click();
+    const refused = admin.getByTestId('subscriptions-panel').getByTestId('error-notice');
+    await eventually(() => refused.innerText()).toContain(
+      'The subscriber already has an active subscription to the plan "pro".',
+    );
+    // What is rendered (innerText: not what a closed <details> holds) is the sentence and the toggle.
+    expect
+      .soft(await refused.innerText())
+      .toBe('The subscriber already has an active subscription to the plan "pro".\nDetails');
+    const details = refused.getByTestId('error-details');
+    expect(await details.getByText(/^req_/).isVisible()).toBe(false);
+    await details.getByText('Details').click();
+    expect(await details.getByText(/^req_[0-9a-z]{26}$/).isVisible()).toBe(true);
+    expect(await details.textContent()).toMatch(/409.*CONFLICT/);
 
     await admin.getByLabel('Override feature').selectOption('seats');
     await admin.getByLabel('Override limit').fill('100');
@@ -310,7 +366,8 @@ describe('the console', () => {
     await developer.getByRole('button', { name: 'Change password' }).click();
     await eventually(() => developer.getByRole('status').textContent()).toContain('Password changed');
 
-    await admin.goto(url('/members'));
+    // A live invite, for the picture: its link, like the others, is on the host this browser reached.
+    await invite('viewer', 'sam@example.com');
     await admin.getByTestId('member-dev@example.com').waitFor();
     await screenshot(admin, 'members');
   });
@@ -350,7 +407,12 @@ describe('the console', () => {
   });
 
   it('sets the webhook, shows its signing secret once, and lists its deliveries', async () => {
-    await admin.goto(url('/webhook'));
+    // A new organization has no webhook: an empty state, and no failed request for the browser to log.
+    const errors = await pageErrors(admin, async () => {
+      await admin.goto(url('/webhook'));
+      await admin.getByText('No webhook is set.').waitFor();
+    });
+    expect(errors).toEqual([]);
     await admin.getByLabel('Endpoint URL').fill(`${receiver.url}/hooks`);
     await admin.getByRole('button', { name: 'Set webhook' }).click();
     expect(await admin.getByTestId('webhook-secret-value').textContent()).toMatch(/^whsec_/);
@@ -436,8 +498,17 @@ describe('the console', () => {
     await eventually(
       async () => (await chart.locator('path.recharts-area-curve').getAttribute('d')) ?? '',
     ).toMatch(/^M[\d.]+,[\d.]+L/);
-    expect(await chart.locator('.recharts-reference-line').count()).toBe(2);
-    expect(await chart.textContent()).toContain('80%');
+    // Scaled to the few evals of a new organization, not to its allotment: the line rises across most of the
+    // plot instead of lying on zero, and the 80% and 100% lines, far above, are named under the chart.
+    const curve = (await chart.locator('path.recharts-area-curve').getAttribute('d')) ?? '';
+    const heights = [...curve.matchAll(/[ML][\d.]+,([\d.]+)/g)].map((match) => Number(match[1]));
+    const plot = (await chart.locator('.recharts-cartesian-grid').boundingBox())!;
+    expect((Math.max(...heights) - Math.min(...heights)) / plot.height).toBeGreaterThan(0.4);
+    expect(await chart.locator('.recharts-reference-line').count()).toBe(0);
+    expect(await chart.getByTestId('usage-chart-note').textContent()).toMatch(
+      /80% and 100% lines \(200\D?000 and 250\D?000 evals\)/,
+    );
+    await screenshot(admin, 'usage-new');
     // A new organization has no earlier month yet.
     expect(await admin.getByTestId('usage-history-note').textContent()).toContain('No earlier month');
 
@@ -458,6 +529,10 @@ describe('the console', () => {
       /251\D?004.*250\D?000.*100%/,
     );
     await chart.locator('path.recharts-area-curve').waitFor();
+    // At 85% of the allotment both lines are in reach, and drawn.
+    await eventually(() => chart.locator('.recharts-reference-line').count()).toBe(2);
+    expect(await chart.textContent()).toContain('80%');
+    expect(await chart.getByTestId('usage-chart-note').count()).toBe(0);
     await screenshot(admin, 'usage');
   });
 
@@ -480,6 +555,10 @@ describe('the console', () => {
     });
     // The browser's own line for the refused request is expected; nothing else is.
     expect(errors.filter((error) => !/Failed to load resource: .* 401/.test(error))).toEqual([]);
+    // Rendered with the sign-in page (waited for above): read as it is, without waiting.
+    expect
+      .soft(await admin.getByTestId('left-notice').allTextContents())
+      .toEqual(['Your session has ended. Sign in again to continue.']);
 
     await admin.getByLabel('Email').fill(adminEmail);
     await admin.getByLabel('Password').fill(adminPassword);
@@ -495,6 +574,8 @@ describe('the console', () => {
       await admin.getByRole('button', { name: 'Sign in' }).waitFor();
     });
     expect(errors).toEqual([]);
+    expect.soft(await admin.getByTestId('left-notice').allTextContents()).toEqual(['You are signed out.']);
+    await screenshot(admin, 'signed-out');
     await admin.goto(url('/features'));
     await admin.waitForURL(/\/console\/sign-in/);
     await screenshot(admin, 'sign-in');

@@ -18,6 +18,13 @@ export const WebhookSchema = Type.Object(
 );
 export type WebhookBody = Static<typeof WebhookSchema>;
 
+/** GET /console/api/webhook: the console's read, where having none is an answer (null), not a 404. */
+export const ConsoleWebhookSchema = Type.Object(
+  { webhook: Type.Union([WebhookSchema, Type.Null()]) },
+  { $id: 'ConsoleWebhook' },
+);
+export type ConsoleWebhookBody = Static<typeof ConsoleWebhookSchema>;
+
 /** PUT (create) and rotate: the only times the signing secret is shown. */
 export const WebhookWithSecretSchema = Type.Composite(
   [WebhookSchema, Type.Object({ secret: Type.String() })],

@@ -83,3 +83,55 @@ export const networkError = (cause: unknown): ApiError =>
   });
 
 export const isApiError = (error: unknown): error is ApiError => error instanceof ApiError;
+
+/** What a notice shows of an error: one sentence for the reader, and the facts to quote to support behind it. */
+export interface ErrorPresentation {
+  sentence: string;
+  /** Status, code, request id (and the service's own words where the sentence replaces them); may be empty. */
+  details: { label: string; value: string }[];
+}
+
+const asSentence = (text: string): string => {
+  const trimmed = text.trim();
+  if (!trimmed) return 'Something went wrong.';
+  const capitalized = trimmed[0]!.toUpperCase() + trimmed.slice(1);
+  return /[.!?]$/.test(capitalized) ? capitalized : `${capitalized}.`;
+};
+
+const waitSentence = (retryAfter: number | undefined): string =>
+  retryAfter === undefined ? 'Try again in a moment.' : `Try again in ${retryAfter} s.`;
+
+/**
+ * The sentence a page shows for a failed request. The service's own message is written for its reader (which
+ * field, which rule) and is kept for answers about the request (4xx); where it is not about anything the reader
+ * did (the network, 5xx, answers that are no error body of the service, rate limits) a plain sentence replaces it
+ * and the service's words go to the details.
+ */
+export function errorPresentation(error: unknown): ErrorPresentation {
+  if (!isApiError(error)) {
+    return { sentence: asSentence(error instanceof Error ? error.message : String(error)), details: [] };
+  }
+  const details: ErrorPresentation['details'] = [];
+  if (error.status > 0) details.push({ label: 'Status', value: String(error.status) });
+  details.push({ label: 'Code', value: error.code });
+  if (error.requestId) details.push({ label: 'Request id', value: error.requestId });
+  const replaced = (sentence: string): ErrorPresentation => ({
+    sentence,
+    details: [...details, { label: 'Message', value: error.message }],
+  });
+  if (error.status === 0) {
+    return replaced('The service could not be reached. Check your connection and try again.');
+  }
+  if (error.status === 429) return replaced(`Too many requests right now. ${waitSentence(error.retryAfter)}`);
+  if (error.status === 503)
+    return replaced(`The service is unavailable right now. ${waitSentence(error.retryAfter)}`);
+  if (error.status >= 500) {
+    return replaced(
+      'Something went wrong on the service. Try again; if it happens again, give the request id below to whoever runs it.',
+    );
+  }
+  if (error.code === `HTTP_${error.status}`) {
+    return replaced(`The service answered with an unexpected error (HTTP ${error.status}).`);
+  }
+  return { sentence: asSentence(error.message), details };
+}

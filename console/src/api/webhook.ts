@@ -2,8 +2,12 @@ import { api, type Query } from './client.ts';
 import type { Page, Webhook, WebhookDelivery, WebhookWithSecret } from './types.ts';
 
 export const webhookApi = {
-  /** 404 NOT_FOUND when the organization has none yet. */
-  get: () => api.get<Webhook>('/org/webhook'),
+  /**
+   * The console's read (docs/console-api.md): null when the organization has none yet, where GET /org/webhook
+   * answers 404 and the browser would log that as a failed load each time the page opens.
+   */
+  get: async (): Promise<Webhook | null> =>
+    (await api.get<{ webhook: Webhook | null }>('/console/api/webhook')).webhook,
   put: (input: { url: string; disabled?: boolean }) =>
     api.put<WebhookWithSecret | Webhook>('/org/webhook', input),
   rotate: () => api.post<WebhookWithSecret>('/org/webhook/rotate'),

@@ -9,7 +9,7 @@ export function UnauthenticatedRedirect() {
   useEffect(() => {
     setUnauthenticatedHandler(() => {
       setCsrfToken(null);
-      leave(`/sign-in?next=${encodeURIComponent(currentAppPath())}`);
+      leave(`/sign-in?next=${encodeURIComponent(currentAppPath())}`, 'session-ended');
     });
     return () => setUnauthenticatedHandler(null);
   }, [leave]);

@@ -1,23 +1,30 @@
-import { isApiError } from '../api/errors.ts';
+import { errorPresentation } from '../api/errors.ts';
 
-/** An error as the user sees it: the API's message, its code, and the request id to quote to support. */
+/**
+ * An error as the user sees it: one sentence (api/errors.ts, errorPresentation), with the status, code and request
+ * id to quote to support behind a Details toggle.
+ */
 export function ErrorNotice({ error, title }: { error: unknown; title?: string }) {
   if (!error) return null;
-  const message = error instanceof Error ? error.message : String(error);
-  const apiError = isApiError(error) ? error : null;
+  const { sentence, details } = errorPresentation(error);
   return (
     <div className="notice notice-error" role="alert" data-testid="error-notice">
       {title ? <strong>{title}: </strong> : null}
-      <span>{message}</span>
-      {apiError && apiError.retryAfter !== undefined ? (
-        <span> Try again in {apiError.retryAfter} s.</span>
-      ) : null}
-      {apiError && apiError.status > 0 ? (
-        <span className="notice-meta">
-          {' '}
-          ({apiError.status} {apiError.code}
-          {apiError.requestId ? `, request ${apiError.requestId}` : ''})
-        </span>
+      <span data-testid="error-sentence">{sentence}</span>
+      {details.length > 0 ? (
+        <details className="notice-details" data-testid="error-details">
+          <summary>Details</summary>
+          <dl>
+            {details.map(({ label, value }) => (
+              <div key={label}>
+                <dt>{label}</dt>
+                <dd>
+                  <code>{value}</code>
+                </dd>
+              </div>
+            ))}
+          </dl>
+        </details>
       ) : null}
     </div>
   );

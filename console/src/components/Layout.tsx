@@ -17,7 +17,10 @@ export function Layout() {
   const can = usePermissions();
   const leave = useLeaveSignedIn();
   // The cache is forgotten once this frame is gone (auth/leave.ts), never under it.
-  const signOut = useMutation({ mutationFn: sessionApi.signOut, onSettled: () => leave('/sign-in') });
+  const signOut = useMutation({
+    mutationFn: sessionApi.signOut,
+    onSettled: () => leave('/sign-in', 'signed-out'),
+  });
 
   const sections: { title: string; items: NavItem[] }[] = [
     {

@@ -549,8 +549,8 @@ export interface paths {
         content: {
           'application/json': {
             email: string;
-            /** @description the organization's slug */
-            organization: string;
+            /** @description the organization's slug; without it, every organization where this email and password match */
+            organization?: string;
             password: string;
           };
         };
@@ -562,24 +562,7 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': {
-              csrf_token: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              expires_at: string;
-              member: {
-                email: string;
-                member_id: string;
-                name: string | null;
-                role: 'admin' | 'developer' | 'viewer';
-              };
-              organization: {
-                name: string;
-                slug: string;
-              };
-            };
+            'application/json': components['schemas']['def-14'] | components['schemas']['def-15'];
           };
         };
         /** @description The body of every non-2xx response */
@@ -943,6 +926,123 @@ export interface paths {
         };
       };
     };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/api/webhook': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              webhook: components['schemas']['def-11'] | null;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -7845,7 +7945,7 @@ export interface paths {
           content: {
             'application/json': {
               /** @description newest first: the current month, then each earlier month with recorded usage */
-              months: components['schemas']['def-12'][];
+              months: components['schemas']['def-13'][];
             };
           };
         };
@@ -8267,7 +8367,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              deliveries: components['schemas']['def-11'][];
+              deliveries: components['schemas']['def-12'][];
               has_more: boolean;
             };
           };
@@ -9055,8 +9155,26 @@ export interface components {
        */
       updated_at: string;
     };
-    /** WebhookDelivery */
+    /** Webhook */
     'def-11': {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      disabled: boolean;
+      disabled_reason: string | null;
+      previous_secret_expires_at: string | null;
+      secret_prefix: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      updated_at: string;
+      url: string;
+    };
+    /** WebhookDelivery */
+    'def-12': {
       attempts: number;
       /**
        * Format: date-time
@@ -9079,7 +9197,7 @@ export interface components {
       updated_at: string;
     };
     /** UsageMonth */
-    'def-12': {
+    'def-13': {
       /** @description evals counted in the month (the current month's is the live count) */
       count: number;
       /** @description sampled days, oldest first */
@@ -9093,6 +9211,32 @@ export interface components {
       limit: number | null;
       /** @description UTC month, YYYY-MM */
       period: string;
+    };
+    /** ConsoleSession */
+    'def-14': {
+      csrf_token: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      expires_at: string;
+      member: {
+        email: string;
+        member_id: string;
+        name: string | null;
+        role: 'admin' | 'developer' | 'viewer';
+      };
+      organization: {
+        name: string;
+        slug: string;
+      };
+    };
+    /** ConsoleOrganizationChoice */
+    'def-15': {
+      organizations: {
+        name: string;
+        slug: string;
+      }[];
     };
   };
   responses: never;

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '@ent/common/config';
 import type { Invite } from '@ent/common/db/database';
@@ -15,9 +15,26 @@ import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
 import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
 import { withCallerConfirmed } from '../members/caller.ts';
 
-export const inviteSettings = (config: Config): InviteSettings => ({
+/**
+ * Where this request's invite links point: CONSOLE_URL, or without it `/console` on the host the request reached
+ * (`request.host` and `request.protocol` take X-Forwarded-Host and -Proto from TRUSTED_PROXIES only: the gateway
+ * states what its client addressed). Only ever shown to the caller: the token is the secret, not the host, and no
+ * link is sent anywhere else (docs/decisions.md, SECURITY.md).
+ */
+export function consoleUrlFor(config: Config, request: FastifyRequest): string {
+  if (config.consoleUrl) return config.consoleUrl;
+  try {
+    const origin = new URL(`${request.protocol}://${request.host}`).origin;
+    if (origin !== 'null') return `${origin}/console`;
+  } catch {
+    // A Host no URL can hold: the gateway's default address below.
+  }
+  return `http://localhost:${config.gatewayPort}/console`;
+}
+
+export const inviteSettings = (config: Config, request: FastifyRequest): InviteSettings => ({
   secretsKey: config.secretsKey,
-  consoleUrl: config.consoleUrl,
+  consoleUrl: consoleUrlFor(config, request),
 });
 
 export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink: boolean): InviteBody => ({
@@ -41,7 +58,6 @@ const mayHaveMade = (principal: Principal, role: Role): boolean =>
 /** Invite links let anyone join with the invite's role, so only admins create, read or revoke them. */
 export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const settings = inviteSettings(app.config);
   const now = () => new Date(app.clock.now());
 
   app.post(
@@ -51,9 +67,9 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, body: CreateInviteBody, response: { 201: InviteSchema, ...commonErrorResponses } },
     },
     async (request, reply) => {
-      const invite = await createInvite(app.db, settings, request.principal!, request.body, now());
+      const invite = await createInvite(app.db, app.config, request.principal!, request.body, now());
       request.write.details = { invite_id: invite.id, role: invite.role };
-      return reply.code(201).send(toInviteBody(invite, settings, true));
+      return reply.code(201).send(toInviteBody(invite, inviteSettings(app.config, request), true));
     },
   );
 
@@ -76,6 +92,7 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
           startingAfter: request.query.starting_after,
         }),
       );
+      const settings = inviteSettings(app.config, request);
       const invites = page.items.map((invite) =>
         toInviteBody(invite, settings, mayHaveMade(principal, invite.role as Role)),
       );

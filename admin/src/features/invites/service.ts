@@ -32,12 +32,13 @@ export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
 export interface InviteSettings {
   secretsKey: SecretsKeyring;
+  /** The console's base URL as the caller sees it (invites/routes.ts, consoleUrlFor). */
   consoleUrl: string;
 }
 
 export const tokenContext = (inviteId: string) => `invite:${inviteId}`;
 
-/** The console's join page (`/console/join/<token>` with the default CONSOLE_URL); the link carries the token. */
+/** The console's join page (`<console>/join/<token>`); the link carries the token. */
 export const inviteUrl = (consoleUrl: string, token: string): string =>
   `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;
 
@@ -56,7 +57,7 @@ export function inviteLinkOf(invite: Invite, settings: InviteSettings): string {
  */
 export async function createInvite(
   db: Kysely<Database>,
-  settings: InviteSettings,
+  settings: Pick<InviteSettings, 'secretsKey'>,
   principal: Principal,
   input: CreateInviteBody,
   now: Date,

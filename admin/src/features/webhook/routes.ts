@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Webhook, WebhookDelivery } from '@ent/common/db/database';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, NoQuery, commonErrorResponses } from '@ent/common/schemas/common';
 import {
+  ConsoleWebhookSchema,
   ListDeliveriesQuery,
   PutWebhookBody,
   WebhookDeliveryListSchema,
@@ -69,6 +70,24 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       const webhook = await findWebhook(app.db, request.principal!.organizationId);
       if (!webhook) throw webhookNotFound();
       return toWebhookBody(webhook, now());
+    },
+  );
+
+  // The console's read: a new organization has no webhook, which is an answer and not an error; GET /org/webhook's
+  // 404 would be logged by the browser as a failed load on every visit of the page (docs/console-api.md).
+  app.get(
+    '/console/api/webhook',
+    {
+      config: { scope: 'org:read' },
+      schema: {
+        tags: ['console'],
+        querystring: NoQuery,
+        response: { 200: ConsoleWebhookSchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const webhook = await findWebhook(app.db, request.principal!.organizationId);
+      return { webhook: webhook ? toWebhookBody(webhook, now()) : null };
     },
   );
 

@@ -13,7 +13,8 @@ export function PlansPage() {
   const plans = usePlansWithCounts();
   const features = useFeatures();
   const [creating, setCreating] = useState(false);
-  const [showArchived, setShowArchived] = useState(true);
+  // Archived plans take no new subscriptions: what a new reader looks for is the plans in use.
+  const [showArchived, setShowArchived] = useState(false);
   const catalog = features.data?.items ?? [];
   const visible = (plans.data?.items ?? []).filter((plan) => showArchived || !plan.archived);
 
@@ -52,7 +53,12 @@ export function PlansPage() {
         <DataTable
           testId="plans-table"
           columns={7}
-          empty={visible.length === 0 && 'No plans yet.'}
+          empty={
+            visible.length === 0 &&
+            (plans.data.items.length > 0
+              ? 'Every plan is archived: show archived plans to see them.'
+              : 'No plans yet.')
+          }
           head={
             <>
               <th>Key</th>

@@ -30,14 +30,18 @@ export const useEntitlements = (id: string) =>
     queryFn: () => subscribersApi.entitlements(id),
   });
 
-/** After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. */
+/**
+ * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. The plan list
+ * with subscriber counts is dropped rather than marked stale: a stale query still shows its data while it is read
+ * again, so the plans page opened next would show the counts from before the subscription until the new ones came.
+ */
 export function useSubscriberChanged(id: string): () => Promise<void> {
   const queryClient = useQueryClient();
   return async () => {
     await Promise.all([
       queryClient.invalidateQueries({ queryKey: subscriberKey(id) }),
       queryClient.invalidateQueries({ queryKey: SUBSCRIBERS_KEY }),
-      queryClient.invalidateQueries({ queryKey: PLAN_COUNTS_KEY }),
+      queryClient.resetQueries({ queryKey: PLAN_COUNTS_KEY }),
     ]);
   };
 }

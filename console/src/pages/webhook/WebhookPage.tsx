@@ -1,6 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { isApiError } from '../../api/errors.ts';
 import { webhookApi } from '../../api/webhook.ts';
 import { usePermissions } from '../../auth/session.ts';
 import { QueryState } from '../../components/Loading.tsx';
@@ -15,7 +14,7 @@ export function WebhookPage() {
   const can = usePermissions();
   const [secret, setSecret] = useState<string | null>(null);
   const webhook = useQuery({ queryKey: WEBHOOK_KEY, queryFn: webhookApi.get, retry: false });
-  const none = isApiError(webhook.error) && webhook.error.status === 404;
+  const none = webhook.data === null;
   return (
     <>
       <PageHeader
@@ -30,14 +29,13 @@ export function WebhookPage() {
           onDone={() => setSecret(null)}
         />
       ) : null}
+      <QueryState isPending={webhook.isPending} error={webhook.error} what="the webhook" />
       {none ? (
-        <section className="panel">
+        <section className="panel" data-testid="webhook-none">
           <p>No webhook is set.</p>
           {can.writeOrg ? <WebhookUrlForm current={null} onSecret={setSecret} /> : null}
         </section>
-      ) : (
-        <QueryState isPending={webhook.isPending} error={webhook.error} what="the webhook" />
-      )}
+      ) : null}
       {webhook.data ? <WebhookSettings webhook={webhook.data} onSecret={setSecret} /> : null}
       {webhook.data ? <DeliveriesTable /> : null}
     </>
