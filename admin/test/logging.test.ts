@@ -180,6 +180,13 @@ describe('admin request lines', () => {
     expect(adminLog.text()).not.toContain('incoming request');
   });
 
+  it('logs health probes at debug', async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: '/healthz' });
+    const requestId = res.headers['x-request-id'] as string;
+    const lines = adminLog.lines.map((line) => JSON.parse(line)).filter((line) => line.reqId === requestId);
+    expect(lines).toMatchObject([{ level: 20, msg: 'request completed', req: { url: '/healthz' } }]);
+  });
+
   it("logs the gateways' /internal lookups at debug", async () => {
     const org = await createTestOrganization(ctx.db, 'Internal lookup');
     const res = await ctx.app.inject({

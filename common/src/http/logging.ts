@@ -82,13 +82,17 @@ export function fastifyLoggerOptions(
 /** A logger for a process that serves no HTTP (the worker): JSON lines like admin's and the gateway's. */
 export const processLogger = (level: string): Logger => pino({ ...secretSafeLogging(), level });
 
-/** Routes other processes call on every change or cache miss, logged at debug so they do not drown requests. */
-const isInternalRoute = (url: string): boolean => url.startsWith('/internal/');
+/**
+ * Requests machines make all the time, logged at debug so they do not drown the others: the gateways' lookups on
+ * `/internal/` (every cache miss and change) and the health probes of balancers and orchestrators.
+ */
+const isRoutineCall = (url: string): boolean =>
+  url.startsWith('/internal/') || url === '/healthz' || url === '/readyz';
 
 /**
  * One line per request, when it completes (Fastify's default is two, "incoming request" and "request completed"):
- * the method, the URL (secrets redacted by the `req` serializer), the status and the time taken. The gateways'
- * snapshot and session lookups on `/internal/` are at debug.
+ * the method, the URL (secrets redacted by the `req` serializer), the status and the time taken; routine calls
+ * at debug.
  */
 export class OneLinePerRequest extends LogController {
   override incomingRequest(): void {}
@@ -100,7 +104,7 @@ export class OneLinePerRequest extends LogController {
   ): void {
     const line = { req: request, res: reply, responseTime: reply.elapsedTime };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
-    else if (isInternalRoute(request.url)) reply.log.debug(line, 'request completed');
+    else if (isRoutineCall(request.url)) reply.log.debug(line, 'request completed');
     else reply.log.info(line, 'request completed');
   }
 }
