@@ -1,8 +1,11 @@
 /**
  * `npm start`: Postgres and Redis up, database migrated, admin + worker + gateway running, and a demo
- * organization's full-access key printed the first time.
+ * organization's full-access key printed the first time. Every line it prints names its source (`[start]`,
+ * `[services]`, `[console]`, `[admin]`, `[worker]`, `[gateway]`), the services' JSON log lines shown readably
+ * (service-lines.ts).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +14,7 @@ import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/process/exit-with-parent';
 import { startServiceGroup } from '@ent/common/process/service-group';
+import { serviceLine } from '@ent/common/process/service-lines';
 import { createOrganization } from '../admin/src/features/provisioning/create-organization.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -22,22 +26,38 @@ process.env.ADMIN_METRICS_PORT ||= '9465';
 process.env.PUBLIC_PORT_METRICS ||= 'loopback';
 const config = loadConfig();
 const log = (message: string) => process.stdout.write(`[start] ${message}\n`);
+const printLine = (name: string, line: string, stream: 'stdout' | 'stderr') =>
+  (stream === 'stderr' ? process.stderr : process.stdout).write(`${serviceLine(name, line)}\n`);
+
+/** A step's command, each line it prints under its name; resolves to its exit code. */
+function runStep(name: string, command: string, args: string[]): Promise<number> {
+  const child = spawn(command, args, { cwd: root, stdio: ['inherit', 'pipe', 'pipe'] });
+  for (const stream of ['stdout', 'stderr'] as const) {
+    createInterface({ input: child[stream], crlfDelay: Infinity }).on('line', (line) =>
+      printLine(name, line, stream),
+    );
+  }
+  return new Promise((resolve) => {
+    child.once('error', () => resolve(1));
+    child.once('close', (code) => resolve(code ?? 1));
+  });
+}
 
 // INTERNAL_TOKEN is passed through as given. Unset (the default), admin's /internal routes answer loopback peers
 // only, so a gateway added later with `npm run gateway` works as DESIGN.md §4 promises, with nothing to copy.
 
-const services = spawnSync('bash', ['scripts/ensure-services.sh'], { cwd: root, stdio: 'inherit' });
-if (services.status !== 0) process.exit(services.status ?? 1);
+const services = await runStep('services', 'bash', ['scripts/ensure-services.sh']);
+if (services !== 0) process.exit(services);
 
 // Admin serves the console from console/dist (answering 503 without it): build it once on a fresh checkout.
 if (!existsSync(join(root, 'console', 'dist', 'index.html'))) {
   log('building the console (npm run console:build)');
-  const build = spawnSync('npm', ['run', 'console:build'], { cwd: root, stdio: 'inherit' });
-  if (build.status !== 0) {
+  const build = await runStep('console', 'npm', ['run', 'console:build']);
+  if (build !== 0) {
     process.stderr.write(
-      `[start] the console build failed (exit ${build.status ?? build.signal}); fix it, or run \`npm run console:build\` to see why\n`,
+      `[start] the console build failed (exit ${build}); fix it, or run \`npm run console:build\` to see why\n`,
     );
-    process.exit(build.status || 1);
+    process.exit(build);
   }
 }
 
@@ -64,6 +84,7 @@ const group = startServiceGroup(
     cwd: root,
     env: { ...process.env, EXIT_WITH_PARENT: String(process.pid) },
     log,
+    output: printLine,
     exit: (code) => process.exit(code),
   },
 );

@@ -53,6 +53,8 @@ export async function createAdminContext(
     config?: Partial<Config>;
     consoleDistDir?: string;
     relayFollowUp?: AdminAppOptions['relayFollowUp'];
+    /** Silent unless a test reads what admin logs. */
+    logger?: AdminAppOptions['logger'];
   } = {},
 ): Promise<AdminTestContext> {
   const database = await createTestDatabase();
@@ -72,7 +74,7 @@ export async function createAdminContext(
     clock,
     db,
     redis,
-    logger: false,
+    logger: options.logger ?? false,
     consoleDistDir: options.consoleDistDir,
     relayFollowUp: options.relayFollowUp,
   });

@@ -1,10 +1,11 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { errorHandling } from '@ent/common/http/error-handler';
+import { fastifyLoggerOptions, OneLinePerRequest, type LoggerSettings } from '@ent/common/http/logging';
 import { requestIdFrom } from '@ent/common/http/request-id';
 import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
@@ -26,7 +27,7 @@ export interface AdminAppOptions {
   clock?: Clock;
   db?: Kysely<Database>;
   redis?: RedisClient;
-  logger?: FastifyServerOptions['logger'];
+  logger?: LoggerSettings;
   /** The console's build to serve at /console (tests point it elsewhere; console/dist by default). */
   consoleDistDir?: string;
   /** Admin's own outbox relay passes after an undelivered write-through (features/outbox/follow-up.ts). */
@@ -39,7 +40,8 @@ export type AdminApp = FastifyInstance;
 export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp> {
   const { config } = options;
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    logger: fastifyLoggerOptions(options.logger ?? { level: config.logLevel }),
+    logController: new OneLinePerRequest(),
     ...sharedServerOptions(config),
     genReqId: requestIdFrom(true),
     trustProxy: config.trustedProxies,

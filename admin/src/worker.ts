@@ -1,6 +1,7 @@
 import { systemClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { assertSecretsKeyringUsable } from '@ent/common/crypto/keyring';
+import { processLogger } from '@ent/common/http/logging';
 import { followStarter } from '@ent/common/process/exit-with-parent';
 import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { createDb } from '@ent/common/db/connect';
@@ -17,13 +18,17 @@ followStarter('worker');
 const db = createDb(config.databaseUrl);
 const redis = createRedis(config);
 const queues = createQueues(config);
+const logger = processLogger(config.logLevel);
 const log = {
-  info: (message: string) => process.stdout.write(`[worker] ${message}\n`),
-  warn: (message: string) => process.stderr.write(`[worker] ${message}\n`),
+  info: (message: string) => logger.info(message),
+  warn: (message: string) => logger.warn(message),
+  error: (message: string) => logger.error(message),
 };
 const outbox = startOutboxRunner({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix), log });
 const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues });
-log.info(`running ${jobDefinitions.length} job kinds and the outbox relay`);
+// The worker answers no health probe: this line is how whoever started it knows it runs, so it is written at any
+// LOG_LEVEL.
+logger.child({}, { level: 'info' }).info(`running ${jobDefinitions.length} job kinds and the outbox relay`);
 
 installGracefulShutdown({
   drainDelayMs: 0,
@@ -35,5 +40,5 @@ installGracefulShutdown({
     await db.destroy();
     redis.disconnect();
   },
-  log: log.warn,
+  log,
 });

@@ -33,21 +33,34 @@ describe('API reference', () => {
     );
   });
 
+  it('is titled for the product and loads the document from /openapi.json', async () => {
+    const page = await ctx.app.inject({ method: 'GET', url: '/docs' });
+    expect(page.body).toContain('<title>Entitlement service API reference</title>');
+    const initializer = await ctx.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
+    expect(initializer.body).toContain('"/openapi.json"');
+  });
+
   it('renders every route in a real browser, from assets served locally', async () => {
     await ctx.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = ctx.app.server.address() as AddressInfo;
     const page = await browser.newPage();
     const outside: string[] = [];
+    const documents: string[] = [];
     page.on('request', (request) => {
+      if (/\/(openapi\.json|docs\/json)$/.test(request.url())) documents.push(request.url());
       if (!request.url().startsWith(`http://127.0.0.1:${port}/`) && !request.url().startsWith('data:')) {
         outside.push(request.url());
       }
     });
     await page.goto(`http://127.0.0.1:${port}/docs`);
-    const check = page.locator('.opblock-summary-path', { hasText: '/org/subscribers/{subscriber_id}/entitlements/check' });
+    const check = page.locator('.opblock-summary-path', {
+      hasText: '/org/subscribers/{subscriber_id}/entitlements/check',
+    });
     await check.first().waitFor({ timeout: 20_000 });
     expect(await page.locator('.opblock').count()).toBeGreaterThan(40);
     expect(outside).toEqual([]);
+    expect(await page.title()).toBe('Entitlement service API reference');
+    expect(documents).toEqual([`http://127.0.0.1:${port}/openapi.json`]);
     await page.close();
   });
 });

@@ -218,7 +218,7 @@ describe('rediss:// (TLS) with a password and a database index', () => {
       LOG_LEVEL: 'silent',
     });
     try {
-      await waitFor(async () => worker.output().includes('[worker] running'), 'the worker to start', 20_000);
+      await waitFor(async () => worker.output().includes('job kinds and the outbox relay'), 'the worker to start', 20_000);
       const job = await producer.add('audit-settle', { olderThanMs: 60_000 });
       await waitFor(async () => (await job.getState()) === 'completed', 'the job over TLS to complete', 15_000);
       expect((await producer.getJobSchedulers()).map((scheduler) => scheduler.key)).toEqual(['audit-settle-every']);

@@ -17,9 +17,9 @@ export async function readmeExample(baseUrl: string, apiKey: string) {
     defaultFailMode: 'open',
   });
   try {
-    const sso = await entitlements.check('ann', 'sso'); // { allowed, limit, source, fallback, stale, usage }
-    const seats = await entitlements.check('ann', 'seats'); // from the cache: no request
-    const all = await entitlements.list('ann');
+    const sso = await entitlements.check('cust_42', 'sso'); // { allowed, limit, source, fallback, stale, usage }
+    const seats = await entitlements.check('cust_42', 'seats'); // from the cache: no request
+    const all = await entitlements.list('cust_42');
     return { features, sso, seats, all, usage: entitlements.lastUsage };
   } catch (error) {
     if (error instanceof EntitlementsError && error.code === 'NOT_FOUND') return null; // no such subscriber

@@ -45,8 +45,9 @@ export interface CheckAnswer {
   error: EntitlementsError | null;
 }
 
+/** The list route's own field names (`subscriber_id`), with what the client adds. */
 export interface ListAnswer {
-  subscriberId: string;
+  subscriber_id: string;
   entitlements: Entitlement[];
   stale: boolean;
   usage: EvalUsage | null;
@@ -111,11 +112,11 @@ export class EvalClient {
   async list(subscriberId: string): Promise<ListAnswer> {
     try {
       const doc = await this.#document(subscriberId);
-      return { subscriberId, entitlements: doc.entitlements, stale: false, usage: doc.usage };
+      return { subscriber_id: subscriberId, entitlements: doc.entitlements, stale: false, usage: doc.usage };
     } catch (error) {
       const stale = this.#staleFor(error)?.get(subscriberId);
       if (!stale) throw error;
-      return { subscriberId, entitlements: stale.entitlements, stale: true, usage: null };
+      return { subscriber_id: subscriberId, entitlements: stale.entitlements, stale: true, usage: null };
     }
   }
 
@@ -175,7 +176,8 @@ export class EvalClient {
     const fallbacks = options.fallbacks ?? {};
     const value = Object.hasOwn(fallbacks, feature) ? fallbacks[feature] : options.defaultFallback;
     if (value !== undefined) {
-      if (typeof value === 'boolean') return { ...base, kind: 'flag', allowed: value, limit: value ? null : 0 };
+      if (typeof value === 'boolean')
+        return { ...base, kind: 'flag', allowed: value, limit: value ? null : 0 };
       return { ...base, kind: 'limit', allowed: value === null || value > 0, limit: value };
     }
     const failModes = options.failModes ?? {};
@@ -241,7 +243,14 @@ export class EvalClient {
 
 function answerOf(entry: Entitlement): Omit<CheckAnswer, 'stale' | 'usage' | 'error'> {
   if (entry.kind === 'flag') {
-    return { feature: entry.feature, kind: 'flag', allowed: entry.allowed, limit: entry.allowed ? null : 0, source: entry.source, fallback: false };
+    return {
+      feature: entry.feature,
+      kind: 'flag',
+      allowed: entry.allowed,
+      limit: entry.allowed ? null : 0,
+      source: entry.source,
+      fallback: false,
+    };
   }
   return {
     feature: entry.feature,

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@ent/common/db/connect';
 import { saveArrangement } from '@ent/common/metering/arrangement';
@@ -74,7 +76,8 @@ beforeAll(async () => {
     burstPerSecond: 100_000,
   });
   const api = await catalog(org);
-  for (const id of ['ann', 'bob', 'cat', 'dan', 'eve']) {
+  // cust_42 is the README walk-through's subscriber, which the README's SDK example asks about.
+  for (const id of ['ann', 'bob', 'cat', 'dan', 'eve', 'cust_42']) {
     await api.subscriber(id);
     await api.subscribe(id, 'pro');
   }
@@ -120,6 +123,9 @@ describe('EvalClient against real processes', () => {
       fallback: false,
     });
     const list = await sdk.list('ann');
+    // The API's own field names: the list route answers subscriber_id.
+    expect(Object.keys(list).sort()).toEqual(['entitlements', 'stale', 'subscriber_id', 'usage']);
+    expect(list.subscriber_id).toBe('ann');
     expect(list.entitlements.map((entry) => entry.feature)).toEqual(['seats', 'sso']);
     expect(sdk.lastUsage).toMatchObject({ limit: 100_000 });
   });
@@ -211,6 +217,20 @@ describe('EvalClient against real processes', () => {
       limit: 100_000,
     });
   });
+
+  it('runs the README example with `npm run sdk:example`, as the README says', async () => {
+    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'sdk:example'], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { ...process.env, BASE: gatewayUrl, KEY: org.api_key },
+      timeout: 60_000,
+    });
+    const printed = JSON.parse(stdout);
+    expect(printed).toMatchObject({
+      sso: { allowed: true, fallback: false },
+      seats: { limit: 25 },
+      all: { subscriber_id: 'cust_42', entitlements: [{ feature: 'seats' }, { feature: 'sso' }] },
+    });
+  }, 90_000);
 
   it('falls back when the gateway is down: per-feature values, fail-closed, fail-open, stale cache', async () => {
     const warm = client({ cacheTtlMs: 0, retry: { retries: 1, baseDelayMs: 10 }, timeoutMs: 1000 });

@@ -7,7 +7,9 @@ import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { applyArrangementChange, getArrangement, saveArrangement } from '@ent/common/metering/arrangement';
 import { PLAN_KEY_PATTERN } from '@ent/common/schemas/common';
+import { ROLES, type Role } from '@ent/common/auth/scopes';
 import { createOrganization } from '../features/provisioning/create-organization.ts';
+import { createOperatorInvite } from '../features/provisioning/operator-invite.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
 
@@ -31,6 +33,11 @@ const wholeNumber = (min: number, max: number) => (raw: string) => {
 
 const organizationName = (raw: string) => {
   if (raw.trim().length === 0 || [...raw].length > 255) throw new InvalidArgumentError('must be 1 to 255 characters');
+  return raw;
+};
+
+const emailAddress = (raw: string) => {
+  if (raw.length > 320 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(raw)) throw new InvalidArgumentError('must be an email address');
   return raw;
 };
 
@@ -74,7 +81,7 @@ org
   .command('create')
   .description('Create an organization with an admin service account and print its full-access API key (once).')
   .addOption(new Option('--name <name>', 'organization name (1 to 255 characters)').argParser(organizationName).makeOptionMandatory())
-  .option('--json', 'print {organization_id, member_id, service_account_id, api_key} as JSON')
+  .option('--json', 'print {organization_id, slug, member_id, service_account_id, api_key} as JSON')
   .action(async (options: { name: string; json?: boolean }) => {
     const created = await withDb((db) => createOrganization(db, options.name));
     print(
@@ -82,9 +89,44 @@ org
       { ...created },
       [
         `organization_id     ${created.organization_id}`,
+        `slug                ${created.slug}   (the organization, at the console's sign-in)`,
         `member_id           ${created.member_id}`,
         `service_account_id  ${created.service_account_id}`,
         `api_key             ${created.api_key}   (shown once; store it now)`,
+        '',
+        `A console login for a person: npx entctl org invite --org ${created.organization_id} --email EMAIL`,
+      ].join('\n'),
+    );
+  });
+
+org
+  .command('invite')
+  .description(
+    'Make a console invite link (as POST /org/invites does, audited): whoever opens it sets a password and joins ' +
+      'with the role. How a person gets into the console of an organization made by `org create`.',
+  )
+  .requiredOption('--org <id>', 'organization id (org_...)')
+  .addOption(new Option('--role <role>', 'the role whoever joins gets').choices(ROLES).default('admin'))
+  .addOption(new Option('--email <email>', 'only this email may join with the link').argParser(emailAddress))
+  .option('--json', 'print {invite_id, organization_id, slug, role, email, url, expires_at} as JSON')
+  .action(async (options: { org: string; role: Role; email?: string; json?: boolean }) => {
+    assertSecretsKeyringUsable(config.secretsKey);
+    const invite = await withDb((db) =>
+      createOperatorInvite(
+        db,
+        { secretsKey: config.secretsKey, consoleUrl: config.consoleUrl },
+        { organizationId: options.org, role: options.role, email: options.email },
+        new Date(),
+      ),
+    );
+    print(
+      Boolean(options.json),
+      { ...invite },
+      [
+        `join link   ${invite.url}`,
+        `            (${invite.role}${invite.email ? ` for ${invite.email}` : ''}; expires ${invite.expires_at}; ` +
+          'whoever opens it sets a password and joins)',
+        `sign in at  ${config.consoleUrl} with organization ${invite.slug}`,
       ].join('\n'),
     );
   });

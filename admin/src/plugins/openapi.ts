@@ -5,6 +5,8 @@ import fp from 'fastify-plugin';
 import { ErrorBodySchema } from '@ent/common/schemas/common';
 import { withEvalPaths } from './openapi-evals.ts';
 
+export const API_REFERENCE_TITLE = 'Entitlement service API reference';
+
 /**
  * The OpenAPI 3.1 document is generated from the same route schemas that validate requests; `/docs` renders it.
  */
@@ -33,9 +35,17 @@ export const openapi = fp(
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     // The API reference, rendered from the same document by Swagger UI (its assets ship in the package: no CDN).
+    // It loads /openapi.json, the document the README names: the plugin's page always sets `url` to its own
+    // copy (/docs/json), and Swagger UI reads `urls` instead of `url` when given.
     await app.register(swaggerUi, {
       routePrefix: '/docs',
-      uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0 },
+      uiConfig: {
+        docExpansion: 'list',
+        deepLinking: true,
+        defaultModelsExpandDepth: 0,
+        urls: [{ url: '/openapi.json', name: API_REFERENCE_TITLE }],
+      },
+      theme: { title: API_REFERENCE_TITLE },
       staticCSP: true,
     });
   },

@@ -71,7 +71,7 @@ export async function startServices(baseEnv: Record<string, string>): Promise<Se
   const env = { ...baseEnv, ADMIN_PORT: String(adminPort), ADMIN_URL: adminUrl, LOG_LEVEL: 'warn' };
   const admin = service('admin', 'admin/src/server.ts', env, () => healthy(adminUrl));
   const worker = service('worker', 'admin/src/worker.ts', env, (started) =>
-    waitFor(async () => started.output().includes('[worker] running'), 'the worker', START_BOUND_MS),
+    waitFor(async () => started.output().includes('job kinds and the outbox relay'), 'the worker', START_BOUND_MS),
   );
   const gatewayUrls: string[] = [];
   const gateways: Service[] = [];

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
-import { pino, type DestinationStream } from 'pino';
+import { pino } from 'pino';
+import { secretSafeLogging, type LoggerSettings } from './logging.ts';
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildLoggerOptions = NonNullable<Parameters<FastifyBaseLogger['child']>[1]>;
@@ -60,13 +61,14 @@ class LazyChildLogger implements FastifyBaseLogger {
 
   #log(level: Level, args: unknown[]): void {
     // A level the parent drops is dropped here too, without building the child (unless the route set its own).
-    if (!this.#child && this.options.level === undefined && this.parent.isLevelEnabled?.(level) === false) return;
+    if (!this.#child && this.options.level === undefined && this.parent.isLevelEnabled?.(level) === false)
+      return;
     const real = this.#real();
     (real[level] as (...logged: unknown[]) => void).apply(real, args);
   }
 }
 
-export type LoggerSettings = false | { level: string; stream?: DestinationStream };
+export type { LoggerSettings };
 
 /**
  * Fastify's logger options for an application whose request loggers are lazy. The laziness lives in the logger
@@ -74,9 +76,12 @@ export type LoggerSettings = false | { level: string; stream?: DestinationStream
  * custom factory returns, per request (an array, a filter and seven lookups), and skips that check only for its
  * own factory. `false` is Fastify's own silent logger, which makes no request logger at all.
  */
-export function lazyRequestLoggers(settings: LoggerSettings): Pick<FastifyServerOptions, 'logger' | 'loggerInstance'> {
+export function lazyRequestLoggers(
+  settings: LoggerSettings,
+): Pick<FastifyServerOptions, 'logger' | 'loggerInstance'> {
   if (settings === false) return { logger: false };
   const { stream, ...options } = settings;
-  const root = stream ? pino(options, stream) : pino(options);
+  const pinoOptions = { ...secretSafeLogging(), ...options };
+  const root = stream ? pino(pinoOptions, stream) : pino(pinoOptions);
   return { loggerInstance: new LazyChildLogger(root, {}, {}) };
 }

@@ -31,10 +31,21 @@ export interface GracefulShutdownOptions {
    * closed as soon as they fall idle instead.
    */
   httpServer?: { closeIdleConnections(): void };
-  log?: (message: string) => void;
+  /** A requested shutdown is routine (info); one that fails or overruns its deadline is an error. */
+  log?: ShutdownLog;
   signals?: readonly NodeJS.Signals[];
   exit?: (code: number) => void;
 }
+
+export interface ShutdownLog {
+  info(message: string): void;
+  error(message: string): void;
+}
+
+const stderrLog: ShutdownLog = {
+  info: (message) => process.stderr.write(`${message}\n`),
+  error: (message) => process.stderr.write(`${message}\n`),
+};
 
 export interface GracefulShutdown {
   /** What a signal does; callable directly. Later calls return the same shutdown. */
@@ -54,19 +65,19 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * `installGracefulShutdown({ drainDelayMs: 0, timeoutMs: config.shutdownTimeoutMs, close: async () => {...} })`.
  */
 export function installGracefulShutdown(options: GracefulShutdownOptions): GracefulShutdown {
-  const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
+  const log = options.log ?? stderrLog;
   const exit = options.exit ?? ((code: number) => process.exit(code));
   let running: Promise<void> | null = null;
 
   const shutdown = (reason: string): Promise<void> => {
     running ??= (async () => {
-      log(
+      log.info(
         `shutting down (${reason}): draining for ${options.drainDelayMs} ms, exiting within ${options.timeoutMs} ms`,
       );
       options.lifecycle?.beginShutdown();
       // Deliberately not unref'd: a close that never settles must still end in an exit.
       const deadline = setTimeout(() => {
-        log(`shutdown did not finish within ${options.timeoutMs} ms; exiting`);
+        log.error(`shutdown did not finish within ${options.timeoutMs} ms; exiting`);
         exit(1);
       }, options.timeoutMs);
       let code = 0;
@@ -81,7 +92,7 @@ export function installGracefulShutdown(options: GracefulShutdownOptions): Grace
           clearInterval(reaper);
         }
       } catch (error) {
-        log(`shutdown failed: ${(error as Error).stack ?? String(error)}`);
+        log.error(`shutdown failed: ${(error as Error).stack ?? String(error)}`);
         code = 1;
       } finally {
         clearTimeout(deadline);

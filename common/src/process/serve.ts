@@ -46,7 +46,7 @@ export async function serve(
       await operations?.close();
     },
     httpServer: app.server,
-    log: (message) => app.log.warn(message),
+    log: { info: (message) => app.log.info(message), error: (message) => app.log.error(message) },
   });
   await app.listen({ host: config.host, port: ports.public });
   if (operations) {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 
 export interface ServiceSpec {
   /** Also the npm script that starts it alone (`npm run <name>`). */
@@ -10,6 +11,11 @@ export interface ServiceGroupOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   log: (message: string) => void;
+  /**
+   * Each line a service writes, with the service's name; without it the services write to this process's own
+   * stdout and stderr.
+   */
+  output?: (name: string, line: string, stream: 'stdout' | 'stderr') => void;
   /** Called once, after the children were asked to stop and have exited (or 3 s passed). */
   exit: (code: number) => void;
 }
@@ -52,7 +58,18 @@ export function startServiceGroup(services: ServiceSpec[], options: ServiceGroup
   };
 
   for (const { name, args } of services) {
-    const child = spawn(process.execPath, args, { cwd: options.cwd, stdio: 'inherit', env: options.env });
+    const output = options.output;
+    const child = spawn(process.execPath, args, {
+      cwd: options.cwd,
+      stdio: output ? ['inherit', 'pipe', 'pipe'] : 'inherit',
+      env: options.env,
+    });
+    if (output) {
+      for (const stream of ['stdout', 'stderr'] as const) {
+        const lines = createInterface({ input: child[stream]!, crlfDelay: Infinity });
+        lines.on('line', (line) => output(name, line, stream));
+      }
+    }
     // A spawn that fails (EAGAIN, EMFILE) emits 'error' and no 'exit': said and stopped, not an uncaught crash.
     child.once('error', (error) => {
       options.log(`${name} could not be started: ${error.message}`);

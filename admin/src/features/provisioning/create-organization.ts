@@ -5,6 +5,8 @@ import { newId } from '@ent/common/ids';
 
 export interface CreatedOrganization {
   organization_id: string;
+  /** What the console's sign-in asks for as the organization. */
+  slug: string;
   member_id: string;
   service_account_id: string;
   /** Plaintext, shown once; only its hash is stored. */
@@ -83,6 +85,7 @@ export async function createOrganization(db: Kysely<Database>, name: string): Pr
   });
   return {
     organization_id: organizationId,
+    slug,
     member_id: memberId,
     service_account_id: serviceAccountId,
     api_key: key.plaintext,
