@@ -10,6 +10,7 @@ import { PLAN_KEY_PATTERN } from '@ent/common/schemas/common';
 import { ROLES, type Role } from '@ent/common/auth/scopes';
 import { createOrganization } from '../features/provisioning/create-organization.ts';
 import { createOperatorInvite } from '../features/provisioning/operator-invite.ts';
+import { localConsoleUrl } from '../features/invites/service.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
 
@@ -111,10 +112,11 @@ org
   .option('--json', 'print {invite_id, organization_id, slug, role, email, url, expires_at} as JSON')
   .action(async (options: { org: string; role: Role; email?: string; json?: boolean }) => {
     assertSecretsKeyringUsable(config.secretsKey);
+    const consoleUrl = config.consoleUrl ?? localConsoleUrl(config.gatewayPort);
     const invite = await withDb((db) =>
       createOperatorInvite(
         db,
-        { secretsKey: config.secretsKey, consoleUrl: config.consoleUrl },
+        { secretsKey: config.secretsKey, consoleUrl },
         { organizationId: options.org, role: options.role, email: options.email },
         new Date(),
       ),
@@ -126,7 +128,7 @@ org
         `join link   ${invite.url}`,
         `            (${invite.role}${invite.email ? ` for ${invite.email}` : ''}; expires ${invite.expires_at}; ` +
           'whoever opens it sets a password and joins)',
-        `sign in at  ${config.consoleUrl} with organization ${invite.slug}`,
+        `sign in at  ${consoleUrl} with organization ${invite.slug}`,
       ].join('\n'),
     );
   });

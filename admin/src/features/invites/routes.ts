@@ -12,7 +12,14 @@ import {
   type InviteBody,
 } from '@ent/common/schemas/invites';
 import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
-import { createInvite, inviteLinkOf, listInvites, revokeInvite, type InviteSettings } from './service.ts';
+import {
+  createInvite,
+  inviteLinkOf,
+  listInvites,
+  localConsoleUrl,
+  revokeInvite,
+  type InviteSettings,
+} from './service.ts';
 import { withCallerConfirmed } from '../members/caller.ts';
 
 /**
@@ -29,7 +36,7 @@ export function consoleUrlFor(config: Config, request: FastifyRequest): string {
   } catch {
     // A Host no URL can hold: the gateway's default address below.
   }
-  return `http://localhost:${config.gatewayPort}/console`;
+  return localConsoleUrl(config.gatewayPort);
 }
 
 export const inviteSettings = (config: Config, request: FastifyRequest): InviteSettings => ({

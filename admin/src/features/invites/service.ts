@@ -39,6 +39,9 @@ export interface InviteSettings {
 export const tokenContext = (inviteId: string) => `invite:${inviteId}`;
 
 /** The console's join page (`<console>/join/<token>`); the link carries the token. */
+/** The console on this machine's gateway: where links point when neither CONSOLE_URL nor a request names a host. */
+export const localConsoleUrl = (gatewayPort: number): string => `http://localhost:${gatewayPort}/console`;
+
 export const inviteUrl = (consoleUrl: string, token: string): string =>
   `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;
 
