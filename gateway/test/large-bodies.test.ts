@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@ent/common/db/connect';
-import { LINGER_MS } from '@ent/common/http/lingering-close';
+import { LINGER_BYTES, LINGER_MS } from '@ent/common/http/lingering-close';
 import { createTestOrganization, type TestOrganization } from '../../test-support/admin-context.ts';
 import { createTestDatabase, type TestDatabase } from '../../test-support/databases.ts';
 import { testRedisPrefix } from '../../test-support/redis-keys.ts';
@@ -184,4 +184,30 @@ describe('after an early 413, the connection', () => {
       expect(received, base).toContain('"code":"PAYLOAD_TOO_LARGE"');
     }
   }, 60_000);
+
+  it('is closed after a bounded amount when the client keeps sending without reading', async () => {
+    const chunk = Buffer.alloc(MIB, 'a');
+    for (const base of [urls.gateway, urls.admin]) {
+      const { hostname, port } = new URL(base);
+      const socket = connect(Number(port), hostname);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const closed = closedBy(socket, LINGER_MS + 20_000);
+      let open = true;
+      socket.once('close', () => (open = false));
+      socket.write(
+        `POST /org/features HTTP/1.1\r\nHost: ${hostname}\r\nX-API-Key: ${org.api_key}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${1024 * MIB}\r\n\r\n`,
+      );
+      let sentMiB = 0;
+      // Far past LINGER_BYTES, bounded: the server must have closed the connection well before.
+      while (open && sentMiB < 8 * (LINGER_BYTES / MIB)) {
+        if (!socket.write(chunk))
+          await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+        sentMiB += 1;
+      }
+      const received = await closed;
+      expect(received, base).toMatch(/^HTTP\/1\.1 413 /);
+      expect(sentMiB, base).toBeLessThan(8 * (LINGER_BYTES / MIB));
+    }
+  }, 90_000);
 });
