@@ -28,24 +28,22 @@ export function lingerBeforeClosing(request: IncomingMessage): void {
   lingering.add(socket);
   const closeOnceFlushed = socket.destroySoon.bind(socket);
   socket.destroySoon = function lingeringClose(this: Socket) {
+    // The whole body already read (it finished arriving while the answer was written): nothing to wait for.
+    if (request.readableEnded) return closeOnceFlushed();
     const readBefore = this.bytesRead;
-    let timer: NodeJS.Timeout | undefined;
-    let bytesCheck: NodeJS.Timeout | undefined;
-    const stopWaiting = () => {
-      clearTimeout(timer);
-      clearInterval(bytesCheck);
-    };
     const close = () => {
       stopWaiting();
       closeOnceFlushed();
     };
-    // The whole body already read (it finished arriving while the answer was written): nothing to wait for.
-    if (request.readableEnded) return close();
-    timer = setTimeout(() => this.destroy(), LINGER_MS);
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
     // Node's parser drops the rest of an answered request's body itself (no 'data' events): the socket counts it.
-    bytesCheck = setInterval(() => {
+    const bytesCheck = setInterval(() => {
       if (this.bytesRead - readBefore > LINGER_BYTES) close();
     }, BYTES_CHECK_MS);
+    function stopWaiting() {
+      clearTimeout(timer);
+      clearInterval(bytesCheck);
+    }
     this.once('close', stopWaiting);
     // The whole body read: nothing left for a reset to answer.
     request.once('end', close);
