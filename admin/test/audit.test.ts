@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyPrefixOf } from '@ent/common/auth/api-key';
+import { AUDIT_PATH_VALUE_NAMES } from '@ent/common/schemas/audit';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import {
   createAdminContext,
@@ -564,7 +565,7 @@ describe('reading the log: filters', () => {
     ['route', () => `route=${encodeURIComponent('/org/features/{key}')}`, ['patchF2', 'patchF1']],
     ['params[key]', () => 'params[key]=f1', ['patchF1']],
     ['params[key] (encoded brackets)', () => 'params%5Bkey%5D=f2', ['patchF2']],
-    ['params, two names (AND)', () => 'params[key]=f1&params[other]=x', []],
+    ['params, two names (AND)', () => 'params[key]=f1&params[subscriber_id]=x', []],
     [
       'service=api',
       () => 'service=api',
@@ -669,6 +670,13 @@ describe('reading the log: filters', () => {
     ['params[]=x', 'params[]'],
     ['params=x', 'params'],
     ['params[a-b]=x', 'params[a-b]'],
+    // Names no route has as a path value, those of Object.prototype among them.
+    ['params[other]=x', 'params[other]'],
+    ['params[__proto__]=x', 'params[__proto__]'],
+    ['params[constructor]=x', 'params[constructor]'],
+    ['params[toString]=x', 'params[toString]'],
+    ['params[hasOwnProperty]=x', 'params[hasOwnProperty]'],
+    ['params%5B__proto__%5D=x', 'params[__proto__]'],
   ])('answers %s with 422 VALIDATION_ERROR naming %s', async (query, field) => {
     const res = await ctx.app.inject({
       method: 'GET',
@@ -693,6 +701,16 @@ describe('reading the log: filters', () => {
 });
 
 describe('OpenAPI', () => {
+  it('lists a params[<name>] filter for each path value name of the /org routes, and no other', async () => {
+    const paths = Object.keys((await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json().paths);
+    const names = new Set(
+      paths
+        .filter((path) => path.startsWith('/org/'))
+        .flatMap((path) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)),
+    );
+    expect([...AUDIT_PATH_VALUE_NAMES].sort()).toEqual([...names].sort());
+  });
+
   it('documents the audit route and its filters', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/openapi.json' });
     expect(res.statusCode).toBe(200);

@@ -1,6 +1,12 @@
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { failureLimitAddress, isLocalClient, isLocalDirectPeer } from '@ent/common/http/local-client';
+import {
+  failureLimitAddress,
+  isFailureLimitAddress,
+  isLocalClient,
+  isLocalDirectPeer,
+  unstatedFailureLimitAddress,
+} from '@ent/common/http/local-client';
 
 async function seen(
   trustProxy: FastifyServerOptions['trustProxy'],
@@ -62,6 +68,49 @@ describe('who is a client on this machine', () => {
       const result = await seen(['10.0.0.0/8'], '10.1.2.3', { 'x-forwarded-for': named });
       expect(result.local, named).toBe(false);
       expect(result.bucket, named).toMatch(/^relayed-by:/);
+    }
+  });
+});
+
+describe("admin's bucket for a request with no statement from a gateway it believes", () => {
+  async function unstated(remoteAddress: string, headers: Record<string, string> = {}) {
+    // Admin's default TRUSTED_PROXIES.
+    const app = Fastify({ trustProxy: ['127.0.0.1', '::1', '::ffff:127.0.0.1'] });
+    app.get('/', async (request) => ({ bucket: unstatedFailureLimitAddress(request) }));
+    try {
+      return (await app.inject({ method: 'GET', url: '/', remoteAddress, headers })).json().bucket;
+    } finally {
+      await app.close();
+    }
+  }
+
+  it("exempts only a direct peer on this machine; a client relayed from loopback shares its relay's bucket", async () => {
+    expect(await unstated('127.0.0.1')).toBe('127.0.0.1');
+    expect(await unstated('127.0.0.1', { 'x-forwarded-for': '127.0.0.1' })).toBe('relayed-by:127.0.0.1');
+    expect(await unstated('127.0.0.1', { via: '1.1 nginx' })).toBe('relayed-by:127.0.0.1');
+    expect(await unstated('127.0.0.1', { 'x-forwarded-for': '203.0.113.5' })).toBe('203.0.113.5');
+    expect(await unstated('198.51.100.7', { 'x-forwarded-for': '127.0.0.1' })).toBe('198.51.100.7');
+  });
+
+  it('reads statements as the values failureLimitAddress gives, nothing else', () => {
+    for (const value of [
+      '127.0.0.1',
+      '203.0.113.5',
+      '2001:db8::1',
+      'relayed-by:127.0.0.1',
+      'relayed-by:::1',
+    ]) {
+      expect(isFailureLimitAddress(value), value).toBe(true);
+    }
+    for (const value of [
+      '',
+      'localhost',
+      'relayed-by:',
+      'relayed-by:x',
+      '127.0.0.1, 10.0.0.1',
+      'x'.repeat(5000),
+    ]) {
+      expect(isFailureLimitAddress(value), value).toBe(false);
     }
   });
 });

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify from 'fastify';
 import { generateApiKey } from '@ent/common/auth/api-key';
 import { clientKey } from '@ent/common/auth/failure-limiter';
+import { SESSION_COOKIE, generateSessionToken } from '@ent/common/auth/session-token';
+import { GATEWAY_FAILURE_LIMIT_HEADER } from '@ent/common/http/local-client';
 import { ManualClock } from '@ent/common/clock';
 import { saveArrangement } from '@ent/common/metering/arrangement';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
@@ -266,5 +268,147 @@ describe('the negative cache', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+/**
+ * A proxy on this machine that GATEWAY_TRUSTED_PROXIES does not name relays remote clients: the gateway sees a
+ * loopback peer and an X-Forwarded-For it does not believe, and charges all of them to one limited bucket. Admin,
+ * behind the gateway, must charge what the gateway decided, never exempt them as this machine's own processes. Each
+ * case uses its own proxy address (127.0.0.x), so its own buckets.
+ */
+describe('clients of a proxy on this machine that nobody trusted', () => {
+  const REMOTE = '203.0.113.5';
+  const viaProxy = (proxy: string, headers: Record<string, string>) => ({
+    remoteAddress: proxy,
+    headers: { 'x-forwarded-for': REMOTE, ...headers },
+  });
+  const features = (proxy: string, headers: Record<string, string>) =>
+    gateway.inject({ method: 'GET', url: '/org/features', ...viaProxy(proxy, headers) });
+
+  it('are limited on forwarded /org routes as on the eval route: the same lookups, then 429', async () => {
+    const onEvals = await statuses(LIMIT + 5, () =>
+      gateway.inject({
+        method: 'POST',
+        url: '/org/subscribers/alice/entitlements/check',
+        payload: { feature: 'sso' },
+        ...viaProxy('127.0.0.2', { 'x-api-key': randomKey() }),
+      }),
+    );
+    const queries = ctx.queriesRun();
+    const onForwarded = await statuses(LIMIT + 5, () => features('127.0.0.2', { 'x-api-key': randomKey() }));
+    expect(onForwarded).toEqual({ 401: LIMIT, 429: 5 });
+    expect(onForwarded).toEqual(onEvals);
+    expect(ctx.queriesRun() - queries).toBe(LIMIT);
+    // Keys that work still do.
+    expect((await features('127.0.0.2', { 'x-api-key': org.api_key })).statusCode).toBe(200);
+  });
+
+  it('are limited on session cookies too, charged to the same bucket as their keys', async () => {
+    const cookie = () => ({ cookie: `${SESSION_COOKIE}=${generateSessionToken().token}` });
+    const seen = await statuses(LIMIT + 5, (i) =>
+      features('127.0.0.3', i % 2 === 0 ? cookie() : { 'x-api-key': randomKey() }),
+    );
+    expect(seen).toEqual({ 401: LIMIT, 429: 5 });
+    const limited = await features('127.0.0.3', cookie());
+    expect(limited.json().error.code).toBe('RATE_LIMITED');
+  });
+
+  it("cannot pass as local by sending the gateway's statement themselves", async () => {
+    const seen = await statuses(LIMIT + 5, () =>
+      features('127.0.0.4', { 'x-api-key': randomKey(), [GATEWAY_FAILURE_LIMIT_HEADER]: '127.0.0.1' }),
+    );
+    expect(seen).toEqual({ 401: LIMIT, 429: 5 });
+  });
+
+  it('leave a client on this machine calling the gateway directly exempt, on forwarded routes too', async () => {
+    const seen = await statuses(LIMIT + 5, () =>
+      gateway.inject({
+        method: 'GET',
+        url: '/org/features',
+        headers: { 'x-api-key': randomKey() },
+        remoteAddress: '127.0.0.1',
+      }),
+    );
+    expect(seen).toEqual({ 401: LIMIT + 5 });
+  });
+});
+
+describe('admin, for a request that carries no statement from a gateway it believes', () => {
+  const features = (headers: Record<string, string>) =>
+    ctx.app.inject({
+      method: 'GET',
+      url: '/org/features',
+      headers: { 'x-api-key': randomKey(), ...headers },
+      remoteAddress: '127.0.0.1',
+    });
+
+  it('limits one relayed from a loopback address: being relayed locally never makes a client local', async () => {
+    const seen = await statuses(LIMIT + 5, () => features({ 'x-forwarded-for': '127.0.0.5' }));
+    expect(seen).toEqual({ 401: LIMIT, 429: 5 });
+  });
+
+  it('ignores a statement (without INTERNAL_TOKEN) that disagrees with the address forwarded beside it', async () => {
+    const seen = await statuses(LIMIT + 5, () =>
+      features({ 'x-forwarded-for': '198.51.100.40', [GATEWAY_FAILURE_LIMIT_HEADER]: '127.0.0.1' }),
+    );
+    expect(seen).toEqual({ 401: LIMIT, 429: 5 });
+  });
+});
+
+describe('with INTERNAL_TOKEN, admin believes only the statement that comes with it', () => {
+  const TOKEN = 'gateway-admin-shared-token';
+  let tokenCtx: AdminTestContext;
+  let tokenGateway: GatewayApp;
+
+  beforeAll(async () => {
+    tokenCtx = await createAdminContext({
+      clock,
+      config: { authFailuresPerMinute: LIMIT, internalToken: TOKEN },
+    });
+    tokenGateway = await gatewayOverAdmin(tokenCtx, { clock });
+  });
+  afterAll(async () => {
+    await tokenGateway?.close();
+    await tokenCtx?.close();
+  });
+
+  it("limits a forwarded request by the gateway's statement, and exempts the gateway's local clients", async () => {
+    const through = (remoteAddress: string, headers: Record<string, string>) =>
+      tokenGateway.inject({
+        method: 'GET',
+        url: '/org/features',
+        headers: { 'x-api-key': randomKey(), ...headers },
+        remoteAddress,
+      });
+    expect(
+      await statuses(LIMIT + 5, () => through('127.0.0.6', { 'x-forwarded-for': '203.0.113.6' })),
+    ).toEqual({
+      401: LIMIT,
+      429: 5,
+    });
+    expect(await statuses(LIMIT + 5, () => through('127.0.0.1', {}))).toEqual({ 401: LIMIT + 5 });
+  });
+
+  it('ignores a statement without the token, even one that agrees with its X-Forwarded-For', async () => {
+    const straight = (headers: Record<string, string>) =>
+      tokenCtx.app.inject({
+        method: 'GET',
+        url: '/org/features',
+        headers: {
+          'x-api-key': randomKey(),
+          'x-forwarded-for': '127.0.0.7',
+          [GATEWAY_FAILURE_LIMIT_HEADER]: '127.0.0.7',
+          ...headers,
+        },
+        remoteAddress: '127.0.0.1',
+      });
+    expect(await statuses(LIMIT + 5, () => straight({ 'x-internal-token': 'not-the-token' }))).toEqual({
+      401: LIMIT,
+      429: 5,
+    });
+    expect(await statuses(LIMIT + 5, () => straight({ 'x-internal-token': TOKEN }))).toEqual({
+      401: LIMIT + 5,
+    });
   });
 });

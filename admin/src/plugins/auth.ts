@@ -18,7 +18,13 @@ import { crossSiteRefusal } from '@ent/common/http/session-request';
 import { authenticateSession } from '../features/console-sessions/authenticate.ts';
 import { sessionTokenOf } from '../features/console-sessions/cookie.ts';
 import { principalOf } from '../features/console-sessions/service.ts';
-import { failureLimitAddress } from '@ent/common/http/local-client';
+import {
+  GATEWAY_FAILURE_LIMIT_HEADER,
+  isFailureLimitAddress,
+  relayedBy,
+  unstatedFailureLimitAddress,
+} from '@ent/common/http/local-client';
+import { internalCaller } from './internal-access.ts';
 import { isLiveKey, keyWithHolder } from '@ent/common/snapshots/build';
 
 declare module 'fastify' {
@@ -28,6 +34,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Failed credential lookups per client address (unknown keys, ended sessions): 429 once spent. */
     authFailures: AuthFailureLimiter;
+    /** The bucket of `authFailures` a request's client is charged to (failureLimitAddressAtAdmin). */
+    authFailureAddress(request: FastifyRequest): string;
   }
   interface FastifyContextConfig {
     /** The scope a key needs for this route; absent on routes outside /org. */
@@ -63,6 +71,27 @@ export async function findPrincipal(
     authType: 'member_apikey',
   };
   return { principal, issued: true };
+}
+
+/**
+ * The failure-limit bucket of a request's client at admin. Through a gateway, the gateway's own judgement of its
+ * client (GATEWAY_FAILURE_LIMIT_HEADER): its `X-Forwarded-For` names a loopback address both for a local client and
+ * for the clients of a local proxy it does not trust, and only the first may be exempt. The statement counts only from
+ * a caller of admin's /internal routes: with INTERNAL_TOKEN, one presenting it (the gateway sends it on every forward);
+ * without, a peer on this machine, whose statement must then also agree with the address it forwards (its own
+ * `failureLimitAddress` always does), so a client relayed by some other local proxy passing headers through cannot
+ * claim more than its `X-Forwarded-For` already could. Without a statement: unstatedFailureLimitAddress.
+ */
+export function failureLimitAddressAtAdmin(
+  request: FastifyRequest,
+  fromInternalCaller: (request: FastifyRequest) => boolean,
+  tokenRequired: boolean,
+): string {
+  const stated = request.headers[GATEWAY_FAILURE_LIMIT_HEADER];
+  if (typeof stated === 'string' && isFailureLimitAddress(stated) && fromInternalCaller(request)) {
+    if (tokenRequired || stated === request.ip || stated === relayedBy(request.ip)) return stated;
+  }
+  return unstatedFailureLimitAddress(request);
 }
 
 /** Why the principal may not call this route, or null when it may. */
@@ -119,6 +148,11 @@ export const authentication = fp(
     const recentlyValid = new LRUCache<string, true>({ max: REMEMBERED_KEYS_MAX });
     const failures = new AuthFailureLimiter(app.config, () => app.clock.now());
     app.decorate('authFailures', failures);
+    const fromInternalCaller = internalCaller(app.config);
+    const tokenRequired = app.config.internalToken !== '';
+    const failureAddress = (request: FastifyRequest) =>
+      failureLimitAddressAtAdmin(request, fromInternalCaller, tokenRequired);
+    app.decorate('authFailureAddress', failureAddress);
     app.addHook('onRequest', async (request, reply) => {
       if (!request.routeOptions.config.scope) return;
       // An organization's data, and once each a key, invite link or webhook secret: never kept by a cache between.
@@ -137,14 +171,14 @@ export const authentication = fp(
       }
       const limited = !recentlyValid.has(keyHash);
       if (limited) {
-        const retryAfter = failures.beforeLookup(failureLimitAddress(request));
+        const retryAfter = failures.beforeLookup(failureAddress(request));
         if (retryAfter > 0) return sendError(request, reply, authRateLimited(retryAfter));
       }
       let found: { principal: Principal | null; issued: boolean };
       try {
         found = await settledWithin(findPrincipal(app, plaintext), KEY_LOOKUP_TIMEOUT_MS);
       } catch (error) {
-        if (limited) failures.notAFailure(failureLimitAddress(request)); // not the client's failure
+        if (limited) failures.notAFailure(failureAddress(request)); // not the client's failure
         request.log.error({ err: error }, 'key lookup failed');
         return sendError(
           request,
@@ -158,7 +192,7 @@ export const authentication = fp(
         if (!found.issued) unknownKeys.set(keyHash, app.clock.now() + UNKNOWN_KEY_MEMORY_MS);
         return sendError(request, reply, unauthenticated('The API key is invalid or has been revoked.'));
       }
-      if (limited) failures.notAFailure(failureLimitAddress(request));
+      if (limited) failures.notAFailure(failureAddress(request));
       recentlyValid.set(keyHash, true);
       request.principal = principal;
       const reason = refusal(principal, request);

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Config } from '@ent/common/config';
 import { isLoopbackAddress, isLoopbackHost } from '@ent/common/http/loopback';
 
@@ -11,21 +11,32 @@ export const INTERNAL_TOKEN_REQUIRED = (host: string) =>
   "return any tenant's documents. Set the same random INTERNAL_TOKEN (openssl rand -hex 32) for admin and gateways.";
 
 /**
- * The guard of every /internal route, added as an onRequest hook in the routes' own context: with INTERNAL_TOKEN
- * the caller must present it, without one only loopback peers pass; anyone else gets the 404 of a route that does
- * not exist. Throws at startup when admin would listen beyond loopback without a token.
+ * Whether a request comes from a gateway (or another of the deployment's own processes): with INTERNAL_TOKEN the
+ * caller presents it, without one its socket is on this machine. Throws at startup when admin would listen beyond
+ * loopback without a token.
  */
-export function internalAccess(config: Pick<Config, 'internalToken' | 'host'>): onRequestAsyncHookHandler {
+export function internalCaller(
+  config: Pick<Config, 'internalToken' | 'host'>,
+): (request: FastifyRequest) => boolean {
   const expected = config.internalToken;
   if (!expected && !isLoopbackHost(config.host)) throw new Error(INTERNAL_TOKEN_REQUIRED(config.host));
   const expectedDigest = expected ? tokenDigest(expected) : null;
-  return async (request, reply) => {
+  return (request) => {
+    if (!expectedDigest) return isLoopbackAddress(request.socket.remoteAddress);
     const given = request.headers['x-internal-token'];
-    const allowed = expectedDigest
-      ? typeof given === 'string' && timingSafeEqual(tokenDigest(given), expectedDigest)
-      : isLoopbackAddress(request.socket.remoteAddress);
+    return typeof given === 'string' && timingSafeEqual(tokenDigest(given), expectedDigest);
+  };
+}
+
+/**
+ * The guard of every /internal route, added as an onRequest hook in the routes' own context: only an internal caller
+ * passes; anyone else gets the 404 of a route that does not exist.
+ */
+export function internalAccess(config: Pick<Config, 'internalToken' | 'host'>): onRequestAsyncHookHandler {
+  const allowed = internalCaller(config);
+  return async (request, reply) => {
     // The same answer as a route that does not exist: nothing tells a prober these routes are here.
-    if (!allowed) {
+    if (!allowed(request)) {
       reply.callNotFound();
       return reply;
     }

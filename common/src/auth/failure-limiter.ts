@@ -104,7 +104,8 @@ export class TokenBuckets {
  * refilled at `perMinute` a minute. An empty bucket means no more lookups for unknown keys from that address
  * until it refills; keys the process already knows are still answered. `perMinute` 0 turns the limit off.
  * Clients on this machine (a loopback address: callers pass `failureLimitAddress`, which gives one only to a
- * client every trusted hop of which is local) are not limited unless `limitLoopback`: they are the operator's own
+ * client every trusted hop of which is local, or at admin the gateway's statement of it) are not limited unless
+ * `limitLoopback`: they are the operator's own
  * processes, and a local test run that checks many bad keys must not see the next fresh key refused.
  */
 export class AuthFailureLimiter {

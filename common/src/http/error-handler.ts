@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { AppError, noRoute, validationError } from '../errors/app-error.ts';
 import { addJsonBodyParser } from './json-body.ts';
+import { lingerBeforeClosing } from './lingering-close.ts';
 import { describeValidationError } from './validation.ts';
 
 interface PgError {
@@ -111,6 +112,9 @@ export const errorHandling = fp(
     app.setErrorHandler((error: Error, request, reply) => {
       const appError = toAppError(error);
       if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+      // Refused before its body arrived whole (413), on a connection Fastify closes: the client reads the answer.
+      if (!request.raw.complete && reply.getHeader('connection') === 'close')
+        lingerBeforeClosing(request.raw);
       return sendError(request, reply, appError);
     });
     app.setNotFoundHandler((request, reply) =>

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { isLoopbackAddress } from './loopback.ts';
 
@@ -35,6 +36,11 @@ export function isLocalClient(request: FastifyRequest): boolean {
   return hops.length > 1 || !relayed(request);
 }
 
+const RELAYED_BY = 'relayed-by:';
+
+/** The bucket shared by the clients that a proxy at this loopback address relays without being trusted. */
+export const relayedBy = (proxyIp: string): string => `${RELAYED_BY}${proxyIp}`;
+
 /**
  * The bucket the failed-lookup limit charges (failure-limiter.ts): the client's address, and for clients behind a
  * proxy on this machine that the settings do not trust, one bucket they share (as if the proxy were the client),
@@ -42,5 +48,27 @@ export function isLocalClient(request: FastifyRequest): boolean {
  */
 export function failureLimitAddress(request: FastifyRequest): string {
   if (isLocalClient(request) || !isLoopbackAddress(request.ip)) return request.ip;
-  return `relayed-by:${request.ip}`;
+  return relayedBy(request.ip);
+}
+
+/**
+ * The gateway's `failureLimitAddress` of the client of a request it forwards: admin charges that bucket, since the
+ * gateway alone saw whether a proxy it does not trust relayed the client (its `X-Forwarded-For` cannot say so).
+ */
+export const GATEWAY_FAILURE_LIMIT_HEADER = 'x-gateway-failure-limit-address';
+
+/** A value `failureLimitAddress` gives: an IP address, or `relayed-by:` and one. */
+export function isFailureLimitAddress(value: string): boolean {
+  return isIP(value) !== 0 || (value.startsWith(RELAYED_BY) && isIP(value.slice(RELAYED_BY.length)) !== 0);
+}
+
+/**
+ * The bucket of a request that carries no statement from the gateway: a direct peer on this machine is one of its own
+ * processes (exempt), any other client is judged by its address, and one relayed to us from a loopback address
+ * (a proxy on this machine, trusted or not, or a gateway whose statement is missing) shares that proxy's limited
+ * bucket: being relayed by something local never makes a client local.
+ */
+export function unstatedFailureLimitAddress(request: FastifyRequest): string {
+  if (isLocalDirectPeer(request) || !isLoopbackAddress(request.ip)) return request.ip;
+  return relayedBy(request.ip);
 }

@@ -11,12 +11,18 @@ const refuseBody: preValidationHookHandler = (request, _reply, done) => {
   const { body } = request;
   if (body === undefined || body === null) return done();
   if (typeof body !== 'object' || Array.isArray(body)) {
-    return done(validationError('This route takes no body; send none or {}.', { field: 'body', location: 'body' }));
+    return done(
+      validationError('This route takes no body; send none or {}.', { field: 'body', location: 'body' }),
+    );
   }
   const [field] = Object.keys(body);
   if (field === undefined) return done();
-  done(validationError(`${field} is not a known field: this route takes no body.`, { field, location: 'body' }));
+  done(
+    validationError(`${field} is not a known field: this route takes no body.`, { field, location: 'body' }),
+  );
 };
+
+const QUERY_CHECKED_PREFIXES = ['/org', '/console/api/', '/ofrep/'];
 
 /**
  * Route-wide rules: bodies are JSON; a route that declares no query string accepts none, and one that declares
@@ -29,13 +35,16 @@ export const strictRoutes = fp(
     // shape; without it a non-JSON content type is 415 UNSUPPORTED_MEDIA_TYPE (docs/decisions.md).
     app.removeContentTypeParser('text/plain');
     app.addHook('onRoute', (route) => {
+      // The JSON APIs (the console's and OFREP's too) take only the query parameters they declare, whatever the name.
+      if (QUERY_CHECKED_PREFIXES.some((prefix) => route.url.startsWith(prefix))) {
+        route.schema ??= {};
+        route.schema.querystring ??= NoQuery;
+      }
       if (route.url.startsWith('/org')) {
         const config = (route.config ?? {}) as { scope?: string };
         if (!config.scope) throw new Error(`route ${route.method} ${route.url} declares no scope`);
-        route.schema ??= {};
-        route.schema.querystring ??= NoQuery;
         // GET bodies mean nothing (RFC 9110) and are never read; the eval list is also on the hot path.
-        if (route.schema.body === undefined && ![route.method].flat().includes('GET')) {
+        if (route.schema?.body === undefined && ![route.method].flat().includes('GET')) {
           route.preValidation = [...(route.preValidation ? [route.preValidation].flat() : []), refuseBody];
         }
       }

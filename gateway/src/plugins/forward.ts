@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
 import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { isSafeMethod } from '@ent/common/http/session-request';
+import { GATEWAY_FAILURE_LIMIT_HEADER, failureLimitAddress } from '@ent/common/http/local-client';
 
 /** RFC 9110 §7.6.1 connection-specific headers, plus what the proxy sets itself. */
 const HOP_BY_HOP = new Set([
@@ -21,7 +22,7 @@ const HOP_BY_HOP = new Set([
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
-function requestHeaders(request: FastifyRequest): Record<string, string | string[]> {
+function requestHeaders(request: FastifyRequest, internalToken: string): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   const connectionListed = new Set(
     String(request.headers.connection ?? '')
@@ -39,6 +40,11 @@ function requestHeaders(request: FastifyRequest): Record<string, string | string
   if (request.headers.host) headers['x-forwarded-host'] = request.headers.host;
   headers['x-forwarded-proto'] = request.protocol;
   headers['x-request-id'] = request.id;
+  // What this gateway decided about the client for the failed-lookup limit, which admin's key and session lookups
+  // then charge; a client's own value is replaced, and the token (never a client's) makes admin believe it.
+  headers[GATEWAY_FAILURE_LIMIT_HEADER] = failureLimitAddress(request);
+  if (internalToken) headers['x-internal-token'] = internalToken;
+  else delete headers['x-internal-token'];
   return headers;
 }
 
@@ -110,7 +116,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
         response = await app.adminPool.request({
           method: request.method as 'GET',
           path: request.url,
-          headers: requestHeaders(request),
+          headers: requestHeaders(request, app.config.internalToken),
           body,
           // Longer than admin's slowest write, so one that commits is answered by admin, not 503 here.
           headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,

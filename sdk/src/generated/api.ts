@@ -1660,6 +1660,22 @@ export interface paths {
           /** @description RFC 3339, exclusive */
           occurred_before?: string;
           outcome?: 'pending' | 'rejected' | 'responded' | 'no_response';
+          /** @description entries whose path value feature_key is this */
+          'params[feature_key]'?: string;
+          /** @description entries whose path value invite_id is this */
+          'params[invite_id]'?: string;
+          /** @description entries whose path value key_id is this */
+          'params[key_id]'?: string;
+          /** @description entries whose path value key is this */
+          'params[key]'?: string;
+          /** @description entries whose path value member_id is this */
+          'params[member_id]'?: string;
+          /** @description entries whose path value service_account_id is this */
+          'params[service_account_id]'?: string;
+          /** @description entries whose path value subscriber_id is this */
+          'params[subscriber_id]'?: string;
+          /** @description entries whose path value subscription_id is this */
+          'params[subscription_id]'?: string;
           request_id?: string;
           route?: string;
           service?: 'api' | 'identity';

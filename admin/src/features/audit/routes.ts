@@ -1,21 +1,24 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { validationError } from '@ent/common/errors/app-error';
-import { AuditEventListSchema, ListAuditEventsQuery, type AuditOutcomeName } from '@ent/common/schemas/audit';
+import {
+  AUDIT_PATH_VALUE_NAMES,
+  AuditEventListSchema,
+  ListAuditEventsQuery,
+  type AuditOutcomeName,
+} from '@ent/common/schemas/audit';
 import { commonErrorResponses } from '@ent/common/schemas/common';
 import { rfc3339ToMs, toAuditEventBody } from './entry.ts';
 import { listAuditEvents } from './service.ts';
 
-const PARAM_KEY = /^params\[(.+)\]$/;
-
 /** `params[key]=x&params[subscriber_id]=y` (keys arrive literally from the query string parser) as `{key, subscriber_id}`. */
-function paramFilters(query: Record<string, unknown>): Record<string, string> {
-  const params: Record<string, string> = {};
-  for (const [name, value] of Object.entries(query)) {
-    const match = PARAM_KEY.exec(name);
-    if (match && typeof value === 'string') params[match[1]!] = value;
+function paramFilters(query: ListAuditEventsQuery): Record<string, string> {
+  const filters: Array<[string, string]> = [];
+  for (const name of AUDIT_PATH_VALUE_NAMES) {
+    const value = query[`params[${name}]`];
+    if (value !== undefined) filters.push([name, value]);
   }
-  return params;
+  return Object.fromEntries(filters);
 }
 
 /** The schema's format already refuses what Date.parse cannot read; this keeps a NaN out of the query regardless. */
@@ -52,7 +55,7 @@ export async function auditRoutes(fastify: FastifyInstance): Promise<void> {
         outcome: query.outcome as AuditOutcomeName | undefined,
         method: query.method,
         route: query.route,
-        params: paramFilters(query as Record<string, unknown>),
+        params: paramFilters(query),
         service: query.service,
         requestId: query.request_id,
         occurredAfter,
