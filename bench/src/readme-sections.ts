@@ -1,31 +1,65 @@
-/** The README's benchmark sections, each rendered from its mode's results file (bench/results/<mode>.json). */
+/**
+ * The documents' generated sections, each rendered from results files: the full benchmark tables in
+ * docs/benchmarks.md (bench/results/<mode>.json), the fault matrix in docs/operations.md (the newest
+ * bench/results/faults-<date>.json) and the headline figures in the README.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readLatestFaults, renderMarkdown as renderFaults } from './faults/table.ts';
+import { root } from './harness.ts';
+import { renderHeadline } from './headline.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
 import { renderProfile, type ProfileResult } from './modes/profile.ts';
 import { renderScale, type ScaleResult } from './modes/scale.ts';
 import { renderThroughput, type ThroughputResult } from './modes/throughput.ts';
-import { readResult, replaceReadmeSection } from './results.ts';
+import { hasSection, readResult, replaceReadmeSection } from './results.ts';
 
-/** Each section's name and content; null where the mode has no results file yet. */
+/** Every document that holds generated sections, relative to the repository's root. */
+export const documentsWithSections = ['README.md', 'docs/benchmarks.md', 'docs/operations.md'];
+
+/** Each section's name and content; null where its results file does not exist yet. */
 export function readmeSections(): [string, string | null][] {
+  const throughput = readResult<ThroughputResult>('throughput');
+  const memory = readResult<MemoryResult>('memory');
+  const pinned = readResult<PinnedResult>('pinned');
+  const scale = readResult<ScaleResult>('scale');
+  const faults = readLatestFaults(root);
   return [
-    ['throughput', ((r) => r && renderThroughput(r))(readResult<ThroughputResult>('throughput'))],
-    ['memory', ((r) => r && renderMemory(r))(readResult<MemoryResult>('memory'))],
-    ['pinned', ((r) => r && renderPinned(r))(readResult<PinnedResult>('pinned'))],
-    ['scale', ((r) => r && renderScale(r))(readResult<ScaleResult>('scale'))],
+    ['headline', renderHeadline({ throughput, pinned, memory, scale, faults })],
+    ['throughput', throughput && renderThroughput(throughput)],
+    ['memory', memory && renderMemory(memory)],
+    ['pinned', pinned && renderPinned(pinned)],
+    ['scale', scale && renderScale(scale)],
     ['profile', ((r) => r && renderProfile(r))(readResult<ProfileResult>('profile'))],
     ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
+    ['faults', faults && renderFaults(faults)],
   ];
 }
 
-/** The README with every section that has results replaced by their rendering, and the names left as they were. */
-export function withBenchSections(readme: string): { readme: string; missing: string[] } {
+/**
+ * The documents (path → text) with every section that has results replaced by their rendering, and the names
+ * left as they were. A section whose markers are in no document is an error: its figures would go nowhere.
+ */
+export function withBenchSections(documents: Record<string, string>): {
+  documents: Record<string, string>;
+  missing: string[];
+} {
   const missing: string[] = [];
-  let updated = readme;
+  const updated = { ...documents };
   for (const [name, content] of readmeSections()) {
+    const holders = Object.keys(updated).filter((path) => hasSection(updated[path]!, name));
+    if (holders.length === 0) throw new Error(`no document has the <!-- bench:${name} --> section`);
     if (content === null) missing.push(name);
-    else updated = replaceReadmeSection(updated, name, content);
+    else for (const path of holders) updated[path] = replaceReadmeSection(updated[path]!, name, content);
   }
-  return { readme: updated, missing };
+  return { documents: updated, missing };
+}
+
+/** The documents as they are in the checkout. */
+export function readDocuments(): Record<string, string> {
+  return Object.fromEntries(
+    documentsWithSections.map((path) => [path, readFileSync(join(root, path), 'utf8')]),
+  );
 }

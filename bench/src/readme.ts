@@ -1,11 +1,13 @@
-/** `npm run bench:readme`: the README's benchmark tables, made from bench/results/<mode>.json. */
-import { readFileSync, writeFileSync } from 'node:fs';
+/**
+ * `npm run bench:readme`: the generated tables of README.md, docs/benchmarks.md and docs/operations.md, made from
+ * bench/results/<mode>.json and the newest bench/results/faults-<date>.json.
+ */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { log, root } from './harness.ts';
-import { withBenchSections } from './readme-sections.ts';
+import { readDocuments, withBenchSections } from './readme-sections.ts';
 
-const file = join(root, 'README.md');
-const { readme, missing } = withBenchSections(readFileSync(file, 'utf8'));
-for (const name of missing) log(`no bench/results/${name}.json yet: its README section is left as it is`);
-writeFileSync(file, readme);
-log('README benchmark sections updated');
+const { documents, missing } = withBenchSections(readDocuments());
+for (const name of missing) log(`no results for ${name} yet: its section is left as it is`);
+for (const [path, text] of Object.entries(documents)) writeFileSync(join(root, path), text);
+log(`generated sections updated in ${Object.keys(documents).join(', ')}`);

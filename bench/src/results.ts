@@ -1,4 +1,4 @@
-/** Bench results as data: each mode's latest run in bench/results/<mode>.json, from which README tables are made. */
+/** Bench results as data: each mode's latest run in bench/results/<mode>.json, from which the documents' tables are made. */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,11 @@ export interface Machine {
   node: string;
 }
 
-export const machine = (): Machine => ({ cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version });
+export const machine = (): Machine => ({
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model ?? 'unknown',
+  node: process.version,
+});
 
 /** Writes the mode's result (with the machine it ran on) and returns the file's path. */
 export function writeResult(mode: string, result: object): string {
@@ -30,12 +34,17 @@ export function readResult<T>(mode: string): T | null {
   }
 }
 
-/** Replaces what stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in the README. */
+/** Whether the document has the `<!-- bench:NAME -->` ... `<!-- /bench:NAME -->` section. */
+export function hasSection(document: string, name: string): boolean {
+  return document.includes(`<!-- bench:${name} -->`) && document.includes(`<!-- /bench:${name} -->`);
+}
+
+/** Replaces what stands between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in a document. */
 export function replaceReadmeSection(readme: string, name: string, content: string): string {
   const start = `<!-- bench:${name} -->`;
   const end = `<!-- /bench:${name} -->`;
   const from = readme.indexOf(start);
   const to = readme.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`README has no ${start} ... ${end} section`);
+  if (from < 0 || to < from) throw new Error(`the document has no ${start} ... ${end} section`);
   return `${readme.slice(0, from + start.length)}\n${content}\n${readme.slice(to)}`;
 }

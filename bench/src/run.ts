@@ -6,7 +6,7 @@
  *   scale                three gateways: aggregate throughput, exact metering, read-your-writes under load
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
  *   instructions         instructions per request under callgrind: the gateway's check against the bare route
- * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the README's tables from those files.
+ * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
  */
@@ -46,7 +46,7 @@ try {
   const result = await run();
   const file = writeResult(mode, result);
   process.stdout.write(`\n${render(result as never)}\n\n`);
-  log(`wrote ${file}; npm run bench:readme puts it in the README`);
+  log(`wrote ${file}; npm run bench:readme puts it in docs/benchmarks.md`);
 } finally {
   await stopChildren();
 }

@@ -92,8 +92,8 @@ interface Rule {
 describe('deploy/prometheus/alerts.yaml', () => {
   const file = parse(read('deploy/prometheus/alerts.yaml')) as { groups: { name: string; rules: Rule[] }[] };
   const rules = file.groups.flatMap((group) => group.rules);
-  const readmeAnchors = new Set(
-    [...read('deploy/README.md').matchAll(/^#+\s+(.+)$/gm)].map((match) =>
+  const runbookAnchors = new Set(
+    [...read('docs/operations.md').matchAll(/^#+\s+(.+)$/gm)].map((match) =>
       match[1]!
         .trim()
         .toLowerCase()
@@ -112,8 +112,8 @@ describe('deploy/prometheus/alerts.yaml', () => {
       expect(rule.annotations?.summary, rule.alert).toEqual(expect.any(String));
       expect(rule.annotations?.description, rule.alert).toEqual(expect.any(String));
       const runbook = String(rule.annotations?.runbook);
-      expect(runbook, rule.alert).toMatch(/^deploy\/README\.md#/);
-      expect(readmeAnchors, `${rule.alert}: ${runbook}`).toContain(runbook.split('#')[1]);
+      expect(runbook, rule.alert).toBe(`docs/operations.md#${rule.alert!.toLowerCase()}`);
+      expect(runbookAnchors, `${rule.alert}: ${runbook}`).toContain(runbook.split('#')[1]);
     }
     expect(new Set(rules.map((rule) => rule.alert)).size).toBe(rules.length);
   });

@@ -38,7 +38,9 @@ beforeAll(async () => {
   await api.subscriber('ann');
   await api.subscribe('ann', 'pro');
   await api.override('ann', 'seats', { kind: 'limit', limit: 40 });
-  await OpenFeature.setProviderAndWait(new OFREPProvider({ baseUrl: url, headers: [['Authorization', `Bearer ${org.api_key}`]] }));
+  await OpenFeature.setProviderAndWait(
+    new OFREPProvider({ baseUrl: url, headers: [['Authorization', `Bearer ${org.api_key}`]] }),
+  );
   client = OpenFeature.getClient();
 }, 90_000);
 
@@ -77,15 +79,17 @@ describe('@openfeature/server-sdk with @openfeature/ofrep-provider', () => {
     expect(res).toMatchObject({ value: false, reason: 'ERROR', errorCode: ErrorCode.TARGETING_KEY_MISSING });
   });
 
-  it("runs the README's OpenFeature example as written", async () => {
+  it("runs docs/sdk.md's OpenFeature example as written", async () => {
     expect(await openFeatureExample(gatewayUrl, org.api_key)).toEqual({
       sso: true,
       seats: 40,
       reason: 'TARGETING_MATCH',
       source: 'override',
     });
-    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-    const example = (await readFile(new URL('../examples/openfeature.ts', import.meta.url), 'utf8')).trimEnd();
-    expect(readme).toContain('```ts\n' + example + '\n```');
+    const guide = await readFile(new URL('../../docs/sdk.md', import.meta.url), 'utf8');
+    const example = (
+      await readFile(new URL('../examples/openfeature.ts', import.meta.url), 'utf8')
+    ).trimEnd();
+    expect(guide).toContain('```ts\n' + example + '\n```');
   });
 });

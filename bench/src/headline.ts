@@ -1,0 +1,75 @@
+/** The README's headline figures: a few same-run ratios and totals from the results the full tables come from. */
+import type { FaultsDocument } from './faults/table.ts';
+import type { MemoryResult } from './modes/memory.ts';
+import type { PinnedResult } from './modes/pinned.ts';
+import type { ScaleResult } from './modes/scale.ts';
+import type { ThroughputResult } from './modes/throughput.ts';
+
+export interface HeadlineInputs {
+  throughput: ThroughputResult | null;
+  pinned: PinnedResult | null;
+  memory: MemoryResult | null;
+  scale: ScaleResult | null;
+  faults: FaultsDocument | null;
+}
+
+const count = (n: number) => Math.round(n).toLocaleString('en-US');
+
+/** One row per results file present; null when there is none at all. */
+export function renderHeadline({ throughput, pinned, memory, scale, faults }: HeadlineInputs): string | null {
+  const rows: string[] = [];
+  if (throughput) {
+    const { ratios: r, settings: s } = throughput;
+    rows.push(
+      `| warm metered check against a bare Fastify route answering the same JSON (${s.connections} connections, same run) | ` +
+        `${r.checkThroughputVsBare.toFixed(2)}× the throughput, ${r.checkP99VsBare.toFixed(2)}× the p99, ` +
+        `${r.checkCpuVsBare.toFixed(2)}× the CPU per request | \`npm run bench\` |`,
+    );
+    const cached = throughput.sdk.find((f) => f.requestsSent === 0);
+    const http = throughput.sdk.find((f) => f.requestsSent > 0);
+    if (cached && http)
+      rows.push(
+        `| SDK \`check\` answered from its cache against the same check over HTTP | ${count(cached.opsPerSecond)} against ` +
+          `${count(http.opsPerSecond)} calls/s | \`npm run bench\` |`,
+      );
+  }
+  const check = pinned?.figures.find((f) => f.route === 'check');
+  if (pinned && check)
+    rows.push(
+      `| one gateway pinned to one core, ${pinned.settings.features}-feature catalog | ${count(check.rps)} checks/s, ` +
+        `p99 ${check.p99.toFixed(1)} ms | \`npm run bench -- pinned\` |`,
+    );
+  const largest = memory?.steps.at(-1);
+  if (largest)
+    rows.push(
+      `| gateway memory per cached subscriber, ${count(largest.subscribers)} cached | ${count(largest.heapPerSubscriber)} B ` +
+        `of heap, ${count(largest.rssPerSubscriber)} B RSS | \`npm run bench -- memory\` |`,
+    );
+  if (scale)
+    rows.push(
+      `| three gateways under load: eval count error, stale reads after a write's 2xx | ${scale.metering.error} of ` +
+        `${count(scale.metering.seen2xx)}, ${scale.readYourWrites.staleReads} of ${count(scale.readYourWrites.reads)} | ` +
+        `\`npm run bench -- scale\` |`,
+    );
+  if (faults) {
+    const lost = faults.results.reduce((sum, r) => sum + r.lostWrites, 0);
+    const countErrors = faults.results.filter((r) => r.count.error !== 0).length;
+    rows.push(
+      `| ${faults.results.length} injected faults (Redis, Postgres, admin, worker, gateway): lost writes, scenarios ` +
+        `with an eval count off | ${lost}, ${countErrors} (${faults.passed ? 'every invariant held' : 'SOME INVARIANTS FAILED'}) | ` +
+        `\`npm run faults\` |`,
+    );
+  }
+  if (rows.length === 0) return null;
+  const dates = [throughput?.date, pinned?.date, memory?.date, scale?.date, faults?.started_at]
+    .filter((date): date is string => date !== undefined)
+    .map((date) => date.slice(0, 10))
+    .sort();
+  return [
+    `On one shared 2-core machine, ${dates[0] === dates.at(-1) ? dates[0] : `${dates[0]} to ${dates.at(-1)}`}:`,
+    '',
+    '| measured | figure | command |',
+    '|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
