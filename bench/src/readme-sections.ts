@@ -1,4 +1,5 @@
 /** The README's benchmark sections, each rendered from its mode's results file (bench/results/<mode>.json). */
+import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
@@ -16,6 +17,7 @@ export function readmeSections(): [string, string | null][] {
     ['scale', ((r) => r && renderScale(r))(readResult<ScaleResult>('scale'))],
     ['profile', ((r) => r && renderProfile(r))(readResult<ProfileResult>('profile'))],
     ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
+    ['aging', ((r) => r && renderAging(r))(readResult<AgingResult>('aging'))],
   ];
 }
 
