@@ -10,11 +10,12 @@
  * request against the fresh one's (medians of per-round ratios), and each one's heap and GC work.
  *
  * Settings: BENCH_SECONDS (per round, default 10), BENCH_ROUNDS (default 6), BENCH_CONNECTIONS (default 64),
- * BENCH_AGING_ORGS (default 300), BENCH_AGING_SOAK_SECONDS (default 150), BENCH_AGING_SOAK_RATE (evals/s, default
+ * BENCH_AGING_ORGS (default 300), BENCH_AGING_SOAK_SECONDS (default 120), BENCH_AGING_SOAK_RATE (evals/s, default
  * 2,500), BENCH_AGING_FILL (subscribers cached, default 12,000). A smoke run: BENCH_AGING_ORGS=40
  * BENCH_AGING_SOAK_SECONDS=20 BENCH_AGING_FILL=3000 BENCH_ROUNDS=4 BENCH_SECONDS=4.
  */
 import { createDb } from '@ent/common/db/connect';
+import { GATEWAY_NODE_FLAGS } from '../../../gateway/src/runtime-flags.ts';
 import { createOrganization } from '../../../admin/src/features/provisioning/create-organization.ts';
 import {
   createWorld,
@@ -41,9 +42,18 @@ export interface GatewayState {
   cachedSubscribers: number;
 }
 
+export interface GatewayFigures extends MeasuredFigures {
+  /** Seconds of GC pauses per million requests. */
+  gcSecondsPerMillion: number;
+  /** Young-generation collections per thousand requests: how often the gateway scavenged for the same work. */
+  scavengesPerThousand: number;
+  /** The young generation's size at the end of the round. */
+  youngGenerationBytes: number;
+}
+
 export interface AgingRound {
-  aged: MeasuredFigures & { gcSecondsPerMillion: number };
-  fresh: MeasuredFigures & { gcSecondsPerMillion: number };
+  aged: GatewayFigures;
+  fresh: GatewayFigures;
 }
 
 export interface AgingResult {
@@ -58,6 +68,8 @@ export interface AgingResult {
     soakRate: number;
     fillSubscribers: number;
     measuredSubscribers: number;
+    /** The V8 flags both gateways ran with (none: BENCH_GATEWAY_WITHOUT_FLAGS). */
+    gatewayFlags: readonly string[];
   };
   aging: {
     seconds: number;
@@ -76,6 +88,8 @@ export interface AgingResult {
     cpuEfficiency: number;
     /** Fresh over aged CPU per request, the gateway's own. */
     gatewayCpuEfficiency: number;
+    /** Aged over fresh scavenges per request: above 1, the aged gateway collects its young generation more often. */
+    scavenges: number;
   };
 }
 
@@ -112,12 +126,35 @@ async function stateOf(gateway: Gateway): Promise<GatewayState> {
   };
 }
 
+/** GC pauses so far (seconds), scavenges so far, and the young generation's size now, from /metrics. */
+async function gcTotals(metricsUrl: string) {
+  const lines = (await (await fetch(`${metricsUrl}/metrics`)).text()).split('\n');
+  const value = (prefix: string) =>
+    lines.filter((l) => l.startsWith(prefix)).reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  return {
+    seconds: value('nodejs_gc_duration_seconds_sum'),
+    scavenges: value('nodejs_gc_duration_seconds_count{kind="minor"}'),
+    youngGenerationBytes: value('nodejs_heap_space_size_total_bytes{space="new"}'),
+  };
+}
+
 async function spaceUsed(metricsUrl: string, space: string): Promise<number> {
   const text = await (await fetch(`${metricsUrl}/metrics`)).text();
   const line = text
     .split('\n')
     .find((l) => l.startsWith(`nodejs_heap_space_size_used_bytes{space="${space}"}`));
   return Number(line?.split(' ').at(-1) ?? 0);
+}
+
+async function gcByKind(metricsUrl: string) {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter(
+      (l) =>
+        l.startsWith('nodejs_gc_duration_seconds_count') || l.startsWith('nodejs_gc_duration_seconds_sum'),
+    )
+    .join(' ; ');
 }
 
 /** Every organization may evaluate as fast as the bench asks (no monthly cap, no burst). */
@@ -128,7 +165,7 @@ export async function runAging(): Promise<AgingResult> {
   const rounds = envNumber('BENCH_ROUNDS', 6);
   const connections = envNumber('BENCH_CONNECTIONS', 64);
   const organizations = envNumber('BENCH_AGING_ORGS', 300);
-  const soakSeconds = envNumber('BENCH_AGING_SOAK_SECONDS', 150);
+  const soakSeconds = envNumber('BENCH_AGING_SOAK_SECONDS', 120);
   const soakRate = envNumber('BENCH_AGING_SOAK_RATE', 2500);
   const fillSubscribers = envNumber('BENCH_AGING_FILL', 12_000);
   const world = await createWorld(MEASURED_SHAPE);
@@ -235,15 +272,21 @@ export async function runAging(): Promise<AgingResult> {
         `(old space ${mib(freshState.oldSpaceUsedBytes)}, ${freshState.cachedSubscribers} cached)`,
     );
 
-    const measure = async (gateway: Gateway) => {
-      const gcBefore = await metric(gateway.metricsUrl, 'nodejs_gc_duration_seconds_sum');
+    const measure = async (gateway: Gateway): Promise<GatewayFigures> => {
+      const before = await gcTotals(gateway.metricsUrl);
       const figures = await driveMeasured(gateway.pid, world.redisUrl, {
         ...load,
         url: gateway.url,
         seconds,
       });
-      const gcSeconds = (await metric(gateway.metricsUrl, 'nodejs_gc_duration_seconds_sum')) - gcBefore;
-      return { ...figures, gcSecondsPerMillion: (gcSeconds / Math.max(1, figures.requests)) * 1e6 };
+      const after = await gcTotals(gateway.metricsUrl);
+      const perRequest = (value: number) => value / Math.max(1, figures.requests);
+      return {
+        ...figures,
+        gcSecondsPerMillion: perRequest(after.seconds - before.seconds) * 1e6,
+        scavengesPerThousand: perRequest(after.scavenges - before.scavenges) * 1000,
+        youngGenerationBytes: after.youngGenerationBytes,
+      };
     };
     log(`measuring: ${rounds} alternating rounds of ${seconds} s, ${connections} connections`);
     const byRound: AgingRound[] = [];
@@ -253,10 +296,10 @@ export async function runAging(): Promise<AgingResult> {
       const a = await measure(first);
       const b = await measure(second);
       const figures = first === aged ? { aged: a, fresh: b } : { aged: b, fresh: a };
-      log(
-        `round ${round + 1}: aged ${figures.aged.rps.toFixed(0)}/s ${figures.aged.serverCpuUs.toFixed(1)} µs, ` +
-          `fresh ${figures.fresh.rps.toFixed(0)}/s ${figures.fresh.serverCpuUs.toFixed(1)} µs`,
-      );
+      const line = (f: GatewayFigures) =>
+        `${f.rps.toFixed(0)}/s ${f.serverCpuUs.toFixed(1)} µs, ${f.scavengesPerThousand.toFixed(2)} scavenges ` +
+        `per 1,000 requests, young generation ${mib(f.youngGenerationBytes)}`;
+      log(`round ${round + 1}: aged ${line(figures.aged)}; fresh ${line(figures.fresh)}`);
       byRound.push(figures);
     }
     const totalCpu = (f: MeasuredFigures) => f.serverCpuUs + f.redisCpuUs;
@@ -272,6 +315,7 @@ export async function runAging(): Promise<AgingResult> {
         soakRate,
         fillSubscribers,
         measuredSubscribers: MEASURED_SHAPE.subscribers,
+        gatewayFlags: process.env.BENCH_GATEWAY_WITHOUT_FLAGS ? [] : GATEWAY_NODE_FLAGS,
       },
       aging: {
         seconds: agingSeconds,
@@ -287,6 +331,7 @@ export async function runAging(): Promise<AgingResult> {
         throughput: median(byRound.map((r) => r.aged.rps / r.fresh.rps)),
         cpuEfficiency: median(byRound.map((r) => totalCpu(r.fresh) / totalCpu(r.aged))),
         gatewayCpuEfficiency: median(byRound.map((r) => r.fresh.serverCpuUs / r.aged.serverCpuUs)),
+        scavenges: median(byRound.map((r) => r.aged.scavengesPerThousand / r.fresh.scavengesPerThousand)),
       },
     };
   } finally {
@@ -300,15 +345,12 @@ const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
 
 export function renderAging(result: AgingResult): string {
   const { settings: s, aging: a, ratios: r } = result;
-  const side = (
-    name: string,
-    pick: (round: AgingRound) => MeasuredFigures & { gcSecondsPerMillion: number },
-    state: GatewayState,
-  ) => {
+  const side = (name: string, pick: (round: AgingRound) => GatewayFigures, state: GatewayState) => {
     const figures = result.rounds.map(pick);
     return (
       `| ${name} | ${fmt(median(figures.map((f) => f.rps)))} | ${median(figures.map((f) => f.p99)).toFixed(1)} ms | ` +
       `${median(figures.map((f) => f.serverCpuUs)).toFixed(1)} µs + ${median(figures.map((f) => f.redisCpuUs)).toFixed(1)} µs Redis | ` +
+      `${median(figures.map((f) => f.scavengesPerThousand)).toFixed(2)} | ` +
       `${median(figures.map((f) => f.gcSecondsPerMillion)).toFixed(2)} s | ${mib(state.heapUsedBytes)} | ${mib(state.oldSpaceUsedBytes)} | ` +
       `${fmt(state.cachedSubscribers)} |`
     );
@@ -317,16 +359,18 @@ export function renderAging(result: AgingResult): string {
     `A gateway aged by ${fmt(s.organizations)} organizations (each its own key and catalog), a ${s.soakSeconds} s soak ` +
       `(${fmt(a.soakEvals)} evals over 1,000 subscribers, ${a.overrideWrites} override writes through the gateway) and ` +
       `${fmt(s.fillSubscribers)} subscribers of another organization cached, against a gateway started after that; both ` +
-      `warm on ${fmt(s.measuredSubscribers)} subscribers of an organization neither had seen. Medians of ${s.rounds} ` +
+      `warm on ${fmt(s.measuredSubscribers)} subscribers of an organization neither had seen; both run with ` +
+      `${s.gatewayFlags.length ? s.gatewayFlags.map((f) => `\`${f}\``).join(' ') : 'no V8 flags'}. Medians of ${s.rounds} ` +
       `alternating rounds of ${s.seconds} s, ${s.connections} connections (${result.date.slice(0, 10)}):`,
     '',
-    '| gateway | req/s | p99 | CPU per request | GC per million requests | heap after full GC | old space | subscribers cached |',
-    '|---|---|---|---|---|---|---|---|',
+    '| gateway | req/s | p99 | CPU per request | scavenges per 1,000 requests | GC pauses per million requests | heap after full GC | old space | subscribers cached |',
+    '|---|---|---|---|---|---|---|---|---|',
     side('aged', (round) => round.aged, result.aged),
     side('fresh', (round) => round.fresh, result.fresh),
     '',
     `The aged gateway keeps **${r.throughput.toFixed(2)}** of the fresh one's throughput and **${r.cpuEfficiency.toFixed(2)}** ` +
       `of its CPU efficiency per request, gateway and Redis (fresh over aged CPU per request; the gateway's own ` +
-      `${r.gatewayCpuEfficiency.toFixed(2)}); medians of per-round ratios, target at least 0.97 for both.`,
+      `${r.gatewayCpuEfficiency.toFixed(2)}); medians of per-round ratios, target at least 0.97 for both. It scavenges ` +
+      `${r.scavenges.toFixed(2)}× as often per request.`,
   ].join('\n');
 }
