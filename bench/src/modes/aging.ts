@@ -3,15 +3,18 @@
  *
  * One gateway is aged first: many small organizations (each with its own key and catalog, evaluated a few times),
  * a soak (evals at a bounded rate over 1,000 subscribers of one organization while an override is written through
- * the gateway every second), and then a large cache (one eval for each subscriber of another organization). A
- * second gateway is started fresh after that. Both are warmed on the measured organization (1,000 subscribers of
- * an organization neither has seen) and measured in alternating rounds of the same run (every other round in
+ * the gateway every second), a large cache (one eval for each subscriber of another organization), its warm-up on the
+ * measured organization (1,000 subscribers neither gateway has seen before) and a quiet spell. A second gateway is
+ * started fresh after that and warmed the same way. Both are measured in alternating rounds of the same run (every other round in
  * reverse order), so the machine's drift weighs on both alike. Reported: the aged gateway's throughput and CPU per
  * request against the fresh one's (medians of per-round ratios), and each one's heap and GC work.
  *
  * Settings: BENCH_SECONDS (per round, default 10), BENCH_ROUNDS (default 6), BENCH_CONNECTIONS (default 64),
  * BENCH_AGING_ORGS (default 300), BENCH_AGING_SOAK_SECONDS (default 120), BENCH_AGING_SOAK_RATE (evals/s, default
- * 2,500), BENCH_AGING_FILL (subscribers cached, default 12,000). A smoke run: BENCH_AGING_ORGS=40
+ * 2,500), BENCH_AGING_FILL (subscribers cached, default 12,000), BENCH_AGING_QUIET_SECONDS (the aged gateway's idle
+ * spell before the fresh one starts, default 15); BENCH_GATEWAY_WITHOUT_FLAGS=1 runs both gateways without their V8
+ * flags (gateway/src/runtime-flags.ts), to see what those change; BENCH_AGING_NODE_ARGS=--trace-gc-nvp with
+ * BENCH_CHILD_STDOUT=/tmp/gc keeps each gateway's collections in /tmp/gc.<pid>. A smoke run: BENCH_AGING_ORGS=40
  * BENCH_AGING_SOAK_SECONDS=20 BENCH_AGING_FILL=3000 BENCH_ROUNDS=4 BENCH_SECONDS=4.
  */
 import { createDb } from '@ent/common/db/connect';
@@ -67,6 +70,7 @@ export interface AgingResult {
     soakSeconds: number;
     soakRate: number;
     fillSubscribers: number;
+    quietSeconds: number;
     measuredSubscribers: number;
     /** The V8 flags both gateways ran with (none: BENCH_GATEWAY_WITHOUT_FLAGS). */
     gatewayFlags: readonly string[];
@@ -146,17 +150,6 @@ async function spaceUsed(metricsUrl: string, space: string): Promise<number> {
   return Number(line?.split(' ').at(-1) ?? 0);
 }
 
-async function gcByKind(metricsUrl: string) {
-  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter(
-      (l) =>
-        l.startsWith('nodejs_gc_duration_seconds_count') || l.startsWith('nodejs_gc_duration_seconds_sum'),
-    )
-    .join(' ; ');
-}
-
 /** Every organization may evaluate as fast as the bench asks (no monthly cap, no burst). */
 const UNCAPPED = { eval_limit: null, eval_burst: 2_000_000_000 } as const;
 
@@ -168,6 +161,7 @@ export async function runAging(): Promise<AgingResult> {
   const soakSeconds = envNumber('BENCH_AGING_SOAK_SECONDS', 120);
   const soakRate = envNumber('BENCH_AGING_SOAK_RATE', 2500);
   const fillSubscribers = envNumber('BENCH_AGING_FILL', 12_000);
+  const quietSeconds = envNumber('BENCH_AGING_QUIET_SECONDS', 15);
   const world = await createWorld(MEASURED_SHAPE);
   const db = createDb(world.env.DATABASE_URL!, { max: 2, statementTimeoutMillis: 600_000 });
   try {
@@ -251,8 +245,6 @@ export async function runAging(): Promise<AgingResult> {
         `${overrideWrites} override writes, fill non-2xx ${fill.non2xx}`,
     );
 
-    const fresh = startGateway('fresh', world.env, await freePort(), await freePort());
-    await healthy(`${fresh.url}/healthz`);
     const load = {
       apiKey: world.apiKey,
       route: 'check' as const,
@@ -260,17 +252,17 @@ export async function runAging(): Promise<AgingResult> {
       features: MEASURED_SHAPE.features,
       connections,
     };
-    for (const gateway of [aged, fresh]) {
+    const warm = async (gateway: Gateway) => {
       await drive({ ...load, url: gateway.url, amount: MEASURED_SHAPE.subscribers * 5 });
       await drive({ ...load, url: gateway.url, seconds: Math.min(5, seconds) });
-    }
-    const agedState = await stateOf(aged);
-    const freshState = await stateOf(fresh);
-    log(
-      `heap after a full collection: aged ${mib(agedState.heapUsedBytes)} (old space ${mib(agedState.oldSpaceUsedBytes)}, ` +
-        `${agedState.cachedSubscribers} subscribers cached), fresh ${mib(freshState.heapUsedBytes)} ` +
-        `(old space ${mib(freshState.oldSpaceUsedBytes)}, ${freshState.cachedSubscribers} cached)`,
-    );
+    };
+    // The aged gateway's history ends as a gateway's often does: warm, then a quiet spell (a lull, a night).
+    await warm(aged);
+    log(`aging: a quiet spell of ${quietSeconds} s`);
+    await pause(quietSeconds * 1000);
+    const fresh = startGateway('fresh', world.env, await freePort(), await freePort());
+    await healthy(`${fresh.url}/healthz`);
+    await warm(fresh);
 
     const measure = async (gateway: Gateway): Promise<GatewayFigures> => {
       const before = await gcTotals(gateway.metricsUrl);
@@ -302,6 +294,15 @@ export async function runAging(): Promise<AgingResult> {
       log(`round ${round + 1}: aged ${line(figures.aged)}; fresh ${line(figures.fresh)}`);
       byRound.push(figures);
     }
+    // Read after the rounds: a full collection shrinks V8's young generation when it follows an idle spell, which
+    // would be the bench's doing rather than the gateway's history.
+    const agedState = await stateOf(aged);
+    const freshState = await stateOf(fresh);
+    log(
+      `heap after a full collection: aged ${mib(agedState.heapUsedBytes)} (old space ${mib(agedState.oldSpaceUsedBytes)}, ` +
+        `${agedState.cachedSubscribers} subscribers cached), fresh ${mib(freshState.heapUsedBytes)} ` +
+        `(old space ${mib(freshState.oldSpaceUsedBytes)}, ${freshState.cachedSubscribers} cached)`,
+    );
     const totalCpu = (f: MeasuredFigures) => f.serverCpuUs + f.redisCpuUs;
     return {
       mode: 'aging',
@@ -314,6 +315,7 @@ export async function runAging(): Promise<AgingResult> {
         soakSeconds,
         soakRate,
         fillSubscribers,
+        quietSeconds,
         measuredSubscribers: MEASURED_SHAPE.subscribers,
         gatewayFlags: process.env.BENCH_GATEWAY_WITHOUT_FLAGS ? [] : GATEWAY_NODE_FLAGS,
       },
@@ -358,7 +360,8 @@ export function renderAging(result: AgingResult): string {
   return [
     `A gateway aged by ${fmt(s.organizations)} organizations (each its own key and catalog), a ${s.soakSeconds} s soak ` +
       `(${fmt(a.soakEvals)} evals over 1,000 subscribers, ${a.overrideWrites} override writes through the gateway) and ` +
-      `${fmt(s.fillSubscribers)} subscribers of another organization cached, against a gateway started after that; both ` +
+      `${fmt(s.fillSubscribers)} subscribers of another organization cached, then warm and idle for ${s.quietSeconds} s, against a gateway ` +
+      `started after that; both ` +
       `warm on ${fmt(s.measuredSubscribers)} subscribers of an organization neither had seen; both run with ` +
       `${s.gatewayFlags.length ? s.gatewayFlags.map((f) => `\`${f}\``).join(' ') : 'no V8 flags'}. Medians of ${s.rounds} ` +
       `alternating rounds of ${s.seconds} s, ${s.connections} connections (${result.date.slice(0, 10)}):`,
