@@ -10,7 +10,7 @@
  * request against the fresh one's (medians of per-round ratios), and each one's heap and GC work.
  *
  * Settings: BENCH_SECONDS (per round, default 10), BENCH_ROUNDS (default 6), BENCH_CONNECTIONS (default 64),
- * BENCH_AGING_ORGS (default 300), BENCH_AGING_SOAK_SECONDS (default 120), BENCH_AGING_SOAK_RATE (evals/s, default
+ * BENCH_AGING_ORGS (default 300), BENCH_AGING_SOAK_SECONDS (default 100), BENCH_AGING_SOAK_RATE (evals/s, default
  * 2,500), BENCH_AGING_FILL (subscribers cached, default 12,000), BENCH_AGING_QUIET_SECONDS (the aged gateway's idle
  * spell before the fresh one starts, default 15); BENCH_GATEWAY_WITHOUT_FLAGS=1 runs both gateways without their V8
  * flags (gateway/src/runtime-flags.ts), to see what those change; BENCH_AGING_NODE_ARGS=--trace-gc-nvp with
@@ -158,7 +158,7 @@ export async function runAging(): Promise<AgingResult> {
   const rounds = envNumber('BENCH_ROUNDS', 6);
   const connections = envNumber('BENCH_CONNECTIONS', 64);
   const organizations = envNumber('BENCH_AGING_ORGS', 300);
-  const soakSeconds = envNumber('BENCH_AGING_SOAK_SECONDS', 120);
+  const soakSeconds = envNumber('BENCH_AGING_SOAK_SECONDS', 100);
   const soakRate = envNumber('BENCH_AGING_SOAK_RATE', 2500);
   const fillSubscribers = envNumber('BENCH_AGING_FILL', 12_000);
   const quietSeconds = envNumber('BENCH_AGING_QUIET_SECONDS', 15);
