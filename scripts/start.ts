@@ -16,6 +16,7 @@ import { exitWithParent, exitWithProcess, npmBehindShell } from '@ent/common/pro
 import { startServiceGroup } from '@ent/common/process/service-group';
 import { serviceLine } from '@ent/common/process/service-lines';
 import { createOrganization } from '../admin/src/features/provisioning/create-organization.ts';
+import { GATEWAY_NODE_FLAGS } from '../gateway/src/runtime-flags.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // One gateway and one admin on this host: their operations ports (/metrics, detailed /readyz) get the
@@ -64,12 +65,13 @@ if (!existsSync(join(root, 'console', 'dist', 'index.html'))) {
 await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
 log('database migrated');
 
-const processes: { name: string; script: string; ready?: string }[] = [
+const processes: { name: string; script: string; nodeFlags?: readonly string[]; ready?: string }[] = [
   { name: 'admin', script: 'admin/src/server.ts', ready: `http://127.0.0.1:${config.adminPort}/healthz` },
   { name: 'worker', script: 'admin/src/worker.ts' },
   {
     name: 'gateway',
     script: 'gateway/src/server.ts',
+    nodeFlags: GATEWAY_NODE_FLAGS,
     ready: `http://127.0.0.1:${config.gatewayPort}/healthz`,
   },
 ];
@@ -79,7 +81,10 @@ const npm = npmBehindShell();
 if (npm) exitWithProcess(npm);
 
 const group = startServiceGroup(
-  processes.map(({ name, script }) => ({ name, args: ['--import', 'tsx', script] })),
+  processes.map(({ name, script, nodeFlags = [] }) => ({
+    name,
+    args: [...nodeFlags, '--import', 'tsx', script],
+  })),
   {
     cwd: root,
     env: { ...process.env, EXIT_WITH_PARENT: String(process.pid) },

@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { loadConfig } from '@ent/common/config';
 import { createDb, withDatabase } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createOrganization } from '../../admin/src/features/provisioning/create-organization.ts';
+import { GATEWAY_NODE_FLAGS } from '../../gateway/src/runtime-flags.ts';
 import { freePort } from '../../gateway/test/processes.ts';
 import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { drive, type LoadFigures, type LoadOptions } from './load.ts';
@@ -32,6 +33,7 @@ export interface Child {
 const children: ChildProcess[] = [];
 
 const tsxLoader = createRequire(import.meta.url).resolve('tsx');
+const GATEWAY_SCRIPT = 'gateway/src/server.ts';
 
 /**
  * A Node script of this repository (through tsx), optionally pinned to CPUs with taskset or run under another
@@ -44,12 +46,27 @@ export function startNode(
   options: { cpus?: string; under?: string[]; nodeArgs?: string[]; cwd?: string } = {},
 ): Child {
   const wrapper = options.under ?? (options.cpus ? ['taskset', '-c', options.cpus] : []);
-  const [command, ...args] = [...wrapper, process.execPath, ...(options.nodeArgs ?? []), '--import', tsxLoader, join(root, script)];
+  // The gateway is measured as it is deployed: with its V8 flags (gateway/src/runtime-flags.ts), unless
+  // BENCH_GATEWAY_WITHOUT_FLAGS asks to see what they change.
+  const deployedFlags =
+    script === GATEWAY_SCRIPT && !process.env.BENCH_GATEWAY_WITHOUT_FLAGS ? GATEWAY_NODE_FLAGS : [];
+  const [command, ...args] = [
+    ...wrapper,
+    process.execPath,
+    ...deployedFlags,
+    ...(options.nodeArgs ?? []),
+    '--import',
+    tsxLoader,
+    join(root, script),
+  ];
   const child = spawn(command!, args, {
     cwd: options.cwd ?? root,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'pipe' : 'ignore', 'inherit'],
   });
+  // BENCH_CHILD_STDOUT=/tmp/out keeps each child's stdout in /tmp/out.<pid> (V8's --trace-gc goes there).
+  if (process.env.BENCH_CHILD_STDOUT)
+    child.stdout!.pipe(createWriteStream(`${process.env.BENCH_CHILD_STDOUT}.${child.pid}`));
   children.push(child);
   return { process: child, pid: child.pid! };
 }
@@ -72,7 +89,9 @@ export async function cleanUpEverything(): Promise<void> {
 
 /** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s. */
 export async function stopChildren(): Promise<void> {
-  const running = children.splice(0).filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
+  const running = children
+    .splice(0)
+    .filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
   await Promise.all(
     running.map(
       (child) =>
@@ -95,7 +114,13 @@ export async function stopChildren(): Promise<void> {
 export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    if (await fetch(url).then((res) => res.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (res) => res.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url} did not come up within ${timeoutMs / 1000} s`);
@@ -117,7 +142,11 @@ export interface MeasuredFigures extends LoadFigures {
 }
 
 /** Drives `load` at the server `pid` and charges its CPU, and the Redis server's, to the requests it answered. */
-export async function driveMeasured(pid: number, redisUrl: string, load: LoadOptions): Promise<MeasuredFigures> {
+export async function driveMeasured(
+  pid: number,
+  redisUrl: string,
+  load: LoadOptions,
+): Promise<MeasuredFigures> {
   const cpuBefore = processCpuTimes(pid);
   const redisBefore = redisCpuSeconds(redisUrl);
   const measured = await drive(load);
@@ -250,9 +279,21 @@ export async function createWorld(
       if (result.status !== 0) throw new Error(`entctl ${args.join(' ')}: ${result.stderr}`);
       return result.stdout.trim();
     };
-    entctl('org', 'arrangement', '--org', org.organization_id, '--burst', '10000000', '--eval-limit', '1000000000', '--json');
+    entctl(
+      'org',
+      'arrangement',
+      '--org',
+      org.organization_id,
+      '--burst',
+      '10000000',
+      '--eval-limit',
+      '1000000000',
+      '--json',
+    );
     started = Date.now();
-    log(`snapshots: ${entctl('snapshots', 'rebuild', '--org', org.organization_id)} in ${Date.now() - started} ms`);
+    log(
+      `snapshots: ${entctl('snapshots', 'rebuild', '--org', org.organization_id)} in ${Date.now() - started} ms`,
+    );
     return {
       config,
       redisUrl,

@@ -28,6 +28,8 @@ export interface LoadOptions {
   amount?: number;
   /** Where in the scattered walk over subscribers this load starts (spreads concurrent loads apart). */
   offset?: number;
+  /** Requests per second across all connections (default: as fast as the server answers). */
+  overallRate?: number;
 }
 
 const STEP = 7919; // a prime: walks every subscriber in a scattered order
@@ -72,13 +74,19 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
         connections: options.connections,
         ...(options.amount ? { amount: options.amount } : { duration: options.seconds ?? 10 }),
         pipelining: 1,
+        ...(options.overallRate ? { overallRate: options.overallRate } : {}),
         requests: [
           {
             setupRequest: (request) => {
               n = (n + STEP) % options.subscribers;
               return {
                 ...request,
-                ...requestFor(options.route, options.apiKey, `sub-${n}`, featureKey(n % options.features, options.features)),
+                ...requestFor(
+                  options.route,
+                  options.apiKey,
+                  `sub-${n}`,
+                  featureKey(n % options.features, options.features),
+                ),
               };
             },
           },
@@ -87,7 +95,8 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
       (error, result) => {
         if (error) return reject(error);
         const statuses: Record<string, number> = {};
-        for (const [status, stat] of Object.entries(result.statusCodeStats ?? {})) statuses[status] = stat?.count ?? 0;
+        for (const [status, stat] of Object.entries(result.statusCodeStats ?? {}))
+          statuses[status] = stat?.count ?? 0;
         const sorted = latencies.subarray(0, recorded).sort();
         resolve({
           rps: result.requests.average,

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { readLatestFaults, renderMarkdown as renderFaults } from './faults/table.ts';
 import { root } from './harness.ts';
 import { renderHeadline } from './headline.ts';
+import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
@@ -35,6 +36,7 @@ export function readmeSections(): [string, string | null][] {
     ['profile', ((r) => r && renderProfile(r))(readResult<ProfileResult>('profile'))],
     ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
     ['faults', faults && renderFaults(faults)],
+    ['aging', ((r) => r && renderAging(r))(readResult<AgingResult>('aging'))],
   ];
 }
 

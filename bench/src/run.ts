@@ -6,11 +6,13 @@
  *   scale                three gateways: aggregate throughput, exact metering, read-your-writes under load
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
  *   instructions         instructions per request under callgrind: the gateway's check against the bare route
+ *   aging                a gateway aged by many organizations, a soak with writes and a large cache, against a fresh one
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
  */
 import { cleanUpEverything, log, stopChildren } from './harness.ts';
+import { runAging, renderAging } from './modes/aging.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
 import { runInstructions, renderInstructions } from './modes/instructions.ts';
@@ -26,6 +28,7 @@ export const modes = {
   scale: { run: runScale, render: renderScale },
   profile: { run: runProfile, render: renderProfile },
   instructions: { run: runInstructions, render: renderInstructions },
+  aging: { run: runAging, render: renderAging },
 } as const;
 
 export type Mode = keyof typeof modes;

@@ -11,44 +11,57 @@ export const DEFAULT_SHAPE: SeedShape = { features: 20, plans: 5, subscribers: 1
 
 /** Zero-padded to the catalog's widest index (at least two digits), so keys sort like their numbers. */
 export const keyWidth = (features: number) => Math.max(2, String(features - 1).length);
-export const featureKey = (i: number, features: number) => `feature-${String(i).padStart(keyWidth(features), '0')}`;
+export const featureKey = (i: number, features: number) =>
+  `feature-${String(i).padStart(keyWidth(features), '0')}`;
 
 /**
  * `features` features (even: limit, odd: flag), `plans` plans granting overlapping prefixes of the catalog
  * (with 20 features and 5 plans: 7, 10, 13, 16 and 19 features), `subscribers` subscribers with one subscription
  * each (every seventh has a second), and an override on every tenth. Bulk SQL.
  */
-export async function seed(db: Kysely<Database>, organizationId: string, shape: SeedShape): Promise<void> {
+export async function seed(
+  db: Kysely<Database>,
+  organizationId: string,
+  shape: SeedShape,
+  /** Makes the rows' ids unique when several organizations are seeded in one database. */
+  idTag = 'bench',
+): Promise<void> {
   const { features, plans, subscribers } = shape;
+  const feat = `feat_${idTag}_`;
+  const plan = `plan_${idTag}_`;
+  const subscription = `sub_${idTag}_`;
+  const override = `ovr_${idTag}_`;
   await sql`
     INSERT INTO features (id, organization_id, key, name, kind)
-    SELECT 'feat_bench_' || i, ${organizationId}, 'feature-' || lpad(i::text, ${keyWidth(features)}, '0'), 'Feature ' || i,
+    SELECT ${feat}::text || i, ${organizationId}, 'feature-' || lpad(i::text, ${keyWidth(features)}, '0'), 'Feature ' || i,
            CASE WHEN i % 2 = 0 THEN 'limit' ELSE 'flag' END
     FROM generate_series(0, ${features - 1}) AS i`.execute(db);
   await sql`
     INSERT INTO plans (id, organization_id, key, name, kind)
-    SELECT 'plan_bench_' || p, ${organizationId}, 'plan-' || p, 'Plan ' || p, 'catalog'
+    SELECT ${plan}::text || p, ${organizationId}, 'plan-' || p, 'Plan ' || p, 'catalog'
     FROM generate_series(0, ${plans - 1}) AS p`.execute(db);
   await sql`
     INSERT INTO plan_grants (plan_id, feature_id, feature_kind, limit_value)
-    SELECT 'plan_bench_' || p, 'feat_bench_' || i, CASE WHEN i % 2 = 0 THEN 'limit' ELSE 'flag' END,
+    SELECT ${plan}::text || p, ${feat}::text || i, CASE WHEN i % 2 = 0 THEN 'limit' ELSE 'flag' END,
            CASE WHEN i % 2 = 0 THEN CASE WHEN p = 4 AND i < 6 THEN NULL ELSE (p + 1) * 10 + i END END
     FROM generate_series(0, ${plans - 1}) AS p, generate_series(0, ${features - 1}) AS i
     WHERE i * 20 < ${features} * (7 + 3 * (p % 5))`.execute(db);
   await sql`
     INSERT INTO subscribers (organization_id, subscriber_id, name)
-    SELECT ${organizationId}, 'sub-' || s, 'Subscriber ' || s FROM generate_series(0, ${subscribers - 1}) AS s`.execute(db);
+    SELECT ${organizationId}, 'sub-' || s, 'Subscriber ' || s FROM generate_series(0, ${subscribers - 1}) AS s`.execute(
+    db,
+  );
   await sql`
     INSERT INTO subscriptions (id, organization_id, subscriber_id, plan_id)
-    SELECT 'sub_bench_a' || s, ${organizationId}, 'sub-' || s, 'plan_bench_' || (s % ${plans})
+    SELECT ${subscription}::text || 'a' || s, ${organizationId}, 'sub-' || s, ${plan}::text || (s % ${plans})
     FROM generate_series(0, ${subscribers - 1}) AS s`.execute(db);
   await sql`
     INSERT INTO subscriptions (id, organization_id, subscriber_id, plan_id)
-    SELECT 'sub_bench_b' || s, ${organizationId}, 'sub-' || s, 'plan_bench_' || ((s + 2) % ${plans})
+    SELECT ${subscription}::text || 'b' || s, ${organizationId}, 'sub-' || s, ${plan}::text || ((s + 2) % ${plans})
     FROM generate_series(0, ${subscribers - 1}) AS s WHERE s % 7 = 0`.execute(db);
   await sql`
     INSERT INTO overrides (id, organization_id, subscriber_id, feature_id, feature_kind, allowed, limit_value)
-    SELECT 'ovr_bench_' || s, ${organizationId}, 'sub-' || s, 'feat_bench_' || (s % ${features}),
+    SELECT ${override}::text || s, ${organizationId}, 'sub-' || s, ${feat}::text || (s % ${features}),
            CASE WHEN (s % ${features}) % 2 = 0 THEN 'limit' ELSE 'flag' END,
            CASE WHEN (s % ${features}) % 2 = 1 THEN true END,
            CASE WHEN (s % ${features}) % 2 = 0 THEN 1000 + s END
