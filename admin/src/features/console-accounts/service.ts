@@ -216,8 +216,7 @@ export async function acceptInvite(
   await assertInvitePending(db, token, now);
   const passwordHash = await hashPassword(input.password, settings.passwordHashCost);
   const started = await transact(db, async (trx) => {
-    // Not an /org write: no caller to publish for. The outbox entry of the auth version it bumps is published by the
-    // outbox relay; the new member's own session is read from Postgres.
+    // Not an /org write (no write pipeline): the outbox entry of the auth version it bumps is published by the relay.
     const member = await redeemInvite(
       trx,
       new WriteOutcome(),
