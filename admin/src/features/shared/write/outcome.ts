@@ -30,7 +30,10 @@ export class WriteOutcome {
   readonly subscribersChanged = new Set<string>();
   /** The auth version moved (keys, members, roles): the organization's keys are published, as for the catalog. */
   authChanged = false;
-  /** Some target was named by a write that found nothing to change: only what the outbox holds undone is published. */
+  /**
+   * Some target was named by a write that found nothing to change: only what the outbox holds undone is published
+   * (a target whose version this write moved always is: its entry committed with the write).
+   */
   unchanged = false;
 
   /** Raises a domain event; its webhook deliveries are recorded in this write's transaction. */
