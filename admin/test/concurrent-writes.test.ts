@@ -11,6 +11,7 @@ import {
 } from '../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { bumpAuthVersion, bumpSubscriberVersion } from '../src/features/shared/versions.ts';
+import { WriteOutcome } from '../src/features/shared/write/outcome.ts';
 
 /**
  * Writes raced against each other, as a black-box audit did: every 2xx must mean its change is what evals see, no
@@ -61,7 +62,7 @@ describe('a write that finds its change already made (an identical write just be
     // The first revoke, committed with its outbox entry but not yet published: what the second one finds.
     await ctx.db.transaction().execute(async (trx) => {
       await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId}`.execute(trx);
-      await bumpAuthVersion(trx, org.organization_id);
+      await bumpAuthVersion(trx, new WriteOutcome(), org.organization_id);
     });
 
     const repeated = await send('DELETE', `/org/service-accounts/${serviceAccountId}/api-keys/${keyId}`);
@@ -79,7 +80,7 @@ describe('a write that finds its change already made (an identical write just be
       await sql`UPDATE overrides SET limit_value = 9 WHERE subscriber_id = 'ann' AND organization_id = ${org.organization_id}`.execute(
         trx,
       );
-      await bumpSubscriberVersion(trx, org.organization_id, 'ann');
+      await bumpSubscriberVersion(trx, new WriteOutcome(), org.organization_id, 'ann');
     });
 
     const repeated = await send('PUT', '/org/subscribers/ann/overrides/seats', { kind: 'limit', limit: 9 });
@@ -108,16 +109,16 @@ describe('a repeated write with nothing left undone', () => {
 
 describe('a transaction Postgres ends as a deadlock victim', () => {
   it('is run again by the write pipeline, reporting only what the attempt that committed did', async () => {
-    const request = { write: undefined } as unknown as FastifyRequest;
+    const request = {} as FastifyRequest;
     let attempts = 0;
-    const result = await ctx.app.writePipeline.transaction(request, async () => {
+    const result = await ctx.app.writePipeline.run(request, async (_trx, outcome) => {
       attempts += 1;
-      request.write.subscribersChanged.add(`attempt-${attempts}`);
+      outcome.subscribersChanged.add(`attempt-${attempts}`);
       if (attempts === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
       return 'committed';
     });
     expect(result).toBe('committed');
-    expect([...request.write.subscribersChanged]).toEqual(['attempt-2']);
+    expect([...ctx.app.writePipeline.outcomeOf(request)!.subscribersChanged]).toEqual(['attempt-2']);
   });
 });
 

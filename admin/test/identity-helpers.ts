@@ -14,7 +14,7 @@ export interface CommittedWrite {
   events: { type: string; data: Record<string, unknown> }[];
 }
 
-/** Records what each committed write reported on `request.write` (what the audit log stores as details). */
+/** Records the outcome of each committed write (its details are what the audit log stores). */
 export function captureWrites(ctx: AdminTestContext): CommittedWrite[] {
   const writes: CommittedWrite[] = [];
   ctx.app.writePipeline.onCommitted(async (request, write) => {

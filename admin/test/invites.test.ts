@@ -7,6 +7,7 @@ import {
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import { ROLE_SCOPES, type Scope } from '@ent/common/auth/scopes';
 import { INVITE_TTL_MS, redeemInvite } from '../src/features/invites/service.ts';
+import { WriteOutcome } from '../src/features/shared/write/outcome.ts';
 import {
   caller,
   identityTestContext,
@@ -89,7 +90,13 @@ describe('invites', () => {
       404,
     );
     await expect(
-      redeemInvite(ctx.db, tokenOf(created.url), { email: 'x@example.com' }, new Date(clock.now())),
+      redeemInvite(
+        ctx.db,
+        new WriteOutcome(),
+        tokenOf(created.url),
+        { email: 'x@example.com' },
+        new Date(clock.now()),
+      ),
     ).rejects.toMatchObject({ status: 409, code: 'CONFLICT', details: { reason: 'revoked' } });
   });
 
@@ -97,6 +104,7 @@ describe('invites', () => {
     const created = (await api.post('/org/invites', { role: 'developer' })).json();
     const member = await redeemInvite(
       ctx.db,
+      new WriteOutcome(),
       tokenOf(created.url),
       { email: 'joiner@example.com' },
       new Date(clock.now()),
@@ -107,7 +115,13 @@ describe('invites', () => {
       email: 'joiner@example.com',
     });
     await expect(
-      redeemInvite(ctx.db, tokenOf(created.url), { email: 'again@example.com' }, new Date(clock.now())),
+      redeemInvite(
+        ctx.db,
+        new WriteOutcome(),
+        tokenOf(created.url),
+        { email: 'again@example.com' },
+        new Date(clock.now()),
+      ),
     ).rejects.toThrow();
     const list = (await api.get('/org/invites?limit=100')).json();
     expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
@@ -120,7 +134,13 @@ describe('invites', () => {
     const list = (await api.get('/org/invites?limit=100')).json();
     expect(list.invites.map((i: { invite_id: string }) => i.invite_id)).not.toContain(created.invite_id);
     await expect(
-      redeemInvite(ctx.db, tokenOf(created.url), { email: 'late@example.com' }, new Date(clock.now())),
+      redeemInvite(
+        ctx.db,
+        new WriteOutcome(),
+        tokenOf(created.url),
+        { email: 'late@example.com' },
+        new Date(clock.now()),
+      ),
     ).rejects.toThrow();
   });
 
@@ -135,7 +155,7 @@ describe('invites', () => {
       await made('viewer'),
     ];
     const redeem = (token: string, email: string) =>
-      redeemInvite(ctx.db, token, { email }, new Date(clock.now())).then(
+      redeemInvite(ctx.db, new WriteOutcome(), token, { email }, new Date(clock.now())).then(
         (member) => member.role,
         (error: { status?: number; details?: { reason?: string } }) =>
           `${error.status} ${error.details?.reason}`,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WriteContext } from '../src/plugins/write-pipeline.ts';
+import type { WriteOutcome } from '../src/features/shared/write/outcome.ts';
 import {
   ManualClock,
   createAdminContext,
@@ -16,7 +16,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 let ctx: AdminTestContext;
 let org: TestOrganization;
 const clock = new ManualClock(NOW);
-const writes: WriteContext[] = [];
+const writes: WriteOutcome[] = [];
 const lastWrite = () => writes[writes.length - 1]!;
 
 beforeAll(async () => {

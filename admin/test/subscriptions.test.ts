@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '@ent/common/ids';
-import type { WriteContext } from '../src/plugins/write-pipeline.ts';
+import type { WriteOutcome } from '../src/features/shared/write/outcome.ts';
 import {
   createAdminContext,
   createTestOrganization,
@@ -11,7 +11,7 @@ import {
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
-const writes: WriteContext[] = [];
+const writes: WriteOutcome[] = [];
 const lastWrite = () => writes[writes.length - 1]!;
 
 /** Plans are made straight in the database so these tests do not depend on the plan routes. */

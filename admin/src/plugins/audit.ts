@@ -5,8 +5,19 @@ import { createDb } from '@ent/common/db/connect';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import { USER_AGENT_MAX_LENGTH, newAuditEntryId, recordableDetails, recordableParam, routeTemplate } from '../features/audit/entry.ts';
-import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from '../features/audit/store.ts';
+import {
+  USER_AGENT_MAX_LENGTH,
+  newAuditEntryId,
+  recordableDetails,
+  recordableParam,
+  routeTemplate,
+} from '../features/audit/entry.ts';
+import {
+  appendOutcome,
+  insertPendingEntry,
+  insertSettledEntry,
+  type NewAuditEntry,
+} from '../features/audit/store.ts';
 import { isAuditedRequest } from './write-pipeline.ts';
 
 /** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */
@@ -52,9 +63,15 @@ function entryFor(request: FastifyRequest, state: AuditState): NewAuditEntry {
     service: request.routeOptions.config.auditService ?? 'api',
     method: request.method,
     route: routeTemplate(request.routeOptions.url ?? ''),
-    params: Object.fromEntries(Object.entries((request.params ?? {}) as Record<string, unknown>).map(([k, v]) => [k, recordableParam(v)])),
+    params: Object.fromEntries(
+      Object.entries((request.params ?? {}) as Record<string, unknown>).map(([k, v]) => [
+        k,
+        recordableParam(v),
+      ]),
+    ),
     ip: request.ip,
-    userAgent: typeof userAgent === 'string' && userAgent !== '' ? userAgent.slice(0, USER_AGENT_MAX_LENGTH) : null,
+    userAgent:
+      typeof userAgent === 'string' && userAgent !== '' ? userAgent.slice(0, USER_AGENT_MAX_LENGTH) : null,
   };
 }
 
@@ -62,7 +79,7 @@ function entryFor(request: FastifyRequest, state: AuditState): NewAuditEntry {
  * Audit before write (DESIGN.md §2 property 4). After authentication and before the body is even parsed, an
  * audited request's `pending` entry is committed; when that fails the request ends with 503 and its handler
  * never runs. The outcome is appended before the response leaves: `responded` with the status and the
- * handler's `request.write.details`, or `rejected` for a 403 (a 403 from the authentication hook, which
+ * details on the outcome of the request's write (`writePipeline.run`), or `rejected` for a 403 (a 403 from the authentication hook, which
  * replies before any entry exists, records the entry and its outcome together). A process that dies mid-way
  * leaves the entry pending; the audit-settle job appends `no_response` later.
  */
@@ -87,7 +104,9 @@ export const audit = fp(
         await insertPendingEntry(db, entry);
       } catch (error) {
         request.log.error({ err: error }, 'audit log unavailable: the write was refused');
-        throw serviceUnavailable('The audit log cannot record this request right now, so it was not executed; retry with backoff.');
+        throw serviceUnavailable(
+          'The audit log cannot record this request right now, so it was not executed; retry with backoff.',
+        );
       }
       state.entry = entry;
       return payload;
@@ -101,7 +120,12 @@ export const audit = fp(
       const status = reply.statusCode;
       try {
         if (!state.entry) {
-          if (status === 403) await insertSettledEntry(db, entryFor(request, state), { outcome: 'rejected', status: null, details: null });
+          if (status === 403)
+            await insertSettledEntry(db, entryFor(request, state), {
+              outcome: 'rejected',
+              status: null,
+              details: null,
+            });
           return payload;
         }
         const ok = status >= 200 && status < 300;
@@ -110,7 +134,7 @@ export const audit = fp(
           organizationId: state.entry.organizationId,
           outcome: status === 403 ? 'rejected' : 'responded',
           status: status === 403 ? null : status,
-          details: ok ? recordableDetails(request.write?.details ?? null) : null,
+          details: ok ? recordableDetails(app.writePipeline.outcomeOf(request)?.details ?? null) : null,
         });
       } catch (error) {
         // The write already happened; the entry stays pending and is settled to no_response later.

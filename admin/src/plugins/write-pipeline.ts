@@ -3,61 +3,37 @@ import fp from 'fastify-plugin';
 import type { Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { transact } from '@ent/common/outbox/record';
+import { WriteOutcome } from '../features/shared/write/outcome.ts';
 
 export type AuditService = 'api' | 'identity';
 
-/** A change is `{from, to}`; creates name what they created. See SPEC.md "Details by write". */
-export type AuditDetails = Record<string, unknown>;
-
-/** A domain event a committed write produced (webhook deliveries are made from these). */
-export interface DomainEvent {
-  type: string;
-  data: Record<string, unknown>;
-}
-
-/** What a write handler reports about the change it committed. */
-export interface WriteContext {
-  /** For the audit entry: null when nothing changed (and for deletes). */
-  details: AuditDetails | null;
-  /** Features or plans written: the organization's catalog snapshot is published before the 2xx (mustPublish). */
-  catalogChanged: boolean;
-  /** Subscribers whose snapshot (subscriptions, overrides) is published before the 2xx, as for the catalog. */
-  subscribersChanged: Set<string>;
-  /** Keys, members or roles written: the organization's keys are published (gateways re-check), as for the catalog. */
-  authChanged: boolean;
-  /** The write found nothing to change: what it names above is published only if an earlier write left it undone. */
-  unchanged: boolean;
-  events: DomainEvent[];
-  /** Webhook deliveries recorded in the write's transaction for `events`, handed to the worker after the commit. */
-  deliveryIds: string[];
-  /** True once `events` were recorded inside the write's transaction (writePipeline.transaction). */
-  eventsRecorded: boolean;
-}
-
-/** Runs after a write has committed and before its 2xx response is sent (read-your-writes). */
-export type CommittedListener = (request: FastifyRequest, write: WriteContext) => Promise<void>;
+/** Runs after a write has committed and before its response is sent (read-your-writes). */
+export type CommittedListener = (request: FastifyRequest, outcome: WriteOutcome) => Promise<void>;
 
 /** Runs inside the write's transaction, after its work: what must commit with the change (webhook deliveries). */
 export type BeforeCommitListener = (
   trx: Transaction<Database>,
   request: FastifyRequest,
-  write: WriteContext,
+  outcome: WriteOutcome,
 ) => Promise<void>;
 
 export interface WritePipeline {
   onCommitted(listener: CommittedListener): void;
   beforeCommit(listener: BeforeCommitListener): void;
   /**
-   * Runs a write in one transaction together with what it must cause (its webhook deliveries): a handler that
-   * reports events does its work here, passing `trx` to its service, and fills `request.write` inside.
+   * The one entry point of every write: `work` runs in one transaction and builds the write's outcome (audit
+   * details, domain events, what to publish) through the service it calls; what the outcome causes is committed
+   * with it (webhook deliveries) or done after the commit, before the response (snapshot publishing).
    */
-  transaction<T>(request: FastifyRequest, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  run<T>(
+    request: FastifyRequest,
+    work: (trx: Transaction<Database>, outcome: WriteOutcome) => Promise<T>,
+  ): Promise<T>;
+  /** The outcome of the request's committed write; null when it made none. */
+  outcomeOf(request: FastifyRequest): WriteOutcome | null;
 }
 
 declare module 'fastify' {
-  interface FastifyRequest {
-    write: WriteContext;
-  }
   interface FastifyInstance {
     writePipeline: WritePipeline;
   }
@@ -78,76 +54,42 @@ export function isAuditedRequest(request: FastifyRequest): boolean {
   return !READ_METHODS.has(request.method) || request.routeOptions.config.auditRead === true;
 }
 
-const newWriteContext = (): WriteContext => ({
-  details: null,
-  catalogChanged: false,
-  subscribersChanged: new Set(),
-  authChanged: false,
-  unchanged: false,
-  events: [],
-  deliveryIds: [],
-  eventsRecorded: false,
-});
-
-/** What a write must have published before its 2xx (read-your-writes, DESIGN.md §2.1). */
-export interface PublishTargets {
-  catalog?: boolean;
-  subscriber?: string;
-  auth?: boolean;
-}
-
 /**
- * Marks what `write` must have published before its 2xx, also when it found nothing to change (`changed` false): an
- * identical write just before it (a client retrying a revoke after a timeout) may have committed and not yet
- * published. Such a write publishes only what the outbox still holds undone for (features/snapshots/plugin.ts),
- * so a repeated write costs one query, not a republish.
- */
-export function mustPublish(write: WriteContext, changed: boolean, targets: PublishTargets): void {
-  if (targets.catalog) write.catalogChanged = true;
-  if (targets.subscriber !== undefined) write.subscribersChanged.add(targets.subscriber);
-  if (targets.auth) write.authChanged = true;
-  if (!changed) write.unchanged = true;
-}
-
-/**
- * The one write path: handlers fill `request.write`; after a 2xx the committed listeners (snapshot
- * publishing, webhook events) run before the response leaves, so the next eval anywhere sees the change.
+ * The one write path: a route hands its write to `run`; once it has committed, the committed listeners (snapshot
+ * publishing, webhook enqueueing) run before the response leaves, so the next eval anywhere sees the change, and
+ * the audit entry's outcome takes the write's details.
  */
 export const writePipeline = fp(
   async function writePipeline(app: FastifyInstance) {
     const listeners: CommittedListener[] = [];
     const beforeCommit: BeforeCommitListener[] = [];
+    const committed = new WeakMap<FastifyRequest, WriteOutcome>();
     const pipeline: WritePipeline = {
       onCommitted: (listener) => void listeners.push(listener),
       beforeCommit: (listener) => void beforeCommit.push(listener),
-      // A deadlock victim is run again (transact): each attempt reports its change from nothing.
-      transaction: (request, work) =>
-        transact(app.db, async (trx) => {
-          request.write = newWriteContext();
-          const result = await work(trx);
-          for (const listener of beforeCommit) await listener(trx, request, request.write);
-          request.write.eventsRecorded = true;
+      async run(request, work) {
+        let outcome!: WriteOutcome;
+        // A deadlock victim is run again (transact): each attempt builds its outcome from nothing.
+        const result = await transact(app.db, async (trx) => {
+          outcome = new WriteOutcome();
+          const result = await work(trx, outcome);
+          for (const listener of beforeCommit) await listener(trx, request, outcome);
           return result;
-        }),
+        });
+        committed.set(request, outcome);
+        for (const listener of listeners) {
+          try {
+            await listener(request, outcome);
+          } catch (error) {
+            // The write is committed, and so is its outbox entry: the relay delivers what this step could not.
+            request.log.error({ err: error }, 'post-commit step failed');
+          }
+        }
+        return result;
+      },
+      outcomeOf: (request) => committed.get(request) ?? null,
     };
     app.decorate('writePipeline', pipeline);
-    app.decorateRequest('write', null as unknown as WriteContext);
-    app.addHook('onRequest', async (request) => {
-      request.write = newWriteContext();
-    });
-    app.addHook('onSend', async (request, reply, payload) => {
-      if (READ_METHODS.has(request.method) || reply.statusCode >= 300 || listeners.length === 0)
-        return payload;
-      for (const listener of listeners) {
-        try {
-          await listener(request, request.write);
-        } catch (error) {
-          // The write is committed, and so is its outbox entry: the relay delivers what this step could not.
-          request.log.error({ err: error }, 'post-commit step failed');
-        }
-      }
-      return payload;
-    });
   },
   { name: 'write-pipeline', dependencies: ['infrastructure'] },
 );

@@ -7,7 +7,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
-import type { WriteContext } from '../../src/plugins/write-pipeline.ts';
+import type { WriteOutcome } from '../../src/features/shared/write/outcome.ts';
 
 export type Json = Record<string, unknown>;
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -47,10 +47,10 @@ export const STANDARD_PLANS: Json[] = [
  */
 export function planSuite() {
   let ctx: AdminTestContext;
-  const writes: { organizationId: string | undefined; write: WriteContext }[] = [];
+  const writes: { organizationId: string | undefined; write: WriteOutcome }[] = [];
   beforeAll(async () => {
     ctx = await createAdminContext();
-    ctx.app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteContext) => {
+    ctx.app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteOutcome) => {
       writes.push({ organizationId: request.principal?.organizationId, write });
     });
   });

@@ -14,7 +14,6 @@ import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './service.ts';
 import type { ApiKeyRow } from './store.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toApiKeyBody = (key: ApiKeyRow): ApiKeyBody => ({
   key_id: key.id,
@@ -56,14 +55,9 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { key, plaintext } = await createApiKey(
-        app.db,
-        request.principal!,
-        request.params.service_account_id,
-        request.body,
+      const { key, plaintext } = await app.writePipeline.run(request, (trx, outcome) =>
+        createApiKey(trx, outcome, request.principal!, request.params.service_account_id, request.body),
       );
-      request.write.details = { key_id: key.id, key_prefix: key.key_prefix, name: key.name };
-      request.write.authChanged = true;
       return reply.code(201).send({ ...toApiKeyBody(key), api_key: plaintext });
     },
   );
@@ -101,15 +95,16 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const revoked = await revokeApiKey(
-        app.db,
-        request.principal!,
-        request.params.service_account_id,
-        request.params.key_id,
-        new Date(app.clock.now()),
+      await app.writePipeline.run(request, (trx, outcome) =>
+        revokeApiKey(
+          trx,
+          outcome,
+          request.principal!,
+          request.params.service_account_id,
+          request.params.key_id,
+          new Date(app.clock.now()),
+        ),
       );
-      request.write.details = null;
-      mustPublish(request.write, revoked, { auth: true });
       return reply.code(204).send();
     },
   );

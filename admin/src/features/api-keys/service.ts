@@ -19,7 +19,8 @@ import {
   type ApiKeyRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
-import { withCallerConfirmed } from '../members/caller.ts';
+import { withCallerConfirmed } from '../shared/write/locks.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
 
 export interface CreatedApiKey {
   key: ApiKeyRow;
@@ -34,6 +35,7 @@ export interface CreatedApiKey {
  */
 export async function createApiKey(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   principal: Principal,
   serviceAccountId: string,
   input: CreateApiKeyBody,
@@ -67,7 +69,8 @@ export async function createApiKey(
         ? { mintedByMemberId: principal.memberId, mintedWithKeyId: null }
         : { mintedByMemberId: await minterOfKey(trx, principal.keyId), mintedWithKeyId: principal.keyId }),
     });
-    await bumpAuthVersion(trx, organizationId);
+    await bumpAuthVersion(trx, outcome, organizationId);
+    outcome.details = { key_id: created.id, key_prefix: created.key_prefix, name: created.name };
     return created;
   });
   return { key, plaintext: generated.plaintext };
@@ -76,6 +79,7 @@ export async function createApiKey(
 /** Revokes the key at once (refused on the next request); revoking a revoked key changes nothing. */
 export async function revokeApiKey(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   principal: Principal,
   serviceAccountId: string,
   keyId: string,
@@ -88,9 +92,12 @@ export async function revokeApiKey(
     assertMayManageKeys(principal, { serviceAccountId: account.id, role: account.role as Role });
     const key = await lockApiKey(trx, organizationId, serviceAccountId, keyId);
     if (!key) throw notFound(`No API key with id "${keyId}".`, { field: 'key_id', value: keyId });
-    if (key.revoked_at) return false;
+    if (key.revoked_at) {
+      outcome.unchangedOn({ auth: true });
+      return false;
+    }
     await revokeApiKeyRow(trx, keyId, now);
-    await bumpAuthVersion(trx, organizationId);
+    await bumpAuthVersion(trx, outcome, organizationId);
     return true;
   });
 }

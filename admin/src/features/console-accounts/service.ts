@@ -17,6 +17,7 @@ import {
   type StartedSession,
 } from '../console-sessions/service.ts';
 import { assertInvitePending, redeemInvite } from '../invites/service.ts';
+import { WriteOutcome } from '../shared/write/outcome.ts';
 import { insertMember } from '../members/store.ts';
 import { insertOrganization } from '../provisioning/create-organization.ts';
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
@@ -215,7 +216,14 @@ export async function acceptInvite(
   await assertInvitePending(db, token, now);
   const passwordHash = await hashPassword(input.password, settings.passwordHashCost);
   const started = await transact(db, async (trx) => {
-    const member = await redeemInvite(trx, token, { email: input.email, name: input.name }, now);
+    // Not an /org write (no write pipeline): the outbox entry of the auth version it bumps is published by the relay.
+    const member = await redeemInvite(
+      trx,
+      new WriteOutcome(),
+      token,
+      { email: input.email, name: input.name },
+      now,
+    );
     const who = { organizationId: member.organization_id, memberId: member.id };
     await setPasswordHash(trx, who, passwordHash, now);
     return startSession(trx, who, now, settings.sessionLifetimeMs);

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Feature } from '@ent/common/db/database';
 import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
 import {
   CreateFeatureBody,
@@ -9,19 +8,8 @@ import {
   FeatureSchema,
   ListFeaturesQuery,
   UpdateFeatureBody,
-  type FeatureBody,
 } from '@ent/common/schemas/features';
-import { createFeature, getFeature, listFeatures, updateFeature } from './service.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
-
-export const toFeatureBody = (feature: Feature): FeatureBody => ({
-  key: feature.key,
-  name: feature.name,
-  description: feature.description,
-  kind: feature.kind,
-  created_at: feature.created_at.toISOString(),
-  updated_at: feature.updated_at.toISOString(),
-});
+import { createFeature, getFeature, listFeatures, toFeatureBody, updateFeature } from './service.ts';
 
 const tags = ['features'];
 
@@ -39,18 +27,15 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const feature = await app.writePipeline.transaction(request, async (trx) => {
-        const feature = await createFeature(
+      const feature = await app.writePipeline.run(request, (trx, outcome) =>
+        createFeature(
           trx,
+          outcome,
           request.principal!.organizationId,
           request.body,
           app.config.catalogLimits,
-        );
-        request.write.catalogChanged = true;
-        request.write.details = { key: feature.key, name: feature.name, kind: feature.kind };
-        request.write.events.push({ type: 'feature.created', data: toFeatureBody(feature) });
-        return feature;
-      });
+        ),
+      );
       return reply.code(201).send(toFeatureBody(feature));
     },
   );
@@ -67,18 +52,9 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const feature = await app.writePipeline.transaction(request, async (trx) => {
-        const { feature, details } = await updateFeature(
-          trx,
-          request.principal!.organizationId,
-          request.params.key,
-          request.body,
-        );
-        mustPublish(request.write, details !== null, { catalog: true });
-        request.write.details = details;
-        if (details) request.write.events.push({ type: 'feature.updated', data: toFeatureBody(feature) });
-        return feature;
-      });
+      const feature = await app.writePipeline.run(request, (trx, outcome) =>
+        updateFeature(trx, outcome, request.principal!.organizationId, request.params.key, request.body),
+      );
       return toFeatureBody(feature);
     },
   );

@@ -2,8 +2,8 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import type { Database, Feature } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
-import { changedFields, type Change } from '../shared/changes.ts';
+import type { CreateFeatureBody, FeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
+import { changedFields } from '../shared/changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
 import {
@@ -15,13 +15,24 @@ import {
   type FeatureListFilter,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { withOrganizationLocked } from '../shared/write/locks.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
+
+export const toFeatureBody = (feature: Feature): FeatureBody => ({
+  key: feature.key,
+  name: feature.name,
+  description: feature.description,
+  kind: feature.kind,
+  created_at: feature.created_at.toISOString(),
+  updated_at: feature.updated_at.toISOString(),
+});
 
 export const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'key', value: key });
 
 export async function createFeature(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   input: CreateFeatureBody,
   limits: CatalogLimits,
@@ -31,31 +42,34 @@ export async function createFeature(
     const created = await insertFeature(trx, organizationId, input);
     if (!created)
       throw conflict(`A feature with key "${input.key}" already exists.`, { field: 'key', value: input.key });
-    await bumpCatalogVersion(trx, organizationId);
+    await bumpCatalogVersion(trx, outcome, organizationId);
+    outcome.details = { key: created.key, name: created.name, kind: created.kind };
+    outcome.raise('feature.created', toFeatureBody(created));
     return created;
   });
 }
 
-/** A write's result: the row after it, and the audit details of what changed (null: nothing did). */
-export interface FeatureUpdateResult {
-  feature: Feature;
-  details: Record<string, Change> | null;
-}
-
+/** The feature after the write; the outcome's details name what changed (null: nothing did). */
 export async function updateFeature(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   key: string,
   input: UpdateFeatureBody,
-): Promise<FeatureUpdateResult> {
+): Promise<Feature> {
   return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockFeature(trx, organizationId, key);
     if (!before) throw featureNotFound(key);
     const details = changedFields(before, input, ['name', 'description']);
-    if (!details) return { feature: before, details };
+    if (!details) {
+      outcome.unchangedOn({ catalog: true });
+      return before;
+    }
     const feature = await updateFeatureRow(trx, before.id, input);
-    await bumpCatalogVersion(trx, organizationId);
-    return { feature, details };
+    await bumpCatalogVersion(trx, outcome, organizationId);
+    outcome.details = details;
+    outcome.raise('feature.updated', toFeatureBody(feature));
+    return feature;
   });
 }
 

@@ -15,12 +15,11 @@ import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
 import {
   createInvite,
   inviteLinkOf,
-  listInvites,
+  listInvitesAsCaller,
   localConsoleUrl,
   revokeInvite,
   type InviteSettings,
 } from './service.ts';
-import { withCallerConfirmed } from '../members/caller.ts';
 
 /**
  * Where this request's invite links point: CONSOLE_URL, or without it `/console` on the host the request reached
@@ -74,8 +73,9 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, body: CreateInviteBody, response: { 201: InviteSchema, ...commonErrorResponses } },
     },
     async (request, reply) => {
-      const invite = await createInvite(app.db, app.config, request.principal!, request.body, now());
-      request.write.details = { invite_id: invite.id, role: invite.role };
+      const invite = await app.writePipeline.run(request, (trx, outcome) =>
+        createInvite(trx, outcome, app.config, request.principal!, request.body, now()),
+      );
       return reply.code(201).send(toInviteBody(invite, inviteSettings(app.config, request), true));
     },
   );
@@ -92,13 +92,10 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const principal = request.principal!;
-      // A live link hands over what making it does: read under the same confirmation of the caller (caller.ts).
-      const page = await withCallerConfirmed(app.db, principal, (trx) =>
-        listInvites(trx, principal.organizationId, now(), {
-          limit: request.query.limit,
-          startingAfter: request.query.starting_after,
-        }),
-      );
+      const page = await listInvitesAsCaller(app.db, principal, now(), {
+        limit: request.query.limit,
+        startingAfter: request.query.starting_after,
+      });
       const settings = inviteSettings(app.config, request);
       const invites = page.items.map((invite) =>
         toInviteBody(invite, settings, mayHaveMade(principal, invite.role as Role)),
@@ -123,8 +120,9 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      await revokeInvite(app.db, request.principal!.organizationId, request.params.invite_id, now());
-      request.write.details = null;
+      await app.writePipeline.run(request, (trx) =>
+        revokeInvite(trx, request.principal!.organizationId, request.params.invite_id, now()),
+      );
       return reply.code(204).send();
     },
   );

@@ -16,8 +16,8 @@ import type { CreateInviteBody } from '@ent/common/schemas/invites';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { assertMayGrant } from '../members/roles.ts';
 import { insertMember } from '../members/store.ts';
-import { lockOrganization } from '../organization/store.ts';
-import { withCallerConfirmed } from '../members/caller.ts';
+import { lockOrganization, withCallerConfirmed } from '../shared/write/locks.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
 import {
   acceptInviteRow,
   findInvite,
@@ -60,6 +60,7 @@ export function inviteLinkOf(invite: Invite, settings: InviteSettings): string {
  */
 export async function createInvite(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   settings: Pick<InviteSettings, 'secretsKey'>,
   principal: Principal,
   input: CreateInviteBody,
@@ -71,8 +72,8 @@ export async function createInvite(
   const token = randomToken(32);
   // Suspending, removing or demoting the maker revokes the invites it finds: under the same lock, an invite made
   // meanwhile sees that change (its maker confirmed), or is seen by it.
-  return withCallerConfirmed(db, principal, (trx) =>
-    insertInvite(trx, {
+  return withCallerConfirmed(db, principal, async (trx) => {
+    const invite = await insertInvite(trx, {
       id,
       organizationId,
       role: input.role,
@@ -82,11 +83,16 @@ export async function createInvite(
       createdByMemberId,
       expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
       createdAt: now,
-    }),
-  );
+    });
+    outcome.details = { invite_id: invite.id, role: invite.role };
+    return invite;
+  });
 }
 
-/** Revokes a live invite; revoking one that was revoked or has expired changes nothing. */
+/**
+ * Revokes a live invite; revoking one that was revoked or has expired changes nothing. Invites are in no snapshot:
+ * nothing to publish, and a delete's details are null.
+ */
 export async function revokeInvite(
   db: Kysely<Database>,
   organizationId: string,
@@ -166,6 +172,7 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
  */
 export async function redeemInvite(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   token: string,
   joiner: { email?: string | undefined; name?: string | undefined },
   now: Date,
@@ -195,7 +202,7 @@ export async function redeemInvite(
         value: email,
       });
     }
-    await bumpAuthVersion(trx, invite.organization_id);
+    await bumpAuthVersion(trx, outcome, invite.organization_id);
     return member;
   });
 }
@@ -212,4 +219,17 @@ export function listInvites(
     { find: (id) => findInvite(db, organizationId, id), what: 'an invite of this organization' },
     (filter) => listLiveInvites(db, organizationId, now, filter),
   );
+}
+
+/**
+ * The live invites as `listInvites`, read once the caller is confirmed (shared/write/locks.ts): a live link hands
+ * over what making it does, so it is read under the same confirmation as making one.
+ */
+export function listInvitesAsCaller(
+  db: Kysely<Database>,
+  caller: Principal,
+  now: Date,
+  request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
+): Promise<Page<Invite>> {
+  return withCallerConfirmed(db, caller, (trx) => listInvites(trx, caller.organizationId, now, request));
 }

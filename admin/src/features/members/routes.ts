@@ -16,7 +16,6 @@ import { ApiKeyListSchema } from '@ent/common/schemas/api-keys';
 import { createMember, getMember, listMembers, updateMember } from './service.ts';
 import { listKeysMintedBy } from '../api-keys/service.ts';
 import { toApiKeyBody } from '../api-keys/routes.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
 
 export const toMemberBody = (member: Member): MemberBody => ({
   member_id: member.id,
@@ -105,9 +104,9 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const member = await createMember(app.db, request.principal!, request.body);
-      request.write.details = { member_id: member.id, role: member.role };
-      request.write.authChanged = true;
+      const member = await app.writePipeline.run(request, (trx, outcome) =>
+        createMember(trx, outcome, request.principal!, request.body),
+      );
       return reply.code(201).send(toMemberBody(member));
     },
   );
@@ -124,15 +123,16 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { member, details } = await updateMember(
-        app.db,
-        request.principal!,
-        request.params.member_id,
-        request.body,
-        new Date(app.clock.now()),
+      const member = await app.writePipeline.run(request, (trx, outcome) =>
+        updateMember(
+          trx,
+          outcome,
+          request.principal!,
+          request.params.member_id,
+          request.body,
+          new Date(app.clock.now()),
+        ),
       );
-      request.write.details = details;
-      mustPublish(request.write, details !== null, { auth: true });
       return toMemberBody(member);
     },
   );

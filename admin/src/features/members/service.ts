@@ -4,9 +4,9 @@ import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
 import { changedFields } from '../shared/changes.ts';
-import type { AuditDetails } from '../../plugins/write-pipeline.ts';
+import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { liveKeysMintedBy, revokeKeysMintedBy } from '../api-keys/store.ts';
-import { withCallerConfirmed } from './caller.ts';
+import { withCallerConfirmed } from '../shared/write/locks.ts';
 import { endMemberSessions } from '../console-sessions/service.ts';
 import { assertMayGrant } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
@@ -37,6 +37,7 @@ export const removedMemberUnchangeable = () =>
  */
 export async function createMember(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   principal: Principal,
   input: CreateMemberBody,
 ): Promise<Member> {
@@ -45,7 +46,8 @@ export async function createMember(
   try {
     return await withCallerConfirmed(db, principal, async (trx) => {
       const member = await insertMember(trx, organizationId, input);
-      await bumpAuthVersion(trx, organizationId);
+      await bumpAuthVersion(trx, outcome, organizationId);
+      outcome.details = { member_id: member.id, role: member.role };
       return member;
     });
   } catch (error) {
@@ -67,15 +69,6 @@ export async function getMember(
   const member = await findMember(db, organizationId, memberId);
   if (!member) throw memberNotFound(memberId);
   return member;
-}
-
-export interface MemberUpdateResult {
-  member: Member;
-  /**
-   * The audit details of what changed; null: nothing did. A removal or demotion adds `revoke_minted_keys` (as
-   * applied) and `revoked_keys`, `kept_keys` (each `{key_id, key_prefix}`).
-   */
-  details: AuditDetails | null;
 }
 
 /**
@@ -112,21 +105,28 @@ const grantsRights = (before: Member, role: Role, status: Member['status']): boo
  * above the new one; the last active admin can neither be demoted, suspended nor removed. A removal or a demotion
  * also revokes every live key the member minted (what they could have copied), unless `revoke_minted_keys` is
  * false: in this transaction, so no request with such a key is let in once the write is answered.
+ *
+ * The audit details are what changed (null: nothing did); a removal or demotion adds `revoke_minted_keys` (as
+ * applied) and `revoked_keys`, `kept_keys` (each `{key_id, key_prefix}`).
  */
 export async function updateMember(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   principal: Principal,
   memberId: string,
   input: UpdateMemberBody,
   now: Date,
-): Promise<MemberUpdateResult> {
+): Promise<Member> {
   const organizationId = principal.organizationId;
   assertRevokeFlagApplies(input);
   return withCallerConfirmed(db, principal, async (trx) => {
     const before = await findMember(trx, organizationId, memberId);
     if (!before) throw memberNotFound(memberId);
     const details: AuditDetails | null = changedFields(before, input, ['role', 'status']);
-    if (!details) return { member: before, details };
+    if (!details) {
+      outcome.unchangedOn({ auth: true });
+      return before;
+    }
     if (before.status === 'removed') throw removedMemberUnchangeable();
     const role = (input.role ?? before.role) as Role;
     const status = input.status ?? before.status;
@@ -155,8 +155,9 @@ export async function updateMember(
     // Invites this member made for a role they no longer hold (every role, once not active) go with it.
     const outranking = ROLES.filter((invited) => status !== 'active' || ROLE_RANK[invited] > ROLE_RANK[role]);
     await revokeInvitesMadeBy(trx, organizationId, memberId, outranking, now);
-    await bumpAuthVersion(trx, organizationId);
-    return { member, details };
+    await bumpAuthVersion(trx, outcome, organizationId);
+    outcome.details = details;
+    return member;
   });
 }
 

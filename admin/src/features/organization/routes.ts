@@ -74,13 +74,12 @@ export async function organizationRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request) => {
       const organizationId = request.principal!.organizationId;
-      const { organization, details } = await updateOrganization(app.db, organizationId, request.body).catch(
-        (error: unknown) => {
+      const organization = await app.writePipeline
+        .run(request, (trx, outcome) => updateOrganization(trx, outcome, organizationId, request.body))
+        .catch((error: unknown) => {
           if (isSlugConflict(error)) slugConflicts.take(organizationId);
           throw error;
-        },
-      );
-      request.write.details = details;
+        });
       return toOrganizationBody(organization);
     },
   );

@@ -9,28 +9,14 @@ import {
   OverrideSchema,
   OverridesParams,
   PutOverrideBody,
-  type OverrideBody,
 } from '@ent/common/schemas/overrides';
-import { deleteOverride, getOverride, listSubscriberOverrides, upsertOverride } from './service.ts';
-import type { OverrideWithFeature } from './store.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
-
-export function toOverrideBody(override: OverrideWithFeature): OverrideBody {
-  const value =
-    override.feature_kind === 'flag'
-      ? { allowed: override.allowed ?? false }
-      : { limit: override.limit_value };
-  return {
-    id: override.id,
-    subscriber_id: override.subscriber_id,
-    feature: override.feature_key,
-    kind: override.feature_kind,
-    ...value,
-    expires_at: override.expires_at ? override.expires_at.toISOString() : null,
-    created_at: override.created_at.toISOString(),
-    updated_at: override.updated_at.toISOString(),
-  };
-}
+import {
+  deleteOverride,
+  getOverride,
+  listSubscriberOverrides,
+  toOverrideBody,
+  upsertOverride,
+} from './service.ts';
 
 const tags = ['overrides'];
 const base = '/org/subscribers/:subscriber_id/overrides';
@@ -51,20 +37,17 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { subscriber_id, feature_key } = request.params;
-      return app.writePipeline.transaction(request, async (trx) => {
-        const { override, details } = await upsertOverride(
+      const override = await app.writePipeline.run(request, (trx, outcome) =>
+        upsertOverride(
           trx,
+          outcome,
           request.principal!.organizationId,
           subscriber_id,
           feature_key,
           request.body,
-        );
-        const body = toOverrideBody(override);
-        mustPublish(request.write, details !== null, { subscriber: subscriber_id });
-        request.write.details = details;
-        if (details) request.write.events.push({ type: 'override.upserted', data: body });
-        return body;
-      });
+        ),
+      );
+      return toOverrideBody(override);
     },
   );
 
@@ -128,17 +111,9 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { subscriber_id, feature_key } = request.params;
-      await app.writePipeline.transaction(request, async (trx) => {
-        const deleted = await deleteOverride(
-          trx,
-          request.principal!.organizationId,
-          subscriber_id,
-          feature_key,
-        );
-        mustPublish(request.write, Boolean(deleted), { subscriber: subscriber_id });
-        request.write.details = null;
-        if (deleted) request.write.events.push({ type: 'override.deleted', data: toOverrideBody(deleted) });
-      });
+      await app.writePipeline.run(request, (trx, outcome) =>
+        deleteOverride(trx, outcome, request.principal!.organizationId, subscriber_id, feature_key),
+      );
       return reply.code(204).send(null);
     },
   );

@@ -2,7 +2,8 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import type { PutOverrideBody } from '@ent/common/schemas/overrides';
+import type { OverrideBody, PutOverrideBody } from '@ent/common/schemas/overrides';
+import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { parseDateTime } from '@ent/common/http/date-time';
 import { findFeature } from '../features/store.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
@@ -22,6 +23,23 @@ import {
 } from './store.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
+
+export function toOverrideBody(override: OverrideWithFeature): OverrideBody {
+  const value =
+    override.feature_kind === 'flag'
+      ? { allowed: override.allowed ?? false }
+      : { limit: override.limit_value };
+  return {
+    id: override.id,
+    subscriber_id: override.subscriber_id,
+    feature: override.feature_key,
+    kind: override.feature_kind,
+    ...value,
+    expires_at: override.expires_at ? override.expires_at.toISOString() : null,
+    created_at: override.created_at.toISOString(),
+    updated_at: override.updated_at.toISOString(),
+  };
+}
 
 const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'feature_key', value: key });
@@ -86,19 +104,20 @@ function auditedValues(override: Pick<Override, 'feature_kind' | 'allowed' | 'li
   };
 }
 
-export interface OverrideUpsertResult {
-  override: OverrideWithFeature;
-  /** The audit details: what was created, or the changes; null when the override was already so. */
-  details: Record<string, unknown> | null;
-}
-
+/** The override written; its audit details are what was created, or the changes (null when it was already so). */
 export async function upsertOverride(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
   featureKey: string,
   body: PutOverrideBody,
-): Promise<OverrideUpsertResult> {
+): Promise<OverrideWithFeature> {
+  const upserted = (override: OverrideWithFeature, details: AuditDetails) => {
+    outcome.details = details;
+    outcome.raise('override.upserted', toOverrideBody(override));
+    return override;
+  };
   const value = overrideValueFrom(body);
   return transact(db, async (trx) => {
     if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
@@ -121,12 +140,9 @@ export async function upsertOverride(
     const existing = await findOverride(trx, organizationId, subscriberId, feature.id);
     if (!existing) {
       const created = await insertOverride(trx, organizationId, subscriberId, feature, columns);
-      await bumpSubscriberVersion(trx, organizationId, subscriberId);
+      await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
       const override = { ...created, feature_key: feature.key };
-      return {
-        override,
-        details: { override_id: override.id, kind: feature.kind, ...auditedValues(override) },
-      };
+      return upserted(override, { override_id: override.id, kind: feature.kind, ...auditedValues(override) });
     }
     const before = auditedValues(existing);
     const after = auditedValues({ feature_kind: feature.kind, ...columns });
@@ -134,10 +150,13 @@ export async function upsertOverride(
       valueField(feature.kind),
       'expires_at',
     ]);
-    if (!details) return { override: existing, details };
+    if (!details) {
+      outcome.unchangedOn({ subscriber: subscriberId });
+      return existing;
+    }
     const updated = await updateOverrideRow(trx, existing.id, columns);
-    await bumpSubscriberVersion(trx, organizationId, subscriberId);
-    return { override: { ...updated, feature_key: feature.key }, details };
+    await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
+    return upserted({ ...updated, feature_key: feature.key }, details);
   });
 }
 
@@ -177,6 +196,7 @@ export async function listSubscriberOverrides(
 /** Deleting an override that does not exist changes nothing and is not an error; returns the deleted one. */
 export async function deleteOverride(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
   featureKey: string,
@@ -185,8 +205,13 @@ export async function deleteOverride(
     if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
     const feature = await featureOrThrow(trx, organizationId, featureKey);
     const deleted = await deleteOverrideRow(trx, organizationId, subscriberId, feature.id);
-    if (!deleted) return undefined;
-    await bumpSubscriberVersion(trx, organizationId, subscriberId);
-    return { ...deleted, feature_key: feature.key };
+    if (!deleted) {
+      outcome.unchangedOn({ subscriber: subscriberId });
+      return undefined;
+    }
+    await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
+    const override = { ...deleted, feature_key: feature.key };
+    outcome.raise('override.deleted', toOverrideBody(override));
+    return override;
   });
 }

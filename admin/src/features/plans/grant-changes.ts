@@ -1,5 +1,5 @@
 import type { GrantBody } from '@ent/common/schemas/plans';
-import type { AuditDetails } from '../../plugins/write-pipeline.ts';
+import type { AuditDetails } from '../shared/write/outcome.ts';
 import type { Change } from '../shared/changes.ts';
 
 /** A grant as the audit log writes it: without `feature`, which is the key it is filed under. */

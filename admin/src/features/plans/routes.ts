@@ -9,32 +9,16 @@ import {
   PlanReadQuery,
   PlanSchema,
   UpdatePlanBody,
-  type PlanBody,
 } from '@ent/common/schemas/plans';
-import { planCreatedDetails } from './grant-changes.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
 import {
   createPlan,
   deletePlan,
   getPlan,
   listPlans,
-  planState,
   setPlanArchived,
+  toPlanBody,
   updatePlan,
-  type PlanWithGrants,
-  type PlanWriteResult,
 } from './service.ts';
-
-export const toPlanBody = ({ plan, grants, subscriberCount }: PlanWithGrants): PlanBody => ({
-  key: plan.key,
-  name: plan.name,
-  kind: plan.kind,
-  archived: plan.archived_at !== null,
-  grants,
-  created_at: plan.created_at.toISOString(),
-  updated_at: plan.updated_at.toISOString(),
-  ...(subscriberCount === undefined ? {} : { subscriber_count: subscriberCount }),
-});
 
 /** `include=subscriber_count` (beyond SPEC.md, docs/decisions.md "Plans"): the one opt-in addition. */
 const readOptions = (query: { include?: 'subscriber_count' | undefined }) => ({
@@ -44,15 +28,6 @@ const readOptions = (query: { include?: 'subscriber_count' | undefined }) => ({
 const tags = ['plans'];
 const writeConfig = { scope: 'catalog:write', auditService: 'api' } as const;
 const readConfig = { scope: 'catalog:read' } as const;
-
-/** Reports a write on the write path; a no-op (null details) is neither an event nor audited as a change. */
-function reportWrite(request: FastifyRequest, type: string, result: PlanWriteResult): PlanBody {
-  const body = toPlanBody(result);
-  mustPublish(request.write, result.details !== null, { catalog: true });
-  request.write.details = result.details;
-  if (result.details) request.write.events.push({ type, data: body });
-  return body;
-}
 
 export async function planRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -69,15 +44,10 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const body = await app.writePipeline.transaction(request, async (trx) => {
-        const created = await createPlan(trx, orgOf(request), request.body, app.config.catalogLimits);
-        const body = toPlanBody(created);
-        request.write.catalogChanged = true;
-        request.write.details = planCreatedDetails(planState(created));
-        request.write.events.push({ type: 'plan.created', data: body });
-        return body;
-      });
-      return reply.code(201).send(body);
+      const created = await app.writePipeline.run(request, (trx, outcome) =>
+        createPlan(trx, outcome, orgOf(request), request.body, app.config.catalogLimits),
+      );
+      return reply.code(201).send(toPlanBody(created));
     },
   );
 
@@ -129,11 +99,16 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) =>
-      app.writePipeline.transaction(request, async (trx) =>
-        reportWrite(
-          request,
-          'plan.updated',
-          await updatePlan(trx, orgOf(request), request.params.key, request.body, app.config.catalogLimits),
+      toPlanBody(
+        await app.writePipeline.run(request, (trx, outcome) =>
+          updatePlan(
+            trx,
+            outcome,
+            orgOf(request),
+            request.params.key,
+            request.body,
+            app.config.catalogLimits,
+          ),
         ),
       ),
   );
@@ -154,12 +129,9 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      await app.writePipeline.transaction(request, async (trx) => {
-        const deleted = await deletePlan(trx, orgOf(request), request.params.key);
-        request.write.catalogChanged = true;
-        request.write.details = null;
-        request.write.events.push({ type: 'plan.deleted', data: toPlanBody(deleted) });
-      });
+      await app.writePipeline.run(request, (trx, outcome) =>
+        deletePlan(trx, outcome, orgOf(request), request.params.key),
+      );
       return reply.code(204).send();
     },
   );
@@ -179,11 +151,9 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
         },
       },
       async (request) =>
-        app.writePipeline.transaction(request, async (trx) =>
-          reportWrite(
-            request,
-            archived ? 'plan.archived' : 'plan.unarchived',
-            await setPlanArchived(trx, orgOf(request), request.params.key, archived),
+        toPlanBody(
+          await app.writePipeline.run(request, (trx, outcome) =>
+            setPlanArchived(trx, outcome, orgOf(request), request.params.key, archived),
           ),
         ),
     );

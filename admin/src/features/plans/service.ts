@@ -2,12 +2,17 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { CreatePlanBody, GrantBody, GrantInput, UpdatePlanBody } from '@ent/common/schemas/plans';
-import type { AuditDetails } from '../../plugins/write-pipeline.ts';
+import type {
+  CreatePlanBody,
+  GrantBody,
+  GrantInput,
+  PlanBody,
+  UpdatePlanBody,
+} from '@ent/common/schemas/plans';
 import { findFeaturesByKeys } from '../features/store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
-import { archivedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';
+import { archivedDetails, planCreatedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { byFeatureKey, resolveGrants, toGrantBody, type ResolvedGrant } from './grants.ts';
 import {
@@ -23,7 +28,8 @@ import {
   updatePlanRow,
   type PlanListFilter,
 } from './store.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { withOrganizationLocked } from '../shared/write/locks.ts';
+import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 
 /** A plan with its grants ordered by feature key. */
 export interface PlanWithGrants {
@@ -38,9 +44,34 @@ export interface PlanReadOptions {
   subscriberCount?: boolean;
 }
 
-export interface PlanWriteResult extends PlanWithGrants {
-  /** The audit details; null when nothing changed. */
-  details: AuditDetails | null;
+export const toPlanBody = ({ plan, grants, subscriberCount }: PlanWithGrants): PlanBody => ({
+  key: plan.key,
+  name: plan.name,
+  kind: plan.kind,
+  archived: plan.archived_at !== null,
+  grants,
+  created_at: plan.created_at.toISOString(),
+  updated_at: plan.updated_at.toISOString(),
+  ...(subscriberCount === undefined ? {} : { subscriber_count: subscriberCount }),
+});
+
+/**
+ * Reports a plan write on its outcome: its details and event when it changed something (the version was bumped);
+ * a no-op (null details) is neither an event nor audited as a change, and still answers once the catalog is
+ * published.
+ */
+function reportChange(
+  outcome: WriteOutcome,
+  type: string,
+  plan: PlanWithGrants,
+  details: AuditDetails | null,
+) {
+  if (!details) {
+    outcome.unchangedOn({ catalog: true });
+    return;
+  }
+  outcome.details = details;
+  outcome.raise(type, toPlanBody(plan));
 }
 
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -94,6 +125,7 @@ async function lockPlan(
 
 export async function createPlan(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   input: CreatePlanBody,
   limits: CatalogLimits,
@@ -105,18 +137,21 @@ export async function createPlan(
     if (!plan)
       throw conflict(`A plan with key "${input.key}" already exists.`, { field: 'key', value: input.key });
     await replaceGrants(trx, plan.id, grants);
-    await bumpCatalogVersion(trx, organizationId);
-    return { plan, grants: grantBodies(grants) };
+    await bumpCatalogVersion(trx, outcome, organizationId);
+    const created = { plan, grants: grantBodies(grants) };
+    reportChange(outcome, 'plan.created', created, planCreatedDetails(planState(created)));
+    return created;
   });
 }
 
 export async function updatePlan(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   key: string,
   input: UpdatePlanBody,
   limits: CatalogLimits,
-): Promise<PlanWriteResult> {
+): Promise<PlanWithGrants> {
   return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const newGrants = input.grants
@@ -131,37 +166,49 @@ export async function updatePlan(
     const grants = newGrants ? grantBodies(newGrants) : before.grants;
     const name = input.name ?? before.plan.name;
     const details = planUpdatedDetails(planState(before), { ...planState(before), name, grants });
-    if (!details) return { ...before, details };
+    if (!details) {
+      reportChange(outcome, 'plan.updated', before, null);
+      return before;
+    }
     const plan = await updatePlanRow(trx, before.plan.id, { name });
     if (newGrants && details.grants) await replaceGrants(trx, plan.id, newGrants);
-    await bumpCatalogVersion(trx, organizationId);
-    return { plan, grants, details };
+    await bumpCatalogVersion(trx, outcome, organizationId);
+    reportChange(outcome, 'plan.updated', { plan, grants }, details);
+    return { plan, grants };
   });
 }
 
 export async function setPlanArchived(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   key: string,
   archived: boolean,
-): Promise<PlanWriteResult> {
+): Promise<PlanWithGrants> {
+  const type = archived ? 'plan.archived' : 'plan.unarchived';
   return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockPlan(trx, organizationId, key);
     const details = archivedDetails(before.plan.archived_at !== null, archived);
-    if (!details) return { ...before, details };
+    if (!details) {
+      reportChange(outcome, type, before, null);
+      return before;
+    }
     const now = new Date();
     const plan = await updatePlanRow(trx, before.plan.id, {
       archived_at: archived ? now : null,
       updated_at: now,
     });
-    await bumpCatalogVersion(trx, organizationId);
-    return { plan, grants: before.grants, details };
+    await bumpCatalogVersion(trx, outcome, organizationId);
+    const after = { plan, grants: before.grants };
+    reportChange(outcome, type, after, details);
+    return after;
   });
 }
 
 /** Refuses while any subscription references the plan, also when one is created concurrently (the FK). */
 export async function deletePlan(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   key: string,
 ): Promise<PlanWithGrants> {
@@ -170,7 +217,8 @@ export async function deletePlan(
       const deleted = await lockPlan(trx, organizationId, key);
       if (await planIsReferenced(trx, organizationId, deleted.plan.id)) throw planInUse(key);
       await deletePlanRow(trx, deleted.plan.id);
-      await bumpCatalogVersion(trx, organizationId);
+      await bumpCatalogVersion(trx, outcome, organizationId);
+      outcome.raise('plan.deleted', toPlanBody(deleted));
       return deleted;
     });
   } catch (error) {

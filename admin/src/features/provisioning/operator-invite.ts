@@ -6,6 +6,7 @@ import { newId } from '@ent/common/ids';
 import { newAuditEntryId } from '../audit/entry.ts';
 import { appendOutcome, insertPendingEntry } from '../audit/store.ts';
 import { createInvite, inviteLinkOf, type InviteSettings } from '../invites/service.ts';
+import { WriteOutcome } from '../shared/write/outcome.ts';
 
 export interface OperatorInvite {
   invite_id: string;
@@ -98,8 +99,10 @@ export async function createOperatorInvite(
     userAgent: 'entctl',
   });
   try {
+    const outcome = new WriteOutcome();
     const invite = await createInvite(
       db,
+      outcome,
       settings,
       principal,
       { role: input.role, ...(input.email === undefined ? {} : { email: input.email }) },
@@ -110,7 +113,7 @@ export async function createOperatorInvite(
       organizationId: input.organizationId,
       outcome: 'responded',
       status: 201,
-      details: { invite_id: invite.id, role: invite.role },
+      details: outcome.details,
     });
     return {
       invite_id: invite.id,

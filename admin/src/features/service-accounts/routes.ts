@@ -44,14 +44,9 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request, reply) => {
-      const account = await createServiceAccount(app.db, request.principal!, request.body);
-      request.write.details = {
-        service_account_id: account.id,
-        member_id: account.member_id,
-        name: account.name,
-        role: account.role,
-      };
-      request.write.authChanged = true;
+      const account = await app.writePipeline.run(request, (trx, outcome) =>
+        createServiceAccount(trx, outcome, request.principal!, request.body),
+      );
       return reply.code(201).send(toServiceAccountBody(account));
     },
   );
@@ -103,13 +98,15 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request) => {
-      const { account, details } = await updateServiceAccount(
-        app.db,
-        request.principal!,
-        request.params.service_account_id,
-        request.body,
+      const account = await app.writePipeline.run(request, (trx, outcome) =>
+        updateServiceAccount(
+          trx,
+          outcome,
+          request.principal!,
+          request.params.service_account_id,
+          request.body,
+        ),
       );
-      request.write.details = details;
       return toServiceAccountBody(account);
     },
   );

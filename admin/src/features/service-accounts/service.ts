@@ -8,7 +8,7 @@ import type {
 } from '@ent/common/schemas/service-accounts';
 import { assertMayManageRole } from '../members/roles.ts';
 import { removedMemberUnchangeable } from '../members/service.ts';
-import { changedFields, type Change } from '../shared/changes.ts';
+import { changedFields } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
   findServiceAccount,
@@ -18,7 +18,9 @@ import {
   type ServiceAccountRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
-import { withCallerConfirmed } from '../members/caller.ts';
+import { withCallerConfirmed } from '../shared/write/locks.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
+import { transact } from '@ent/common/outbox/record';
 
 export const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
@@ -36,6 +38,7 @@ export async function getServiceAccount(
 /** A service account and the member it is, in one transaction. */
 export async function createServiceAccount(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   principal: Principal,
   input: CreateServiceAccountBody,
 ): Promise<ServiceAccountRow> {
@@ -43,35 +46,37 @@ export async function createServiceAccount(
   const organizationId = principal.organizationId;
   return withCallerConfirmed(db, principal, async (trx) => {
     const id = await insertServiceAccount(trx, organizationId, input);
-    await bumpAuthVersion(trx, organizationId);
-    const created = await findServiceAccount(trx, organizationId, id);
-    return created!;
+    await bumpAuthVersion(trx, outcome, organizationId);
+    const created = (await findServiceAccount(trx, organizationId, id))!;
+    outcome.details = {
+      service_account_id: created.id,
+      member_id: created.member_id,
+      name: created.name,
+      role: created.role,
+    };
+    return created;
   });
 }
 
-export interface ServiceAccountUpdateResult {
-  account: ServiceAccountRow;
-  /** The audit details of what changed; null: nothing did. */
-  details: Record<string, Change> | null;
-}
-
+/** A rename (the name is not in any snapshot: nothing to publish); the outcome's details name what changed. */
 export async function updateServiceAccount(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   principal: Principal,
   id: string,
   input: UpdateServiceAccountBody,
-): Promise<ServiceAccountUpdateResult> {
+): Promise<ServiceAccountRow> {
   const organizationId = principal.organizationId;
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const before = await findServiceAccount(trx, organizationId, id);
     if (!before) throw serviceAccountNotFound(id);
     assertMayManageRole(principal, before.role as Role);
     const details = changedFields(before, input, ['name']);
-    if (!details || input.name === undefined) return { account: before, details: null };
+    if (!details || input.name === undefined) return before;
     if (before.status === 'removed') throw removedMemberUnchangeable();
     await renameServiceAccount(trx, before, input.name);
-    const account = await findServiceAccount(trx, organizationId, id);
-    return { account: account!, details };
+    outcome.details = details;
+    return (await findServiceAccount(trx, organizationId, id))!;
   });
 }
 

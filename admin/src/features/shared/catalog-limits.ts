@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { validationError } from '@ent/common/errors/app-error';
-import { lockOrganization } from '../organization/store.ts';
+import { lockOrganization } from '../shared/write/locks.ts';
 import { catalogSizeStore } from './catalog-size.store.ts';
 
 export type CatalogLimits = Config['catalogLimits'];

@@ -1,14 +1,20 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { recordOutbox } from '@ent/common/outbox/record';
+import type { WriteOutcome } from './write/outcome.ts';
 
 /**
  * Each bump records its outbox entry in the same transaction, so a committed change always reaches Redis: the
- * write-through after the commit is the fast path, the outbox relay the guarantee.
+ * write-through after the commit is the fast path, the outbox relay the guarantee. Each also names its target on
+ * the write's outcome, which the write pipeline publishes before the 2xx: a version never moves without its publish.
  */
 
 /** Call inside the transaction of every catalog write (features, plans, grants). */
-export async function bumpCatalogVersion(trx: Transaction<Database>, organizationId: string): Promise<void> {
+export async function bumpCatalogVersion(
+  trx: Transaction<Database>,
+  outcome: WriteOutcome,
+  organizationId: string,
+): Promise<void> {
   const { catalog_version: version } = await trx
     .updateTable('organizations')
     .set({ catalog_version: sql`catalog_version + 1` })
@@ -16,11 +22,13 @@ export async function bumpCatalogVersion(trx: Transaction<Database>, organizatio
     .returning('catalog_version')
     .executeTakeFirstOrThrow();
   await recordOutbox(trx, { organizationId, kind: 'catalog', version });
+  outcome.catalogChanged = true;
 }
 
 /** Call inside the transaction of every write to a subscriber, its subscriptions or its overrides. */
 export async function bumpSubscriberVersion(
   trx: Transaction<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
 ): Promise<void> {
@@ -32,10 +40,15 @@ export async function bumpSubscriberVersion(
     .returning('version')
     .executeTakeFirstOrThrow();
   await recordOutbox(trx, { organizationId, kind: 'subscriber', subject: subscriberId, version });
+  outcome.subscribersChanged.add(subscriberId);
 }
 
 /** Call inside the transaction of every key, member or role change. */
-export async function bumpAuthVersion(trx: Transaction<Database>, organizationId: string): Promise<void> {
+export async function bumpAuthVersion(
+  trx: Transaction<Database>,
+  outcome: WriteOutcome,
+  organizationId: string,
+): Promise<void> {
   const { auth_version: version } = await trx
     .updateTable('organizations')
     .set({ auth_version: sql`auth_version + 1` })
@@ -43,4 +56,5 @@ export async function bumpAuthVersion(trx: Transaction<Database>, organizationId
     .returning('auth_version')
     .executeTakeFirstOrThrow();
   await recordOutbox(trx, { organizationId, kind: 'auth', version });
+  outcome.authChanged = true;
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { internalAccess } from '../../plugins/internal-access.ts';
-import type { WriteContext } from '../../plugins/write-pipeline.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { createRelayFollowUp, defaultRelayFollowUp, type RelayFollowUpOptions } from '../outbox/follow-up.ts';
 import { createOutboxRelay } from '../outbox/relay.ts';
 import { makeAllDue, outboxLag, undoneOf } from '../outbox/store.ts';
@@ -57,7 +57,7 @@ export const snapshots = fp<SnapshotsOptions>(
      * What the write names, all of it when it changed something; when it changed nothing, only what an earlier
      * write's undone outbox entry says is not yet published (all of it, should the outbox not answer).
      */
-    async function stillToPublish(organizationId: string, write: WriteContext) {
+    async function stillToPublish(organizationId: string, write: WriteOutcome) {
       const named = {
         catalog: write.catalogChanged,
         subscribers: [...write.subscribersChanged],
@@ -73,7 +73,7 @@ export const snapshots = fp<SnapshotsOptions>(
       };
     }
 
-    app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteContext) => {
+    app.writePipeline.onCommitted(async (request: FastifyRequest, write: WriteOutcome) => {
       const organizationId = request.principal?.organizationId;
       if (!organizationId) return;
       const undelivered = write.catalogChanged || write.subscribersChanged.size > 0 || write.authChanged;

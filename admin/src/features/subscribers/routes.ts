@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Subscriber } from '@ent/common/db/database';
 import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
 import {
   CreateSubscriberBody,
@@ -9,17 +8,14 @@ import {
   SubscriberListSchema,
   SubscriberSchema,
   UpdateSubscriberBody,
-  type SubscriberBody,
 } from '@ent/common/schemas/subscribers';
-import { createSubscriber, getSubscriber, listSubscribers, updateSubscriber } from './service.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
-
-export const toSubscriberBody = (subscriber: Subscriber): SubscriberBody => ({
-  subscriber_id: subscriber.subscriber_id,
-  name: subscriber.name,
-  created_at: subscriber.created_at.toISOString(),
-  updated_at: subscriber.updated_at.toISOString(),
-});
+import {
+  createSubscriber,
+  getSubscriber,
+  listSubscribers,
+  toSubscriberBody,
+  updateSubscriber,
+} from './service.ts';
 
 const tags = ['subscribers'];
 
@@ -37,15 +33,10 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       },
     },
     async (request, reply) => {
-      const body = await app.writePipeline.transaction(request, async (trx) => {
-        const subscriber = await createSubscriber(trx, request.principal!.organizationId, request.body);
-        const body = toSubscriberBody(subscriber);
-        request.write.subscribersChanged.add(subscriber.subscriber_id);
-        request.write.details = { subscriber_id: subscriber.subscriber_id, name: subscriber.name };
-        request.write.events.push({ type: 'subscriber.created', data: body });
-        return body;
-      });
-      return reply.code(201).send(body);
+      const subscriber = await app.writePipeline.run(request, (trx, outcome) =>
+        createSubscriber(trx, outcome, request.principal!.organizationId, request.body),
+      );
+      return reply.code(201).send(toSubscriberBody(subscriber));
     },
   );
 
@@ -61,19 +52,17 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       },
     },
     async (request) =>
-      app.writePipeline.transaction(request, async (trx) => {
-        const { subscriber, details } = await updateSubscriber(
-          trx,
-          request.principal!.organizationId,
-          request.params.subscriber_id,
-          request.body,
-        );
-        const body = toSubscriberBody(subscriber);
-        mustPublish(request.write, details !== null, { subscriber: subscriber.subscriber_id });
-        request.write.details = details;
-        if (details) request.write.events.push({ type: 'subscriber.updated', data: body });
-        return body;
-      }),
+      toSubscriberBody(
+        await app.writePipeline.run(request, (trx, outcome) =>
+          updateSubscriber(
+            trx,
+            outcome,
+            request.principal!.organizationId,
+            request.params.subscriber_id,
+            request.body,
+          ),
+        ),
+      ),
   );
 
   app.get(

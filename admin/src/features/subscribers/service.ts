@@ -2,8 +2,13 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import type { Database, Subscriber } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { CreateSubscriberBody, UpdateSubscriberBody } from '@ent/common/schemas/subscribers';
-import { changedFields, type Change } from '../shared/changes.ts';
+import type {
+  CreateSubscriberBody,
+  SubscriberBody,
+  UpdateSubscriberBody,
+} from '@ent/common/schemas/subscribers';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
+import { changedFields } from '../shared/changes.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import {
   findSubscriber,
@@ -15,11 +20,19 @@ import {
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
+export const toSubscriberBody = (subscriber: Subscriber): SubscriberBody => ({
+  subscriber_id: subscriber.subscriber_id,
+  name: subscriber.name,
+  created_at: subscriber.created_at.toISOString(),
+  updated_at: subscriber.updated_at.toISOString(),
+});
+
 export const subscriberNotFound = (subscriberId: string) =>
   notFound(`No subscriber with id "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
 
 export async function createSubscriber(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   input: CreateSubscriberBody,
 ): Promise<Subscriber> {
@@ -30,32 +43,36 @@ export async function createSubscriber(
         value: input.subscriber_id,
       });
     }
-    await bumpSubscriberVersion(trx, organizationId, input.subscriber_id);
-    return (await lockSubscriber(trx, organizationId, input.subscriber_id))!;
+    await bumpSubscriberVersion(trx, outcome, organizationId, input.subscriber_id);
+    const created = (await lockSubscriber(trx, organizationId, input.subscriber_id))!;
+    outcome.details = { subscriber_id: created.subscriber_id, name: created.name };
+    outcome.raise('subscriber.created', toSubscriberBody(created));
+    return created;
   });
 }
 
-export interface SubscriberUpdateResult {
-  subscriber: Subscriber;
-  /** The audit details of what changed; null: nothing did. */
-  details: Record<string, Change> | null;
-}
-
+/** The subscriber after the write; the outcome's details name what changed (null: nothing did). */
 export async function updateSubscriber(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
   input: UpdateSubscriberBody,
-): Promise<SubscriberUpdateResult> {
+): Promise<Subscriber> {
   return transact(db, async (trx) => {
     const before = await lockSubscriber(trx, organizationId, subscriberId);
     if (!before) throw subscriberNotFound(subscriberId);
     const details = changedFields(before, input, ['name']);
-    if (!details) return { subscriber: before, details };
+    if (!details) {
+      outcome.unchangedOn({ subscriber: subscriberId });
+      return before;
+    }
     await updateSubscriberName(trx, organizationId, subscriberId, input.name);
-    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
     const subscriber = (await lockSubscriber(trx, organizationId, subscriberId))!;
-    return { subscriber, details };
+    outcome.details = details;
+    outcome.raise('subscriber.updated', toSubscriberBody(subscriber));
+    return subscriber;
   });
 }
 

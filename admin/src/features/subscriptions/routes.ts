@@ -10,25 +10,15 @@ import {
   SubscriptionListSchema,
   SubscriptionParams,
   SubscriptionSchema,
-  type SubscriptionBody,
 } from '@ent/common/schemas/subscriptions';
 import {
   cancelSubscription,
   changeSubscription,
   createSubscription,
   listSubscriberSubscriptions,
+  toChangedSubscriptionBody,
+  toSubscriptionBody,
 } from './service.ts';
-import type { SubscriptionWithPlan } from './store.ts';
-import { mustPublish } from '../../plugins/write-pipeline.ts';
-
-export const toSubscriptionBody = (subscription: SubscriptionWithPlan): SubscriptionBody => ({
-  subscription_id: subscription.id,
-  subscriber_id: subscription.subscriber_id,
-  plan_id: subscription.plan_key,
-  status: subscription.status,
-  created_at: subscription.created_at.toISOString(),
-  canceled_at: subscription.canceled_at ? subscription.canceled_at.toISOString() : null,
-});
 
 const tags = ['subscriptions'];
 const base = '/org/subscribers/:subscriber_id/subscriptions';
@@ -54,20 +44,16 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const body = await app.writePipeline.transaction(request, async (trx) => {
-        const created = await createSubscription(
+      const created = await app.writePipeline.run(request, (trx, outcome) =>
+        createSubscription(
           trx,
+          outcome,
           request.principal!.organizationId,
           subscriber_id,
           request.body.plan_id,
-        );
-        const body = toSubscriptionBody(created);
-        request.write.subscribersChanged.add(subscriber_id);
-        request.write.details = { subscription_id: created.id, plan_id: created.plan_key };
-        request.write.events.push({ type: 'subscription.created', data: body });
-        return body;
-      });
-      return reply.code(201).send(body);
+        ),
+      );
+      return reply.code(201).send(toSubscriptionBody(created));
     },
   );
 
@@ -89,24 +75,10 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const body = await app.writePipeline.transaction(request, async (trx) => {
-        const { created, canceled } = await changeSubscription(
-          trx,
-          request.principal!.organizationId,
-          subscriber_id,
-          request.body,
-        );
-        const body = { ...toSubscriptionBody(created), canceled_subscription_id: canceled.id };
-        request.write.subscribersChanged.add(subscriber_id);
-        request.write.details = {
-          subscription_id: created.id,
-          canceled_subscription_id: canceled.id,
-          plan_id: { from: canceled.plan_key, to: created.plan_key },
-        };
-        request.write.events.push({ type: 'subscription.changed', data: body });
-        return body;
-      });
-      return reply.code(201).send(body);
+      const change = await app.writePipeline.run(request, (trx, outcome) =>
+        changeSubscription(trx, outcome, request.principal!.organizationId, subscriber_id, request.body),
+      );
+      return reply.code(201).send(toChangedSubscriptionBody(change));
     },
   );
 
@@ -122,19 +94,10 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request) => {
       const { subscriber_id, subscription_id } = request.params;
-      return app.writePipeline.transaction(request, async (trx) => {
-        const { subscription, details } = await cancelSubscription(
-          trx,
-          request.principal!.organizationId,
-          subscriber_id,
-          subscription_id,
-        );
-        const body = toSubscriptionBody(subscription);
-        mustPublish(request.write, details !== null, { subscriber: subscriber_id });
-        request.write.details = details;
-        if (details) request.write.events.push({ type: 'subscription.canceled', data: body });
-        return body;
-      });
+      const subscription = await app.writePipeline.run(request, (trx, outcome) =>
+        cancelSubscription(trx, outcome, request.principal!.organizationId, subscriber_id, subscription_id),
+      );
+      return toSubscriptionBody(subscription);
     },
   );
 

@@ -2,7 +2,8 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import type { ChangeSubscriptionBody } from '@ent/common/schemas/subscriptions';
+import type { ChangeSubscriptionBody, SubscriptionBody } from '@ent/common/schemas/subscriptions';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
@@ -17,6 +18,21 @@ import {
   type SubscriptionListFilter,
   type SubscriptionWithPlan,
 } from './store.ts';
+
+export const toSubscriptionBody = (subscription: SubscriptionWithPlan): SubscriptionBody => ({
+  subscription_id: subscription.id,
+  subscriber_id: subscription.subscriber_id,
+  plan_id: subscription.plan_key,
+  status: subscription.status,
+  created_at: subscription.created_at.toISOString(),
+  canceled_at: subscription.canceled_at ? subscription.canceled_at.toISOString() : null,
+});
+
+/** The subscription a change created, naming the one it canceled. */
+export const toChangedSubscriptionBody = ({ created, canceled }: SubscriptionChange) => ({
+  ...toSubscriptionBody(created),
+  canceled_subscription_id: canceled.id,
+});
 
 export const subscriptionNotFound = (subscriptionId: string) =>
   notFound(`No subscription with id "${subscriptionId}" for this subscriber.`, {
@@ -64,6 +80,7 @@ function refuseSecondActiveSubscription(active: SubscriptionWithPlan[], plan: Pl
 
 export async function createSubscription(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
   planKey: string,
@@ -73,7 +90,9 @@ export async function createSubscription(
     const plan = await planOpenForSubscribing(trx, organizationId, planKey);
     refuseSecondActiveSubscription(await findActiveSubscriptions(trx, organizationId, subscriberId), plan);
     const created = await insertSubscription(trx, organizationId, subscriberId, plan);
-    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
+    outcome.details = { subscription_id: created.id, plan_id: created.plan_key };
+    outcome.raise('subscription.created', toSubscriptionBody(created));
     return created;
   });
 }
@@ -86,6 +105,7 @@ export interface SubscriptionChange {
 /** Ends one active subscription and starts another on `plan_id`, in one transaction. */
 export async function changeSubscription(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
   input: ChangeSubscriptionBody,
@@ -122,31 +142,38 @@ export async function changeSubscription(
     refuseSecondActiveSubscription(active, plan);
     const canceled = await endSubscription(trx, current);
     const created = await insertSubscription(trx, organizationId, subscriberId, plan);
-    await bumpSubscriberVersion(trx, organizationId, subscriberId);
+    await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
+    outcome.details = {
+      subscription_id: created.id,
+      canceled_subscription_id: canceled.id,
+      plan_id: { from: canceled.plan_key, to: created.plan_key },
+    };
+    outcome.raise('subscription.changed', toChangedSubscriptionBody({ created, canceled }));
     return { created, canceled };
   });
 }
 
-export interface SubscriptionCancel {
-  subscription: SubscriptionWithPlan;
-  /** The audit details (the plan it was of); null when it was already canceled: nothing changed. */
-  details: { plan_id: string } | null;
-}
-
 export async function cancelSubscription(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   subscriberId: string,
   subscriptionId: string,
-): Promise<SubscriptionCancel> {
+): Promise<SubscriptionWithPlan> {
   return transact(db, async (trx) => {
     await lockSubscriberOrThrow(trx, organizationId, subscriberId);
     const subscription = await findSubscription(trx, organizationId, subscriberId, subscriptionId);
     if (!subscription) throw subscriptionNotFound(subscriptionId);
-    if (subscription.status === 'canceled') return { subscription, details: null };
+    if (subscription.status === 'canceled') {
+      // Already canceled: nothing changed, no details and no event.
+      outcome.unchangedOn({ subscriber: subscriberId });
+      return subscription;
+    }
     const canceled = await endSubscription(trx, subscription);
-    await bumpSubscriberVersion(trx, organizationId, subscriberId);
-    return { subscription: canceled, details: { plan_id: canceled.plan_key } };
+    await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
+    outcome.details = { plan_id: canceled.plan_key };
+    outcome.raise('subscription.canceled', toSubscriptionBody(canceled));
+    return canceled;
   });
 }
 

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { newId } from '@ent/common/ids';
 import type { Queues } from '../../jobs/queues.ts';
-import type { DomainEvent } from '../../plugins/write-pipeline.ts';
+import type { DomainEvent, WriteOutcome } from '../shared/write/outcome.ts';
 
 /** The JSON body of every delivery (documented in docs/webhooks.md). */
 export interface WebhookPayload {
@@ -92,31 +92,16 @@ export async function enqueueDeliveries(
  * a delivery; a delivery whose enqueue failed stays `pending` and the sweep re-queues it.
  */
 export function registerWebhookDispatch(app: FastifyInstance): void {
-  app.writePipeline.beforeCommit(async (trx, request, write) => {
+  const recorded = new WeakMap<WriteOutcome, string[]>();
+  app.writePipeline.beforeCommit(async (trx, request, outcome) => {
     const principal = request.principal;
-    if (!principal || write.events.length === 0) return;
-    write.deliveryIds.push(
-      ...(await recordDeliveries(trx, principal.organizationId, write.events, new Date(app.clock.now()))),
+    if (!principal || outcome.events.length === 0) return;
+    recorded.set(
+      outcome,
+      await recordDeliveries(trx, principal.organizationId, outcome.events, new Date(app.clock.now())),
     );
   });
-  app.writePipeline.onCommitted(async (request, write) => {
-    const principal = request.principal;
-    if (!principal || write.events.length === 0) return;
-    if (!write.eventsRecorded) {
-      // A handler that reported events outside writePipeline.transaction: record them now rather than lose them.
-      request.log.error(
-        { route: request.routeOptions.url },
-        'webhook events reported outside the write transaction',
-      );
-      write.deliveryIds.push(
-        ...(await recordDeliveries(
-          app.db,
-          principal.organizationId,
-          write.events,
-          new Date(app.clock.now()),
-        )),
-      );
-    }
-    await enqueueDeliveries(app.queues, write.deliveryIds);
+  app.writePipeline.onCommitted(async (_request, outcome) => {
+    await enqueueDeliveries(app.queues, recorded.get(outcome) ?? []);
   });
 }

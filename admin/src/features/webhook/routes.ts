@@ -16,6 +16,7 @@ import { registerWebhookDispatch } from './dispatch.ts';
 import {
   listWebhookDeliveries,
   putWebhook,
+  validateWebhookUrl,
   rotateWebhookSecret,
   setWebhookDisabled,
   previousSecretSigns,
@@ -102,14 +103,17 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const result = await putWebhook(
-        app.db,
-        settings,
-        request.principal!.organizationId,
-        request.body,
-        now(),
+      const url = await validateWebhookUrl(request.body.url, settings.allowPrivateTargets);
+      const result = await app.writePipeline.run(request, (trx, outcome) =>
+        putWebhook(
+          trx,
+          outcome,
+          settings,
+          request.principal!.organizationId,
+          { ...request.body, url },
+          now(),
+        ),
       );
-      request.write.details = result.details;
       if (result.secret)
         return reply.code(201).send({ ...toWebhookBody(result.webhook, now()), secret: result.secret });
       return reply.code(200).send(toWebhookBody(result.webhook, now()));
@@ -123,13 +127,9 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, response: { 200: WebhookWithSecretSchema, ...withNotFound } },
     },
     async (request) => {
-      const { webhook, secret, details } = await rotateWebhookSecret(
-        app.db,
-        settings,
-        request.principal!.organizationId,
-        now(),
+      const { webhook, secret } = await app.writePipeline.run(request, (trx, outcome) =>
+        rotateWebhookSecret(trx, outcome, settings, request.principal!.organizationId, now()),
       );
-      request.write.details = details;
       return { ...toWebhookBody(webhook, now()), secret };
     },
   );
@@ -142,13 +142,9 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         schema: { tags, response: { 200: WebhookSchema, ...withNotFound } },
       },
       async (request) => {
-        const { webhook, details } = await setWebhookDisabled(
-          app.db,
-          request.principal!.organizationId,
-          action === 'disable',
-          now(),
+        const webhook = await app.writePipeline.run(request, (trx, outcome) =>
+          setWebhookDisabled(trx, outcome, request.principal!.organizationId, action === 'disable', now()),
         );
-        request.write.details = details;
         return toWebhookBody(webhook, now());
       },
     );

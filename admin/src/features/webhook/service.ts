@@ -3,7 +3,8 @@ import { decryptSecret, encryptSecret, type SecretsKeyring } from '@ent/common/c
 import type { Database, Webhook, WebhookDelivery } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
 import type { PutWebhookBody } from '@ent/common/schemas/webhook';
-import { changedFields, type Change } from '../shared/changes.ts';
+import { transact } from '@ent/common/outbox/record';
+import { changedFields } from '../shared/changes.ts';
 import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget } from './targets.ts';
 import {
@@ -16,7 +17,11 @@ import {
   type DeliveryListFilter,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
-import { withOrganizationLocked } from '../organization/store.ts';
+import { withOrganizationLocked } from '../shared/write/locks.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
+
+/** A webhook URL `validateWebhookUrl` accepted (and normalised). */
+export type ValidatedWebhookUrl = string & { readonly __validated: true };
 
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -50,7 +55,10 @@ export function signingSecrets(webhook: Webhook, secretsKey: SecretsKeyring, now
 }
 
 /** http(s), no credentials in the URL, and (unless allowed) not a private or loopback address. */
-export async function validateWebhookUrl(raw: string, allowPrivateTargets: boolean): Promise<string> {
+export async function validateWebhookUrl(
+  raw: string,
+  allowPrivateTargets: boolean,
+): Promise<ValidatedWebhookUrl> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -73,7 +81,7 @@ export async function validateWebhookUrl(raw: string, allowPrivateTargets: boole
       // A name that does not resolve yet is accepted; every delivery checks the address again.
     }
   }
-  return url.toString();
+  return url.toString() as ValidatedWebhookUrl;
 }
 
 /**
@@ -90,17 +98,21 @@ export interface PutWebhookResult {
   webhook: Webhook;
   /** Set only when the webhook was created: the signing secret, shown once. */
   secret: string | null;
-  details: Record<string, unknown> | null;
 }
 
+/**
+ * Creates or changes the webhook. `url` is what `validateWebhookUrl` made of the body's: checked (a DNS lookup)
+ * before the write's transaction, which would otherwise hold its connection while the name resolves.
+ */
 export async function putWebhook(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   settings: WebhookSettings,
   organizationId: string,
-  input: PutWebhookBody,
+  input: PutWebhookBody & { url: ValidatedWebhookUrl },
   now: Date,
 ): Promise<PutWebhookResult> {
-  const url = await validateWebhookUrl(input.url, settings.allowPrivateTargets);
+  const { url } = input;
   // The organization first: two first PUTs at once would both find no webhook and race to insert one.
   return withOrganizationLocked(db, organizationId, async (trx) => {
     const before = await lockWebhook(trx, organizationId);
@@ -114,14 +126,11 @@ export async function putWebhook(
         disabled: input.disabled ?? false,
         now,
       });
-      return {
-        webhook,
-        secret,
-        details: { url: auditableWebhookUrl(webhook.url), secret_prefix: webhook.secret_prefix },
-      };
+      outcome.details = { url: auditableWebhookUrl(webhook.url), secret_prefix: webhook.secret_prefix };
+      return { webhook, secret };
     }
     const changes = changedFields(before, { url, disabled: input.disabled }, ['url', 'disabled']);
-    if (!changes) return { webhook: before, secret: null, details: null };
+    if (!changes) return { webhook: before, secret: null };
     const details = changes.url
       ? { ...changes, url: { from: auditableWebhookUrl(before.url), to: auditableWebhookUrl(url) } }
       : changes;
@@ -133,24 +142,25 @@ export async function putWebhook(
       disabled_reason: disabled ? before.disabled_reason : null,
       updated_at: now,
     });
-    return { webhook, secret: null, details };
+    outcome.details = details;
+    return { webhook, secret: null };
   });
 }
 
 export interface RotateResult {
   webhook: Webhook;
   secret: string;
-  details: Record<string, Change>;
 }
 
 /** A new secret; the current one becomes the previous secret and keeps signing for 24 hours. */
 export async function rotateWebhookSecret(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   settings: WebhookSettings,
   organizationId: string,
   now: Date,
 ): Promise<RotateResult> {
-  return db.transaction().execute(async (trx) => {
+  return transact(db, async (trx) => {
     const before = await lockWebhook(trx, organizationId);
     if (!before) throw webhookNotFound();
     const secret = generateWebhookSecret();
@@ -161,36 +171,30 @@ export async function rotateWebhookSecret(
       previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS),
       updated_at: now,
     });
-    return {
-      webhook,
-      secret,
-      details: { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } },
-    };
+    outcome.details = { secret_prefix: { from: before.secret_prefix, to: webhook.secret_prefix } };
+    return { webhook, secret };
   });
-}
-
-export interface ToggleResult {
-  webhook: Webhook;
-  details: Record<string, Change> | null;
 }
 
 export async function setWebhookDisabled(
   db: Kysely<Database>,
+  outcome: WriteOutcome,
   organizationId: string,
   disabled: boolean,
   now: Date,
-): Promise<ToggleResult> {
-  return db.transaction().execute(async (trx) => {
+): Promise<Webhook> {
+  return transact(db, async (trx) => {
     const before = await lockWebhook(trx, organizationId);
     if (!before) throw webhookNotFound();
-    if (before.disabled === disabled) return { webhook: before, details: null };
+    if (before.disabled === disabled) return before;
     if (!disabled) await cancelQueuedDeliveries(trx, organizationId, now);
     const webhook = await updateWebhookRow(trx, organizationId, {
       disabled,
       disabled_reason: null,
       updated_at: now,
     });
-    return { webhook, details: { disabled: { from: before.disabled, to: disabled } } };
+    outcome.details = { disabled: { from: before.disabled, to: disabled } };
+    return webhook;
   });
 }
 
