@@ -34,17 +34,18 @@ const children: ChildProcess[] = [];
 const tsxLoader = createRequire(import.meta.url).resolve('tsx');
 
 /**
- * A Node script of this repository (through tsx), optionally pinned to CPUs with taskset or run under another
- * command (`under`, e.g. valgrind), optionally run from another directory (what it writes to its working directory,
- * e.g. perf's JIT dumps, lands there).
+ * A Node script of this repository (through tsx, or on plain node with `compiled` for a bundle of `npm run build`),
+ * optionally pinned to CPUs with taskset or run under another command (`under`, e.g. valgrind), optionally run from
+ * another directory (what it writes to its working directory, e.g. perf's JIT dumps, lands there).
  */
 export function startNode(
   script: string,
   env: Record<string, string>,
-  options: { cpus?: string; under?: string[]; nodeArgs?: string[]; cwd?: string } = {},
+  options: { cpus?: string; under?: string[]; nodeArgs?: string[]; cwd?: string; compiled?: boolean } = {},
 ): Child {
   const wrapper = options.under ?? (options.cpus ? ['taskset', '-c', options.cpus] : []);
-  const [command, ...args] = [...wrapper, process.execPath, ...(options.nodeArgs ?? []), '--import', tsxLoader, join(root, script)];
+  const loader = options.compiled ? [] : ['--import', tsxLoader];
+  const [command, ...args] = [...wrapper, process.execPath, ...(options.nodeArgs ?? []), ...loader, join(root, script)];
   const child = spawn(command!, args, {
     cwd: options.cwd ?? root,
     env: { ...process.env, ...env },
