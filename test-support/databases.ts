@@ -64,9 +64,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh database cloned from the migrated template, private to one test file. */
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const template = templateName();
+/**
+ * A fresh database cloned from the migrated template, private to one test file; `migrated: false` gives an empty
+ * one, for a test that runs the migrations itself.
+ */
+export async function createTestDatabase({ migrated = true } = {}): Promise<TestDatabase> {
+  const template = migrated ? templateName() : 'template0';
   const name = `ent_t_${randomBytes(6).toString('hex')}`;
   await withAdminClient(async (client) => {
     for (let attempt = 0; ; attempt++) {

@@ -34,29 +34,30 @@ const children: ChildProcess[] = [];
 
 const tsxLoader = createRequire(import.meta.url).resolve('tsx');
 const GATEWAY_SCRIPT = 'gateway/src/server.ts';
+const COMPILED_GATEWAY_SCRIPT = 'dist/gateway.js';
 
 /**
- * A Node script of this repository (through tsx), optionally pinned to CPUs with taskset or run under another
- * command (`under`, e.g. valgrind), optionally run from another directory (what it writes to its working directory,
- * e.g. perf's JIT dumps, lands there).
+ * A Node script of this repository (through tsx, or on plain node with `compiled` for a bundle of `npm run build`),
+ * optionally pinned to CPUs with taskset or run under another command (`under`, e.g. valgrind), optionally run from
+ * another directory (what it writes to its working directory, e.g. perf's JIT dumps, lands there).
  */
 export function startNode(
   script: string,
   env: Record<string, string>,
-  options: { cpus?: string; under?: string[]; nodeArgs?: string[]; cwd?: string } = {},
+  options: { cpus?: string; under?: string[]; nodeArgs?: string[]; cwd?: string; compiled?: boolean } = {},
 ): Child {
   const wrapper = options.under ?? (options.cpus ? ['taskset', '-c', options.cpus] : []);
-  // The gateway is measured as it is deployed: with its V8 flags (gateway/src/runtime-flags.ts), unless
-  // BENCH_GATEWAY_WITHOUT_FLAGS asks to see what they change.
-  const deployedFlags =
-    script === GATEWAY_SCRIPT && !process.env.BENCH_GATEWAY_WITHOUT_FLAGS ? GATEWAY_NODE_FLAGS : [];
+  // The gateway is measured as it is deployed: with its V8 flags (gateway/src/runtime-flags.ts), compiled or not,
+  // unless BENCH_GATEWAY_WITHOUT_FLAGS asks to see what they change.
+  const isGateway = script === GATEWAY_SCRIPT || script === COMPILED_GATEWAY_SCRIPT;
+  const deployedFlags = isGateway && !process.env.BENCH_GATEWAY_WITHOUT_FLAGS ? GATEWAY_NODE_FLAGS : [];
+  const loader = options.compiled ? [] : ['--import', tsxLoader];
   const [command, ...args] = [
     ...wrapper,
     process.execPath,
     ...deployedFlags,
     ...(options.nodeArgs ?? []),
-    '--import',
-    tsxLoader,
+    ...loader,
     join(root, script),
   ];
   const child = spawn(command!, args, {

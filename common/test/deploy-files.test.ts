@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { SERVICE_ENTRY_POINTS } from '../../scripts/build-services.ts';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
@@ -384,5 +385,61 @@ describe('deploy defaults carry no working secret', () => {
     for (const copied of read('deploy/Dockerfile').matchAll(/^COPY (?!--from)(\S+)/gm))
       if (copied[1] !== '.') expect(ignored, copied[1]).not.toContain(copied[1]);
     expect(ignored).toContain('!bench/package.json');
+  });
+});
+
+describe('the image runs the compiled build on plain node', () => {
+  const stages = read('deploy/Dockerfile')
+    .split(/^(?=FROM )/m)
+    .filter((stage) => stage.startsWith('FROM '));
+  const runtime = stages.at(-1)!;
+  const instruction = (stage: string, name: string) =>
+    JSON.parse(new RegExp(`^${name} (\\[.*\\])$`, 'm').exec(stage)?.[1] ?? 'null') as string[] | null;
+  /** What each deployed process runs: the bundle `npm run build` writes for it. */
+  const bundleOf = { gateway: 'gateway', admin: 'admin', worker: 'worker', migrate: 'entctl' } as const;
+  const bundle = (name: keyof typeof SERVICE_ENTRY_POINTS) => `dist/${name}.js`;
+  const withoutFlags = (args: string[] | null | undefined) => (args ?? []).filter((arg) => !arg.startsWith('--'));
+
+  it('Dockerfile: a stage runs npm run build; the last copies its dist/ and starts node on a bundle, no tsx', () => {
+    const build = stages.find((stage) => /^RUN .*npm run build\b/m.test(stage));
+    expect(build).toBeDefined();
+    const buildName = /^FROM \S+ AS (\S+)/.exec(build!)?.[1];
+    expect(runtime).toMatch(new RegExp(`^COPY --from=${buildName} /app/dist \\./dist$`, 'm'));
+    // What the bundles read at run time, where the source has it.
+    expect(runtime).toMatch(new RegExp(`^COPY --from=${buildName} /app/common/src/redis/lua `, 'm'));
+    expect(runtime).toMatch(new RegExp(`^COPY --from=${buildName} /app/console/dist `, 'm'));
+    expect(instruction(runtime, 'ENTRYPOINT')).toEqual(['node', '--enable-source-maps']);
+    // The gateway's V8 flags come before its bundle (young-generation.test.ts checks them).
+    expect(withoutFlags(instruction(runtime, 'CMD'))).toEqual([bundle('gateway')]);
+    expect(runtime).not.toContain('tsx');
+    expect(runtime).not.toMatch(/^RUN .*npm/m);
+    // The dependencies the last stage copies are installed without dev dependencies (tsx is one).
+    expect(stages.find((stage) => stage.includes('--omit=dev'))).toBeDefined();
+    const pkg = JSON.parse(read('package.json')) as { dependencies?: Record<string, string> };
+    expect(Object.keys(pkg.dependencies ?? {})).not.toContain('tsx');
+  });
+
+  it('compose and k8s: every process runs its bundle', () => {
+    const compose = parse(read('deploy/compose.yaml'), { merge: true }) as {
+      services: Record<string, { build?: unknown; command?: string[] }>;
+    };
+    const built = Object.entries(compose.services).filter(([, service]) => service.build);
+    expect(built.map(([name]) => name).sort()).toEqual(Object.keys(bundleOf).sort());
+    for (const [name, service] of built)
+      expect(withoutFlags(service.command)[0], name).toBe(bundle(bundleOf[name as keyof typeof bundleOf]));
+
+    const containers = parseAllDocuments(read('deploy/k8s/entitlements.yaml')).flatMap(
+      (doc) =>
+        (
+          doc.toJS() as {
+            spec?: { template?: { spec: { containers: { name: string; args?: string[] }[] } } };
+          }
+        ).spec?.template?.spec.containers ?? [],
+    );
+    expect(containers.map((container) => container.name).sort()).toEqual(Object.keys(bundleOf).sort());
+    for (const container of containers)
+      expect(withoutFlags(container.args)[0], container.name).toBe(
+        bundle(bundleOf[container.name as keyof typeof bundleOf]),
+      );
   });
 });

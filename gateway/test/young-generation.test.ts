@@ -16,6 +16,8 @@ import { freePort, healthy, serviceEnv, start, waitFor, type Started } from './p
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const read = (path: string) => readFileSync(`${root}/${path}`, 'utf8');
 const GATEWAY_SCRIPT = 'gateway/src/server.ts';
+/** What the image, compose and Kubernetes run: the gateway built by `npm run build`. */
+const COMPILED_GATEWAY_SCRIPT = 'dist/gateway.js';
 const run = promisify(execFile);
 
 /** The node arguments of package.json's `gateway` script (`... exec node <args> gateway/src/server.ts`). */
@@ -99,7 +101,9 @@ describe("a gateway's young generation", () => {
         .split('\n')
         .filter((line) => line.startsWith('CMD')),
       ...[read('deploy/compose.yaml'), read('deploy/k8s/entitlements.yaml')].flatMap((file) =>
-        file.split('\n').filter((line) => /^\s*(command|args):/.test(line) && line.includes(GATEWAY_SCRIPT)),
+        file
+          .split('\n')
+          .filter((line) => /^\s*(command|args):/.test(line) && line.includes(COMPILED_GATEWAY_SCRIPT)),
       ),
     ];
     expect(commands).toHaveLength(3);

@@ -5,7 +5,9 @@
  * raw HTTP check. A second bare process measured in the same rounds is the control: its ratio to the first is what
  * the machine's noise alone does to a ratio.
  */
+import { join, relative } from 'node:path';
 import { Pool } from 'undici';
+import { buildServices, DEFAULT_OUTDIR } from '../../../scripts/build-services.ts';
 import { EvalClient } from '../../../sdk/src/eval-client.ts';
 import {
   createWorld,
@@ -17,6 +19,7 @@ import {
   median,
   metric,
   redisScriptCalls,
+  root,
   startNode,
   type BenchWorld,
   type MeasuredFigures,
@@ -81,6 +84,13 @@ export interface ThroughputResult {
     floorThroughputVsBare?: number;
     floorCpuVsBare?: number;
     floorP99VsBare?: number;
+    /**
+     * The gateway as the image runs it (`npm run build`, plain node) against the same gateway through tsx (`npm
+     * start`): medians of per-round ratios, compiled over tsx (absent from older results).
+     */
+    compiledThroughputVsTsx?: number;
+    compiledCpuVsTsx?: number;
+    compiledP99VsTsx?: number;
   };
   /** The warm metered check against the bare route at other numbers of connections (absent from older results). */
   byConnections?: ConcurrencyFigures[];
@@ -210,6 +220,9 @@ const CONTROL = 'bare fastify, second process';
 /** The bare route plus the gate round trip and nothing else (round-trip-floor.ts). */
 const FLOOR = 'bare route + round trip only';
 
+/** The gateway's production build (`npm run build`: dist/gateway.js on plain node), next to the tsx one. */
+const COMPILED = 'gateway check, compiled';
+
 /** Besides the main run's: few connections (autocannon's default is 10), and many. */
 const connectionSweep = (main: number) => [10, 256].filter((c) => c !== main);
 
@@ -220,7 +233,17 @@ export async function runThroughput(): Promise<ThroughputResult> {
   const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', DEFAULT_SHAPE.subscribers) };
   const world = await createWorld(shape);
   try {
-    const [gatewayPort, barePort, unmeteredPort, metricsPort, inMemoryPort, controlPort, floorPort] = [
+    const [
+      gatewayPort,
+      barePort,
+      unmeteredPort,
+      metricsPort,
+      inMemoryPort,
+      controlPort,
+      floorPort,
+      compiledPort,
+    ] = [
+      await freePort(),
       await freePort(),
       await freePort(),
       await freePort(),
@@ -232,11 +255,19 @@ export async function runThroughput(): Promise<ThroughputResult> {
     const cpuProfile = process.env.BENCH_CPU_PROF
       ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
       : [];
+    log('building the gateway (npm run build: dist/gateway.js)');
+    await buildServices();
     startNode('admin/src/server.ts', world.env);
     const gateway = startNode(
       'gateway/src/server.ts',
       { ...world.env, GATEWAY_PORT: String(gatewayPort), GATEWAY_METRICS_PORT: String(metricsPort) },
       { nodeArgs: cpuProfile },
+    );
+    // Started as the image starts it: plain node, source maps on.
+    const compiled = startNode(
+      relative(root, join(DEFAULT_OUTDIR, 'gateway.js')),
+      { ...world.env, GATEWAY_PORT: String(compiledPort), GATEWAY_METRICS_PORT: '0' },
+      { compiled: true, nodeArgs: ['--enable-source-maps'] },
     );
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) });
     const control = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(controlPort) });
@@ -260,6 +291,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
         url(inMemoryPort),
         url(controlPort),
         url(floorPort),
+        url(compiledPort),
       ].map((u) => healthy(`${u}/healthz`)),
     );
 
@@ -274,6 +306,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     await drive({ ...load, url: url(gatewayPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(unmeteredPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(inMemoryPort), route: 'check', amount: shape.subscribers });
+    await drive({ ...load, url: url(compiledPort), route: 'check', amount: shape.subscribers });
     await drive({ ...load, url: url(barePort), route: 'check', seconds: 2 });
     await drive({ ...load, url: url(controlPort), route: 'check', seconds: 2 });
     await drive({ ...load, url: url(floorPort), route: 'check', seconds: 2 });
@@ -288,6 +321,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { name: 'gateway OFREP flag', port: gatewayPort, pid: gateway.pid, route: 'ofrep' },
       { name: CONTROL, port: controlPort, pid: control.pid, route: 'check' },
       { name: FLOOR, port: floorPort, pid: floor.pid, route: 'check' },
+      { name: COMPILED, port: compiledPort, pid: compiled.pid, route: 'check' },
     ];
     /** One target under load, with the evals it put in each Redis script call. */
     const measure = async (
@@ -351,6 +385,7 @@ export async function runThroughput(): Promise<ThroughputResult> {
     // Ratios of medians, and the median of each round's own ratio (both in the same run).
     const roundRatio = (pick: (round: TargetFigures[]) => number) => median(byRound.map(pick));
     const floorIndex = targets.findIndex((t) => t.name === FLOOR);
+    const compiledIndex = targets.findIndex((t) => t.name === COMPILED);
     const controlCpuRatios = byRound.map((r) => totalCpu(r[controlIndex]!) / totalCpu(r[0]!));
     const ratios = {
       checkThroughputVsBare: check.rps / bareFigures.rps,
@@ -371,6 +406,9 @@ export async function runThroughput(): Promise<ThroughputResult> {
       floorThroughputVsBare: roundRatio((r) => r[floorIndex]!.rps / r[0]!.rps),
       floorCpuVsBare: roundRatio((r) => totalCpu(r[floorIndex]!) / totalCpu(r[0]!)),
       floorP99VsBare: roundRatio((r) => r[floorIndex]!.p99 / r[0]!.p99),
+      compiledThroughputVsTsx: roundRatio((r) => r[compiledIndex]!.rps / r[1]!.rps),
+      compiledCpuVsTsx: roundRatio((r) => totalCpu(r[compiledIndex]!) / totalCpu(r[1]!)),
+      compiledP99VsTsx: roundRatio((r) => r[compiledIndex]!.p99 / r[1]!.p99),
     };
     const byConnections: ConcurrencyFigures[] = [];
     for (const sweepConnections of connectionSweep(connections)) {
@@ -500,6 +538,24 @@ function renderFloor(result: ThroughputResult): string[] {
   ];
 }
 
+/** The production build's paragraph: the compiled gateway against the tsx one, measured in the same rounds. */
+function renderCompiled(result: ThroughputResult): string[] {
+  const r = result.ratios;
+  if (
+    r.compiledThroughputVsTsx === undefined ||
+    r.compiledCpuVsTsx === undefined ||
+    r.compiledP99VsTsx === undefined
+  )
+    return [];
+  return [
+    `The production build (\`npm run build\`: \`node --enable-source-maps dist/gateway.js\`, as the image runs it) ` +
+      `against the same gateway through tsx (\`npm start\`), both measured in the same rounds: ` +
+      `**${r.compiledThroughputVsTsx.toFixed(2)}** of its throughput at **${r.compiledCpuVsTsx.toFixed(2)}×** its CPU ` +
+      `per request and ${r.compiledP99VsTsx.toFixed(2)}× its p99 (medians of per-round ratios).`,
+    '',
+  ];
+}
+
 export function renderThroughput(result: ThroughputResult): string {
   const { settings: s, ratios: r } = result;
   const rows = result.targets.map(
@@ -533,6 +589,7 @@ export function renderThroughput(result: ThroughputResult): string {
     '',
     ...renderCpuSplit(result),
     ...renderFloor(result),
+    ...renderCompiled(result),
     ...renderControl(result),
     ...renderConcurrency(result.byConnections),
     'The SDK (`EvalClient.check`, 1,000 subscribers cached, TTL 10 min) against the same check sent over HTTP with an',
