@@ -8,21 +8,33 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { TEST_APP_ROLE } from '../../../test-support/databases.ts';
+import { auditLog } from './log.ts';
 
 /** The audit entry of every write family: route, service, params and the details SPEC.md promises. */
 let ctx: AdminTestContext;
 let org: TestOrganization;
+let other: TestOrganization;
 const secrets: string[] = [];
+/** Every plaintext key the cases of feature writes create: none may appear anywhere in the log. */
+const plaintextKeys: string[] = [];
 
 beforeAll(async () => {
   ctx = await createAdminContext();
   org = await createTestOrganization(ctx.db, 'Walkthrough');
   secrets.push(org.api_key);
+  other = await createTestOrganization(ctx.db, 'Other org');
+  plaintextKeys.push(org.api_key, other.api_key);
   // Features every case may grant or override; each case makes the plans, subscribers and the rest it needs.
   await feature('sso', 'flag');
   await feature('seats', 'limit');
 });
 afterAll(() => ctx.close());
+
+const { inject, list, entryFor, countRows, whileLocked, uniqueKey, createFeature } = auditLog(() => ({
+  ctx,
+  org,
+}));
 
 interface Entry {
   id: string;
@@ -345,6 +357,234 @@ describe('webhook and identity', () => {
   });
 });
 
+describe('recording feature writes', () => {
+  it('records a create with every field SPEC.md names', async () => {
+    const key = uniqueKey('sso');
+    const before = Date.now();
+    const res = await inject('POST', '/org/features', { key, name: 'Single sign-on', kind: 'flag' });
+    expect(res.statusCode).toBe(201);
+    const requestId = res.headers['x-request-id'] as string;
+    const entry = await entryFor(requestId);
+    expect(entry).toEqual({
+      id: expect.stringMatching(/^aud_[0-9a-z]{26}$/),
+      occurred_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      request_id: requestId,
+      organization_id: org.organization_id,
+      actor: { member_id: org.member_id, auth_type: 'member_apikey', key_prefix: keyPrefixOf(org.api_key) },
+      service: 'api',
+      method: 'POST',
+      route: '/org/features',
+      params: {},
+      ip: '127.0.0.1',
+      user_agent: 'audit-test/1.0',
+      outcome: 'responded',
+      status: 201,
+      details: { key, name: 'Single sign-on', kind: 'flag' },
+    });
+    const occurred = Date.parse(entry.occurred_at);
+    expect(occurred).toBeGreaterThanOrEqual(before);
+    expect(occurred).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('records a change as {from, to} with the route template and params', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'Single sign-on');
+    const res = await inject('PATCH', `/org/features/${key}`, { name: 'SSO', description: 'SAML and OIDC' });
+    expect(res.statusCode).toBe(200);
+    const entry = await entryFor(res.headers['x-request-id'] as string);
+    expect(entry).toMatchObject({
+      method: 'PATCH',
+      route: '/org/features/{key}',
+      params: { key },
+      outcome: 'responded',
+      status: 200,
+      details: {
+        name: { from: 'Single sign-on', to: 'SSO' },
+        description: { from: '', to: 'SAML and OIDC' },
+      },
+    });
+  });
+
+  it('records a write that changed nothing with details null', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO');
+    const res = await inject('PATCH', `/org/features/${key}`, { name: 'SSO' });
+    expect(res.statusCode).toBe(200);
+    const entry = await entryFor(res.headers['x-request-id'] as string);
+    expect(entry).toMatchObject({ outcome: 'responded', status: 200, details: null });
+  });
+
+  it('records a failed write with its status and no details', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO');
+    const res = await inject('POST', '/org/features', { key, name: 'Again', kind: 'flag' });
+    expect(res.statusCode).toBe(409);
+    expect(await entryFor(res.json().error.request_id)).toMatchObject({
+      outcome: 'responded',
+      status: 409,
+      details: null,
+    });
+    const invalid = await inject('POST', '/org/features', { key: 'Bad Key', name: 'x', kind: 'flag' });
+    expect(invalid.statusCode).toBe(422);
+    expect(await entryFor(invalid.json().error.request_id)).toMatchObject({
+      outcome: 'responded',
+      status: 422,
+    });
+  });
+
+  it('replaces a field over 2 KiB with {too_large: true}, still naming it', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO');
+    const description = 'x'.repeat(5000);
+    const res = await inject('PATCH', `/org/features/${key}`, { description, name: 'SSO!' });
+    expect(res.statusCode).toBe(200);
+    const entry = await entryFor(res.headers['x-request-id'] as string);
+    expect(entry.details).toEqual({ description: { too_large: true }, name: { from: 'SSO', to: 'SSO!' } });
+  });
+
+  it('names the forwarded caller only when the request comes from a trusted proxy', async () => {
+    const res = await inject(
+      'POST',
+      '/org/features',
+      { key: 'fwd', name: 'Fwd', kind: 'flag' },
+      {
+        ...org.headers,
+        'x-forwarded-for': '203.0.113.9',
+      },
+    );
+    expect((await entryFor(res.headers['x-request-id'] as string)).ip).toBe('203.0.113.9');
+    const direct = await ctx.app.inject({
+      method: 'POST',
+      url: '/org/features',
+      headers: { ...org.headers, 'x-forwarded-for': '203.0.113.9', 'user-agent': '' },
+      payload: { key: 'fwd2', name: 'Fwd', kind: 'flag' },
+      remoteAddress: '198.51.100.7',
+    });
+    const entry = await entryFor(direct.headers['x-request-id'] as string);
+    expect(entry.ip).toBe('198.51.100.7');
+    expect(entry.user_agent).toBeNull();
+  });
+
+  it('does not record reads, unknown routes or requests without a valid key', async () => {
+    const before = await countRows();
+    await inject('GET', '/org/features');
+    await inject('GET', '/org/features/sso');
+    await inject('POST', '/org/features', { key: 'nokey', name: 'x', kind: 'flag' }, {});
+    await inject(
+      'POST',
+      '/org/features',
+      { key: 'nokey', name: 'x', kind: 'flag' },
+      { 'x-api-key': 'svc-mk-1-nope' },
+    );
+    await inject('POST', '/org/no-such-route', {});
+    await list();
+    expect(await countRows()).toEqual(before);
+  });
+});
+
+describe('403: rejected', () => {
+  it('records a check-only key calling POST /org/features as rejected, and nothing ran', async () => {
+    const key = await createKeyWithScopes(ctx.db, org.organization_id, ['check']);
+    plaintextKeys.push(key.apiKey);
+    const res = await inject(
+      'POST',
+      '/org/features',
+      { key: 'denied', name: 'Denied', kind: 'flag' },
+      { 'x-api-key': key.apiKey },
+    );
+    expect(res.statusCode).toBe(403);
+    const entry = await entryFor(res.json().error.request_id);
+    expect(entry).toMatchObject({
+      actor: { member_id: key.memberId, auth_type: 'member_apikey', key_prefix: keyPrefixOf(key.apiKey) },
+      method: 'POST',
+      route: '/org/features',
+      outcome: 'rejected',
+      status: null,
+      details: null,
+    });
+    expect((await inject('GET', '/org/features/denied')).statusCode).toBe(404);
+  });
+
+  it('refuses the audit read to a key without org:audit:read or a non-admin role', async () => {
+    const catalog = await createKeyWithScopes(ctx.db, org.organization_id, ['catalog:read']);
+    const developer = await createKeyWithScopes(ctx.db, org.organization_id, [], 'developer');
+    plaintextKeys.push(catalog.apiKey, developer.apiKey);
+    for (const key of [catalog, developer]) {
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: '/org/audit-events',
+        headers: { 'x-api-key': key.apiKey },
+      });
+      expect(res.statusCode).toBe(403);
+    }
+    const auditor = await createKeyWithScopes(ctx.db, org.organization_id, ['org:audit:read']);
+    plaintextKeys.push(auditor.apiKey);
+    const res = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/audit-events',
+      headers: { 'x-api-key': auditor.apiKey },
+    });
+    expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('503 when the entry cannot be recorded', () => {
+  it('refuses the write with 503 SERVICE_UNAVAILABLE when INSERT on the log is refused, and nothing changes', async () => {
+    const key = uniqueKey('sso');
+    await createFeature(key, 'SSO!');
+    const before = await countRows();
+    await sql`REVOKE INSERT ON audit_events FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+    try {
+      const res = await inject('POST', '/org/features', {
+        key: 'unaudited',
+        name: 'Unaudited',
+        kind: 'flag',
+      });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatchObject({
+        code: 'SERVICE_UNAVAILABLE',
+        type: 'api_error',
+        request_id: res.headers['x-request-id'],
+      });
+      const patch = await inject('PATCH', `/org/features/${key}`, { name: 'Changed while unaudited' });
+      expect(patch.statusCode).toBe(503);
+      // Reads keep working.
+      expect((await inject('GET', `/org/features/${key}`)).statusCode).toBe(200);
+    } finally {
+      await sql`GRANT INSERT ON audit_events TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+    }
+    expect((await inject('GET', '/org/features/unaudited')).statusCode).toBe(404);
+    expect((await inject('GET', `/org/features/${key}`)).json().name).toBe('SSO!');
+    expect(await countRows()).toEqual(before);
+  });
+
+  it('answers 503 quickly when the log table is locked, and the write never runs', async () => {
+    await whileLocked('audit_events', async () => {
+      const started = Date.now();
+      const res = await inject('POST', '/org/features', { key: 'locked', name: 'Locked', kind: 'flag' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(Date.now() - started).toBeLessThan(5000);
+    });
+    expect((await inject('GET', '/org/features/locked')).statusCode).toBe(404);
+    const retry = await inject('POST', '/org/features', { key: 'locked', name: 'Locked', kind: 'flag' });
+    expect(retry.statusCode).toBe(201);
+    expect((await entryFor(retry.headers['x-request-id'] as string)).outcome).toBe('responded');
+  });
+
+  it('answers 503 quickly when the API key cannot be looked up (keys table locked), and nothing runs', async () => {
+    await whileLocked('api_keys', async () => {
+      const started = Date.now();
+      const res = await inject('POST', '/org/features', { key: 'unlooked', name: 'Unlooked', kind: 'flag' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.message).toMatch(/Credentials cannot be checked/);
+      // Within the lookup's own bound, not the main pool's 10 s statement timeout.
+      expect(Date.now() - started).toBeLessThan(5000);
+    });
+    expect((await inject('GET', '/org/features/unlooked')).statusCode).toBe(404);
+  });
+});
+
 describe('the whole log', () => {
   it('holds no key, webhook secret or invite link', async () => {
     // Secrets at work in an organization of its own, whatever else this file ran before.
@@ -375,5 +615,53 @@ describe('the whole log', () => {
     const dump = rows.rows.map((r) => r.row).join('\n');
     expect(secrets.filter((secret) => dump.includes(secret))).toEqual([]);
     expect(dump.match(/whsec_[A-Za-z0-9+/=_-]{20,}|svc-mk-1-[A-Za-z0-9]{20,}/)).toBeNull();
+  });
+});
+
+describe('no secrets in the log', () => {
+  it('holds no plaintext key anywhere, in the tables or through the API', async () => {
+    // Keys of every kind at work (whatever else this file ran before): writes, refusals, and keys made over the API.
+    const own = await createTestOrganization(ctx.db, 'Keys org');
+    plaintextKeys.push(own.api_key);
+    for (const scopes of [['catalog:write'], ['check'], ['org:write'], ['catalog:read']] as const) {
+      const key = await createKeyWithScopes(ctx.db, own.organization_id, [...scopes]);
+      plaintextKeys.push(key.apiKey);
+      for (let i = 0; i < 6; i++) {
+        await inject(
+          'POST',
+          '/org/features',
+          { key: uniqueKey('swept'), name: 'Swept', kind: 'flag' },
+          { 'x-api-key': key.apiKey },
+        );
+      }
+    }
+    const made = await inject(
+      'POST',
+      `/org/service-accounts/${own.service_account_id}/api-keys`,
+      { name: 'made over the API' },
+      own.headers,
+    );
+    expect(made.statusCode, made.body).toBe(201);
+    plaintextKeys.push(made.json().api_key);
+    expect(plaintextKeys.length).toBeGreaterThan(5);
+    const rows = await sql<{ row: string }>`
+      SELECT row_to_json(e)::text || coalesce(row_to_json(o)::text, '') AS row
+      FROM audit_events e LEFT JOIN audit_outcomes o ON o.event_id = e.id`.execute(ctx.ownerDb);
+    expect(rows.rows.length).toBeGreaterThan(20);
+    const dump = rows.rows.map((r) => r.row).join('\n');
+    for (const key of plaintextKeys) {
+      expect(dump).not.toContain(key);
+      expect(dump).not.toContain(key.slice(keyPrefixOf(key).length));
+    }
+    for (const headers of [org.headers, other.headers, own.headers]) {
+      let cursor = '';
+      for (let page = 0; page < 50; page++) {
+        const body = await list(`?limit=100${cursor}`, headers);
+        const json = JSON.stringify(body);
+        for (const key of plaintextKeys) expect(json).not.toContain(key);
+        if (!body.has_more) break;
+        cursor = `&starting_after=${body.audit_events.at(-1)!.id}`;
+      }
+    }
   });
 });
