@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { expect } from 'vitest';
+import { keyPrefixOf } from '@ent/common/auth/api-key';
 import type { AdminTestContext, TestOrganization } from '../../../test-support/admin-context.ts';
+import { auditEntryIds } from '../../src/features/audit/entry.ts';
 
 /** An entry as GET /org/audit-events answers it. */
 export interface AuditEvent {
@@ -87,4 +89,32 @@ export function auditLog(current: () => { ctx: AdminTestContext; org: TestOrgani
     expect((await inject('POST', '/org/features', { key, name, kind: 'flag' })).statusCode).toBe(201);
 
   return { inject, list, entryFor, countRows, whileLocked, uniqueKey, createFeature };
+}
+
+/** Writes the entry of a write that never answered (no outcome yet), as if it began at `occurredAtMs`; answers its id. */
+export async function insertPendingEntry(
+  db: AdminTestContext['db'],
+  org: TestOrganization,
+  occurredAtMs: number,
+): Promise<string> {
+  const { id, occurredAt } = auditEntryIds()(occurredAtMs);
+  await db
+    .insertInto('audit_events')
+    .values({
+      id,
+      organization_id: org.organization_id,
+      occurred_at: occurredAt,
+      request_id: 'req_01kpendingpendingpendingpe',
+      actor_member_id: org.member_id,
+      actor_auth_type: 'member_apikey',
+      actor_key_prefix: keyPrefixOf(org.api_key),
+      service: 'api',
+      method: 'POST',
+      route: '/org/features',
+      params: '{}',
+      ip: '127.0.0.1',
+      user_agent: null,
+    })
+    .execute();
+  return id;
 }

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyPrefixOf } from '@ent/common/auth/api-key';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../../test-support/admin-context.ts';
-import { auditEntryIds } from '../../src/features/audit/entry.ts';
 import { latestSettleMark } from '../../src/features/audit/store.ts';
 import { settleAudit } from '../../src/features/audit/settle.job.ts';
+import { insertPendingEntry } from './log.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -17,28 +16,7 @@ afterAll(() => ctx.close());
 
 const MINUTE = 60_000;
 
-async function insertPending(occurredAtMs: number): Promise<string> {
-  const { id, occurredAt } = auditEntryIds()(occurredAtMs);
-  await ctx.db
-    .insertInto('audit_events')
-    .values({
-      id,
-      organization_id: org.organization_id,
-      occurred_at: occurredAt,
-      request_id: 'req_01kfuturemarkfuturemarkfut',
-      actor_member_id: org.member_id,
-      actor_auth_type: 'member_apikey',
-      actor_key_prefix: keyPrefixOf(org.api_key),
-      service: 'api',
-      method: 'POST',
-      route: '/org/features',
-      params: '{}',
-      ip: '127.0.0.1',
-      user_agent: null,
-    })
-    .execute();
-  return id;
-}
+const insertPending = (occurredAtMs: number) => insertPendingEntry(ctx.db, org, occurredAtMs);
 
 const pendingIds = async (): Promise<string[]> => {
   const res = await ctx.app.inject({ method: 'GET', url: '/org/audit-events?outcome=pending', headers: org.headers });

@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyPrefixOf } from '@ent/common/auth/api-key';
 import {
   createAdminContext,
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
-import { auditEntryIds } from '../../src/features/audit/entry.ts';
 import { settleAudit } from '../../src/features/audit/settle.job.ts';
 import { jobDefinitions } from '../../src/jobs/registry.ts';
-import { auditLog } from './log.ts';
+import { auditLog, insertPendingEntry } from './log.ts';
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -24,28 +22,7 @@ const { inject, list, entryFor } = auditLog(() => ({ ctx, org }));
 
 describe('settling entries left pending', () => {
   it('appends no_response to entries pending past the bound, once', async () => {
-    const newAuditEntryId = auditEntryIds();
-    const { id, occurredAt } = newAuditEntryId(Date.now() - 10 * 60_000);
-    const insertPending = (entryId: string, at: Date) =>
-      ctx.db
-        .insertInto('audit_events')
-        .values({
-          id: entryId,
-          organization_id: org.organization_id,
-          occurred_at: at,
-          request_id: 'req_01kpendingpendingpendingpe',
-          actor_member_id: org.member_id,
-          actor_auth_type: 'member_apikey',
-          actor_key_prefix: keyPrefixOf(org.api_key),
-          service: 'api',
-          method: 'POST',
-          route: '/org/features',
-          params: '{}',
-          ip: '127.0.0.1',
-          user_agent: null,
-        })
-        .execute();
-    await insertPending(id, occurredAt);
+    const id = await insertPendingEntry(ctx.db, org, Date.now() - 10 * 60_000);
     const fresh = await inject('POST', '/org/features', { key: 'fresh', name: 'Fresh', kind: 'flag' });
     expect(fresh.statusCode).toBe(201);
     expect((await list('?outcome=pending')).audit_events.map((e) => e.id)).toEqual([id]);
@@ -64,9 +41,8 @@ describe('settling entries left pending', () => {
     expect((await entryFor(fresh.headers['x-request-id'] as string)).outcome).toBe('responded');
 
     // After the mark, a request that never answers (recent, no outcome) is still found as pending.
-    const recent = newAuditEntryId(Date.now());
-    await insertPending(recent.id, recent.occurredAt);
-    expect((await list('?outcome=pending')).audit_events.map((e) => e.id)).toEqual([recent.id]);
+    const recent = await insertPendingEntry(ctx.db, org, Date.now());
+    expect((await list('?outcome=pending')).audit_events.map((e) => e.id)).toEqual([recent]);
     expect(await settleAudit(ctx, 5 * 60_000)).toBe(0);
     expect(await settleAudit({ db: ctx.db, clock: { now: () => Date.now() + 6 * 60_000 } }, 5 * 60_000)).toBe(
       1,

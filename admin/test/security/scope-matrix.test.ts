@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES, type Role, type Scope } from '@ent/common/auth/scopes';
-import { newId } from '@ent/common/ids';
 import {
   createAdminContext,
   createTestOrganization,
@@ -8,6 +7,7 @@ import {
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../../test-support/api-keys.ts';
+import { seedCatalog } from './tenant-data.ts';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -160,14 +160,7 @@ beforeAll(async () => {
     expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
     return res.json();
   };
-  await setup('POST', '/org/features', { key: 'sso', name: 'SSO', kind: 'flag' });
-  await setup('POST', '/org/features', { key: 'seats', name: 'Seats', kind: 'limit' });
-  for (const key of ['basic', 'pro']) {
-    await ctx.db
-      .insertInto('plans')
-      .values({ id: newId('plan'), organization_id: org.organization_id, key, name: key, kind: 'catalog' })
-      .execute();
-  }
+  await seedCatalog(ctx.db, org.organization_id, setup);
   await setup('POST', '/org/subscribers', { subscriber_id: 'alice' });
   activeSubscriptionId = (await setup('POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' }))
     .subscription_id;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '@ent/common/ids';
 import {
   createAdminContext,
   createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { seedCatalog } from './tenant-data.ts';
 
 /**
  * Organization B holds a full-access key and knows every id of organization A (subscriber ids, feature and
@@ -53,14 +53,7 @@ beforeAll(async () => {
     expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
     return res.json();
   };
-  await setup('POST', '/org/features', { key: 'sso', name: 'SSO', kind: 'flag' });
-  await setup('POST', '/org/features', { key: 'seats', name: 'Seats', kind: 'limit' });
-  for (const key of ['basic', 'pro']) {
-    await ctx.db
-      .insertInto('plans')
-      .values({ id: newId('plan'), organization_id: a.organization_id, key, name: key, kind: 'catalog' })
-      .execute();
-  }
+  await seedCatalog(ctx.db, a.organization_id, setup);
   await setup('POST', '/org/subscribers', { subscriber_id: 'alice', name: 'Alice of A' });
   aSubscriptionId = (await setup('POST', '/org/subscribers/alice/subscriptions', { plan_id: 'basic' }))
     .subscription_id;
