@@ -10,6 +10,7 @@ import { TargetRefusedError, assertPublicTarget } from './targets.ts';
 import {
   cancelQueuedDeliveries,
   findDelivery,
+  findWebhook,
   insertWebhook,
   listDeliveries,
   lockWebhook,
@@ -32,6 +33,12 @@ export interface WebhookSettings {
 }
 
 export const webhookNotFound = () => notFound('No webhook is configured; create it with PUT /org/webhook.');
+
+/** The organization's webhook, or undefined when none is configured (an answer, not an error, for the console). */
+export const findOrganizationWebhook = (
+  db: Kysely<Database>,
+  organizationId: string,
+): Promise<Webhook | undefined> => findWebhook(db, organizationId);
 
 export const secretContext = (organizationId: string) => `webhook:${organizationId}`;
 export const encryptWebhookSecret = (
