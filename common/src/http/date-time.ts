@@ -1,5 +1,5 @@
 /** Longest RFC 3339 value accepted: 9 fraction digits and a numeric offset fit (35 characters) with room. */
-export const MAX_DATE_TIME_LENGTH = 40;
+const MAX_DATE_TIME_LENGTH = 40;
 
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;

@@ -15,7 +15,7 @@ import {
 import { ApiKeyListSchema } from '@ent/common/schemas/api-keys';
 import { createMember, getMember, listMembers, listMintedKeys, updateMember } from './service.ts';
 
-export const toMemberBody = (member: Member): MemberBody => ({
+const toMemberBody = (member: Member): MemberBody => ({
   member_id: member.id,
   kind: member.kind,
   email: member.email,

@@ -24,7 +24,7 @@ import {
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
-export const memberNotFound = (memberId: string) =>
+const memberNotFound = (memberId: string) =>
   notFound(`No member with id "${memberId}".`, { field: 'member_id', value: memberId });
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';

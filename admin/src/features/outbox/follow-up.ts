@@ -63,5 +63,3 @@ export function createRelayFollowUp(
     },
   };
 }
-
-export type RelayFollowUp = ReturnType<typeof createRelayFollowUp>;

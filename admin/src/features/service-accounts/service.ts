@@ -32,7 +32,7 @@ export const toServiceAccountBody = (account: ServiceAccountRow): ServiceAccount
   updated_at: account.updated_at.toISOString(),
 });
 
-export const serviceAccountNotFound = (id: string) =>
+const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
 
 export async function getServiceAccount(

@@ -26,7 +26,7 @@ import {
 } from './service.ts';
 
 /** `previous_secret_expires_at` only while the previous secret still signs deliveries (null once it stopped). */
-export const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
+const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
   url: webhook.url,
   secret_prefix: webhook.secret_prefix,
   disabled: webhook.disabled,
@@ -38,7 +38,7 @@ export const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
   updated_at: webhook.updated_at.toISOString(),
 });
 
-export const toDeliveryBody = (delivery: WebhookDelivery): WebhookDeliveryBody => ({
+const toDeliveryBody = (delivery: WebhookDelivery): WebhookDeliveryBody => ({
   delivery_id: delivery.id,
   event_id: delivery.event_id,
   event_type: delivery.event_type,
