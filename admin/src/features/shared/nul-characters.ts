@@ -32,8 +32,8 @@ const PARTS = [
 
 /**
  * preValidation hook of every /org route: a NUL character in a path value, a query parameter or a body string
- * is a client mistake (422 VALIDATION_ERROR naming the field), not a database error (it used to be a 500, and a
- * 503 on audited writes). Runs after the audit entry is recorded, so such a write is still logged.
+ * is a client mistake (422 VALIDATION_ERROR naming the field): Postgres refuses NUL in text, which would otherwise
+ * surface as a 500 (a 503 on audited writes). Runs after the audit entry is recorded, so such a write is still logged.
  */
 export async function refuseNulCharacters(request: FastifyRequest): Promise<void> {
   for (const [part, location] of PARTS) {
