@@ -9,20 +9,20 @@ import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
 import type { EvalMeter } from '@ent/common/metering/contract';
 import type { RedisClient } from '@ent/common/redis/connect';
+import { evalRoutes } from './features/evals/routes.ts';
+import { evaluator } from './features/evals/evaluator.ts';
+import { snapshotCache } from './features/evals/snapshot-cache.ts';
+import { forwardToAdmin } from './features/forwarding/routes.ts';
+import { ofrepRoutes } from './features/ofrep/routes.ts';
+import { sessions } from './features/sessions/sessions.ts';
+import { usageRoute } from './features/usage/routes.ts';
+import { meter } from './metering/plugin.ts';
 import { adminClient } from './plugins/admin-client.ts';
-import { forwardToAdmin } from './plugins/forward.ts';
 import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
-import { meter } from './plugins/meter.ts';
 import { metrics } from './plugins/metrics.ts';
 import { pipelineOrder } from './plugins/pipeline-order.ts';
 import { principals } from './plugins/principals.ts';
-import { sessions } from './plugins/sessions.ts';
-import { snapshotCache } from './plugins/snapshot-cache.ts';
-import { evalRoutes } from './routes/evals.ts';
-import { evaluator } from './routes/evaluator.ts';
-import { ofrepRoutes } from './routes/ofrep.ts';
-import { usageRoute } from './routes/usage.ts';
 import { newRequestId } from './request-ids.ts';
 
 export interface GatewayAppOptions {

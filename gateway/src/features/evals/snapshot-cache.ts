@@ -7,11 +7,11 @@ import { serviceUnavailable } from '@ent/common/errors/app-error';
 import type { SnapshotVersions } from '@ent/common/metering/contract';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
-import { CatalogEntry, SubscriberEntry } from '../cache/entries.ts';
-import { SubscriberLru } from '../cache/subscriber-lru.ts';
-import { AdminUnavailableError } from './admin-client.ts';
+import { CatalogEntry, SubscriberEntry } from './entries.ts';
+import { SubscriberLru } from './subscriber-lru.ts';
+import { AdminUnavailableError } from '../../plugins/admin-client.ts';
 
-export type { SubscriberEntry } from '../cache/entries.ts';
+export type { SubscriberEntry } from './entries.ts';
 
 export interface SnapshotCache {
   /**
