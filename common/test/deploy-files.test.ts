@@ -5,7 +5,7 @@ import { SERVICE_ENTRY_POINTS } from '../../scripts/build-services.ts';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
-/** The metrics the services export (admin/src/plugins/metrics.ts, gateway/src/plugins/metrics.ts). */
+/** The metrics the services export (common/src/http/metrics.ts, admin/src/plugins/admin-metrics.ts, gateway/src/plugins/gateway-metrics.ts). */
 const EXPORTED = [
   'http_request_duration_seconds',
   'gateway_redis_errors_total',
@@ -77,7 +77,13 @@ describe('metricNamesIn', () => {
 
 describe('the exported metric list', () => {
   it('matches what the services register', () => {
-    const sources = read('admin/src/plugins/metrics.ts') + read('gateway/src/plugins/metrics.ts');
+    const sources = [
+      'common/src/http/metrics.ts',
+      'admin/src/plugins/admin-metrics.ts',
+      'gateway/src/plugins/gateway-metrics.ts',
+    ]
+      .map(read)
+      .join('');
     for (const name of EXPORTED) expect(sources, name).toContain(`'${name}'`);
   });
 });
@@ -398,7 +404,8 @@ describe('the image runs the compiled build on plain node', () => {
   /** What each deployed process runs: the bundle `npm run build` writes for it. */
   const bundleOf = { gateway: 'gateway', admin: 'admin', worker: 'worker', migrate: 'entctl' } as const;
   const bundle = (name: keyof typeof SERVICE_ENTRY_POINTS) => `dist/${name}.js`;
-  const withoutFlags = (args: string[] | null | undefined) => (args ?? []).filter((arg) => !arg.startsWith('--'));
+  const withoutFlags = (args: string[] | null | undefined) =>
+    (args ?? []).filter((arg) => !arg.startsWith('--'));
 
   it('Dockerfile: a stage runs npm run build; the last copies its dist/ and starts node on a bundle, no tsx', () => {
     const build = stages.find((stage) => /^RUN .*npm run build\b/m.test(stage));

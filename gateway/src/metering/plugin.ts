@@ -64,5 +64,5 @@ export const meter = fp<{ meter?: EvalMeter }>(
       if (left > 0) app.log.error({ pending: left }, 'eval settlements not applied before shutdown');
     });
   },
-  { name: 'meter', dependencies: ['infrastructure', 'admin-client', 'metrics'] },
+  { name: 'meter', dependencies: ['infrastructure', 'admin-client', 'gateway-metrics'] },
 );

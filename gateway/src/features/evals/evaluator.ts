@@ -108,6 +108,6 @@ export const evaluator = fp(
   },
   {
     name: 'evaluator',
-    dependencies: ['infrastructure', 'metrics', 'principals', 'sessions', 'snapshot-cache', 'meter'],
+    dependencies: ['infrastructure', 'gateway-metrics', 'principals', 'sessions', 'snapshot-cache', 'meter'],
   },
 );

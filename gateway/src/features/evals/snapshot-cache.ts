@@ -292,5 +292,8 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
     void subscriber.subscribe(app.redisKeys.invalidationChannel).catch(() => {});
     app.addHook('onClose', async () => subscriber.disconnect());
   },
-  { name: 'snapshot-cache', dependencies: ['infrastructure', 'admin-client', 'metrics', 'principals'] },
+  {
+    name: 'snapshot-cache',
+    dependencies: ['infrastructure', 'admin-client', 'gateway-metrics', 'principals'],
+  },
 );
