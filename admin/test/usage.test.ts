@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Arrangement } from '@ent/common/metering/arrangement';
-import type { EvalMeter } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import type { EvalMeter } from '../../gateway/src/metering/contract.ts';
+import { createEvalMeter } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS } from '@ent/common/metering/period';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import {
@@ -13,11 +13,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
-import {
-  getArrangement,
-  publishArrangement,
-  saveArrangement,
-} from '@ent/common/metering/arrangement';
+import { getArrangement, publishArrangement, saveArrangement } from '@ent/common/metering/arrangement';
 
 const run = promisify(execFile);
 const entctlPath = new URL('../src/cli/entctl.ts', import.meta.url).pathname;
@@ -113,7 +109,12 @@ describe('GET /org/usage/current', () => {
 
   it('starts a new grace period when a limit raised above the count is lowered again before any eval', async () => {
     const org = await createTestOrganization(ctx.db, 'Raised and lowered');
-    const limited = (evalLimit: number): Arrangement => ({ plan: 'free', evalLimit, blocking: true, burstPerSecond: 100 });
+    const limited = (evalLimit: number): Arrangement => ({
+      plan: 'free',
+      evalLimit,
+      blocking: true,
+      burstPerSecond: 100,
+    });
     await arrange(org, limited(3));
     await evals(org, 3);
     const reached = new Date(clock.now()).toISOString();
@@ -132,7 +133,11 @@ describe('GET /org/usage/current', () => {
       warn: '100',
       allowed: true,
     });
-    const next = await meter.gate({ organizationId: org.organization_id, subscriberId: 'cus_1', nowMs: clock.now() });
+    const next = await meter.gate({
+      organizationId: org.organization_id,
+      subscriberId: 'cus_1',
+      nowMs: clock.now(),
+    });
     expect(next.outcome).toBe('counted');
   });
 
@@ -316,9 +321,13 @@ describe('entctl org arrangement', () => {
     [['--burst', '0'], /--burst.*whole number from 1/],
     [['--plan', 'Bad Key!'], /--plan.*lowercase letters/],
     [['--plan', ''], /--plan.*lowercase letters/],
-  ])('refuses %j with its own message before touching the database, and changes nothing', async (args, message) => {
-    const org = await createTestOrganization(ctx.db, 'Refused arguments');
-    await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
-    expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
-  }, 60_000);
+  ])(
+    'refuses %j with its own message before touching the database, and changes nothing',
+    async (args, message) => {
+      const org = await createTestOrganization(ctx.db, 'Refused arguments');
+      await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
+      expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
+    },
+    60_000,
+  );
 });

@@ -7,10 +7,10 @@
  * difference between the two bench gateways is then what the round trip itself costs (client, kernel, Redis).
  */
 import { loadConfig } from '@ent/common/config';
-import type { EvalGateInput, EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
-import { createGateBatcher } from '@ent/common/metering/gate-batcher';
-import { decodeGateReply, gateArguments } from '@ent/common/metering/meter';
-import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
+import type { EvalGateInput, EvalGateResult, EvalMeter } from '../../gateway/src/metering/contract.ts';
+import { createGateBatcher } from '../../gateway/src/metering/gate-batcher.ts';
+import { decodeGateReply, gateArguments } from '../../gateway/src/metering/meter.ts';
+import type { EvalGateBatchReply } from '../../gateway/src/metering/scripts.ts';
 import { redisKeys } from '@ent/common/redis/keys';
 import { buildGatewayApp } from '../../gateway/src/app.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
@@ -46,8 +46,9 @@ const config = loadConfig();
 const redis = createGatewayRedis(config);
 const keys = redisKeys(config.redisKeyPrefix);
 redis.defineCommand('versionsOnly', { numberOfKeys: 3, lua: VERSIONS_ONLY });
-const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
-  .versionsOnly;
+const versionsOnly = (
+  redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> }
+).versionsOnly;
 const knownStamps = new Map<string, number>();
 /** The catalog and auth versions of each organization's last reply (memory mode answers with them). */
 const lastVersions = new Map<string, { catalog: number; auth: number }>();
@@ -69,11 +70,17 @@ const batches = createGateBatcher(async (batch) => {
 const fromMemory = (input: EvalGateInput): EvalGateResult | undefined => {
   const stamp = knownStamps.get(input.organizationId) ?? 0;
   const versions = lastVersions.get(input.organizationId);
-  if (!skipRoundTrips || stamp === 0 || !versions || input.verified?.verifiedStamp !== stamp) return undefined;
+  if (!skipRoundTrips || stamp === 0 || !versions || input.verified?.verifiedStamp !== stamp)
+    return undefined;
   return {
     outcome: 'counted',
     // Built in decodeGateReply's property order, so the hot path sees the one object shape it always sees.
-    versions: { catalog: versions.catalog, subscriber: input.verified.verifiedVersion, auth: versions.auth, subscriberStamp: stamp },
+    versions: {
+      catalog: versions.catalog,
+      subscriber: input.verified.verifiedVersion,
+      auth: versions.auth,
+      subscriberStamp: stamp,
+    },
     usage: null,
   };
 };

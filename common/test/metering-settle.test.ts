@@ -4,11 +4,15 @@ import { loadConfig } from '@ent/common/config';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys, type RedisKeys } from '@ent/common/redis/keys';
 import { publishArrangement, SELF_SERVE_ARRANGEMENT } from '@ent/common/metering/arrangement';
-import { EvalGateUnavailableError } from '@ent/common/metering/contract';
-import { createEvalMeter, gateArguments } from '@ent/common/metering/meter';
+import { EvalGateUnavailableError } from '../../gateway/src/metering/contract.ts';
+import { createEvalMeter, gateArguments } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
-import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '@ent/common/metering/scripts';
-import { GATE_BATCH_MEMORY_MS } from '@ent/common/metering/settlements';
+import {
+  GATE_REPLY_HEADER,
+  withMeteringCommands,
+  type MeteringRedis,
+} from '../../gateway/src/metering/scripts.ts';
+import { GATE_BATCH_MEMORY_MS } from '../../gateway/src/metering/settlements.ts';
 import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 
@@ -37,7 +41,11 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
 
   const newOrg = async (burstPerSecond = 10_000) => {
     const organizationId = `org_${randomBytes(6).toString('hex')}`;
-    await publishArrangement(redis, keys, organizationId, { ...SELF_SERVE_ARRANGEMENT, evalLimit: 1000, burstPerSecond });
+    await publishArrangement(redis, keys, organizationId, {
+      ...SELF_SERVE_ARRANGEMENT,
+      evalLimit: 1000,
+      burstPerSecond,
+    });
     return organizationId;
   };
   /** The raw gate script, as the meter calls it, for `evals` evals at NOW. */
@@ -56,7 +64,11 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       '',
       0,
       ...gateArguments(
-        Array.from({ length: evals }, (_, i) => ({ organizationId: org, subscriberId: `cus_${i}`, nowMs: NOW })),
+        Array.from({ length: evals }, (_, i) => ({
+          organizationId: org,
+          subscriberId: `cus_${i}`,
+          nowMs: NOW,
+        })),
         0,
       ),
     );
@@ -70,7 +82,8 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       usageTtlMs(NOW),
       GATE_BATCH_MEMORY_MS,
     );
-  const countOf = async (org: string) => Number((await redis.hget(keys.evalUsage(org, periodOf(NOW)), 'count')) ?? 0);
+  const countOf = async (org: string) =>
+    Number((await redis.hget(keys.evalUsage(org, periodOf(NOW)), 'count')) ?? 0);
 
   it('counts a batch once when the same batch id runs twice, and remembers it only briefly', async () => {
     const org = await newOrg();
@@ -155,7 +168,9 @@ describe('eval meter with Redis unreachable', () => {
     const organizationId = `org_${randomBytes(6).toString('hex')}`;
     const meter = createEvalMeter({ redis: down, keys, loadArrangement: async () => SELF_SERVE_ARRANGEMENT });
     const failures = await Promise.all(
-      [1, 2, 3].map((i) => meter.gate({ organizationId, subscriberId: `cus_${i}`, nowMs: NOW }).catch((error: unknown) => error)),
+      [1, 2, 3].map((i) =>
+        meter.gate({ organizationId, subscriberId: `cus_${i}`, nowMs: NOW }).catch((error: unknown) => error),
+      ),
     );
     expect(failures.every((error) => error instanceof EvalGateUnavailableError)).toBe(true);
     // Two answered from memory (2xx), one 503; a refund Redis could not take is owed too.

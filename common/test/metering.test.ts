@@ -8,8 +8,8 @@ import {
   SELF_SERVE_ARRANGEMENT,
   type Arrangement,
 } from '@ent/common/metering/arrangement';
-import type { EvalGateResult, EvalMeter, VerifiedSubscriber } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import type { EvalGateResult, EvalMeter, VerifiedSubscriber } from '../../gateway/src/metering/contract.ts';
+import { createEvalMeter } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
 import { currentUsage } from '@ent/common/metering/usage';
 import { snapshotStore } from '@ent/common/snapshots/store';
@@ -563,12 +563,16 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     // The first gateway last saw 5 (its own evals): put back, then its eval counted.
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 6 } });
     // The other last saw 8: only the 3 beyond what was put back are added, then its eval.
-    expect(await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() })).toMatchObject({
+    expect(
+      await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() }),
+    ).toMatchObject({
       usage: { used: 10 },
     });
     // Neither puts it back twice.
     expect(await gate(org)).toMatchObject({ usage: { used: 11 } });
-    expect(await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() })).toMatchObject({
+    expect(
+      await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() }),
+    ).toMatchObject({
       usage: { used: 12 },
     });
     expect(await usageOf(org)).toMatchObject({ count: 12 });

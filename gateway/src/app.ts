@@ -9,7 +9,7 @@ import { metrics } from '@ent/common/http/metrics';
 import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
-import type { EvalMeter } from '@ent/common/metering/contract';
+import type { EvalMeter } from './metering/contract.ts';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { evalRoutes } from './features/evals/routes.ts';
 import { evaluator } from './features/evals/evaluator.ts';

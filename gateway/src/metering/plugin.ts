@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { EvalMeter } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import type { EvalMeter } from './contract.ts';
+import { createEvalMeter } from './meter.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { EvalUsageHeaders } from '@ent/common/metering/contract';
-import { uncountedUsage } from '@ent/common/metering/usage';
+import { uncountedUsage, type EvalUsageHeaders } from '@ent/common/metering/usage';
 import { ifNoneMatchMatches } from './etag.ts';
 import type { SubscriberEntry } from './snapshot-cache.ts';
 

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { conflict, serviceUnavailable } from '@ent/common/errors/app-error';
-import type { EvalGateResult } from '@ent/common/metering/contract';
+import type { EvalGateResult } from '../../metering/contract.ts';
 import { periodOf } from '@ent/common/metering/period';
 import type { KnownKey, Principals } from '../../plugins/principals.ts';
 import { send, type Answer, type EvaluateOptions } from './answer.ts';

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { Gauge } from 'prom-client';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import type { SnapshotVersions } from '@ent/common/metering/contract';
+import type { SnapshotVersions } from '../../metering/contract.ts';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
 import { CatalogEntry, SubscriberEntry } from './entries.ts';
