@@ -13,7 +13,11 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../test-support/admin-context.ts';
-import { getArrangement, publishArrangement, saveArrangement } from '@ent/common/metering/arrangement';
+import {
+  getArrangement,
+  publishArrangement,
+  saveArrangement,
+} from '@ent/common/metering/arrangement';
 
 const run = promisify(execFile);
 const entctlPath = new URL('../src/cli/entctl.ts', import.meta.url).pathname;
@@ -109,12 +113,7 @@ describe('GET /org/usage/current', () => {
 
   it('starts a new grace period when a limit raised above the count is lowered again before any eval', async () => {
     const org = await createTestOrganization(ctx.db, 'Raised and lowered');
-    const limited = (evalLimit: number): Arrangement => ({
-      plan: 'free',
-      evalLimit,
-      blocking: true,
-      burstPerSecond: 100,
-    });
+    const limited = (evalLimit: number): Arrangement => ({ plan: 'free', evalLimit, blocking: true, burstPerSecond: 100 });
     await arrange(org, limited(3));
     await evals(org, 3);
     const reached = new Date(clock.now()).toISOString();
@@ -133,11 +132,7 @@ describe('GET /org/usage/current', () => {
       warn: '100',
       allowed: true,
     });
-    const next = await meter.gate({
-      organizationId: org.organization_id,
-      subscriberId: 'cus_1',
-      nowMs: clock.now(),
-    });
+    const next = await meter.gate({ organizationId: org.organization_id, subscriberId: 'cus_1', nowMs: clock.now() });
     expect(next.outcome).toBe('counted');
   });
 
@@ -321,13 +316,9 @@ describe('entctl org arrangement', () => {
     [['--burst', '0'], /--burst.*whole number from 1/],
     [['--plan', 'Bad Key!'], /--plan.*lowercase letters/],
     [['--plan', ''], /--plan.*lowercase letters/],
-  ])(
-    'refuses %j with its own message before touching the database, and changes nothing',
-    async (args, message) => {
-      const org = await createTestOrganization(ctx.db, 'Refused arguments');
-      await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
-      expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
-    },
-    60_000,
-  );
+  ])('refuses %j with its own message before touching the database, and changes nothing', async (args, message) => {
+    const org = await createTestOrganization(ctx.db, 'Refused arguments');
+    await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
+    expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
+  }, 60_000);
 });

@@ -46,9 +46,8 @@ const config = loadConfig();
 const redis = createGatewayRedis(config);
 const keys = redisKeys(config.redisKeyPrefix);
 redis.defineCommand('versionsOnly', { numberOfKeys: 3, lua: VERSIONS_ONLY });
-const versionsOnly = (
-  redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> }
-).versionsOnly;
+const versionsOnly = (redis as unknown as { versionsOnly(...args: (string | number)[]): Promise<EvalGateBatchReply> })
+  .versionsOnly;
 const knownStamps = new Map<string, number>();
 /** The catalog and auth versions of each organization's last reply (memory mode answers with them). */
 const lastVersions = new Map<string, { catalog: number; auth: number }>();
@@ -70,17 +69,11 @@ const batches = createGateBatcher(async (batch) => {
 const fromMemory = (input: EvalGateInput): EvalGateResult | undefined => {
   const stamp = knownStamps.get(input.organizationId) ?? 0;
   const versions = lastVersions.get(input.organizationId);
-  if (!skipRoundTrips || stamp === 0 || !versions || input.verified?.verifiedStamp !== stamp)
-    return undefined;
+  if (!skipRoundTrips || stamp === 0 || !versions || input.verified?.verifiedStamp !== stamp) return undefined;
   return {
     outcome: 'counted',
     // Built in decodeGateReply's property order, so the hot path sees the one object shape it always sees.
-    versions: {
-      catalog: versions.catalog,
-      subscriber: input.verified.verifiedVersion,
-      auth: versions.auth,
-      subscriberStamp: stamp,
-    },
+    versions: { catalog: versions.catalog, subscriber: input.verified.verifiedVersion, auth: versions.auth, subscriberStamp: stamp },
     usage: null,
   };
 };

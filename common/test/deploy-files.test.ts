@@ -77,11 +77,7 @@ describe('metricNamesIn', () => {
 
 describe('the exported metric list', () => {
   it('matches what the services register', () => {
-    const sources = [
-      'common/src/http/metrics.ts',
-      'admin/src/plugins/admin-metrics.ts',
-      'gateway/src/plugins/gateway-metrics.ts',
-    ]
+    const sources = ['common/src/http/metrics.ts', 'admin/src/plugins/admin-metrics.ts', 'gateway/src/plugins/gateway-metrics.ts']
       .map(read)
       .join('');
     for (const name of EXPORTED) expect(sources, name).toContain(`'${name}'`);
@@ -404,8 +400,7 @@ describe('the image runs the compiled build on plain node', () => {
   /** What each deployed process runs: the bundle `npm run build` writes for it. */
   const bundleOf = { gateway: 'gateway', admin: 'admin', worker: 'worker', migrate: 'entctl' } as const;
   const bundle = (name: keyof typeof SERVICE_ENTRY_POINTS) => `dist/${name}.js`;
-  const withoutFlags = (args: string[] | null | undefined) =>
-    (args ?? []).filter((arg) => !arg.startsWith('--'));
+  const withoutFlags = (args: string[] | null | undefined) => (args ?? []).filter((arg) => !arg.startsWith('--'));
 
   it('Dockerfile: a stage runs npm run build; the last copies its dist/ and starts node on a bundle, no tsx', () => {
     const build = stages.find((stage) => /^RUN .*npm run build\b/m.test(stage));

@@ -11,17 +11,7 @@ function scriptedRedis(maxHoldMs = 60_000, turnsToWait = 0) {
   const calls: { subscribers: string[]; release: () => void; fail: (error: Error) => void }[] = [];
   const run = (batch: GateBatch) =>
     new Promise<EvalGateBatchReply>((resolve, reject) => {
-      const reply = [
-        0,
-        -1,
-        0,
-        1,
-        1,
-        0,
-        0,
-        1,
-        ...batch.evals.map((e) => 4 * (Number(e.subscriberId.slice(1)) + 1)),
-      ];
+      const reply = [0, -1, 0, 1, 1, 0, 0, 1, ...batch.evals.map((e) => 4 * (Number(e.subscriberId.slice(1)) + 1))];
       calls.push({
         subscribers: batch.evals.map((e) => `${batch.organizationId}/${e.subscriberId}`),
         release: () => resolve(reply as EvalGateBatchReply),
@@ -31,22 +21,13 @@ function scriptedRedis(maxHoldMs = 60_000, turnsToWait = 0) {
   const decode = (reply: EvalGateBatchReply, evals: readonly unknown[]): EvalGateResult[] =>
     evals.map((_, i) => ({
       outcome: 'counted',
-      versions: {
-        catalog: reply[3]!,
-        subscriber: reply[8 + i]! / 4 - 1,
-        auth: reply[4]!,
-        subscriberStamp: 0,
-      },
+      versions: { catalog: reply[3]!, subscriber: reply[8 + i]! / 4 - 1, auth: reply[4]!, subscriberStamp: 0 },
       usage: null,
     }));
   return { calls, batcher: createGateBatcher(run, decode, { maxHoldMs, turnsToWait, smallBatch: 4 }) };
 }
 
-const evalOf = (organizationId: string, n: number, nowMs = NOW) => ({
-  organizationId,
-  subscriberId: `s${n}`,
-  nowMs,
-});
+const evalOf = (organizationId: string, n: number, nowMs = NOW) => ({ organizationId, subscriberId: `s${n}`, nowMs });
 
 describe('gate batcher', () => {
   it('lets a small batch wait a few event-loop turns for more evals, then sends it; a full one goes at once', async () => {
@@ -64,10 +45,7 @@ describe('gate batcher', () => {
     // Four evals (smallBatch here) are not small: sent at the end of their turn.
     const full = [1, 2, 3, 4].map((n) => batcher.add(evalOf('b', n)));
     await nextTurn();
-    expect(calls.map((c) => c.subscribers)).toEqual([
-      ['a/s1', 'a/s2'],
-      ['b/s1', 'b/s2', 'b/s3', 'b/s4'],
-    ]);
+    expect(calls.map((c) => c.subscribers)).toEqual([['a/s1', 'a/s2'], ['b/s1', 'b/s2', 'b/s3', 'b/s4']]);
     calls[1]!.release();
     await Promise.all(full);
   });
@@ -140,9 +118,7 @@ describe('gate batcher', () => {
     expect(calls.map((c) => c.subscribers.length)).toEqual([128, 128, 44]);
     expect(calls.flatMap((c) => c.subscribers)).toEqual(Array.from({ length: 300 }, (_, i) => `a/s${i}`));
     calls[2]!.release();
-    expect((await Promise.all(answers)).map((r) => r.versions.subscriber)).toEqual(
-      Array.from({ length: 300 }, (_, i) => i),
-    );
+    expect((await Promise.all(answers)).map((r) => r.versions.subscriber)).toEqual(Array.from({ length: 300 }, (_, i) => i));
   });
 
   it('fails every eval of a failed call, and the lane goes on with the next batch', async () => {

@@ -7,11 +7,7 @@ import { publishArrangement, SELF_SERVE_ARRANGEMENT } from '@ent/common/metering
 import { EvalGateUnavailableError } from '../../gateway/src/metering/contract.ts';
 import { createEvalMeter, gateArguments } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
-import {
-  GATE_REPLY_HEADER,
-  withMeteringCommands,
-  type MeteringRedis,
-} from '../../gateway/src/metering/scripts.ts';
+import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../gateway/src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../../gateway/src/metering/settlements.ts';
 import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
@@ -41,11 +37,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
 
   const newOrg = async (burstPerSecond = 10_000) => {
     const organizationId = `org_${randomBytes(6).toString('hex')}`;
-    await publishArrangement(redis, keys, organizationId, {
-      ...SELF_SERVE_ARRANGEMENT,
-      evalLimit: 1000,
-      burstPerSecond,
-    });
+    await publishArrangement(redis, keys, organizationId, { ...SELF_SERVE_ARRANGEMENT, evalLimit: 1000, burstPerSecond });
     return organizationId;
   };
   /** The raw gate script, as the meter calls it, for `evals` evals at NOW. */
@@ -64,11 +56,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       '',
       0,
       ...gateArguments(
-        Array.from({ length: evals }, (_, i) => ({
-          organizationId: org,
-          subscriberId: `cus_${i}`,
-          nowMs: NOW,
-        })),
+        Array.from({ length: evals }, (_, i) => ({ organizationId: org, subscriberId: `cus_${i}`, nowMs: NOW })),
         0,
       ),
     );
@@ -82,8 +70,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       usageTtlMs(NOW),
       GATE_BATCH_MEMORY_MS,
     );
-  const countOf = async (org: string) =>
-    Number((await redis.hget(keys.evalUsage(org, periodOf(NOW)), 'count')) ?? 0);
+  const countOf = async (org: string) => Number((await redis.hget(keys.evalUsage(org, periodOf(NOW)), 'count')) ?? 0);
 
   it('counts a batch once when the same batch id runs twice, and remembers it only briefly', async () => {
     const org = await newOrg();
@@ -168,9 +155,7 @@ describe('eval meter with Redis unreachable', () => {
     const organizationId = `org_${randomBytes(6).toString('hex')}`;
     const meter = createEvalMeter({ redis: down, keys, loadArrangement: async () => SELF_SERVE_ARRANGEMENT });
     const failures = await Promise.all(
-      [1, 2, 3].map((i) =>
-        meter.gate({ organizationId, subscriberId: `cus_${i}`, nowMs: NOW }).catch((error: unknown) => error),
-      ),
+      [1, 2, 3].map((i) => meter.gate({ organizationId, subscriberId: `cus_${i}`, nowMs: NOW }).catch((error: unknown) => error)),
     );
     expect(failures.every((error) => error instanceof EvalGateUnavailableError)).toBe(true);
     // Two answered from memory (2xx), one 503; a refund Redis could not take is owed too.

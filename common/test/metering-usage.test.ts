@@ -59,14 +59,8 @@ describe('header warn (X-Svc-Eval-Warn)', () => {
       warn: '100',
       blocking: true,
     });
-    expect(uncountedUsage({ limit: 10, used: 8, warn: '80', blocking: false })).toMatchObject({
-      used: 7,
-      warn: null,
-    });
-    expect(uncountedUsage({ limit: 0, used: 0, warn: '100', blocking: true })).toMatchObject({
-      used: 0,
-      warn: '100',
-    });
+    expect(uncountedUsage({ limit: 10, used: 8, warn: '80', blocking: false })).toMatchObject({ used: 7, warn: null });
+    expect(uncountedUsage({ limit: 0, used: 0, warn: '100', blocking: true })).toMatchObject({ used: 0, warn: '100' });
   });
 });
 
@@ -228,17 +222,7 @@ describe('arrangement changes (entctl org arrangement)', () => {
 describe('gate reply mapping', () => {
   // Header: status 0, limit, blocking 1, catalog version 1, auth version 3, count before the batch, stamp 42;
   // then per eval its code, plus 4 × (subscriber version + 1) when the script read that version.
-  const reply = (limit: number, countBefore: number, ...evals: number[]): [number, ...number[]] => [
-    0,
-    limit,
-    1,
-    1,
-    3,
-    countBefore,
-    42,
-    1,
-    ...evals,
-  ];
+  const reply = (limit: number, countBefore: number, ...evals: number[]): [number, ...number[]] => [0, limit, 1, 1, 3, countBefore, 42, 1, ...evals];
   const read = (code: number, version: number) => code + 4 * (version + 1);
   const now = at('2026-02-10T08:00:00.400Z');
   const evalOf = (subscriberId: string, verified?: VerifiedSubscriber) => ({
@@ -251,69 +235,32 @@ describe('gate reply mapping', () => {
 
   it('maps every code and rejects an unknown one', () => {
     expect(decodeGateReply(reply(10, 7, read(0, 2)), [evalOf('a')])).toEqual([
-      {
-        outcome: 'counted',
-        versions: versions(2),
-        usage: { limit: 10, used: 8, warn: '80', blocking: true },
-      },
+      { outcome: 'counted', versions: versions(2), usage: { limit: 10, used: 8, warn: '80', blocking: true } },
     ]);
-    expect(decodeGateReply(reply(-1, 7, read(0, 2)), [evalOf('a')])[0]).toMatchObject({
-      outcome: 'counted',
-      usage: null,
-    });
+    expect(decodeGateReply(reply(-1, 7, read(0, 2)), [evalOf('a')])[0]).toMatchObject({ outcome: 'counted', usage: null });
     expect(decodeGateReply(reply(10, 8, read(1, 2)), [evalOf('a')])).toEqual([
       { outcome: 'rate_limited', versions: versions(2), retryAfterSeconds: 1 },
     ]);
     expect(decodeGateReply(reply(10, 10, read(2, 2)), [evalOf('a')])).toEqual([
-      {
-        outcome: 'blocked',
-        period: '2026-02',
-        versions: versions(2),
-        usage: { limit: 10, used: 10, warn: 'grace', blocking: true },
-      },
+      { outcome: 'blocked', period: '2026-02', versions: versions(2), usage: { limit: 10, used: 10, warn: 'grace', blocking: true } },
     ]);
-    expect(() =>
-      decodeGateReply(reply(10, 0, 3), [evalOf('a', { verifiedVersion: 1, verifiedStamp: 42 })]),
-    ).toThrow(MeteringError);
+    expect(() => decodeGateReply(reply(10, 0, 3), [evalOf('a', { verifiedVersion: 1, verifiedStamp: 42 })])).toThrow(MeteringError);
     expect(() => decodeGateReply([3], [evalOf('a')])).toThrow(MeteringError);
   });
 
   it("counts each eval from the batch's starting count, in order, and reads version 0 as none in the index", () => {
     const batch = reply(100, 4, read(0, 7), read(1, 8), read(2, 0), read(0, 9));
-    expect(
-      decodeGateReply(
-        batch,
-        ['a', 'b', 'c', 'd'].map((id) => evalOf(id)),
-      ),
-    ).toEqual([
-      {
-        outcome: 'counted',
-        versions: versions(7),
-        usage: { limit: 100, used: 5, warn: null, blocking: true },
-      },
+    expect(decodeGateReply(batch, ['a', 'b', 'c', 'd'].map((id) => evalOf(id)))).toEqual([
+      { outcome: 'counted', versions: versions(7), usage: { limit: 100, used: 5, warn: null, blocking: true } },
       { outcome: 'rate_limited', versions: versions(8), retryAfterSeconds: 1 },
-      {
-        outcome: 'blocked',
-        period: '2026-02',
-        versions: versions(0),
-        usage: { limit: 100, used: 5, warn: 'grace', blocking: true },
-      },
-      {
-        outcome: 'counted',
-        versions: versions(9),
-        usage: { limit: 100, used: 6, warn: null, blocking: true },
-      },
+      { outcome: 'blocked', period: '2026-02', versions: versions(0), usage: { limit: 100, used: 5, warn: 'grace', blocking: true } },
+      { outcome: 'counted', versions: versions(9), usage: { limit: 100, used: 6, warn: null, blocking: true } },
     ]);
   });
 
   it('gives an eval whose version the script did not read the version it was verified at, and refuses one never verified', () => {
     const batch = reply(-1, 0, 0, read(0, 5));
-    expect(
-      decodeGateReply(batch, [
-        evalOf('a', { verifiedVersion: 12, verifiedStamp: 42 }),
-        evalOf('b', { verifiedVersion: 3, verifiedStamp: 41 }),
-      ]),
-    ).toEqual([
+    expect(decodeGateReply(batch, [evalOf('a', { verifiedVersion: 12, verifiedStamp: 42 }), evalOf('b', { verifiedVersion: 3, verifiedStamp: 41 })])).toEqual([
       { outcome: 'counted', versions: versions(12), usage: null },
       { outcome: 'counted', versions: versions(5), usage: null },
     ]);
@@ -330,13 +277,7 @@ describe('gate arguments', () => {
   });
 
   it('trusts only evals verified at the stamp last seen, and sends the instants as runs', () => {
-    const evals = [
-      evalOf('a', 100, 7),
-      evalOf('b', 100),
-      evalOf('c', 101, 6),
-      evalOf('d', 101, 7),
-      evalOf('e', 100, 7),
-    ];
+    const evals = [evalOf('a', 100, 7), evalOf('b', 100), evalOf('c', 101, 6), evalOf('d', 101, 7), evalOf('e', 100, 7)];
     expect(gateArguments(evals, 7)).toEqual([7, '10011', 'a', 'b', 'c', 'd', 'e', 2, 100, 2, 101, 1, 100]);
   });
 

@@ -563,16 +563,12 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
     // The first gateway last saw 5 (its own evals): put back, then its eval counted.
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 6 } });
     // The other last saw 8: only the 3 beyond what was put back are added, then its eval.
-    expect(
-      await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() }),
-    ).toMatchObject({
+    expect(await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() })).toMatchObject({
       usage: { used: 10 },
     });
     // Neither puts it back twice.
     expect(await gate(org)).toMatchObject({ usage: { used: 11 } });
-    expect(
-      await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() }),
-    ).toMatchObject({
+    expect(await otherMeter.gate({ organizationId: org, subscriberId: 'cus_2', nowMs: clock.now() })).toMatchObject({
       usage: { used: 12 },
     });
     expect(await usageOf(org)).toMatchObject({ count: 12 });

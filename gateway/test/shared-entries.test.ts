@@ -39,10 +39,7 @@ const subscriberArb = (planIds: string[]): fc.Arbitrary<SubscriberDoc> =>
     plans: planIds.length ? fc.array(fc.constantFrom(...planIds), { maxLength: 3 }) : fc.constant([]),
     overrides: fc.oneof(
       { weight: 2, arbitrary: fc.constant({}) },
-      {
-        weight: 3,
-        arbitrary: fc.dictionary(fc.constantFrom(...featureKeys, 'gone'), overrideArb, { maxKeys: 3 }),
-      },
+      { weight: 3, arbitrary: fc.dictionary(fc.constantFrom(...featureKeys, 'gone'), overrideArb, { maxKeys: 3 }) },
     ),
   });
 
@@ -87,12 +84,8 @@ describe('shared subscriber entries', () => {
             const result = entry.result(what);
             expect(result).toEqual(truth.byFeature.get(what));
             // The check route's path (`serializedResult`), under a key of its own so both caches are exercised.
-            const expectedJson = truth.byFeature.has(what)
-              ? JSON.stringify(truth.byFeature.get(what))
-              : undefined;
-            expect(entry.serializedResult(`check:${what}`, what, (r) => JSON.stringify(r))).toBe(
-              expectedJson,
-            );
+            const expectedJson = truth.byFeature.has(what) ? JSON.stringify(truth.byFeature.get(what)) : undefined;
+            expect(entry.serializedResult(`check:${what}`, what, (r) => JSON.stringify(r))).toBe(expectedJson);
             if (result) {
               expect(entry.serialized(what, what, () => JSON.stringify(result))).toBe(
                 JSON.stringify(truth.byFeature.get(what)),
@@ -117,11 +110,7 @@ describe('shared subscriber entries', () => {
     const withOverride = SubscriberEntry.of(
       catalogEntry,
       1,
-      {
-        exists: true,
-        plans: ['basic'],
-        overrides: { seats: { kind: 'limit', limit: 40, expiresAt: NOW + 1000 } },
-      },
+      { exists: true, plans: ['basic'], overrides: { seats: { kind: 'limit', limit: 40, expiresAt: NOW + 1000 } } },
       NOW,
       null,
     );

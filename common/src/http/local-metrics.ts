@@ -13,18 +13,10 @@ const seriesKey = (labelNames: readonly string[], labels: Record<string, string>
  * eval pays an addition rather than a label hash per increment.
  */
 export class LocalCounter<Label extends string> {
-  private readonly series = new Map<
-    string,
-    { labels: Record<Label, string>; value: number; reported: number }
-  >();
+  private readonly series = new Map<string, { labels: Record<Label, string>; value: number; reported: number }>();
   readonly counter: Counter<Label>;
 
-  constructor(
-    name: string,
-    help: string,
-    private readonly labelNames: Label[],
-    registers: Registry[],
-  ) {
+  constructor(name: string, help: string, private readonly labelNames: Label[], registers: Registry[]) {
     const totals = this.series;
     this.counter = new Counter<Label>({
       name,
@@ -63,10 +55,7 @@ export class HistogramSeries {
   sum = 0;
   count = 0;
 
-  constructor(
-    readonly labels: Record<string, string>,
-    private readonly upperBounds: readonly number[],
-  ) {
+  constructor(readonly labels: Record<string, string>, private readonly upperBounds: readonly number[]) {
     this.counts = upperBounds.map(() => 0);
   }
 
@@ -127,17 +116,9 @@ export class LocalHistogram<Label extends string> {
       let cumulative = 0;
       this.upperBounds.forEach((bound, i) => {
         cumulative += series.counts[i]!;
-        values.push({
-          metricName: `${this.name}_bucket`,
-          labels: { le: bound, ...series.labels },
-          value: cumulative,
-        });
+        values.push({ metricName: `${this.name}_bucket`, labels: { le: bound, ...series.labels }, value: cumulative });
       });
-      values.push({
-        metricName: `${this.name}_bucket`,
-        labels: { le: '+Inf', ...series.labels },
-        value: series.count,
-      });
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...series.labels }, value: series.count });
       values.push({ metricName: `${this.name}_sum`, labels: series.labels, value: series.sum });
       values.push({ metricName: `${this.name}_count`, labels: series.labels, value: series.count });
     }
