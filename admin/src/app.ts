@@ -69,7 +69,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   // without it (the outbox brings Redis up to date), so taking admin out of rotation for it would only add failed
   // writes.
   await app.register(health, {
-    checks: () => ({ postgres: () => sql`SELECT 1`.execute(app.db), redis: () => app.redis.ping() }),
+    checks: { postgres: () => sql`SELECT 1`.execute(app.db), redis: () => app.redis.ping() },
     decisive: ['postgres'],
   });
   await app.register(adminMetrics);

@@ -90,7 +90,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   // The gateway answers evals with Redis alone (DESIGN.md). Admin's state is reported but never decides: taking
   // every gateway out of rotation because admin is down would also stop the evals, which do not need it.
   await app.register(health, {
-    checks: () => ({ redis: () => app.redis.ping(), admin: () => adminAnswers(app) }),
+    checks: { redis: () => app.redis.ping(), admin: () => adminAnswers(app) },
     decisive: ['redis'],
   });
   await app.register(evaluator);

@@ -20,11 +20,8 @@ const HIDDEN_FROM_OPENAPI = { hide: true } as FastifySchema;
 export const PROBE_TIMEOUT_MS = 1000;
 
 export interface HealthOptions {
-  /**
-   * Each dependency's check, by the name the detailed `/readyz` body gives its state (in this order). Called
-   * once, when the plugin registers, with the service's decorations in place.
-   */
-  checks: (app: FastifyInstance) => Record<string, () => Promise<unknown>>;
+  /** Each dependency's check, by the name the detailed `/readyz` body gives its state (in this order). */
+  checks: Record<string, () => Promise<unknown>>;
   /** The dependencies the service cannot serve without; the others are reported but never decide. */
   decisive: readonly string[];
 }
@@ -37,7 +34,7 @@ export interface HealthOptions {
  */
 export const health = fp<HealthOptions>(
   async function health(app: FastifyInstance, options) {
-    const checks = Object.entries(options.checks(app));
+    const checks = Object.entries(options.checks);
     app.decorate('lifecycle', createLifecycle());
     app.get('/healthz', { schema: HIDDEN_FROM_OPENAPI }, async () => ({ status: 'ok' }));
     app.decorate('readiness', async (): Promise<Readiness> => {
