@@ -6,7 +6,7 @@ import { catalogArbitrary } from '../../test-support/catalog-arbitrary.ts';
 import { Value } from '@sinclair/typebox/value';
 import { CheckResultSchema, EntitlementListSchema } from '@ent/common/schemas/evals';
 import { OfrepBulkSuccess, OfrepSuccess } from '@ent/common/schemas/ofrep';
-import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/features/evals/entries.ts';
+import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/features/shared/entries.ts';
 import { toOfrep } from '../src/features/ofrep/routes.ts';
 
 /**

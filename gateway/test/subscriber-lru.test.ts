@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
-import { CatalogEntry, SubscriberEntry } from '../src/features/evals/entries.ts';
+import { CatalogEntry, SubscriberEntry } from '../src/features/shared/entries.ts';
 import { SubscriberLru } from '../src/features/evals/subscriber-lru.ts';
 
 const NOW = Date.UTC(2026, 10, 24, 12);

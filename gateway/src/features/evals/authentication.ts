@@ -30,10 +30,6 @@ export interface RequestAuthentication {
 }
 
 /** The `X-API-Key` header (Node joins a repeated one with commas, which the key check refuses as malformed). */
-export const xApiKeyOf = (request: FastifyRequest): string | undefined => {
-  const header = request.headers['x-api-key'];
-  return Array.isArray(header) ? header[0] : header;
-};
 
 const refuseScope = (principal: Principal, scope: Scope = 'check') => {
   if (!principal.scopes.has(scope)) {

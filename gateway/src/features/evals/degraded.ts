@@ -3,7 +3,7 @@ import { conflict, serviceUnavailable } from '@ent/common/errors/app-error';
 import type { EvalGateResult } from '../../metering/contract.ts';
 import { periodOf } from '@ent/common/metering/period';
 import type { KnownKey, Principals } from '../../plugins/principals.ts';
-import { send, type Answer, type EvaluateOptions } from './answer.ts';
+import { send, type Answer, type EvaluateOptions } from '../shared/answer.ts';
 import { refuseChanged } from './authentication.ts';
 import type { SnapshotCache } from './snapshot-cache.ts';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { notFound, rateLimited } from '@ent/common/errors/app-error';
 import { EvalGateUnavailableError, type EvalGateResult } from '../../metering/contract.ts';
-import { is2xx, send, setUsageHeaders, type Answer, type EvaluateOptions } from './answer.ts';
+import { is2xx, send, setUsageHeaders, type Answer, type EvaluateOptions } from '../shared/answer.ts';
 import { refuseChanged, requestAuthentication, type RequestAuthentication } from './authentication.ts';
 import { blockedError, degradedMode } from './degraded.ts';
 import type { SubscriberEntry } from './snapshot-cache.ts';

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
-import { EVERY_FEATURE, type SubscriberEntry } from './entries.ts';
-import { ETAG_KEY, etagOfParts, strongEtag } from './etag.ts';
+import { EVERY_FEATURE, type SubscriberEntry } from '../shared/entries.ts';
+import { ETAG_KEY, etagOfParts, strongEtag } from '../shared/etag.ts';
 import {
   CheckBody,
   CheckResultSchema,
@@ -11,8 +11,8 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/common/schemas/evals';
-import type { Answer } from './answer.ts';
-import { xApiKeyOf } from './authentication.ts';
+import type { Answer } from '../shared/answer.ts';
+import { xApiKeyOf } from '../shared/api-key-header.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
 

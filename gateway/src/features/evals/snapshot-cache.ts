@@ -7,11 +7,11 @@ import { serviceUnavailable } from '@ent/common/errors/app-error';
 import type { SnapshotVersions } from '../../metering/contract.ts';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
-import { CatalogEntry, SubscriberEntry } from './entries.ts';
+import { CatalogEntry, SubscriberEntry } from '../shared/entries.ts';
 import { SubscriberLru } from './subscriber-lru.ts';
 import { AdminUnavailableError } from '../../plugins/admin-client.ts';
 
-export type { SubscriberEntry } from './entries.ts';
+export type { SubscriberEntry } from '../shared/entries.ts';
 
 export interface SnapshotCache {
   /**

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { SubscriberEntry } from './entries.ts';
+import type { SubscriberEntry } from '../shared/entries.ts';
 
 /** A hit moves its entry to the recent end of the LRU at most this often: eviction order is kept to the second. */
 const TOUCH_EVERY_MS = 1000;

@@ -16,7 +16,8 @@ export const ETAG_KEY = '\u0000etag';
  * that names its subscriber around a plan set's shared list): the SHA-256 of the two, so a long shared body is
  * hashed once, not per request, and the tag still changes with either part.
  */
-export const etagOfParts = (own: string, sharedEtag: string): string => strongEtag(`${own}\u0000${sharedEtag}`);
+export const etagOfParts = (own: string, sharedEtag: string): string =>
+  strongEtag(`${own}\u0000${sharedEtag}`);
 
 /** RFC 9110 §13.1.2: `*` or a list of tags, compared weakly (a `W/` prefix is ignored). */
 export function ifNoneMatchMatches(header: string | string[] | undefined, etag: string): boolean {

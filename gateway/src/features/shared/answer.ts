@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { uncountedUsage, type EvalUsageHeaders } from '@ent/common/metering/usage';
 import { ifNoneMatchMatches } from './etag.ts';
-import type { SubscriberEntry } from './snapshot-cache.ts';
+import type { SubscriberEntry } from './entries.ts';
 
 /** What an eval answers once its entitlements are known: a serialized body, or an error to throw. */
 export type Answer = (entry: SubscriberEntry) => string;
