@@ -10,7 +10,7 @@ import {
   EntitlementListSchema,
   EntitlementsQuery,
   EvalParams,
-} from '@ent/common/schemas/evals';
+} from '@ent/contract/evals';
 import { xApiKeyOf, type Answer } from './evaluator.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);

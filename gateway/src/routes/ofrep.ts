@@ -8,7 +8,7 @@ import {
   OfrepRequest,
   OfrepSuccess,
   type OfrepFailure,
-} from '@ent/common/schemas/ofrep';
+} from '@ent/contract/ofrep';
 import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
 import { ETAG_KEY, strongEtag } from './etag.ts';
 import type { Answer } from './evaluator.ts';

@@ -8,9 +8,9 @@ import {
   CreatedApiKeySchema,
   ListApiKeysQuery,
   type ApiKeyBody,
-} from '@ent/common/schemas/api-keys';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
-import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
+} from '@ent/contract/api-keys';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
+import { ServiceAccountIdParams } from '@ent/contract/service-accounts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './service.ts';
 import type { ApiKeyRow } from './store.ts';

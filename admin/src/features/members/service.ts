@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { ROLE_RANK, ROLES, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
+import type { CreateMemberBody, UpdateMemberBody } from '@ent/contract/members';
 import { changedFields } from '../shared/changes.ts';
 import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { liveKeysMintedBy, revokeKeysMintedBy } from '../api-keys/store.ts';

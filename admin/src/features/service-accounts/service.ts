@@ -5,7 +5,7 @@ import { notFound } from '@ent/common/errors/app-error';
 import type {
   CreateServiceAccountBody,
   UpdateServiceAccountBody,
-} from '@ent/common/schemas/service-accounts';
+} from '@ent/contract/service-accounts';
 import { assertMayManageRole } from '../members/roles.ts';
 import { removedMemberUnchangeable } from '../members/service.ts';
 import { changedFields } from '../shared/changes.ts';
