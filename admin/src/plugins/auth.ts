@@ -25,7 +25,7 @@ import {
   unstatedFailureLimitAddress,
 } from '@ent/common/http/local-client';
 import { internalCaller } from './internal-access.ts';
-import { isLiveKey, keyWithHolder } from '@ent/common/snapshots/build';
+import { isLiveKey, keyWithHolder } from '../features/snapshots/build.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import { isRole, isScope, type Role } from '../auth/scopes.ts';
-import type { Database } from '../db/database.ts';
+import { isRole, isScope, type Role } from '@ent/common/auth/scopes';
+import type { Database } from '@ent/common/db/database';
 import {
   snapshotVersionOf,
   type ApiKeyDoc,
@@ -9,7 +9,7 @@ import {
   type OverrideValue,
   type SubscriberDoc,
   type Versioned,
-} from './documents.ts';
+} from '@ent/common/snapshots/documents';
 
 type Db = Kysely<Database>;
 
