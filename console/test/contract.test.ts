@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as apiKeys from '@ent/contract/api-keys';
 import * as audit from '@ent/contract/audit';
@@ -238,6 +239,38 @@ function shapeOf(schema: unknown, components: Record<string, Json>): Json {
   return shape;
 }
 
+const API_DIRECTORY = new URL('../src/api/', import.meta.url);
+
+/**
+ * Every call the console's API layer makes, as `METHOD /path` with each path value written `{}`: the `api.get`,
+ * `api.post`, ... and `request('GET', ...)` calls of console/src/api/*.ts, with the path helpers each module
+ * defines (`const subscriberPath = (id: string) => \`/org/subscribers/${segment(id)}\``, `const base = '...'`)
+ * written out, so a call added there without a line in CONSOLE_CALLS fails.
+ */
+function callsInConsoleSource(): string[] {
+  const calls: string[] = [];
+  for (const file of readdirSync(API_DIRECTORY).filter((name) => name.endsWith('.ts'))) {
+    const source = readFileSync(new URL(file, API_DIRECTORY), 'utf8');
+    const helpers = new Map<string, string>();
+    for (const [, name, template] of source.matchAll(/const (\w+) = \([^)]*\) => `([^`]*)`/g)) {
+      helpers.set(name!, template!);
+    }
+    for (const [, name, value] of source.matchAll(/const (\w+) = '([^']*)';/g)) helpers.set(name!, value!);
+    const expand = (expression: string): string => {
+      const helperCall = /^(\w+)\(.*\)$/.exec(expression);
+      let path = helperCall ? (helpers.get(helperCall[1]!) ?? expression) : expression.slice(1, -1);
+      path = path.replace(/\$\{(\w+)(\([^}]*\))?\}/g, (whole, name: string) => helpers.get(name) ?? whole);
+      return path.replace(/\$\{[^}]*\}/g, '{}');
+    };
+    const callPattern =
+      /\bapi\.(get|post|put|patch|delete)(?:<[^(]*>)?\(\s*('[^']*'|`[^`]*`|\w+\([^)]*\))|\brequest<[^(]*>\(\s*'(\w+)',\s*('[^']*'|`[^`]*`)/g;
+    for (const [, apiMethod, apiPath, requestMethod, requestPath] of source.matchAll(callPattern)) {
+      calls.push(`${(apiMethod ?? requestMethod)!.toUpperCase()} ${expand((apiPath ?? requestPath)!)}`);
+    }
+  }
+  return calls.sort();
+}
+
 let ctx: AdminTestContext;
 let document: OpenApiDocument;
 
@@ -253,6 +286,13 @@ describe('the console and the served API agree', () => {
   const served = (call: ConsoleCall) => document.paths[call.path]?.[call.method];
   const shape = (schema: unknown) => shapeOf(schema, document.components?.schemas ?? {});
   const contractShape = (schema: TSchema) => shape(JSON.parse(JSON.stringify(schema)));
+
+  it('lists every call of the console API layer', () => {
+    const listed = CONSOLE_CALLS.map(
+      (call) => `${call.method.toUpperCase()} ${call.path.replace(/\{\w+\}/g, '{}')}`,
+    );
+    expect(callsInConsoleSource()).toEqual(listed.sort());
+  });
 
   it.each(CONSOLE_CALLS.map((call) => [`${call.method.toUpperCase()} ${call.path}`, call] as const))(
     '%s answers and accepts the contract schemas',
