@@ -62,6 +62,52 @@ module.exports = {
       from: { path: '^(admin|gateway|common|contract|sdk)/src/' },
       to: { path: '(^test-support/|/test/)' },
     },
+    {
+      name: 'route-talks-to-its-own-feature',
+      severity: 'error',
+      comment:
+        'A route speaks HTTP and hands the rest to its own feature: it imports its own folder (service, mappers), features/shared/, the plugins and common/ or the contract, never another feature. What two features need lives in the owning service or in features/shared/.',
+      from: { path: '^(admin|gateway)/src/features/([^/]+)/routes[.]ts$' },
+      to: {
+        path: '^(admin|gateway)/src/',
+        pathNot: '^$1/src/(features/($2|shared)/|plugins/)',
+      },
+    },
+    {
+      name: 'route-runs-no-sql',
+      severity: 'error',
+      comment:
+        'SQL belongs to the store and the rules around it to the service: a route reaches neither store directly.',
+      from: { path: '^(admin|gateway)/src/features/[^/]+/routes[.]ts$' },
+      to: { path: '(^|/)[^/]*store[.]ts$' },
+    },
+    {
+      name: 'store-belongs-to-its-feature',
+      severity: 'error',
+      comment:
+        "A feature's store.ts holds its SQL and its row locks; another feature goes through that feature's service, so the locking order stays in one place.",
+      from: { path: '^(admin|gateway)/src/features/([^/]+)/' },
+      to: {
+        path: '^(admin|gateway)/src/features/[^/]+/store[.]ts$',
+        pathNot: '^$1/src/features/$2/',
+      },
+    },
+    {
+      name: 'shared-is-below-features',
+      severity: 'error',
+      comment:
+        'features/shared/ is the one place features share: it imports no feature, or it would tie them together.',
+      from: { path: '^(admin|gateway)/src/features/shared/' },
+      to: { path: '^(admin|gateway)/src/features/', pathNot: '^(admin|gateway)/src/features/shared/' },
+    },
+    {
+      name: 'plugins-are-infrastructure',
+      severity: 'error',
+      comment:
+        'plugins/ holds infrastructure (database, Redis, auth, audit, the write pipeline, metrics): it never imports a feature, so features build on plugins and never the other way round.',
+      from: { path: '^(admin|gateway)/src/plugins/' },
+      to: { path: '^(admin|gateway)/src/features/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

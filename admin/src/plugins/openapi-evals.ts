@@ -137,7 +137,7 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
   },
 };
 
-export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
+const EVAL_PATHS: Record<string, Record<string, unknown>> = {
   '/org/subscribers/{subscriber_id}/entitlements/check': {
     post: {
       tags: ['evals'],

@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 import { ErrorBodySchema } from '@ent/contract/common';
 import { withEvalPaths } from './openapi-evals.ts';
 
-export const API_REFERENCE_TITLE = 'Entitlement service API reference';
+const API_REFERENCE_TITLE = 'Entitlement service API reference';
 
 /**
  * The OpenAPI 3.1 document is generated from the same route schemas that validate requests; `/docs` renders it.

@@ -14,8 +14,6 @@ export function effectiveScopes(keyScopes: readonly Scope[], role: Role): Set<Sc
   return new Set(keyScopes.filter((s) => allowedByRole.has(s)));
 }
 
-export type AuthType = 'member_apikey' | 'member_session';
-
 interface PrincipalBase {
   organizationId: string;
   memberId: string;

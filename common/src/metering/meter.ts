@@ -135,7 +135,7 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
 }
 
 /** How often a probe asks a Redis that stopped answering whether it answers again. */
-export const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
+const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
 
 /**
  * Opens on a timed-out command (the connection looks fine, the server does not answer: paused, swapped out,
@@ -144,7 +144,7 @@ export const UNRESPONSIVE_PROBE_INTERVAL_MS = 250;
  * evals fail open at once instead of each waiting out the command timeout: during a 10 s hang that is every warm
  * eval answered in a millisecond, not one in a second.
  */
-export function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'eval' | 'status'>) {
+function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'eval' | 'status'>) {
   let isOpen = false;
   const probe = () => {
     // A client closed for good (the app shutting down) is not probed any more.

@@ -36,7 +36,7 @@ function effectiveFirstOverAt(cap: Cap, counters: UsageCounters): number | null 
 }
 
 /** Evals stop: blocking, over the limit, and the 7-day grace period after first_over_at has passed. */
-export function evalsStopped(cap: Cap, counters: UsageCounters, nowMs: number): boolean {
+function evalsStopped(cap: Cap, counters: UsageCounters, nowMs: number): boolean {
   const firstOverAt = effectiveFirstOverAt(cap, counters);
   return cap.blocking && firstOverAt !== null && nowMs >= firstOverAt + GRACE_PERIOD_MS;
 }

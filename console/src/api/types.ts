@@ -5,7 +5,7 @@
  * still serves these schemas.
  */
 import type { ApiKeyBody, CreatedApiKeyBody } from '@ent/contract/api-keys';
-import type { AuditEventBody, AuditOutcomeName } from '@ent/contract/audit';
+import type { AuditEventBody } from '@ent/contract/audit';
 import type {
   ConsoleSessionBody,
   InvitePreviewBody,
@@ -50,14 +50,12 @@ export type Override = OverrideBody;
 
 export type EntitlementList = ContractEntitlementList;
 export type Entitlement = EntitlementList['entitlements'][number];
-export type EntitlementSource = Entitlement['source'];
 
 export type UsageRecord = UsageRecordBody;
 /** One UTC month of GET /org/usage/history: `days` are cumulative counts, oldest first. */
 export type UsageMonth = UsageMonthBody;
 export type UsageHistory = UsageHistoryBody;
 
-export type AuditOutcome = AuditOutcomeName;
 export type AuditEvent = AuditEventBody;
 
 export type Member = MemberBody;

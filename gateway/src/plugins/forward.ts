@@ -88,7 +88,7 @@ function forwardFailed(request: FastifyRequest, error: unknown) {
  * One base URL: every route the gateway does not answer itself is forwarded to admin with the shared undici
  * Pool. A request body is read whole (within the body limit: 413 here, whether announced or chunked) before
  * admin is asked, so a client trickling its upload holds only its own socket, never one of the pool's
- * connections to admin (a black-box audit starved every tenant's writes with 130 slow uploads), and one that never
+ * connections to admin (a hundred slow uploads would otherwise starve every tenant's writes), and one that never
  * finishes it is cut off by the server's request timeout (408) without reaching admin. Responses are streamed.
  * Registered in its own context so its body parser applies to forwarded requests only.
  */

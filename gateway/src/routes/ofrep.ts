@@ -57,7 +57,7 @@ export function toOfrep(result: CheckResult): OfrepSuccess {
 const toOfrepJson = (result: CheckResult): string => JSON.stringify(toOfrep(result));
 
 /** OFREP's 404 body for a key the catalog lacks; a key too long to echo is left out. */
-export const flagNotFound = (key: string | null): OfrepFailure =>
+const flagNotFound = (key: string | null): OfrepFailure =>
   key === null
     ? { errorCode: 'FLAG_NOT_FOUND', errorDetails: 'No feature has a key that long.' }
     : { key, errorCode: 'FLAG_NOT_FOUND', errorDetails: `No feature with key "${key}".` };

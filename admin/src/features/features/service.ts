@@ -27,7 +27,7 @@ export const toFeatureBody = (feature: Feature): FeatureBody => ({
   updated_at: feature.updated_at.toISOString(),
 });
 
-export const featureNotFound = (key: string) =>
+const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'key', value: key });
 
 export async function createFeature(

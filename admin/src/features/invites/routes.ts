@@ -27,7 +27,7 @@ import {
  * states what its client addressed). Only ever shown to the caller: the token is the secret, not the host, and no
  * link is sent anywhere else (docs/decisions.md, SECURITY.md).
  */
-export function consoleUrlFor(config: Config, request: FastifyRequest): string {
+function consoleUrlFor(config: Config, request: FastifyRequest): string {
   if (config.consoleUrl) return config.consoleUrl;
   try {
     const origin = new URL(`${request.protocol}://${request.host}`).origin;
@@ -38,12 +38,12 @@ export function consoleUrlFor(config: Config, request: FastifyRequest): string {
   return localConsoleUrl(config.gatewayPort);
 }
 
-export const inviteSettings = (config: Config, request: FastifyRequest): InviteSettings => ({
+const inviteSettings = (config: Config, request: FastifyRequest): InviteSettings => ({
   secretsKey: config.secretsKey,
   consoleUrl: consoleUrlFor(config, request),
 });
 
-export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink: boolean): InviteBody => ({
+const toInviteBody = (invite: Invite, settings: InviteSettings, showLink: boolean): InviteBody => ({
   invite_id: invite.id,
   role: invite.role as InviteBody['role'],
   email: invite.email,

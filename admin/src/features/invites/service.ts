@@ -42,7 +42,7 @@ export const tokenContext = (inviteId: string) => `invite:${inviteId}`;
 /** The console on this machine's gateway: where links point when neither CONSOLE_URL nor a request names a host. */
 export const localConsoleUrl = (gatewayPort: number): string => `http://localhost:${gatewayPort}/console`;
 
-export const inviteUrl = (consoleUrl: string, token: string): string =>
+const inviteUrl = (consoleUrl: string, token: string): string =>
   `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;
 
 /** The link of a live invite, decrypted from its stored ciphertext. */
@@ -106,7 +106,7 @@ export async function revokeInvite(
   return (await revokeInviteRow(db, inviteId, now)) && invite.expires_at > now;
 }
 
-export function inviteStatusOf(invite: Invite, now: Date): InviteStatus {
+function inviteStatusOf(invite: Invite, now: Date): InviteStatus {
   if (invite.accepted_at) return 'accepted';
   if (invite.revoked_at) return 'revoked';
   return invite.expires_at > now ? 'pending' : 'expired';
@@ -208,7 +208,7 @@ export async function redeemInvite(
 }
 
 /** The organization's live invites (not accepted, revoked or expired at `now`), newest first, one page. */
-export function listInvites(
+function listInvites(
   db: Kysely<Database>,
   organizationId: string,
   now: Date,

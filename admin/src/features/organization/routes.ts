@@ -11,7 +11,7 @@ import {
 } from '@ent/contract/organization';
 import { getOrganization, updateOrganization } from './service.ts';
 
-export const toOrganizationBody = (organization: Organization): OrganizationBody => ({
+const toOrganizationBody = (organization: Organization): OrganizationBody => ({
   organization_id: organization.id,
   name: organization.name,
   slug: organization.slug,

@@ -55,7 +55,7 @@ export type OverrideValue =
   | { kind: 'limit'; limit: number | null; expiresAt: Date | null };
 
 /** Checks the rules that depend on `kind`: a flag sets `allowed` only, a limit sets `limit` only. */
-export function overrideValueFrom(body: PutOverrideBody): OverrideValue {
+function overrideValueFrom(body: PutOverrideBody): OverrideValue {
   const expiresAt = body.expires_at == null ? null : new Date(parseDateTime(body.expires_at));
   if (expiresAt && Number.isNaN(expiresAt.getTime())) {
     throw validationError('expires_at is not a valid ISO 8601 timestamp.', {

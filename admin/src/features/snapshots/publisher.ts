@@ -9,7 +9,7 @@ import {
   buildOrganizationApiKeys,
   buildSubscribers,
   type ApiKeySnapshot,
-} from './build.ts';
+} from '@ent/common/snapshots/build';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import {

@@ -8,7 +8,7 @@ import {
   buildCatalog,
   buildOrganizationApiKeys,
   buildSubscribers,
-} from './build.ts';
+} from '@ent/common/snapshots/build';
 import { MISSING_SUBSCRIBER } from '@ent/common/snapshots/documents';
 import type { SnapshotPublisher } from './publisher.ts';
 import { hasNulCharacter } from '../shared/nul-characters.ts';

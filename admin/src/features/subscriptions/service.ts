@@ -34,7 +34,7 @@ export const toChangedSubscriptionBody = ({ created, canceled }: SubscriptionCha
   canceled_subscription_id: canceled.id,
 });
 
-export const subscriptionNotFound = (subscriptionId: string) =>
+const subscriptionNotFound = (subscriptionId: string) =>
   notFound(`No subscription with id "${subscriptionId}" for this subscriber.`, {
     field: 'subscription_id',
     value: subscriptionId,

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import { isRole, isScope, type Role } from '@ent/common/auth/scopes';
-import type { Database } from '@ent/common/db/database';
+import { isRole, isScope, type Role } from '../auth/scopes.ts';
+import type { Database } from '../db/database.ts';
 import {
   snapshotVersionOf,
   type ApiKeyDoc,
@@ -9,7 +9,7 @@ import {
   type OverrideValue,
   type SubscriberDoc,
   type Versioned,
-} from '@ent/common/snapshots/documents';
+} from './documents.ts';
 
 type Db = Kysely<Database>;
 
@@ -111,14 +111,6 @@ export async function buildSubscribers(
     }
     return result;
   });
-}
-
-export async function buildSubscriber(
-  db: Db,
-  organizationId: string,
-  subscriberId: string,
-): Promise<Versioned<SubscriberDoc> | null> {
-  return (await buildSubscribers(db, organizationId, [subscriberId])).get(subscriberId) ?? null;
 }
 
 export interface ApiKeySnapshot {
