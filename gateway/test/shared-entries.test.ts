@@ -6,8 +6,8 @@ import { catalogArbitrary } from '../../test-support/catalog-arbitrary.ts';
 import { Value } from '@sinclair/typebox/value';
 import { CheckResultSchema, EntitlementListSchema } from '@ent/contract/evals';
 import { OfrepBulkSuccess, OfrepSuccess } from '@ent/contract/ofrep';
-import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/cache/entries.ts';
-import { toOfrep } from '../src/routes/ofrep.ts';
+import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../src/features/evals/entries.ts';
+import { toOfrep } from '../src/features/ofrep/routes.ts';
 
 /**
  * Subscribers of one catalog version share plan sets and their serialized answers: whatever order they are

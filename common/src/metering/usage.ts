@@ -2,8 +2,18 @@ import { toTimestamp } from '../clock.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 import type { Arrangement } from './arrangement.ts';
-import type { EvalUsageHeaders, EvalWarn } from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf } from './period.ts';
+
+export type EvalWarn = '80' | '100' | 'grace';
+
+/** Values for the X-Svc-Eval-* headers; null when the organization has no monthly cap. */
+export interface EvalUsageHeaders {
+  limit: number;
+  used: number;
+  warn: EvalWarn | null;
+  /** The arrangement's blocking flag, which `warn` depends on (over the limit: `grace` when blocking). */
+  blocking: boolean;
+}
 
 /** The month's counters as Redis keeps them. */
 export interface UsageCounters {

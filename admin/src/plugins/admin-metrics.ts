@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { QUEUE_NAMES } from '../jobs/queues.ts';
 import { outboxLag } from '../features/outbox/store.ts';
 import { webhookDeliveryCounts } from '../features/webhook/store.ts';
-import { servePublicPortMetrics } from '@ent/common/http/public-port-metrics';
 
 export interface AdminMetrics {
   registry: Registry;
@@ -18,21 +17,12 @@ declare module 'fastify' {
 }
 
 /**
- * Prometheus metrics (request durations, snapshot rebuilds, queue depth), served at `/metrics` on the operations
- * port (common/src/http/operations-app.ts), and, when PUBLIC_PORT_METRICS says so, on the public one to this
- * machine's direct peers (common/src/http/public-port-metrics.ts). One registry per app.
+ * Admin's own metrics (snapshot rebuilds, queue depth, outbox and webhook backlogs), in the app's registry beside
+ * the request durations (common/src/http/metrics.ts). The gauges are read when `/metrics` is scraped.
  */
-export const metrics = fp(
-  async function metrics(app: FastifyInstance) {
-    const registry = new Registry();
-    collectDefaultMetrics({ register: registry });
-    const requestDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Request duration by route template, method and status',
-      labelNames: ['route', 'method', 'status'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [registry],
-    });
+export const adminMetrics = fp(
+  async function adminMetrics(app: FastifyInstance) {
+    const registry = app.metricsRegistry;
     const snapshotRebuilds = new Counter({
       name: 'snapshot_rebuilds_total',
       help: 'Snapshot documents rebuilt from Postgres, by kind',
@@ -93,17 +83,6 @@ export const metrics = fp(
       },
     });
     app.decorate('metrics', { registry, snapshotRebuilds });
-    servePublicPortMetrics(app, registry, app.config.publicPortMetrics);
-    app.addHook('onResponse', async (request, reply) => {
-      requestDuration.observe(
-        {
-          route: request.routeOptions.url ?? 'unmatched',
-          method: request.method,
-          status: String(reply.statusCode),
-        },
-        reply.elapsedTime / 1000,
-      );
-    });
   },
-  { name: 'metrics', dependencies: ['infrastructure', 'queues'] },
+  { name: 'admin-metrics', dependencies: ['metrics', 'infrastructure', 'queues'] },
 );

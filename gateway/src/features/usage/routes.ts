@@ -5,7 +5,7 @@ import { readPublishedArrangement, type Arrangement } from '@ent/common/metering
 import { readUsageCounters, usageRecord } from '@ent/common/metering/usage';
 import { commonErrorResponses } from '@ent/contract/common';
 import { UsageRecordSchema } from '@ent/contract/usage';
-import { xApiKeyOf } from './evaluator.ts';
+import { xApiKeyOf } from '../evals/authentication.ts';
 
 /**
  * `GET /org/usage/current` on the gateway (DESIGN.md §1), from Redis alone: the month's counters and the

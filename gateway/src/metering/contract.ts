@@ -1,3 +1,5 @@
+import type { EvalUsageHeaders } from '@ent/common/metering/usage';
+
 /**
  * The contract between the gateway (issue: eval gateway) and metering (issue: eval metering). The gateway
  * makes exactly one `gate` call per eval; that one Redis round trip meters the eval, enforces the burst and
@@ -24,17 +26,6 @@ export interface SnapshotVersions {
 export interface VerifiedSubscriber {
   readonly verifiedVersion: number;
   readonly verifiedStamp: number;
-}
-
-export type EvalWarn = '80' | '100' | 'grace';
-
-/** Values for the X-Svc-Eval-* headers; null when the organization has no monthly cap. */
-export interface EvalUsageHeaders {
-  limit: number;
-  used: number;
-  warn: EvalWarn | null;
-  /** The arrangement's blocking flag, which `warn` depends on (over the limit: `grace` when blocking). */
-  blocking: boolean;
 }
 
 export type EvalGateResult =

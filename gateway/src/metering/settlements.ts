@@ -1,4 +1,4 @@
-import { periodOf } from './period.ts';
+import { periodOf } from '@ent/common/metering/period';
 
 /**
  * How long Redis remembers a gate batch (what it counted) and a settled mark. A failed call is settled

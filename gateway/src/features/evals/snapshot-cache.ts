@@ -4,14 +4,14 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { Gauge } from 'prom-client';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
-import type { SnapshotVersions } from '@ent/common/metering/contract';
+import type { SnapshotVersions } from '../../metering/contract.ts';
 import type { CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
 import { parseInvalidation } from '@ent/common/snapshots/store';
-import { CatalogEntry, SubscriberEntry } from '../cache/entries.ts';
-import { SubscriberLru } from '../cache/subscriber-lru.ts';
-import { AdminUnavailableError } from './admin-client.ts';
+import { CatalogEntry, SubscriberEntry } from './entries.ts';
+import { SubscriberLru } from './subscriber-lru.ts';
+import { AdminUnavailableError } from '../../plugins/admin-client.ts';
 
-export type { SubscriberEntry } from '../cache/entries.ts';
+export type { SubscriberEntry } from './entries.ts';
 
 export interface SnapshotCache {
   /**
@@ -292,5 +292,8 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
     void subscriber.subscribe(app.redisKeys.invalidationChannel).catch(() => {});
     app.addHook('onClose', async () => subscriber.disconnect());
   },
-  { name: 'snapshot-cache', dependencies: ['infrastructure', 'admin-client', 'metrics', 'principals'] },
+  {
+    name: 'snapshot-cache',
+    dependencies: ['infrastructure', 'admin-client', 'gateway-metrics', 'principals'],
+  },
 );

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '@ent/common/errors/app-error';
-import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
+import { EVERY_FEATURE, type SubscriberEntry } from './entries.ts';
 import { ETAG_KEY, etagOfParts, strongEtag } from './etag.ts';
 import {
   CheckBody,
@@ -11,7 +11,8 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/contract/evals';
-import { xApiKeyOf, type Answer } from './evaluator.ts';
+import type { Answer } from './answer.ts';
+import { xApiKeyOf } from './authentication.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
 

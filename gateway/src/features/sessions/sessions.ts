@@ -4,7 +4,7 @@ import { AuthFailureLimiter } from '@ent/common/auth/failure-limiter';
 import { sessionPrincipal, type SessionPrincipal } from '@ent/common/auth/scopes';
 import { lookUpSession } from '@ent/common/auth/session-lookup';
 import { hashSessionToken } from '@ent/common/auth/session-token';
-import type { KnownKey } from './principals.ts';
+import type { KnownKey } from '../../plugins/principals.ts';
 
 /** A console session checked for one request, and the hash its CSRF token must match on a write. */
 export interface CheckedSession {

@@ -1,5 +1,5 @@
-import { withScripts } from '../redis/commands.ts';
-import type { RedisClient } from '../redis/connect.ts';
+import { withScripts } from '@ent/common/redis/commands';
+import type { RedisClient } from '@ent/common/redis/connect';
 
 /**
  * Raw replies; see each script's header. The batch reply is a header (status 0, limit, blocking, catalog

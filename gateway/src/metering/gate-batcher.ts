@@ -1,5 +1,5 @@
 import type { EvalGateInput, EvalGateResult } from './contract.ts';
-import { periodOf } from './period.ts';
+import { periodOf } from '@ent/common/metering/period';
 import type { EvalGateBatchReply } from './scripts.ts';
 
 /** Evals of one organization and one UTC month that are sent to Redis together. */

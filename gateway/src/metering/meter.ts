@@ -1,16 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../redis/connect.ts';
-import type { RedisKeys } from '../redis/keys.ts';
-import { publishArrangement, type Arrangement } from './arrangement.ts';
+import type { RedisClient } from '@ent/common/redis/connect';
+import type { RedisKeys } from '@ent/common/redis/keys';
+import { publishArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 import {
   EvalGateUnavailableError,
   type EvalGateInput,
   type EvalGateResult,
   type EvalMeter,
-  type EvalUsageHeaders,
   type SnapshotVersions,
 } from './contract.ts';
-import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from './period.ts';
+import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { createGateBatcher, type GateBatch } from './gate-batcher.ts';
 import {
   GATE_REPLY_HEADER,
@@ -20,7 +19,7 @@ import {
   type EvalSettleReply,
 } from './scripts.ts';
 import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
-import { headerWarn } from './usage.ts';
+import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
 
 export interface EvalMeterOptions {
   redis: RedisClient;

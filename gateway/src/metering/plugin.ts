@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { EvalMeter } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import type { EvalMeter } from './contract.ts';
+import { createEvalMeter } from './meter.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -61,5 +61,5 @@ export const meter = fp<{ meter?: EvalMeter }>(
       if (left > 0) app.log.error({ pending: left }, 'eval settlements not applied before shutdown');
     });
   },
-  { name: 'meter', dependencies: ['infrastructure', 'admin-client', 'metrics'] },
+  { name: 'meter', dependencies: ['infrastructure', 'admin-client', 'gateway-metrics'] },
 );

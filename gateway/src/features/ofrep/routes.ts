@@ -9,9 +9,9 @@ import {
   OfrepSuccess,
   type OfrepFailure,
 } from '@ent/contract/ofrep';
-import { EVERY_FEATURE, type SubscriberEntry } from '../cache/entries.ts';
-import { ETAG_KEY, strongEtag } from './etag.ts';
-import type { Answer } from './evaluator.ts';
+import { EVERY_FEATURE, type SubscriberEntry } from '../evals/entries.ts';
+import { ETAG_KEY, strongEtag } from '../evals/etag.ts';
+import type { Answer } from '../evals/answer.ts';
 
 /** An OFREP error answered with the protocol's own body (`{key?, errorCode, errorDetails}`). */
 class OfrepError extends Error {
