@@ -1,7 +1,8 @@
 /* global module */
 /**
  * Layering and cycles, checked by `npm run lint` (and so by CI). The services share only `common/` (what both run)
- * and `contract/` (the API's schemas, which the console and the SDK's generator take too); neither imports the other, production code never imports tests, and no module depends on itself through others
+ * and `contract/` (the API's schemas, which the console and the SDK's generator take too); neither imports the
+ * other, production code never imports tests, and no module depends on itself through others
  * (type-only imports included: a type cycle still ties two modules together).
  */
 module.exports = {
