@@ -1,7 +1,8 @@
 /* global module */
 /**
- * Layering and cycles, checked by `npm run lint` (and so by CI). The services share only `common/`; neither
- * imports the other, production code never imports tests, and no module depends on itself through others
+ * Layering and cycles, checked by `npm run lint` (and so by CI). The services share only `common/` (what both run)
+ * and `contract/` (the API's schemas, which the console and the SDK's generator take too); neither imports the
+ * other, production code never imports tests, and no module depends on itself through others
  * (type-only imports included: a type cycle still ties two modules together).
  */
 module.exports = {
@@ -31,7 +32,7 @@ module.exports = {
       severity: 'error',
       comment: 'common/ is what both services share: it depends on neither.',
       from: { path: '^common/src/' },
-      to: { path: '^(admin|gateway|sdk|bench)/' },
+      to: { path: '^(admin|gateway|sdk|bench|console)/' },
     },
     {
       name: 'sdk-stands-alone',
@@ -41,20 +42,25 @@ module.exports = {
       to: { path: '^(admin|gateway|common|bench|test-support)/' },
     },
     {
-      name: 'console-takes-only-shared-tables',
+      name: 'contract-stands-alone',
       severity: 'error',
       comment:
-        'The console is a browser bundle that reaches the services over HTTP. It takes the role → scopes table from common/ so both sides share one source of truth; that module imports nothing, while the rest of common/ is server code (pg, ioredis, fastify).',
+        "The contract is the API's shapes, imported by both services and the console bundle: it imports nothing of the repository, and of npm only the schema library.",
+      from: { path: '^contract/src/' },
+      to: { path: '^(?!contract/src/)', pathNot: '(^|/)node_modules/@sinclair/typebox/' },
+    },
+    {
+      name: 'console-takes-only-the-contract',
+      severity: 'error',
+      comment:
+        "The console is a browser bundle that reaches the services over HTTP: of this repository it imports only the contract (the API's types and the role → scopes table), never server code (pg, ioredis, fastify).",
       from: { path: '^console/src/' },
-      to: {
-        path: '^(admin|gateway|sdk|bench|test-support|common)/',
-        pathNot: '^common/src/auth/scopes[.]ts$',
-      },
+      to: { path: '^(admin|gateway|sdk|bench|test-support|common)/' },
     },
     {
       name: 'production-code-imports-no-tests',
       severity: 'error',
-      from: { path: '^(admin|gateway|common|sdk)/src/' },
+      from: { path: '^(admin|gateway|common|contract|sdk)/src/' },
       to: { path: '(^test-support/|/test/)' },
     },
     {

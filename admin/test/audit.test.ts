@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyPrefixOf } from '@ent/common/auth/api-key';
-import { AUDIT_PATH_VALUE_NAMES } from '@ent/common/schemas/audit';
+import { AUDIT_PATH_VALUE_NAMES } from '@ent/contract/audit';
 import { createKeyWithScopes } from '../../test-support/api-keys.ts';
 import {
   createAdminContext,

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ErrorBodySchema } from '@ent/common/schemas/common';
+import { ErrorBodySchema } from '@ent/contract/common';
 import { withEvalPaths } from './openapi-evals.ts';
 
 const API_REFERENCE_TITLE = 'Entitlement service API reference';

@@ -1,8 +1,8 @@
 import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '../snapshots/documents.ts';
 
-import type { CheckResult } from '../schemas/evals.ts';
+import type { CheckResult } from '@ent/contract/evals';
 
-export type { CheckResult } from '../schemas/evals.ts';
+export type { CheckResult } from '@ent/contract/evals';
 
 export interface ResolvedEntitlements {
   /** Every catalog feature, ordered by feature key. */

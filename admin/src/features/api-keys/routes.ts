@@ -6,9 +6,9 @@ import {
   CreateApiKeyBody,
   CreatedApiKeySchema,
   ListApiKeysQuery,
-} from '@ent/common/schemas/api-keys';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
-import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
+} from '@ent/contract/api-keys';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
+import { ServiceAccountIdParams } from '@ent/contract/service-accounts';
 import { createApiKey, listApiKeys, revokeApiKey, toApiKeyBody } from './service.ts';
 
 const tags = ['api keys'];

@@ -3,7 +3,7 @@ import { generateApiKey } from '@ent/common/auth/api-key';
 import { DEFAULT_KEY_SCOPES, isScope, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { ApiKeyBody, CreateApiKeyBody } from '@ent/common/schemas/api-keys';
+import type { ApiKeyBody, CreateApiKeyBody } from '@ent/contract/api-keys';
 import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';

@@ -2,7 +2,7 @@ import { decodeTime, encodeTime, monotonicFactory } from 'ulidx';
 import type { Selectable } from 'kysely';
 import type { AuditEventsTable } from '@ent/common/db/database';
 import { isWellFormedApiKey } from '@ent/common/auth/api-key';
-import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit';
+import type { AuditEventBody, AuditOutcomeName } from '@ent/contract/audit';
 import { parseDateTime } from '@ent/common/http/date-time';
 
 /** A details field whose JSON is larger than this is recorded as `{ too_large: true }` (the field still named). */

@@ -2,7 +2,7 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import type { Database, Feature } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { CreateFeatureBody, FeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
+import type { CreateFeatureBody, FeatureBody, UpdateFeatureBody } from '@ent/contract/features';
 import { changedFields } from '../shared/changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '@ent/common/config';
 import type { Invite } from '@ent/common/db/database';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateInviteBody,
   InviteIdParams,
@@ -10,7 +10,7 @@ import {
   InviteSchema,
   ListInvitesQuery,
   type InviteBody,
-} from '@ent/common/schemas/invites';
+} from '@ent/contract/invites';
 import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
 import {
   createInvite,

@@ -1,18 +1,18 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal, Role } from '@ent/common/auth/scopes';
+import type { Database, Invite, Member } from '@ent/common/db/database';
+import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import { transact } from '@ent/common/outbox/record';
+import type { InviteStatus } from '@ent/contract/console';
+import type { CreateInviteBody } from '@ent/contract/invites';
 import {
   decryptSecret,
   encryptSecret,
   randomToken,
   sha256Hex,
   type SecretsKeyring,
-} from '@ent/common/crypto/secrets';
-import type { Database, Invite, Member } from '@ent/common/db/database';
-import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
-import { transact } from '@ent/common/outbox/record';
-import type { InviteStatus } from '@ent/common/schemas/console';
-import type { CreateInviteBody } from '@ent/common/schemas/invites';
+} from '../../crypto/secrets.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { assertMayGrant } from '../members/roles.ts';
 import { insertMember } from '../members/store.ts';

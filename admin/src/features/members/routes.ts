@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Member } from '@ent/common/db/database';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateMemberBody,
   ListMembersQuery,
@@ -11,8 +11,8 @@ import {
   MemberSchema,
   UpdateMemberBody,
   type MemberBody,
-} from '@ent/common/schemas/members';
-import { ApiKeyListSchema } from '@ent/common/schemas/api-keys';
+} from '@ent/contract/members';
+import { ApiKeyListSchema } from '@ent/contract/api-keys';
 import { createMember, getMember, listMembers, listMintedKeys, updateMember } from './service.ts';
 
 const toMemberBody = (member: Member): MemberBody => ({

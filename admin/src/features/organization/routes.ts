@@ -3,12 +3,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { TokenBuckets } from '@ent/common/auth/failure-limiter';
 import type { Organization } from '@ent/common/db/database';
 import { AppError } from '@ent/common/errors/app-error';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   OrganizationSchema,
   UpdateOrganizationBody,
   type OrganizationBody,
-} from '@ent/common/schemas/organization';
+} from '@ent/contract/organization';
 import { getOrganization, updateOrganization } from './service.ts';
 
 const toOrganizationBody = (organization: Organization): OrganizationBody => ({

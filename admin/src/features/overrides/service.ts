@@ -2,7 +2,7 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import type { OverrideBody, PutOverrideBody } from '@ent/common/schemas/overrides';
+import type { OverrideBody, PutOverrideBody } from '@ent/contract/overrides';
 import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { parseDateTime } from '@ent/common/http/date-time';
 import { findFeature } from '../features/store.ts';

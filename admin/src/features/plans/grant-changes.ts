@@ -1,4 +1,4 @@
-import type { GrantBody } from '@ent/common/schemas/plans';
+import type { GrantBody } from '@ent/contract/plans';
 import type { AuditDetails } from '../shared/write/outcome.ts';
 import type { Change } from '../shared/changes.ts';
 

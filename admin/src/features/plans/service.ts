@@ -8,7 +8,7 @@ import type {
   GrantInput,
   PlanBody,
   UpdatePlanBody,
-} from '@ent/common/schemas/plans';
+} from '@ent/contract/plans';
 import { findFeaturesByKeys } from '../features/store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';

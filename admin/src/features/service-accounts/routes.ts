@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateServiceAccountBody,
   ListServiceAccountsQuery,
@@ -8,7 +8,7 @@ import {
   ServiceAccountListSchema,
   ServiceAccountSchema,
   UpdateServiceAccountBody,
-} from '@ent/common/schemas/service-accounts';
+} from '@ent/contract/service-accounts';
 import {
   createServiceAccount,
   getServiceAccount,

@@ -6,7 +6,7 @@ import type {
   CreateServiceAccountBody,
   ServiceAccountBody,
   UpdateServiceAccountBody,
-} from '@ent/common/schemas/service-accounts';
+} from '@ent/contract/service-accounts';
 import { assertMayManageRole, removedMemberUnchangeable } from '../members/roles.ts';
 import { changedFields } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';

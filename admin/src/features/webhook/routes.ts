@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Webhook, WebhookDelivery } from '@ent/common/db/database';
-import { ErrorBodySchema, NoQuery, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, NoQuery, commonErrorResponses } from '@ent/contract/common';
 import {
   ConsoleWebhookSchema,
   ListDeliveriesQuery,
@@ -11,7 +11,7 @@ import {
   WebhookWithSecretSchema,
   type WebhookBody,
   type WebhookDeliveryBody,
-} from '@ent/common/schemas/webhook';
+} from '@ent/contract/webhook';
 import { registerWebhookDispatch } from './dispatch.ts';
 import {
   listWebhookDeliveries,

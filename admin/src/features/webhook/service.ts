@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import { decryptSecret, encryptSecret, type SecretsKeyring } from '@ent/common/crypto/secrets';
 import type { Database, Webhook, WebhookDelivery } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import type { PutWebhookBody } from '@ent/common/schemas/webhook';
+import type { PutWebhookBody } from '@ent/contract/webhook';
 import { transact } from '@ent/common/outbox/record';
+import { decryptSecret, encryptSecret, type SecretsKeyring } from '../../crypto/secrets.ts';
 import { changedFields } from '../shared/changes.ts';
 import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget } from './targets.ts';

@@ -10,7 +10,7 @@ import {
   EntitlementListSchema,
   EntitlementsQuery,
   EvalParams,
-} from '@ent/common/schemas/evals';
+} from '@ent/contract/evals';
 import type { Answer } from '../shared/answer.ts';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
 

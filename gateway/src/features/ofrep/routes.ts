@@ -8,7 +8,7 @@ import {
   OfrepRequest,
   OfrepSuccess,
   type OfrepFailure,
-} from '@ent/common/schemas/ofrep';
+} from '@ent/contract/ofrep';
 import { EVERY_FEATURE, type SubscriberEntry } from '../shared/entries.ts';
 import { ETAG_KEY, strongEtag } from '../shared/etag.ts';
 import type { Answer } from '../shared/answer.ts';

@@ -3,8 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
 import { readPublishedArrangement, type Arrangement } from '@ent/common/metering/arrangement';
 import { readUsageCounters, usageRecord } from '@ent/common/metering/usage';
-import { commonErrorResponses } from '@ent/common/schemas/common';
-import { UsageRecordSchema } from '@ent/common/schemas/usage';
+import { commonErrorResponses } from '@ent/contract/common';
+import { UsageRecordSchema } from '@ent/contract/usage';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
 
 /**

@@ -20,7 +20,10 @@ export const FeatureKeyParams = Type.Object({ key: Type.String({ minLength: 1, m
 
 export const CreateFeatureBody = Type.Object(
   {
-    key: Type.String({ pattern: FEATURE_KEY_PATTERN, description: 'lowercase letters, digits, _ . : -; at most 64' }),
+    key: Type.String({
+      pattern: FEATURE_KEY_PATTERN,
+      description: 'lowercase letters, digits, _ . : -; at most 64',
+    }),
     name: Type.String({ minLength: 1, maxLength: 255 }),
     kind: FeatureKindSchema,
     description: Type.Optional(Type.String({ maxLength: 10_000 })),

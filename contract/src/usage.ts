@@ -56,7 +56,8 @@ export const UsageMonthSchema = Type.Object(
       description: "evals counted in the month (the current month's is the live count)",
     }),
     limit: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
-      description: "evals included: the month's last recorded allotment (the current one for this month); null = unlimited",
+      description:
+        "evals included: the month's last recorded allotment (the current one for this month); null = unlimited",
     }),
     days: Type.Array(UsageDaySchema, { description: 'sampled days, oldest first' }),
   },

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { newId } from '../ids.ts';
+import { newId } from '@ent/common/ids';
 
 const FORWARDED_ID = /^req_[0-9a-z]{26}$/;
 

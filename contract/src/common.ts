@@ -10,7 +10,9 @@ export const ErrorBodySchema = Type.Object(
       code: Type.String(),
       message: Type.String(),
       request_id: Type.String(),
-      details: Type.Record(Type.String(), Type.Unknown(), { description: '`{}` when there is nothing to add' }),
+      details: Type.Record(Type.String(), Type.Unknown(), {
+        description: '`{}` when there is nothing to add',
+      }),
     }),
   },
   { $id: 'ErrorBody', description: 'The body of every non-2xx response' },

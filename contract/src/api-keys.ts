@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { SCOPES } from '../auth/scopes.ts';
+import { SCOPES } from './scopes.ts';
 import { NullableTimestamp, PaginationQuery, Timestamp, listOf } from './common.ts';
 
 export const ScopeSchema = Type.Union(SCOPES.map((scope) => Type.Literal(scope)));

@@ -10,7 +10,11 @@ export const CheckBody = Type.Object(
 export type CheckBody = Static<typeof CheckBody>;
 
 export const EntitlementsQuery = Type.Object(
-  { all: Type.Optional(Type.Boolean({ description: 'every catalog feature, not only granted or overridden ones' })) },
+  {
+    all: Type.Optional(
+      Type.Boolean({ description: 'every catalog feature, not only granted or overridden ones' }),
+    ),
+  },
   { additionalProperties: false },
 );
 export type EntitlementsQuery = Static<typeof EntitlementsQuery>;

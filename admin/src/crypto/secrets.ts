@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { assertSecretsKeyringUsable, type SecretsKey, type SecretsKeyring } from './keyring.ts';
+import { assertSecretsKeyringUsable, type SecretsKey, type SecretsKeyring } from '@ent/common/crypto/keyring';
 
 /**
  * Secrets the service must be able to read back (webhook signing secrets, live invite links) are stored
@@ -11,7 +11,7 @@ import { assertSecretsKeyringUsable, type SecretsKey, type SecretsKeyring } from
  */
 const IV_BYTES = 12;
 
-export type { SecretsKeyring } from './keyring.ts';
+export type { SecretsKeyring } from '@ent/common/crypto/keyring';
 
 export function encryptSecret(plaintext: string, keyring: SecretsKeyring, context: string): string {
   assertSecretsKeyringUsable(keyring);

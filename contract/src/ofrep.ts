@@ -4,7 +4,9 @@ import { Type, type Static } from '@sinclair/typebox';
  * OpenFeature Remote Evaluation Protocol (open-feature/protocol `service/openapi.yaml`), as the gateway answers
  * it. Request bodies accept any further properties: the protocol lets providers send more than it defines.
  */
-export const OfrepParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 255, description: 'catalog feature key' }) });
+export const OfrepParams = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: 255, description: 'catalog feature key' }),
+});
 export type OfrepParams = Static<typeof OfrepParams>;
 
 export const OfrepRequest = Type.Object({
@@ -24,7 +26,9 @@ export const OfrepSuccess = Type.Object({
   value: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 })], {
     description: 'a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited',
   }),
-  reason: Type.Union([Type.Literal('TARGETING_MATCH'), Type.Literal('STATIC')], { description: 'TARGETING_MATCH for an override' }),
+  reason: Type.Union([Type.Literal('TARGETING_MATCH'), Type.Literal('STATIC')], {
+    description: 'TARGETING_MATCH for an override',
+  }),
   variant: OfrepSource,
   metadata: Type.Object({
     source: OfrepSource,
