@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 
 /** Debian's Chromium (Playwright cannot download its own browser here); `.ci/run` installs it when missing. */
-export const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = '/usr/bin/chromium';
 
 /** Flags that keep a headless Chromium off the closed network and out of first-run work. */
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -19,7 +19,9 @@ export const CHROMIUM_ARGS = [
 /** Browser tests fail (never skip) without the browser: call first, before starting anything. */
 export function assertChromiumInstalled(): void {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does`);
+    throw new Error(
+      `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does`,
+    );
   }
 }
 

@@ -4,7 +4,7 @@ import { SESSION_COOKIE } from '@ent/common/auth/session-token';
 import type { AdminTestContext } from './admin-context.ts';
 
 /** The console's own origin as these tests address it (through a gateway: X-Forwarded-Host and -Proto). */
-export const CONSOLE_HOST = 'console.test';
+const CONSOLE_HOST = 'console.test';
 export const CONSOLE_ORIGIN = `http://${CONSOLE_HOST}`;
 export const PASSWORD = 'correct horse battery';
 

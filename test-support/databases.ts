@@ -6,13 +6,14 @@ import { withDatabase } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 
 /** The Postgres server tests use; the owner (superuser) creates and drops databases. */
-export const TEST_OWNER_URL = process.env.TEST_DATABASE_OWNER_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const TEST_OWNER_URL =
+  process.env.TEST_DATABASE_OWNER_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const TEST_APP_ROLE = 'entitlements_app';
 
 const migrationsDir = new URL('../common/src/db/migrations/', import.meta.url).pathname;
 
 /** Template name changes whenever any migration file changes, so a stale template is never reused. */
-export function templateName(): string {
+function templateName(): string {
   const hash = createHash('sha256');
   for (const file of readdirSync(migrationsDir).sort()) {
     hash.update(file).update(readFileSync(join(migrationsDir, file)));
@@ -46,7 +47,10 @@ export async function ensureTemplate(): Promise<string> {
       if (exists.rowCount) return;
       const building = `${template}_building`;
       await client.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
-      await migrateToLatest({ ownerUrl: withDatabase(TEST_OWNER_URL, building), appUrl: appUrlFor(building) });
+      await migrateToLatest({
+        ownerUrl: withDatabase(TEST_OWNER_URL, building),
+        appUrl: appUrlFor(building),
+      });
       await client.query(`ALTER DATABASE ${building} RENAME TO ${template}`);
     } finally {
       await client.query('SELECT pg_advisory_unlock(727274)');
@@ -87,6 +91,9 @@ export async function createTestDatabase({ migrated = true } = {}): Promise<Test
     name,
     appUrl: appUrlFor(name),
     ownerUrl: withDatabase(TEST_OWNER_URL, name),
-    drop: () => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(
+        () => undefined,
+      ),
   };
 }

@@ -15,7 +15,7 @@ export interface CommittedWrite {
 }
 
 /** Records the outcome of each committed write (its details are what the audit log stores). */
-export function captureWrites(ctx: AdminTestContext): CommittedWrite[] {
+function captureWrites(ctx: AdminTestContext): CommittedWrite[] {
   const writes: CommittedWrite[] = [];
   ctx.app.writePipeline.onCommitted(async (request, write) => {
     writes.push({

@@ -1,21 +1,22 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { errorHandling } from '@ent/common/http/error-handler';
+import { health } from '@ent/common/http/health';
 import { fastifyLoggerOptions, OneLinePerRequest, type LoggerSettings } from '@ent/common/http/logging';
-import { requestIdFrom } from '@ent/common/http/request-id';
+import { metrics } from '@ent/common/http/metrics';
 import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
 import type { RedisClient } from '@ent/common/redis/connect';
+import { requestIdFrom } from './http/request-id.ts';
+import { adminMetrics } from './plugins/admin-metrics.ts';
 import { audit } from './plugins/audit.ts';
 import { authentication } from './plugins/auth.ts';
-import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
-import { metrics } from './plugins/metrics.ts';
 import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
 import { writePipeline } from './plugins/write-pipeline.ts';
@@ -35,6 +36,8 @@ export interface AdminAppOptions {
 }
 
 export type AdminApp = FastifyInstance;
+
+const REQUEST_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 /** Builds the admin service without listening: tests call `inject`, server.ts calls `listen`. */
 export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp> {
@@ -56,10 +59,20 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
     db: options.db,
     redis: options.redis,
   });
+  await app.register(metrics, {
+    requestDurationBuckets: REQUEST_DURATION_BUCKETS,
+    publicPortMetrics: config.publicPortMetrics,
+  });
   await app.register(queues);
   await app.register(openapi);
-  await app.register(health);
-  await app.register(metrics);
+  // Admin serves with Postgres (DESIGN.md). Redis is reported but never decides: writes still commit and answer
+  // without it (the outbox brings Redis up to date), so taking admin out of rotation for it would only add failed
+  // writes.
+  await app.register(health, {
+    checks: { postgres: () => sql`SELECT 1`.execute(app.db), redis: () => app.redis.ping() },
+    decisive: ['postgres'],
+  });
+  await app.register(adminMetrics);
   await app.register(writePipeline);
   await app.register(snapshots, { relayFollowUp: options.relayFollowUp });
   await app.register(authentication);

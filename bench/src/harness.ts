@@ -128,7 +128,7 @@ export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
 }
 
 /** CPU seconds a process has used so far, in user space and in the kernel on its behalf. */
-export function processCpuTimes(pid: number): { user: number; system: number } {
+function processCpuTimes(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
@@ -172,12 +172,12 @@ export function residentBytes(pid: number): number {
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
 }
 
-export function redisInfo(redisUrl: string, section: string): string {
+function redisInfo(redisUrl: string, section: string): string {
   return spawnSync('redis-cli', ['-u', redisUrl, 'info', section], { encoding: 'utf8' }).stdout;
 }
 
 /** CPU seconds a Redis server has used so far. */
-export function redisCpuSeconds(redisUrl: string): number {
+function redisCpuSeconds(redisUrl: string): number {
   const info = redisInfo(redisUrl, 'cpu');
   const value = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
   return value('used_cpu_user') + value('used_cpu_sys');

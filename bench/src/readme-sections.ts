@@ -21,7 +21,7 @@ import { hasSection, readResult, replaceReadmeSection } from './results.ts';
 export const documentsWithSections = ['README.md', 'docs/benchmarks.md', 'docs/operations.md'];
 
 /** Each section's name and content; null where its results file does not exist yet. */
-export function readmeSections(): [string, string | null][] {
+function readmeSections(): [string, string | null][] {
   const throughput = readResult<ThroughputResult>('throughput');
   const memory = readResult<MemoryResult>('memory');
   const pinned = readResult<PinnedResult>('pinned');

@@ -4,7 +4,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { root } from './harness.ts';
 
-export const resultsDir = join(root, 'bench', 'results');
+const resultsDir = join(root, 'bench', 'results');
 
 export interface Machine {
   cpus: number;
@@ -12,7 +12,7 @@ export interface Machine {
   node: string;
 }
 
-export const machine = (): Machine => ({
+const machine = (): Machine => ({
   cpus: cpus().length,
   cpuModel: cpus()[0]?.model ?? 'unknown',
   node: process.version,

@@ -6,9 +6,9 @@
  */
 import Fastify from 'fastify';
 import { loadConfig } from '@ent/common/config';
-import type { EvalGateResult } from '@ent/common/metering/contract';
-import { createGateBatcher } from '@ent/common/metering/gate-batcher';
-import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
+import type { EvalGateResult } from '../../gateway/src/metering/contract.ts';
+import { createGateBatcher } from '../../gateway/src/metering/gate-batcher.ts';
+import type { EvalGateBatchReply } from '../../gateway/src/metering/scripts.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';
 
 const config = loadConfig();

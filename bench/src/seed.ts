@@ -10,7 +10,7 @@ export interface SeedShape {
 export const DEFAULT_SHAPE: SeedShape = { features: 20, plans: 5, subscribers: 100_000 };
 
 /** Zero-padded to the catalog's widest index (at least two digits), so keys sort like their numbers. */
-export const keyWidth = (features: number) => Math.max(2, String(features - 1).length);
+const keyWidth = (features: number) => Math.max(2, String(features - 1).length);
 export const featureKey = (i: number, features: number) =>
   `feature-${String(i).padStart(keyWidth(features), '0')}`;
 

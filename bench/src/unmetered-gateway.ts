@@ -7,10 +7,10 @@
  * difference between the two bench gateways is then what the round trip itself costs (client, kernel, Redis).
  */
 import { loadConfig } from '@ent/common/config';
-import type { EvalGateInput, EvalGateResult, EvalMeter } from '@ent/common/metering/contract';
-import { createGateBatcher } from '@ent/common/metering/gate-batcher';
-import { decodeGateReply, gateArguments } from '@ent/common/metering/meter';
-import type { EvalGateBatchReply } from '@ent/common/metering/scripts';
+import type { EvalGateInput, EvalGateResult, EvalMeter } from '../../gateway/src/metering/contract.ts';
+import { createGateBatcher } from '../../gateway/src/metering/gate-batcher.ts';
+import { decodeGateReply, gateArguments } from '../../gateway/src/metering/meter.ts';
+import type { EvalGateBatchReply } from '../../gateway/src/metering/scripts.ts';
 import { redisKeys } from '@ent/common/redis/keys';
 import { buildGatewayApp } from '../../gateway/src/app.ts';
 import { createGatewayRedis } from '../../gateway/src/plugins/infrastructure.ts';

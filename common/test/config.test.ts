@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { assertSecretsKeyringUsable } from '../src/crypto/keyring.ts';
-import { encryptSecret } from '../src/crypto/secrets.ts';
+import { encryptSecret } from '../../admin/src/crypto/secrets.ts';
 
 describe('loadConfig', () => {
   it('falls back to the documented defaults', () => {

@@ -5,7 +5,7 @@ import { SERVICE_ENTRY_POINTS } from '../../scripts/build-services.ts';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
-/** The metrics the services export (admin/src/plugins/metrics.ts, gateway/src/plugins/metrics.ts). */
+/** The metrics the services export (common/src/http/metrics.ts, admin/src/plugins/admin-metrics.ts, gateway/src/plugins/gateway-metrics.ts). */
 const EXPORTED = [
   'http_request_duration_seconds',
   'gateway_redis_errors_total',
@@ -77,7 +77,9 @@ describe('metricNamesIn', () => {
 
 describe('the exported metric list', () => {
   it('matches what the services register', () => {
-    const sources = read('admin/src/plugins/metrics.ts') + read('gateway/src/plugins/metrics.ts');
+    const sources = ['common/src/http/metrics.ts', 'admin/src/plugins/admin-metrics.ts', 'gateway/src/plugins/gateway-metrics.ts']
+      .map(read)
+      .join('');
     for (const name of EXPORTED) expect(sources, name).toContain(`'${name}'`);
   });
 });

@@ -1,8 +1,8 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { EvalGateResult } from '../src/metering/contract.ts';
-import { createGateBatcher, type GateBatch } from '../src/metering/gate-batcher.ts';
-import type { EvalGateBatchReply } from '../src/metering/scripts.ts';
+import type { EvalGateResult } from '../../gateway/src/metering/contract.ts';
+import { createGateBatcher, type GateBatch } from '../../gateway/src/metering/gate-batcher.ts';
+import type { EvalGateBatchReply } from '../../gateway/src/metering/scripts.ts';
 
 const NOW = Date.UTC(2026, 10, 22, 12);
 

@@ -4,11 +4,11 @@ import { loadConfig } from '@ent/common/config';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys, type RedisKeys } from '@ent/common/redis/keys';
 import { publishArrangement, SELF_SERVE_ARRANGEMENT } from '@ent/common/metering/arrangement';
-import { EvalGateUnavailableError } from '@ent/common/metering/contract';
-import { createEvalMeter, gateArguments } from '@ent/common/metering/meter';
+import { EvalGateUnavailableError } from '../../gateway/src/metering/contract.ts';
+import { createEvalMeter, gateArguments } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
-import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '@ent/common/metering/scripts';
-import { GATE_BATCH_MEMORY_MS } from '@ent/common/metering/settlements';
+import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../gateway/src/metering/scripts.ts';
+import { GATE_BATCH_MEMORY_MS } from '../../gateway/src/metering/settlements.ts';
 import { deleteKeys } from '../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../test-support/redis-setups.ts';
 

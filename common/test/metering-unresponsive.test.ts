@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { publishArrangement, SELF_SERVE_ARRANGEMENT } from '@ent/common/metering/arrangement';
-import { EvalGateUnavailableError, type EvalMeter } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import { EvalGateUnavailableError, type EvalMeter } from '../../gateway/src/metering/contract.ts';
+import { createEvalMeter } from '../../gateway/src/metering/meter.ts';
 import { currentUsage } from '@ent/common/metering/usage';
 import { startOwnRedis, waitFor, type Started } from '../../gateway/test/processes.ts';
 

@@ -5,8 +5,8 @@ import {
   SELF_SERVE_ARRANGEMENT,
   type Arrangement,
 } from '@ent/common/metering/arrangement';
-import type { VerifiedSubscriber } from '@ent/common/metering/contract';
-import { decodeGateReply, gateArguments, MeteringError } from '@ent/common/metering/meter';
+import type { VerifiedSubscriber } from '../../gateway/src/metering/contract.ts';
+import { decodeGateReply, gateArguments, MeteringError } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS, nextPeriodStartMs, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { headerWarn, uncountedUsage, usageRecord, usageWarn } from '@ent/common/metering/usage';
 

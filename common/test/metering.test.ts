@@ -8,8 +8,8 @@ import {
   SELF_SERVE_ARRANGEMENT,
   type Arrangement,
 } from '@ent/common/metering/arrangement';
-import type { EvalGateResult, EvalMeter, VerifiedSubscriber } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import type { EvalGateResult, EvalMeter, VerifiedSubscriber } from '../../gateway/src/metering/contract.ts';
+import { createEvalMeter } from '../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS, usageTtlMs } from '@ent/common/metering/period';
 import { currentUsage } from '@ent/common/metering/usage';
 import { snapshotStore } from '@ent/common/snapshots/store';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { keyringOf, parseSecretsKey } from '../src/crypto/keyring.ts';
-import { decryptSecret, encryptSecret, isEncryptedWithCurrentKey } from '../src/crypto/secrets.ts';
+import { decryptSecret, encryptSecret, isEncryptedWithCurrentKey } from '../../admin/src/crypto/secrets.ts';
 
 const OLD = '6c'.repeat(32);
 const NEW = randomBytes(32).toString('base64');

@@ -3,26 +3,27 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import { errorHandling } from '@ent/common/http/error-handler';
+import { health, PROBE_TIMEOUT_MS } from '@ent/common/http/health';
 import { lazyRequestLoggers, type LoggerSettings } from '@ent/common/http/lazy-child-logger';
+import { metrics } from '@ent/common/http/metrics';
 import { sharedServerOptions } from '@ent/common/http/server-options';
 import { strictRoutes } from '@ent/common/http/strict-routes';
 import { validatorCompiler } from '@ent/common/http/validation';
-import type { EvalMeter } from '@ent/common/metering/contract';
+import type { EvalMeter } from './metering/contract.ts';
 import type { RedisClient } from '@ent/common/redis/connect';
+import { evalRoutes } from './features/evals/routes.ts';
+import { evaluator } from './features/evals/evaluator.ts';
+import { snapshotCache } from './features/evals/snapshot-cache.ts';
+import { forwardToAdmin } from './features/forwarding/routes.ts';
+import { ofrepRoutes } from './features/ofrep/routes.ts';
+import { sessions } from './features/sessions/sessions.ts';
+import { usageRoute } from './features/usage/routes.ts';
+import { meter } from './metering/plugin.ts';
 import { adminClient } from './plugins/admin-client.ts';
-import { forwardToAdmin } from './plugins/forward.ts';
-import { health } from './plugins/health.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
-import { meter } from './plugins/meter.ts';
-import { metrics } from './plugins/metrics.ts';
+import { gatewayMetrics } from './plugins/gateway-metrics.ts';
 import { pipelineOrder } from './plugins/pipeline-order.ts';
 import { principals } from './plugins/principals.ts';
-import { sessions } from './plugins/sessions.ts';
-import { snapshotCache } from './plugins/snapshot-cache.ts';
-import { evalRoutes } from './routes/evals.ts';
-import { evaluator } from './routes/evaluator.ts';
-import { ofrepRoutes } from './routes/ofrep.ts';
-import { usageRoute } from './routes/usage.ts';
 import { newRequestId } from './request-ids.ts';
 
 export interface GatewayAppOptions {
@@ -40,6 +41,20 @@ export interface GatewayAppOptions {
 }
 
 export type GatewayApp = FastifyInstance;
+
+const REQUEST_DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+/** Admin's `/healthz` answers 200 within the probe's timeout. */
+async function adminAnswers(app: FastifyInstance): Promise<void> {
+  const res = await app.adminPool.request({
+    method: 'GET',
+    path: '/healthz',
+    headersTimeout: PROBE_TIMEOUT_MS,
+    bodyTimeout: PROBE_TIMEOUT_MS,
+  });
+  await res.body.dump();
+  if (res.statusCode !== 200) throw new Error(`admin answered ${res.statusCode}`);
+}
 
 /** Builds the gateway without listening: tests call `inject`, server.ts calls `listen`. */
 export async function buildGatewayApp(options: GatewayAppOptions): Promise<GatewayApp> {
@@ -59,7 +74,11 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(strictRoutes);
   await app.register(pipelineOrder);
   await app.register(infrastructure, { config, clock: options.clock ?? systemClock, redis: options.redis });
-  await app.register(metrics);
+  await app.register(metrics, {
+    requestDurationBuckets: REQUEST_DURATION_BUCKETS,
+    publicPortMetrics: config.publicPortMetrics,
+  });
+  await app.register(gatewayMetrics);
   await app.register(adminClient);
   await app.register(principals);
   await app.register(sessions);
@@ -68,7 +87,12 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     subscribeInvalidations: options.subscribeInvalidations ?? true,
   });
   await app.register(meter, { meter: options.meter });
-  await app.register(health);
+  // The gateway answers evals with Redis alone (DESIGN.md). Admin's state is reported but never decides: taking
+  // every gateway out of rotation because admin is down would also stop the evals, which do not need it.
+  await app.register(health, {
+    checks: { redis: () => app.redis.ping(), admin: () => adminAnswers(app) },
+    decisive: ['redis'],
+  });
   await app.register(evaluator);
   await app.register(evalRoutes);
   await app.register(ofrepRoutes);

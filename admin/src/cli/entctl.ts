@@ -6,7 +6,7 @@ import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { applyArrangementChange, getArrangement, saveArrangement } from '@ent/common/metering/arrangement';
-import { PLAN_KEY_PATTERN } from '@ent/common/schemas/common';
+import { PLAN_KEY_PATTERN } from '@ent/contract/common';
 import { ROLES, type Role } from '@ent/common/auth/scopes';
 import { createOrganization } from '../features/provisioning/create-organization.ts';
 import { createOperatorInvite } from '../features/provisioning/operator-invite.ts';

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { decryptSecret, encryptSecret, isEncryptedWithCurrentKey, type SecretsKeyring } from '@ent/common/crypto/secrets';
+import { decryptSecret, encryptSecret, isEncryptedWithCurrentKey, type SecretsKeyring } from '../crypto/secrets.ts';
 import type { Database } from '@ent/common/db/database';
 import { tokenContext } from '../features/invites/service.ts';
 import { secretContext } from '../features/webhook/service.ts';

@@ -48,7 +48,15 @@ export function queueConnection(config: Config): QueueConnection {
   if (target.cluster) {
     const cluster = new Cluster(target.nodes, { redisOptions: { ...login, maxRetriesPerRequest: null } });
     cluster.on('error', () => {});
-    return { connection: cluster, prefix, close: () => cluster.quit().then(() => undefined, () => cluster.disconnect()) };
+    return {
+      connection: cluster,
+      prefix,
+      close: () =>
+        cluster.quit().then(
+          () => undefined,
+          () => cluster.disconnect(),
+        ),
+    };
   }
   return {
     connection: { ...target.nodes[0], ...login, maxRetriesPerRequest: null },
@@ -57,7 +65,7 @@ export function queueConnection(config: Config): QueueConnection {
   };
 }
 
-export const defaultJobOptions: JobsOptions = {
+const defaultJobOptions: JobsOptions = {
   attempts: 5,
   backoff: { type: 'exponential', delay: 500 },
   removeOnComplete: 1000,
@@ -94,7 +102,13 @@ async function closeQueue(queue: Queues[QueueName]): Promise<void> {
   const bound = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, CLOSE_WAITS_FOR_START_MS);
   });
-  await Promise.race([queue.waitUntilReady().then(() => undefined, () => undefined), bound]);
+  await Promise.race([
+    queue.waitUntilReady().then(
+      () => undefined,
+      () => undefined,
+    ),
+    bound,
+  ]);
   clearTimeout(timer);
   await queue.close();
 }

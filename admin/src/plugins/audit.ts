@@ -21,9 +21,9 @@ import {
 import { isAuditedRequest } from './write-pipeline.ts';
 
 /** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */
-export const AUDIT_STATEMENT_TIMEOUT_MS = 2000;
-export const AUDIT_LOCK_TIMEOUT_MS = 1000;
-export const AUDIT_CONNECT_TIMEOUT_MS = 1000;
+const AUDIT_STATEMENT_TIMEOUT_MS = 2000;
+const AUDIT_LOCK_TIMEOUT_MS = 1000;
+const AUDIT_CONNECT_TIMEOUT_MS = 1000;
 
 interface AuditState {
   /** Made when the request was received: the entry id and its occurred_at. */
@@ -42,7 +42,7 @@ declare module 'fastify' {
 }
 
 /** Its own small pool with short timeouts: a stuck database turns into a quick 503, not a hung write. */
-export function createAuditDb(config: Config): Kysely<Database> {
+function createAuditDb(config: Config): Kysely<Database> {
   return createDb(config.databaseUrl, {
     max: 10,
     connectionTimeoutMillis: AUDIT_CONNECT_TIMEOUT_MS,

@@ -51,7 +51,7 @@ const UNKNOWN_KEY_MEMORY_MS = 60_000;
 const REMEMBERED_KEYS_MAX = 10_000;
 
 /** The key's principal, or null with whether the key was ever issued (revoked or suspended: issued). */
-export async function findPrincipal(
+async function findPrincipal(
   app: FastifyInstance,
   plaintext: string,
 ): Promise<{ principal: Principal | null; issued: boolean }> {
@@ -82,7 +82,7 @@ export async function findPrincipal(
  * `failureLimitAddress` always does), so a client relayed by some other local proxy passing headers through cannot
  * claim more than its `X-Forwarded-For` already could. Without a statement: unstatedFailureLimitAddress.
  */
-export function failureLimitAddressAtAdmin(
+function failureLimitAddressAtAdmin(
   request: FastifyRequest,
   fromInternalCaller: (request: FastifyRequest) => boolean,
   tokenRequired: boolean,
@@ -95,7 +95,7 @@ export function failureLimitAddressAtAdmin(
 }
 
 /** Why the principal may not call this route, or null when it may. */
-export function refusal(principal: Principal, request: FastifyRequest): string | null {
+function refusal(principal: Principal, request: FastifyRequest): string | null {
   const { scope, adminOnly } = request.routeOptions.config;
   if (adminOnly && principal.role !== 'admin') return 'Only members with the admin role may do this.';
   if (scope && !principal.scopes.has(scope)) {

@@ -1,19 +1,19 @@
 import type { TSchema } from '@sinclair/typebox';
-import { ErrorBodySchema } from '@ent/common/schemas/common';
+import { ErrorBodySchema } from '@ent/contract/common';
 import {
   CheckBody,
   CheckResultSchema,
   EntitlementListSchema,
   EntitlementsQuery,
   EvalParams,
-} from '@ent/common/schemas/evals';
+} from '@ent/contract/evals';
 import {
   OfrepBulkSuccess,
   OfrepFailure,
   OfrepParams,
   OfrepRequest,
   OfrepSuccess,
-} from '@ent/common/schemas/ofrep';
+} from '@ent/contract/ofrep';
 
 /**
  * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this
@@ -137,7 +137,7 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
   },
 };
 
-export const EVAL_PATHS: Record<string, Record<string, unknown>> = {
+const EVAL_PATHS: Record<string, Record<string, unknown>> = {
   '/org/subscribers/{subscriber_id}/entitlements/check': {
     post: {
       tags: ['evals'],

@@ -2,10 +2,10 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ErrorBodySchema } from '@ent/common/schemas/common';
+import { ErrorBodySchema } from '@ent/contract/common';
 import { withEvalPaths } from './openapi-evals.ts';
 
-export const API_REFERENCE_TITLE = 'Entitlement service API reference';
+const API_REFERENCE_TITLE = 'Entitlement service API reference';
 
 /**
  * The OpenAPI 3.1 document is generated from the same route schemas that validate requests; `/docs` renders it.

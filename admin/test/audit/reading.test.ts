@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUDIT_PATH_VALUE_NAMES } from '@ent/common/schemas/audit';
+import { AUDIT_PATH_VALUE_NAMES } from '@ent/contract/audit';
 import { createKeyWithScopes } from '../../../test-support/api-keys.ts';
 import {
   createAdminContext,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { GrantBody } from '@ent/common/schemas/plans';
+import type { GrantBody } from '@ent/contract/plans';
 import {
   archivedDetails,
   grantChanges,

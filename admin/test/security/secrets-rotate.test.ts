@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringOf } from '@ent/common/crypto/keyring';
-import { isEncryptedWithCurrentKey } from '@ent/common/crypto/secrets';
+import { isEncryptedWithCurrentKey } from '../../src/crypto/secrets.ts';
 import { buildAdminApp, type AdminApp } from '../../src/app.ts';
 import { signatureHeader } from '../../src/features/webhook/signing.ts';
 import { signingSecrets } from '../../src/features/webhook/service.ts';

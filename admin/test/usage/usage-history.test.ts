@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { getArrangement, publishArrangement, saveArrangement } from '@ent/common/metering/arrangement';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import { createEvalMeter } from '../../../gateway/src/metering/meter.ts';
 import { createKeyWithScopes } from '../../../test-support/api-keys.ts';
 import {
   createAdminContext,

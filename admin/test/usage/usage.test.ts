@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Arrangement } from '@ent/common/metering/arrangement';
-import type { EvalMeter } from '@ent/common/metering/contract';
-import { createEvalMeter } from '@ent/common/metering/meter';
+import type { EvalMeter } from '../../../gateway/src/metering/contract.ts';
+import { createEvalMeter } from '../../../gateway/src/metering/meter.ts';
 import { GRACE_PERIOD_MS } from '@ent/common/metering/period';
 import { createKeyWithScopes } from '../../../test-support/api-keys.ts';
 import {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAdminApp } from '../../src/app.ts';
 import { createTestOrganization, type AdminTestContext } from '../../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../../test-support/api-keys.ts';
-import { decryptSecret } from '@ent/common/crypto/secrets';
+import { decryptSecret } from '../../src/crypto/secrets.ts';
 import {
   caller,
   identityTestContext,

@@ -31,14 +31,16 @@ export function onCleanup(run: () => Promise<void>, runSync: () => void): void {
 export function cleanupAll(): Promise<void> {
   cleaning ??= (async () => {
     for (const run of [...asyncCleanups].reverse()) {
-      await run().catch((error: unknown) => process.stderr.write(`[faults] cleanup step failed: ${String(error)}\n`));
+      await run().catch((error: unknown) =>
+        process.stderr.write(`[faults] cleanup step failed: ${String(error)}\n`),
+      );
     }
   })();
   return cleaning;
 }
 
 /** A PID is gone when signalling it fails with ESRCH; a zombie (exited, not yet reaped) counts as gone. */
-export function isAlive(pid: number): boolean {
+function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch {

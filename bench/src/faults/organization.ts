@@ -6,7 +6,7 @@ import { expectStatus } from './http.ts';
 /** The feature every write and most evals are about. */
 export const FEATURE = 'seats';
 /** What the plan grants before any override: no write of the run ever uses this value. */
-export const PLAN_LIMIT = 5;
+const PLAN_LIMIT = 5;
 
 export interface FaultOrganization {
   organizationId: string;
@@ -23,12 +23,21 @@ export interface FaultOrganization {
  * `entctl org create`, a cap high enough never to warn or block (the eval headers still come, which tells
  * metered answers from fail-open ones), a burst limit above the load; its catalog through a gateway.
  */
-export async function createFaultOrganization(appUrl: string, gatewayUrl: string, name: string): Promise<FaultOrganization> {
+export async function createFaultOrganization(
+  appUrl: string,
+  gatewayUrl: string,
+  name: string,
+): Promise<FaultOrganization> {
   const db = createDb(appUrl, { max: 1 });
   let created;
   try {
     created = await createOrganization(db, name);
-    await saveArrangement(db, created.organization_id, { plan: 'faults', evalLimit: 1_000_000_000, blocking: true, burstPerSecond: 1_000_000 });
+    await saveArrangement(db, created.organization_id, {
+      plan: 'faults',
+      evalLimit: 1_000_000_000,
+      blocking: true,
+      burstPerSecond: 1_000_000,
+    });
   } finally {
     await db.destroy();
   }
@@ -36,7 +45,17 @@ export async function createFaultOrganization(appUrl: string, gatewayUrl: string
   const call = (method: 'POST', path: string, body: unknown, status: number) =>
     expectStatus({ method, url: `${gatewayUrl}${path}`, apiKey, body }, status);
   await call('POST', '/org/features', { key: FEATURE, name: 'Seats', kind: 'limit' }, 201);
-  await call('POST', '/org/plans', { key: 'basic', name: 'Basic', kind: 'catalog', grants: [{ feature: FEATURE, kind: 'limit', limit: PLAN_LIMIT }] }, 201);
+  await call(
+    'POST',
+    '/org/plans',
+    {
+      key: 'basic',
+      name: 'Basic',
+      kind: 'catalog',
+      grants: [{ feature: FEATURE, kind: 'limit', limit: PLAN_LIMIT }],
+    },
+    201,
+  );
   // The writer uses the first four until the fault is over, then the last two (see Writer.redirect).
   const subscribers = ['ann', 'bob', 'cyd', 'dee', 'eve', 'fay'];
   for (const subscriber of subscribers) {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { toBase62 } from './base62.ts';
 
-export const API_KEY_PREFIX = 'svc-mk-1-';
+const API_KEY_PREFIX = 'svc-mk-1-';
 const SECRET_LENGTH = 43; // 32 random bytes in base62
 const CHECKSUM_LENGTH = 6;
 const KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH + CHECKSUM_LENGTH}}$`);

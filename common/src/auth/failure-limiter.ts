@@ -10,7 +10,7 @@ interface Bucket {
 }
 
 /** How many clients' buckets a process keeps; the least recently seen go first (a forgotten client starts full). */
-export const AUTH_FAILURE_CLIENTS = 50_000;
+const AUTH_FAILURE_CLIENTS = 50_000;
 
 /** Groups `a:b:c:d:…` by its /64, which one host (or site) usually owns whole; IPv4 (and IPv4-mapped) stay exact. */
 export function clientKey(ip: string): string {

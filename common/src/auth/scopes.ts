@@ -1,28 +1,8 @@
-export const SCOPES = [
-  'check',
-  'catalog:read',
-  'catalog:write',
-  'subscribers:read',
-  'subscribers:write',
-  'org:read',
-  'org:write',
-  'org:audit:read',
-] as const;
-export type Scope = (typeof SCOPES)[number];
+import { ROLE_RANK, ROLE_SCOPES, ROLES, SCOPES, type Role, type Scope } from '@ent/contract/scopes';
 
-export const ROLES = ['admin', 'developer', 'viewer'] as const;
-export type Role = (typeof ROLES)[number];
+export { ROLE_RANK, ROLE_SCOPES, ROLES, SCOPES, type Role, type Scope } from '@ent/contract/scopes';
 
 export const DEFAULT_KEY_SCOPES: Scope[] = ['check'];
-
-const READ_SCOPES: Scope[] = ['check', 'catalog:read', 'subscribers:read', 'org:read'];
-
-/** What each role may ever do; a key's rights are its scopes intersected with its member's role. */
-export const ROLE_SCOPES: Record<Role, ReadonlySet<Scope>> = {
-  admin: new Set(SCOPES),
-  developer: new Set(SCOPES.filter((s) => s !== 'org:audit:read')),
-  viewer: new Set(READ_SCOPES),
-};
 
 export const isScope = (value: string): value is Scope => (SCOPES as readonly string[]).includes(value);
 export const isRole = (value: string): value is Role => (ROLES as readonly string[]).includes(value);
@@ -33,8 +13,6 @@ export function effectiveScopes(keyScopes: readonly Scope[], role: Role): Set<Sc
   if (keyScopes.length === 0) return new Set(allowedByRole);
   return new Set(keyScopes.filter((s) => allowedByRole.has(s)));
 }
-
-export type AuthType = 'member_apikey' | 'member_session';
 
 interface PrincipalBase {
   organizationId: string;
@@ -84,9 +62,6 @@ export function sessionPrincipal(session: {
     serviceAccountId: null,
   };
 }
-
-/** Roles are nested (viewer ⊂ developer ⊂ admin); a rank says which is higher. */
-export const ROLE_RANK: Record<Role, number> = { viewer: 0, developer: 1, admin: 2 };
 
 /** "An admin", "A developer", "A viewer": the start of a refusal that names the caller's role. */
 export const aRole = (role: Role): string => `${role === 'admin' ? 'An' : 'A'} ${role}`;

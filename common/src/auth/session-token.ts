@@ -3,7 +3,7 @@ import { toBase62 } from './base62.ts';
 
 /** The console's session cookie (docs/console-api.md). */
 export const SESSION_COOKIE = 'ent_session';
-export const SESSION_TOKEN_PREFIX = 'ses_';
+const SESSION_TOKEN_PREFIX = 'ses_';
 const SECRET_LENGTH = 43; // 32 random bytes in base62
 const TOKEN_PATTERN = new RegExp(`^${SESSION_TOKEN_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH}}$`);
 /** Domain separation: the CSRF token is derived from the session token, never equal to any hash that is stored. */
@@ -22,7 +22,7 @@ export interface GeneratedSessionToken {
 const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
 
 export const hashSessionToken = sha256Hex;
-export const hashCsrfToken = sha256Hex;
+const hashCsrfToken = sha256Hex;
 
 /**
  * The session's CSRF token, derived from its token: `GET /console/api/session` can hand it out again without it

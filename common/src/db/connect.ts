@@ -26,7 +26,7 @@ export interface DbOptions {
   log?: LogConfig;
 }
 
-export const DB_TIMEOUT_DEFAULTS = {
+const DB_TIMEOUT_DEFAULTS = {
   connectionTimeoutMillis: 3000,
   statementTimeoutMillis: 10_000,
   /** Above the statement timeout: only a silent server reaches it. */

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -305,19 +305,13 @@ export interface Database {
 
 export type Organization = Selectable<OrganizationsTable>;
 export type Feature = Selectable<FeaturesTable>;
-export type NewFeature = Insertable<FeaturesTable>;
-export type FeatureUpdate = Updateable<FeaturesTable>;
 export type Plan = Selectable<PlansTable>;
-export type PlanGrant = Selectable<PlanGrantsTable>;
 export type Subscriber = Selectable<SubscribersTable>;
 export type Subscription = Selectable<SubscriptionsTable>;
 export type Override = Selectable<OverridesTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type Member = Selectable<MembersTable>;
-export type ServiceAccount = Selectable<ServiceAccountsTable>;
 export type ConsoleSession = Selectable<ConsoleSessionsTable>;
 export type Invite = Selectable<InvitesTable>;
 export type Webhook = Selectable<WebhooksTable>;
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
-export type AuditEvent = Selectable<AuditEventsTable>;
-export type AuditOutcome = Selectable<AuditOutcomesTable>;

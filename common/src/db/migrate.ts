@@ -5,7 +5,7 @@ import type { Database } from './database.ts';
 import { migrations } from './migrations/index.ts';
 
 /** Tables whose rows may only ever be added: the services' role gets INSERT and SELECT on them, nothing else. */
-export const isAppendOnlyTable = (table: string): boolean => table.startsWith('audit_');
+const isAppendOnlyTable = (table: string): boolean => table.startsWith('audit_');
 
 const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 

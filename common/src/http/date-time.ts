@@ -1,5 +1,5 @@
 /** Longest RFC 3339 value accepted: 9 fraction digits and a numeric offset fit (35 characters) with room. */
-export const MAX_DATE_TIME_LENGTH = 40;
+const MAX_DATE_TIME_LENGTH = 40;
 
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
@@ -21,7 +21,7 @@ export function parseDateTime(value: string): number {
 
 /**
  * RFC 3339 date-time that names one instant JavaScript can represent. Stricter than ajv-formats on purpose:
- * a leap second (`:60`) is refused (Date.parse gives NaN for it, which used to reach the audit query as a 500),
+ * a leap second (`:60`) is refused (Date.parse gives NaN for it, which the audit query could not use: a 500),
  * as are impossible dates, offsets beyond ±23:59, more than nanosecond precision, and instants outside the
  * UTC years 0000-9999. `-00:00` is UTC, as in RFC 3339.
  */

@@ -12,7 +12,7 @@ interface PgError {
 
 // Connection-level failures (socket errors, Postgres shutting down, unreachable or not answering in time, pool
 // timeouts, a statement cancelled by its timeout). A paused Postgres shows up as node-postgres's own read timeout
-// and then as a client "not queryable" on the rollback: both were 500s under a black-box fault audit.
+// and then as a client "not queryable" on the rollback: both mean the database is unavailable (503), not a bug.
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -66,7 +66,7 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   }
   const pg = error as PgError;
   // The client closed the connection mid-body (Fastify's parser: 400, ECONNRESET "aborted"): nobody waits for an
-  // answer, and it is no backing service's failure (it was a 503, logged as an error, on every client abort).
+  // answer, and it is no backing service's failure (a 503 would log an error for every client that gives up).
   if (fastifyError.statusCode === 400 && error.message === 'aborted') {
     return new AppError(
       400,

@@ -4,7 +4,7 @@ import { MAX_JSON_DEPTH, exceedsJsonDepth } from './json-depth.ts';
 
 /**
  * Replaces Fastify's JSON body parser with the same parser behind a depth check, and reads an empty body as none.
- * A small body nested thousands deep (40 KB of `[`) used to pass the size limit and overflow the stack of a
+ * A small body nested thousands deep (40 KB of `[`) passes the size limit and would overflow the stack of a
  * recursive walk later (a 500). 422 rather than 413: the body is small, its shape is what is wrong
  * (decisions.md, "Hostile input").
  */

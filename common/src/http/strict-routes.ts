@@ -1,7 +1,7 @@
 import type { FastifyInstance, preValidationHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { validationError } from '../errors/app-error.ts';
-import { NoQuery } from '../schemas/common.ts';
+import { NoQuery } from '@ent/contract/common';
 
 /**
  * A route that declares no body takes none: nothing, or `{}`, as clients that always send an object do. Any field

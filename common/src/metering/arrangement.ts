@@ -28,7 +28,7 @@ export const SELF_SERVE_ARRANGEMENT: Arrangement = {
 };
 
 /** Plan key given to a capped arrangement that names none (e.g. a limit set on a formerly unlimited org). */
-export const INDIVIDUAL_PLAN = 'individual';
+const INDIVIDUAL_PLAN = 'individual';
 
 export interface ArrangementChange {
   plan?: string;
@@ -73,7 +73,11 @@ export async function getArrangement(db: Db, organizationId: string): Promise<Ve
 }
 
 /** Saves the arrangement and records its outbox entry in one transaction; returns the new version. */
-export async function saveArrangement(db: Db, organizationId: string, arrangement: Arrangement): Promise<number> {
+export async function saveArrangement(
+  db: Db,
+  organizationId: string,
+  arrangement: Arrangement,
+): Promise<number> {
   return transact(db, async (trx) => {
     const row = await trx
       .updateTable('organizations')

@@ -3,7 +3,7 @@
 export const GRACE_PERIOD_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** How long a month's usage hash outlives the month (kept for late refunds and inspection). */
-export const USAGE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
+const USAGE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 
 let cachedPeriod = { startMs: 0, endMs: -1, period: '' };
 

@@ -2,8 +2,18 @@ import { toTimestamp } from '../clock.ts';
 import type { RedisClient } from '../redis/connect.ts';
 import type { RedisKeys } from '../redis/keys.ts';
 import type { Arrangement } from './arrangement.ts';
-import type { EvalUsageHeaders, EvalWarn } from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf } from './period.ts';
+
+export type EvalWarn = '80' | '100' | 'grace';
+
+/** Values for the X-Svc-Eval-* headers; null when the organization has no monthly cap. */
+export interface EvalUsageHeaders {
+  limit: number;
+  used: number;
+  warn: EvalWarn | null;
+  /** The arrangement's blocking flag, which `warn` depends on (over the limit: `grace` when blocking). */
+  blocking: boolean;
+}
 
 /** The month's counters as Redis keeps them. */
 export interface UsageCounters {
@@ -36,7 +46,7 @@ function effectiveFirstOverAt(cap: Cap, counters: UsageCounters): number | null 
 }
 
 /** Evals stop: blocking, over the limit, and the 7-day grace period after first_over_at has passed. */
-export function evalsStopped(cap: Cap, counters: UsageCounters, nowMs: number): boolean {
+function evalsStopped(cap: Cap, counters: UsageCounters, nowMs: number): boolean {
   const firstOverAt = effectiveFirstOverAt(cap, counters);
   return cap.blocking && firstOverAt !== null && nowMs >= firstOverAt + GRACE_PERIOD_MS;
 }

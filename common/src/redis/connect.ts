@@ -2,7 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { RedisClient } from './client.ts';
 import { withScripts } from './commands.ts';
-import { nodeOptions, redactRedisUrl, redisTarget, type RedisNode } from './redis-url.ts';
+import { nodeOptions, redactRedisUrl, redisTarget } from './redis-url.ts';
 
 export type { RedisClient } from './client.ts';
 
@@ -31,17 +31,14 @@ export function createRedis(
   if (target.cluster) {
     return withScripts(
       quietConnectionErrors(
-        new Cluster(target.nodes, { enableAutoPipelining: options.enableAutoPipelining, redisOptions: options }),
+        new Cluster(target.nodes, {
+          enableAutoPipelining: options.enableAutoPipelining,
+          redisOptions: options,
+        }),
       ),
     );
   }
   return withScripts(quietConnectionErrors(new Redis({ ...target.nodes[0], ...options })));
-}
-
-/** The cluster's seed nodes (REDIS_CLUSTER_NODES, or a redis+cluster:// URL); empty for a single Redis. */
-export function clusterNodesOf(config: RedisConfig): RedisNode[] {
-  const target = redisTarget(config);
-  return target.cluster ? target.nodes : [];
 }
 
 /** Redis answered, and refused REDIS_URL's user, password or database: reconnecting cannot help. */
@@ -49,9 +46,10 @@ export class RedisLoginError extends Error {
   override name = 'RedisLoginError';
 }
 
-const LOGIN_REFUSED = /\b(NOAUTH|WRONGPASS|NOPERM)\b|invalid password|invalid username|DB index is out of range/i;
+const LOGIN_REFUSED =
+  /\b(NOAUTH|WRONGPASS|NOPERM)\b|invalid password|invalid username|DB index is out of range/i;
 
-export const isLoginRefused = (error: unknown): boolean =>
+const isLoginRefused = (error: unknown): boolean =>
   error instanceof Error && LOGIN_REFUSED.test(error.message);
 
 /**

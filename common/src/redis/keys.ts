@@ -22,7 +22,7 @@ export function redisKeys(prefix: string) {
     arrangement: (organizationId: string) => `${org(organizationId)}:arrangement`,
     /** Hash per UTC month (`YYYY-MM`): eval count and first_over_at. */
     evalUsage: (organizationId: string, period: string) => `${org(organizationId)}:usage:${period}`,
-    /** String per gate batch, kept briefly: evals it counted, or `settled` (metering/settlements.ts). */
+    /** String per gate batch, kept briefly: evals it counted, or `settled` (gateway/src/metering/settlements.ts). */
     gateBatch: (organizationId: string, batchId: string) => `${org(organizationId)}:gate:${batchId}`,
     /** Counter per one-second window for the burst limit. */
     burst: (organizationId: string) => `${org(organizationId)}:burst`,

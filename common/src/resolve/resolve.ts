@@ -1,9 +1,8 @@
 import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '../snapshots/documents.ts';
 
-import type { CheckResult } from '../schemas/evals.ts';
+import type { CheckResult } from '@ent/contract/evals';
 
-export type { CheckResult } from '../schemas/evals.ts';
-export type EntitlementSource = CheckResult['source'];
+export type { CheckResult } from '@ent/contract/evals';
 
 export interface ResolvedEntitlements {
   /** Every catalog feature, ordered by feature key. */
@@ -71,7 +70,11 @@ export function resolveFeature(
 }
 
 /** Every catalog feature resolved at `nowMs`, and until when that answer holds. */
-export function resolveAll(catalog: CatalogDoc, subscriber: SubscriberDoc, nowMs: number): ResolvedEntitlements {
+export function resolveAll(
+  catalog: CatalogDoc,
+  subscriber: SubscriberDoc,
+  nowMs: number,
+): ResolvedEntitlements {
   const keys = Object.keys(catalog.features).sort();
   const results: CheckResult[] = [];
   const byFeature = new Map<string, CheckResult>();
@@ -82,7 +85,8 @@ export function resolveAll(catalog: CatalogDoc, subscriber: SubscriberDoc, nowMs
   }
   let validUntil: number | null = null;
   for (const [feature, override] of Object.entries(subscriber.overrides)) {
-    if (override.expiresAt === null || override.expiresAt <= nowMs || !(feature in catalog.features)) continue;
+    if (override.expiresAt === null || override.expiresAt <= nowMs || !(feature in catalog.features))
+      continue;
     if (validUntil === null || override.expiresAt < validUntil) validUntil = override.expiresAt;
   }
   return { results, byFeature, validUntil };

@@ -113,14 +113,6 @@ export async function buildSubscribers(
   });
 }
 
-export async function buildSubscriber(
-  db: Db,
-  organizationId: string,
-  subscriberId: string,
-): Promise<Versioned<SubscriberDoc> | null> {
-  return (await buildSubscribers(db, organizationId, [subscriberId])).get(subscriberId) ?? null;
-}
-
 export interface ApiKeySnapshot {
   keyHash: string;
   organizationId: string;

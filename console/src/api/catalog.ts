@@ -1,13 +1,9 @@
 import { api, segment, type Query } from './client.ts';
 import { collectPages } from './pages.ts';
-import type { Feature, FeatureKind, Grant, Page, Plan, PlanKind } from './types.ts';
+import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/contract/features';
+import type { Feature, Grant, Page, Plan, PlanKind } from './types.ts';
 
-export interface CreateFeatureInput {
-  key: string;
-  name: string;
-  kind: FeatureKind;
-  description?: string;
-}
+export type CreateFeatureInput = CreateFeatureBody;
 
 export interface CreatePlanInput {
   key: string;
@@ -30,7 +26,7 @@ export const catalogApi = {
       (feature) => feature.key,
     ),
   createFeature: (input: CreateFeatureInput) => api.post<Feature>('/org/features', input),
-  updateFeature: (key: string, input: { name?: string; description?: string }) =>
+  updateFeature: (key: string, input: UpdateFeatureBody) =>
     api.patch<Feature>(`/org/features/${segment(key)}`, input),
 
   /** Every plan in key order; with `subscriberCounts`, each carries `subscriber_count` (one count per page). */

@@ -30,7 +30,7 @@ export interface RequestOptions {
 
 const SAFE_METHODS: ReadonlySet<Method> = new Set(['GET']);
 
-export function pathWithQuery(path: string, query: Query | undefined): string {
+function pathWithQuery(path: string, query: Query | undefined): string {
   if (!query) return path;
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {

@@ -1,14 +1,10 @@
+import type { UpdateOrganizationBody } from '@ent/contract/organization';
 import { api } from './client.ts';
+import type { Organization } from './types.ts';
 
-export interface Organization {
-  organization_id: string;
-  name: string;
-  slug: string;
-  created_at: string;
-  updated_at: string;
-}
+export type { Organization } from './types.ts';
 
 export const organizationApi = {
   get: () => api.get<Organization>('/org'),
-  update: (input: { name?: string; slug?: string }) => api.patch<Organization>('/org', input),
+  update: (input: UpdateOrganizationBody) => api.patch<Organization>('/org', input),
 };

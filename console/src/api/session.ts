@@ -1,4 +1,5 @@
 import { request, segment, setCsrfToken } from './client.ts';
+import type { AcceptInviteBody, ChangePasswordBody, SignInBody, SignUpBody } from '@ent/contract/console';
 import type { InvitePreview, OrganizationChoice, Session } from './types.ts';
 
 /** docs/console-api.md: the console's own routes. Every answer that carries a session arms the CSRF token. */
@@ -9,28 +10,15 @@ const remember = (session: Session): Session => {
   return session;
 };
 
-export interface SignUpInput {
-  email: string;
-  password: string;
-  name?: string;
-  organization: { name: string; slug: string };
-}
+export type SignUpInput = SignUpBody;
 
 /** Without `organization`, the service finds the organizations where the email and password match. */
-export interface SignInInput {
-  organization?: string;
-  email: string;
-  password: string;
-}
+export type SignInInput = SignInBody;
 
 export const isOrganizationChoice = (answer: Session | OrganizationChoice): answer is OrganizationChoice =>
   'organizations' in answer;
 
-export interface AcceptInviteInput {
-  password: string;
-  name?: string;
-  email?: string;
-}
+export type AcceptInviteInput = AcceptInviteBody;
 
 export const sessionApi = {
   current: async (): Promise<Session> =>
@@ -52,8 +40,7 @@ export const sessionApi = {
       setCsrfToken(null);
     }
   },
-  changePassword: (input: { current_password: string; new_password: string }) =>
-    request<null>('POST', `${base}/password`, { body: input }),
+  changePassword: (input: ChangePasswordBody) => request<null>('POST', `${base}/password`, { body: input }),
   invite: (token: string) =>
     request<InvitePreview>('GET', `${base}/invites/${segment(token)}`, { expectUnauthenticated: true }),
   acceptInvite: async (token: string, input: AcceptInviteInput): Promise<Session> =>

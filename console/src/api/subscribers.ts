@@ -1,14 +1,18 @@
 import { api, segment, type Query } from './client.ts';
-import type { EntitlementList, FeatureKind, Override, Page, Subscriber, Subscription } from './types.ts';
+import type { PutOverrideBody } from '@ent/contract/overrides';
+import type { ChangeSubscriptionBody } from '@ent/contract/subscriptions';
+import type {
+  ChangedSubscription,
+  EntitlementList,
+  Override,
+  Page,
+  Subscriber,
+  Subscription,
+} from './types.ts';
 
 const subscriberPath = (id: string) => `/org/subscribers/${segment(id)}`;
 
-export interface PutOverrideInput {
-  kind: FeatureKind;
-  allowed?: boolean;
-  limit?: number | null;
-  expires_at?: string | null;
-}
+export type PutOverrideInput = PutOverrideBody;
 
 export const subscribersApi = {
   /** One page in id order; `search` keeps those whose id starts with it or whose name contains it. */
@@ -25,11 +29,8 @@ export const subscribersApi = {
     }),
   subscribe: (id: string, planKey: string) =>
     api.post<Subscription>(`${subscriberPath(id)}/subscriptions`, { plan_id: planKey }),
-  changeSubscription: (id: string, input: { plan_id: string; subscription_id?: string }) =>
-    api.post<Subscription & { canceled_subscription_id: string }>(
-      `${subscriberPath(id)}/subscriptions/change`,
-      input,
-    ),
+  changeSubscription: (id: string, input: ChangeSubscriptionBody) =>
+    api.post<ChangedSubscription>(`${subscriberPath(id)}/subscriptions/change`, input),
   cancelSubscription: (id: string, subscriptionId: string) =>
     api.post<Subscription>(`${subscriberPath(id)}/subscriptions/${segment(subscriptionId)}/cancel`),
 

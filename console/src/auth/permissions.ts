@@ -1,4 +1,4 @@
-import { ROLE_RANK, ROLE_SCOPES, SCOPES } from '@ent/common/auth/scopes';
+import { ROLE_RANK, ROLE_SCOPES, SCOPES } from '@ent/contract/scopes';
 import type { Role, Scope } from '../api/types.ts';
 
 /**

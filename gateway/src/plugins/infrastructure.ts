@@ -30,11 +30,15 @@ export interface GatewayInfrastructureOptions {
  * CPU per eval).
  */
 export function createGatewayRedis(config: Config): RedisClient {
-  return createRedis(config, { enableOfflineQueue: false, maxRetriesPerRequest: 0, enableAutoPipelining: false });
+  return createRedis(config, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    enableAutoPipelining: false,
+  });
 }
 
 /** Waits (bounded) for the first connection; a gateway starting while Redis is down starts degraded. */
-export async function waitForRedis(redis: RedisClient, timeoutMs = 3000): Promise<boolean> {
+async function waitForRedis(redis: RedisClient, timeoutMs = 3000): Promise<boolean> {
   if (redis.status === 'ready') return true;
   return new Promise((resolve) => {
     const timer = setTimeout(() => done(false), timeoutMs);

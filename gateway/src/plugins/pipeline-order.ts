@@ -36,8 +36,8 @@ const mayStart = (pipeline: Pipeline, write: boolean): boolean =>
 /**
  * Requests pipelined on one connection run in its order where it matters (RFC 9112 §9.3.2: only safe methods may
  * be processed in parallel): a write starts once every earlier request on the connection has been answered, and
- * any request once every earlier write has. A black-box audit pipelined three PATCHes and a GET: admin applied the
- * writes in any order (each is forwarded on its own connection to admin) and the GET read the value before them.
+ * any request once every earlier write has. Each forwarded request takes its own connection to admin, so without
+ * this three pipelined PATCHes could apply in any order and a GET after them could read the value before them.
  * A connection that does not pipeline (nearly all) pays one check on its socket per request.
  */
 export const pipelineOrder = fp(

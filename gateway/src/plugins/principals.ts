@@ -259,5 +259,5 @@ export const principals = fp<{ max?: number; unknownMax?: number }>(
     };
     app.decorate('principals', service);
   },
-  { name: 'principals', dependencies: ['infrastructure', 'admin-client', 'metrics'] },
+  { name: 'principals', dependencies: ['infrastructure', 'admin-client', 'gateway-metrics'] },
 );

@@ -4,10 +4,10 @@ import { resolveAll } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, OverrideValue, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { catalogArbitrary } from '../../../test-support/catalog-arbitrary.ts';
 import { Value } from '@sinclair/typebox/value';
-import { CheckResultSchema, EntitlementListSchema } from '@ent/common/schemas/evals';
-import { OfrepBulkSuccess, OfrepSuccess } from '@ent/common/schemas/ofrep';
-import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../../src/cache/entries.ts';
-import { toOfrep } from '../../src/routes/ofrep.ts';
+import { CheckResultSchema, EntitlementListSchema } from '@ent/contract/evals';
+import { OfrepBulkSuccess, OfrepSuccess } from '@ent/contract/ofrep';
+import { CatalogEntry, EVERY_FEATURE, SubscriberEntry } from '../../src/features/shared/entries.ts';
+import { toOfrep } from '../../src/features/ofrep/routes.ts';
 
 /**
  * Subscribers of one catalog version share plan sets and their serialized answers: whatever order they are

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
-import { CatalogEntry, SubscriberEntry } from '../../src/cache/entries.ts';
-import { SubscriberLru } from '../../src/cache/subscriber-lru.ts';
+import { CatalogEntry, SubscriberEntry } from '../../src/features/shared/entries.ts';
+import { SubscriberLru } from '../../src/features/evals/subscriber-lru.ts';
 
 const NOW = Date.UTC(2026, 10, 24, 12);
 const catalog = new CatalogEntry(1, { features: { seats: 'limit' }, plans: {} });

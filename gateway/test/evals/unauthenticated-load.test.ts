@@ -18,7 +18,8 @@ import { gatewayOverAdmin } from '../helpers.ts';
 import type { GatewayApp } from '../../src/app.ts';
 import { adminClient } from '../../src/plugins/admin-client.ts';
 import { infrastructure } from '../../src/plugins/infrastructure.ts';
-import { metrics } from '../../src/plugins/metrics.ts';
+import { metrics } from '@ent/common/http/metrics';
+import { gatewayMetrics } from '../../src/plugins/gateway-metrics.ts';
 import { principals } from '../../src/plugins/principals.ts';
 
 /**
@@ -245,7 +246,8 @@ describe('the negative cache', () => {
     const config = { ...ctx.config, adminUrl: `http://127.0.0.1:${port}`, authFailuresPerMinute: 0 };
     const app = Fastify({ logger: false });
     await app.register(infrastructure, { config, clock, redis: ctx.redis });
-    await app.register(metrics);
+    await app.register(metrics, { requestDurationBuckets: [1], publicPortMetrics: 'off' });
+    await app.register(gatewayMetrics);
     await app.register(adminClient);
     await app.register(principals, { max: 2, unknownMax: 2 });
     await app.ready();

@@ -1,6 +1,6 @@
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { LocalCounter, LocalHistogram } from '../../src/plugins/local-metrics.ts';
+import { LocalCounter, LocalHistogram } from '@ent/common/http/local-metrics';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1];
 const OBSERVED: [string, string, number][] = [

@@ -1,33 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { isScope } from '@ent/common/auth/scopes';
 import {
   ApiKeyListSchema,
   ApiKeyParams,
   CreateApiKeyBody,
   CreatedApiKeySchema,
   ListApiKeysQuery,
-  type ApiKeyBody,
-} from '@ent/common/schemas/api-keys';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
-import { ServiceAccountIdParams } from '@ent/common/schemas/service-accounts';
-import { getServiceAccount } from '../service-accounts/service.ts';
-import { createApiKey, listApiKeys, revokeApiKey } from './service.ts';
-import type { ApiKeyRow } from './store.ts';
-
-export const toApiKeyBody = (key: ApiKeyRow): ApiKeyBody => ({
-  key_id: key.id,
-  key_prefix: key.key_prefix,
-  name: key.name,
-  service_account_id: key.service_account_id,
-  scopes: key.scopes.filter(isScope),
-  created_at: key.created_at.toISOString(),
-  revoked_at: key.revoked_at?.toISOString() ?? null,
-  minted_by: key.minted_by_member_id
-    ? { member_id: key.minted_by_member_id, email: key.minted_by_email }
-    : null,
-  minted_with_key_id: key.minted_with_key_id,
-});
+} from '@ent/contract/api-keys';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
+import { ServiceAccountIdParams } from '@ent/contract/service-accounts';
+import { createApiKey, listApiKeys, revokeApiKey, toApiKeyBody } from './service.ts';
 
 const tags = ['api keys'];
 
@@ -75,8 +57,7 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const organizationId = request.principal!.organizationId;
-      const account = await getServiceAccount(app.db, organizationId, request.params.service_account_id);
-      const page = await listApiKeys(app.db, organizationId, account.id, {
+      const page = await listApiKeys(app.db, organizationId, request.params.service_account_id, {
         limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import { generateApiKey } from '@ent/common/auth/api-key';
-import { DEFAULT_KEY_SCOPES, type Principal, type Role } from '@ent/common/auth/scopes';
+import { DEFAULT_KEY_SCOPES, isScope, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { CreateApiKeyBody } from '@ent/common/schemas/api-keys';
+import type { ApiKeyBody, CreateApiKeyBody } from '@ent/contract/api-keys';
 import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
@@ -21,6 +21,20 @@ import {
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { withCallerConfirmed } from '../shared/write/locks.ts';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
+
+export const toApiKeyBody = (key: ApiKeyRow): ApiKeyBody => ({
+  key_id: key.id,
+  key_prefix: key.key_prefix,
+  name: key.name,
+  service_account_id: key.service_account_id,
+  scopes: key.scopes.filter(isScope),
+  created_at: key.created_at.toISOString(),
+  revoked_at: key.revoked_at?.toISOString() ?? null,
+  minted_by: key.minted_by_member_id
+    ? { member_id: key.minted_by_member_id, email: key.minted_by_email }
+    : null,
+  minted_with_key_id: key.minted_with_key_id,
+});
 
 export interface CreatedApiKey {
   key: ApiKeyRow;
@@ -102,20 +116,21 @@ export async function revokeApiKey(
   });
 }
 
-/** A service account's keys, newest first (revoked ones included), one page. */
-export function listApiKeys(
+/** A service account's keys, newest first (revoked ones included), one page; 404 when the account is not there. */
+export async function listApiKeys(
   db: Kysely<Database>,
   organizationId: string,
   serviceAccountId: string,
   request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
 ): Promise<Page<ApiKeyRow>> {
+  const account = await getServiceAccount(db, organizationId, serviceAccountId);
   return paginate(
     request,
     {
-      find: (id) => findApiKey(db, organizationId, serviceAccountId, id),
+      find: (id) => findApiKey(db, organizationId, account.id, id),
       what: 'a key of this service account',
     },
-    (filter) => listApiKeyRows(db, organizationId, serviceAccountId, filter),
+    (filter) => listApiKeyRows(db, organizationId, account.id, filter),
   );
 }
 

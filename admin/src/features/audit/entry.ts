@@ -2,12 +2,12 @@ import { decodeTime, encodeTime, monotonicFactory } from 'ulidx';
 import type { Selectable } from 'kysely';
 import type { AuditEventsTable } from '@ent/common/db/database';
 import { isWellFormedApiKey } from '@ent/common/auth/api-key';
-import type { AuditEventBody, AuditOutcomeName } from '@ent/common/schemas/audit';
+import type { AuditEventBody, AuditOutcomeName } from '@ent/contract/audit';
 import { parseDateTime } from '@ent/common/http/date-time';
 
 /** A details field whose JSON is larger than this is recorded as `{ too_large: true }` (the field still named). */
-export const AUDIT_FIELD_MAX_BYTES = 2048;
-export const TOO_LARGE = Object.freeze({ too_large: true });
+const AUDIT_FIELD_MAX_BYTES = 2048;
+const TOO_LARGE = Object.freeze({ too_large: true });
 export const USER_AGENT_MAX_LENGTH = 512;
 
 const MAX_ULID_TIME = 2 ** 48 - 1;
@@ -48,7 +48,11 @@ export const recordableParam = (value: unknown): string => String(value).replace
  * A whole API key (a key prefix is 8 characters of the secret part), a webhook signing secret, or an invite link
  * (`…/join/<token>`, the token 43 base64url characters, percent-encoded or not).
  */
-const SECRET_PATTERNS = [/svc-mk-1-[A-Za-z0-9]{20,}/, /whsec_[A-Za-z0-9+/=_-]{16,}/, /\/join\/[A-Za-z0-9_%-]{32,}/];
+const SECRET_PATTERNS = [
+  /svc-mk-1-[A-Za-z0-9]{20,}/,
+  /whsec_[A-Za-z0-9+/=_-]{16,}/,
+  /\/join\/[A-Za-z0-9_%-]{32,}/,
+];
 
 const looksSecret = (value: string): boolean =>
   isWellFormedApiKey(value) || SECRET_PATTERNS.some((p) => p.test(value));

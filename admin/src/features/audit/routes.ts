@@ -6,8 +6,8 @@ import {
   AuditEventListSchema,
   ListAuditEventsQuery,
   type AuditOutcomeName,
-} from '@ent/common/schemas/audit';
-import { commonErrorResponses } from '@ent/common/schemas/common';
+} from '@ent/contract/audit';
+import { commonErrorResponses } from '@ent/contract/common';
 import { rfc3339ToMs, toAuditEventBody } from './entry.ts';
 import { listAuditEvents } from './service.ts';
 

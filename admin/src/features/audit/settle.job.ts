@@ -5,7 +5,7 @@ import { insertSettleMark, latestSettleMark, settlePendingEntries } from './stor
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
 
 /** An entry still `pending` this long after its request arrived will never get an answer: settle it. */
-export const AUDIT_SETTLE_AFTER_MS = 5 * 60_000;
+const AUDIT_SETTLE_AFTER_MS = 5 * 60_000;
 const BATCH_SIZE = 1000;
 const MAX_BATCHES = 100;
 

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { AuditOutcomeKind, Database } from '@ent/common/db/database';
-import type { AuditOutcomeName } from '@ent/common/schemas/audit';
+import type { AuditOutcomeName } from '@ent/contract/audit';
 import { auditIdFloor, type AuditEntryRow } from './entry.ts';
 
 export interface NewAuditEntry {

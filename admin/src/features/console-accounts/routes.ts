@@ -14,8 +14,8 @@ import {
   SignInBody,
   SignUpBody,
   type InvitePreviewBody,
-} from '@ent/common/schemas/console';
-import { ErrorBodySchema } from '@ent/common/schemas/common';
+} from '@ent/contract/console';
+import { ErrorBodySchema } from '@ent/contract/common';
 import { sessionEnded } from '@ent/common/auth/session-lookup';
 import { authenticateSession } from '../console-sessions/authenticate.ts';
 import { clearSessionCookie, sessionTokenOf, setSessionCookie } from '../console-sessions/cookie.ts';

@@ -8,7 +8,7 @@ import type {
   OrganizationChoiceBody,
   SignInBody,
   SignUpBody,
-} from '@ent/common/schemas/console';
+} from '@ent/contract/console';
 import {
   endMemberSessions,
   liveSession,

@@ -12,10 +12,10 @@ import type { RedisKeys } from '@ent/common/redis/keys';
  * bounds an attacker spread over many addresses, at the price that 20 addresses together can lock it for everyone
  * (SECURITY.md).
  */
-export const SIGN_IN_FAILURES_PER_ACCOUNT_AND_ADDRESS = 5;
-export const SIGN_IN_FAILURES_PER_ACCOUNT = 100;
-export const SIGN_IN_FAILURES_PER_ADDRESS = 30;
-export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
+const SIGN_IN_FAILURES_PER_ACCOUNT_AND_ADDRESS = 5;
+const SIGN_IN_FAILURES_PER_ACCOUNT = 100;
+const SIGN_IN_FAILURES_PER_ADDRESS = 30;
+const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
 
 export const signInRateLimited = (retryAfterSeconds: number) =>
   new AppError(429, 'RATE_LIMITED', 'Too many failed sign-ins; retry later.', undefined, {

@@ -4,7 +4,7 @@ import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { RedisKeys } from '@ent/common/redis/keys';
 
-export const SIGN_UP_WINDOW_MS = 60 * 60 * 1000;
+const SIGN_UP_WINDOW_MS = 60 * 60 * 1000;
 
 const signUpRateLimited = (retryAfterSeconds: number) =>
   new AppError(429, 'RATE_LIMITED', 'Too many sign-ups from this address; retry later.', undefined, {

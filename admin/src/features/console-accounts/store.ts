@@ -8,7 +8,7 @@ type Db = Kysely<Database> | Transaction<Database>;
  * email is one's own, so anyone could give an email many organizations and make its every sign-in expensive. The
  * oldest count; a person in more organizations names the slug to reach the newer ones.
  */
-export const SIGN_IN_MEMBERSHIPS_CHECKED = 20;
+const SIGN_IN_MEMBERSHIPS_CHECKED = 20;
 
 /**
  * The person signing in: the users with this lower-cased email, not removed (members_organization_email, the

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
 
 /** Where `npm run console:build` writes the single-page app (the repository's console/dist). */
-export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
+const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
 
 /**
  * Console pages may load only their own scripts, styles and images, and be framed by nobody; the invite token

@@ -17,7 +17,7 @@ export interface SessionCleanupOptions {
   maxBatches: number;
 }
 
-export const defaultSessionCleanupOptions: SessionCleanupOptions = {
+const defaultSessionCleanupOptions: SessionCleanupOptions = {
   retentionMs: ENDED_SESSION_RETENTION_MS,
   batchSize: 1000,
   maxBatches: 20,

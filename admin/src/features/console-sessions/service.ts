@@ -8,7 +8,7 @@ import {
 } from '@ent/common/auth/session-token';
 import type { Database } from '@ent/common/db/database';
 import { newId } from '@ent/common/ids';
-import type { ConsoleSessionBody } from '@ent/common/schemas/console';
+import type { ConsoleSessionBody } from '@ent/contract/console';
 import { findLiveSession, insertSession, revokeMemberSessionRows, revokeSessionRow } from './store.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;

@@ -64,8 +64,6 @@ export function findLiveSession(db: Db, tokenHash: string, now: Date) {
     .executeTakeFirst();
 }
 
-export type LiveSessionRow = NonNullable<Awaited<ReturnType<typeof findLiveSession>>>;
-
 export async function revokeSessionRow(db: Db, sessionId: string, now: Date): Promise<void> {
   await db
     .updateTable('console_sessions')

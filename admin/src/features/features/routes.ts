@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateFeatureBody,
   FeatureKeyParams,
@@ -8,7 +8,7 @@ import {
   FeatureSchema,
   ListFeaturesQuery,
   UpdateFeatureBody,
-} from '@ent/common/schemas/features';
+} from '@ent/contract/features';
 import { createFeature, getFeature, listFeatures, toFeatureBody, updateFeature } from './service.ts';
 
 const tags = ['features'];

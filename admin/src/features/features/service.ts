@@ -2,7 +2,7 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import type { Database, Feature } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { CreateFeatureBody, FeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
+import type { CreateFeatureBody, FeatureBody, UpdateFeatureBody } from '@ent/contract/features';
 import { changedFields } from '../shared/changes.ts';
 import { assertCatalogRoom, type CatalogLimits } from '../shared/catalog-limits.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
@@ -27,7 +27,7 @@ export const toFeatureBody = (feature: Feature): FeatureBody => ({
   updated_at: feature.updated_at.toISOString(),
 });
 
-export const featureNotFound = (key: string) =>
+const featureNotFound = (key: string) =>
   notFound(`No feature with key "${key}".`, { field: 'key', value: key });
 
 export async function createFeature(

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { newId } from '@ent/common/ids';
 import type { Database, Feature, FeatureKind } from '@ent/common/db/database';
-import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/common/schemas/features';
+import type { CreateFeatureBody, UpdateFeatureBody } from '@ent/contract/features';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

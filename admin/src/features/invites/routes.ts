@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '@ent/common/config';
 import type { Invite } from '@ent/common/db/database';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateInviteBody,
   InviteIdParams,
@@ -10,7 +10,7 @@ import {
   InviteSchema,
   ListInvitesQuery,
   type InviteBody,
-} from '@ent/common/schemas/invites';
+} from '@ent/contract/invites';
 import { canGrant, type Principal, type Role } from '@ent/common/auth/scopes';
 import {
   createInvite,
@@ -27,7 +27,7 @@ import {
  * states what its client addressed). Only ever shown to the caller: the token is the secret, not the host, and no
  * link is sent anywhere else (docs/decisions.md, SECURITY.md).
  */
-export function consoleUrlFor(config: Config, request: FastifyRequest): string {
+function consoleUrlFor(config: Config, request: FastifyRequest): string {
   if (config.consoleUrl) return config.consoleUrl;
   try {
     const origin = new URL(`${request.protocol}://${request.host}`).origin;
@@ -38,12 +38,12 @@ export function consoleUrlFor(config: Config, request: FastifyRequest): string {
   return localConsoleUrl(config.gatewayPort);
 }
 
-export const inviteSettings = (config: Config, request: FastifyRequest): InviteSettings => ({
+const inviteSettings = (config: Config, request: FastifyRequest): InviteSettings => ({
   secretsKey: config.secretsKey,
   consoleUrl: consoleUrlFor(config, request),
 });
 
-export const toInviteBody = (invite: Invite, settings: InviteSettings, showLink: boolean): InviteBody => ({
+const toInviteBody = (invite: Invite, settings: InviteSettings, showLink: boolean): InviteBody => ({
   invite_id: invite.id,
   role: invite.role as InviteBody['role'],
   email: invite.email,

@@ -1,18 +1,18 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal, Role } from '@ent/common/auth/scopes';
+import type { Database, Invite, Member } from '@ent/common/db/database';
+import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
+import { newId } from '@ent/common/ids';
+import { transact } from '@ent/common/outbox/record';
+import type { InviteStatus } from '@ent/contract/console';
+import type { CreateInviteBody } from '@ent/contract/invites';
 import {
   decryptSecret,
   encryptSecret,
   randomToken,
   sha256Hex,
   type SecretsKeyring,
-} from '@ent/common/crypto/secrets';
-import type { Database, Invite, Member } from '@ent/common/db/database';
-import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
-import { transact } from '@ent/common/outbox/record';
-import type { InviteStatus } from '@ent/common/schemas/console';
-import type { CreateInviteBody } from '@ent/common/schemas/invites';
+} from '../../crypto/secrets.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { assertMayGrant } from '../members/roles.ts';
 import { insertMember } from '../members/store.ts';
@@ -42,7 +42,7 @@ export const tokenContext = (inviteId: string) => `invite:${inviteId}`;
 /** The console on this machine's gateway: where links point when neither CONSOLE_URL nor a request names a host. */
 export const localConsoleUrl = (gatewayPort: number): string => `http://localhost:${gatewayPort}/console`;
 
-export const inviteUrl = (consoleUrl: string, token: string): string =>
+const inviteUrl = (consoleUrl: string, token: string): string =>
   `${consoleUrl.replace(/\/+$/, '')}/join/${encodeURIComponent(token)}`;
 
 /** The link of a live invite, decrypted from its stored ciphertext. */
@@ -106,7 +106,7 @@ export async function revokeInvite(
   return (await revokeInviteRow(db, inviteId, now)) && invite.expires_at > now;
 }
 
-export function inviteStatusOf(invite: Invite, now: Date): InviteStatus {
+function inviteStatusOf(invite: Invite, now: Date): InviteStatus {
   if (invite.accepted_at) return 'accepted';
   if (invite.revoked_at) return 'revoked';
   return invite.expires_at > now ? 'pending' : 'expired';
@@ -208,7 +208,7 @@ export async function redeemInvite(
 }
 
 /** The organization's live invites (not accepted, revoked or expired at `now`), newest first, one page. */
-export function listInvites(
+function listInvites(
   db: Kysely<Database>,
   organizationId: string,
   now: Date,

@@ -7,7 +7,7 @@ import {
   type Principal,
   type Role,
 } from '@ent/common/auth/scopes';
-import { forbidden } from '@ent/common/errors/app-error';
+import { conflict, forbidden } from '@ent/common/errors/app-error';
 
 /**
  * No one acts on a service account ranked above their own role, and no one creates one: otherwise a
@@ -36,3 +36,7 @@ export function assertMayManageKeys(
   const refusal = keyManagementRefusal(principal, target);
   if (refusal) throw forbidden(refusal.message, { field: refusal.field, value: refusal.value });
 }
+
+/** `removed` is final: a removed member (or the service account that is one) changes no more. */
+export const removedMemberUnchangeable = () =>
+  conflict('A removed member cannot be changed.', { field: 'status', value: 'removed' });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Member } from '@ent/common/db/database';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateMemberBody,
   ListMembersQuery,
@@ -11,13 +11,11 @@ import {
   MemberSchema,
   UpdateMemberBody,
   type MemberBody,
-} from '@ent/common/schemas/members';
-import { ApiKeyListSchema } from '@ent/common/schemas/api-keys';
-import { createMember, getMember, listMembers, updateMember } from './service.ts';
-import { listKeysMintedBy } from '../api-keys/service.ts';
-import { toApiKeyBody } from '../api-keys/routes.ts';
+} from '@ent/contract/members';
+import { ApiKeyListSchema } from '@ent/contract/api-keys';
+import { createMember, getMember, listMembers, listMintedKeys, updateMember } from './service.ts';
 
-export const toMemberBody = (member: Member): MemberBody => ({
+const toMemberBody = (member: Member): MemberBody => ({
   member_id: member.id,
   kind: member.kind,
   email: member.email,
@@ -84,12 +82,11 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const organizationId = request.principal!.organizationId;
-      const member = await getMember(app.db, organizationId, request.params.member_id);
-      const page = await listKeysMintedBy(app.db, organizationId, member.id, {
+      const page = await listMintedKeys(app.db, organizationId, request.params.member_id, {
         limit: request.query.limit,
         startingAfter: request.query.starting_after,
       });
-      return { api_keys: page.items.map(toApiKeyBody), has_more: page.hasMore };
+      return { api_keys: page.items, has_more: page.hasMore };
     },
   );
 

@@ -2,13 +2,15 @@ import type { Kysely } from 'kysely';
 import { ROLE_RANK, ROLES, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import type { CreateMemberBody, UpdateMemberBody } from '@ent/common/schemas/members';
+import type { ApiKeyBody } from '@ent/contract/api-keys';
+import type { CreateMemberBody, UpdateMemberBody } from '@ent/contract/members';
 import { changedFields } from '../shared/changes.ts';
 import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { liveKeysMintedBy, revokeKeysMintedBy } from '../api-keys/store.ts';
+import { listKeysMintedBy, toApiKeyBody } from '../api-keys/service.ts';
 import { withCallerConfirmed } from '../shared/write/locks.ts';
 import { endMemberSessions } from '../console-sessions/service.ts';
-import { assertMayGrant } from './roles.ts';
+import { assertMayGrant, removedMemberUnchangeable } from './roles.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import { revokeInvitesMadeBy } from '../invites/store.ts';
 import {
@@ -22,14 +24,10 @@ import {
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
-export const memberNotFound = (memberId: string) =>
+const memberNotFound = (memberId: string) =>
   notFound(`No member with id "${memberId}".`, { field: 'member_id', value: memberId });
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
-
-/** `removed` is final: a removed member (or the service account that is one) changes no more. */
-export const removedMemberUnchangeable = () =>
-  conflict('A removed member cannot be changed.', { field: 'status', value: 'removed' });
 
 /**
  * Records a person (email and role) directly; they have no password, so they reach the console by an invite.
@@ -172,4 +170,16 @@ export function listMembers(
     { find: (id) => findMember(db, organizationId, id), what: 'a member of this organization' },
     (filter) => listMemberRows(db, organizationId, filter),
   );
+}
+
+/** The live keys a member minted, as the API shows them, one page: what removing or demoting the member revokes. */
+export async function listMintedKeys(
+  db: Kysely<Database>,
+  organizationId: string,
+  memberId: string,
+  request: PageRequest<{ limit: number; startingAfter?: string | undefined }>,
+): Promise<Page<ApiKeyBody>> {
+  const member = await getMember(db, organizationId, memberId);
+  const page = await listKeysMintedBy(db, organizationId, member.id, request);
+  return { items: page.items.map(toApiKeyBody), hasMore: page.hasMore };
 }

@@ -3,15 +3,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { TokenBuckets } from '@ent/common/auth/failure-limiter';
 import type { Organization } from '@ent/common/db/database';
 import { AppError } from '@ent/common/errors/app-error';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   OrganizationSchema,
   UpdateOrganizationBody,
   type OrganizationBody,
-} from '@ent/common/schemas/organization';
+} from '@ent/contract/organization';
 import { getOrganization, updateOrganization } from './service.ts';
 
-export const toOrganizationBody = (organization: Organization): OrganizationBody => ({
+const toOrganizationBody = (organization: Organization): OrganizationBody => ({
   organization_id: organization.id,
   name: organization.name,
   slug: organization.slug,

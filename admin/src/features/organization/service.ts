@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, Organization } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type { UpdateOrganizationBody } from '@ent/common/schemas/organization';
+import type { UpdateOrganizationBody } from '@ent/contract/organization';
 import { changedFields } from '../shared/changes.ts';
 import { lockOrganization } from '../shared/write/locks.ts';
 import type { WriteOutcome } from '../shared/write/outcome.ts';

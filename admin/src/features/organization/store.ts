@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Organization } from '@ent/common/db/database';
-import type { UpdateOrganizationBody } from '@ent/common/schemas/organization';
+import type { UpdateOrganizationBody } from '@ent/contract/organization';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

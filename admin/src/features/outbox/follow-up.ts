@@ -13,8 +13,8 @@ export const defaultRelayFollowUp: RelayFollowUpOptions = { firstMs: 500, maxMs:
 /**
  * Admin's own relay passes after a write-through that did not deliver (Redis unreachable, or hung past its command
  * timeout, at the commit). The worker's relay is the guarantee, but a committed change, a revocation above all
- * (DESIGN.md §2.9), must not wait for a worker that is not running: a black-box audit revoked a key while Redis
- * was paused and the worker down, and the key kept answering on every gateway until the worker started. Passes
+ * (DESIGN.md §2.9), must not wait for a worker that is not running: a key revoked while Redis is paused and the
+ * worker down would keep answering on every gateway until the worker started. Passes
  * back off while the outbox holds undone entries and stop once it holds none; nothing runs while all is delivered.
  */
 export function createRelayFollowUp(
@@ -63,5 +63,3 @@ export function createRelayFollowUp(
     },
   };
 }
-
-export type RelayFollowUp = ReturnType<typeof createRelayFollowUp>;

@@ -28,7 +28,7 @@ export interface ReconcileReport {
 const ORGANIZATION_PAGE = 500;
 const SUBSCRIBER_PAGE = 1000;
 /** A routine run looks at subscribers changed this recently: what a lost write or a failover can have dropped. */
-export const RECENT_WINDOW_MS = 15 * 60_000;
+const RECENT_WINDOW_MS = 15 * 60_000;
 
 const versionIn = (raw: string | null): number => (raw === null ? 0 : Number(raw) || 0);
 
@@ -132,5 +132,3 @@ export function createReconciler(deps: ReconcilerDeps) {
 
   return { reconcileOnce };
 }
-
-export type Reconciler = ReturnType<typeof createReconciler>;

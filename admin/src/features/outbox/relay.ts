@@ -23,7 +23,7 @@ export interface OutboxRelayOptions {
   random: () => number;
 }
 
-export const defaultRelayOptions: OutboxRelayOptions = {
+const defaultRelayOptions: OutboxRelayOptions = {
   batchSize: 200,
   maxBatches: 50,
   leaseMs: 30_000,
@@ -33,7 +33,7 @@ export const defaultRelayOptions: OutboxRelayOptions = {
 };
 
 /** Done entries are kept this long (for inspection), then pruned. */
-export const KEEP_DONE_MS = 60 * 60_000;
+const KEEP_DONE_MS = 60 * 60_000;
 
 export interface DrainResult {
   published: number;

@@ -23,7 +23,7 @@ export interface OutboxRunnerOptions {
   relay?: Partial<OutboxRelayOptions>;
 }
 
-export const defaultRunnerOptions: OutboxRunnerOptions = {
+const defaultRunnerOptions: OutboxRunnerOptions = {
   relayEveryMs: 500,
   reconcileEveryMs: 30_000,
   fullReconcileEvery: 120,
@@ -127,5 +127,3 @@ export function startOutboxRunner(deps: OutboxRunnerDeps, overrides: Partial<Out
     },
   };
 }
-
-export type OutboxRunner = ReturnType<typeof startOutboxRunner>;

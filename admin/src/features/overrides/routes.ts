@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   ListOverridesQuery,
   OverrideListSchema,
@@ -9,7 +9,7 @@ import {
   OverrideSchema,
   OverridesParams,
   PutOverrideBody,
-} from '@ent/common/schemas/overrides';
+} from '@ent/contract/overrides';
 import {
   deleteOverride,
   getOverride,

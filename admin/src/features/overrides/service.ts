@@ -2,7 +2,7 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Override } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import type { OverrideBody, PutOverrideBody } from '@ent/common/schemas/overrides';
+import type { OverrideBody, PutOverrideBody } from '@ent/contract/overrides';
 import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { parseDateTime } from '@ent/common/http/date-time';
 import { findFeature } from '../features/store.ts';
@@ -55,7 +55,7 @@ export type OverrideValue =
   | { kind: 'limit'; limit: number | null; expiresAt: Date | null };
 
 /** Checks the rules that depend on `kind`: a flag sets `allowed` only, a limit sets `limit` only. */
-export function overrideValueFrom(body: PutOverrideBody): OverrideValue {
+function overrideValueFrom(body: PutOverrideBody): OverrideValue {
   const expiresAt = body.expires_at == null ? null : new Date(parseDateTime(body.expires_at));
   if (expiresAt && Number.isNaN(expiresAt.getTime())) {
     throw validationError('expires_at is not a valid ISO 8601 timestamp.', {

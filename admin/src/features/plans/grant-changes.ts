@@ -1,4 +1,4 @@
-import type { GrantBody } from '@ent/common/schemas/plans';
+import type { GrantBody } from '@ent/contract/plans';
 import type { AuditDetails } from '../shared/write/outcome.ts';
 import type { Change } from '../shared/changes.ts';
 
@@ -7,7 +7,7 @@ export type GrantValue = { kind: 'flag' } | { kind: 'limit'; limit: number | nul
 
 export type GrantChanges = Record<string, Change<GrantValue | null>>;
 
-export const grantValue = (grant: GrantBody): GrantValue =>
+const grantValue = (grant: GrantBody): GrantValue =>
   grant.kind === 'flag' ? { kind: 'flag' } : { kind: 'limit', limit: grant.limit };
 
 const sortedByFeature = (grants: readonly GrantBody[]) =>

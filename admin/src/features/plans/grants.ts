@@ -1,6 +1,6 @@
 import type { Feature, FeatureKind } from '@ent/common/db/database';
 import { validationError } from '@ent/common/errors/app-error';
-import type { GrantBody, GrantInput } from '@ent/common/schemas/plans';
+import type { GrantBody, GrantInput } from '@ent/contract/plans';
 
 /** A requested grant checked against the catalog, ready to store. */
 export interface ResolvedGrant {

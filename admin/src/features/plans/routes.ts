@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreatePlanBody,
   ListPlansQuery,
@@ -9,7 +9,7 @@ import {
   PlanReadQuery,
   PlanSchema,
   UpdatePlanBody,
-} from '@ent/common/schemas/plans';
+} from '@ent/contract/plans';
 import {
   createPlan,
   deletePlan,

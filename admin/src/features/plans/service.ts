@@ -8,7 +8,7 @@ import type {
   GrantInput,
   PlanBody,
   UpdatePlanBody,
-} from '@ent/common/schemas/plans';
+} from '@ent/contract/plans';
 import { findFeaturesByKeys } from '../features/store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
@@ -76,8 +76,7 @@ function reportChange(
 
 const FOREIGN_KEY_VIOLATION = '23503';
 
-export const planNotFound = (key: string) =>
-  notFound(`No plan with key "${key}".`, { field: 'key', value: key });
+const planNotFound = (key: string) => notFound(`No plan with key "${key}".`, { field: 'key', value: key });
 
 const planInUse = (key: string) =>
   conflict(
@@ -88,7 +87,7 @@ const planInUse = (key: string) =>
     },
   );
 
-export const planState = ({ plan, grants }: PlanWithGrants): PlanState => ({
+const planState = ({ plan, grants }: PlanWithGrants): PlanState => ({
   key: plan.key,
   name: plan.name,
   kind: plan.kind,

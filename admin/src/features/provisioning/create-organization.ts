@@ -13,7 +13,7 @@ export interface CreatedOrganization {
   api_key: string;
 }
 
-export function slugFrom(name: string): string {
+function slugFrom(name: string): string {
   const base = name
     .toLowerCase()
     .normalize('NFKD')

@@ -20,7 +20,7 @@ export interface OperatorInvite {
   expires_at: string;
 }
 
-export class OperatorInviteError extends Error {}
+class OperatorInviteError extends Error {}
 
 /** The organization and its `admin` service account with a live full-access key, oldest first. */
 async function organizationAdmin(db: Kysely<Database>, organizationId: string) {

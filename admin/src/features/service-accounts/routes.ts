@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateServiceAccountBody,
   ListServiceAccountsQuery,
@@ -8,25 +8,14 @@ import {
   ServiceAccountListSchema,
   ServiceAccountSchema,
   UpdateServiceAccountBody,
-  type ServiceAccountBody,
-} from '@ent/common/schemas/service-accounts';
+} from '@ent/contract/service-accounts';
 import {
   createServiceAccount,
   getServiceAccount,
   listServiceAccounts,
+  toServiceAccountBody,
   updateServiceAccount,
 } from './service.ts';
-import type { ServiceAccountRow } from './store.ts';
-
-export const toServiceAccountBody = (account: ServiceAccountRow): ServiceAccountBody => ({
-  service_account_id: account.id,
-  member_id: account.member_id,
-  name: account.name,
-  role: account.role as ServiceAccountBody['role'],
-  status: account.status,
-  created_at: account.created_at.toISOString(),
-  updated_at: account.updated_at.toISOString(),
-});
 
 const tags = ['service accounts'];
 

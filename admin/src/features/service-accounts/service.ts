@@ -4,10 +4,10 @@ import type { Database } from '@ent/common/db/database';
 import { notFound } from '@ent/common/errors/app-error';
 import type {
   CreateServiceAccountBody,
+  ServiceAccountBody,
   UpdateServiceAccountBody,
-} from '@ent/common/schemas/service-accounts';
-import { assertMayManageRole } from '../members/roles.ts';
-import { removedMemberUnchangeable } from '../members/service.ts';
+} from '@ent/contract/service-accounts';
+import { assertMayManageRole, removedMemberUnchangeable } from '../members/roles.ts';
 import { changedFields } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
@@ -22,7 +22,17 @@ import { withCallerConfirmed } from '../shared/write/locks.ts';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { transact } from '@ent/common/outbox/record';
 
-export const serviceAccountNotFound = (id: string) =>
+export const toServiceAccountBody = (account: ServiceAccountRow): ServiceAccountBody => ({
+  service_account_id: account.id,
+  member_id: account.member_id,
+  name: account.name,
+  role: account.role as ServiceAccountBody['role'],
+  status: account.status,
+  created_at: account.created_at.toISOString(),
+  updated_at: account.updated_at.toISOString(),
+});
+
+const serviceAccountNotFound = (id: string) =>
   notFound(`No service account with id "${id}".`, { field: 'service_account_id', value: id });
 
 export async function getServiceAccount(

@@ -5,7 +5,7 @@ import { validationError } from '@ent/common/errors/app-error';
 export const hasNulCharacter = (value: string): boolean => value.includes('\u0000');
 
 /** The dotted path (as `error.details.field` names fields) of the first string holding U+0000, or null. */
-export function findNulCharacter(value: unknown, path: string[] = []): string | null {
+function findNulCharacter(value: unknown, path: string[] = []): string | null {
   if (typeof value === 'string') return hasNulCharacter(value) ? path.join('.') : null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -32,8 +32,8 @@ const PARTS = [
 
 /**
  * preValidation hook of every /org route: a NUL character in a path value, a query parameter or a body string
- * is a client mistake (422 VALIDATION_ERROR naming the field), not a database error (it used to be a 500, and a
- * 503 on audited writes). Runs after the audit entry is recorded, so such a write is still logged.
+ * is a client mistake (422 VALIDATION_ERROR naming the field): Postgres refuses NUL in text, which would otherwise
+ * surface as a 500 (a 503 on audited writes). Runs after the audit entry is recorded, so such a write is still logged.
  */
 export async function refuseNulCharacters(request: FastifyRequest): Promise<void> {
   for (const [part, location] of PARTS) {

@@ -5,10 +5,10 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
-export const DEFAULT_PAGE_SIZE = 20;
+const DEFAULT_PAGE_SIZE = 20;
 
 /** Rows were fetched with `limit + 1`: the extra row only says whether there is a next page. */
-export function toPage<T>(rows: T[], limit: number): Page<T> {
+function toPage<T>(rows: T[], limit: number): Page<T> {
   return { items: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
@@ -18,7 +18,7 @@ export function toPage<T>(rows: T[], limit: number): Page<T> {
  * it is a 422 VALIDATION_ERROR naming the parameter instead. `find` looks the item up in the caller's
  * organization (and, for nested lists, under the same parent).
  */
-export async function checkCursor(
+async function checkCursor(
   startingAfter: string | undefined,
   find: (value: string) => Promise<unknown>,
   what: string,

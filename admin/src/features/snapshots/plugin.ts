@@ -114,5 +114,5 @@ export const snapshots = fp<SnapshotsOptions>(
       await internal.register(internalSnapshotRoutes, { publisher });
     });
   },
-  { name: 'snapshots', dependencies: ['infrastructure', 'metrics', 'write-pipeline'] },
+  { name: 'snapshots', dependencies: ['infrastructure', 'admin-metrics', 'write-pipeline'] },
 );

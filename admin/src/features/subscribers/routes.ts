@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
   CreateSubscriberBody,
   ListSubscribersQuery,
@@ -8,7 +8,7 @@ import {
   SubscriberListSchema,
   SubscriberSchema,
   UpdateSubscriberBody,
-} from '@ent/common/schemas/subscribers';
+} from '@ent/contract/subscribers';
 import {
   createSubscriber,
   getSubscriber,

@@ -6,7 +6,7 @@ import type {
   CreateSubscriberBody,
   SubscriberBody,
   UpdateSubscriberBody,
-} from '@ent/common/schemas/subscribers';
+} from '@ent/contract/subscribers';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { changedFields } from '../shared/changes.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';

@@ -43,7 +43,7 @@ export interface SubscriberListFilter {
 }
 
 /** The search text as a LIKE pattern's literal part: `\`, `%` and `_` match themselves (`\` is LIKE's escape). */
-export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (char) => `\\${char}`);
+const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (char) => `\\${char}`);
 
 /** Ordered by subscriber_id; fetches one extra row to tell whether another page follows. */
 export function listSubscribers(

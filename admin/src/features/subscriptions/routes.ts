@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ErrorBodySchema, commonErrorResponses } from '@ent/common/schemas/common';
-import { SubscriberIdParams } from '@ent/common/schemas/subscribers';
+import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
+import { SubscriberIdParams } from '@ent/contract/subscribers';
 import {
   ChangeSubscriptionBody,
   ChangedSubscriptionSchema,
@@ -10,7 +10,7 @@ import {
   SubscriptionListSchema,
   SubscriptionParams,
   SubscriptionSchema,
-} from '@ent/common/schemas/subscriptions';
+} from '@ent/contract/subscriptions';
 import {
   cancelSubscription,
   changeSubscription,

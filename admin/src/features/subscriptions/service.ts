@@ -2,7 +2,7 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
-import type { ChangeSubscriptionBody, SubscriptionBody } from '@ent/common/schemas/subscriptions';
+import type { ChangeSubscriptionBody, SubscriptionBody } from '@ent/contract/subscriptions';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
@@ -34,7 +34,7 @@ export const toChangedSubscriptionBody = ({ created, canceled }: SubscriptionCha
   canceled_subscription_id: canceled.id,
 });
 
-export const subscriptionNotFound = (subscriptionId: string) =>
+const subscriptionNotFound = (subscriptionId: string) =>
   notFound(`No subscription with id "${subscriptionId}" for this subscriber.`, {
     field: 'subscription_id',
     value: subscriptionId,

@@ -16,14 +16,14 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * can still land in it after midnight (a gateway that failed open adds its local counts when Redis returns).
  * The hash itself lives 35 days past its month (period.ts), far longer.
  */
-export const PREVIOUS_MONTH_WINDOW_MS = 3 * DAY_MS;
+const PREVIOUS_MONTH_WINDOW_MS = 3 * DAY_MS;
 
 export interface UsageHistoryOptions {
   /** Organizations read from Postgres, and usage hashes from Redis, per batch. */
   batchSize: number;
 }
 
-export const defaultUsageHistoryOptions: UsageHistoryOptions = { batchSize: 500 };
+const defaultUsageHistoryOptions: UsageHistoryOptions = { batchSize: 500 };
 
 export interface UsageHistoryResult {
   organizations: number;

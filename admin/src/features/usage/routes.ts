@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { commonErrorResponses } from '@ent/common/schemas/common';
+import { commonErrorResponses } from '@ent/contract/common';
 import {
   DEFAULT_HISTORY_MONTHS,
   UsageHistoryQuery,
   UsageHistorySchema,
   UsageRecordSchema,
-} from '@ent/common/schemas/usage';
+} from '@ent/contract/usage';
 import { usageHistory, usageOf } from './service.ts';
 
 const tags = ['usage'];

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { getArrangement } from '@ent/common/metering/arrangement';
 import { dayOf, periodOf, periodsEndingAt } from '@ent/common/metering/period';
 import { currentUsage, readUsageCounters, type UsageRecord } from '@ent/common/metering/usage';
-import type { UsageHistoryBody, UsageMonthBody } from '@ent/common/schemas/usage';
+import type { UsageHistoryBody, UsageMonthBody } from '@ent/contract/usage';
 import { usageDaysFrom, type UsageDayRow } from './store.ts';
 
 type UsageDeps = Pick<FastifyInstance, 'db' | 'redis' | 'redisKeys'>;

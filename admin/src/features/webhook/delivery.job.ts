@@ -46,7 +46,7 @@ export interface DeliveryOptions {
   organizationWaitMs: number;
 }
 
-export const defaultDeliveryOptions: DeliveryOptions = {
+const defaultDeliveryOptions: DeliveryOptions = {
   schedule: STANDARD_SCHEDULE_MS,
   jitter: 0.1,
   timeoutMs: 15 * SECOND,

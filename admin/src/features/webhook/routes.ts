@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Webhook, WebhookDelivery } from '@ent/common/db/database';
-import { ErrorBodySchema, NoQuery, commonErrorResponses } from '@ent/common/schemas/common';
+import { ErrorBodySchema, NoQuery, commonErrorResponses } from '@ent/contract/common';
 import {
   ConsoleWebhookSchema,
   ListDeliveriesQuery,
@@ -11,7 +11,7 @@ import {
   WebhookWithSecretSchema,
   type WebhookBody,
   type WebhookDeliveryBody,
-} from '@ent/common/schemas/webhook';
+} from '@ent/contract/webhook';
 import { registerWebhookDispatch } from './dispatch.ts';
 import {
   listWebhookDeliveries,
@@ -22,11 +22,11 @@ import {
   previousSecretSigns,
   webhookNotFound,
   type WebhookSettings,
+  findOrganizationWebhook,
 } from './service.ts';
-import { findWebhook } from './store.ts';
 
 /** `previous_secret_expires_at` only while the previous secret still signs deliveries (null once it stopped). */
-export const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
+const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
   url: webhook.url,
   secret_prefix: webhook.secret_prefix,
   disabled: webhook.disabled,
@@ -38,7 +38,7 @@ export const toWebhookBody = (webhook: Webhook, now: Date): WebhookBody => ({
   updated_at: webhook.updated_at.toISOString(),
 });
 
-export const toDeliveryBody = (delivery: WebhookDelivery): WebhookDeliveryBody => ({
+const toDeliveryBody = (delivery: WebhookDelivery): WebhookDeliveryBody => ({
   delivery_id: delivery.id,
   event_id: delivery.event_id,
   event_type: delivery.event_type,
@@ -68,7 +68,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
     '/org/webhook',
     { config: { scope: 'org:read' }, schema: { tags, response: { 200: WebhookSchema, ...withNotFound } } },
     async (request) => {
-      const webhook = await findWebhook(app.db, request.principal!.organizationId);
+      const webhook = await findOrganizationWebhook(app.db, request.principal!.organizationId);
       if (!webhook) throw webhookNotFound();
       return toWebhookBody(webhook, now());
     },
@@ -87,7 +87,7 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const webhook = await findWebhook(app.db, request.principal!.organizationId);
+      const webhook = await findOrganizationWebhook(app.db, request.principal!.organizationId);
       return { webhook: webhook ? toWebhookBody(webhook, now()) : null };
     },
   );

@@ -1,15 +1,16 @@
 import type { Kysely } from 'kysely';
-import { decryptSecret, encryptSecret, type SecretsKeyring } from '@ent/common/crypto/secrets';
 import type { Database, Webhook, WebhookDelivery } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import type { PutWebhookBody } from '@ent/common/schemas/webhook';
+import type { PutWebhookBody } from '@ent/contract/webhook';
 import { transact } from '@ent/common/outbox/record';
+import { decryptSecret, encryptSecret, type SecretsKeyring } from '../../crypto/secrets.ts';
 import { changedFields } from '../shared/changes.ts';
 import { generateWebhookSecret, secretPrefixOf } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget } from './targets.ts';
 import {
   cancelQueuedDeliveries,
   findDelivery,
+  findWebhook,
   insertWebhook,
   listDeliveries,
   lockWebhook,
@@ -24,7 +25,7 @@ import type { WriteOutcome } from '../shared/write/outcome.ts';
 export type ValidatedWebhookUrl = string & { readonly __validated: true };
 
 /** After a rotation the previous secret keeps signing (a second signature) for this long. */
-export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 export interface WebhookSettings {
   secretsKey: SecretsKeyring;
@@ -33,8 +34,14 @@ export interface WebhookSettings {
 
 export const webhookNotFound = () => notFound('No webhook is configured; create it with PUT /org/webhook.');
 
+/** The organization's webhook, or undefined when none is configured (an answer, not an error, for the console). */
+export const findOrganizationWebhook = (
+  db: Kysely<Database>,
+  organizationId: string,
+): Promise<Webhook | undefined> => findWebhook(db, organizationId);
+
 export const secretContext = (organizationId: string) => `webhook:${organizationId}`;
-export const encryptWebhookSecret = (
+const encryptWebhookSecret = (
   secret: string,
   settings: Pick<WebhookSettings, 'secretsKey'>,
   organizationId: string,
@@ -88,7 +95,7 @@ export async function validateWebhookUrl(
  * A webhook URL as the audit log records it: receivers often take a token in the query string, and the log is
  * append-only (SPEC.md: entries hold no query strings and no secrets), so the query and fragment are left out.
  */
-export function auditableWebhookUrl(url: string): string {
+function auditableWebhookUrl(url: string): string {
   const parsed = new URL(url);
   const redacted = parsed.search || parsed.hash ? '?[redacted]' : '';
   return `${parsed.origin}${parsed.pathname}${redacted}`;

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 
 /** Standard Webhooks (https://www.standardwebhooks.com): secrets are `whsec_` + base64 of random bytes. */
-export const SECRET_PREFIX = 'whsec_';
+const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;
 const SHOWN_SECRET_CHARS = 8;
 
@@ -13,12 +13,7 @@ export const secretPrefixOf = (secret: string): string =>
   secret.slice(0, SECRET_PREFIX.length + SHOWN_SECRET_CHARS);
 
 /** `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded part after `whsec_`. */
-export function signatureOf(
-  secret: string,
-  messageId: string,
-  timestampSeconds: number,
-  body: string,
-): string {
+function signatureOf(secret: string, messageId: string, timestampSeconds: number, body: string): string {
   const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
   const digest = createHmac('sha256', key)
     .update(`${messageId}.${timestampSeconds}.${body}`)

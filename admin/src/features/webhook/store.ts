@@ -114,7 +114,7 @@ export function updateWebhookRow(
 /**
  * Deliveries still queued when a disabled webhook is enabled again are canceled: they were queued before it was
  * disabled (a disabled webhook records none), and docs/webhooks.md promises they are never sent. Left pending, they
- * went out at their next attempt, to whatever URL the webhook had by then (a black-box audit).
+ * would go out at their next attempt, to whatever URL the webhook has by then.
  */
 export async function cancelQueuedDeliveries(db: Db, organizationId: string, now: Date): Promise<void> {
   await db

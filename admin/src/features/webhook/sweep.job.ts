@@ -8,7 +8,7 @@ import { MAX_ERROR_LENGTH, STANDARD_SCHEDULE_MS } from './delivery.job.ts';
 const MINUTE = 60_000;
 
 /** A delivery still `pending` this long after its attempt was due has lost its job, or its job died. */
-export const SWEEP_STALE_AFTER_MS = 2 * MINUTE;
+const SWEEP_STALE_AFTER_MS = 2 * MINUTE;
 
 export interface SweepOptions {
   staleAfterMs: number;
@@ -19,7 +19,7 @@ export interface SweepOptions {
   maxAttempts: number;
 }
 
-export const defaultSweepOptions: SweepOptions = {
+const defaultSweepOptions: SweepOptions = {
   staleAfterMs: SWEEP_STALE_AFTER_MS,
   batchSize: 100,
   maxBatches: 10,

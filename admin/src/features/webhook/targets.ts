@@ -127,7 +127,7 @@ export class TargetRefusedError extends Error {
 const stripBrackets = (host: string) => host.replace(/^\[|\]$/g, '');
 
 /** Without a caller's signal the check still ends: PUT /org/webhook waits no longer than this. */
-export const DEFAULT_LOOKUP_TIMEOUT_MS = 5000;
+const DEFAULT_LOOKUP_TIMEOUT_MS = 5000;
 
 export type ResolveAll = (host: string) => Promise<LookupAddress[]>;
 

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 
 /** JSON text nested `depth` levels deep (objects or arrays), for the body depth limit. */
-export const nestedJson = (depth: number, open = '[', close = ']'): string => `${open.repeat(depth)}${close.repeat(depth)}`;
+const nestedJson = (depth: number, open = '[', close = ']'): string =>
+  `${open.repeat(depth)}${close.repeat(depth)}`;
 
 /** Strings no well-behaved client sends: bidi controls, zero-width and BOM, emoji, NUL, very long, numeric-looking. */
 export const oddStrings = fc.constantFrom(
@@ -35,7 +36,23 @@ export const oddStrings = fc.constantFrom(
 
 /** Values of every JSON type and extreme magnitude, to put where a schema wants something else. */
 export const wrongTypeValues: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, 2 ** 53 + 2, -(2 ** 63), 1e308, -1e308, 5e-324, [], {}, [null], { a: 1 }),
+  fc.constantFrom<unknown>(
+    null,
+    true,
+    false,
+    0,
+    -1,
+    1.5,
+    2 ** 53 + 2,
+    -(2 ** 63),
+    1e308,
+    -1e308,
+    5e-324,
+    [],
+    {},
+    [null],
+    { a: 1 },
+  ),
   fc.integer(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   oddStrings,
@@ -71,11 +88,40 @@ export const rawJsonBodies = fc.constantFrom(
 /** Path segments: encoded odd unicode, raw invalid percent sequences (lone surrogates as bytes), over-long values. */
 export const hostilePathSegments = fc.oneof(
   oddStrings.filter((s) => s.length > 0).map((s) => encodeURIComponent(s)),
-  fc.constantFrom('%ED%A0%80', '%ED%B0%80', '%F0%9F', '%C0%AF', '%', '%ZZ', '%00', '%2F', '..', '.', `${'a'.repeat(2000)}`, `${'%F0%9F%98%80'.repeat(300)}`),
+  fc.constantFrom(
+    '%ED%A0%80',
+    '%ED%B0%80',
+    '%F0%9F',
+    '%C0%AF',
+    '%',
+    '%ZZ',
+    '%00',
+    '%2F',
+    '..',
+    '.',
+    `${'a'.repeat(2000)}`,
+    `${'%F0%9F%98%80'.repeat(300)}`,
+  ),
 );
 
 /** Query values the same way, plus bracketed names, repeats and stray separators. */
 export const hostileQueryValues = fc.oneof(
   oddStrings.map((s) => encodeURIComponent(s)),
-  fc.constantFrom('%ED%A0%80', '%', '%ZZ', '&', '=', '==', '%26', `${'9'.repeat(400)}`, '-1', '0', '101', '1.5', '1e3', 'true', 'TRUE'),
+  fc.constantFrom(
+    '%ED%A0%80',
+    '%',
+    '%ZZ',
+    '&',
+    '=',
+    '==',
+    '%26',
+    `${'9'.repeat(400)}`,
+    '-1',
+    '0',
+    '101',
+    '1.5',
+    '1e3',
+    'true',
+    'TRUE',
+  ),
 );

@@ -24,7 +24,7 @@ export function draftOf(features: readonly Feature[], grants: readonly Grant[]):
 }
 
 /** The problem with a limit row, checked before sending: the API wants an integer >= 0, or null. */
-export function limitProblem(row: GrantDraftRow): string | undefined {
+function limitProblem(row: GrantDraftRow): string | undefined {
   if (!row.granted || row.unlimited) return undefined;
   if (!/^\d+$/.test(row.limit.trim())) return 'A whole number of 0 or more, or unlimited.';
   return undefined;

@@ -3,7 +3,7 @@ import { subscribersApi } from '../../api/subscribers.ts';
 import { PLAN_COUNTS_KEY } from '../plans/queries.ts';
 
 export const SUBSCRIBERS_KEY = ['subscribers'] as const;
-export const subscriberKey = (id: string) => ['subscriber', id] as const;
+const subscriberKey = (id: string) => ['subscriber', id] as const;
 
 export const useSubscriber = (id: string) =>
   useQuery({

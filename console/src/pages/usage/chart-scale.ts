@@ -16,7 +16,7 @@ export interface UsageScale {
 }
 
 /** A line is drawn when it is within this factor of the month's count: near enough to read the count beside it. */
-export const LINE_REACH = 1.5;
+const LINE_REACH = 1.5;
 /** Room above the highest point or line, so neither touches the top. */
 const HEADROOM = 1.1;
 /** An empty month: a line on zero of a 0 to 5 axis. */

@@ -1,0 +1,82 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { notFound } from '@ent/common/errors/app-error';
+import { EVERY_FEATURE, type SubscriberEntry } from '../shared/entries.ts';
+import { ETAG_KEY, etagOfParts, strongEtag } from '../shared/etag.ts';
+import {
+  CheckBody,
+  CheckResultSchema,
+  type CheckResult,
+  EntitlementListSchema,
+  EntitlementsQuery,
+  EvalParams,
+} from '@ent/contract/evals';
+import type { Answer } from '../shared/answer.ts';
+import { xApiKeyOf } from '../shared/api-key-header.ts';
+
+const toJson = (result: CheckResult): string => JSON.stringify(result);
+
+/** The two eval routes, on the shared hot path (evaluator.ts); plain handlers returning its promise. */
+export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { evaluator } = app;
+  const authenticate = evaluator.authentication(xApiKeyOf);
+
+  app.post(
+    '/org/subscribers/:subscriber_id/entitlements/check',
+    {
+      config: { scope: 'check', evaluation: true },
+      onRequest: authenticate,
+      // Answers are sent pre-serialized (a JSON string is not serialized again); the schema is their contract.
+      schema: { params: EvalParams, body: CheckBody, response: { 200: CheckResultSchema } },
+    },
+    (request, reply) => {
+      const { feature } = request.body;
+      return evaluator.evaluate(request, reply, request.params.subscriber_id, (entry) => {
+        const json = entry.serializedResult(feature, feature, toJson);
+        if (json === undefined) {
+          throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
+        }
+        return json;
+      });
+    },
+  );
+
+  app.get(
+    '/org/subscribers/:subscriber_id/entitlements',
+    {
+      // Every 2xx here is a metered eval: a HEAD (Fastify adds one to each GET) would spend the allotment unasked.
+      exposeHeadRoute: false,
+      config: { scope: 'check' },
+      onRequest: authenticate,
+      schema: {
+        params: EvalParams,
+        querystring: EntitlementsQuery,
+        response: { 200: EntitlementListSchema },
+      },
+    },
+    (request, reply) => {
+      const subscriberId = request.params.subscriber_id;
+      const all = request.query.all === true;
+      const cacheKey = all ? '\u0000all' : '\u0000granted';
+      // The list itself is shared by the subscribers of a plan set; the body around it names the subscriber.
+      const prefix = `{"subscriber_id":${JSON.stringify(subscriberId)},"entitlements":`;
+      const answer: Answer = (entry) => {
+        const listed = entry.serialized(cacheKey, EVERY_FEATURE, () => {
+          const results = entry.results();
+          return JSON.stringify(all ? results : results.filter((result) => result.source !== 'none'));
+        });
+        return `${prefix}${listed}}`;
+      };
+      // The list's hash is made once per plan set; per request only the subscriber id and that hash are hashed.
+      const etag = (entry: SubscriberEntry, body: string) => {
+        const listed = body.slice(prefix.length, -1);
+        return etagOfParts(
+          subscriberId,
+          entry.serialized(cacheKey + ETAG_KEY, EVERY_FEATURE, () => strongEtag(listed)),
+        );
+      };
+      return evaluator.evaluate(request, reply, subscriberId, answer, { etag });
+    },
+  );
+}

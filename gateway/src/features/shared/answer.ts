@@ -1,0 +1,54 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { uncountedUsage, type EvalUsageHeaders } from '@ent/common/metering/usage';
+import { ifNoneMatchMatches } from './etag.ts';
+import type { SubscriberEntry } from './entries.ts';
+
+/** What an eval answers once its entitlements are known: a serialized body, or an error to throw. */
+export type Answer = (entry: SubscriberEntry) => string;
+
+export interface EvaluateOptions {
+  /**
+   * The answer's strong ETag (a SHA-256 over its content: etag.ts); a matching If-None-Match gets a 304, which
+   * is not a 2xx and so not an eval (SPEC.md counts 2xx): it is refunded like any other non-2xx.
+   */
+  etag?: (entry: SubscriberEntry, body: string) => string;
+  /** The error for a subscriber that does not exist (default: 404 NOT_FOUND). */
+  unknownSubscriber?: (subscriberId: string) => Error;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function setUsageHeaders(reply: FastifyReply, usage: EvalUsageHeaders | null): void {
+  if (!usage) return;
+  reply.header('x-svc-eval-limit', usage.limit);
+  reply.header('x-svc-eval-used', usage.used);
+  if (usage.warn) reply.header('x-svc-eval-warn', usage.warn);
+}
+
+/**
+ * Sends the answer with its usage headers, or a 304 when the client's If-None-Match already names it: a 304 is
+ * refunded, so its headers count the month without it.
+ */
+export function send(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  entry: SubscriberEntry,
+  body: string,
+  options: EvaluateOptions | undefined,
+  usage: EvalUsageHeaders | null,
+): void {
+  if (options?.etag) {
+    const etag = options.etag(entry, body);
+    reply.header('etag', etag);
+    if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) {
+      setUsageHeaders(reply, usage && uncountedUsage(usage));
+      reply.code(304).send();
+      return;
+    }
+  }
+  setUsageHeaders(reply, usage);
+  reply.type(JSON_TYPE).send(body);
+}
+
+/** Whether the answer went out 2xx (a 304 did not: it is refunded). */
+export const is2xx = (reply: FastifyReply) => reply.statusCode >= 200 && reply.statusCode < 300;

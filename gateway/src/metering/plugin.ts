@@ -1,0 +1,65 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { EvalMeter } from './contract.ts';
+import { createEvalMeter } from './meter.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    evalMeter: EvalMeter;
+  }
+}
+
+const SETTLE_EVERY_MS = 1000;
+/**
+ * What shutdown waits for the last settlements: one command timeout and a little. What Redis has not taken
+ * by then is lost with the process (logged with its size).
+ */
+const SHUTDOWN_SETTLE_MS = 1500;
+
+/**
+ * The one gate call per eval (metering, burst, block and snapshot versions), and the settlements of gate
+ * calls that did not answer and refunds Redis did not take, applied once each when Redis is back.
+ */
+export const meter = fp<{ meter?: EvalMeter }>(
+  async function meter(app: FastifyInstance, options) {
+    const evalMeter =
+      options.meter ??
+      createEvalMeter({
+        redis: app.redis,
+        keys: app.redisKeys,
+        loadArrangement: async (organizationId) => {
+          app.gatewayMetrics.snapshotRebuilds.inc({ kind: 'organization' });
+          return (await app.adminClient.organization(organizationId)).arrangement;
+        },
+      });
+
+    const settle = async () => {
+      try {
+        await evalMeter.settlePending();
+      } catch (error) {
+        app.gatewayMetrics.redisErrors.inc({ op: 'settle' });
+        app.log.warn({ err: error, pending: evalMeter.pendingSettlements() }, 'eval settlements wait for Redis');
+      }
+      app.gatewayMetrics.offlineEvals.set(evalMeter.pendingSettlements());
+    };
+
+    const timer = setInterval(() => void settle(), SETTLE_EVERY_MS);
+    timer.unref();
+    app.redis.on('ready', () => void settle());
+    app.decorate('evalMeter', evalMeter);
+    app.addHook('onClose', async () => {
+      clearInterval(timer);
+      let deadline: NodeJS.Timeout | undefined;
+      await Promise.race([
+        settle(),
+        new Promise<void>((resolve) => {
+          deadline = setTimeout(resolve, SHUTDOWN_SETTLE_MS);
+        }),
+      ]);
+      clearTimeout(deadline);
+      const left = evalMeter.pendingSettlements();
+      if (left > 0) app.log.error({ pending: left }, 'eval settlements not applied before shutdown');
+    });
+  },
+  { name: 'meter', dependencies: ['infrastructure', 'admin-client', 'gateway-metrics'] },
+);

@@ -1,0 +1,31 @@
+import { withScripts } from '@ent/common/redis/commands';
+import type { RedisClient } from '@ent/common/redis/connect';
+
+/**
+ * Raw replies; see each script's header. The batch reply is a header (status 0, limit, blocking, catalog
+ * version, auth version, count before the batch, subscriber-write stamp, usage epoch) then one number per eval (its code, plus
+ * 4 × (subscriber version + 1) when the script read that version), or `[3]` when Redis holds no arrangement, or
+ * `[4]` when the batch id already ran or was settled.
+ */
+export type EvalGateBatchReply = [number, ...number[]];
+export const GATE_REPLY_HEADER = 8;
+export type EvalAdjustReply = [number, number];
+/** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none). */
+export type EvalSettleReply = [number, number, number, number];
+
+export interface MeteringCommands {
+  /**
+   * Seven keys, seven arguments (the last: one trust flag per eval), the evals' subscriber ids, then their instants
+   * as runs of (count, now) (eval-gate-batch-8.lua).
+   */
+  evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
+  evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
+  evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
+}
+
+export type MeteringRedis = RedisClient & MeteringCommands;
+
+/** The metering scripts with their reply types (defined once per client by redis/commands.ts). */
+export function withMeteringCommands(redis: RedisClient): MeteringRedis {
+  return withScripts(redis) as unknown as MeteringRedis;
+}
