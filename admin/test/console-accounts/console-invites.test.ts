@@ -12,7 +12,7 @@ import {
   tokenOfCookie,
   uniqueAccount,
   type ConsoleUser,
-} from '../../../test-support/console.ts';
+} from '../console-sessions/browser.ts';
 
 let ctx: AdminTestContext;
 const clock = new ManualClock(Date.parse('2026-11-24T09:00:00.000Z'));

@@ -9,7 +9,7 @@ import {
   sessionCookieOf,
   signIn,
   uniqueAccount,
-} from '../../../test-support/console.ts';
+} from '../console-sessions/browser.ts';
 
 let ctx: AdminTestContext;
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, createAdminContext, type AdminTestContext } from '../../../test-support/admin-context.ts';
-import { PASSWORD, consolePost, uniqueAccount } from '../../../test-support/console.ts';
+import { PASSWORD, consolePost, uniqueAccount } from '../console-sessions/browser.ts';
 
 let ctx: AdminTestContext;
 const clock = new ManualClock(Date.parse('2026-11-24T09:00:00.000Z'));

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, createAdminContext, type AdminTestContext } from '../../../test-support/admin-context.ts';
 import { ENDED_SESSION_RETENTION_MS, deleteEndedSessions, sessionCleanupJob } from '../../src/features/console-sessions/cleanup.job.ts';
-import { signInAgain, signUp } from '../../../test-support/console.ts';
+import { signInAgain, signUp } from './browser.ts';
 
 const NOW = Date.parse('2026-11-24T09:00:00.000Z');
 const DAY_MS = 24 * 60 * 60 * 1000;

@@ -20,7 +20,7 @@ import {
   signUp,
   tokenOfCookie,
   uniqueAccount,
-} from '../../../test-support/console.ts';
+} from './browser.ts';
 
 let ctx: AdminTestContext;
 const clock = new ManualClock(Date.parse('2026-11-24T09:00:00.000Z'));

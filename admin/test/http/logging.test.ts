@@ -14,7 +14,7 @@ import {
   signUp,
   tokenOfCookie,
   uniqueAccount,
-} from '../../../test-support/console.ts';
+} from '../console-sessions/browser.ts';
 
 const INTERNAL_TOKEN = 'internal-token-for-logging-0123456789';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { createAdminContext, type AdminTestContext } from '../../../test-support/admin-context.ts';
 import { caller } from '../../../test-support/identity-context.ts';
-import { joinWithRole, signUp, type ConsoleUser } from '../../../test-support/console.ts';
+import { joinWithRole, signUp, type ConsoleUser } from '../console-sessions/browser.ts';
 
 let ctx: AdminTestContext;
 

@@ -12,7 +12,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
-import { verify } from '../../../test-support/webhook-receiver.ts';
+import { verify } from '../webhook/receiver.ts';
 
 const OLD_KEY = randomBytes(32).toString('base64');
 const NEW_KEY = randomBytes(32).toString('hex');

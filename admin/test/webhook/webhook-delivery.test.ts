@@ -18,7 +18,7 @@ import {
   STANDARD_SCHEDULE_MS,
 } from '../../src/features/webhook/delivery.job.ts';
 import { caller } from '../../../test-support/identity-context.ts';
-import { Receiver, until, verify } from '../../../test-support/webhook-receiver.ts';
+import { Receiver, until, verify } from './receiver.ts';
 
 const FAST_SCHEDULE = [0, 100, 200, 300];
 

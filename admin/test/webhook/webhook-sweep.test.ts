@@ -14,7 +14,7 @@ import { queueConnection } from '../../src/jobs/queues.ts';
 import { createWebhookDeliveryProcessor } from '../../src/features/webhook/delivery.job.ts';
 import { sweepStaleDeliveries } from '../../src/features/webhook/sweep.job.ts';
 import { caller } from '../../../test-support/identity-context.ts';
-import { Receiver, until, verify } from '../../../test-support/webhook-receiver.ts';
+import { Receiver, until, verify } from './receiver.ts';
 
 let ctx: AdminTestContext;
 let receiver: Receiver;

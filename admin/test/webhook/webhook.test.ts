@@ -10,7 +10,7 @@ import {
   type CommittedWrite,
   type IdentityTestContext,
 } from '../../../test-support/identity-context.ts';
-import { asBrowser, signUp } from '../../../test-support/console.ts';
+import { asBrowser, signUp } from '../console-sessions/browser.ts';
 
 let ctx: AdminTestContext;
 let writes: CommittedWrite[];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminContext, type AdminTestContext } from '../../../test-support/admin-context.ts';
-import { joinWithRole, signUp } from '../../../test-support/console.ts';
+import { joinWithRole, signUp } from '../../../admin/test/console-sessions/browser.ts';
 import type { GatewayApp } from '../../src/app.ts';
 import { catalogClient, gatewayOverAdmin, injector, seedProPlan } from '../helpers.ts';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { SESSION_COOKIE } from '@ent/common/auth/session-token';
-import type { AdminTestContext } from './admin-context.ts';
+import type { AdminTestContext } from '../../../test-support/admin-context.ts';
 
 /** The console's own origin as these tests address it (through a gateway: X-Forwarded-Host and -Proto). */
 const CONSOLE_HOST = 'console.test';
