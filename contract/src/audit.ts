@@ -19,7 +19,7 @@ export const AUDIT_ID_PATTERN = '^aud_[0-9a-z]{26}$';
 /**
  * The path value names of the /org routes (an entry's `params` holds only these): what `params[<name>]` may filter on.
  * Any other name is an unknown query parameter (422) like any other, whatever it is (`__proto__`, `constructor`).
- * admin/test/audit.test.ts checks the list against the routes.
+ * admin/test/audit/reading.test.ts checks the list against the routes.
  */
 export const AUDIT_PATH_VALUE_NAMES = [
   'feature_key',

@@ -2,6 +2,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
+import { saveArrangement } from '@ent/common/metering/arrangement';
+import { createAdminContext, createTestOrganization } from '../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../src/app.ts';
 
 type Inject = (options: { method: string; url: string; headers?: Record<string, string>; payload?: unknown }) => Promise<{
@@ -74,4 +76,34 @@ export async function seedProPlan(api: ReturnType<typeof catalogClient>): Promis
   ]);
   await api.subscriber('alice');
   await api.subscribe('alice', 'pro');
+}
+
+/**
+ * An admin context, a gateway over it and an organization on an arrangement that blocks at 1,000 evals a month:
+ * features sso (flag), seats (limit) and audit (flag), plans basic (3 seats) and pro (sso, 25 seats), subscribers
+ * alice (on basic) and bob (on none), all written through the gateway. Close the gateway before the context.
+ */
+export async function gatewayWithCatalog(clock: Clock) {
+  const ctx = await createAdminContext({ clock });
+  const gateway = await gatewayOverAdmin(ctx, { clock });
+  const org = await createTestOrganization(ctx.db, 'Gateway org');
+  await saveArrangement(ctx.db, org.organization_id, {
+    plan: 'free',
+    evalLimit: 1000,
+    blocking: true,
+    burstPerSecond: 10_000,
+  });
+  const api = catalogClient(injector(gateway), org.headers);
+  await api.feature('sso', 'flag');
+  await api.feature('seats', 'limit');
+  await api.feature('audit', 'flag');
+  await api.plan('basic', [{ feature: 'seats', kind: 'limit', limit: 3 }]);
+  await api.plan('pro', [
+    { feature: 'sso', kind: 'flag' },
+    { feature: 'seats', kind: 'limit', limit: 25 },
+  ]);
+  await api.subscriber('alice');
+  await api.subscribe('alice', 'basic');
+  await api.subscriber('bob');
+  return { ctx, gateway, org, api };
 }
