@@ -1,5 +1,6 @@
 /** The README's headline figures: a few same-run ratios and totals from the results the full tables come from. */
 import type { FaultsDocument } from './faults/table.ts';
+import type { AgingResult } from './modes/aging.ts';
 import type { MemoryResult } from './modes/memory.ts';
 import type { PinnedResult } from './modes/pinned.ts';
 import type { ScaleResult } from './modes/scale.ts';
@@ -11,12 +12,20 @@ export interface HeadlineInputs {
   memory: MemoryResult | null;
   scale: ScaleResult | null;
   faults: FaultsDocument | null;
+  aging: AgingResult | null;
 }
 
 const count = (n: number) => Math.round(n).toLocaleString('en-US');
 
 /** One row per results file present; null when there is none at all. */
-export function renderHeadline({ throughput, pinned, memory, scale, faults }: HeadlineInputs): string | null {
+export function renderHeadline({
+  throughput,
+  pinned,
+  memory,
+  scale,
+  faults,
+  aging,
+}: HeadlineInputs): string | null {
   const rows: string[] = [];
   if (throughput) {
     const { ratios: r, settings: s } = throughput;
@@ -45,6 +54,12 @@ export function renderHeadline({ throughput, pinned, memory, scale, faults }: He
       `| gateway memory per cached subscriber, ${count(largest.subscribers)} cached | ${count(largest.heapPerSubscriber)} B ` +
         `of heap, ${count(largest.rssPerSubscriber)} B RSS | \`npm run bench -- memory\` |`,
     );
+  if (aging)
+    rows.push(
+      `| a gateway aged by ${count(aging.settings.organizations)} organizations, a soak with writes and a large cache, ` +
+        `against a fresh one (same run) | ${aging.ratios.throughput.toFixed(2)} of its throughput, ` +
+        `${aging.ratios.cpuEfficiency.toFixed(2)} of its CPU efficiency per request | \`npm run bench -- aging\` |`,
+    );
   if (scale)
     rows.push(
       `| three gateways under load: eval count error, stale reads after a write's 2xx | ${scale.metering.error} of ` +
@@ -61,7 +76,7 @@ export function renderHeadline({ throughput, pinned, memory, scale, faults }: He
     );
   }
   if (rows.length === 0) return null;
-  const dates = [throughput?.date, pinned?.date, memory?.date, scale?.date, faults?.started_at]
+  const dates = [throughput?.date, pinned?.date, memory?.date, scale?.date, aging?.date, faults?.started_at]
     .filter((date): date is string => date !== undefined)
     .map((date) => date.slice(0, 10))
     .sort();

@@ -27,8 +27,9 @@ function readmeSections(): [string, string | null][] {
   const pinned = readResult<PinnedResult>('pinned');
   const scale = readResult<ScaleResult>('scale');
   const faults = readLatestFaults(root);
+  const aging = readResult<AgingResult>('aging');
   return [
-    ['headline', renderHeadline({ throughput, pinned, memory, scale, faults })],
+    ['headline', renderHeadline({ throughput, pinned, memory, scale, faults, aging })],
     ['throughput', throughput && renderThroughput(throughput)],
     ['memory', memory && renderMemory(memory)],
     ['pinned', pinned && renderPinned(pinned)],
@@ -36,7 +37,7 @@ function readmeSections(): [string, string | null][] {
     ['profile', ((r) => r && renderProfile(r))(readResult<ProfileResult>('profile'))],
     ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
     ['faults', faults && renderFaults(faults)],
-    ['aging', ((r) => r && renderAging(r))(readResult<AgingResult>('aging'))],
+    ['aging', aging && renderAging(aging)],
   ];
 }
 
