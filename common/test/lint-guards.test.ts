@@ -3,7 +3,7 @@ import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -30,10 +30,11 @@ async function npmRun(script: string, args: string[]): Promise<{ exitCode: numbe
       cwd: copy,
       maxBuffer: 64 * 1024 * 1024,
     });
-    return { exitCode: 0, stdout };
+    return { exitCode: 0, stdout: stripVTControlCharacters(stdout) };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string };
-    return { exitCode: failed.code ?? 1, stdout: failed.stdout ?? '' };
+    // Reporters colour their output where CI=true says a CI log will show it; the report's words are what count.
+    return { exitCode: failed.code ?? 1, stdout: stripVTControlCharacters(failed.stdout ?? '') };
   }
 }
 
