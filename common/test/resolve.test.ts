@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { listedEntitlements, resolveAll, resolveFeature, type CheckResult } from '../src/resolve/resolve.ts';
 import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '../src/snapshots/documents.ts';
+import type { FeatureKind } from '../src/db/database.ts';
 import { catalogArbitrary } from '../../test-support/catalog-arbitrary.ts';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 0);
@@ -124,11 +125,11 @@ const featureKeys = ['a', 'b', 'c', 'd', 'e', 'f'];
 const limitArb = fc.option(fc.nat({ max: 1000 }), { nil: null });
 const catalogArb = catalogArbitrary(featureKeys, 1000);
 
-const overrideArb = (kind: 'flag' | 'limit'): fc.Arbitrary<OverrideValue> => {
+const overrideArb = (kind: FeatureKind): fc.Arbitrary<OverrideValue> => {
   const expiresAt = fc.option(fc.integer({ min: NOW - 5000, max: NOW + 5000 }), { nil: null });
   return kind === 'flag'
     ? fc.record({ kind: fc.constant('flag' as const), allowed: fc.boolean(), expiresAt })
-    : fc.record({ kind: fc.constant('limit' as const), limit: limitArb, expiresAt });
+    : fc.record({ kind: fc.constant(kind), limit: limitArb, expiresAt });
 };
 
 const worldArb = catalogArb.chain((cat) => {

@@ -3,8 +3,22 @@ import { Type, type Static } from '@sinclair/typebox';
 export const EvalParams = Type.Object({ subscriber_id: Type.String({ minLength: 1, maxLength: 255 }) });
 export type EvalParams = Static<typeof EvalParams>;
 
+/** Most one consume may deduct (DESIGN.md §5). */
+export const MAX_CONSUME = 1_000_000_000;
+
 export const CheckBody = Type.Object(
-  { feature: Type.String({ minLength: 1, maxLength: 255, description: 'catalog feature key' }) },
+  {
+    feature: Type.String({ minLength: 1, maxLength: 255, description: 'catalog feature key' }),
+    consume: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_CONSUME,
+        description:
+          'metered features only: deduct this much if it fits (or the limit is soft or unlimited), atomically with ' +
+          'the check; `allowed: false` and nothing deducted otherwise',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 export type CheckBody = Static<typeof CheckBody>;
@@ -18,6 +32,34 @@ export const EntitlementsQuery = Type.Object(
   { additionalProperties: false },
 );
 export type EntitlementsQuery = Static<typeof EntitlementsQuery>;
+
+/** DESIGN.md §5: a metered feature's answer, with its use in the current period. */
+export const MeteredCheckResultSchema = Type.Object(
+  {
+    feature: Type.String(),
+    kind: Type.Literal('metered'),
+    limit: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'per period; null = unlimited',
+    }),
+    used: Type.Integer({ minimum: 0, description: 'used in the current period' }),
+    remaining: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'max(0, limit - used); null when unlimited',
+    }),
+    allowed: Type.Boolean({
+      description: 'used < limit, or true when unlimited or soft; after a consume: whether it was deducted',
+    }),
+    period_start: Type.String({ format: 'date-time' }),
+    resets_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'when the next period starts; null for reset "never"',
+    }),
+    source: Type.Union([Type.Literal('override'), Type.Literal('plan'), Type.Literal('none')]),
+    overage: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'soft limits only: max(0, used - limit)' }),
+    ),
+  },
+  { description: 'the answer for a metered feature' },
+);
+export type MeteredCheckResult = Static<typeof MeteredCheckResultSchema>;
 
 /**
  * SPEC.md part 2 "Entitlement check result", fields in this order: the one schema of the answer, used by the
@@ -37,6 +79,7 @@ export const CheckResultSchema = Type.Union(
       limit: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
       source: Type.Union([Type.Literal('override'), Type.Literal('plan'), Type.Literal('none')]),
     }),
+    MeteredCheckResultSchema,
   ],
   { $id: 'CheckResult' },
 );

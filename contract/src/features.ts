@@ -1,7 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { FEATURE_KEY_PATTERN, PaginationQuery, Timestamp, listOf } from './common.ts';
 
-export const FeatureKindSchema = Type.Union([Type.Literal('flag'), Type.Literal('limit')]);
+export const FeatureKindSchema = Type.Union([
+  Type.Literal('flag'),
+  Type.Literal('limit'),
+  Type.Literal('metered', { description: 'a limit whose use is counted per period (DESIGN.md §5)' }),
+]);
 
 export const FeatureSchema = Type.Object(
   {

@@ -17,7 +17,7 @@ export const OverrideSchema = Type.Object(
     kind: FeatureKindSchema,
     allowed: Type.Optional(Type.Boolean({ description: 'present when kind is flag' })),
     limit: Type.Optional(
-      Type.Union([Type.Integer(), Type.Null()], { description: 'present when kind is limit' }),
+      Type.Union([Type.Integer(), Type.Null()], { description: 'present when kind is limit or metered' }),
     ),
     expires_at: NullableTimestamp,
     created_at: Timestamp,

@@ -16,7 +16,32 @@ export const LimitGrantSchema = Type.Object({
   kind: Type.Literal('limit'),
   limit: GrantLimit,
 });
-export const GrantSchema = Type.Union([FlagGrantSchema, LimitGrantSchema]);
+export const MeteredResetSchema = Type.Union(
+  [
+    Type.Literal('day'),
+    Type.Literal('week'),
+    Type.Literal('month'),
+    Type.Literal('year'),
+    Type.Literal('never'),
+  ],
+  { description: 'when used starts again at 0; periods are UTC, weeks start on Monday' },
+);
+export type MeteredReset = Static<typeof MeteredResetSchema>;
+export const MeteredResetAnchorSchema = Type.Union([Type.Literal('calendar'), Type.Literal('subscription')], {
+  description:
+    "calendar: periods start on the UTC calendar; subscription: at the granting subscription's start",
+});
+export type MeteredResetAnchor = Static<typeof MeteredResetAnchorSchema>;
+
+export const MeteredGrantSchema = Type.Object({
+  feature: Type.String(),
+  kind: Type.Literal('metered'),
+  limit: GrantLimit,
+  reset: MeteredResetSchema,
+  reset_anchor: MeteredResetAnchorSchema,
+  soft: Type.Boolean({ description: 'true: use beyond the limit is allowed and reported as overage' }),
+});
+export const GrantSchema = Type.Union([FlagGrantSchema, LimitGrantSchema, MeteredGrantSchema]);
 export type GrantBody = Static<typeof GrantSchema>;
 
 export const PlanSchema = Type.Object(
@@ -49,8 +74,11 @@ export const PlanKeyParams = Type.Object({ key: Type.String({ minLength: 1, maxL
 export const GrantInput = Type.Object(
   {
     feature: Type.String({ minLength: 1, maxLength: 255 }),
-    kind: Type.Union([Type.Literal('flag'), Type.Literal('limit')]),
+    kind: Type.Union([Type.Literal('flag'), Type.Literal('limit'), Type.Literal('metered')]),
     limit: Type.Optional(GrantLimit),
+    reset: Type.Optional(MeteredResetSchema),
+    reset_anchor: Type.Optional(MeteredResetAnchorSchema),
+    soft: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -58,7 +86,9 @@ export type GrantInput = Static<typeof GrantInput>;
 
 const GrantsInput = Type.Array(GrantInput, {
   maxItems: MAX_GRANTS_PER_PLAN,
-  description: 'each feature at most once; a flag grant has no `limit`, a limit grant must have one',
+  description:
+    'each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` ' +
+    '(default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only',
 });
 
 export const CreatePlanBody = Type.Object(

@@ -8,6 +8,7 @@ export const SCOPES = [
   'catalog:write',
   'subscribers:read',
   'subscribers:write',
+  'usage:write',
   'org:read',
   'org:write',
   'org:audit:read',

@@ -3,7 +3,9 @@ import type { ColumnType, Generated, Selectable } from 'kysely';
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 
-export type FeatureKind = 'flag' | 'limit';
+export type FeatureKind = 'flag' | 'limit' | 'metered';
+export type MeteredReset = 'day' | 'week' | 'month' | 'year' | 'never';
+export type MeteredResetAnchor = 'calendar' | 'subscription';
 export type PlanKind = 'catalog' | 'custom';
 export type MemberStatus = 'active' | 'suspended' | 'removed';
 export type SubscriptionStatus = 'active' | 'canceled';
@@ -120,8 +122,12 @@ export interface PlanGrantsTable {
   plan_id: string;
   feature_id: string;
   feature_kind: FeatureKind;
-  /** For limit grants: null = unlimited. Always null for flags. */
+  /** For limit and metered grants: null = unlimited. Always null for flags. */
   limit_value: number | null;
+  /** Metered grants only (null for the other kinds). */
+  reset: MeteredReset | null;
+  reset_anchor: MeteredResetAnchor | null;
+  soft: boolean | null;
 }
 
 export interface SubscribersTable {

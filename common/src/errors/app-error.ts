@@ -4,6 +4,7 @@ export type ErrorType =
 export type ErrorCode =
   | 'VALIDATION_ERROR'
   | 'CONFLICT'
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'NOT_FOUND'
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'

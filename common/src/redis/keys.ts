@@ -24,6 +24,24 @@ export function redisKeys(prefix: string) {
     evalUsage: (organizationId: string, period: string) => `${org(organizationId)}:usage:${period}`,
     /** String per gate batch, kept briefly: evals it counted, or `settled` (gateway/src/metering/settlements.ts). */
     gateBatch: (organizationId: string, batchId: string) => `${org(organizationId)}:gate:${batchId}`,
+    /**
+     * Metered usage (DESIGN.md §5), the hot copy. One hash per subscriber, metered feature and period:
+     * `{u: used, r: revision (+1 per change, so the worker's writes to Postgres never go back), e: period end ms or
+     * '' for "never"}`. Named by `meteredMember`, so a dirty-set member is the key's own tail.
+     */
+    meteredBalance: (organizationId: string, member: string) => `${org(organizationId)}:m:${member}`,
+    /** Set of `meteredMember`s changed since the worker last persisted them to Postgres. */
+    meteredDirty: (organizationId: string) => `${org(organizationId)}:mdirty`,
+    /**
+     * String present once Redis holds the organization's balances (refilled from Postgres and the gateways' last
+     * figures after Redis came back empty): metered answers wait for it.
+     */
+    meteredReady: (organizationId: string) => `${org(organizationId)}:mready`,
+    /** String per usage idempotency key, 24 h: the request's fingerprint and its first answer. */
+    usageIdempotency: (organizationId: string, idempotencyKey: string) =>
+      `${org(organizationId)}:idem:${idempotencyKey}`,
+    /** Set of organization ids with dirty balances: where the worker looks (not org-tagged: a command of its own). */
+    meteredDirtyOrganizations: `${prefix}:mdirty-orgs`,
     /** Counter per one-second window for the burst limit. */
     burst: (organizationId: string) => `${org(organizationId)}:burst`,
     /** String: JSON of the key's principal, by SHA-256 of the plaintext. Not org-tagged: the org is unknown yet. */
@@ -48,3 +66,19 @@ export function redisKeys(prefix: string) {
 }
 
 export type RedisKeys = ReturnType<typeof redisKeys>;
+
+/**
+ * A balance's name within its organization: subscriber, feature and period start, joined by `|`, which neither a
+ * subscriber id (SUBSCRIBER_ID_PATTERN) nor a feature key (FEATURE_KEY_PATTERN) may hold, so it parses back.
+ */
+export const meteredMember = (subscriberId: string, feature: string, periodStartMs: number): string =>
+  `${subscriberId}|${feature}|${periodStartMs}`;
+
+export function parseMeteredMember(member: string): {
+  subscriberId: string;
+  feature: string;
+  periodStartMs: number;
+} {
+  const [subscriberId, feature, start] = member.split('|');
+  return { subscriberId: subscriberId!, feature: feature!, periodStartMs: Number(start) };
+}

@@ -1,6 +1,13 @@
-import type { CatalogDoc, Grant, OverrideValue, SubscriberDoc } from '../snapshots/documents.ts';
+import type {
+  CatalogDoc,
+  Grant,
+  MeteredGrant,
+  OverrideValue,
+  SubscriberDoc,
+} from '../snapshots/documents.ts';
+import { meteredPeriodAt, RESET_ORDER, type MeteredPeriod } from '../metering/metered-period.ts';
 
-import type { CheckResult } from '@ent/contract/evals';
+import type { CheckResult, MeteredCheckResult } from '@ent/contract/evals';
 
 export type { CheckResult } from '@ent/contract/evals';
 
@@ -21,6 +28,99 @@ function fromOverride(feature: string, override: OverrideValue): CheckResult {
   return override.kind === 'flag'
     ? { feature, kind: 'flag', allowed: override.allowed, source: 'override' }
     : { feature, kind: 'limit', limit: override.limit, source: 'override' };
+}
+
+/**
+ * What decides a metered feature's answer apart from its use: the limit per period, how periods run, whether the
+ * limit is soft, and where the answer comes from. `anchorMs` is the start of the granting subscription when the
+ * periods are anchored on it (null: calendar periods).
+ */
+export interface MeteredTerms {
+  limit: number | null;
+  reset: MeteredGrant['reset'];
+  anchorMs: number | null;
+  soft: boolean;
+  source: 'override' | 'plan' | 'none';
+}
+
+/** Without a grant: nothing to use, counted by calendar month. */
+const UNGRANTED: Omit<MeteredGrant, 'kind'> = { limit: 0, reset: 'month', anchor: 'calendar', soft: false };
+
+/** True when `candidate` beats `best`: an unlimited grant, else the larger limit, else the shorter period. */
+function beats(candidate: MeteredGrant, best: MeteredGrant): boolean {
+  if (best.limit === null)
+    return candidate.limit === null && RESET_ORDER[candidate.reset] < RESET_ORDER[best.reset];
+  if (candidate.limit === null) return true;
+  if (candidate.limit !== best.limit) return candidate.limit > best.limit;
+  return RESET_ORDER[candidate.reset] < RESET_ORDER[best.reset];
+}
+
+/**
+ * DESIGN.md §5: across active subscriptions the limit merges as for limit grants (null wins, else the largest); reset,
+ * anchor and soft come from that grant (a tie: the shorter period). A live metered override replaces the limit only.
+ */
+export function meteredTermsOf(
+  catalog: CatalogDoc,
+  subscriber: SubscriberDoc,
+  feature: string,
+  nowMs: number,
+): MeteredTerms {
+  let best: MeteredGrant | null = null;
+  let bestPlan: string | null = null;
+  for (const planId of subscriber.plans) {
+    const grant = catalog.plans[planId]?.grants[feature];
+    if (grant?.kind !== 'metered') continue;
+    const earlier = bestPlan !== null && planId === bestPlan;
+    if (best === null || (!earlier && beats(grant, best))) {
+      best = grant;
+      bestPlan = planId;
+    }
+  }
+  const chosen = best ?? { kind: 'metered' as const, ...UNGRANTED };
+  const anchorMs =
+    chosen.anchor === 'subscription' && bestPlan !== null
+      ? (subscriber.subscribedAt?.[bestPlan] ?? null)
+      : null;
+  const override = subscriber.overrides[feature];
+  const overridden = override !== undefined && override.kind === 'metered' && isLive(override, nowMs);
+  return {
+    limit: overridden ? (override as { limit: number | null }).limit : chosen.limit,
+    reset: chosen.reset,
+    anchorMs,
+    soft: chosen.soft,
+    source: overridden ? 'override' : best ? 'plan' : 'none',
+  };
+}
+
+/** The period of `terms` that contains `nowMs`. */
+export const meteredPeriodOf = (terms: MeteredTerms, nowMs: number): MeteredPeriod =>
+  meteredPeriodAt(terms.reset, terms.anchorMs, nowMs);
+
+/**
+ * A metered answer from its terms, its period and what was used in it. `allowed` is `used < limit` (or true when
+ * unlimited or soft) unless `deducted` says what a consume did.
+ */
+export function meteredResult(
+  feature: string,
+  terms: MeteredTerms,
+  period: MeteredPeriod,
+  used: number,
+  deducted?: boolean,
+): MeteredCheckResult {
+  const { limit, soft } = terms;
+  const result: MeteredCheckResult = {
+    feature,
+    kind: 'metered',
+    limit,
+    used,
+    remaining: limit === null ? null : Math.max(0, limit - used),
+    allowed: deducted ?? (limit === null || soft || used < limit),
+    period_start: new Date(period.startMs).toISOString(),
+    resets_at: period.endMs === null ? null : new Date(period.endMs).toISOString(),
+    source: terms.source,
+  };
+  if (soft) result.overage = limit === null ? 0 : Math.max(0, used - limit);
+  return result;
 }
 
 function fromGrants(feature: string, kind: 'flag' | 'limit', grants: Grant[]): CheckResult {
@@ -64,6 +164,11 @@ export function resolveFeature(
 ): CheckResult | null {
   const kind = catalog.features[feature];
   if (!kind) return null;
+  // The static view (nothing used): the gateway answers a metered feature with its use from Redis.
+  if (kind === 'metered') {
+    const terms = meteredTermsOf(catalog, subscriber, feature, nowMs);
+    return meteredResult(feature, terms, meteredPeriodOf(terms, nowMs), 0);
+  }
   const override = subscriber.overrides[feature];
   if (override && override.kind === kind && isLive(override, nowMs)) return fromOverride(feature, override);
   return fromGrants(feature, kind, grantsFor(catalog, subscriber, feature));

@@ -1,5 +1,5 @@
 import type { Role, Scope } from '../auth/scopes.ts';
-import type { FeatureKind } from '../db/database.ts';
+import type { FeatureKind, MeteredReset, MeteredResetAnchor } from '../db/database.ts';
 
 /**
  * Snapshot documents: what Redis holds for the gateway, built from Postgres by `build.ts`.
@@ -10,7 +10,16 @@ import type { FeatureKind } from '../db/database.ts';
  */
 export const snapshotVersionOf = (databaseVersion: number): number => databaseVersion + 1;
 
-export type Grant = { kind: 'flag' } | { kind: 'limit'; limit: number | null };
+export type Grant = { kind: 'flag' } | { kind: 'limit'; limit: number | null } | MeteredGrant;
+
+/** DESIGN.md §5: a limit per period; `limit` null = unlimited. */
+export interface MeteredGrant {
+  kind: 'metered';
+  limit: number | null;
+  reset: MeteredReset;
+  anchor: MeteredResetAnchor;
+  soft: boolean;
+}
 
 export interface CatalogPlan {
   archived: boolean;
@@ -28,7 +37,7 @@ export interface CatalogDoc {
 
 export type OverrideValue =
   | { kind: 'flag'; allowed: boolean; expiresAt: number | null }
-  | { kind: 'limit'; limit: number | null; expiresAt: number | null };
+  | { kind: 'limit' | 'metered'; limit: number | null; expiresAt: number | null };
 
 /** One subscriber: the plans of its active subscriptions and its overrides (expired ones included). */
 export interface SubscriberDoc {
@@ -37,6 +46,11 @@ export interface SubscriberDoc {
   plans: string[];
   /** By feature key; `expiresAt` in epoch milliseconds, null = never. */
   overrides: Record<string, OverrideValue>;
+  /**
+   * Plan id -> start (epoch ms) of the earliest active subscription to it: where a `subscription`-anchored metered
+   * period starts counting. Absent on documents that carry no subscriptions.
+   */
+  subscribedAt?: Record<string, number>;
 }
 
 export const MISSING_SUBSCRIBER: SubscriberDoc = Object.freeze({ exists: false, plans: [], overrides: {} }) as SubscriberDoc;
