@@ -149,6 +149,21 @@ export interface SubscriptionsTable {
   created_at: CreatedAt;
   canceled_at: Date | null;
   updated_at: Timestamp;
+  /** Where its subscription-anchored metered periods start: its creation, or the anchor of the one it replaced. */
+  anchored_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** The durable copy of one metered balance (subscriber, feature, period), written by the worker from Redis. */
+export interface MeteredUsageTable {
+  organization_id: string;
+  subscriber_id: string;
+  feature_key: string;
+  period_start: Date;
+  /** null for reset "never". */
+  period_end: Date | null;
+  used: ColumnType<number, number, number>;
+  revision: ColumnType<number, number, number>;
+  updated_at: Timestamp;
 }
 
 export interface OverridesTable {
@@ -298,6 +313,7 @@ export interface Database {
   plan_grants: PlanGrantsTable;
   subscribers: SubscribersTable;
   subscriptions: SubscriptionsTable;
+  metered_usage: MeteredUsageTable;
   overrides: OverridesTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;

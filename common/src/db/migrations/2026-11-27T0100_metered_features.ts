@@ -26,11 +26,35 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         (feature_kind = 'flag' AND allowed IS NOT NULL AND limit_value IS NULL)
         OR (feature_kind IN ('limit', 'metered') AND allowed IS NULL)
       );
+
+    -- Where a subscription-anchored metered period starts: its creation, or, for a subscription made by changing
+    -- plans, the anchor of the one it replaced (decisions.md, "Metered usage: how it is built").
+    ALTER TABLE subscriptions ADD COLUMN anchored_at timestamptz;
+    UPDATE subscriptions SET anchored_at = created_at;
+    ALTER TABLE subscriptions ALTER COLUMN anchored_at SET NOT NULL, ALTER COLUMN anchored_at SET DEFAULT now();
+
+    -- The durable copy of metered usage: one row per subscriber, feature and period, written by the worker from
+    -- Redis (the hot copy). A row is replaced only by a newer revision. Past periods stay.
+    CREATE TABLE metered_usage (
+      organization_id text NOT NULL REFERENCES organizations (id),
+      subscriber_id text NOT NULL,
+      feature_key text NOT NULL,
+      period_start timestamptz NOT NULL,
+      period_end timestamptz,
+      used bigint NOT NULL CHECK (used >= 0),
+      revision bigint NOT NULL,
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (organization_id, subscriber_id, feature_key, period_start)
+    );
+    -- Refill after Redis came back empty: the balances whose period has not ended.
+    CREATE INDEX metered_usage_open ON metered_usage (organization_id, period_end);
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
+    DROP TABLE metered_usage;
+    ALTER TABLE subscriptions DROP COLUMN anchored_at;
     DELETE FROM overrides WHERE feature_kind = 'metered';
     DELETE FROM plan_grants WHERE feature_kind = 'metered';
     DELETE FROM features WHERE kind = 'metered';
