@@ -5,6 +5,7 @@ import { newId } from '@ent/common/ids';
 import type {
   AcceptInviteBody,
   ChangePasswordBody,
+  InvitePreviewBody,
   OrganizationChoiceBody,
   SignInBody,
   SignUpBody,
@@ -16,7 +17,7 @@ import {
   type LiveSession,
   type StartedSession,
 } from '../console-sessions/service.ts';
-import { assertInvitePending, redeemInvite } from '../invites/service.ts';
+import { assertInvitePending, previewInvite, redeemInvite } from '../invites/service.ts';
 import { WriteOutcome } from '../shared/write/outcome.ts';
 import { insertMember } from '../members/store.ts';
 import { insertOrganization } from '../provisioning/create-organization.ts';
@@ -229,4 +230,16 @@ export async function acceptInvite(
     return startSession(trx, who, now, settings.sessionLifetimeMs);
   });
   return signedIn(db, started, now);
+}
+
+/** What an invite link's page shows before the person joins (GET /console/api/invites/{token}). */
+export async function invitePreview(db: Kysely<Database>, token: string, now: Date): Promise<InvitePreviewBody> {
+  const { invite, organization, status } = await previewInvite(db, token, now);
+  return {
+    organization,
+    role: invite.role as InvitePreviewBody['role'],
+    email: invite.email,
+    expires_at: invite.expires_at.toISOString(),
+    status,
+  };
 }
