@@ -178,7 +178,8 @@ export const authentication = fp<AuthenticationOptions>(
       const plaintext = Array.isArray(header) ? header[0] : header;
       if (plaintext === undefined) {
         const sessionToken = sessions.tokenOf(request);
-        if (sessionToken !== undefined) return sessionAuthentication(app, sessions, request, reply, sessionToken);
+        if (sessionToken !== undefined)
+          return sessionAuthentication(app, sessions, request, reply, sessionToken);
       }
       if (!plaintext || !isWellFormedApiKey(plaintext)) return sendError(request, reply, unauthenticated());
       const keyHash = hashApiKey(plaintext);

@@ -33,7 +33,10 @@ export async function sessionForWrite(app: FastifyInstance, request: FastifyRequ
 }
 
 /** GET /console/api/session: the current session as the console reads it. */
-export async function currentSessionBody(app: FastifyInstance, request: FastifyRequest): Promise<ConsoleSessionBody> {
+export async function currentSessionBody(
+  app: FastifyInstance,
+  request: FastifyRequest,
+): Promise<ConsoleSessionBody> {
   const { session, token } = await currentSession(app, request);
   return toSessionBody(session, token);
 }
