@@ -22,6 +22,7 @@ import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
 import { writePipeline } from './features/shared/write/pipeline.ts';
 import { routes } from './routes.ts';
+import { queueNames } from './jobs.ts';
 import { outboxMetrics } from './features/outbox/metrics.ts';
 import { webhookMetrics } from './features/webhook/metrics.ts';
 import { snapshots } from './features/snapshots/plugin.ts';
@@ -67,7 +68,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
     requestDurationBuckets: REQUEST_DURATION_BUCKETS,
     publicPortMetrics: config.publicPortMetrics,
   });
-  await app.register(queues);
+  await app.register(queues, { names: queueNames });
   await app.register(openapi);
   // Admin serves with Postgres (DESIGN.md). Redis is reported but never decides: writes still commit and answer
   // without it (the outbox brings Redis up to date), so taking admin out of rotation for it would only add failed

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { QUEUE_NAMES } from '../jobs/queues.ts';
+import type { QueueName } from '../jobs/queues.ts';
 
 export interface AdminMetrics {
   registry: Registry;
@@ -35,7 +35,7 @@ export const adminMetrics = fp(
       registers: [registry],
       async collect() {
         await Promise.all(
-          QUEUE_NAMES.map(async (name) => {
+          (Object.keys(app.queues) as QueueName[]).map(async (name) => {
             const counts = await app.queues[name]
               .getJobCounts('waiting', 'delayed', 'active')
               .catch(() => null);

@@ -12,12 +12,7 @@ import {
   recordableParam,
   routeTemplate,
 } from './entry.ts';
-import {
-  appendOutcome,
-  insertPendingEntry,
-  insertSettledEntry,
-  type NewAuditEntry,
-} from './store.ts';
+import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from './store.ts';
 import { isAuditedRequest } from '../shared/write/pipeline.ts';
 
 /** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */

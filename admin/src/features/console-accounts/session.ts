@@ -15,7 +15,7 @@ import type { SignedIn } from './service.ts';
  */
 
 /** The live session of the request's cookie and its token (401 without one). */
-export async function currentSession(
+async function currentSession(
   app: FastifyInstance,
   request: FastifyRequest,
 ): Promise<{ session: LiveSession; token: string }> {
