@@ -22,7 +22,7 @@ import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
 import { writePipeline } from './features/shared/write/pipeline.ts';
 import { routes } from './routes.ts';
-import { queueNames } from './jobs.ts';
+import { queueNames } from './job-registry.ts';
 import { outboxMetrics } from './features/outbox/metrics.ts';
 import { webhookMetrics } from './features/webhook/metrics.ts';
 import { snapshots } from './features/snapshots/plugin.ts';

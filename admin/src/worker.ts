@@ -8,7 +8,7 @@ import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { startOutboxRunner } from './features/outbox/runner.ts';
-import { jobDefinitions, queueNames } from './jobs.ts';
+import { jobDefinitions, queueNames } from './job-registry.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
 

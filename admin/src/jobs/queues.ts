@@ -6,7 +6,7 @@ import { nodeOptions, redisTarget } from '@ent/common/redis/redis-url';
 
 /**
  * Every queue and the payload of its jobs: each job file adds its own (`declare module` of this file), so a new
- * job touches only its feature folder and one line of `admin/src/jobs.ts`.
+ * job touches only its feature folder and one line of `admin/src/job-registry.ts`.
  */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
 export interface QueuePayloads {}

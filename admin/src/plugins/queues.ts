@@ -10,7 +10,7 @@ declare module 'fastify' {
 
 /** Producers for every BullMQ queue; the workers run in their own process (`npm run worker`). */
 export interface QueuesOptions {
-  /** Every job's queue (admin/src/jobs.ts). */
+  /** Every job's queue (admin/src/job-registry.ts). */
   names: readonly QueueName[];
 }
 

@@ -15,7 +15,7 @@ import {
 } from '../../../test-support/admin-context.ts';
 import { auditSettleJob } from '../../src/features/audit/settle.job.ts';
 import type { AnyJobDefinition, JobDependencies } from '../../src/jobs/job.ts';
-import { jobDefinitions } from '../../src/jobs.ts';
+import { jobDefinitions } from '../../src/job-registry.ts';
 import type { QueueName } from '../../src/jobs/queues.ts';
 import { startWorkers } from '../../src/jobs/start-workers.ts';
 import { caller } from '../../../test-support/identity-context.ts';
