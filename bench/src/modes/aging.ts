@@ -102,6 +102,11 @@ export interface FigureVerdict {
   againstNoise: 'below' | 'within' | 'above';
   /** Rounds in which the aged gateway did worse against the reference than the control did. */
   roundsWorseThanControl: number;
+  /**
+   * The control's band lies within the target's margin (from the target to its inverse): only then can this run tell
+   * a shortfall of that size from noise. When it is wider, a pass says only that the medians met the target.
+   */
+  resolvesTarget: boolean;
 }
 
 export interface AgingVerdict {
@@ -417,6 +422,8 @@ const ROUND_ORDERS: readonly GatewayName[][] = [
 
 export const roundOrder = (round: number): GatewayName[] => [...ROUND_ORDERS[round % ROUND_ORDERS.length]!];
 
+const ratio = (value: number) => value.toFixed(2);
+
 const series = (perRound: number[]): RatioSeries => ({
   perRound,
   median: median(perRound),
@@ -445,6 +452,7 @@ function figureVerdict(aged: RatioSeries, control: RatioSeries): FigureVerdict {
     noiseBand,
     againstNoise: aged.median < noiseBand[0] ? 'below' : aged.median > noiseBand[1] ? 'above' : 'within',
     roundsWorseThanControl: aged.perRound.filter((ratio, i) => ratio < control.perRound[i]!).length,
+    resolvesTarget: noiseBand[0] >= AGING_TARGET && noiseBand[1] <= 1 / AGING_TARGET,
   };
 }
 
@@ -468,6 +476,11 @@ export function verdictOf(ratios: { aged: Comparison; control: Comparison }): Ag
     : shortfalls.every((v) => v.againstNoise !== 'below')
       ? 'failed, within the noise an identical fresh gateway shows (this run cannot tell the shortfall from noise)'
       : 'failed, beyond the noise an identical fresh gateway shows';
+  const resolution =
+    throughput.resolvesTarget && cpuEfficiency.resolvesTarget
+      ? ''
+      : `; the control's band is wider than the margin tested (${AGING_TARGET} to ${ratio(1 / AGING_TARGET)}), so this ` +
+        'run cannot resolve a difference that small either way';
   return {
     target: AGING_TARGET,
     passed,
@@ -475,14 +488,13 @@ export function verdictOf(ratios: { aged: Comparison; control: Comparison }): Ag
     cpuEfficiency,
     summary:
       `${conclusion}: against the fresh gateway (target at least ${AGING_TARGET}), ${describe('throughput', throughput)}, ` +
-      `${describe('CPU efficiency per request', cpuEfficiency)}`,
+      `${describe('CPU efficiency per request', cpuEfficiency)}${resolution}`,
   };
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
 
-const ratio = (value: number) => value.toFixed(2);
 const spread = (r: RatioSeries) => `**${ratio(r.median)}** (${ratio(r.min)} to ${ratio(r.max)})`;
 
 export function renderAging(result: AgingResult): string {
@@ -509,9 +521,9 @@ export function renderAging(result: AgingResult): string {
   );
   const band = (f: FigureVerdict) => `${ratio(f.noiseBand[0])} to ${ratio(f.noiseBand[1])}`;
   const placed = (f: FigureVerdict) =>
-    f.againstNoise === 'within' ? 'within it' : f.againstNoise === 'below' ? 'below it' : 'above it';
+    f.againstNoise === 'within' ? 'within' : f.againstNoise === 'below' ? 'below' : 'above';
   return [
-    `A gateway aged by ${fmt(s.organizations)} organizations (each its own key and catalog), a ${s.soakSeconds} s soak ` +
+    `A gateway aged by ${fmt(s.organizations)} organization${s.organizations === 1 ? '' : 's'} (each its own key and catalog), a ${s.soakSeconds} s soak ` +
       `(${fmt(a.soakEvals)} evals over 1,000 subscribers, ${a.overrideWrites} override writes through the gateway) and ` +
       `${fmt(s.fillSubscribers)} subscribers of another organization cached, then warm and idle for ${s.quietSeconds} s, ` +
       `against a fresh gateway started after that and an A/A control (a second fresh gateway started the same way); ` +
@@ -543,6 +555,10 @@ export function renderAging(result: AgingResult): string {
       `${placed(v.throughput)} the control's band (${band(v.throughput)}), worse than the control in ` +
       `${v.throughput.roundsWorseThanControl} of ${s.rounds} rounds; CPU efficiency ${ratio(v.cpuEfficiency.agedMedian)}, ` +
       `${placed(v.cpuEfficiency)} the control's band (${band(v.cpuEfficiency)}), worse than the control in ` +
-      `${v.cpuEfficiency.roundsWorseThanControl} of ${s.rounds} rounds.`,
+      `${v.cpuEfficiency.roundsWorseThanControl} of ${s.rounds} rounds.` +
+      (v.throughput.resolvesTarget && v.cpuEfficiency.resolvesTarget
+        ? " The control's bands lie within the margin tested, so this run resolves a shortfall of that size."
+        : ` The control's bands are wider than the margin tested (${v.target} to ${ratio(1 / v.target)}): two identical ` +
+          'fresh gateways differed by more than that here, so this run cannot resolve a difference that small either way.'),
   ].join('\n');
 }
