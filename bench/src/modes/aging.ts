@@ -23,6 +23,7 @@
  * "aged" gateway with next to no history): BENCH_AGING_ORGS=1 BENCH_AGING_SOAK_SECONDS=2 BENCH_AGING_FILL=64 (the fill
  * is driven with BENCH_CONNECTIONS connections, so at least that many).
  */
+import { availableParallelism, loadavg } from 'node:os';
 import { createDb } from '@ent/common/db/connect';
 import { GATEWAY_NODE_FLAGS } from '../../../gateway/src/runtime-flags.ts';
 import { createOrganization } from '../../../admin/src/features/provisioning/create-organization.ts';
@@ -145,6 +146,11 @@ export interface AgingResult {
   fresh: GatewayState;
   control: GatewayState;
   rounds: AgingRound[];
+  /**
+   * The machine's 1-minute load average just before the rounds and just after, and its cores: how much else shared
+   * the machine (absent from results written before it was recorded).
+   */
+  machineLoad?: { before: number; after: number; cores: number };
   /** The aged gateway and the control, each against the fresh reference. */
   ratios: { aged: Comparison; control: Comparison };
   verdict: AgingVerdict;
@@ -344,6 +350,7 @@ export async function runAging(): Promise<AgingResult> {
     };
     log(`measuring: ${rounds} rounds of ${seconds} s per gateway, ${connections} connections, order rotating`);
     const byRound: AgingRound[] = [];
+    const loadBefore = loadavg()[0]!;
     for (let round = 0; round < rounds; round++) {
       const order = roundOrder(round);
       const figures: Partial<Record<GatewayName, GatewayFigures>> = {};
@@ -358,6 +365,7 @@ export async function runAging(): Promise<AgingResult> {
       );
       byRound.push(measured);
     }
+    const machineLoad = { before: loadBefore, after: loadavg()[0]!, cores: availableParallelism() };
     // Read after the rounds: a full collection shrinks V8's young generation when it follows an idle spell, which
     // would be the bench's doing rather than the gateway's history.
     const agedState = await stateOf(aged);
@@ -398,6 +406,7 @@ export async function runAging(): Promise<AgingResult> {
       fresh: freshState,
       control: controlState,
       rounds: byRound,
+      machineLoad,
       ratios,
       verdict,
     };
@@ -530,7 +539,12 @@ export function renderAging(result: AgingResult): string {
       `all three warm on ${fmt(s.measuredSubscribers)} subscribers of an organization none had seen; all run with ` +
       `${s.gatewayFlags.length ? s.gatewayFlags.map((f) => `\`${f}\``).join(' ') : 'no V8 flags'}. Medians of ${s.rounds} ` +
       `rounds of ${s.seconds} s per gateway, ${s.connections} connections, the order rotating through the six ` +
-      `(${result.date.slice(0, 10)}):`,
+      `(${result.date.slice(0, 10)}${
+        result.machineLoad
+          ? `; the machine's load average ${result.machineLoad.before.toFixed(1)} before the rounds and ` +
+            `${result.machineLoad.after.toFixed(1)} after, on ${result.machineLoad.cores} cores`
+          : ''
+      }):`,
     '',
     '| gateway | req/s | p99 | CPU per request | scavenges per 1,000 requests | GC pauses per million requests | heap after full GC | old space | subscribers cached |',
     '|---|---|---|---|---|---|---|---|---|',
