@@ -157,7 +157,7 @@ export interface AgingResult {
 }
 
 /** What the aged gateway must keep of the fresh one's throughput and CPU efficiency per request. */
-export const AGING_TARGET = 0.97;
+const AGING_TARGET = 0.97;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const url = (port: number) => `http://127.0.0.1:${port}`;
