@@ -20,6 +20,7 @@ import {
 } from './scripts.ts';
 import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
+import { decodeOutcome, operationArguments, type MeteredOutcome } from './metered-operations.ts';
 
 export interface EvalMeterOptions {
   redis: RedisClient;
@@ -64,16 +65,19 @@ export function decodeGateReply(
   reply: EvalGateBatchReply,
   evals: readonly EvalGateInput[],
 ): EvalGateResult[] {
-  const rawLimit = reply[1] ?? -1;
-  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: reply[2] === 1 };
-  const catalog = reply[3] ?? 0;
-  const auth = reply[4] ?? 0;
-  let count = reply[5] ?? 0;
-  const subscriberStamp = reply[6] ?? 0;
+  const header = reply as number[];
+  const rawLimit = header[1] ?? -1;
+  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: header[2] === 1 };
+  const catalog = header[3] ?? 0;
+  const auth = header[4] ?? 0;
+  let count = header[5] ?? 0;
+  const subscriberStamp = header[6] ?? 0;
   const results: EvalGateResult[] = new Array(evals.length);
+  // The metered operations' pairs follow the evals' codes, in the evals' order.
+  let meteredAt = GATE_REPLY_HEADER + evals.length;
   for (let i = 0; i < evals.length; i++) {
     const evalInput = evals[i]!;
-    const encoded = reply[GATE_REPLY_HEADER + i];
+    const encoded = reply[GATE_REPLY_HEADER + i] as number | undefined;
     if (encoded === undefined) throw new MeteringError(`The eval gate reply holds no eval ${i}.`);
     const code = encoded % 4;
     let subscriber: number;
@@ -84,7 +88,16 @@ export function decodeGateReply(
     switch (code) {
       case GateCode.Counted:
         count += 1;
-        results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
+        if (evalInput.metered === undefined) {
+          results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
+        } else {
+          const metered: MeteredOutcome[] = [];
+          for (const op of evalInput.metered) {
+            metered.push(decodeOutcome(op, reply[meteredAt], reply[meteredAt + 1]));
+            meteredAt += 2;
+          }
+          results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false), metered };
+        }
         break;
       case GateCode.RateLimited:
         results[i] = {
@@ -105,6 +118,7 @@ export function decodeGateReply(
       default:
         throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
     }
+    if (code !== GateCode.Counted && evalInput.metered !== undefined) meteredAt += 2 * evalInput.metered.length;
   }
   return results;
 }
@@ -114,13 +128,19 @@ export function decodeGateReply(
  * `verified` stamp is that stamp), the subscriber ids, and the instants as runs of (count, now): a batch's evals
  * mostly share a millisecond, and each argument costs Redis and the client a little.
  */
-export function gateArguments(evals: readonly EvalGateInput[], knownStamp: number): (string | number)[] {
+export function gateArguments(
+  evals: readonly EvalGateInput[],
+  knownStamp: number,
+  meteredKeys?: () => string[],
+): (string | number)[] {
   let trusted = '';
+  let withMetered = false;
   const ids: string[] = new Array(evals.length);
   for (let i = 0; i < evals.length; i++) {
     const evalInput = evals[i]!;
     trusted += knownStamp !== 0 && evalInput.verified?.verifiedStamp === knownStamp ? '1' : '0';
     ids[i] = evalInput.subscriberId;
+    if (evalInput.metered !== undefined) withMetered = true;
   }
   const args: (string | number)[] = [knownStamp === 0 ? '' : knownStamp, trusted, ...ids];
   for (let i = 0; i < evals.length;) {
@@ -129,6 +149,12 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
     while (end < evals.length && evals[end]!.nowMs === nowMs) end++;
     args.push(end - i, nowMs);
     i = end;
+  }
+  if (withMetered && meteredKeys) {
+    args.push(...meteredKeys());
+    for (let i = 0; i < evals.length; i++) {
+      for (const op of evals[i]!.metered ?? []) args.push(i + 1, ...operationArguments(op));
+    }
   }
   return args;
 }
@@ -183,7 +209,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const unresponsive = createUnresponsiveRedisBreaker(redis);
   const connected = () => redis.status === 'ready' && !unresponsive.open();
 
-  async function withArrangement<T extends [number, ...number[]]>(
+  async function withArrangement<T extends [number, ...(number | string)[]]>(
     organizationId: string,
     nowMs: number,
     run: () => Promise<T>,
@@ -256,19 +282,27 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     organizationId: string,
     period: string,
     reply: EvalGateBatchReply,
+    evalCount: number,
     callNumber: number,
   ): void {
     const known = seenUsage.get(organizationId);
     // Two calls of one organization can be in flight at once: the later one's reply may arrive first.
     if (known && known.period === period && known.callNumber > callNumber) return;
-    let count = reply[5] ?? 0;
-    for (let i = GATE_REPLY_HEADER; i < reply.length; i++) if (reply[i]! % 4 === GateCode.Counted) count += 1;
-    seenUsage.set(organizationId, { period, epoch: reply[7] ?? 0, count, callNumber });
+    const numbers = reply as number[];
+    let count = numbers[5] ?? 0;
+    const end = GATE_REPLY_HEADER + evalCount;
+    for (let i = GATE_REPLY_HEADER; i < end; i++) if (numbers[i]! % 4 === GateCode.Counted) count += 1;
+    seenUsage.set(organizationId, { period, epoch: numbers[7] ?? 0, count, callNumber });
   }
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
-    const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0);
+    const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0, () => [
+      keys.meteredBalance(organizationId, ''),
+      keys.usageIdempotency(organizationId, ''),
+      keys.meteredDirty(organizationId),
+      keys.meteredReady(organizationId),
+    ]);
     const seen = seenUsage.get(organizationId);
     const sameMonth = seen !== undefined && seen.period === batch.period;
     const callNumber = ++callsSent;
@@ -290,10 +324,10 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
       ),
     );
     if (reply[0] === GateCode.AlreadyRan) throw new MeteringError(`Gate batch ${batchId} ran before.`);
-    const stamp = reply[6] ?? 0;
+    const stamp = (reply[6] as number | undefined) ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);
-    rememberUsage(organizationId, batch.period, reply, callNumber);
+    rememberUsage(organizationId, batch.period, reply, evals.length, callNumber);
     return reply;
   };
 

@@ -7,7 +7,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
  * 4 × (subscriber version + 1) when the script read that version), or `[3]` when Redis holds no arrangement, or
  * `[4]` when the batch id already ran or was settled.
  */
-export type EvalGateBatchReply = [number, ...number[]];
+export type EvalGateBatchReply = [number, ...(number | string)[]];
 export const GATE_REPLY_HEADER = 8;
 export type EvalAdjustReply = [number, number];
 /** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none). */
@@ -21,6 +21,10 @@ export interface MeteringCommands {
   evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
+  /** usage-apply-4.lua: status, value per operation. */
+  usageApply(...keysAndArgs: (string | number)[]): Promise<(number | string)[]>;
+  /** metered-refill-2.lua: the number of balances raised. */
+  meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;
 }
 
 export type MeteringRedis = RedisClient & MeteringCommands;
