@@ -13,6 +13,7 @@ const SCRIPTS = {
   evalGateBatch: { numberOfKeys: 7, lua: withMeteredBalance('eval-gate-batch-8.lua') },
   usageApply: { numberOfKeys: 4, lua: withMeteredBalance('usage-apply-4.lua') },
   meteredRefill: { numberOfKeys: 2, lua: lua('metered-refill-2.lua') },
+  usageRate: { numberOfKeys: 2, lua: lua('usage-rate-2.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-4.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },

@@ -65,19 +65,18 @@ export function decodeGateReply(
   reply: EvalGateBatchReply,
   evals: readonly EvalGateInput[],
 ): EvalGateResult[] {
-  const header = reply as number[];
-  const rawLimit = header[1] ?? -1;
-  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: header[2] === 1 };
-  const catalog = header[3] ?? 0;
-  const auth = header[4] ?? 0;
-  let count = header[5] ?? 0;
-  const subscriberStamp = header[6] ?? 0;
+  const rawLimit = reply[1] ?? -1;
+  const cap = { evalLimit: rawLimit < 0 ? null : rawLimit, blocking: reply[2] === 1 };
+  const catalog = reply[3] ?? 0;
+  const auth = reply[4] ?? 0;
+  let count = reply[5] ?? 0;
+  const subscriberStamp = reply[6] ?? 0;
   const results: EvalGateResult[] = new Array(evals.length);
   // The metered operations' pairs follow the evals' codes, in the evals' order.
   let meteredAt = GATE_REPLY_HEADER + evals.length;
   for (let i = 0; i < evals.length; i++) {
     const evalInput = evals[i]!;
-    const encoded = reply[GATE_REPLY_HEADER + i] as number | undefined;
+    const encoded = reply[GATE_REPLY_HEADER + i];
     if (encoded === undefined) throw new MeteringError(`The eval gate reply holds no eval ${i}.`);
     const code = encoded % 4;
     let subscriber: number;
@@ -93,7 +92,8 @@ export function decodeGateReply(
         } else {
           const metered: MeteredOutcome[] = [];
           for (const op of evalInput.metered) {
-            metered.push(decodeOutcome(op, reply[meteredAt], reply[meteredAt + 1]));
+            const pairs = reply as readonly unknown[];
+            metered.push(decodeOutcome(op, pairs[meteredAt], pairs[meteredAt + 1]));
             meteredAt += 2;
           }
           results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false), metered };
@@ -209,7 +209,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const unresponsive = createUnresponsiveRedisBreaker(redis);
   const connected = () => redis.status === 'ready' && !unresponsive.open();
 
-  async function withArrangement<T extends [number, ...(number | string)[]]>(
+  async function withArrangement<T extends [number, ...number[]]>(
     organizationId: string,
     nowMs: number,
     run: () => Promise<T>,
@@ -288,11 +288,10 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     const known = seenUsage.get(organizationId);
     // Two calls of one organization can be in flight at once: the later one's reply may arrive first.
     if (known && known.period === period && known.callNumber > callNumber) return;
-    const numbers = reply as number[];
-    let count = numbers[5] ?? 0;
+    let count = reply[5] ?? 0;
     const end = GATE_REPLY_HEADER + evalCount;
-    for (let i = GATE_REPLY_HEADER; i < end; i++) if (numbers[i]! % 4 === GateCode.Counted) count += 1;
-    seenUsage.set(organizationId, { period, epoch: numbers[7] ?? 0, count, callNumber });
+    for (let i = GATE_REPLY_HEADER; i < end; i++) if (reply[i]! % 4 === GateCode.Counted) count += 1;
+    seenUsage.set(organizationId, { period, epoch: reply[7] ?? 0, count, callNumber });
   }
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
@@ -324,7 +323,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
       ),
     );
     if (reply[0] === GateCode.AlreadyRan) throw new MeteringError(`Gate batch ${batchId} ran before.`);
-    const stamp = (reply[6] as number | undefined) ?? 0;
+    const stamp = reply[6] ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);
     rememberUsage(organizationId, batch.period, reply, evals.length, callNumber);
