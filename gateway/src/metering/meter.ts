@@ -118,7 +118,8 @@ export function decodeGateReply(
       default:
         throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
     }
-    if (code !== GateCode.Counted && evalInput.metered !== undefined) meteredAt += 2 * evalInput.metered.length;
+    if (code !== GateCode.Counted && evalInput.metered !== undefined)
+      meteredAt += 2 * evalInput.metered.length;
   }
   return results;
 }

@@ -33,9 +33,15 @@ export interface MeteredBalancesOptions {
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
 export const meteredUnavailable = () =>
-  new AppError(503, 'SERVICE_UNAVAILABLE', 'Metered usage cannot be applied right now; retry shortly.', undefined, {
-    'retry-after': '1',
-  });
+  new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    'Metered usage cannot be applied right now; retry shortly.',
+    undefined,
+    {
+      'retry-after': '1',
+    },
+  );
 
 const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 /** A refill and one retry: a second "not ready" means Redis lost the organization again meanwhile. */
@@ -50,7 +56,11 @@ export interface MeteredBalances {
   /** Puts the organization's balances back (Postgres and this gateway's figures) and marks it ready. */
   refill(organizationId: string): Promise<void>;
   /** Keeps what a reply showed (the figures a refill merges) and marks the organization dirty after a change. */
-  observe(organizationId: string, ops: readonly MeteredOperation[], outcomes: readonly MeteredOutcome[]): void;
+  observe(
+    organizationId: string,
+    ops: readonly MeteredOperation[],
+    outcomes: readonly MeteredOutcome[],
+  ): void;
 }
 
 interface Figure {
@@ -78,7 +88,11 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     });
   }
 
-  function observe(organizationId: string, ops: readonly MeteredOperation[], outcomes: readonly MeteredOutcome[]) {
+  function observe(
+    organizationId: string,
+    ops: readonly MeteredOperation[],
+    outcomes: readonly MeteredOutcome[],
+  ) {
     let changed = false;
     for (let i = 0; i < ops.length; i++) {
       const outcome = outcomes[i]!;
@@ -107,7 +121,11 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       const member = key.slice(prefix.length);
       const known = merged.get(member);
       if (!known || known.used < figure.used)
-        merged.set(member, { used: figure.used, revision: known?.revision ?? 0, periodEndMs: figure.periodEndMs });
+        merged.set(member, {
+          used: figure.used,
+          revision: known?.revision ?? 0,
+          periodEndMs: figure.periodEndMs,
+        });
     }
     const args: (string | number)[] = [keys.meteredBalance(organizationId, '')];
     for (const [member, { used, revision, periodEndMs }] of merged) {
@@ -125,7 +143,10 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     return promise;
   };
 
-  async function applyOnce(organizationId: string, ops: readonly MeteredOperation[]): Promise<MeteredOutcome[]> {
+  async function applyOnce(
+    organizationId: string,
+    ops: readonly MeteredOperation[],
+  ): Promise<MeteredOutcome[]> {
     const args: (string | number)[] = [
       keys.meteredBalance(organizationId, ''),
       keys.usageIdempotency(organizationId, ''),

@@ -56,10 +56,22 @@ export function operationArguments(op: MeteredOperation): (string | number)[] {
   ];
 }
 
-type EncodedTerms = [limit: number | null, soft: 0 | 1, source: MeteredCheckResult['source'], start: number, end: number | null];
+type EncodedTerms = [
+  limit: number | null,
+  soft: 0 | 1,
+  source: MeteredCheckResult['source'],
+  start: number,
+  end: number | null,
+];
 
 /** The answer from what a script returned and the operation's rendered terms. */
-function render(feature: string, kind: MeteredKind, terms: string, status: 'applied' | 'refused', used: number) {
+function render(
+  feature: string,
+  kind: MeteredKind,
+  terms: string,
+  status: 'applied' | 'refused',
+  used: number,
+) {
   const [limit, soft, source, startMs, endMs] = JSON.parse(terms) as EncodedTerms;
   return meteredResult(
     feature,
@@ -86,7 +98,13 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
       const firstStatus = text.slice(0, first) === '0' ? 'applied' : 'refused';
       return {
         status: 'replayed',
-        answer: render(op.feature, op.kind, text.slice(second + 1), firstStatus, Number(text.slice(first + 1, second))),
+        answer: render(
+          op.feature,
+          op.kind,
+          text.slice(second + 1),
+          firstStatus,
+          Number(text.slice(first + 1, second)),
+        ),
       };
     }
     case 'stale':

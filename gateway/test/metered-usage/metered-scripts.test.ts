@@ -58,10 +58,15 @@ async function organization(options: { ready?: boolean; burst?: number } = {}) {
   return org;
 }
 
-const balances = () =>
-  createMeteredBalances({ redis, keys, clock, loadBalances: async () => persisted });
+const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => persisted });
 
-const op = (kind: MeteredKind, feature: string, amount: number, idem = '', versions = { catalog: 3, subscriber: 5 }) =>
+const op = (
+  kind: MeteredKind,
+  feature: string,
+  amount: number,
+  idem = '',
+  versions = { catalog: 3, subscriber: 5 },
+) =>
   meteredOperation(
     { catalog, subscriber: alice, catalogVersion: versions.catalog, subscriberVersion: versions.subscriber },
     'alice',
@@ -101,7 +106,14 @@ describe('the metered balance rule (metered-balance.fragment.lua, through usage-
       { status: 'applied', used: 0 },
     ]);
     expect(await redis.pttl(keys.meteredBalance(org, op('r', 'open', 0).member))).toBe(-1);
-    expect(await meter.apply(org, [op('d', 'calls', 7), op('d', 'calls', -2), op('s', 'calls', 3), op('r', 'calls', 0)])).toEqual([
+    expect(
+      await meter.apply(org, [
+        op('d', 'calls', 7),
+        op('d', 'calls', -2),
+        op('s', 'calls', 3),
+        op('r', 'calls', 0),
+      ]),
+    ).toEqual([
       { status: 'applied', used: 7 },
       { status: 'applied', used: 5 },
       { status: 'applied', used: 3 },
@@ -139,7 +151,14 @@ describe('the metered balance rule (metered-balance.fragment.lua, through usage-
     const org = await organization({ ready: false });
     const member = op('r', 'calls', 0).member;
     persisted = [
-      { subscriberId: 'alice', feature: 'calls', periodStartMs: Date.parse('2026-03-01T00:00:00Z'), periodEndMs: Date.parse('2026-04-01T00:00:00Z'), used: 6, revision: 40 },
+      {
+        subscriberId: 'alice',
+        feature: 'calls',
+        periodStartMs: Date.parse('2026-03-01T00:00:00Z'),
+        periodEndMs: Date.parse('2026-04-01T00:00:00Z'),
+        used: 6,
+        revision: 40,
+      },
     ];
     const meter = balances();
     const [outcome] = await meter.apply(org, [op('c', 'calls', 3)]);
@@ -152,7 +171,14 @@ describe('the metered balance rule (metered-balance.fragment.lua, through usage-
 
     // Redis loses everything: the gateway's own last figure (10) beats Postgres's older one (6).
     persisted = [
-      { subscriberId: 'alice', feature: 'calls', periodStartMs: Date.parse('2026-03-01T00:00:00Z'), periodEndMs: Date.parse('2026-04-01T00:00:00Z'), used: 6, revision: 41 },
+      {
+        subscriberId: 'alice',
+        feature: 'calls',
+        periodStartMs: Date.parse('2026-03-01T00:00:00Z'),
+        periodEndMs: Date.parse('2026-04-01T00:00:00Z'),
+        used: 6,
+        revision: 41,
+      },
     ];
     await redis.del(keys.meteredReady(org), keys.meteredBalance(org, member));
     expect(await meter.apply(org, [op('r', 'calls', 0)])).toEqual([{ status: 'applied', used: 10 }]);

@@ -180,7 +180,10 @@ describe('metered consumes on two gateway processes', () => {
     // The snapshot builder would republish these; admin's own (without metered grants) must not win.
     await publishCatalog();
     for (const [id, plan] of Object.entries(subscribers)) await publishSubscriber(id, plan);
-    await waitFor(async () => (await consume(urls[0]!, subscriber, 0)).statusCode === 200, 'the gateway back on Redis');
+    await waitFor(
+      async () => (await consume(urls[0]!, subscriber, 0)).statusCode === 200,
+      'the gateway back on Redis',
+    );
     // Nothing was persisted (no worker runs here): gateway 0's own last figure is what the refill puts back.
     expect(await redis.get(keys.meteredReady(org.organization_id))).toBe('1');
     expect((await consume(urls[1]!, subscriber, 5)).json()).toMatchObject({ used: 6, allowed: false });

@@ -15,7 +15,11 @@ export interface OpenBalance {
  * Every balance of the organization whose period has not ended at `now` (DESIGN.md §5): what a gateway puts back
  * into a Redis that came back without them. Ended periods stay in Postgres only.
  */
-export async function openBalances(db: Kysely<Database>, organizationId: string, now: Date): Promise<OpenBalance[]> {
+export async function openBalances(
+  db: Kysely<Database>,
+  organizationId: string,
+  now: Date,
+): Promise<OpenBalance[]> {
   const rows = await db
     .selectFrom('metered_usage')
     .select(['subscriber_id', 'feature_key', 'period_start', 'period_end', 'used', 'revision'])

@@ -119,7 +119,10 @@ export const evaluator = fp(
         let answered2xx = false;
         try {
           // A metered answer needs its use, and a consume must be exact: never failed open (DESIGN.md §5).
-          if (metered !== undefined && (metered.consume !== undefined || !held || meteredFeaturesOf(held.catalog, metered).length > 0))
+          if (
+            metered !== undefined &&
+            (metered.consume !== undefined || !held || meteredFeaturesOf(held.catalog, metered).length > 0)
+          )
             throw meteredUnavailable();
           await degraded.answer(request, reply, known, subscriberId, nowMs, answer, options);
           answered2xx = is2xx(reply);
@@ -153,7 +156,16 @@ export const evaluator = fp(
         const body =
           metered === undefined || meteredFeaturesOf(entry.catalog, metered).length === 0
             ? answer(entry)
-            : await meteredBody(reply, organizationId, subscriberId, entry, metered, operations, gate.metered, nowMs);
+            : await meteredBody(
+                reply,
+                organizationId,
+                subscriberId,
+                entry,
+                metered,
+                operations,
+                gate.metered,
+                nowMs,
+              );
         send(request, reply, entry, body, options, gate.usage);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);

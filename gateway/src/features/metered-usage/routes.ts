@@ -34,7 +34,12 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       schema: {
         params: SubscriberUsageParams,
         body: ReportUsageBody,
-        response: { 200: MeteredCheckResultSchema, 404: ErrorBodySchema, 429: ErrorBodySchema, ...commonErrorResponses },
+        response: {
+          200: MeteredCheckResultSchema,
+          404: ErrorBodySchema,
+          429: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -46,7 +51,13 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
         app,
         request,
         organizationId,
-        [{ subscriber_id: request.params.subscriber_id, ...request.body, idempotency_key: idempotencyKey || undefined }],
+        [
+          {
+            subscriber_id: request.params.subscriber_id,
+            ...request.body,
+            idempotency_key: idempotencyKey || undefined,
+          },
+        ],
         nowMs,
       );
       if ('error' in answer!) throw answer.error;
@@ -72,7 +83,9 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       await takeUsageEvents(app, organizationId, events.length, nowMs);
       const answers = await applyUsageEvents(app, request, organizationId, events, nowMs);
       return {
-        results: answers.map((answer) => ('error' in answer ? answer.error.toBody(request.id) : answer.result)),
+        results: answers.map((answer) =>
+          'error' in answer ? answer.error.toBody(request.id) : answer.result,
+        ),
       };
     },
   );
@@ -92,7 +105,14 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       const organizationId = request.knownKey!.principal!.organizationId;
       const subscriberId = request.params.subscriber_id;
       const nowMs = clock.now();
-      const entries = await currentEntries(app, request, organizationId, [subscriberId], nowMs, 'subscribers:read');
+      const entries = await currentEntries(
+        app,
+        request,
+        organizationId,
+        [subscriberId],
+        nowMs,
+        'subscribers:read',
+      );
       const entry = entries.get(subscriberId)!;
       if (!entry.subscriber.exists) throw unknownSubscriber(subscriberId);
       const items = entry.catalog.meteredFeatures.map((feature) => ({

@@ -39,14 +39,19 @@ export async function currentEntries(
   await Promise.all(
     subscriberIds.map(async (id, i) => {
       const held = app.snapshotCache.cached(organizationId, id, nowMs);
-      entries.set(id, await app.snapshotCache.entitlements(organizationId, id, current.subscribers[i]!, nowMs, held));
+      entries.set(
+        id,
+        await app.snapshotCache.entitlements(organizationId, id, current.subscribers[i]!, nowMs, held),
+      );
     }),
   );
   return entries;
 }
 
 /** Exactly one of `delta` (not 0) and `set`: the event as a metered item's kind and amount, or its error. */
-function operationOfEvent(event: Pick<UsageEvent, 'delta' | 'set'>): { kind: 'd' | 's'; amount: number } | AppError {
+function operationOfEvent(
+  event: Pick<UsageEvent, 'delta' | 'set'>,
+): { kind: 'd' | 's'; amount: number } | AppError {
   if (event.delta !== undefined && event.set !== undefined)
     return validationError('Give either "delta" or "set", not both.', { field: 'set' });
   if (event.set !== undefined) return { kind: 's', amount: event.set };
@@ -79,7 +84,10 @@ export async function applyUsageEvents(
     else if (!entry.subscriber.exists) answers[i] = { error: unknownSubscriber(event.subscriber_id) };
     else if (kind === undefined)
       answers[i] = {
-        error: notFound(`No feature with key "${event.feature}".`, { field: 'feature', value: event.feature }),
+        error: notFound(`No feature with key "${event.feature}".`, {
+          field: 'feature',
+          value: event.feature,
+        }),
       };
     else if (kind !== 'metered') answers[i] = { error: notMetered(event.feature, 'feature') };
     else {

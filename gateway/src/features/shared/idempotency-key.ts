@@ -9,9 +9,12 @@ export function idempotencyKeyOf(request: FastifyRequest): string {
   const value = request.headers['idempotency-key'];
   if (value === undefined) return '';
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw validationError(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, given once.`, {
-      field: 'Idempotency-Key',
-    });
+    throw validationError(
+      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, given once.`,
+      {
+        field: 'Idempotency-Key',
+      },
+    );
   }
   return value;
 }

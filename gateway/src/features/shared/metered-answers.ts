@@ -28,7 +28,7 @@ export type MeteredAnswer = { result: MeteredCheckResult; replayed: boolean } | 
 /** Versions moved again under a redo this many times: the answer is a 503 to retry, not a guess. */
 const ATTEMPTS = 3;
 
-export const idempotencyKeyReused = (key: string) =>
+const idempotencyKeyReused = (key: string) =>
   new AppError(
     422,
     'IDEMPOTENCY_KEY_REUSED',
@@ -128,7 +128,10 @@ async function refreshEntries(
   const entries = new Map<string, SubscriberEntry>();
   await Promise.all(
     ids.map(async (id, k) => {
-      entries.set(id, await app.snapshotCache.entitlements(organizationId, id, current.subscribers[k]!, nowMs, undefined));
+      entries.set(
+        id,
+        await app.snapshotCache.entitlements(organizationId, id, current.subscribers[k]!, nowMs, undefined),
+      );
     }),
   );
   for (const i of indexes) items[i]!.entry = entries.get(items[i]!.subscriberId)!;
