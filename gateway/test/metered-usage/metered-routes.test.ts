@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { saveArrangement } from '@ent/common/metering/arrangement';
+import { publishArrangement, saveArrangement } from '@ent/common/metering/arrangement';
 import { redisKeys } from '@ent/common/redis/keys';
 import type { CatalogDoc, MeteredGrant } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
@@ -240,6 +240,38 @@ describe('metered features on the gateway', () => {
     expect(twice.json()).toEqual(once.json());
     expect(twice.headers['idempotent-replayed']).toBe('true');
     expect((await check(a, subscriber, { feature: 'calls' })).json().used).toBe(3);
+  });
+
+  it("takes reports at the organization's usage-event rate, whole batches or nothing, apart from evals", async () => {
+    const { org, subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    await publishArrangement(ctx.redis, redisKeys(ctx.config.redisKeyPrefix), org.organization_id, {
+      plan: null,
+      evalLimit: null,
+      blocking: false,
+      burstPerSecond: 10_000,
+      usageEventsPerSecond: 3,
+    });
+    const event = { subscriber_id: subscriber, feature: 'calls', delta: 1 };
+    expect((await a('POST', '/org/usage-events', { events: [event, event] })).statusCode).toBe(200);
+    const over = await b('POST', '/org/usage-events', { events: [event, event] });
+    expect(over.statusCode).toBe(429);
+    expect(over.headers['retry-after']).toBe('1');
+    expect(
+      (await b('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).statusCode,
+    ).toBe(200);
+    expect(
+      (await a('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).statusCode,
+    ).toBe(429);
+    // Evals are not usage events: checks still answer, and the refused batch applied nothing.
+    expect((await check(a, subscriber, { feature: 'calls' })).json().used).toBe(3);
+    clock.advance(1000);
+    expect(
+      (await a('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).json().used,
+    ).toBe(4);
   });
 
   it('starts a new period at the boundary of the app clock, and applies a changed limit on the next eval on both gateways', async () => {
