@@ -3,7 +3,7 @@ import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
 import { transact } from '@ent/common/outbox/record';
 import type { RedisClient } from '@ent/common/redis/connect';
-import type { RedisKeys } from '@ent/common/redis/keys';
+import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import { buildCatalog, buildSubscribers } from '@ent/common/snapshots/build';
 import type { Queues } from '../../jobs/queues.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
@@ -76,26 +76,38 @@ export function createMeteredPersister(
   const options = { ...defaultPersisterOptions, ...overrides };
   const { db, redis, redisKeys: keys, clock, log } = deps;
 
-  async function thresholdsOf(
+  /**
+   * What governs each balance's thresholds, read before the write's transaction: a read inside it would hold its
+   * connection while waiting for more from the same pool, and concurrent writes could take them all.
+   */
+  async function limitsOf(
     organizationId: string,
-    written: readonly WrittenBalance[],
+    balances: readonly DrainedBalance[],
     nowMs: number,
-  ): Promise<ReachedThreshold[]> {
-    const used = written.filter((balance) => balance.used > 0);
-    if (used.length === 0) return [];
+  ): Promise<Map<string, number>> {
+    const limits = new Map<string, number>();
+    const used = balances.filter((balance) => balance.used > 0);
+    if (used.length === 0) return limits;
     const [catalog, subscribers] = await Promise.all([
       buildCatalog(db, organizationId),
       buildSubscribers(db, organizationId, [...new Set(used.map((balance) => balance.subscriberId))]),
     ]);
-    if (!catalog) return [];
-    return used.flatMap((balance) => {
+    if (!catalog) return limits;
+    for (const balance of used) {
       const subscriber = subscribers.get(balance.subscriberId);
-      if (!subscriber) return [];
+      if (!subscriber) continue;
       const limit = governingLimit(catalog.doc, subscriber.doc, balance, nowMs);
-      if (limit === undefined || limit === null) return [];
+      if (limit !== undefined && limit !== null) limits.set(balance.member, limit);
+    }
+    return limits;
+  }
+
+  const reachedBy = (written: readonly WrittenBalance[], limits: Map<string, number>): ReachedThreshold[] =>
+    written.flatMap((balance) => {
+      const limit = limits.get(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs));
+      if (limit === undefined) return [];
       return thresholdsReached(balance.used, limit).map((threshold) => ({ ...balance, threshold, limit }));
     });
-  }
 
   /** One drained batch into Postgres, with its thresholds and their webhook deliveries, in one transaction. */
   async function write(
@@ -103,13 +115,10 @@ export function createMeteredPersister(
     balances: readonly DrainedBalance[],
   ): Promise<{ persisted: number; thresholds: number }> {
     const nowMs = clock.now();
+    const limits = await limitsOf(organizationId, balances, nowMs);
     const { persisted, deliveryIds, thresholds } = await transact(db, async (trx) => {
       const written = await upsertBalances(trx, organizationId, balances);
-      const reached = await recordReachedThresholds(
-        trx,
-        organizationId,
-        await thresholdsOf(organizationId, written, nowMs),
-      );
+      const reached = await recordReachedThresholds(trx, organizationId, reachedBy(written, limits));
       const ids = await recordDeliveries(trx, organizationId, reached.map(thresholdEvent), new Date(nowMs));
       return { persisted: written.length, deliveryIds: ids, thresholds: reached.length };
     });
