@@ -82,6 +82,31 @@ export const adminMetrics = fp(
         if (counts) this.set(counts.failedLastHour);
       },
     });
+    // Metered usage changed in Redis and not yet persisted to Postgres (the worker drains it at least every second):
+    // steady growth means the worker is not keeping up or not running.
+    const dirtyOrganizations = () => app.redis.smembers(app.redisKeys.meteredDirtyOrganizations);
+    new Gauge({
+      name: 'metered_dirty_organizations',
+      help: 'Organizations with metered balances changed in Redis and not yet persisted to Postgres',
+      registers: [registry],
+      async collect() {
+        const organizations = await dirtyOrganizations().catch(() => null);
+        if (organizations) this.set(organizations.length);
+      },
+    });
+    new Gauge({
+      name: 'metered_dirty_balances',
+      help: 'Metered balances changed in Redis and not yet persisted to Postgres',
+      registers: [registry],
+      async collect() {
+        const organizations = await dirtyOrganizations().catch(() => null);
+        if (!organizations) return;
+        const counts = await Promise.all(
+          organizations.map((id) => app.redis.scard(app.redisKeys.meteredDirty(id)).catch(() => 0)),
+        );
+        this.set(counts.reduce((sum, count) => sum + count, 0));
+      },
+    });
     app.decorate('metrics', { registry, snapshotRebuilds });
   },
   { name: 'admin-metrics', dependencies: ['metrics', 'infrastructure', 'queues'] },

@@ -226,4 +226,25 @@ describe('the metered usage persister', () => {
     );
     expect(await dirtyMembers(org)).toEqual([]);
   });
+
+  it("admin's metrics count what waits to be persisted", async () => {
+    const org = await organizationWithFeature('Metrics', null);
+    const metric = async (name: string) => {
+      const text = await ctx.app.metrics.registry.metrics();
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    await createMeteredPersister(deps).persistOnce();
+    expect(await metric('metered_dirty_organizations')).toBe(0);
+    for (const subscriberId of ['alice', 'bob'])
+      await changeBalance(ctx.redis, ctx.app.redisKeys, org.organization_id, balanceOf(subscriberId), {
+        used: 1,
+        revision: 1,
+      });
+    expect(await metric('metered_dirty_organizations')).toBe(1);
+    expect(await metric('metered_dirty_balances')).toBe(2);
+    await createMeteredPersister(deps).persistOnce();
+    expect(await metric('metered_dirty_organizations')).toBe(0);
+    expect(await metric('metered_dirty_balances')).toBe(0);
+  });
 });
