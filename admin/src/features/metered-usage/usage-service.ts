@@ -32,7 +32,7 @@ import {
 
 type UsageDeps = Pick<FastifyInstance, 'db' | 'redis' | 'redisKeys' | 'clock'>;
 
-export const toUsagePeriodBody = (row: UsagePeriodRow): UsagePeriodBody => ({
+const toUsagePeriodBody = (row: UsagePeriodRow): UsagePeriodBody => ({
   feature: row.feature_key,
   period_start: row.period_start.toISOString(),
   period_end: row.period_end === null ? null : row.period_end.toISOString(),
