@@ -1,5 +1,4 @@
 import { expect } from 'vitest';
-import { newId } from '@ent/common/ids';
 import type { MeteredReset } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
@@ -28,49 +27,29 @@ export async function changeBalance(
   return member;
 }
 
-/**
- * A metered feature granted by a plan the subscriber is subscribed to. The feature and its grant go straight into
- * Postgres (what the catalog routes write for a metered feature); the subscriber and its subscription through the API.
- */
+/** A metered feature granted by a plan the subscriber is subscribed to, made through the API. */
 export async function meteredSubscriber(
   ctx: AdminTestContext,
   org: TestOrganization,
   options: { subscriberId: string; feature: string; limit: number | null; reset?: MeteredReset },
 ): Promise<void> {
-  const featureId = newId('feat');
-  await ctx.db
-    .insertInto('features')
-    .values({
-      id: featureId,
-      organization_id: org.organization_id,
-      key: options.feature,
-      name: options.feature,
-      kind: 'metered',
-    })
-    .execute();
   const api = caller(ctx, org.api_key);
+  const feature = await api.post('/org/features', {
+    key: options.feature,
+    name: options.feature,
+    kind: 'metered',
+  });
+  expect(feature.statusCode, feature.body).toBe(201);
   const planKey = `plan-${options.feature}`;
-  expect((await api.post('/org/plans', { key: planKey, name: planKey, kind: 'catalog' })).statusCode).toBe(
-    201,
-  );
-  const plan = await ctx.db
-    .selectFrom('plans')
-    .select('id')
-    .where('organization_id', '=', org.organization_id)
-    .where('key', '=', planKey)
-    .executeTakeFirstOrThrow();
-  await ctx.db
-    .insertInto('plan_grants')
-    .values({
-      plan_id: plan.id,
-      feature_id: featureId,
-      feature_kind: 'metered',
-      limit_value: options.limit,
-      reset: options.reset ?? 'month',
-      reset_anchor: 'calendar',
-      soft: false,
-    })
-    .execute();
+  const plan = await api.post('/org/plans', {
+    key: planKey,
+    name: planKey,
+    kind: 'catalog',
+    grants: [
+      { feature: options.feature, kind: 'metered', limit: options.limit, reset: options.reset ?? 'month' },
+    ],
+  });
+  expect(plan.statusCode, plan.body).toBe(201);
   const subscriber = await api.post('/org/subscribers', { subscriber_id: options.subscriberId });
   expect([201, 409]).toContain(subscriber.statusCode);
   const subscription = await api.post(`/org/subscribers/${options.subscriberId}/subscriptions`, {

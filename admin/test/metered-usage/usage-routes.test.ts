@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { newId } from '@ent/common/ids';
 import { meteredMember } from '@ent/common/redis/keys';
 import {
   createAdminContext,
@@ -45,16 +44,8 @@ beforeEach(async () => {
   org = await createTestOrganization(ctx.db, 'Acme');
   api = caller(ctx, org.api_key);
   await meteredSubscriber(ctx, org, { subscriberId: 'alice', feature: 'api-calls', limit: 100 });
-  await ctx.db
-    .insertInto('features')
-    .values({
-      id: newId('feat'),
-      organization_id: org.organization_id,
-      key: 'sso',
-      name: 'SSO',
-      kind: 'flag',
-    })
-    .execute();
+  const flag = await api.post('/org/features', { key: 'sso', name: 'SSO', kind: 'flag' });
+  expect(flag.statusCode).toBe(201);
 });
 
 const keys = () => ctx.app.redisKeys;
@@ -160,14 +151,10 @@ describe('GET /org/subscribers/{id}/usage/{feature}/periods', () => {
   });
 
   it('lists the period a change of reset left behind, and nothing for another subscriber', async () => {
-    await ctx.db
-      .updateTable('plan_grants')
-      .set({ reset: 'day' })
-      .where('feature_kind', '=', 'metered')
-      .where('plan_id', 'in', (eb) =>
-        eb.selectFrom('plans').select('id').where('organization_id', '=', org.organization_id),
-      )
-      .execute();
+    const update = await api.patch('/org/plans/plan-api-calls', {
+      grants: [{ feature: 'api-calls', kind: 'metered', limit: 100, reset: 'day' }],
+    });
+    expect(update.statusCode, update.body).toBe(200);
     const res = await api.get('/org/subscribers/alice/usage/api-calls/periods?limit=1');
     expect(res.json().periods[0]).toMatchObject({ period_start: '2026-11-01T00:00:00.000Z', used: 7 });
     await api.post('/org/subscribers', { subscriber_id: 'bob' });
