@@ -9,7 +9,7 @@ import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { startMeteredPersister } from './features/metered-usage/persister.ts';
 import { startOutboxRunner } from './features/outbox/runner.ts';
-import { jobDefinitions } from './jobs/registry.ts';
+import { jobDefinitions, queueNames } from './job-registry.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
 
@@ -18,7 +18,7 @@ assertSecretsKeyringUsable(config.secretsKey);
 followStarter('worker');
 const db = createDb(config.databaseUrl);
 const redis = createRedis(config);
-const queues = createQueues(config);
+const queues = createQueues(config, queueNames);
 const logger = processLogger(config.logLevel);
 const log = {
   info: (message: string) => logger.info(message),
@@ -35,7 +35,7 @@ const meteredPersister = startMeteredPersister({
   queues,
   log,
 });
-const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues });
+const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues }, jobDefinitions);
 // The worker answers no health probe: this line is how whoever started it knows it runs, so it is written at any
 // LOG_LEVEL.
 logger
