@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '@ent/common/auth/api-key';
 import type { Role, Scope } from '@ent/common/auth/scopes';
+import { SCOPES } from '@ent/common/auth/scopes';
 import { newId } from '@ent/common/ids';
 import {
   createAdminContext,
@@ -20,16 +21,7 @@ let org: TestOrganization;
 /** A service account of each role, none of them a caller's own. */
 const targets = {} as Record<Role, string>;
 
-const ALL: Scope[] = [
-  'check',
-  'catalog:read',
-  'catalog:write',
-  'subscribers:read',
-  'subscribers:write',
-  'org:read',
-  'org:write',
-  'org:audit:read',
-];
+const ALL: Scope[] = [...SCOPES];
 const ROLE_HAS: Record<Role, Scope[]> = {
   admin: ALL,
   developer: ALL.filter((scope) => scope !== 'org:audit:read'),
