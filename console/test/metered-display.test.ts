@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MeteredUsage } from '../src/api/types.ts';
 import { meteredTermsText } from '../src/components/metered-terms.ts';
-import { percentText, resetText, usageMeterOf } from '../src/pages/subscribers/usage-meter.ts';
+import { percentText, periodText, usageMeterOf } from '../src/pages/subscribers/usage-meter.ts';
 
 const usage = (fields: Partial<MeteredUsage>): MeteredUsage => ({
   feature: 'api_calls',
@@ -87,8 +87,13 @@ describe("a metered feature's bar", () => {
     expect(percentText(0)).toBe('0%');
   });
 
-  it('says when the period resets, or that it never does', () => {
-    expect(resetText(usage({}))).toMatch(/^resets on .*2026/);
-    expect(resetText(usage({ resets_at: null }))).toBe('never resets');
+  it('says when the period started and resets, or that it never does', () => {
+    expect(periodText(usage({}))).toMatch(/^Since .*2026.*; resets on .*2026/);
+    const anchored = periodText(usage({ resets_at: null, period_start: '2026-03-04T05:06:07.000Z' }));
+    expect(anchored).toMatch(/^Since .*2026.*; never resets$/);
+    // A calendar period for "never" starts at the epoch: no start worth naming.
+    expect(periodText(usage({ resets_at: null, period_start: '1970-01-01T00:00:00.000Z' }))).toBe(
+      'Never resets',
+    );
   });
 });

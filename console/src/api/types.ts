@@ -44,7 +44,6 @@ export type Feature = FeatureBody;
 export type FeatureKind = Feature['kind'];
 
 export type Grant = GrantBody;
-export type MeteredGrant = Extract<Grant, { kind: 'metered' }>;
 export type { MeteredReset, MeteredResetAnchor };
 export type Plan = PlanBody;
 export type PlanKind = Plan['kind'];

@@ -1,10 +1,10 @@
 import { useState } from 'react';
 import type { MeteredUsage } from '../../api/types.ts';
 import { Badge } from '../../components/Badge.tsx';
-import { formatCount, formatLimit, formatTime } from '../../components/format.ts';
+import { formatCount, formatLimit } from '../../components/format.ts';
 import { SOURCE_TONE } from './source-tone.ts';
 import { UsageCorrection } from './UsageCorrection.tsx';
-import { percentText, resetText, usageMeterOf, type UsageMeter } from './usage-meter.ts';
+import { percentText, periodText, usageMeterOf, type UsageMeter } from './usage-meter.ts';
 import { UsagePeriods } from './UsagePeriods.tsx';
 
 const FILL_TONE: Record<UsageMeter['state'], string> = {
@@ -15,7 +15,9 @@ const FILL_TONE: Record<UsageMeter['state'], string> = {
   overage: 'usage-bar-good',
 };
 
-function StateBadge({ meter, soft }: { meter: UsageMeter; soft: boolean }) {
+function StateBadge({ meter, usage, soft }: { meter: UsageMeter; usage: MeteredUsage; soft: boolean }) {
+  // No grant: limit 0 (DESIGN.md §5); "limit reached" would read as if something had been used up.
+  if (usage.source === 'none' && usage.limit === 0 && usage.used === 0) return null;
   switch (meter.state) {
     case 'overage':
       return <Badge tone="warn">overage {formatCount(meter.overage)}</Badge>;
@@ -59,7 +61,7 @@ export function UsageMeterItem({
         <span className="meter-figures" data-testid={`usage-figures-${usage.feature}`}>
           {figures}
         </span>
-        <StateBadge meter={meter} soft={soft} />
+        <StateBadge meter={meter} usage={usage} soft={soft} />
         {soft ? <Badge>soft limit</Badge> : null}
         <Badge tone={SOURCE_TONE[usage.source]}>{usage.source}</Badge>
       </div>
@@ -88,7 +90,7 @@ export function UsageMeterItem({
       )}
       <div className="meter-foot">
         <span className="cell-muted" data-testid={`usage-reset-${usage.feature}`}>
-          Since {formatTime(usage.period_start)}; {resetText(usage)}
+          {periodText(usage)}
         </span>
         <span className="meter-actions">
           {canCorrect && !correcting ? (

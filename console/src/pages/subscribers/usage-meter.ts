@@ -42,6 +42,15 @@ export function percentText(percent: number): string {
   return `${Math.floor(percent * 10) / 10}%`;
 }
 
-/** When the period ends: `resets on <date and time>`, or `never resets`. */
-export const resetText = (usage: MeteredUsage): string =>
-  usage.resets_at === null ? 'never resets' : `resets on ${formatTime(usage.resets_at)}`;
+/**
+ * The current period in words: `Since <start>; resets on <date and time>`, or for a period that never ends
+ * `Since <start>; never resets` (`Never resets` alone when it is counted on the calendar: from the epoch).
+ */
+export function periodText(usage: MeteredUsage): string {
+  if (usage.resets_at === null) {
+    return Date.parse(usage.period_start) === 0
+      ? 'Never resets'
+      : `Since ${formatTime(usage.period_start)}; never resets`;
+  }
+  return `Since ${formatTime(usage.period_start)}; resets on ${formatTime(usage.resets_at)}`;
+}
