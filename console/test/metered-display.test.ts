@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MeteredUsage } from '../src/api/types.ts';
 import { meteredTermsText } from '../src/components/metered-terms.ts';
+import { describe as describeValue } from '../src/pages/audit/changes.ts';
 import { percentText, periodText, usageMeterOf } from '../src/pages/subscribers/usage-meter.ts';
 
 const usage = (fields: Partial<MeteredUsage>): MeteredUsage => ({
@@ -28,6 +29,13 @@ describe('a metered grant in words', () => {
     expect(meteredTermsText({ ...terms, limit: 20, reset: 'never', reset_anchor: 'subscription' })).toBe(
       '20, never resets, soft',
     );
+  });
+
+  it("is written so in the audit log's grant changes", () => {
+    const grant = { kind: 'metered', limit: 100, reset: 'week', reset_anchor: 'calendar', soft: false };
+    expect(describeValue(grant)).toBe('metered 100 / week');
+    // Not a metered grant's shape: written as it is.
+    expect(describeValue({ kind: 'metered', limit: 100 })).toBe('{"kind":"metered","limit":100}');
   });
 });
 
