@@ -761,6 +761,14 @@ describe('the console', () => {
       used: 401,
     });
 
+    // An override replaces the limit only: the period, its usage and the soft flag stay.
+    await admin.getByLabel('Override feature').selectOption('api_calls');
+    await admin.getByLabel('Override limit').fill('5000');
+    await admin.getByRole('button', { name: 'Save override' }).click();
+    await eventually(() => figures.textContent()).toMatch(/^401 of 5\D?000 \(8%\)$/);
+    expect(await admin.getByTestId('override-api_calls').textContent()).toMatch(/5\D?000 per period/);
+    expect(await meter.textContent()).toMatch(/soft limit.*override/);
+
     // A viewer sees the bar and is offered no correction (it needs subscribers:write).
     const viewer = await newPage();
     await viewer.goto(url('/sign-in'));
