@@ -748,13 +748,15 @@ describe('the console', () => {
     await correction.getByLabel('Corrected usage of api_calls').fill('10000000000000');
     await correction.getByRole('button', { name: 'Set usage' }).click();
     await correction.getByRole('button', { name: /^Confirm: set usage to / }).click();
-    await eventually(() => correction.getByTestId('error-sentence').textContent()).toMatch(/used/);
+    await eventually(() => correction.getByTestId('error-sentence').textContent()).toBe(
+      'Used must be <= 1000000000000.',
+    );
     expect(await figures.textContent()).toMatch(/^1\D?250 of/);
     await correction.getByLabel('Corrected usage of api_calls').fill('400');
     await correction.getByRole('button', { name: 'Set usage' }).click();
     await correction.getByRole('button', { name: 'Confirm: set usage to 400' }).click();
     await eventually(() => figures.textContent()).toMatch(/^400 of 1\D?000 \(40%\)$/);
-    expect(await correction.count()).toBe(0);
+    await correction.waitFor({ state: 'detached' });
     expect(await meter.getByTestId('usage-overage-api_calls').count()).toBe(0);
     // The next consume on the gateway counts from the corrected figure.
     expect(await asBackend('/entitlements/check', { feature: 'api_calls', consume: 1 })).toMatchObject({
