@@ -12,9 +12,11 @@ import { serviceAccountRoutes } from './features/service-accounts/routes.ts';
 import { apiKeyRoutes } from './features/api-keys/routes.ts';
 import { webhookRoutes } from './features/webhook/routes.ts';
 import { usageRoutes } from './features/usage/routes.ts';
+import { meteredUsageRoutes } from './features/metered-usage/usage-routes.ts';
 import { consoleAccountRoutes } from './features/console-accounts/routes.ts';
 import { consolePageRoutes } from './features/console-pages/routes.ts';
 import { internalSessionRoutes } from './features/console-sessions/internal-routes.ts';
+import { internalMeteredRoutes } from './features/metered-usage/internal-routes.ts';
 import { refuseNulCharacters } from './features/shared/nul-characters.ts';
 
 export interface RoutesOptions {
@@ -38,7 +40,9 @@ export async function routes(app: FastifyInstance, options: RoutesOptions): Prom
   await app.register(apiKeyRoutes);
   await app.register(webhookRoutes);
   await app.register(usageRoutes);
+  await app.register(meteredUsageRoutes);
   await app.register(consoleAccountRoutes);
   await app.register(internalSessionRoutes);
+  await app.register(internalMeteredRoutes);
   await app.register(consolePageRoutes, { distDir: options.consoleDistDir });
 }

@@ -21,6 +21,8 @@ export interface OrganizationsTable {
   eval_blocking: ColumnType<boolean, boolean | undefined, boolean>;
   /** Eval requests per second before 429. */
   eval_burst: ColumnType<number, number | undefined, number>;
+  /** Metered usage events (reports, batch events) per second before 429. */
+  usage_events_per_second: ColumnType<number, number | undefined, number>;
   /** Bumped in the same transaction as every catalog write; snapshots never go back to an older one. */
   catalog_version: ColumnType<number, number | undefined, number>;
   /** Bumped whenever a key, member or role change may alter who is let in. */
@@ -164,6 +166,18 @@ export interface MeteredUsageTable {
   used: ColumnType<number, number, number>;
   revision: ColumnType<number, number, number>;
   updated_at: Timestamp;
+}
+
+/** A usage threshold a balance reached, once per subscriber, feature, period and threshold (its webhook's dedup). */
+export interface UsageThresholdsReachedTable {
+  organization_id: string;
+  subscriber_id: string;
+  feature_key: string;
+  period_start: Date;
+  threshold: 80 | 100;
+  used: ColumnType<number, number, number>;
+  limit_value: ColumnType<number, number, number>;
+  reached_at: Timestamp;
 }
 
 export interface OverridesTable {
@@ -314,6 +328,7 @@ export interface Database {
   subscribers: SubscribersTable;
   subscriptions: SubscriptionsTable;
   metered_usage: MeteredUsageTable;
+  usage_thresholds_reached: UsageThresholdsReachedTable;
   overrides: OverridesTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;
