@@ -781,5 +781,6 @@ describe('the console', () => {
     await viewer.goto(url('/subscribers/meter_1'));
     await eventually(() => viewer.getByTestId('usage-figures-api_calls').textContent()).toMatch(/^401 of/);
     expect(await viewer.getByRole('button', { name: 'Correct usage' }).count()).toBe(0);
-  });
+    // The longest case of the file (about 20 s on an idle machine): a budget of its own.
+  }, 90_000);
 });
