@@ -5,6 +5,7 @@ import { assertChromiumInstalled, launchChromium } from '../../test-support/chro
 import { screenshot } from './screenshots.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
 import { builtScripts, devOnlyMarkers, ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
+import { seedPastPeriod } from './metered-seed.ts';
 import { seedUsageHistory } from './usage-seed.ts';
 
 /**
@@ -657,4 +658,129 @@ describe('the console', () => {
     await choice.getByRole('button', { name: /Acme Labs/ }).click();
     await eventually(() => person.getByTestId('organization-name').textContent()).toBe('Acme Labs');
   });
+
+  it('meters a feature: a metered grant, usage reported with a key, the bar with its overage, a correction and past periods', async () => {
+    await admin.goto(url('/features'));
+    await admin.getByRole('button', { name: 'New feature' }).click();
+    await admin.getByLabel('Feature key').fill('api_calls');
+    await admin.getByLabel('Feature name').fill('API calls');
+    await admin.getByLabel('Kind').selectOption('metered');
+    await admin.getByRole('button', { name: 'Create feature' }).click();
+    await eventually(() => admin.getByTestId('feature-row-api_calls').textContent()).toContain('metered');
+
+    // A hard limit of 100 a month, then edited in place to 1,000 a month, soft.
+    await admin.goto(url('/plans'));
+    await admin.getByRole('button', { name: 'New plan' }).click();
+    await admin.getByLabel('Plan key').fill('metered');
+    await admin.getByLabel('Plan name').fill('Metered');
+    await admin.getByLabel('Grant api_calls').check();
+    await admin.getByLabel('Limit of api_calls').fill('100');
+    await admin.getByRole('button', { name: 'Create plan' }).click();
+    const grant = admin.getByTestId('plan-row-metered').getByTestId('grant-api_calls');
+    await eventually(() => grant.textContent()).toBe('api_calls100 / month');
+    await admin.getByTestId('plan-row-metered').getByRole('button', { name: 'Edit grants' }).click();
+    const form = admin.getByTestId('grants-form-metered');
+    expect(await form.getByLabel('Reset of api_calls').inputValue()).toBe('month');
+    await form.getByLabel('Limit of api_calls').fill('1000');
+    await form.getByLabel('Soft limit api_calls').check();
+    await form.getByRole('button', { name: 'Save grants' }).click();
+    await eventually(() => grant.textContent()).toMatch(/^api_calls1\D?000 \/ month, soft$/);
+
+    await admin.goto(url('/subscribers'));
+    await admin.getByRole('button', { name: 'New subscriber' }).click();
+    await admin.getByLabel('Subscriber id').fill('meter_1');
+    await admin.getByRole('button', { name: 'Create subscriber' }).click();
+    await admin.waitForURL(/\/console\/subscribers\/meter_1$/);
+    await admin.getByLabel('Plan to subscribe to').selectOption('metered');
+    await admin.getByRole('button', { name: 'Subscribe' }).click();
+    const figures = admin.getByTestId('usage-figures-api_calls');
+    await eventually(() => figures.textContent()).toMatch(/^0 of 1\D?000 \(0%\)$/);
+
+    // The customer's backend reports usage with a key: 1,200 that happened, then a consume of 50.
+    await admin.goto(url('/service-accounts'));
+    await admin.getByRole('button', { name: 'New service account' }).click();
+    await admin.getByLabel('Service account name').fill('metering');
+    await admin.getByLabel('Service account role').selectOption('developer');
+    await admin.getByRole('button', { name: 'Create service account' }).click();
+    const account = admin.getByTestId('service-account-metering');
+    await account.getByRole('button', { name: 'Create key' }).click();
+    await account.getByLabel('Key name').fill('usage');
+    await account.getByLabel('check', { exact: true }).check();
+    await account.getByLabel('usage:write').check();
+    await account.getByRole('button', { name: 'Create key' }).click();
+    const key = (await admin.getByTestId('new-api-key-value').textContent()) ?? '';
+    await admin.getByRole('button', { name: 'I have stored it' }).click();
+    const asBackend = async (path: string, body: object) => {
+      const response = await fetch(`${stack.base}/org/subscribers/meter_1${path}`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(response.status, await response.clone().text()).toBe(200);
+      return (await response.json()) as { used: number; allowed: boolean };
+    };
+    expect(await asBackend('/usage', { feature: 'api_calls', delta: 1200 })).toMatchObject({ used: 1200 });
+    expect(await asBackend('/entitlements/check', { feature: 'api_calls', consume: 50 })).toMatchObject({
+      used: 1250,
+      allowed: true,
+    });
+
+    // Past the soft limit: the bar shows the limit and the overage beyond it, and when the period resets.
+    await seedPastPeriod(stack, slug, { subscriberId: 'meter_1', feature: 'api_calls', used: 870 });
+    await admin.goto(url('/subscribers/meter_1'));
+    await eventually(() => figures.textContent()).toMatch(/^1\D?250 of 1\D?000 \(125%\)$/);
+    const meter = admin.getByTestId('usage-api_calls');
+    expect(await meter.textContent()).toMatch(/overage 250/);
+    expect(await meter.getByTestId('usage-overage-api_calls').isVisible()).toBe(true);
+    expect(await meter.getByRole('meter').getAttribute('aria-valuenow')).toBe('1250');
+    expect(await meter.getByTestId('usage-reset-api_calls').textContent()).toMatch(/; resets on /);
+
+    // The period before, with its final figure.
+    await meter.getByRole('button', { name: 'Past periods' }).click();
+    const periods = meter.getByTestId('usage-periods-api_calls');
+    await eventually(() => periods.getByTestId('usage-period').count()).toBe(1);
+    expect(await periods.getByTestId('usage-period').textContent()).toMatch(/870$/);
+    await screenshot(admin, 'metered-usage');
+
+    // A correction the API refuses shows its sentence; an accepted one moves the bar.
+    await meter.getByRole('button', { name: 'Correct usage' }).click();
+    const correction = meter.getByTestId('usage-correction-api_calls');
+    await correction.getByLabel('Corrected usage of api_calls').fill('10000000000000');
+    await correction.getByRole('button', { name: 'Set usage' }).click();
+    await correction.getByRole('button', { name: /^Confirm: set usage to / }).click();
+    await eventually(() => correction.getByTestId('error-sentence').textContent()).toBe(
+      'Used must be <= 1000000000000.',
+    );
+    expect(await figures.textContent()).toMatch(/^1\D?250 of/);
+    await correction.getByLabel('Corrected usage of api_calls').fill('400');
+    await correction.getByRole('button', { name: 'Set usage' }).click();
+    await correction.getByRole('button', { name: 'Confirm: set usage to 400' }).click();
+    await eventually(() => figures.textContent()).toMatch(/^400 of 1\D?000 \(40%\)$/);
+    await correction.waitFor({ state: 'detached' });
+    expect(await meter.getByTestId('usage-overage-api_calls').count()).toBe(0);
+    // The next consume on the gateway counts from the corrected figure.
+    expect(await asBackend('/entitlements/check', { feature: 'api_calls', consume: 1 })).toMatchObject({
+      used: 401,
+    });
+
+    // An override replaces the limit only: the period, its usage and the soft flag stay.
+    await admin.getByLabel('Override feature').selectOption('api_calls');
+    await admin.getByLabel('Override limit').fill('5000');
+    await admin.getByRole('button', { name: 'Save override' }).click();
+    await eventually(() => figures.textContent()).toMatch(/^401 of 5\D?000 \(8%\)$/);
+    expect(await admin.getByTestId('override-api_calls').textContent()).toMatch(/5\D?000 per period/);
+    expect(await meter.textContent()).toMatch(/soft limit.*override/);
+
+    // A viewer sees the bar and is offered no correction (it needs subscribers:write).
+    const viewer = await newPage();
+    await viewer.goto(url('/sign-in'));
+    await viewer.getByLabel('Email').fill('vera@example.com');
+    await viewer.getByLabel('Password').fill('viewer password 1');
+    await viewer.getByRole('button', { name: 'Sign in' }).click();
+    await eventually(() => viewer.getByTestId('whoami').textContent()).toContain('viewer');
+    await viewer.goto(url('/subscribers/meter_1'));
+    await eventually(() => viewer.getByTestId('usage-figures-api_calls').textContent()).toMatch(/^401 of/);
+    expect(await viewer.getByRole('button', { name: 'Correct usage' }).count()).toBe(0);
+    // The longest case of the file (about 20 s on an idle machine): a budget of its own.
+  }, 90_000);
 });

@@ -7,6 +7,7 @@ import * as evals from '@ent/contract/evals';
 import * as features from '@ent/contract/features';
 import * as invites from '@ent/contract/invites';
 import * as members from '@ent/contract/members';
+import * as meteredUsage from '@ent/contract/metered-usage';
 import * as organization from '@ent/contract/organization';
 import * as overrides from '@ent/contract/overrides';
 import * as plans from '@ent/contract/plans';
@@ -107,6 +108,18 @@ const CONSOLE_CALLS: ConsoleCall[] = [
   },
   { method: 'delete', path: `${subscriber}/overrides/{feature_key}`, answers: { 204: null } },
   { method: 'get', path: `${subscriber}/entitlements`, answers: { 200: evals.EntitlementListSchema } },
+  { method: 'get', path: `${subscriber}/usage`, answers: { 200: meteredUsage.SubscriberUsageSchema } },
+  {
+    method: 'get',
+    path: `${subscriber}/usage/{feature}/periods`,
+    answers: { 200: meteredUsage.UsagePeriodListSchema },
+  },
+  {
+    method: 'put',
+    path: `${subscriber}/usage/{feature}`,
+    answers: { 200: evals.MeteredCheckResultSchema },
+    body: meteredUsage.CorrectUsageBody,
+  },
   // usage.ts, audit.ts, organization.ts
   { method: 'get', path: '/org/usage/current', answers: { 200: usage.UsageRecordSchema } },
   { method: 'get', path: '/org/usage/history', answers: { 200: usage.UsageHistorySchema } },

@@ -4,10 +4,13 @@ import type { ChangeSubscriptionBody } from '@ent/contract/subscriptions';
 import type {
   ChangedSubscription,
   EntitlementList,
+  MeteredUsage,
   Override,
   Page,
   Subscriber,
+  SubscriberUsage,
   Subscription,
+  UsagePeriod,
 } from './types.ts';
 
 const subscriberPath = (id: string) => `/org/subscribers/${segment(id)}`;
@@ -46,4 +49,16 @@ export const subscribersApi = {
 
   /** An eval, answered by the gateway and metered like any other (docs/console-api.md). */
   entitlements: (id: string) => api.get<EntitlementList>(`${subscriberPath(id)}/entitlements`, { all: true }),
+
+  /** Every metered feature's current period (DESIGN.md §5); a read, not an eval. */
+  usage: (id: string) => api.get<SubscriberUsage>(`${subscriberPath(id)}/usage`),
+  /** A metered feature's ended periods, newest first (`starting_after` is a period_start). */
+  usagePeriods: (id: string, featureKey: string, query: Query = {}) =>
+    api.get<Page & { periods: UsagePeriod[] }>(`${subscriberPath(id)}/usage/${segment(featureKey)}/periods`, {
+      limit: 10,
+      ...query,
+    }),
+  /** A correction: the current period's `used` becomes this (audited from -> to). */
+  correctUsage: (id: string, featureKey: string, used: number) =>
+    api.put<MeteredUsage>(`${subscriberPath(id)}/usage/${segment(featureKey)}`, { used }),
 };

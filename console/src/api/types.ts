@@ -12,13 +12,17 @@ import type {
   InviteStatus as ContractInviteStatus,
   OrganizationChoiceBody,
 } from '@ent/contract/console';
-import type { EntitlementList as ContractEntitlementList } from '@ent/contract/evals';
+import type { EntitlementList as ContractEntitlementList, MeteredCheckResult } from '@ent/contract/evals';
 import type { FeatureBody } from '@ent/contract/features';
 import type { InviteBody } from '@ent/contract/invites';
 import type { MemberBody } from '@ent/contract/members';
+import type {
+  SubscriberUsage as ContractSubscriberUsage,
+  UsagePeriodBody,
+} from '@ent/contract/metered-usage';
 import type { OrganizationBody } from '@ent/contract/organization';
 import type { OverrideBody } from '@ent/contract/overrides';
-import type { GrantBody, PlanBody } from '@ent/contract/plans';
+import type { GrantBody, MeteredReset, MeteredResetAnchor, PlanBody } from '@ent/contract/plans';
 import type { ServiceAccountBody } from '@ent/contract/service-accounts';
 import type { SubscriberBody } from '@ent/contract/subscribers';
 import type { ChangedSubscriptionBody, SubscriptionBody } from '@ent/contract/subscriptions';
@@ -40,6 +44,7 @@ export type Feature = FeatureBody;
 export type FeatureKind = Feature['kind'];
 
 export type Grant = GrantBody;
+export type { MeteredReset, MeteredResetAnchor };
 export type Plan = PlanBody;
 export type PlanKind = Plan['kind'];
 
@@ -50,6 +55,12 @@ export type Override = OverrideBody;
 
 export type EntitlementList = ContractEntitlementList;
 export type Entitlement = EntitlementList['entitlements'][number];
+
+/** DESIGN.md §5: a metered feature's current period (GET /org/subscribers/{id}/usage). */
+export type MeteredUsage = MeteredCheckResult;
+export type SubscriberUsage = ContractSubscriberUsage;
+/** A metered feature's ended period with its final figure (GET .../usage/{feature}/periods). */
+export type UsagePeriod = UsagePeriodBody;
 
 export type UsageRecord = UsageRecordBody;
 /** One UTC month of GET /org/usage/history: `days` are cumulative counts, oldest first. */

@@ -1,3 +1,5 @@
+import { meteredTermsText, type MeteredTerms } from '../../components/metered-terms.ts';
+
 /**
  * An audit entry's `details` as rows to read (SPEC part 2, "Details by write"): a change is `{from, to}`; a
  * create names what it created; plan grant changes are keyed by feature (`grants.<feature>`); a field too large
@@ -55,6 +57,18 @@ export function detailRows(details: Record<string, unknown> | null): DetailRow[]
   return rows;
 }
 
+const RESETS: readonly unknown[] = ['day', 'week', 'month', 'year', 'never'];
+const ANCHORS: readonly unknown[] = ['calendar', 'subscription'];
+
+/** A metered grant as the audit log files it: `{kind, limit, reset, reset_anchor, soft}`. */
+const isMeteredGrant = (value: unknown): value is MeteredTerms =>
+  isObject(value) &&
+  value.kind === 'metered' &&
+  (value.limit === null || typeof value.limit === 'number') &&
+  RESETS.includes(value.reset) &&
+  ANCHORS.includes(value.reset_anchor) &&
+  typeof value.soft === 'boolean';
+
 /** A value as the details view writes it: `null` is "none" (for grants: not on the plan). */
 export function describe(value: unknown): string {
   if (value === null) return 'none';
@@ -64,5 +78,6 @@ export function describe(value: unknown): string {
   if (isObject(value) && value.kind === 'limit' && 'limit' in value) {
     return `limit ${value.limit === null ? 'unlimited' : String(value.limit)}`;
   }
+  if (isMeteredGrant(value)) return `metered ${meteredTermsText(value)}`;
   return JSON.stringify(value);
 }

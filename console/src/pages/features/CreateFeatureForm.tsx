@@ -61,6 +61,7 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
       >
         <option value="flag">flag: on or off</option>
         <option value="limit">limit: a number, or unlimited</option>
+        <option value="metered">metered: a limit on use, counted per period</option>
       </SelectField>
       <TextField
         label="Description"

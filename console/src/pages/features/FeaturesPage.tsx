@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import type { Feature } from '../../api/types.ts';
+import type { Feature, FeatureKind } from '../../api/types.ts';
 import { usePermissions } from '../../auth/session.ts';
-import { Badge } from '../../components/Badge.tsx';
+import { Badge, type BadgeTone } from '../../components/Badge.tsx';
 import { DataTable } from '../../components/DataTable.tsx';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
@@ -9,6 +9,8 @@ import { PageHeader } from '../../components/PageHeader.tsx';
 import { CreateFeatureForm } from './CreateFeatureForm.tsx';
 import { EditFeatureRow } from './EditFeatureRow.tsx';
 import { useFeatures } from './queries.ts';
+
+const KIND_TONE: Record<FeatureKind, BadgeTone> = { flag: 'info', limit: 'neutral', metered: 'good' };
 
 export function FeaturesPage() {
   const can = usePermissions();
@@ -20,7 +22,7 @@ export function FeaturesPage() {
     <>
       <PageHeader
         title="Features"
-        description="The catalog: flags (on or off) and limits (a number, or unlimited) that plans grant."
+        description="The catalog that plans grant: flags (on or off), limits (a number, or unlimited) and metered features (a limit on use, counted per period)."
         actions={
           can.writeCatalog && !creating ? (
             <button type="button" className="button button-primary" onClick={() => setCreating(true)}>
@@ -57,7 +59,7 @@ export function FeaturesPage() {
                 </td>
                 <td>{feature.name}</td>
                 <td>
-                  <Badge tone={feature.kind === 'flag' ? 'info' : 'neutral'}>{feature.kind}</Badge>
+                  <Badge tone={KIND_TONE[feature.kind]}>{feature.kind}</Badge>
                 </td>
                 <td className="cell-muted">{feature.description}</td>
                 <td className="cell-nowrap">{formatTime(feature.updated_at)}</td>

@@ -1,25 +1,45 @@
-import type { Feature, Grant } from '../../api/types.ts';
+import type { Feature, Grant, MeteredReset, MeteredResetAnchor } from '../../api/types.ts';
 
-/** A plan's grants as the editor holds them: one row per catalog feature. */
+/**
+ * A plan's grants as the editor holds them: one row per catalog feature. `limit` and `unlimited` are read for limit
+ * and metered features; `reset`, `resetAnchor` and `soft` for metered ones only (DESIGN.md §5's defaults until
+ * changed).
+ */
 export interface GrantDraftRow {
   granted: boolean;
   unlimited: boolean;
   limit: string;
+  reset: MeteredReset;
+  resetAnchor: MeteredResetAnchor;
+  soft: boolean;
 }
 export type GrantDraft = Record<string, GrantDraftRow>;
+
+export const EMPTY_ROW: GrantDraftRow = {
+  granted: false,
+  unlimited: false,
+  limit: '',
+  reset: 'month',
+  resetAnchor: 'calendar',
+  soft: false,
+};
+
+function rowOf(grant: Grant | undefined): GrantDraftRow {
+  if (grant === undefined) return EMPTY_ROW;
+  if (grant.kind === 'flag') return { ...EMPTY_ROW, granted: true };
+  const limits = {
+    granted: true,
+    unlimited: grant.limit === null,
+    limit: grant.limit === null ? '' : String(grant.limit),
+  };
+  if (grant.kind === 'limit') return { ...EMPTY_ROW, ...limits };
+  return { ...limits, reset: grant.reset, resetAnchor: grant.reset_anchor, soft: grant.soft };
+}
 
 export function draftOf(features: readonly Feature[], grants: readonly Grant[]): GrantDraft {
   const byFeature = new Map(grants.map((grant) => [grant.feature, grant]));
   const draft: GrantDraft = {};
-  for (const feature of features) {
-    const grant = byFeature.get(feature.key);
-    const limit = grant?.kind === 'limit' ? grant.limit : undefined;
-    draft[feature.key] = {
-      granted: grant !== undefined,
-      unlimited: limit === null,
-      limit: typeof limit === 'number' ? String(limit) : '',
-    };
-  }
+  for (const feature of features) draft[feature.key] = rowOf(byFeature.get(feature.key));
   return draft;
 }
 
@@ -30,16 +50,30 @@ function limitProblem(row: GrantDraftRow): string | undefined {
   return undefined;
 }
 
+function grantOf(feature: Feature, row: GrantDraftRow): Grant {
+  const limit = row.unlimited ? null : Number(row.limit.trim());
+  switch (feature.kind) {
+    case 'flag':
+      return { feature: feature.key, kind: 'flag' };
+    case 'limit':
+      return { feature: feature.key, kind: 'limit', limit };
+    case 'metered':
+      return {
+        feature: feature.key,
+        kind: 'metered',
+        limit,
+        reset: row.reset,
+        reset_anchor: row.resetAnchor,
+        soft: row.soft,
+      };
+  }
+}
+
 export function grantsOf(features: readonly Feature[], draft: GrantDraft): Grant[] {
   const grants: Grant[] = [];
   for (const feature of features) {
     const row = draft[feature.key];
-    if (!row?.granted) continue;
-    grants.push(
-      feature.kind === 'flag'
-        ? { feature: feature.key, kind: 'flag' }
-        : { feature: feature.key, kind: 'limit', limit: row.unlimited ? null : Number(row.limit.trim()) },
-    );
+    if (row?.granted) grants.push(grantOf(feature, row));
   }
   return grants;
 }
@@ -47,7 +81,7 @@ export function grantsOf(features: readonly Feature[], draft: GrantDraft): Grant
 export const draftProblems = (features: readonly Feature[], draft: GrantDraft): Record<string, string> =>
   Object.fromEntries(
     features
-      .filter((feature) => feature.kind === 'limit')
+      .filter((feature) => feature.kind !== 'flag')
       .map(
         (feature) =>
           [feature.key, draft[feature.key] ? limitProblem(draft[feature.key]!) : undefined] as const,

@@ -1,18 +1,21 @@
 import type { Entitlement } from '../../api/types.ts';
-import { Badge, type BadgeTone } from '../../components/Badge.tsx';
+import { Badge } from '../../components/Badge.tsx';
 import { DataTable } from '../../components/DataTable.tsx';
-import { formatLimit } from '../../components/format.ts';
+import { formatCount, formatLimit } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { useEntitlements } from './queries.ts';
+import { SOURCE_TONE } from './source-tone.ts';
 
-const SOURCE_TONE: Record<Entitlement['source'], BadgeTone> = {
-  override: 'warn',
-  plan: 'info',
-  none: 'neutral',
+const valueOf = (entitlement: Entitlement) => {
+  switch (entitlement.kind) {
+    case 'flag':
+      return entitlement.allowed ? 'allowed' : 'denied';
+    case 'limit':
+      return formatLimit(entitlement.limit);
+    case 'metered':
+      return `${formatCount(entitlement.used)} of ${formatLimit(entitlement.limit)} used`;
+  }
 };
-
-const valueOf = (entitlement: Entitlement) =>
-  entitlement.kind === 'flag' ? (entitlement.allowed ? 'allowed' : 'denied') : formatLimit(entitlement.limit);
 
 /**
  * "What this subscriber gets": every catalog feature as an eval answers it now (GET entitlements?all=true,

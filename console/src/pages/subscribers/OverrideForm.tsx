@@ -23,7 +23,7 @@ function bodyOf(
   const expires_at = instantOf(expires);
   return feature.kind === 'flag'
     ? { kind: 'flag', allowed, expires_at }
-    : { kind: 'limit', limit: unlimited ? null : Number(limit.trim()), expires_at };
+    : { kind: feature.kind, limit: unlimited ? null : Number(limit.trim()), expires_at };
 }
 
 /** PUT an override: creates one for the feature, or replaces the one it has. */
@@ -58,7 +58,7 @@ export function OverrideForm({
     event.preventDefault();
     if (!feature) return;
     const problem =
-      feature.kind === 'limit' && !unlimited && !/^\d+$/.test(limit.trim())
+      feature.kind !== 'flag' && !unlimited && !/^\d+$/.test(limit.trim())
         ? 'A whole number of 0 or more, or unlimited.'
         : undefined;
     setLimitError(problem);
@@ -89,8 +89,16 @@ export function OverrideForm({
             <option value="denied">denied</option>
           </SelectField>
         ) : null}
-        {feature?.kind === 'limit' ? (
-          <Field label="Override limit" error={limitError ?? errors.of('limit')}>
+        {feature && feature.kind !== 'flag' ? (
+          <Field
+            label="Override limit"
+            error={limitError ?? errors.of('limit')}
+            hint={
+              feature.kind === 'metered'
+                ? "Per period; when it resets and whether it is soft stay the plan's."
+                : undefined
+            }
+          >
             {(props) => (
               <span className="limit-input">
                 <input

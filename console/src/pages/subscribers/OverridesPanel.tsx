@@ -12,8 +12,16 @@ import { QueryState } from '../../components/Loading.tsx';
 import { OverrideForm } from './OverrideForm.tsx';
 import { useOverrides, useSubscriberChanged } from './queries.ts';
 
-const valueOf = (override: Override) =>
-  override.kind === 'flag' ? (override.allowed ? 'allowed' : 'denied') : formatLimit(override.limit);
+const valueOf = (override: Override) => {
+  switch (override.kind) {
+    case 'flag':
+      return override.allowed ? 'allowed' : 'denied';
+    case 'limit':
+      return formatLimit(override.limit);
+    case 'metered':
+      return `${formatLimit(override.limit)} per period`;
+  }
+};
 
 const isExpired = (override: Override) =>
   override.expires_at !== null && Date.parse(override.expires_at) <= Date.now();

@@ -7,6 +7,7 @@ import { EntitlementsPanel } from './EntitlementsPanel.tsx';
 import { OverridesPanel } from './OverridesPanel.tsx';
 import { SubscriberName } from './SubscriberName.tsx';
 import { SubscriptionsPanel } from './SubscriptionsPanel.tsx';
+import { UsagePanel } from './UsagePanel.tsx';
 import { useSubscriber } from './queries.ts';
 
 export function SubscriberPage() {
@@ -35,6 +36,7 @@ export function SubscriberPage() {
           <div className="detail-main">
             <SubscriberName subscriber={subscriber.data} />
             <SubscriptionsPanel subscriberId={subscriberId} />
+            <UsagePanel subscriberId={subscriberId} />
             <OverridesPanel subscriberId={subscriberId} />
           </div>
           <aside className="detail-side">

@@ -1,4 +1,4 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { subscribersApi } from '../../api/subscribers.ts';
 import { PLAN_COUNTS_KEY } from '../plans/queries.ts';
 
@@ -28,6 +28,21 @@ export const useEntitlements = (id: string) =>
   useQuery({
     queryKey: [...subscriberKey(id), 'entitlements'],
     queryFn: () => subscribersApi.entitlements(id),
+  });
+
+export const useSubscriberUsage = (id: string) =>
+  useQuery({
+    queryKey: [...subscriberKey(id), 'usage'],
+    queryFn: () => subscribersApi.usage(id),
+  });
+
+/** A metered feature's ended periods, newest first, a page at a time. */
+export const useUsagePeriods = (id: string, featureKey: string) =>
+  useInfiniteQuery({
+    queryKey: [...subscriberKey(id), 'usage', featureKey, 'periods'],
+    queryFn: ({ pageParam }) => subscribersApi.usagePeriods(id, featureKey, { starting_after: pageParam }),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (page) => (page.has_more ? page.periods.at(-1)?.period_start : undefined),
   });
 
 /**
