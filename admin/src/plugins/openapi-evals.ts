@@ -1,4 +1,3 @@
-import type { TSchema } from '@sinclair/typebox';
 import { ErrorBodySchema } from '@ent/contract/common';
 import {
   CheckBody,
@@ -14,24 +13,15 @@ import {
   OfrepRequest,
   OfrepSuccess,
 } from '@ent/contract/ofrep';
+import { json, parametersOf, plain } from './openapi-json.ts';
+import { idempotencyKeyHeader, METERED_PATHS, replayedHeader } from './openapi-metered.ts';
 
 /**
- * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this
+ * The eval routes (and the metered usage routes, openapi-metered.ts) are answered by the gateway, not admin, so no admin route generates them; without this
  * the OpenAPI document at `{base_url}/openapi.json` (served by admin through the gateway) would lack the most
  * used routes of the API. Built from the same TypeBox schemas the gateway validates with.
  */
 type OpenApiObject = { paths?: Record<string, Record<string, unknown>> } & Record<string, unknown>;
-
-/** Plain JSON Schema: TypeBox's symbol-keyed metadata and the `$id` used for registration left out. */
-const plain = (schema: TSchema): Record<string, unknown> => {
-  const { $id: _id, ...rest } = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
-  return rest;
-};
-
-const json = (schema: TSchema, description: string) => ({
-  description,
-  content: { 'application/json': { schema: plain(schema) } },
-});
 
 const evalHeaders = {
   'X-Svc-Eval-Limit': { description: 'evals included this month', schema: { type: 'integer' } },
@@ -61,19 +51,8 @@ const errors = {
   503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
 };
 
-const pathParameters = Object.entries(
-  (EvalParams as unknown as { properties: Record<string, TSchema> }).properties,
-).map(([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }));
-
-const queryParameters = Object.entries(
-  (EntitlementsQuery as unknown as { properties: Record<string, TSchema> }).properties,
-).map(([name, schema]) => ({
-  in: 'query',
-  name,
-  required: false,
-  schema: plain(schema),
-  description: schema.description,
-}));
+const pathParameters = parametersOf('path', EvalParams);
+const queryParameters = parametersOf('query', EntitlementsQuery);
 
 const etagHeader = {
   description: 'strong ETag of the body; send it back as If-None-Match',
@@ -105,9 +84,7 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
       tags: ['ofrep'],
       summary: 'OpenFeature: evaluate one feature for context.targetingKey (scope check; one eval)',
       security: ofrepSecurity,
-      parameters: Object.entries(
-        (OfrepParams as unknown as { properties: Record<string, TSchema> }).properties,
-      ).map(([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) })),
+      parameters: parametersOf('path', OfrepParams),
       requestBody: { required: true, content: { 'application/json': { schema: plain(OfrepRequest) } } },
       responses: {
         200: { ...json(OfrepSuccess, 'The evaluation'), headers: evalHeaders },
@@ -141,10 +118,19 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
   '/org/subscribers/{subscriber_id}/entitlements/check': {
     post: {
       tags: ['evals'],
-      summary: 'May the subscriber use this feature, and how much? (scope check; one eval)',
-      parameters: pathParameters,
+      summary: 'May the subscriber use this feature, and how much? With `consume`: deduct atomically (scope check; one eval)',
+      description:
+        'A metered feature answers its use in the current period. `consume` (metered features only) deducts n if ' +
+        '`used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: ' +
+        'false` and nothing is deducted, both 200. A consume is never answered from a cache, and without Redis it is ' +
+        '503 (nothing deducted; retry with the same Idempotency-Key).',
+      parameters: [...pathParameters, idempotencyKeyHeader],
       requestBody: { required: true, content: { 'application/json': { schema: plain(CheckBody) } } },
-      responses: { 200: { ...json(CheckResultSchema, 'The check result'), headers: evalHeaders }, ...errors },
+      responses: {
+        200: { ...json(CheckResultSchema, 'The check result'), headers: { ...evalHeaders, ...replayedHeader } },
+        ...errors,
+        422: json(ErrorBodySchema, 'Invalid body, `consume` on a flag or limit feature, or IDEMPOTENCY_KEY_REUSED'),
+      },
     },
   },
   '/org/subscribers/{subscriber_id}/entitlements': {
@@ -162,6 +148,7 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
       },
     },
   },
+  ...METERED_PATHS,
   ...OFREP_PATHS,
 };
 
@@ -171,5 +158,10 @@ export function withEvalPaths({
 }: {
   openapiObject: Partial<OpenApiObject>;
 }): Partial<OpenApiObject> {
-  return { ...openapiObject, paths: { ...EVAL_PATHS, ...(openapiObject.paths ?? {}) } };
+  const paths: Record<string, Record<string, unknown>> = { ...EVAL_PATHS };
+  // Per method: a path admin also serves (a read it documents itself) keeps the gateway's other methods.
+  for (const [path, operations] of Object.entries(openapiObject.paths ?? {})) {
+    paths[path] = { ...paths[path], ...operations };
+  }
+  return { ...openapiObject, paths };
 }

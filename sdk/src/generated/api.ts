@@ -1228,6 +1228,7 @@ export interface paths {
         query?: never;
         header?: never;
         path: {
+          /** @description catalog feature key */
           key: string;
         };
         cookie?: never;
@@ -1800,7 +1801,7 @@ export interface paths {
     get: {
       parameters: {
         query?: {
-          kind?: 'flag' | 'limit';
+          kind?: 'flag' | 'limit' | 'metered';
           limit?: number;
           starting_after?: string;
         };
@@ -1918,7 +1919,7 @@ export interface paths {
             description?: string;
             /** @description lowercase letters, digits, _ . : -; at most 64 */
             key: string;
-            kind: 'flag' | 'limit';
+            kind: 'flag' | 'limit' | 'metered';
             name: string;
           };
         };
@@ -1938,7 +1939,7 @@ export interface paths {
               created_at: string;
               description: string;
               key: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               name: string;
               /**
                * Format: date-time
@@ -2088,7 +2089,7 @@ export interface paths {
               created_at: string;
               description: string;
               key: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               name: string;
               /**
                * Format: date-time
@@ -2237,7 +2238,7 @@ export interface paths {
               created_at: string;
               description: string;
               key: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               name: string;
               /**
                * Format: date-time
@@ -3609,12 +3610,17 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit grant must have one */
+            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
             grants?: {
               feature: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               /** @description integer >= 0; null = unlimited */
               limit?: number | null;
+              /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+              reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+              /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+              reset_anchor?: 'calendar' | 'subscription';
+              soft?: boolean;
             }[];
             /** @description lowercase letters, digits, _ and -; at most 64 */
             key: string;
@@ -3650,6 +3656,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -3820,6 +3839,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -4093,12 +4125,17 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit grant must have one */
+            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
             grants?: {
               feature: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               /** @description integer >= 0; null = unlimited */
               limit?: number | null;
+              /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+              reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+              /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+              reset_anchor?: 'calendar' | 'subscription';
+              soft?: boolean;
             }[];
             name?: string;
           };
@@ -4131,6 +4168,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -4296,6 +4346,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -4465,6 +4528,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -5282,6 +5358,7 @@ export interface paths {
               | 'catalog:write'
               | 'subscribers:read'
               | 'subscribers:write'
+              | 'usage:write'
               | 'org:read'
               | 'org:write'
               | 'org:audit:read'
@@ -5321,6 +5398,7 @@ export interface paths {
                 | 'catalog:write'
                 | 'subscribers:read'
                 | 'subscribers:write'
+                | 'usage:write'
                 | 'org:read'
                 | 'org:write'
                 | 'org:audit:read'
@@ -6200,6 +6278,26 @@ export interface paths {
                     limit: number | null;
                     source: 'override' | 'plan' | 'none';
                   }
+                | {
+                    /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                    allowed: boolean;
+                    feature: string;
+                    /** @constant */
+                    kind: 'metered';
+                    /** @description per period; null = unlimited */
+                    limit: number | null;
+                    /** @description soft limits only: max(0, used - limit) */
+                    overage?: number;
+                    /** Format: date-time */
+                    period_start: string;
+                    /** @description max(0, limit - used); null when unlimited */
+                    remaining: number | null;
+                    /** @description when the next period starts; null for reset "never" */
+                    resets_at: string | null;
+                    source: 'override' | 'plan' | 'none';
+                    /** @description used in the current period */
+                    used: number;
+                  }
               )[];
               subscriber_id: string;
             };
@@ -6385,11 +6483,17 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** May the subscriber use this feature, and how much? (scope check; one eval) */
+    /**
+     * May the subscriber use this feature, and how much? With `consume`: deduct atomically (scope check; one eval)
+     * @description A metered feature answers its use in the current period. `consume` (metered features only) deducts n if `used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: false` and nothing is deducted, both 200. A consume is never answered from a cache, and without Redis it is 503 (nothing deducted; retry with the same Idempotency-Key).
+     */
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description applied once per organization within 24 h; a repeat with the same request answers the first answer again (Idempotent-Replayed: true), another request under the same key is 422 IDEMPOTENCY_KEY_REUSED */
+          'Idempotency-Key'?: string;
+        };
         path: {
           subscriber_id: string;
         };
@@ -6398,6 +6502,8 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
+            /** @description metered features only: deduct this much if it fits (or the limit is soft or unlimited), atomically with the check; `allowed: false` and nothing deducted otherwise */
+            consume?: number;
             /** @description catalog feature key */
             feature: string;
           };
@@ -6407,6 +6513,8 @@ export interface paths {
         /** @description The check result */
         200: {
           headers: {
+            /** @description `true` when this is the first answer to an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             /** @description evals included this month */
             'X-Svc-Eval-Limit'?: number;
             /** @description evals counted so far this month (may lag by about a second) */
@@ -6430,6 +6538,26 @@ export interface paths {
                   kind: 'limit';
                   limit: number | null;
                   source: 'override' | 'plan' | 'none';
+                }
+              | {
+                  /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                  allowed: boolean;
+                  feature: string;
+                  /** @constant */
+                  kind: 'metered';
+                  /** @description per period; null = unlimited */
+                  limit: number | null;
+                  /** @description soft limits only: max(0, used - limit) */
+                  overage?: number;
+                  /** Format: date-time */
+                  period_start: string;
+                  /** @description max(0, limit - used); null when unlimited */
+                  remaining: number | null;
+                  /** @description when the next period starts; null for reset "never" */
+                  resets_at: string | null;
+                  source: 'override' | 'plan' | 'none';
+                  /** @description used in the current period */
+                  used: number;
                 };
           };
         };
@@ -6519,7 +6647,7 @@ export interface paths {
             };
           };
         };
-        /** @description Invalid body or query */
+        /** @description Invalid body, `consume` on a flag or limit feature, or IDEMPOTENCY_KEY_REUSED */
         422: {
           headers: {
             [name: string]: unknown;
@@ -6769,8 +6897,8 @@ export interface paths {
               /** @description the feature key */
               feature: string;
               id: string;
-              kind: 'flag' | 'limit';
-              /** @description present when kind is limit */
+              kind: 'flag' | 'limit' | 'metered';
+              /** @description present when kind is limit or metered */
               limit?: number | null;
               subscriber_id: string;
               /**
@@ -6899,7 +7027,7 @@ export interface paths {
             allowed?: boolean;
             /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
             expires_at?: string | null;
-            kind: 'flag' | 'limit';
+            kind: 'flag' | 'limit' | 'metered';
             /** @description integer >= 0; null = unlimited */
             limit?: number | null;
           };
@@ -6924,8 +7052,8 @@ export interface paths {
               /** @description the feature key */
               feature: string;
               id: string;
-              kind: 'flag' | 'limit';
-              /** @description present when kind is limit */
+              kind: 'flag' | 'limit' | 'metered';
+              /** @description present when kind is limit or metered */
               limit?: number | null;
               subscriber_id: string;
               /**
@@ -7774,6 +7902,528 @@ export interface paths {
         /** @description The body of every non-2xx response */
         503: {
           headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/subscribers/{subscriber_id}/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Every metered feature's current period for the subscriber, by feature key */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The current period of each metered feature */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              subscriber_id: string;
+              /** @description every metered catalog feature, by key */
+              usage: {
+                /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                allowed: boolean;
+                feature: string;
+                /** @constant */
+                kind: 'metered';
+                /** @description per period; null = unlimited */
+                limit: number | null;
+                /** @description soft limits only: max(0, used - limit) */
+                overage?: number;
+                /** Format: date-time */
+                period_start: string;
+                /** @description max(0, limit - used); null when unlimited */
+                remaining: number | null;
+                /** @description when the next period starts; null for reset "never" */
+                resets_at: string | null;
+                source: 'override' | 'plan' | 'none';
+                /** @description used in the current period */
+                used: number;
+              }[];
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The key lacks the scope */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Unknown subscriber */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Usage cannot be applied right now (nothing was applied: retry with the same key) */
+        503: {
+          headers: {
+            /** @description seconds */
+            'Retry-After'?: number;
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    /**
+     * Report usage that already happened: add delta, or set used (scope usage:write; not an eval)
+     * @description Never refused for being over the limit; used never goes below 0. Exactly one of `delta` (not 0) and `set`.
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header?: {
+          /** @description applied once per organization within 24 h; a repeat with the same request answers the first answer again (Idempotent-Replayed: true), another request under the same key is 422 IDEMPOTENCY_KEY_REUSED */
+          'Idempotency-Key'?: string;
+        };
+        path: {
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description added to used (negative: taken away; used never goes below 0); not 0 */
+            delta?: number;
+            /** @description a metered feature key */
+            feature: string;
+            /** @description used becomes this */
+            set?: number;
+          };
+        };
+      };
+      responses: {
+        /** @description The check result after the report */
+        200: {
+          headers: {
+            /** @description `true` when this is the first answer to an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+              allowed: boolean;
+              feature: string;
+              /** @constant */
+              kind: 'metered';
+              /** @description per period; null = unlimited */
+              limit: number | null;
+              /** @description soft limits only: max(0, used - limit) */
+              overage?: number;
+              /** Format: date-time */
+              period_start: string;
+              /** @description max(0, limit - used); null when unlimited */
+              remaining: number | null;
+              /** @description when the next period starts; null for reset "never" */
+              resets_at: string | null;
+              source: 'override' | 'plan' | 'none';
+              /** @description used in the current period */
+              used: number;
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The key lacks the usage:write scope */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Unknown subscriber or feature */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Invalid body (neither or both of delta and set, delta 0), a feature that is not metered, or IDEMPOTENCY_KEY_REUSED */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description More than the organization's usage events per second */
+        429: {
+          headers: {
+            /** @description seconds */
+            'Retry-After'?: number;
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Usage cannot be applied right now (nothing was applied: retry with the same key) */
+        503: {
+          headers: {
+            /** @description seconds */
+            'Retry-After'?: number;
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/usage-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Report up to 1,000 usage events at once (scope usage:write; not an eval)
+     * @description Answered in the events' order, each a check result or the error body of an event that was not applied; an event's `idempotency_key` is applied once per organization within 24 h.
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            events: {
+              /** @description added to used (negative: taken away; used never goes below 0); not 0 */
+              delta?: number;
+              /** @description a metered feature key */
+              feature: string;
+              /** @description applied once per organization within 24 h; a repeat answers the first result again */
+              idempotency_key?: string;
+              /** @description used becomes this */
+              set?: number;
+              subscriber_id: string;
+            }[];
+          };
+        };
+      };
+      responses: {
+        /** @description One result per event, in order */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description in the events' order: each a check result, or the error body of an event that was not applied */
+              results: (
+                | {
+                    /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                    allowed: boolean;
+                    feature: string;
+                    /** @constant */
+                    kind: 'metered';
+                    /** @description per period; null = unlimited */
+                    limit: number | null;
+                    /** @description soft limits only: max(0, used - limit) */
+                    overage?: number;
+                    /** Format: date-time */
+                    period_start: string;
+                    /** @description max(0, limit - used); null when unlimited */
+                    remaining: number | null;
+                    /** @description when the next period starts; null for reset "never" */
+                    resets_at: string | null;
+                    source: 'override' | 'plan' | 'none';
+                    /** @description used in the current period */
+                    used: number;
+                  }
+                | {
+                    error: {
+                      code: string;
+                      /** @description `{}` when there is nothing to add */
+                      details: {
+                        [key: string]: unknown;
+                      };
+                      message: string;
+                      request_id: string;
+                      type: string;
+                    };
+                  }
+              )[];
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The key lacks the usage:write scope */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Invalid body (neither or both of delta and set, delta 0), a feature that is not metered, or IDEMPOTENCY_KEY_REUSED */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description More than the organization's usage events per second */
+        429: {
+          headers: {
+            /** @description seconds */
+            'Retry-After'?: number;
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Usage cannot be applied right now (nothing was applied: retry with the same key) */
+        503: {
+          headers: {
+            /** @description seconds */
+            'Retry-After'?: number;
             [name: string]: unknown;
           };
           content: {
@@ -8961,7 +9611,7 @@ export interface components {
       created_at: string;
       description: string;
       key: string;
-      kind: 'flag' | 'limit';
+      kind: 'flag' | 'limit' | 'metered';
       name: string;
       /**
        * Format: date-time
@@ -9022,6 +9672,19 @@ export interface components {
             /** @description integer >= 0; null = unlimited */
             limit: number | null;
           }
+        | {
+            feature: string;
+            /** @enum {string} */
+            kind: 'metered';
+            /** @description integer >= 0; null = unlimited */
+            limit: number | null;
+            /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+            reset: 'day' | 'week' | 'month' | 'year' | 'never';
+            /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+            reset_anchor: 'calendar' | 'subscription';
+            /** @description true: use beyond the limit is allowed and reported as overage */
+            soft: boolean;
+          }
       )[];
       key: string;
       kind: 'catalog' | 'custom';
@@ -9076,8 +9739,8 @@ export interface components {
       /** @description the feature key */
       feature: string;
       id: string;
-      kind: 'flag' | 'limit';
-      /** @description present when kind is limit */
+      kind: 'flag' | 'limit' | 'metered';
+      /** @description present when kind is limit or metered */
       limit?: number | null;
       subscriber_id: string;
       /**
@@ -9130,6 +9793,7 @@ export interface components {
         | 'catalog:write'
         | 'subscribers:read'
         | 'subscribers:write'
+        | 'usage:write'
         | 'org:read'
         | 'org:write'
         | 'org:audit:read'
