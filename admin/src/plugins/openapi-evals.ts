@@ -6,13 +6,7 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/contract/evals';
-import {
-  OfrepBulkSuccess,
-  OfrepFailure,
-  OfrepParams,
-  OfrepRequest,
-  OfrepSuccess,
-} from '@ent/contract/ofrep';
+import { OfrepBulkSuccess, OfrepFailure, OfrepParams, OfrepRequest, OfrepSuccess } from '@ent/contract/ofrep';
 import { json, parametersOf, plain } from './openapi-json.ts';
 import { idempotencyKeyHeader, METERED_PATHS, replayedHeader } from './openapi-metered.ts';
 
@@ -118,7 +112,8 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
   '/org/subscribers/{subscriber_id}/entitlements/check': {
     post: {
       tags: ['evals'],
-      summary: 'May the subscriber use this feature, and how much? With `consume`: deduct atomically (scope check; one eval)',
+      summary:
+        'May the subscriber use this feature, and how much? With `consume`: deduct atomically (scope check; one eval)',
       description:
         'A metered feature answers its use in the current period. `consume` (metered features only) deducts n if ' +
         '`used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: ' +
@@ -127,9 +122,15 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
       parameters: [...pathParameters, idempotencyKeyHeader],
       requestBody: { required: true, content: { 'application/json': { schema: plain(CheckBody) } } },
       responses: {
-        200: { ...json(CheckResultSchema, 'The check result'), headers: { ...evalHeaders, ...replayedHeader } },
+        200: {
+          ...json(CheckResultSchema, 'The check result'),
+          headers: { ...evalHeaders, ...replayedHeader },
+        },
         ...errors,
-        422: json(ErrorBodySchema, 'Invalid body, `consume` on a flag or limit feature, or IDEMPOTENCY_KEY_REUSED'),
+        422: json(
+          ErrorBodySchema,
+          'Invalid body, `consume` on a flag or limit feature, or IDEMPOTENCY_KEY_REUSED',
+        ),
       },
     },
   },

@@ -49,7 +49,10 @@ const reportErrors = {
     headers: retryAfter,
   },
   503: {
-    ...json(ErrorBodySchema, 'Usage cannot be applied right now (nothing was applied: retry with the same key)'),
+    ...json(
+      ErrorBodySchema,
+      'Usage cannot be applied right now (nothing was applied: retry with the same key)',
+    ),
     headers: retryAfter,
   },
 };
@@ -67,7 +70,10 @@ export const METERED_PATHS: Record<string, Record<string, unknown>> = {
       parameters: [...parametersOf('path', SubscriberUsageParams), idempotencyKeyHeader],
       requestBody: { required: true, content: { 'application/json': { schema: plain(ReportUsageBody) } } },
       responses: {
-        200: { ...json(MeteredCheckResultSchema, 'The check result after the report'), headers: replayedHeader },
+        200: {
+          ...json(MeteredCheckResultSchema, 'The check result after the report'),
+          headers: replayedHeader,
+        },
         ...reportErrors,
       },
     },
