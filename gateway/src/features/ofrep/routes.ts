@@ -32,9 +32,29 @@ const MAX_SUBSCRIBER_ID = 255;
 /** Longer keys are not echoed back in an error body. */
 const MAX_ECHOED_KEY = 255;
 
-/** docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one. */
+/**
+ * docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one.
+ * A metered feature (DESIGN.md §5) is the integer that remains of its limit this period, with `{used, limit,
+ * resets_at}` as metadata (a null left out: OFREP's metadata holds no nulls).
+ */
 export function toOfrep(result: CheckResult): OfrepSuccess {
   const reason = result.source === 'override' ? 'TARGETING_MATCH' : 'STATIC';
+  if (result.kind === 'metered') {
+    return {
+      key: result.feature,
+      value: result.remaining ?? Number.MAX_SAFE_INTEGER,
+      reason,
+      variant: result.source,
+      metadata: {
+        source: result.source,
+        kind: 'metered',
+        unlimited: result.limit === null,
+        used: result.used,
+        ...(result.limit === null ? {} : { limit: result.limit }),
+        ...(result.resets_at === null ? {} : { resets_at: result.resets_at }),
+      },
+    };
+  }
   if (result.kind === 'flag') {
     return {
       key: result.feature,
