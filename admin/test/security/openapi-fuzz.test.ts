@@ -11,6 +11,7 @@ import {
 } from '../../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../../../gateway/src/app.ts';
 import {
+  isGatewayRoute,
   operationsOf,
   requestsFor,
   type FuzzRequest,
@@ -51,13 +52,11 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-/** The eval routes are the gateway's; every other route of the document is admin's. */
-const isEvalRoute = (operation: Operation): boolean => operation.path.includes('/entitlements');
 
 type Outcome = { request: FuzzRequest; status: number | 'hang'; body: string; route: string; ms: number };
 
 async function send(operation: Operation, request: FuzzRequest): Promise<Outcome> {
-  const app = isEvalRoute(operation) ? gateway : ctx.app;
+  const app = isGatewayRoute(operation) ? gateway : ctx.app;
   const route = `${operation.method} ${operation.path}`;
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
@@ -239,7 +238,7 @@ describe('unknown query parameters', () => {
             .sample(validValue(operation.body, allKnown), { seed: SEED + index, numRuns: 30 })
             .map((b) => JSON.stringify(b))
         : [undefined];
-      const gatewayOnly = isEvalRoute(operation) || isOfrepRoute(operation);
+      const gatewayOnly = isGatewayRoute(operation) || isOfrepRoute(operation);
       const apps = gatewayOnly
         ? [['gateway', gateway] as const]
         : ([
