@@ -13,6 +13,7 @@ import { createOperatorInvite } from '../features/provisioning/operator-invite.t
 import { localConsoleUrl } from '../features/invites/service.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
+import { usageCommand } from './usage.ts';
 
 let config: Config;
 try {
@@ -211,6 +212,8 @@ org
       ].join('\n'),
     );
   });
+
+program.addCommand(usageCommand({ config, withDb, print }));
 
 program
   .command('snapshots')

@@ -1,0 +1,137 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { meteredMember } from '@ent/common/redis/keys';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../../test-support/admin-context.ts';
+
+/** `entctl usage show` as a process against this file's database and Redis prefix. */
+const run = promisify(execFile);
+const entctlPath = new URL('../../src/cli/entctl.ts', import.meta.url).pathname;
+
+let ctx: AdminTestContext;
+let org: TestOrganization;
+const now = new Date();
+const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+const nextMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
+
+const entctl = (args: string[], env: Record<string, string> = {}) =>
+  run(process.execPath, ['--import', 'tsx', entctlPath, 'usage', ...args], {
+    env: {
+      ...process.env,
+      DATABASE_URL: ctx.config.databaseUrl,
+      REDIS_URL: ctx.config.redisUrl,
+      REDIS_CLUSTER_NODES: ctx.config.redisClusterNodes.join(','),
+      REDIS_KEY_PREFIX: ctx.config.redisKeyPrefix,
+      ...env,
+    },
+    timeout: 30_000,
+  });
+
+async function write(method: 'POST' | 'PUT', url: string, payload: unknown) {
+  const res = await ctx.app.inject({ method, url, headers: org.headers, payload: payload as object });
+  expect(res.statusCode, res.body).toBeLessThan(300);
+}
+
+beforeAll(async () => {
+  ctx = await createAdminContext();
+  org = await createTestOrganization(ctx.db, 'Metered by entctl');
+  await write('POST', '/org/features', { key: 'api_calls', name: 'API calls', kind: 'metered' });
+  await write('POST', '/org/features', { key: 'seats', name: 'Seats', kind: 'metered' });
+  await write('POST', '/org/features', { key: 'exports', name: 'Exports', kind: 'metered' });
+  await write('POST', '/org/features', { key: 'sso', name: 'SSO', kind: 'flag' });
+  await write('POST', '/org/plans', {
+    key: 'team',
+    name: 'Team',
+    kind: 'catalog',
+    grants: [
+      { feature: 'api_calls', kind: 'metered', limit: 100 },
+      { feature: 'seats', kind: 'metered', limit: 10, reset: 'never' },
+      { feature: 'sso', kind: 'flag' },
+    ],
+  });
+  await write('POST', '/org/subscribers', { subscriber_id: 'cust_7', name: 'Umbrella' });
+  await write('POST', '/org/subscribers/cust_7/subscriptions', { plan_id: 'team' });
+  // What a gateway's consumes left in Redis (the hot copy), and what the worker persisted of another balance.
+  await ctx.redis.hset(
+    ctx.app.redisKeys.meteredBalance(org.organization_id, meteredMember('cust_7', 'api_calls', monthStart)),
+    { u: '42', r: '3', e: String(Date.parse(nextMonth)) },
+  );
+  await ctx.db
+    .insertInto('metered_usage')
+    .values({
+      organization_id: org.organization_id,
+      subscriber_id: 'cust_7',
+      feature_key: 'seats',
+      period_start: new Date(0),
+      period_end: null,
+      used: 7,
+      revision: 2,
+    })
+    .execute();
+}, 60_000);
+
+afterAll(() => ctx?.close());
+
+describe('entctl usage show', () => {
+  it("prints every metered feature's current period: Redis's figure, else Postgres's, else 0", async () => {
+    const { stdout } = await entctl(['show', '--org', org.organization_id, '--subscriber', 'cust_7', '--json']);
+    expect(JSON.parse(stdout)).toEqual({
+      subscriber_id: 'cust_7',
+      usage: [
+        {
+          feature: 'api_calls',
+          kind: 'metered',
+          limit: 100,
+          used: 42,
+          remaining: 58,
+          allowed: true,
+          period_start: new Date(monthStart).toISOString(),
+          resets_at: nextMonth,
+          source: 'plan',
+        },
+        {
+          feature: 'exports',
+          kind: 'metered',
+          limit: 0,
+          used: 0,
+          remaining: 0,
+          allowed: false,
+          period_start: new Date(monthStart).toISOString(),
+          resets_at: nextMonth,
+          source: 'none',
+        },
+        {
+          feature: 'seats',
+          kind: 'metered',
+          limit: 10,
+          used: 7,
+          remaining: 3,
+          allowed: true,
+          period_start: '1970-01-01T00:00:00.000Z',
+          resets_at: null,
+          source: 'plan',
+        },
+      ],
+    });
+  }, 60_000);
+
+  it('prints a table for people', async () => {
+    const { stdout } = await entctl(['show', '--org', org.organization_id, '--subscriber', 'cust_7']);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('subscriber cust_7');
+    expect(lines[1]).toMatch(/^feature\s+used\s+limit\s+remaining\s+resets_at\s+source$/);
+    expect(lines[2]).toMatch(new RegExp(`^api_calls\\s+42\\s+100\\s+58\\s+${nextMonth.replace(/\./g, '\\.')}\\s+plan$`));
+    expect(lines[4]).toMatch(/^seats\s+7\s+10\s+3\s+never\s+plan$/);
+  }, 60_000);
+
+  it('refuses an unknown subscriber with its own message', async () => {
+    await expect(
+      entctl(['show', '--org', org.organization_id, '--subscriber', 'nobody', '--json']),
+    ).rejects.toThrow(/No subscriber "nobody"/);
+  }, 60_000);
+});
