@@ -1,12 +1,8 @@
-import { sql, type Kysely } from 'kysely';
-import { effectiveScopes, isScope, type ApiKeyPrincipal, type Role } from '@ent/common/auth/scopes';
+import type { Kysely } from 'kysely';
+import type { Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
-import { AppError } from '@ent/common/errors/app-error';
-import { newId } from '@ent/common/ids';
-import { newAuditEntryId } from '../audit/entry.ts';
-import { appendOutcome, insertPendingEntry } from '../audit/store.ts';
 import { createInvite, inviteLinkOf, type InviteSettings } from '../invites/service.ts';
-import { WriteOutcome } from '../shared/write/outcome.ts';
+import { auditedOperatorWrite, organizationAdmin } from './operator-write.ts';
 
 export interface OperatorInvite {
   invite_id: string;
@@ -18,43 +14,6 @@ export interface OperatorInvite {
   /** The console's join link (shown once here; an admin can read it again while it is live). */
   url: string;
   expires_at: string;
-}
-
-class OperatorInviteError extends Error {}
-
-/** The organization and its `admin` service account with a live full-access key, oldest first. */
-async function organizationAdmin(db: Kysely<Database>, organizationId: string) {
-  const organization = await db
-    .selectFrom('organizations')
-    .select(['id', 'slug'])
-    .where('id', '=', organizationId)
-    .executeTakeFirst();
-  if (!organization) throw new OperatorInviteError(`no organization with id "${organizationId}"`);
-  const account = await db
-    .selectFrom('service_accounts as sa')
-    .innerJoin('members as m', 'm.id', 'sa.member_id')
-    .innerJoin('api_keys as k', 'k.service_account_id', 'sa.id')
-    .select([
-      'sa.id as serviceAccountId',
-      'm.id as memberId',
-      'k.id as keyId',
-      'k.key_prefix as keyPrefix',
-      'k.scopes as keyScopes',
-    ])
-    .where('sa.organization_id', '=', organizationId)
-    .where('m.role', '=', 'admin')
-    .where('m.status', '=', 'active')
-    .where('k.revoked_at', 'is', null)
-    .where(sql<boolean>`cardinality(k.scopes) = 0`)
-    .orderBy('k.created_at')
-    .orderBy('k.id')
-    .executeTakeFirst();
-  if (!account) {
-    throw new OperatorInviteError(
-      `organization ${organizationId} has no active admin service account with a live full-access key to invite as`,
-    );
-  }
-  return { slug: organization.slug, ...account };
 }
 
 /**
@@ -71,68 +30,24 @@ export async function createOperatorInvite(
   now: Date,
 ): Promise<OperatorInvite> {
   const admin = await organizationAdmin(db, input.organizationId);
-  const keyScopes = admin.keyScopes.filter(isScope);
-  const principal: ApiKeyPrincipal = {
-    organizationId: input.organizationId,
-    memberId: admin.memberId,
-    keyPrefix: admin.keyPrefix,
-    role: 'admin',
-    keyScopes,
-    scopes: effectiveScopes(keyScopes, 'admin'),
-    authType: 'member_apikey',
-    serviceAccountId: admin.serviceAccountId,
-    keyId: admin.keyId,
-  };
-  const { id: entryId, occurredAt } = newAuditEntryId(now.getTime());
-  await insertPendingEntry(db, {
-    id: entryId,
-    organizationId: input.organizationId,
-    occurredAt,
-    requestId: newId('req'),
-    actor: { memberId: principal.memberId, authType: principal.authType, keyPrefix: principal.keyPrefix },
-    service: 'identity',
-    method: 'POST',
-    route: '/org/invites',
-    params: {},
-    // The operator acts on the service's own hosts, not over the network.
-    ip: '127.0.0.1',
-    userAgent: 'entctl',
-  });
-  try {
-    const outcome = new WriteOutcome();
-    const invite = await createInvite(
+  const request = { service: 'identity', method: 'POST', route: '/org/invites', params: {}, status: 201 } as const;
+  const invite = await auditedOperatorWrite(db, admin.principal, request, now, (outcome) =>
+    createInvite(
       db,
       outcome,
       settings,
-      principal,
+      admin.principal,
       { role: input.role, ...(input.email === undefined ? {} : { email: input.email }) },
       now,
-    );
-    await appendOutcome(db, {
-      eventId: entryId,
-      organizationId: input.organizationId,
-      outcome: 'responded',
-      status: 201,
-      details: outcome.details,
-    });
-    return {
-      invite_id: invite.id,
-      organization_id: input.organizationId,
-      slug: admin.slug,
-      role: invite.role as Role,
-      email: invite.email,
-      url: inviteLinkOf(invite, settings),
-      expires_at: invite.expires_at.toISOString(),
-    };
-  } catch (error) {
-    const status = error instanceof AppError ? error.status : 500;
-    await appendOutcome(db, {
-      eventId: entryId,
-      organizationId: input.organizationId,
-      outcome: 'responded',
-      status,
-      details: null,
-    });
-    throw error;
-  }
+    ),
+  );
+  return {
+    invite_id: invite.id,
+    organization_id: input.organizationId,
+    slug: admin.slug,
+    role: invite.role as Role,
+    email: invite.email,
+    url: inviteLinkOf(invite, settings),
+    expires_at: invite.expires_at.toISOString(),
+  };
 }
