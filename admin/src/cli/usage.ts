@@ -24,15 +24,23 @@ function usageTable(subscriberId: string, usage: readonly MeteredCheckResult[]):
     entry.resets_at ?? 'never',
     entry.source,
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd();
   if (rows.length === 0) return `subscriber ${subscriberId}: no metered features in the catalog`;
   return [`subscriber ${subscriberId}`, line(header), ...rows.map(line)].join('\n');
 }
 
 /** `entctl usage`: metered usage (DESIGN.md §5) read and corrected by the operator. */
 export function usageCommand({ config, withDb, print }: UsageCommandContext): Command {
-  const usage = new Command('usage').description('Metered usage: each metered feature\'s current period, and corrections.');
+  const usage = new Command('usage').description(
+    "Metered usage: each metered feature's current period, and corrections.",
+  );
 
   usage
     .command('show')
@@ -47,10 +55,17 @@ export function usageCommand({ config, withDb, print }: UsageCommandContext): Co
       const redis = createRedis(config);
       try {
         const read = await withDb((db) =>
-          currentUsage({ db, redis, keys: redisKeys(config.redisKeyPrefix) }, options.org, options.subscriber, Date.now()),
+          currentUsage(
+            { db, redis, keys: redisKeys(config.redisKeyPrefix) },
+            options.org,
+            options.subscriber,
+            Date.now(),
+          ),
         );
         if (read.redisUnavailable) {
-          process.stderr.write('entctl: Redis could not be reached: figures from Postgres (up to about a second old)\n');
+          process.stderr.write(
+            'entctl: Redis could not be reached: figures from Postgres (up to about a second old)\n',
+          );
         }
         print(Boolean(options.json), { ...read.body }, usageTable(options.subscriber, read.body.usage));
       } finally {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meteredMember } from '@ent/common/redis/keys';
+import { freePort } from '../../../gateway/test/processes.ts';
 import {
   createAdminContext,
   createTestOrganization,
@@ -79,7 +80,14 @@ afterAll(() => ctx?.close());
 
 describe('entctl usage show', () => {
   it("prints every metered feature's current period: Redis's figure, else Postgres's, else 0", async () => {
-    const { stdout } = await entctl(['show', '--org', org.organization_id, '--subscriber', 'cust_7', '--json']);
+    const { stdout } = await entctl([
+      'show',
+      '--org',
+      org.organization_id,
+      '--subscriber',
+      'cust_7',
+      '--json',
+    ]);
     expect(JSON.parse(stdout)).toEqual({
       subscriber_id: 'cust_7',
       usage: [
@@ -125,8 +133,31 @@ describe('entctl usage show', () => {
     const lines = stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('subscriber cust_7');
     expect(lines[1]).toMatch(/^feature\s+used\s+limit\s+remaining\s+resets_at\s+source$/);
-    expect(lines[2]).toMatch(new RegExp(`^api_calls\\s+42\\s+100\\s+58\\s+${nextMonth.replace(/\./g, '\\.')}\\s+plan$`));
+    expect(lines[2]).toMatch(
+      new RegExp(`^api_calls\\s+42\\s+100\\s+58\\s+${nextMonth.replace(/\./g, '\\.')}\\s+plan$`),
+    );
     expect(lines[4]).toMatch(/^seats\s+7\s+10\s+3\s+never\s+plan$/);
+  }, 60_000);
+
+  it("says so and answers Postgres's figures when Redis cannot be reached", async () => {
+    const { stdout, stderr } = await entctl(
+      ['show', '--org', org.organization_id, '--subscriber', 'cust_7', '--json'],
+      {
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+        REDIS_CLUSTER_NODES: '',
+        REDIS_COMMAND_TIMEOUT_MS: '300',
+      },
+    );
+    expect(stderr).toContain('Redis could not be reached: figures from Postgres');
+    const used = (JSON.parse(stdout) as { usage: { feature: string; used: number }[] }).usage.map((entry) => [
+      entry.feature,
+      entry.used,
+    ]);
+    expect(used).toEqual([
+      ['api_calls', 0],
+      ['exports', 0],
+      ['seats', 7],
+    ]);
   }, 60_000);
 
   it('refuses an unknown subscriber with its own message', async () => {

@@ -51,7 +51,10 @@ export async function currentUsage(
     hot = await Promise.all(
       balances.map((balance) =>
         redis.hget(
-          keys.meteredBalance(organizationId, meteredMember(subscriberId, balance.feature, balance.periodStartMs)),
+          keys.meteredBalance(
+            organizationId,
+            meteredMember(subscriberId, balance.feature, balance.periodStartMs),
+          ),
           'u',
         ),
       ),

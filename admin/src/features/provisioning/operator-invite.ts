@@ -30,7 +30,13 @@ export async function createOperatorInvite(
   now: Date,
 ): Promise<OperatorInvite> {
   const admin = await organizationAdmin(db, input.organizationId);
-  const request = { service: 'identity', method: 'POST', route: '/org/invites', params: {}, status: 201 } as const;
+  const request = {
+    service: 'identity',
+    method: 'POST',
+    route: '/org/invites',
+    params: {},
+    status: 201,
+  } as const;
   const invite = await auditedOperatorWrite(db, admin.principal, request, now, (outcome) =>
     createInvite(
       db,

@@ -18,7 +18,10 @@ export interface OrganizationAdmin {
  * The organization's `admin` service account with its oldest live full-access key, as a principal: who an
  * operator's write (`entctl`) acts as, since the operator has no member of their own in the organization.
  */
-export async function organizationAdmin(db: Kysely<Database>, organizationId: string): Promise<OrganizationAdmin> {
+export async function organizationAdmin(
+  db: Kysely<Database>,
+  organizationId: string,
+): Promise<OrganizationAdmin> {
   const organization = await db
     .selectFrom('organizations')
     .select(['id', 'slug'])
@@ -118,7 +121,13 @@ export async function auditedOperatorWrite<T>(
     return result;
   } catch (error) {
     const status = error instanceof AppError ? error.status : 500;
-    await appendOutcome(db, { eventId: entryId, organizationId, outcome: 'responded', status, details: null });
+    await appendOutcome(db, {
+      eventId: entryId,
+      organizationId,
+      outcome: 'responded',
+      status,
+      details: null,
+    });
     throw error;
   }
 }
