@@ -17,3 +17,6 @@ export function listAuditEvents(
     (filter) => listAuditEntries(db, organizationId, filter),
   );
 }
+
+/** A write made outside HTTP (entctl) is audited as its route is: the pending entry first, then the outcome. */
+export { appendOutcome, insertPendingEntry } from './store.ts';

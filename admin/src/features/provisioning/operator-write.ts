@@ -4,7 +4,7 @@ import type { Database } from '@ent/common/db/database';
 import { AppError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import { newAuditEntryId, recordableDetails } from '../audit/entry.ts';
-import { appendOutcome, insertPendingEntry } from '../audit/store.ts';
+import { appendOutcome, insertPendingEntry } from '../audit/service.ts';
 import { WriteOutcome } from '../shared/write/outcome.ts';
 
 class OperatorWriteError extends Error {}
