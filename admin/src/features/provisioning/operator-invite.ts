@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
+import { auditedWrite } from '../audit/service.ts';
 import { createInvite, inviteLinkOf, type InviteSettings } from '../invites/service.ts';
-import { auditedOperatorWrite, organizationAdmin } from './operator-write.ts';
+import { operatorAuditEntry, organizationAdmin } from './operator-write.ts';
 
 export interface OperatorInvite {
   invite_id: string;
@@ -29,20 +30,18 @@ export async function createOperatorInvite(
   input: { organizationId: string; role: Role; email?: string | undefined },
   now: Date,
 ): Promise<OperatorInvite> {
-  const admin = await organizationAdmin(db, input.organizationId);
-  const request = {
-    service: 'identity',
-    method: 'POST',
-    route: '/org/invites',
-    params: {},
-    status: 201,
-  } as const;
-  const invite = await auditedOperatorWrite(db, admin.principal, request, now, (outcome) =>
+  const { slug, principal } = await organizationAdmin(db, input.organizationId);
+  const entry = operatorAuditEntry(
+    principal,
+    { service: 'identity', method: 'POST', route: '/org/invites', params: {} },
+    now,
+  );
+  const invite = await auditedWrite(db, entry, 201, (outcome) =>
     createInvite(
       db,
       outcome,
       settings,
-      admin.principal,
+      principal,
       { role: input.role, ...(input.email === undefined ? {} : { email: input.email }) },
       now,
     ),
@@ -50,7 +49,7 @@ export async function createOperatorInvite(
   return {
     invite_id: invite.id,
     organization_id: input.organizationId,
-    slug: admin.slug,
+    slug,
     role: invite.role as Role,
     email: invite.email,
     url: inviteLinkOf(invite, settings),

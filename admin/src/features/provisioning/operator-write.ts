@@ -1,11 +1,11 @@
 import { sql, type Kysely } from 'kysely';
 import { effectiveScopes, isScope, type ApiKeyPrincipal } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
-import { AppError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
-import { newAuditEntryId, recordableDetails } from '../audit/entry.ts';
-import { appendOutcome, insertPendingEntry } from '../audit/service.ts';
-import { WriteOutcome } from '../shared/write/outcome.ts';
+import { newAuditEntryId } from '../audit/entry.ts';
+import type { auditedWrite } from '../audit/service.ts';
+
+type AuditEntry = Parameters<typeof auditedWrite>[1];
 
 class OperatorWriteError extends Error {}
 
@@ -76,58 +76,20 @@ export interface OperatorRequest {
   /** The route template, e.g. `/org/subscribers/{subscriber_id}/usage/{feature}`. */
   route: string;
   params: Record<string, string>;
-  /** The status the route answers when the write succeeds. */
-  status: number;
 }
 
-/**
- * Audited as the route is: a pending entry first (as `principal`, user agent `entctl`), then `work` with the write's
- * outcome, then the entry's outcome with the write's details, or the error's status and no details. The outcome is
- * for details only: a write that moves a version goes through admin's write pipeline instead (it publishes).
- */
-export async function auditedOperatorWrite<T>(
-  db: Kysely<Database>,
-  principal: ApiKeyPrincipal,
-  request: OperatorRequest,
-  now: Date,
-  work: (outcome: WriteOutcome) => Promise<T>,
-): Promise<T> {
-  const { id: entryId, occurredAt } = newAuditEntryId(now.getTime());
-  const organizationId = principal.organizationId;
-  await insertPendingEntry(db, {
-    id: entryId,
-    organizationId,
+/** The audit entry of an operator's write (`auditedWrite`), as `principal`, with `entctl` as the user agent. */
+export function operatorAuditEntry(principal: ApiKeyPrincipal, request: OperatorRequest, now: Date): AuditEntry {
+  const { id, occurredAt } = newAuditEntryId(now.getTime());
+  return {
+    id,
+    organizationId: principal.organizationId,
     occurredAt,
     requestId: newId('req'),
     actor: { memberId: principal.memberId, authType: principal.authType, keyPrefix: principal.keyPrefix },
-    service: request.service,
-    method: request.method,
-    route: request.route,
-    params: request.params,
+    ...request,
     // The operator acts on the service's own hosts, not over the network.
     ip: '127.0.0.1',
     userAgent: 'entctl',
-  });
-  const outcome = new WriteOutcome();
-  try {
-    const result = await work(outcome);
-    await appendOutcome(db, {
-      eventId: entryId,
-      organizationId,
-      outcome: 'responded',
-      status: request.status,
-      details: recordableDetails(outcome.details),
-    });
-    return result;
-  } catch (error) {
-    const status = error instanceof AppError ? error.status : 500;
-    await appendOutcome(db, {
-      eventId: entryId,
-      organizationId,
-      outcome: 'responded',
-      status,
-      details: null,
-    });
-    throw error;
-  }
+  };
 }
