@@ -1,3 +1,4 @@
+import type { TSchema } from '@sinclair/typebox';
 import { ErrorBodySchema } from '@ent/contract/common';
 import {
   CheckBody,
@@ -6,16 +7,32 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/contract/evals';
+import {
+  ReportUsageBody,
+  SubscriberUsageSchema,
+  UsageEventsBody,
+  UsageEventsResultSchema,
+} from '@ent/contract/metered-usage';
+import { MeteredCheckResultSchema } from '@ent/contract/evals';
 import { OfrepBulkSuccess, OfrepFailure, OfrepParams, OfrepRequest, OfrepSuccess } from '@ent/contract/ofrep';
-import { json, parametersOf, plain } from './openapi-json.ts';
-import { idempotencyKeyHeader, METERED_PATHS, replayedHeader } from './openapi-metered.ts';
 
 /**
- * The eval routes (and the metered usage routes, openapi-metered.ts) are answered by the gateway, not admin, so no admin route generates them; without this
+ * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this
  * the OpenAPI document at `{base_url}/openapi.json` (served by admin through the gateway) would lack the most
  * used routes of the API. Built from the same TypeBox schemas the gateway validates with.
  */
 type OpenApiObject = { paths?: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+
+/** Plain JSON Schema: TypeBox's symbol-keyed metadata and the `$id` used for registration left out. */
+const plain = (schema: TSchema): Record<string, unknown> => {
+  const { $id: _id, ...rest } = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  return rest;
+};
+
+const json = (schema: TSchema, description: string) => ({
+  description,
+  content: { 'application/json': { schema: plain(schema) } },
+});
 
 const evalHeaders = {
   'X-Svc-Eval-Limit': { description: 'evals included this month', schema: { type: 'integer' } },
@@ -45,8 +62,19 @@ const errors = {
   503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
 };
 
-const pathParameters = parametersOf('path', EvalParams);
-const queryParameters = parametersOf('query', EntitlementsQuery);
+const pathParameters = Object.entries(
+  (EvalParams as unknown as { properties: Record<string, TSchema> }).properties,
+).map(([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) }));
+
+const queryParameters = Object.entries(
+  (EntitlementsQuery as unknown as { properties: Record<string, TSchema> }).properties,
+).map(([name, schema]) => ({
+  in: 'query',
+  name,
+  required: false,
+  schema: plain(schema),
+  description: schema.description,
+}));
 
 const etagHeader = {
   description: 'strong ETag of the body; send it back as If-None-Match',
@@ -58,6 +86,69 @@ const notModified = {
   headers: { ETag: etagHeader, ...evalHeaders },
 };
 const ifNoneMatch = { in: 'header', name: 'If-None-Match', required: false, schema: { type: 'string' } };
+
+const idempotencyKeyHeader = {
+  in: 'header',
+  name: 'Idempotency-Key',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description:
+    'a consume or report applied once per organization within 24 h; a repeat answers the first result',
+};
+const replayedHeader = {
+  'Idempotent-Replayed': {
+    description: "'true' when the answer is an earlier request's",
+    schema: { type: 'string' },
+  },
+};
+const usageErrors = {
+  401: errors[401],
+  403: json(ErrorBodySchema, 'The key lacks the usage:write scope'),
+  422: json(ErrorBodySchema, 'Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED'),
+  429: json(ErrorBodySchema, "More than the organization's usage events per second (Retry-After)"),
+  503: json(ErrorBodySchema, 'Usage cannot be applied right now (Retry-After); nothing was applied'),
+};
+
+/** DESIGN.md §5: metered usage, answered by the gateway (not evals). */
+const METERED_USAGE_PATHS: Record<string, Record<string, unknown>> = {
+  '/org/subscribers/{subscriber_id}/usage': {
+    post: {
+      tags: ['metered usage'],
+      summary:
+        'Report usage of a metered feature that already happened: delta or set (scope usage:write; not an eval)',
+      parameters: [...pathParameters, idempotencyKeyHeader],
+      requestBody: { required: true, content: { 'application/json': { schema: plain(ReportUsageBody) } } },
+      responses: {
+        200: { ...json(MeteredCheckResultSchema, 'The feature after the report'), headers: replayedHeader },
+        404: json(ErrorBodySchema, 'Unknown subscriber or feature'),
+        ...usageErrors,
+      },
+    },
+    get: {
+      tags: ['metered usage'],
+      summary: "Every metered feature's current period (scope subscribers:read; not an eval)",
+      parameters: pathParameters,
+      responses: {
+        200: json(SubscriberUsageSchema, 'The current periods, by feature key'),
+        404: json(ErrorBodySchema, 'Unknown subscriber'),
+        401: errors[401],
+        403: json(ErrorBodySchema, 'The key lacks the subscribers:read scope'),
+        503: usageErrors[503],
+      },
+    },
+  },
+  '/org/usage-events': {
+    post: {
+      tags: ['metered usage'],
+      summary: 'Report up to 1,000 usage events at once (scope usage:write; not evals)',
+      requestBody: { required: true, content: { 'application/json': { schema: plain(UsageEventsBody) } } },
+      responses: {
+        200: json(UsageEventsResultSchema, "Each event's check result or error body, in order"),
+        ...usageErrors,
+      },
+    },
+  },
+};
 
 /** OFREP (open-feature/protocol service/openapi.yaml) as the gateway answers it; docs/decisions.md has the mapping. */
 const ofrepErrors = {
@@ -78,7 +169,9 @@ const OFREP_PATHS: Record<string, Record<string, unknown>> = {
       tags: ['ofrep'],
       summary: 'OpenFeature: evaluate one feature for context.targetingKey (scope check; one eval)',
       security: ofrepSecurity,
-      parameters: parametersOf('path', OfrepParams),
+      parameters: Object.entries(
+        (OfrepParams as unknown as { properties: Record<string, TSchema> }).properties,
+      ).map(([name, schema]) => ({ in: 'path', name, required: true, schema: plain(schema) })),
       requestBody: { required: true, content: { 'application/json': { schema: plain(OfrepRequest) } } },
       responses: {
         200: { ...json(OfrepSuccess, 'The evaluation'), headers: evalHeaders },
@@ -112,13 +205,12 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
   '/org/subscribers/{subscriber_id}/entitlements/check': {
     post: {
       tags: ['evals'],
-      summary:
-        'May the subscriber use this feature, and how much? With `consume`: deduct atomically (scope check; one eval)',
+      summary: 'May the subscriber use this feature, and how much? (scope check; one eval)',
       description:
         'A metered feature answers its use in the current period. `consume` (metered features only) deducts n if ' +
         '`used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: ' +
-        'false` and nothing is deducted, both 200. A consume is never answered from a cache, and without Redis it is ' +
-        '503 (nothing deducted; retry with the same Idempotency-Key).',
+        'false` and nothing is deducted, both 200. A consume is never answered from a cache; without Redis it is 503 ' +
+        '(nothing deducted: retry with the same Idempotency-Key).',
       parameters: [...pathParameters, idempotencyKeyHeader],
       requestBody: { required: true, content: { 'application/json': { schema: plain(CheckBody) } } },
       responses: {
@@ -127,13 +219,10 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
           headers: { ...evalHeaders, ...replayedHeader },
         },
         ...errors,
-        422: json(
-          ErrorBodySchema,
-          'Invalid body, `consume` on a flag or limit feature, or IDEMPOTENCY_KEY_REUSED',
-        ),
       },
     },
   },
+  ...METERED_USAGE_PATHS,
   '/org/subscribers/{subscriber_id}/entitlements': {
     get: {
       tags: ['evals'],
@@ -149,7 +238,6 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
       },
     },
   },
-  ...METERED_PATHS,
   ...OFREP_PATHS,
 };
 
@@ -159,10 +247,5 @@ export function withEvalPaths({
 }: {
   openapiObject: Partial<OpenApiObject>;
 }): Partial<OpenApiObject> {
-  const paths: Record<string, Record<string, unknown>> = { ...EVAL_PATHS };
-  // Per method: a path admin also serves (a read it documents itself) keeps the gateway's other methods.
-  for (const [path, operations] of Object.entries(openapiObject.paths ?? {})) {
-    paths[path] = { ...paths[path], ...operations };
-  }
-  return { ...openapiObject, paths };
+  return { ...openapiObject, paths: { ...EVAL_PATHS, ...(openapiObject.paths ?? {}) } };
 }

@@ -52,7 +52,6 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-
 type Outcome = { request: FuzzRequest; status: number | 'hang'; body: string; route: string; ms: number };
 
 async function send(operation: Operation, request: FuzzRequest): Promise<Outcome> {

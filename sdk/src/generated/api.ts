@@ -1100,20 +1100,14 @@ export interface paths {
               flags: {
                 key: string;
                 metadata: {
-                  kind: 'flag' | 'limit' | 'metered';
-                  /** @description metered features: the limit per period; absent when unlimited */
-                  limit?: number;
-                  /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
-                  resets_at?: string;
+                  kind: 'flag' | 'limit';
                   source: 'override' | 'plan' | 'none';
-                  /** @description limits and metered features */
+                  /** @description limits only */
                   unlimited?: boolean;
-                  /** @description metered features: used this period */
-                  used?: number;
                 };
                 /** @description TARGETING_MATCH for an override */
                 reason: 'TARGETING_MATCH' | 'STATIC';
-                /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
+                /** @description a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited */
                 value: boolean | number;
                 variant: 'override' | 'plan' | 'none';
               }[];
@@ -1234,7 +1228,6 @@ export interface paths {
         query?: never;
         header?: never;
         path: {
-          /** @description catalog feature key */
           key: string;
         };
         cookie?: never;
@@ -1268,20 +1261,14 @@ export interface paths {
             'application/json': {
               key: string;
               metadata: {
-                kind: 'flag' | 'limit' | 'metered';
-                /** @description metered features: the limit per period; absent when unlimited */
-                limit?: number;
-                /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
-                resets_at?: string;
+                kind: 'flag' | 'limit';
                 source: 'override' | 'plan' | 'none';
-                /** @description limits and metered features */
+                /** @description limits only */
                 unlimited?: boolean;
-                /** @description metered features: used this period */
-                used?: number;
               };
               /** @description TARGETING_MATCH for an override */
               reason: 'TARGETING_MATCH' | 'STATIC';
-              /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
+              /** @description a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited */
               value: boolean | number;
               variant: 'override' | 'plan' | 'none';
             };
@@ -6495,15 +6482,12 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /**
-     * May the subscriber use this feature, and how much? With `consume`: deduct atomically (scope check; one eval)
-     * @description A metered feature answers its use in the current period. `consume` (metered features only) deducts n if `used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: false` and nothing is deducted, both 200. A consume is never answered from a cache, and without Redis it is 503 (nothing deducted; retry with the same Idempotency-Key).
-     */
+    /** May the subscriber use this feature, and how much? (scope check; one eval) */
     post: {
       parameters: {
         query?: never;
         header?: {
-          /** @description applied once per organization within 24 h; a repeat with the same request answers the first answer again (Idempotent-Replayed: true), another request under the same key is 422 IDEMPOTENCY_KEY_REUSED */
+          /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
           'Idempotency-Key'?: string;
         };
         path: {
@@ -6525,8 +6509,8 @@ export interface paths {
         /** @description The check result */
         200: {
           headers: {
-            /** @description `true` when this is the first answer to an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
+            /** @description 'true' when the answer is an earlier request's */
+            'Idempotent-Replayed'?: string;
             /** @description evals included this month */
             'X-Svc-Eval-Limit'?: number;
             /** @description evals counted so far this month (may lag by about a second) */
@@ -6659,7 +6643,7 @@ export interface paths {
             };
           };
         };
-        /** @description Invalid body, `consume` on a flag or limit feature, or IDEMPOTENCY_KEY_REUSED */
+        /** @description Invalid body or query */
         422: {
           headers: {
             [name: string]: unknown;
@@ -7946,7 +7930,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Every metered feature's current period for the subscriber, by feature key */
+    /** Every metered feature's current period (scope subscribers:read; not an eval) */
     get: {
       parameters: {
         query?: never;
@@ -7958,7 +7942,7 @@ export interface paths {
       };
       requestBody?: never;
       responses: {
-        /** @description The current period of each metered feature */
+        /** @description The current periods, by feature key */
         200: {
           headers: {
             [name: string]: unknown;
@@ -8010,7 +7994,7 @@ export interface paths {
             };
           };
         };
-        /** @description The key lacks the scope */
+        /** @description The key lacks the subscribers:read scope */
         403: {
           headers: {
             [name: string]: unknown;
@@ -8050,11 +8034,9 @@ export interface paths {
             };
           };
         };
-        /** @description Usage cannot be applied right now (nothing was applied: retry with the same key) */
+        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
         503: {
           headers: {
-            /** @description seconds */
-            'Retry-After'?: number;
             [name: string]: unknown;
           };
           content: {
@@ -8075,15 +8057,12 @@ export interface paths {
       };
     };
     put?: never;
-    /**
-     * Report usage that already happened: add delta, or set used (scope usage:write; not an eval)
-     * @description Never refused for being over the limit; used never goes below 0. Exactly one of `delta` (not 0) and `set`.
-     */
+    /** Report usage of a metered feature that already happened: delta or set (scope usage:write; not an eval) */
     post: {
       parameters: {
         query?: never;
         header?: {
-          /** @description applied once per organization within 24 h; a repeat with the same request answers the first answer again (Idempotent-Replayed: true), another request under the same key is 422 IDEMPOTENCY_KEY_REUSED */
+          /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
           'Idempotency-Key'?: string;
         };
         path: {
@@ -8104,11 +8083,11 @@ export interface paths {
         };
       };
       responses: {
-        /** @description The check result after the report */
+        /** @description The feature after the report */
         200: {
           headers: {
-            /** @description `true` when this is the first answer to an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
+            /** @description 'true' when the answer is an earlier request's */
+            'Idempotent-Replayed'?: string;
             [name: string]: unknown;
           };
           content: {
@@ -8194,7 +8173,7 @@ export interface paths {
             };
           };
         };
-        /** @description Invalid body (neither or both of delta and set, delta 0), a feature that is not metered, or IDEMPOTENCY_KEY_REUSED */
+        /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
         422: {
           headers: {
             [name: string]: unknown;
@@ -8214,11 +8193,9 @@ export interface paths {
             };
           };
         };
-        /** @description More than the organization's usage events per second */
+        /** @description More than the organization's usage events per second (Retry-After) */
         429: {
           headers: {
-            /** @description seconds */
-            'Retry-After'?: number;
             [name: string]: unknown;
           };
           content: {
@@ -8236,11 +8213,9 @@ export interface paths {
             };
           };
         };
-        /** @description Usage cannot be applied right now (nothing was applied: retry with the same key) */
+        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
         503: {
           headers: {
-            /** @description seconds */
-            'Retry-After'?: number;
             [name: string]: unknown;
           };
           content: {
@@ -8275,10 +8250,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /**
-     * Report up to 1,000 usage events at once (scope usage:write; not an eval)
-     * @description Answered in the events' order, each a check result or the error body of an event that was not applied; an event's `idempotency_key` is applied once per organization within 24 h.
-     */
+    /** Report up to 1,000 usage events at once (scope usage:write; not evals) */
     post: {
       parameters: {
         query?: never;
@@ -8304,7 +8276,7 @@ export interface paths {
         };
       };
       responses: {
-        /** @description One result per event, in order */
+        /** @description Each event's check result or error body, in order */
         200: {
           headers: {
             [name: string]: unknown;
@@ -8389,7 +8361,7 @@ export interface paths {
             };
           };
         };
-        /** @description Invalid body (neither or both of delta and set, delta 0), a feature that is not metered, or IDEMPOTENCY_KEY_REUSED */
+        /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
         422: {
           headers: {
             [name: string]: unknown;
@@ -8409,11 +8381,9 @@ export interface paths {
             };
           };
         };
-        /** @description More than the organization's usage events per second */
+        /** @description More than the organization's usage events per second (Retry-After) */
         429: {
           headers: {
-            /** @description seconds */
-            'Retry-After'?: number;
             [name: string]: unknown;
           };
           content: {
@@ -8431,11 +8401,9 @@ export interface paths {
             };
           };
         };
-        /** @description Usage cannot be applied right now (nothing was applied: retry with the same key) */
+        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
         503: {
           headers: {
-            /** @description seconds */
-            'Retry-After'?: number;
             [name: string]: unknown;
           };
           content: {

@@ -34,7 +34,7 @@ export interface FuzzRequest {
   payload?: string;
 }
 
-/** The metered usage routes the gateway answers itself (admin/src/plugins/openapi-metered.ts). */
+/** The metered usage routes the gateway answers itself (DESIGN.md §5): reports, batches and the current periods. */
 const GATEWAY_USAGE_PATHS = new Set(['/org/subscribers/{subscriber_id}/usage', '/org/usage-events']);
 
 /** The eval and metered usage routes are the gateway's; every other route of the document is admin's. */
