@@ -11,7 +11,7 @@ import {
 } from '@ent/contract/ofrep';
 import { EVERY_FEATURE, type SubscriberEntry } from '../shared/entries.ts';
 import { ETAG_KEY, strongEtag } from '../shared/etag.ts';
-import type { Answer } from '../shared/answer.ts';
+import type { Answer, MeteredRequest } from '../shared/answer.ts';
 
 /** An OFREP error answered with the protocol's own body (`{key?, errorCode, errorDetails}`). */
 class OfrepError extends Error {
@@ -206,8 +206,15 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
         if (json === undefined) throw new OfrepError(404, flagNotFound(key));
         return json;
       };
+      // A metered feature carries the subscriber's use now: its answer is made for this request alone.
+      const metered: MeteredRequest = {
+        feature: key,
+        idempotencyKey: '',
+        render: (_entry, answers) => toOfrepJson(answers.get(key)!),
+      };
       return evaluator.evaluate(request, reply, subscriberId, answer, {
         unknownSubscriber: unknownSubscriber(key),
+        metered,
       });
     },
   );
@@ -237,10 +244,22 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
         entry.serialized(BULK_CACHE_KEY, EVERY_FEATURE, () =>
           JSON.stringify({ flags: entry.results().map(toOfrep) }),
         );
+      const metered: MeteredRequest = {
+        feature: null,
+        idempotencyKey: '',
+        render: (entry, answers) =>
+          JSON.stringify({
+            flags: entry.results().map((result) => toOfrep(answers.get(result.feature) ?? result)),
+          }),
+      };
       return evaluator.evaluate(request, reply, subscriberId, answer, {
+        // With metered features the body carries this subscriber's use now: its ETag is the body's own.
         etag: (entry: SubscriberEntry, body: string) =>
-          entry.serialized(BULK_CACHE_KEY + ETAG_KEY, EVERY_FEATURE, () => strongEtag(body)),
+          entry.catalog.meteredFeatures.length > 0
+            ? strongEtag(body)
+            : entry.serialized(BULK_CACHE_KEY + ETAG_KEY, EVERY_FEATURE, () => strongEtag(body)),
         unknownSubscriber: unknownSubscriber(undefined),
+        metered,
       });
     },
   );
