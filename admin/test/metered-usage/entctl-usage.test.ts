@@ -166,3 +166,68 @@ describe('entctl usage show', () => {
     ).rejects.toThrow(/No subscriber "nobody"/);
   }, 60_000);
 });
+
+describe('entctl usage set', () => {
+  it('corrects the current period as PUT .../usage/{feature} does, audited from -> to as the admin service account', async () => {
+    const { stdout } = await entctl([
+      'set',
+      '--org',
+      org.organization_id,
+      '--subscriber',
+      'cust_7',
+      '--feature',
+      'api_calls',
+      '--used',
+      '5',
+      '--json',
+    ]);
+    expect(JSON.parse(stdout)).toMatchObject({ feature: 'api_calls', used: 5, remaining: 95, limit: 100 });
+    const shown = await entctl(['show', '--org', org.organization_id, '--subscriber', 'cust_7', '--json']);
+    expect(JSON.parse(shown.stdout).usage[0]).toMatchObject({ feature: 'api_calls', used: 5 });
+    const audit = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/audit-events?limit=1',
+      headers: org.headers,
+    });
+    expect(audit.json().audit_events[0]).toMatchObject({
+      method: 'PUT',
+      route: '/org/subscribers/{subscriber_id}/usage/{feature}',
+      params: { subscriber_id: 'cust_7', feature: 'api_calls' },
+      user_agent: 'entctl',
+      outcome: 'responded',
+      status: 200,
+      details: { used: { from: 42, to: 5 } },
+    });
+  }, 60_000);
+
+  it('refuses a feature that is not metered and a negative figure, changing nothing', async () => {
+    await expect(
+      entctl([
+        'set',
+        '--org',
+        org.organization_id,
+        '--subscriber',
+        'cust_7',
+        '--feature',
+        'sso',
+        '--used',
+        '1',
+      ]),
+    ).rejects.toThrow(/not a metered one/);
+    await expect(
+      entctl([
+        'set',
+        '--org',
+        org.organization_id,
+        '--subscriber',
+        'cust_7',
+        '--feature',
+        'seats',
+        '--used',
+        '-1',
+      ]),
+    ).rejects.toThrow(/--used/);
+    const shown = await entctl(['show', '--org', org.organization_id, '--subscriber', 'cust_7', '--json']);
+    expect(JSON.parse(shown.stdout).usage[2]).toMatchObject({ feature: 'seats', used: 7 });
+  }, 60_000);
+});
