@@ -24,16 +24,31 @@ export const OfrepSource = Type.Union([Type.Literal('override'), Type.Literal('p
 export const OfrepSuccess = Type.Object({
   key: Type.String(),
   value: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 })], {
-    description: 'a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited',
+    description:
+      'a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; ' +
+      'Number.MAX_SAFE_INTEGER when unlimited',
   }),
   reason: Type.Union([Type.Literal('TARGETING_MATCH'), Type.Literal('STATIC')], {
     description: 'TARGETING_MATCH for an override',
   }),
   variant: OfrepSource,
+  // OFREP's metadata values are strings, numbers and booleans only: what would be null is left out.
   metadata: Type.Object({
     source: OfrepSource,
-    kind: Type.Union([Type.Literal('flag'), Type.Literal('limit')]),
-    unlimited: Type.Optional(Type.Boolean({ description: 'limits only' })),
+    kind: Type.Union([Type.Literal('flag'), Type.Literal('limit'), Type.Literal('metered')]),
+    unlimited: Type.Optional(Type.Boolean({ description: 'limits and metered features' })),
+    used: Type.Optional(Type.Integer({ minimum: 0, description: 'metered features: used this period' })),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'metered features: the limit per period; absent when unlimited',
+      }),
+    ),
+    resets_at: Type.Optional(
+      Type.String({
+        description: 'metered features: when the next period starts (ISO 8601 UTC); absent for reset "never"',
+      }),
+    ),
   }),
 });
 export type OfrepSuccess = Static<typeof OfrepSuccess>;

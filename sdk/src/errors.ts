@@ -13,7 +13,13 @@ export type ErrorCode =
 
 /** The service's error body (SPEC.md part 7). */
 export interface ErrorBody {
-  error: { type: string; code: string; message: string; request_id?: string; details?: Record<string, unknown> };
+  error: {
+    type: string;
+    code: string;
+    message: string;
+    request_id?: string;
+    details?: Record<string, unknown>;
+  };
 }
 
 /** Every failure the SDK reports: branch on `code`, never on the message. */
@@ -26,6 +32,11 @@ export class EntitlementsError extends Error {
   readonly details: Record<string, unknown>;
   /** Seconds from the last Retry-After header, when the service sent one. */
   readonly retryAfterSeconds: number | null;
+  /**
+   * The idempotency key the failed call sent (a consume, a report): a later call with the same key is applied at
+   * most once, even when the service applied this one and its answer was lost.
+   */
+  readonly idempotencyKey: string | null;
 
   constructor(init: {
     code: ErrorCode;
@@ -35,6 +46,7 @@ export class EntitlementsError extends Error {
     requestId?: string | null;
     details?: Record<string, unknown>;
     retryAfterSeconds?: number | null;
+    idempotencyKey?: string | null;
     cause?: unknown;
   }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -45,6 +57,7 @@ export class EntitlementsError extends Error {
     this.requestId = init.requestId ?? null;
     this.details = init.details ?? {};
     this.retryAfterSeconds = init.retryAfterSeconds ?? null;
+    this.idempotencyKey = init.idempotencyKey ?? null;
   }
 }
 
@@ -65,7 +78,12 @@ const isErrorBody = (body: unknown): body is ErrorBody =>
   typeof (body as ErrorBody).error?.code === 'string';
 
 /** An error from a non-2xx answer; bodies that are not the service's (a proxy's 502) get a code by status. */
-export function errorFromResponse(status: number, body: unknown, retryAfterSeconds: number | null): EntitlementsError {
+export function errorFromResponse(
+  status: number,
+  body: unknown,
+  retryAfterSeconds: number | null,
+  idempotencyKey: string | null = null,
+): EntitlementsError {
   if (isErrorBody(body)) {
     const { error } = body;
     return new EntitlementsError({
@@ -76,6 +94,7 @@ export function errorFromResponse(status: number, body: unknown, retryAfterSecon
       requestId: error.request_id ?? null,
       details: error.details ?? {},
       retryAfterSeconds,
+      idempotencyKey,
     });
   }
   return new EntitlementsError({
@@ -83,5 +102,25 @@ export function errorFromResponse(status: number, body: unknown, retryAfterSecon
     message: `The service answered ${status}.`,
     status,
     retryAfterSeconds,
+    idempotencyKey,
   });
+}
+
+/**
+ * 4xx statuses that mean "the service cannot answer now": 408 the request did not reach it in time (transient,
+ * like the SDK's own timeout), 409 the organization's monthly evals are blocked, 429 the burst limit.
+ */
+const OUTAGE_STATUSES = new Set([408, 409, 429]);
+
+/**
+ * Whether a failure means "the service cannot answer now" (answered stale or with a fallback) rather than a
+ * mistake in the call (thrown). The status decides, never the body's `error.code`: a 500 with the service's
+ * own INTERNAL_ERROR body is as much an outage as a proxy's bare 502, and a code the SDK does not know yet must
+ * not turn an outage into an exception.
+ */
+export function isOutage(error: unknown): error is EntitlementsError {
+  if (!(error instanceof EntitlementsError)) return false;
+  // No response at all: the SDK's own timeout or a connection that could not be made or broke.
+  if (error.status === null) return error.code === 'TIMEOUT' || error.code === 'NETWORK_ERROR';
+  return error.status >= 500 || OUTAGE_STATUSES.has(error.status);
 }

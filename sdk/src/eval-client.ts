@@ -1,6 +1,15 @@
 import type { paths } from './generated/api.ts';
-import { EntitlementsError } from './errors.ts';
+import { randomUUID } from 'node:crypto';
+import { EntitlementsError, isOutage } from './errors.ts';
 import { Transport, type EvalUsage, type TransportOptions } from './transport.ts';
+import {
+  reportUsage,
+  reportUsageEvents,
+  type ReportAnswer,
+  type UsageAmount,
+  type UsageBatchAnswer,
+  type UsageEventInput,
+} from './usage-reports.ts';
 
 type ListBody =
   paths['/org/subscribers/{subscriber_id}/entitlements']['get']['responses'][200]['content']['application/json'];
@@ -28,13 +37,28 @@ export interface EvalClientOptions extends TransportOptions {
   serveStale?: boolean;
 }
 
+/** A metered feature's use in its current period, with the service's field names (DESIGN.md §5). */
+export interface MeteredUse {
+  used: number;
+  /** null when unlimited. */
+  remaining: number | null;
+  period_start: string;
+  /** When the next period starts; null for reset "never". */
+  resets_at: string | null;
+  /** Soft limits only: how far past the limit. */
+  overage?: number;
+}
+
 export interface CheckAnswer {
   feature: string;
-  kind: 'flag' | 'limit' | null;
+  kind: 'flag' | 'limit' | 'metered' | null;
+  /** For a metered feature after a consume: whether it was deducted. */
   allowed: boolean;
   /** null = unlimited. For a flag: null when allowed, 0 when not. */
   limit: number | null;
   source: 'override' | 'plan' | 'none' | null;
+  /** A metered feature's use in the current period; null for flags, limits and fallbacks. */
+  metered: MeteredUse | null;
   /** true when this is a configured fallback or fail mode, not the service's answer. */
   fallback: boolean;
   /** true when answered from a cached document the service could not revalidate. */
@@ -43,6 +67,20 @@ export interface CheckAnswer {
   usage: EvalUsage | null;
   /** Why the service could not answer, when `fallback` or `stale`. */
   error: EntitlementsError | null;
+}
+
+export interface CheckOptions {
+  /** Metered features only: deduct this much if it fits, atomically with the check (never answered from the cache). */
+  consume?: number;
+  /** The consume's idempotency key; default a new one per call, sent again on each of the call's retries. */
+  idempotencyKey?: string;
+}
+
+export interface ConsumeAnswer extends CheckAnswer {
+  /** The key the consume was sent with: consume again with it, and it is deducted at most once. */
+  idempotencyKey: string;
+  /** true when the service had applied this key before and answered its first answer again. */
+  replayed: boolean;
 }
 
 /** The list route's own field names (`subscriber_id`), with what the client adds. */
@@ -66,25 +104,6 @@ interface PendingFetch {
   promise: Promise<Cached>;
   /** Set by invalidate(): what this request read may predate a write, so its answer is not cached. */
   invalidated: boolean;
-}
-
-/**
- * 4xx statuses that mean "the service cannot answer now": 408 the request did not reach it in time (transient,
- * like the SDK's own timeout), 409 the organization's monthly evals are blocked, 429 the burst limit.
- */
-const OUTAGE_STATUSES = new Set([408, 409, 429]);
-
-/**
- * Whether a failure means "the service cannot answer now" (answered stale or with a fallback) rather than a
- * mistake in the call (thrown). The status decides, never the body's `error.code`: a 500 with the service's
- * own INTERNAL_ERROR body is as much an outage as a proxy's bare 502, and a code the SDK does not know yet must
- * not turn an outage into an exception.
- */
-function isOutage(error: unknown): error is EntitlementsError {
-  if (!(error instanceof EntitlementsError)) return false;
-  // No response at all: the SDK's own timeout or a connection that could not be made or broke.
-  if (error.status === null) return error.code === 'TIMEOUT' || error.code === 'NETWORK_ERROR';
-  return error.status >= 500 || OUTAGE_STATUSES.has(error.status);
 }
 
 /**
@@ -120,7 +139,20 @@ export class EvalClient {
     }
   }
 
-  async check(subscriberId: string, feature: string): Promise<CheckAnswer> {
+  /**
+   * May the subscriber use the feature? Answered from the cached document within the TTL. With `consume` (metered
+   * features), deducts atomically on the service: always a request, never the cache.
+   */
+  check(
+    subscriberId: string,
+    feature: string,
+    options: CheckOptions & { consume: number },
+  ): Promise<ConsumeAnswer>;
+  check(subscriberId: string, feature: string, options?: CheckOptions): Promise<CheckAnswer>;
+  async check(subscriberId: string, feature: string, options: CheckOptions = {}): Promise<CheckAnswer> {
+    if (options.consume !== undefined) {
+      return this.#consume(subscriberId, feature, options.consume, options.idempotencyKey ?? randomUUID());
+    }
     let doc: Cached;
     try {
       doc = await this.#document(subscriberId);
@@ -139,6 +171,24 @@ export class EvalClient {
       });
     }
     return { ...answerOf(entitlement), stale: false, usage: doc.usage, error: null };
+  }
+
+  /**
+   * Reports usage that already happened (`{ delta }` or `{ set }`); never refused for being over the limit. Not
+   * an eval. Thrown when it could not be applied: `error.idempotencyKey` sends it again safely.
+   */
+  report(
+    subscriberId: string,
+    feature: string,
+    amount: UsageAmount,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<ReportAnswer> {
+    return reportUsage(this.#transport, subscriberId, feature, amount, options.idempotencyKey);
+  }
+
+  /** Reports many events in batches of at most 1,000 (one request each, in order); see `reportUsageEvents`. */
+  reportMany(events: readonly UsageEventInput[]): Promise<UsageBatchAnswer> {
+    return reportUsageEvents(this.#transport, events);
   }
 
   /**
@@ -170,15 +220,53 @@ export class EvalClient {
     return this.#cache;
   }
 
-  #fallback(feature: string, error: EntitlementsError): CheckAnswer {
+  /** A consume: one request, its key on every retry; an outage answers the fallback (nothing was deducted). */
+  async #consume(
+    subscriberId: string,
+    feature: string,
+    consume: number,
+    idempotencyKey: string,
+  ): Promise<ConsumeAnswer> {
+    try {
+      const reply = await this.#transport.send(
+        'POST',
+        `/org/subscribers/${encodeURIComponent(subscriberId)}/entitlements/check`,
+        { body: { feature, consume }, idempotencyKey },
+      );
+      if (reply.usage) this.#lastUsage = reply.usage;
+      const answer = answerOf(reply.body as Entitlement);
+      return {
+        ...answer,
+        stale: false,
+        usage: reply.usage,
+        error: null,
+        idempotencyKey,
+        replayed: reply.replayed,
+      };
+    } catch (error) {
+      if (!isOutage(error)) throw error;
+      return { ...this.#fallback(feature, error, consume), idempotencyKey, replayed: false };
+    }
+  }
+
+  /** `amount`: a consume's, which a numeric fallback must cover to be allowed. */
+  #fallback(feature: string, error: EntitlementsError, amount = 1): CheckAnswer {
     const options = this.#options;
-    const base = { feature, source: null, fallback: true, stale: false, usage: null, error } as const;
+    const base = {
+      feature,
+      source: null,
+      metered: null,
+      fallback: true,
+      stale: false,
+      usage: null,
+      error,
+    } as const;
     const fallbacks = options.fallbacks ?? {};
     const value = Object.hasOwn(fallbacks, feature) ? fallbacks[feature] : options.defaultFallback;
     if (value !== undefined) {
       if (typeof value === 'boolean')
         return { ...base, kind: 'flag', allowed: value, limit: value ? null : 0 };
-      return { ...base, kind: 'limit', allowed: value === null || value > 0, limit: value };
+      return { ...base, kind: 'limit', allowed: value === null || value >= amount, limit: value };
     }
     const failModes = options.failModes ?? {};
     // Own entries only: `constructor` or `toString` are valid feature keys, and every object inherits them.
@@ -249,6 +337,19 @@ function answerOf(entry: Entitlement): Omit<CheckAnswer, 'stale' | 'usage' | 'er
       allowed: entry.allowed,
       limit: entry.allowed ? null : 0,
       source: entry.source,
+      metered: null,
+      fallback: false,
+    };
+  }
+  if (entry.kind === 'metered') {
+    const { used, remaining, period_start, resets_at, overage } = entry;
+    return {
+      feature: entry.feature,
+      kind: 'metered',
+      allowed: entry.allowed,
+      limit: entry.limit,
+      source: entry.source,
+      metered: { used, remaining, period_start, resets_at, ...(overage === undefined ? {} : { overage }) },
       fallback: false,
     };
   }
@@ -258,6 +359,7 @@ function answerOf(entry: Entitlement): Omit<CheckAnswer, 'stale' | 'usage' | 'er
     allowed: entry.limit === null || entry.limit > 0,
     limit: entry.limit,
     source: entry.source,
+    metered: null,
     fallback: false,
   };
 }

@@ -35,6 +35,15 @@ export interface Reply {
   body: unknown;
   etag: string | null;
   usage: EvalUsage | null;
+  /** `Idempotent-Replayed: true`: the first answer to an earlier request with the same Idempotency-Key. */
+  replayed: boolean;
+}
+
+export interface SendOptions {
+  body?: unknown;
+  ifNoneMatch?: string | null;
+  /** Sent as `Idempotency-Key` on every attempt of this call: a retry of a write the service applied is a replay. */
+  idempotencyKey?: string;
 }
 
 // 408: the request did not reach the service in time, as transient as a timeout of the SDK's own.
@@ -88,12 +97,14 @@ export class Transport {
 
   /**
    * A 2xx or 304 reply; anything else after the retries is thrown as an EntitlementsError. Retried: no
-   * response, a timeout, 408, 429 and 502/503/504, waiting Retry-After when the service sends one.
+   * response, a timeout, 408, 429 and 502/503/504, waiting Retry-After when the service sends one. The headers,
+   * the idempotency key among them, are built once: every attempt sends the same request.
    */
-  async send(method: 'GET' | 'POST', path: string, options: { body?: unknown; ifNoneMatch?: string | null } = {}): Promise<Reply> {
+  async send(method: 'GET' | 'POST', path: string, options: SendOptions = {}): Promise<Reply> {
     const headers: Record<string, string> = { 'x-api-key': this.#apiKey, accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
 
     for (let attempt = 0; ; attempt++) {
@@ -111,15 +122,21 @@ export class Transport {
         const parsed: unknown = text ? safeJson(text) : null;
         const usage = usageFrom(res.headers);
         if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 304) {
-          return { status: res.statusCode, body: parsed, etag: header(res.headers, 'etag'), usage };
+          return {
+            status: res.statusCode,
+            body: parsed,
+            etag: header(res.headers, 'etag'),
+            usage,
+            replayed: header(res.headers, 'idempotent-replayed') === 'true',
+          };
         }
         const retryAfter = retryAfterSeconds(res.headers);
-        failure = errorFromResponse(res.statusCode, parsed, retryAfter);
+        failure = errorFromResponse(res.statusCode, parsed, retryAfter, options.idempotencyKey ?? null);
         if (!RETRIED_STATUSES.has(res.statusCode)) throw failure;
         if (retryAfter !== null) waitMs = retryAfter * 1000;
       } catch (error) {
         if (error instanceof EntitlementsError) throw error;
-        failure = transportError(error, this.#timeoutMs);
+        failure = transportError(error, this.#timeoutMs, options.idempotencyKey ?? null);
       }
       if (attempt >= this.#retry.retries) throw failure;
       if (waitMs !== null && waitMs > this.#retry.maxRetryAfterMs) throw failure;
@@ -142,14 +159,20 @@ function safeJson(text: string): unknown {
   }
 }
 
-function transportError(error: unknown, timeoutMs: number): EntitlementsError {
+function transportError(error: unknown, timeoutMs: number, idempotencyKey: string | null): EntitlementsError {
   const name = (error as { name?: string } | null)?.name;
   if (name === 'TimeoutError' || name === 'AbortError') {
-    return new EntitlementsError({ code: 'TIMEOUT', message: `No answer within ${timeoutMs} ms.`, cause: error });
+    return new EntitlementsError({
+      code: 'TIMEOUT',
+      message: `No answer within ${timeoutMs} ms.`,
+      idempotencyKey,
+      cause: error,
+    });
   }
   return new EntitlementsError({
     code: 'NETWORK_ERROR',
     message: `The service could not be reached: ${(error as Error | null)?.message ?? String(error)}`,
+    idempotencyKey,
     cause: error,
   });
 }

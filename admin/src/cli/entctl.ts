@@ -17,7 +17,9 @@ import { createOrganization } from '../features/provisioning/create-organization
 import { createOperatorInvite } from '../features/provisioning/operator-invite.ts';
 import { localConsoleUrl } from '../features/invites/service.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
+import { wholeNumber } from './arguments.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
+import { usageCommand } from './usage.ts';
 
 let config: Config;
 try {
@@ -27,15 +29,6 @@ try {
   process.stderr.write(`entctl: ${(error as Error).message}\n`);
   process.exit(1);
 }
-
-/** An integer from min to max, refused here rather than by a database constraint the operator never sees. */
-const wholeNumber = (min: number, max: number) => (raw: string) => {
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
-  }
-  return value;
-};
 
 const organizationName = (raw: string) => {
   if (raw.trim().length === 0 || [...raw].length > 255) throw new InvalidArgumentError('must be 1 to 255 characters');
@@ -224,6 +217,8 @@ org
       ].join('\n'),
     );
   });
+
+program.addCommand(usageCommand({ config, withDb, print }));
 
 program
   .command('snapshots')

@@ -206,6 +206,11 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
     post: {
       tags: ['evals'],
       summary: 'May the subscriber use this feature, and how much? (scope check; one eval)',
+      description:
+        'A metered feature answers its use in the current period. `consume` (metered features only) deducts n if ' +
+        '`used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: ' +
+        'false` and nothing is deducted, both 200. A consume is never answered from a cache; without Redis it is 503 ' +
+        '(nothing deducted: retry with the same Idempotency-Key).',
       parameters: [...pathParameters, idempotencyKeyHeader],
       requestBody: { required: true, content: { 'application/json': { schema: plain(CheckBody) } } },
       responses: {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { createAdminContext, createTestOrganization, type AdminTestContext, type TestOrganization } from '../../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../../../gateway/src/app.ts';
-import { operationsOf, type Method, type OpenApiDocument, type Operation } from './fuzz/requests.ts';
+import { isGatewayRoute, operationsOf, type Method, type OpenApiDocument, type Operation } from './fuzz/requests.ts';
 import type { JsonSchema } from './fuzz/schema-arbitrary.ts';
 import { seedTenant, type TenantData } from './tenant-data.ts';
 
@@ -53,7 +53,6 @@ async function rowsOf(organizationId: string): Promise<Record<string, unknown[]>
   return rows;
 }
 
-const isEvalRoute = (operation: Operation): boolean => operation.path.includes('/entitlements');
 
 /** A path value for this parameter of this route: `{key}` is a plan key under /org/plans, a feature key elsewhere. */
 const pathIdFor = (path: string, name: string, data: TenantData): string =>
@@ -219,7 +218,7 @@ describe.each([
     const secrets = serverIds(victim.org, victim.data);
     const problems: string[] = [];
     const send = (probe: Probe) =>
-      (isEvalRoute(probe.operation) ? gateway : ctx.app).inject({
+      (isGatewayRoute(probe.operation) ? gateway : ctx.app).inject({
         method: probe.operation.method as Method,
         url: probe.url,
         headers: caller.org.headers,

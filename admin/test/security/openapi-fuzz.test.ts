@@ -11,6 +11,7 @@ import {
 } from '../../../test-support/admin-context.ts';
 import { buildGatewayApp, type GatewayApp } from '../../../gateway/src/app.ts';
 import {
+  isGatewayRoute,
   operationsOf,
   requestsFor,
   type FuzzRequest,
@@ -50,13 +51,6 @@ afterAll(async () => {
   await gateway?.close();
   await ctx?.close();
 });
-
-/** The eval routes are the gateway's; every other route of the document is admin's. */
-const isEvalRoute = (operation: Operation): boolean => operation.path.includes('/entitlements');
-/** Metered usage routes the gateway answers itself (DESIGN.md §5): reports, batches and the current periods. */
-const isMeteredUsageRoute = (operation: Operation): boolean =>
-  operation.path === '/org/usage-events' || operation.path === '/org/subscribers/{subscriber_id}/usage';
-const isGatewayRoute = (operation: Operation): boolean => isEvalRoute(operation) || isMeteredUsageRoute(operation);
 
 type Outcome = { request: FuzzRequest; status: number | 'hang'; body: string; route: string; ms: number };
 

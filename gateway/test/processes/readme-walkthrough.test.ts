@@ -62,6 +62,10 @@ describe('README walk-through', () => {
         { feature: 'sso', kind: 'flag', allowed: true, source: 'plan' },
       ],
     });
+    // Metered (DESIGN.md §5): the consume deducts 1, the report adds 50, each answering the check result.
+    const metered = { feature: 'api_calls', kind: 'metered', limit: 1000, allowed: true, source: 'plan' };
+    expect(answers).toContainEqual(expect.objectContaining({ ...metered, used: 1, remaining: 999 }));
+    expect(answers).toContainEqual(expect.objectContaining({ ...metered, used: 51, remaining: 949 }));
     // The free allotment the README names after the block is what a new organization gets.
     const usage = answers.find((answer) => 'period' in answer);
     expect(usage).toMatchObject({ plan: 'free', limit: 250_000 });

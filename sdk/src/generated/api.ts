@@ -1100,14 +1100,20 @@ export interface paths {
               flags: {
                 key: string;
                 metadata: {
-                  kind: 'flag' | 'limit';
+                  kind: 'flag' | 'limit' | 'metered';
+                  /** @description metered features: the limit per period; absent when unlimited */
+                  limit?: number;
+                  /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
+                  resets_at?: string;
                   source: 'override' | 'plan' | 'none';
-                  /** @description limits only */
+                  /** @description limits and metered features */
                   unlimited?: boolean;
+                  /** @description metered features: used this period */
+                  used?: number;
                 };
                 /** @description TARGETING_MATCH for an override */
                 reason: 'TARGETING_MATCH' | 'STATIC';
-                /** @description a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited */
+                /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
                 value: boolean | number;
                 variant: 'override' | 'plan' | 'none';
               }[];
@@ -1261,14 +1267,20 @@ export interface paths {
             'application/json': {
               key: string;
               metadata: {
-                kind: 'flag' | 'limit';
+                kind: 'flag' | 'limit' | 'metered';
+                /** @description metered features: the limit per period; absent when unlimited */
+                limit?: number;
+                /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
+                resets_at?: string;
                 source: 'override' | 'plan' | 'none';
-                /** @description limits only */
+                /** @description limits and metered features */
                 unlimited?: boolean;
+                /** @description metered features: used this period */
+                used?: number;
               };
               /** @description TARGETING_MATCH for an override */
               reason: 'TARGETING_MATCH' | 'STATIC';
-              /** @description a flag: allowed; a limit: the limit, Number.MAX_SAFE_INTEGER when unlimited */
+              /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
               value: boolean | number;
               variant: 'override' | 'plan' | 'none';
             };
@@ -6482,7 +6494,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** May the subscriber use this feature, and how much? (scope check; one eval) */
+    /**
+     * May the subscriber use this feature, and how much? (scope check; one eval)
+     * @description A metered feature answers its use in the current period. `consume` (metered features only) deducts n if `used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: false` and nothing is deducted, both 200. A consume is never answered from a cache; without Redis it is 503 (nothing deducted: retry with the same Idempotency-Key).
+     */
     post: {
       parameters: {
         query?: never;

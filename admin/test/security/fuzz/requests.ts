@@ -34,6 +34,13 @@ export interface FuzzRequest {
   payload?: string;
 }
 
+/** The metered usage routes the gateway answers itself (DESIGN.md §5): reports, batches and the current periods. */
+const GATEWAY_USAGE_PATHS = new Set(['/org/subscribers/{subscriber_id}/usage', '/org/usage-events']);
+
+/** The eval and metered usage routes are the gateway's; every other route of the document is admin's. */
+export const isGatewayRoute = (operation: Operation): boolean =>
+  operation.path.includes('/entitlements') || GATEWAY_USAGE_PATHS.has(operation.path);
+
 /** Credentials a request carries: mostly the valid full-access key, so bodies reach the handlers. */
 export interface Credentials {
   valid: string;

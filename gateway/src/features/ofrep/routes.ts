@@ -11,7 +11,7 @@ import {
 } from '@ent/contract/ofrep';
 import { EVERY_FEATURE, type SubscriberEntry } from '../shared/entries.ts';
 import { ETAG_KEY, strongEtag } from '../shared/etag.ts';
-import type { Answer } from '../shared/answer.ts';
+import type { Answer, MeteredRequest } from '../shared/answer.ts';
 
 /** An OFREP error answered with the protocol's own body (`{key?, errorCode, errorDetails}`). */
 class OfrepError extends Error {
@@ -32,9 +32,29 @@ const MAX_SUBSCRIBER_ID = 255;
 /** Longer keys are not echoed back in an error body. */
 const MAX_ECHOED_KEY = 255;
 
-/** docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one. */
+/**
+ * docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one.
+ * A metered feature (DESIGN.md §5) is the integer that remains of its limit this period, with `{used, limit,
+ * resets_at}` as metadata (a null left out: OFREP's metadata holds no nulls).
+ */
 export function toOfrep(result: CheckResult): OfrepSuccess {
   const reason = result.source === 'override' ? 'TARGETING_MATCH' : 'STATIC';
+  if (result.kind === 'metered') {
+    return {
+      key: result.feature,
+      value: result.remaining ?? Number.MAX_SAFE_INTEGER,
+      reason,
+      variant: result.source,
+      metadata: {
+        source: result.source,
+        kind: 'metered',
+        unlimited: result.limit === null,
+        used: result.used,
+        ...(result.limit === null ? {} : { limit: result.limit }),
+        ...(result.resets_at === null ? {} : { resets_at: result.resets_at }),
+      },
+    };
+  }
   if (result.kind === 'flag') {
     return {
       key: result.feature,
@@ -186,8 +206,15 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
         if (json === undefined) throw new OfrepError(404, flagNotFound(key));
         return json;
       };
+      // A metered feature carries the subscriber's use now: its answer is made for this request alone.
+      const metered: MeteredRequest = {
+        feature: key,
+        idempotencyKey: '',
+        render: (_entry, answers) => toOfrepJson(answers.get(key)!),
+      };
       return evaluator.evaluate(request, reply, subscriberId, answer, {
         unknownSubscriber: unknownSubscriber(key),
+        metered,
       });
     },
   );
@@ -217,10 +244,22 @@ export async function ofrepRoutes(fastify: FastifyInstance): Promise<void> {
         entry.serialized(BULK_CACHE_KEY, EVERY_FEATURE, () =>
           JSON.stringify({ flags: entry.results().map(toOfrep) }),
         );
+      const metered: MeteredRequest = {
+        feature: null,
+        idempotencyKey: '',
+        render: (entry, answers) =>
+          JSON.stringify({
+            flags: entry.results().map((result) => toOfrep(answers.get(result.feature) ?? result)),
+          }),
+      };
       return evaluator.evaluate(request, reply, subscriberId, answer, {
+        // With metered features the body carries this subscriber's use now: its ETag is the body's own.
         etag: (entry: SubscriberEntry, body: string) =>
-          entry.serialized(BULK_CACHE_KEY + ETAG_KEY, EVERY_FEATURE, () => strongEtag(body)),
+          entry.catalog.meteredFeatures.length > 0
+            ? strongEtag(body)
+            : entry.serialized(BULK_CACHE_KEY + ETAG_KEY, EVERY_FEATURE, () => strongEtag(body)),
         unknownSubscriber: unknownSubscriber(undefined),
+        metered,
       });
     },
   );

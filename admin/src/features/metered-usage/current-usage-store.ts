@@ -1,0 +1,32 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+
+/** What Postgres holds of one subscriber's balances of these periods, by `feature|periodStartMs`. */
+export async function persistedFigures(
+  db: Kysely<Database>,
+  organizationId: string,
+  subscriberId: string,
+  balances: readonly { feature: string; periodStartMs: number }[],
+): Promise<Map<string, number>> {
+  const figures = new Map<string, number>();
+  if (balances.length === 0) return figures;
+  const rows = await db
+    .selectFrom('metered_usage')
+    .select(['feature_key', 'period_start', 'used'])
+    .where('organization_id', '=', organizationId)
+    .where('subscriber_id', '=', subscriberId)
+    .where((eb) =>
+      eb.or(
+        balances.map((balance) =>
+          eb.and([
+            eb('feature_key', '=', balance.feature),
+            eb('period_start', '=', new Date(balance.periodStartMs)),
+          ]),
+        ),
+      ),
+    )
+    .execute();
+  // bigint columns arrive as strings.
+  for (const row of rows) figures.set(`${row.feature_key}|${row.period_start.getTime()}`, Number(row.used));
+  return figures;
+}
