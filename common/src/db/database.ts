@@ -166,6 +166,18 @@ export interface MeteredUsageTable {
   updated_at: Timestamp;
 }
 
+/** A reserved Idempotency-Key (admin writes); the response columns are null until the response is recorded. */
+export interface IdempotencyKeysTable {
+  organization_id: string;
+  key: string;
+  fingerprint: string;
+  response_status: number | null;
+  response_content_type: string | null;
+  response_body: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
 export interface OverridesTable {
   id: string;
   organization_id: string;
@@ -314,6 +326,7 @@ export interface Database {
   subscribers: SubscribersTable;
   subscriptions: SubscriptionsTable;
   metered_usage: MeteredUsageTable;
+  idempotency_keys: IdempotencyKeysTable;
   overrides: OverridesTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;
