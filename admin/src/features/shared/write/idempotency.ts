@@ -86,6 +86,8 @@ function headerKey(request: FastifyRequest): string | null {
 }
 
 function recordable(reply: FastifyReply, payload: unknown): RecordedResponse {
+  // A 204's serialized body and content type are dropped by Fastify as it sends: it is kept without either.
+  if (reply.statusCode === 204) return { status: 204, contentType: null, body: '' };
   const contentType = reply.getHeader('content-type');
   return {
     status: reply.statusCode,
@@ -110,7 +112,7 @@ export const idempotency = fp(
       if (!request.principal || !isKeyedWrite(request)) return payload;
       const key = headerKey(request);
       if (key === null) return payload;
-      const stored = await findLiveKey(app.db, request.principal.organizationId, key, app.clock.now());
+      const stored = await findLiveKey(app.db, request.principal.organizationId, key, new Date(app.clock.now()));
       if (stored && stored.responseStatus === null)
         throw conflict('A request with this Idempotency-Key is still running; retry once it has answered.', {
           field: 'Idempotency-Key',
@@ -140,7 +142,7 @@ export const idempotency = fp(
     app.writePipeline.onBegin(async (trx, request) => {
       const state = request.idempotency;
       if (!state || state.stored || state.reserved || state.fingerprint === null) return;
-      const now = app.clock.now();
+      const now = new Date(app.clock.now());
       const organizationId = request.principal!.organizationId;
       if (!(await reserveKey(trx, organizationId, state.key, state.fingerprint, now, expiry(now))))
         throw conflict('A request with this Idempotency-Key is still running; retry once it has answered.', {
@@ -157,7 +159,7 @@ export const idempotency = fp(
       if (!state || state.stored || state.fingerprint === null) return payload;
       const organizationId = request.principal!.organizationId;
       const response = recordable(reply, payload);
-      const now = app.clock.now();
+      const now = new Date(app.clock.now());
       try {
         if (state.reserved) await recordResponse(app.db, organizationId, state.key, response);
         // A success that made no write (nothing to change) is kept as well: its repeat answers the same.
