@@ -151,10 +151,13 @@ const GATEWAY_ANSWERED = new Set(['POST /org/subscribers/{subscriber_id}/entitle
 
 const WRITE_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 
+interface DocumentedOperation {
+  parameters?: { name: string; in: string }[];
+}
+let document: { paths: Record<string, Record<string, DocumentedOperation>> };
+
 async function documentedWrites(): Promise<string[]> {
-  const document = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
-    paths: Record<string, Record<string, unknown>>;
-  };
+  document = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json() as typeof document;
   return Object.entries(document.paths).flatMap(([path, operations]) =>
     path === '/org' || path.startsWith('/org/')
       ? Object.keys(operations)
@@ -214,6 +217,14 @@ describe('Idempotency-Key on every write under /org (from /openapi.json)', () =>
     expect(routes.length).toBeGreaterThan(20);
     expect(routes.filter((route) => !(route in fixtures)), 'routes without a fixture').toEqual([]);
     expect(Object.keys(fixtures).filter((route) => !routes.includes(route)), 'stale fixtures').toEqual([]);
+  });
+
+  it('the document names the Idempotency-Key header on each of them', () => {
+    for (const route of routes) {
+      const [method, path] = route.split(' ') as [string, string];
+      const parameters = document.paths[path]![method.toLowerCase()]!.parameters ?? [];
+      expect(parameters.some((p) => p.name === 'Idempotency-Key' && p.in === 'header'), route).toBe(true);
+    }
   });
 
   it('each write repeated with its key is replayed once, and refused for another body', async () => {

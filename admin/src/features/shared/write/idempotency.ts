@@ -13,8 +13,8 @@ import {
   type StoredKey,
 } from './idempotency-store.ts';
 
-export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
-export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
+const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 /** Stripe's and Stigg's window: a key is answered from its first use for 24 hours. */
 const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
