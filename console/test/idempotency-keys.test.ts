@@ -26,7 +26,11 @@ beforeAll(async () => {
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 const lastKey = () => received.at(-1)!['idempotency-key'];
-const submit = (body: object) => request('POST', `${base}/org/features`, { body }).then(() => 'ok', () => 'failed');
+const submit = (body: object) =>
+  request('POST', `${base}/org/features`, { body }).then(
+    () => 'ok',
+    () => 'failed',
+  );
 
 describe('the console sends an Idempotency-Key with each write', () => {
   it('reuses it when the same form is submitted again after no answer or an error, until one succeeds', async () => {

@@ -25,7 +25,8 @@ const IDEMPOTENCY_KEY_PARAMETER = {
 
 const REPLAYED_HEADER = {
   'Idempotent-Replayed': {
-    description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
+    description:
+      '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
     schema: { type: 'string', enum: ['true'] },
   },
 };
@@ -34,13 +35,23 @@ function withIdempotencyKey(operation: Operation): Operation {
   const responses = Object.fromEntries(
     Object.entries(operation.responses ?? {}).map(([status, response]) => [
       status,
-      status.startsWith('2') ? { ...response, headers: { ...response.headers, ...REPLAYED_HEADER } } : response,
+      status.startsWith('2')
+        ? { ...response, headers: { ...response.headers, ...REPLAYED_HEADER } }
+        : response,
     ]),
   );
-  return { ...operation, parameters: [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER], responses };
+  return {
+    ...operation,
+    parameters: [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER],
+    responses,
+  };
 }
 
-export function withIdempotencyKeys({ openapiObject }: { openapiObject: Partial<OpenApiObject> }): Partial<OpenApiObject> {
+export function withIdempotencyKeys({
+  openapiObject,
+}: {
+  openapiObject: Partial<OpenApiObject>;
+}): Partial<OpenApiObject> {
   const paths = Object.fromEntries(
     Object.entries(openapiObject.paths ?? {}).map(([path, operations]) => [
       path,

@@ -52,7 +52,8 @@ const newPlan = async () => {
 };
 const newServiceAccount = async () =>
   String(
-    (await setup('POST', '/org/service-accounts', { name: unique('robot'), role: 'developer' })).service_account_id,
+    (await setup('POST', '/org/service-accounts', { name: unique('robot'), role: 'developer' }))
+      .service_account_id,
   );
 
 /**
@@ -60,13 +61,19 @@ const newServiceAccount = async () =>
  * below: a new write cannot skip the Idempotency-Key.
  */
 const fixtures: Record<string, () => Promise<Prepared>> = {
-  'POST /org/features': async () => ({ url: '/org/features', body: { key: unique('f'), name: 'F', kind: 'flag' } }),
+  'POST /org/features': async () => ({
+    url: '/org/features',
+    body: { key: unique('f'), name: 'F', kind: 'flag' },
+  }),
   'PATCH /org/features/{key}': async () => ({ url: '/org/features/sso', body: { name: unique('SSO') } }),
   'POST /org/plans': async () => ({
     url: '/org/plans',
     body: { key: unique('p'), name: 'P', kind: 'custom', grants: [] },
   }),
-  'PATCH /org/plans/{key}': async () => ({ url: `/org/plans/${await newPlan()}`, body: { name: unique('P') } }),
+  'PATCH /org/plans/{key}': async () => ({
+    url: `/org/plans/${await newPlan()}`,
+    body: { name: unique('P') },
+  }),
   'DELETE /org/plans/{key}': async () => ({ url: `/org/plans/${await newPlan()}` }),
   'POST /org/plans/{key}/archive': async () => ({ url: `/org/plans/${await newPlan()}/archive` }),
   'POST /org/plans/{key}/unarchive': async () => {
@@ -109,7 +116,10 @@ const fixtures: Record<string, () => Promise<Prepared>> = {
     body: { email: `${unique('person')}@example.com`, role: 'viewer' },
   }),
   'PATCH /org/members/{member_id}': async () => {
-    const member = await setup('POST', '/org/members', { email: `${unique('person')}@example.com`, role: 'viewer' });
+    const member = await setup('POST', '/org/members', {
+      email: `${unique('person')}@example.com`,
+      role: 'viewer',
+    });
     return { url: `/org/members/${String(member.member_id)}`, body: { role: 'developer' } };
   },
   'POST /org/invites': async () => ({ url: '/org/invites', body: { role: 'viewer' } }),
@@ -117,7 +127,10 @@ const fixtures: Record<string, () => Promise<Prepared>> = {
     const invite = await setup('POST', '/org/invites', { role: 'viewer' });
     return { url: `/org/invites/${String(invite.invite_id)}` };
   },
-  'POST /org/service-accounts': async () => ({ url: '/org/service-accounts', body: { name: unique('robot'), role: 'developer' } }),
+  'POST /org/service-accounts': async () => ({
+    url: '/org/service-accounts',
+    body: { name: unique('robot'), role: 'developer' },
+  }),
   'PATCH /org/service-accounts/{service_account_id}': async () => ({
     url: `/org/service-accounts/${await newServiceAccount()}`,
     body: { name: unique('robot') },
@@ -131,7 +144,10 @@ const fixtures: Record<string, () => Promise<Prepared>> = {
     const key = await setup('POST', `/org/service-accounts/${account}/api-keys`, { name: unique('key') });
     return { url: `/org/service-accounts/${account}/api-keys/${String(key.key_id)}` };
   },
-  'PUT /org/webhook': async () => ({ url: '/org/webhook', body: { url: `https://example.com/${unique('hook')}` } }),
+  'PUT /org/webhook': async () => ({
+    url: '/org/webhook',
+    body: { url: `https://example.com/${unique('hook')}` },
+  }),
   'POST /org/webhook/rotate': async () => {
     await setup('PUT', '/org/webhook', { url: 'https://example.com/hook' });
     return { url: '/org/webhook/rotate' };
@@ -215,15 +231,24 @@ afterAll(() => ctx.close());
 describe('Idempotency-Key on every write under /org (from /openapi.json)', () => {
   it('every documented write has a fixture, and every fixture a documented route', () => {
     expect(routes.length).toBeGreaterThan(20);
-    expect(routes.filter((route) => !(route in fixtures)), 'routes without a fixture').toEqual([]);
-    expect(Object.keys(fixtures).filter((route) => !routes.includes(route)), 'stale fixtures').toEqual([]);
+    expect(
+      routes.filter((route) => !(route in fixtures)),
+      'routes without a fixture',
+    ).toEqual([]);
+    expect(
+      Object.keys(fixtures).filter((route) => !routes.includes(route)),
+      'stale fixtures',
+    ).toEqual([]);
   });
 
   it('the document names the Idempotency-Key header on each of them', () => {
     for (const route of routes) {
       const [method, path] = route.split(' ') as [string, string];
       const parameters = document.paths[path]![method.toLowerCase()]!.parameters ?? [];
-      expect(parameters.some((p) => p.name === 'Idempotency-Key' && p.in === 'header'), route).toBe(true);
+      expect(
+        parameters.some((p) => p.name === 'Idempotency-Key' && p.in === 'header'),
+        route,
+      ).toBe(true);
     }
   });
 
@@ -245,9 +270,14 @@ describe('Idempotency-Key on every write under /org (from /openapi.json)', () =>
       expect(repeat.body, route).toBe(first.body);
       expect(repeat.headers['content-type'], route).toBe(first.headers['content-type']);
 
-      const other = await call(method, prepared.url, { ...prepared.body, probe: unique('other') }, {
-        'idempotency-key': key,
-      });
+      const other = await call(
+        method,
+        prepared.url,
+        { ...prepared.body, probe: unique('other') },
+        {
+          'idempotency-key': key,
+        },
+      );
       expect(other.statusCode, `${route}: ${other.body}`).toBe(422);
       expect(other.json().error.code, route).toBe('IDEMPOTENCY_KEY_REUSED');
 

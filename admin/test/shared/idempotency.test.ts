@@ -56,7 +56,10 @@ describe('the Idempotency-Key header', () => {
     const subscriberId = unique('invalid');
     const res = await createSubscriber(subscriberId, key);
     expect(res.statusCode).toBe(422);
-    expect(res.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'Idempotency-Key' } });
+    expect(res.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field: 'Idempotency-Key' },
+    });
     expect(res.json().error.message).toMatch(/Idempotency-Key/);
     expect(await subscriberCount(subscriberId)).toBe(0);
   });
@@ -235,9 +238,14 @@ describe('a repeat while the first is still running', () => {
     for (let round = 0; round < 5; round++) {
       const key = unique('race');
       const subscriberId = unique('race');
-      const answers = await Promise.all([createSubscriber(subscriberId, key), createSubscriber(subscriberId, key)]);
+      const answers = await Promise.all([
+        createSubscriber(subscriberId, key),
+        createSubscriber(subscriberId, key),
+      ]);
       expect(await subscriberCount(subscriberId)).toBe(1);
-      const made = answers.filter((res) => res.statusCode === 201 && res.headers['idempotent-replayed'] !== 'true');
+      const made = answers.filter(
+        (res) => res.statusCode === 201 && res.headers['idempotent-replayed'] !== 'true',
+      );
       expect(made).toHaveLength(1);
       const other = answers.find((res) => res !== made[0])!;
       if (other.statusCode === 409)

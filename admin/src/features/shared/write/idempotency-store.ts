@@ -61,14 +61,17 @@ export async function reserveKey(
     .insertInto('idempotency_keys')
     .values({ organization_id: organizationId, key, fingerprint, created_at: now, expires_at: expiresAt })
     .onConflict((conflict) =>
-      conflict.columns(['organization_id', 'key']).doUpdateSet({
-        fingerprint,
-        response_status: null,
-        response_content_type: null,
-        response_body: null,
-        created_at: now,
-        expires_at: expiresAt,
-      }).where('idempotency_keys.expires_at', '<=', now),
+      conflict
+        .columns(['organization_id', 'key'])
+        .doUpdateSet({
+          fingerprint,
+          response_status: null,
+          response_content_type: null,
+          response_body: null,
+          created_at: now,
+          expires_at: expiresAt,
+        })
+        .where('idempotency_keys.expires_at', '<=', now),
     )
     .returning('key')
     .executeTakeFirst();

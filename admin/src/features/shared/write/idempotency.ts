@@ -39,9 +39,17 @@ export function isIdempotentReplay(request: FastifyRequest): boolean {
   return request.idempotency?.stored != null;
 }
 
+/** A body that is not parsed JSON (a stream a route reads itself): its content is not known before the handler. */
+class UnfingerprintableBody extends Error {}
+
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'string' || Buffer.isBuffer(value))
+    return typeof value === 'string'
+      ? JSON.stringify(value)
+      : `"sha256:${createHash('sha256').update(value).digest('hex')}"`;
   if (value !== null && typeof value === 'object') {
+    if (typeof (value as { pipe?: unknown }).pipe === 'function') throw new UnfingerprintableBody();
     const entries = Object.entries(value as Record<string, unknown>)
       .filter(([, item]) => item !== undefined)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -71,8 +79,12 @@ function fingerprintOf(request: FastifyRequest): string {
 }
 
 function isKeyedWrite(request: FastifyRequest): boolean {
-  return request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS'
-    && isAuditedRequest(request);
+  return (
+    request.method !== 'GET' &&
+    request.method !== 'HEAD' &&
+    request.method !== 'OPTIONS' &&
+    isAuditedRequest(request)
+  );
 }
 
 function headerKey(request: FastifyRequest): string | null {
@@ -112,7 +124,12 @@ export const idempotency = fp(
       if (!request.principal || !isKeyedWrite(request)) return payload;
       const key = headerKey(request);
       if (key === null) return payload;
-      const stored = await findLiveKey(app.db, request.principal.organizationId, key, new Date(app.clock.now()));
+      const stored = await findLiveKey(
+        app.db,
+        request.principal.organizationId,
+        key,
+        new Date(app.clock.now()),
+      );
       if (stored && stored.responseStatus === null)
         throw conflict('A request with this Idempotency-Key is still running; retry once it has answered.', {
           field: 'Idempotency-Key',
@@ -124,7 +141,15 @@ export const idempotency = fp(
     app.addHook('preValidation', async (request, reply) => {
       const state = request.idempotency;
       if (!state) return;
-      state.fingerprint = fingerprintOf(request);
+      try {
+        state.fingerprint = fingerprintOf(request);
+      } catch (error) {
+        if (!(error instanceof UnfingerprintableBody)) throw error;
+        // Refused rather than keyed on less than the body: a new streamed route must fingerprint its body first.
+        throw validationError('This route does not take an Idempotency-Key: its body is streamed.', {
+          field: 'Idempotency-Key',
+        });
+      }
       const stored = state.stored;
       if (!stored) return;
       if (stored.fingerprint !== state.fingerprint)
@@ -164,7 +189,15 @@ export const idempotency = fp(
         if (state.reserved) await recordResponse(app.db, organizationId, state.key, response);
         // A success that made no write (nothing to change) is kept as well: its repeat answers the same.
         else if (response.status >= 200 && response.status < 300)
-          await insertAnswered(app.db, organizationId, state.key, state.fingerprint, response, now, expiry(now));
+          await insertAnswered(
+            app.db,
+            organizationId,
+            state.key,
+            state.fingerprint,
+            response,
+            now,
+            expiry(now),
+          );
         else return payload;
         await pruneExpiredKeys(app.db, now);
       } catch (error) {
