@@ -21,6 +21,7 @@ import { infrastructure } from './plugins/infrastructure.ts';
 import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
 import { writePipeline } from './features/shared/write/pipeline.ts';
+import { idempotency } from './features/shared/write/idempotency.ts';
 import { routes } from './routes.ts';
 import { queueNames } from './job-registry.ts';
 import { outboxMetrics } from './features/outbox/metrics.ts';
@@ -86,6 +87,8 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(snapshots);
   await app.register(outbox, { relayFollowUp: options.relayFollowUp });
   await app.register(authentication, { sessions: sessionCredential });
+  // Before the audit log: a repeated Idempotency-Key is answered before any audit entry is made.
+  await app.register(idempotency);
   await app.register(audit);
   await app.register(routes, { consoleDistDir: options.consoleDistDir });
   return app;

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ErrorBodySchema } from '@ent/contract/common';
 import { withEvalPaths } from './openapi-evals.ts';
+import { withIdempotencyKeys } from './openapi-idempotency.ts';
 
 const API_REFERENCE_TITLE = 'Entitlement service API reference';
 
@@ -31,7 +32,8 @@ export const openapi = fp(
         // Either credential on the /org routes; X-API-Key wins when both are sent.
         security: [{ apiKey: [] }, { consoleSession: [] }],
       },
-      transformObject: withEvalPaths as never,
+      transformObject: ((document: Parameters<typeof withIdempotencyKeys>[0]) =>
+        withEvalPaths({ openapiObject: withIdempotencyKeys(document) as never })) as never,
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     // The API reference, rendered from the same document by Swagger UI (its assets ship in the package: no CDN).

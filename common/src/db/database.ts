@@ -178,6 +178,16 @@ export interface UsageThresholdsReachedTable {
   used: ColumnType<number, number, number>;
   limit_value: ColumnType<number, number, number>;
   reached_at: Timestamp;
+/** A reserved Idempotency-Key (admin writes); the response columns are null until the response is recorded. */
+export interface IdempotencyKeysTable {
+  organization_id: string;
+  key: string;
+  fingerprint: string;
+  response_status: number | null;
+  response_content_type: string | null;
+  response_body: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
 }
 
 export interface OverridesTable {
@@ -329,6 +339,7 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   metered_usage: MeteredUsageTable;
   usage_thresholds_reached: UsageThresholdsReachedTable;
+  idempotency_keys: IdempotencyKeysTable;
   overrides: OverridesTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;

@@ -40,21 +40,44 @@ function pathWithQuery(path: string, query: Query | undefined): string {
   return search ? `${path}?${search}` : path;
 }
 
+/**
+ * The Idempotency-Key of each write not yet answered with a success, by the write itself (method, path, body):
+ * submitting the same form again after no answer or an error sends the same key, so a write that did commit is
+ * answered from its first response instead of being made twice (an error is never stored: the request runs again).
+ * A success ends it: the next identical submission is a new write (rotating a secret twice rotates it twice).
+ */
+const unsettledWrites = new Map<string, string>();
+
+function newIdempotencyKey(): string {
+  // getRandomValues, unlike randomUUID, exists outside secure contexts (a console served over plain http).
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `console-${Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+}
+
 export async function request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (!SAFE_METHODS.has(method) && csrfToken) headers['x-csrf-token'] = csrfToken;
+  const url = pathWithQuery(path, options.query);
+  const payload = options.body !== undefined ? JSON.stringify(options.body) : undefined;
+  const write = SAFE_METHODS.has(method) ? null : `${method} ${url} ${payload ?? ''}`;
+  if (write !== null) {
+    if (csrfToken) headers['x-csrf-token'] = csrfToken;
+    const key = unsettledWrites.get(write) ?? newIdempotencyKey();
+    unsettledWrites.set(write, key);
+    headers['idempotency-key'] = key;
+  }
   let response: Response;
   try {
-    response = await fetch(pathWithQuery(path, options.query), {
+    response = await fetch(url, {
       method,
       headers,
       credentials: 'same-origin',
-      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+      ...(payload !== undefined ? { body: payload } : {}),
     });
   } catch (cause) {
     throw networkError(cause);
   }
+  if (write !== null && response.ok) unsettledWrites.delete(write);
   const text = await response.text();
   let body: unknown = null;
   if (text) {

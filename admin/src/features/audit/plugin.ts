@@ -14,6 +14,7 @@ import {
 } from './entry.ts';
 import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from './store.ts';
 import { isAuditedRequest } from '../shared/write/pipeline.ts';
+import { isIdempotentReplay } from '../shared/write/idempotency.ts';
 
 /** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */
 const AUDIT_STATEMENT_TIMEOUT_MS = 2000;
@@ -92,7 +93,8 @@ export const audit = fp(
       (request.audit ??= { ...newAuditEntryId(app.clock.now()), entry: null, outcomeRecorded: false });
 
     app.addHook('preParsing', async (request, _reply, payload) => {
-      if (!request.principal || !isAuditedRequest(request)) return payload;
+      // A repeated Idempotency-Key is answered from its first use (or refused): no new request for the log.
+      if (!request.principal || !isAuditedRequest(request) || isIdempotentReplay(request)) return payload;
       const state = stateOf(request);
       const entry = entryFor(request, state);
       try {

@@ -17,9 +17,13 @@ export type BeforeCommitListener = (
   outcome: WriteOutcome,
 ) => Promise<void>;
 
+/** Runs first inside the write's transaction, before its work (the Idempotency-Key's reservation). */
+export type BeginListener = (trx: Transaction<Database>, request: FastifyRequest) => Promise<void>;
+
 export interface WritePipeline {
   onCommitted(listener: CommittedListener): void;
   beforeCommit(listener: BeforeCommitListener): void;
+  onBegin(listener: BeginListener): void;
   /**
    * The one entry point of every write: `work` runs in one transaction and builds the write's outcome (audit
    * details, domain events, what to publish) through the service it calls; what the outcome causes is committed
@@ -63,15 +67,18 @@ export const writePipeline = fp(
   async function writePipeline(app: FastifyInstance) {
     const listeners: CommittedListener[] = [];
     const beforeCommit: BeforeCommitListener[] = [];
+    const begin: BeginListener[] = [];
     const committed = new WeakMap<FastifyRequest, WriteOutcome>();
     const pipeline: WritePipeline = {
       onCommitted: (listener) => void listeners.push(listener),
       beforeCommit: (listener) => void beforeCommit.push(listener),
+      onBegin: (listener) => void begin.push(listener),
       async run(request, work) {
         let outcome!: WriteOutcome;
         // A deadlock victim is run again (transact): each attempt builds its outcome from nothing.
         const result = await transact(app.db, async (trx) => {
           outcome = new WriteOutcome();
+          for (const listener of begin) await listener(trx, request);
           const result = await work(trx, outcome);
           for (const listener of beforeCommit) await listener(trx, request, outcome);
           return result;
