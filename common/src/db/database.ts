@@ -178,6 +178,8 @@ export interface UsageThresholdsReachedTable {
   used: ColumnType<number, number, number>;
   limit_value: ColumnType<number, number, number>;
   reached_at: Timestamp;
+}
+
 /** A reserved Idempotency-Key (admin writes); the response columns are null until the response is recorded. */
 export interface IdempotencyKeysTable {
   organization_id: string;
