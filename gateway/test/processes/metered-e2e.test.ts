@@ -68,8 +68,19 @@ async function persistedUsed(subscriber: string, feature = 'calls'): Promise<num
   return rows.map((row) => row.used);
 }
 
-const waitPersisted = (subscriber: string, used: number) =>
-  waitFor(async () => (await persistedUsed(subscriber))[0] === used, `${subscriber} persisted at ${used}`, PERSIST_MS);
+async function waitPersisted(subscriber: string, used: number): Promise<void> {
+  try {
+    await waitFor(async () => (await persistedUsed(subscriber))[0] === used, `${subscriber} persisted`, PERSIST_MS);
+  } catch (error) {
+    const rows = await db.selectFrom('metered_usage').selectAll().where('subscriber_id', '=', subscriber).execute();
+    const balances = await redis.keys(`${prefix}*:m:${subscriber}|*`);
+    const hashes = await Promise.all(balances.map((key) => redis.hgetall(key)));
+    const dirty = await redis.keys(`${prefix}*mdirty*`);
+    throw new Error(
+      `${(error as Error).message} at ${used}: rows ${JSON.stringify(rows)}, Redis ${JSON.stringify(hashes)}, dirty ${JSON.stringify(dirty)}, worker ${worker?.output().slice(-1500)}`,
+    );
+  }
+}
 
 const startWorker = () => {
   worker = startNode('admin/src/worker.ts', env);
@@ -98,8 +109,8 @@ beforeAll(async () => {
   redis.on('error', () => {});
   admin = startNode('admin/src/server.ts', env);
   await healthy(service.adminUrl);
-  startWorker();
   ({ gateways, urls } = await startGateways(env, 2));
+  startWorker();
   db = createDb(database.appUrl, { max: 2 });
   org = await createTestOrganization(db, 'Metered end to end');
   await saveArrangement(db, org.organization_id, {
@@ -110,7 +121,7 @@ beforeAll(async () => {
   });
   api = catalogClient(httpClient(urls[0]!), org.headers);
   await api.send('POST', '/org/features', { key: 'calls', name: 'API calls', kind: 'metered' }, 201);
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await Promise.all([...gateways, admin, worker].filter(Boolean).map((p) => p!.stop()));
@@ -192,7 +203,7 @@ describe('metered usage across admin, worker and two gateways', () => {
 
   it('applies a correction on the next consume of both gateways and sends each threshold once', async () => {
     const port = await receiver.listen();
-    await api.send('PUT', '/org/webhook', { url: `http://127.0.0.1:${port}/hooks` }, 200);
+    await api.send('PUT', '/org/webhook', { url: `http://127.0.0.1:${port}/hooks` }, 201);
     const plan = await meteredPlan({ limit: 10 });
     const { id } = await subscribed(plan);
 
