@@ -41,7 +41,8 @@ let api: ReturnType<typeof catalogClient>;
 const receiver = new Receiver();
 const prefix = testRedisPrefix();
 const keys = redisKeys(prefix);
-const PERSIST_MS = 20_000;
+// Generous: the worker restarted in the refill test starts with tsx on a machine that may be saturated.
+const PERSIST_MS = 60_000;
 
 const call = (url: string, method: string, path: string, payload?: unknown, extra: Record<string, string> = {}) =>
   httpClient(url)({ method, url: path, headers: { ...org.headers, ...extra }, payload });
