@@ -92,4 +92,38 @@ describe('a period boundary through the API, with the persister', () => {
       expect(usage.json().usage).toEqual([expect.objectContaining({ used: 5, period_start: '2026-02-01T00:00:00.000Z' })]);
     }
   }, 60_000);
+
+  it('keeps a subscription-anchored period and its usage when the subscriber moves to another plan', async () => {
+    const [a, b] = gateways.map(injector) as [ReturnType<typeof injector>, ReturnType<typeof injector>];
+    const api = catalogClient(b, org.headers);
+    const anchored = { feature: 'calls', kind: 'metered', reset: 'month', reset_anchor: 'subscription' };
+    await api.plan('anchored-small', [{ ...anchored, limit: 4 }]);
+    await api.plan('anchored-large', [{ ...anchored, limit: 40 }]);
+    await api.subscriber('bea');
+    const subscription = await api.subscribe('bea', 'anchored-small');
+    clock.set(Date.now() + 1000);
+    const consume = (call: typeof a, n: number) =>
+      call({
+        method: 'POST',
+        url: '/org/subscribers/bea/entitlements/check',
+        headers: org.headers,
+        payload: { feature: 'calls', consume: n },
+      });
+    // The anchor is the subscription's creation as Postgres stamps it (now()), not the app clock: read it back.
+    const first = (await consume(a, 3)).json();
+    expect(first).toMatchObject({ used: 3 });
+    const anchoredPeriod = { period_start: first.period_start as string, resets_at: first.resets_at as string };
+    expect(Date.parse(anchoredPeriod.resets_at) - Date.parse(anchoredPeriod.period_start)).toBeGreaterThan(27 * 86_400_000);
+
+    clock.advance(3 * 86_400_000);
+    await api.change('bea', subscription, 'anchored-large');
+    for (const call of [a, b]) {
+      expect((await consume(call, 1)).json()).toMatchObject({
+        limit: 40,
+        allowed: true,
+        ...anchoredPeriod,
+      });
+    }
+    expect((await consume(a, 1)).json()).toMatchObject({ used: 6 });
+  }, 60_000);
 });
