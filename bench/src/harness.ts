@@ -6,6 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -79,6 +80,30 @@ export function startCommand(command: string, args: string[]): Child {
   return { process: child, pid: child.pid! };
 }
 
+const portAnswers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+
+/**
+ * A redis-server of the mode's own on a free port (no persistence), optionally under a wrapper (taskset), stopped
+ * with the other children; its URL once it accepts connections (waits up to 10 s).
+ */
+export async function startPrivateRedis(wrapper: string[] = []): Promise<string> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  if (wrapper.length) startCommand(wrapper[0]!, [...wrapper.slice(1), 'redis-server', ...args]);
+  else startCommand('redis-server', args);
+  for (let attempt = 0; attempt < 100 && !(await portAnswers(port)); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return `redis://127.0.0.1:${port}`;
+}
+
 /** Cleanups of the worlds still in use: an interrupted run (Ctrl-C) drops their databases and keys too. */
 const openWorlds = new Set<() => Promise<void>>();
 
@@ -131,6 +156,12 @@ export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
 function processCpuTimes(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
+}
+
+/** CPU seconds a process has used so far, user and kernel together. */
+export function processCpuSeconds(pid: number): number {
+  const { user, system } = processCpuTimes(pid);
+  return user + system;
 }
 
 /** Load figures with the CPU the server process and Redis spent on them, µs per request. */
@@ -195,6 +226,22 @@ export async function metric(metricsUrl: string, name: string): Promise<number> 
     .split('\n')
     .filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`))
     .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+/**
+ * Reports and batches have their own per-organization rate (DESIGN.md §5, default 1,000 events/s, 429 above it);
+ * a mode that sends more raises it, as `entctl org arrangement` does for the eval burst.
+ */
+export function raiseUsageEventRate(world: BenchWorld, eventsPerSecond: number): void {
+  world.entctl(
+    'org',
+    'arrangement',
+    '--org',
+    world.organizationId,
+    '--usage-events-per-second',
+    String(eventsPerSecond),
+    '--json',
+  );
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

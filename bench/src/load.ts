@@ -1,10 +1,11 @@
 /** Load generation with autocannon: keep-alive connections, a different subscriber on every request. */
 import autocannon from 'autocannon';
-import { featureKey, METERED_FEATURE } from './seed.ts';
+import { featureKey, METERED_EVENTS_FEATURE, METERED_FEATURE } from './seed.ts';
 
 /**
  * `consume`: the check route deducting 1 of the metered feature; `metered-check`: the same check without deducting;
- * `usage-events`: `POST /org/usage-events`, a batch of `batchEvents` reports of 1 over as many subscribers.
+ * `usage-events`: `POST /org/usage-events`, a batch of `batchEvents` reports of 1 (to the events feature) over as many
+ * subscribers.
  */
 export type RouteKind = 'check' | 'list' | 'ofrep' | 'consume' | 'metered-check' | 'usage-events';
 
@@ -54,7 +55,7 @@ function usageEvents(n: number, options: LoadOptions, batch: number, tag: string
     subscriber = (subscriber + STEP) % options.subscribers;
     events.push({
       subscriber_id: `sub-${subscriber}`,
-      feature: METERED_FEATURE,
+      feature: METERED_EVENTS_FEATURE,
       delta: 1,
       ...(options.idempotencyKeys ? { idempotency_key: `${tag}-${batch}-${i}` } : {}),
     });

@@ -15,8 +15,10 @@ export interface MeteredSeed {
   limits: (number | null)[];
 }
 
-/** The metered feature the load's `consume`, `metered-check` and `usage-events` requests use. */
+/** The metered feature the load's `consume` and `metered-check` requests use. */
 export const METERED_FEATURE = 'metered-calls';
+/** The metered feature the load's `usage-events` batches report to (apart, so each feature's total is checkable). */
+export const METERED_EVENTS_FEATURE = 'metered-events';
 /** Large enough that no bench consume is ever refused, yet a limit: the consume compares against it. */
 export const LARGE_LIMIT = 1_000_000_000_000;
 

@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import type { ScenarioResult, Tally } from './matrix.ts';
 
 const others = (t: Tally) => Object.values(t.other).reduce((sum, n) => sum + n, 0);
+/** Metered rows' figures; rows without consumes and reports say n/a. */
+const usageLost = (r: ScenarioResult) => (r.metered ? String(r.metered.usageLost) : 'n/a');
+const overConsumed = (r: ScenarioResult) => (r.metered ? String(r.metered.overConsumed) : 'n/a');
 
 const columns = [
   '#',
@@ -11,6 +14,8 @@ const columns = [
   'requests',
   '2xx / 503 / other',
   'lost writes',
+  'usage lost',
+  'over-consumed',
   'count error',
   'converged',
   'result',
@@ -27,6 +32,8 @@ function cells(result: ScenarioResult, index: number): string[] {
     String(evals.total + writes.total),
     `${evals.ok + writes.ok} / ${evals.unavailable + writes.unavailable} / ${others(evals) + others(writes)}`,
     String(result.lostWrites),
+    usageLost(result),
+    overConsumed(result),
     `${error} (${count.actual ?? '?'} vs ${count.expected}${count.allowedExtra ? `+${count.allowedExtra}` : ''})`,
     result.convergedMs === null ? 'no (30 s)' : `${(result.convergedMs / 1000).toFixed(1)} s`,
     result.passed ? 'PASS' : 'FAIL',
@@ -103,6 +110,8 @@ export function renderMarkdown(document: FaultsDocument): string {
       String(evals.total + writes.total),
       `${evals.ok + writes.ok} / ${evals.unavailable + writes.unavailable} / ${others(evals) + others(writes)}`,
       String(result.lostWrites),
+      usageLost(result),
+      overConsumed(result),
       countCell(result),
       result.convergedMs === null ? 'no (30 s)' : `${(result.convergedMs / 1000).toFixed(1)} s`,
       result.passed ? 'pass' : 'FAIL',
@@ -113,8 +122,8 @@ export function renderMarkdown(document: FaultsDocument): string {
     `Latest run (\`${document.command}\`, ${document.started_at.slice(0, 10)}; counts are Redis's month count vs. the ` +
       `2xx evals the load generator saw; ${document.passed ? 'every invariant held' : 'SOME INVARIANTS FAILED'}):`,
     '',
-    '| # | scenario | injected | requests | 2xx / 503 / other | lost writes | count error | converged | invariants |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| # | scenario | injected | requests | 2xx / 503 / other | lost writes | usage lost | over-consumed | count error | converged | invariants |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
