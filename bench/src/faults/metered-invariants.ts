@@ -23,10 +23,18 @@ interface Usage {
 }
 
 /** One gateway's used figures of both metered features, per subscriber; what went wrong when a read failed. */
-async function readUsage(gatewayUrl: string, apiKey: string, subscribers: string[]): Promise<Map<string, Usage> | string> {
+async function readUsage(
+  gatewayUrl: string,
+  apiKey: string,
+  subscribers: string[],
+): Promise<Map<string, Usage> | string> {
   const usage = new Map<string, Usage>();
   for (const subscriber of subscribers) {
-    const answer = await exchange({ method: 'GET', url: `${gatewayUrl}/org/subscribers/${subscriber}/usage`, apiKey });
+    const answer = await exchange({
+      method: 'GET',
+      url: `${gatewayUrl}/org/subscribers/${subscriber}/usage`,
+      apiKey,
+    });
     const rows = (answer.body as { usage?: { feature: string; used: number }[] } | null)?.usage;
     const used = (feature: string) => rows?.find((row) => row.feature === feature)?.used;
     const consumed = used(METERED_CONSUMED);
@@ -78,7 +86,8 @@ export async function verifyMetered(
     seen.usage = first!;
     return Date.now() - seen.steadySince >= 2000;
   });
-  if (convergedAt === null) failures.push(`the used figures never settled on every gateway (${seen.problem ?? 'still moving'})`);
+  if (convergedAt === null)
+    failures.push(`the used figures never settled on every gateway (${seen.problem ?? 'still moving'})`);
 
   // The plan's limit: the run writes no metered override.
   const limit = METERED_LIMIT;
@@ -90,23 +99,38 @@ export async function verifyMetered(
     const mine = consumes.filter((c) => c.subscriber === subscriber);
     const allowed = mine.filter((c) => c.allowed === true).length;
     const unanswered = mine.filter((c) => c.status === null && c.failure !== 'ECONNREFUSED').length;
-    const acknowledged = reports.filter((r) => r.subscriber === subscriber && r.acknowledged).reduce((s, r) => s + r.delta, 0);
+    const acknowledged = reports
+      .filter((r) => r.subscriber === subscriber && r.acknowledged)
+      .reduce((s, r) => s + r.delta, 0);
     const sent = reports.filter((r) => r.subscriber === subscriber).reduce((s, r) => s + r.delta, 0);
     const used = seen.usage?.get(subscriber);
     overConsumed += Math.max(0, allowed - limit);
     if (!used) continue;
     finalUsed[subscriber] = used;
     usageLost += Math.max(0, allowed - used.consumed) + Math.max(0, acknowledged - used.reported);
-    if (used.consumed < allowed) failures.push(`${subscriber}: ${allowed} consumes allowed, used ${used.consumed}: ${allowed - used.consumed} lost`);
+    if (used.consumed < allowed)
+      failures.push(
+        `${subscriber}: ${allowed} consumes allowed, used ${used.consumed}: ${allowed - used.consumed} lost`,
+      );
     if (used.consumed > allowed + unanswered)
-      failures.push(`${subscriber}: used ${used.consumed}, but only ${allowed} consumes were allowed (${unanswered} unanswered): a refused or failed consume was deducted`);
-    if (used.consumed > limit) failures.push(`${subscriber}: used ${used.consumed} beyond the hard limit ${limit}`);
-    if (used.reported < acknowledged) failures.push(`${subscriber}: reports acknowledged ${acknowledged}, used ${used.reported}: ${acknowledged - used.reported} lost`);
-    if (used.reported > sent) failures.push(`${subscriber}: used ${used.reported}, more than every report sent (${sent}): one was applied twice`);
+      failures.push(
+        `${subscriber}: used ${used.consumed}, but only ${allowed} consumes were allowed (${unanswered} unanswered): a refused or failed consume was deducted`,
+      );
+    if (used.consumed > limit)
+      failures.push(`${subscriber}: used ${used.consumed} beyond the hard limit ${limit}`);
+    if (used.reported < acknowledged)
+      failures.push(
+        `${subscriber}: reports acknowledged ${acknowledged}, used ${used.reported}: ${acknowledged - used.reported} lost`,
+      );
+    if (used.reported > sent)
+      failures.push(
+        `${subscriber}: used ${used.reported}, more than every report sent (${sent}): one was applied twice`,
+      );
   }
   if (overConsumed > 0) failures.push(`${overConsumed} consume(s) allowed beyond the limit ${limit}`);
   const unacknowledged = reports.filter((r) => !r.acknowledged);
-  if (unacknowledged.length) failures.push(`${unacknowledged.length} report(s) never acknowledged, even sent again after recovery`);
+  if (unacknowledged.length)
+    failures.push(`${unacknowledged.length} report(s) never acknowledged, even sent again after recovery`);
 
   const tally = {
     total: consumes.length,

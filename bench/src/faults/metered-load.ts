@@ -41,7 +41,11 @@ export function startMeteredLoad(
   evals: EvalLog,
   gatewayUrls: string[],
   subscribers: string[],
-  { consumesPerSecond, reportsPerSecond, maxSeconds }: { consumesPerSecond: number; reportsPerSecond: number; maxSeconds: number },
+  {
+    consumesPerSecond,
+    reportsPerSecond,
+    maxSeconds,
+  }: { consumesPerSecond: number; reportsPerSecond: number; maxSeconds: number },
 ): MeteredLoad {
   const startedAt = Date.now();
   const reports: ReportRecord[] = [];
@@ -86,7 +90,10 @@ export function startMeteredLoad(
     const results = (answer.body as { results?: { used?: unknown }[] } | null)?.results;
     records.forEach((record, i) => {
       record.attempts.push({ gateway, status: answer.status, failure: answer.failure, startedAt: attemptAt });
-      const applied = record.batch === null ? isSuccess(answer.status) : isSuccess(answer.status) && typeof results?.[i]?.used === 'number';
+      const applied =
+        record.batch === null
+          ? isSuccess(answer.status)
+          : isSuccess(answer.status) && typeof results?.[i]?.used === 'number';
       if (applied) record.acknowledged = true;
     });
   };
@@ -108,12 +115,26 @@ export function startMeteredLoad(
     if (elapsed > maxSeconds * 1000) return clearInterval(timer);
     if (inFlight.size >= MAX_IN_FLIGHT) return;
     // Catch up at most a few requests per tick after a stall.
-    for (let due = Math.floor((elapsed * consumesPerSecond) / 1000) - consumes, n = 0; n < Math.min(due, 10); n++) {
+    for (
+      let due = Math.floor((elapsed * consumesPerSecond) / 1000) - consumes, n = 0;
+      n < Math.min(due, 10);
+      n++
+    ) {
       const i = consumes++;
-      track(evals.evaluate(i % gatewayUrls.length, subscribers[Math.floor(i / gatewayUrls.length) % subscribers.length]!, 'consume'));
+      track(
+        evals.evaluate(
+          i % gatewayUrls.length,
+          subscribers[Math.floor(i / gatewayUrls.length) % subscribers.length]!,
+          'consume',
+        ),
+      );
     }
     // Single reports at their rate; with every tenth, a batch of BATCH_EVENTS events.
-    for (let due = Math.floor((elapsed * reportsPerSecond) / 1000) - reportTicks, n = 0; n < Math.min(due, 10); n++) {
+    for (
+      let due = Math.floor((elapsed * reportsPerSecond) / 1000) - reportTicks, n = 0;
+      n < Math.min(due, 10);
+      n++
+    ) {
       const i = reportTicks++;
       track(sendReports([newReport(i, null, i)], i % gatewayUrls.length));
       if (i % 10 === 0) {
@@ -137,9 +158,12 @@ export function startMeteredLoad(
         if (round > 0) await sleep(1000);
         const singles = pending.filter((r) => r.batch === null);
         const byBatch = new Map<number, ReportRecord[]>();
-        for (const r of pending.filter((p) => p.batch !== null)) byBatch.set(r.batch!, [...(byBatch.get(r.batch!) ?? []), r]);
-        for (const [i, record] of singles.entries()) await sendReports([record], (round + i) % gatewayUrls.length);
-        for (const [i, events] of [...byBatch.values()].entries()) await sendReports(events, (round + i + 1) % gatewayUrls.length);
+        for (const r of pending.filter((p) => p.batch !== null))
+          byBatch.set(r.batch!, [...(byBatch.get(r.batch!) ?? []), r]);
+        for (const [i, record] of singles.entries())
+          await sendReports([record], (round + i) % gatewayUrls.length);
+        for (const [i, events] of [...byBatch.values()].entries())
+          await sendReports(events, (round + i + 1) % gatewayUrls.length);
       }
     },
   };

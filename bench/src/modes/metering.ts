@@ -110,7 +110,10 @@ const CONTROL = 'bare fastify, second process';
 async function usedInRedis(world: BenchWorld, feature: string): Promise<number> {
   const redis = new Redis(world.redisUrl);
   try {
-    const pattern = redisKeys(world.env.REDIS_KEY_PREFIX!).meteredBalance(world.organizationId, `*|${feature}|*`);
+    const pattern = redisKeys(world.env.REDIS_KEY_PREFIX!).meteredBalance(
+      world.organizationId,
+      `*|${feature}|*`,
+    );
     let total = 0;
     for await (const keys of redis.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) {
       if (keys.length === 0) continue;

@@ -86,7 +86,9 @@ export async function meteredPhase(
   urls: string[],
   subscriberCount: number,
 ): Promise<MeteredScale> {
-  const pools = urls.map((url) => new Pool(url, { connections: CONSUMERS_PER_GATEWAY + REPORTERS_PER_GATEWAY + 2 }));
+  const pools = urls.map(
+    (url) => new Pool(url, { connections: CONSUMERS_PER_GATEWAY + REPORTERS_PER_GATEWAY + 2 }),
+  );
   const call = async (
     gateway: number,
     method: 'GET' | 'POST',
@@ -115,7 +117,12 @@ export async function meteredPhase(
         replayed: res.headers['idempotent-replayed'] === 'true',
       };
     } catch (error) {
-      return { status: null, failure: (error as { code?: string }).code ?? String(error), body: null, replayed: false };
+      return {
+        status: null,
+        failure: (error as { code?: string }).code ?? String(error),
+        body: null,
+        replayed: false,
+      };
     }
   };
   try {
@@ -123,12 +130,19 @@ export async function meteredPhase(
     // Each subscriber's limit, as the gateway answers it (its plans' largest).
     const limits = new Map<string, number>();
     for (const [s, subscriber] of subscribers.entries()) {
-      const answer = await call(s % urls.length, 'POST', `/org/subscribers/${subscriber}/entitlements/check`, {
-        feature: METERED_FEATURE,
-      });
+      const answer = await call(
+        s % urls.length,
+        'POST',
+        `/org/subscribers/${subscriber}/entitlements/check`,
+        {
+          feature: METERED_FEATURE,
+        },
+      );
       const limit = (answer.body as { limit?: unknown } | null)?.limit;
       if (answer.status !== 200 || typeof limit !== 'number')
-        throw new Error(`the metered check of ${subscriber} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+        throw new Error(
+          `the metered check of ${subscriber} answered ${answer.status}: ${JSON.stringify(answer.body)}`,
+        );
       limits.set(subscriber, limit);
     }
     const attempts = new Map(
@@ -162,7 +176,14 @@ export async function meteredPhase(
 
     // Reports: single reports and batches with a key each; some sent again, under the same key, to another gateway.
     const acknowledgedDelta = new Map<string, number>();
-    const reports = { sent: 0, repeats: 0, singleRepeats: 0, replayed: 0, acknowledged: 0, other: {} as Record<string, number> };
+    const reports = {
+      sent: 0,
+      repeats: 0,
+      singleRepeats: 0,
+      replayed: 0,
+      acknowledged: 0,
+      other: {} as Record<string, number>,
+    };
     const acknowledge = (subscriber: string, delta: number) => {
       reports.acknowledged++;
       acknowledgedDelta.set(subscriber, (acknowledgedDelta.get(subscriber) ?? 0) + delta);
@@ -194,13 +215,19 @@ export async function meteredPhase(
         for (let b = batchAt++; b < batches.length; b = batchAt++) {
           const events = batches[b]!;
           const body = {
-            events: events.map((e) => ({ subscriber_id: e.subscriber, feature: METERED_EVENTS_FEATURE, delta: e.delta, idempotency_key: e.key })),
+            events: events.map((e) => ({
+              subscriber_id: e.subscriber,
+              feature: METERED_EVENTS_FEATURE,
+              delta: e.delta,
+              idempotency_key: e.key,
+            })),
           };
           reports.sent += events.length;
           const first = await call(gateway, 'POST', '/org/usage-events', body);
           const results = (first.body as { results?: { used?: unknown }[] } | null)?.results;
           if (first.status !== 200 || !results) {
-            for (let i = 0; i < events.length; i++) count(reports.other, String(first.status ?? first.failure));
+            for (let i = 0; i < events.length; i++)
+              count(reports.other, String(first.status ?? first.failure));
             continue;
           }
           events.forEach((e, i) => {
@@ -225,7 +252,13 @@ export async function meteredPhase(
         if (r % 5 === 0) {
           reports.repeats++;
           reports.singleRepeats++;
-          const again = await call((gateway + 1) % urls.length, 'POST', path, { feature: METERED_EVENTS_FEATURE, delta }, key);
+          const again = await call(
+            (gateway + 1) % urls.length,
+            'POST',
+            path,
+            { feature: METERED_EVENTS_FEATURE, delta },
+            key,
+          );
           if (again.status === 200 && again.replayed) reports.replayed++;
           else if (again.status !== 200) count(reports.other, `repeat ${again.status ?? again.failure}`);
         }
@@ -312,7 +345,11 @@ export async function meteredPhase(
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const others = (tally: Record<string, number>) =>
-  Object.keys(tally).length === 0 ? 'none' : Object.entries(tally).map(([k, n]) => `${n} × ${k}`).join(', ');
+  Object.keys(tally).length === 0
+    ? 'none'
+    : Object.entries(tally)
+        .map(([k, n]) => `${n} × ${k}`)
+        .join(', ');
 
 export function renderMeteredScale(m: MeteredScale): string[] {
   const c = m.consumes;
