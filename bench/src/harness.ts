@@ -74,7 +74,7 @@ export function startNode(
 }
 
 /** Any other command (a private redis-server), stopped with the rest. */
-export function startCommand(command: string, args: string[]): Child {
+function startCommand(command: string, args: string[]): Child {
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   return { process: child, pid: child.pid! };
