@@ -136,8 +136,8 @@ export async function stopChildren(): Promise<void> {
   );
 }
 
-/** Waits until `url` answers 2xx, polling every 100 ms for up to `timeoutMs`. */
-export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
+/** Waits until `url` answers 2xx, polling every 100 ms for up to `timeoutMs` (a tsx start on a busy 2-core machine can take minutes). */
+export async function healthy(url: string, timeoutMs = 180_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (
@@ -233,6 +233,7 @@ export async function metric(metricsUrl: string, name: string): Promise<number> 
  * a mode that sends more raises it, as `entctl org arrangement` does for the eval burst.
  */
 export function raiseUsageEventRate(world: BenchWorld, eventsPerSecond: number): void {
+  if (process.env.DRY) return;
   world.entctl(
     'org',
     'arrangement',

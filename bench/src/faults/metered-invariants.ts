@@ -64,7 +64,6 @@ export async function verifyMetered(
   subscribers: string[],
 ): Promise<{ findings: MeteredFindings; failures: string[]; notes: string[]; convergedAt: number | null }> {
   const failures: string[] = [];
-  const notes: string[] = [];
   const seen: { usage: Map<string, Usage> | null; steadySince: number; problem: string | null } = {
     usage: null,
     steadySince: Date.now(),
@@ -90,7 +89,23 @@ export async function verifyMetered(
     failures.push(`the used figures never settled on every gateway (${seen.problem ?? 'still moving'})`);
 
   // The plan's limit: the run writes no metered override.
-  const limit = METERED_LIMIT;
+  const verdict = judgeUsage(consumes, reports, seen.usage, subscribers, METERED_LIMIT);
+  return { ...verdict, failures: [...failures, ...verdict.failures], convergedAt };
+}
+
+/**
+ * What the answers promised against the used figures read back (`usage`: null when they never settled), subscriber by
+ * subscriber. Pure: the rules of verifyMetered, testable on records made by hand.
+ */
+export function judgeUsage(
+  consumes: EvalRecord[],
+  reports: ReportRecord[],
+  usage: Map<string, Usage> | null,
+  subscribers: string[],
+  limit: number,
+): { findings: MeteredFindings; failures: string[]; notes: string[] } {
+  const failures: string[] = [];
+  const notes: string[] = [];
 
   let usageLost = 0;
   let overConsumed = 0;
@@ -103,7 +118,7 @@ export async function verifyMetered(
       .filter((r) => r.subscriber === subscriber && r.acknowledged)
       .reduce((s, r) => s + r.delta, 0);
     const sent = reports.filter((r) => r.subscriber === subscriber).reduce((s, r) => s + r.delta, 0);
-    const used = seen.usage?.get(subscriber);
+    const used = usage?.get(subscriber);
     overConsumed += Math.max(0, allowed - limit);
     if (!used) continue;
     finalUsed[subscriber] = used;
@@ -155,6 +170,5 @@ export async function verifyMetered(
     },
     failures,
     notes,
-    convergedAt,
   };
 }
