@@ -233,7 +233,6 @@ export async function metric(metricsUrl: string, name: string): Promise<number> 
  * a mode that sends more raises it, as `entctl org arrangement` does for the eval burst.
  */
 export function raiseUsageEventRate(world: BenchWorld, eventsPerSecond: number): void {
-  if (process.env.DRY) return;
   world.entctl(
     'org',
     'arrangement',
