@@ -32,6 +32,8 @@ export interface Child {
 }
 
 const children: ChildProcess[] = [];
+/** Stopped after the Node processes, which would otherwise lose their Redis while shutting down. */
+const commands: ChildProcess[] = [];
 
 const tsxLoader = createRequire(import.meta.url).resolve('tsx');
 const GATEWAY_SCRIPT = 'gateway/src/server.ts';
@@ -76,7 +78,7 @@ export function startNode(
 /** Any other command (a private redis-server), stopped with the rest. */
 function startCommand(command: string, args: string[]): Child {
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  children.push(child);
+  commands.push(child);
   return { process: child, pid: child.pid! };
 }
 
@@ -113,11 +115,14 @@ export async function cleanUpEverything(): Promise<void> {
   await stopChildren();
 }
 
-/** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s. */
+/** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s; Node processes first. */
 export async function stopChildren(): Promise<void> {
-  const running = children
-    .splice(0)
-    .filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
+  await stopAll(children.splice(0));
+  await stopAll(commands.splice(0));
+}
+
+async function stopAll(started: ChildProcess[]): Promise<void> {
+  const running = started.filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
   await Promise.all(
     running.map(
       (child) =>
