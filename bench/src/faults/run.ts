@@ -6,7 +6,8 @@
  * gateways, every 2xx write audited, the revoked key refused everywhere, 503 writes never applied, no 5xx
  * but 503, the month's eval count exact). Prints a table, writes bench/results/faults-<date>.json, and
  * exits non-zero when any invariant failed. Everything started is stopped by PID, whatever happens.
- * FAULTS_ONLY=name,name runs a subset.
+ * FAULTS_ONLY=name,name runs a subset (written to faults-<date>-partial.json; the documents show each scenario's
+ * latest result).
  */
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -44,9 +45,16 @@ try {
   const postgres = await startPrivatePostgres();
   const database = 'ent_faults';
   await migrateToLatest({ ownerUrl: postgres.ownerUrl(database), appUrl: postgres.appUrl(database) });
-  const pool = new pg.Pool({ connectionString: postgres.ownerUrl(database), max: 2, connectionTimeoutMillis: 2000 });
+  const pool = new pg.Pool({
+    connectionString: postgres.ownerUrl(database),
+    max: 2,
+    connectionTimeoutMillis: 2000,
+  });
   pool.on('error', () => {});
-  onCleanup(() => pool.end(), () => {});
+  onCleanup(
+    () => pool.end(),
+    () => {},
+  );
   const redis = await startFaultRedis();
   log(`postgres on ${postgres.port} (private cluster), redis-server on ${redis.port}`);
   const services = await startServices({
@@ -79,7 +87,9 @@ try {
       });
     }
     const result = results[results.length - 1]!;
-    log(`   ${result.passed ? 'PASS' : 'FAIL'} in ${((Date.now() - began) / 1000).toFixed(0)} s${result.passed ? '' : `: ${result.failures[0]}`}`);
+    log(
+      `   ${result.passed ? 'PASS' : 'FAIL'} in ${((Date.now() - began) / 1000).toFixed(0)} s${result.passed ? '' : `: ${result.failures[0]}`}`,
+    );
   }
 } catch (error) {
   setupError = error instanceof Error ? (error.stack ?? error.message) : String(error);
@@ -104,18 +114,27 @@ const gitCommit = (() => {
     return null;
   }
 })();
-const passed = setupError === null && left.length === 0 && results.length === chosen.length && results.every((r) => r.passed);
-const file = writeResults(root, {
-  command: 'npm run faults',
-  started_at: new Date(startedAt).toISOString(),
-  seconds: Math.round((Date.now() - startedAt) / 1000),
-  git_commit: gitCommit,
-  evals_per_second: EVALS_PER_SECOND,
-  convergence_bound_ms: CONVERGENCE_BOUND_MS,
-  passed,
-  setup_error: setupError,
-  processes: { started, left_behind: left },
-  results,
-});
+const passed =
+  setupError === null &&
+  left.length === 0 &&
+  results.length === chosen.length &&
+  results.every((r) => r.passed);
+const file = writeResults(
+  root,
+  {
+    command: only.length ? `FAULTS_ONLY=${only.join(',')} npm run faults` : 'npm run faults',
+    only: only.length ? only : null,
+    started_at: new Date(startedAt).toISOString(),
+    seconds: Math.round((Date.now() - startedAt) / 1000),
+    git_commit: gitCommit,
+    evals_per_second: EVALS_PER_SECOND,
+    convergence_bound_ms: CONVERGENCE_BOUND_MS,
+    passed,
+    setup_error: setupError,
+    processes: { started, left_behind: left },
+    results,
+  },
+  only.length > 0,
+);
 process.stdout.write(`results: ${file}\n${passed ? 'every invariant held' : 'INVARIANTS FAILED'}\n`);
 process.exit(passed ? 0 : 1);
