@@ -50,7 +50,7 @@ describe('features', () => {
 
   it('names the allowed values when a kind is not one of them (body and query)', async () => {
     const body = await post(org.headers, { key: 'ok', name: 'x', kind: 'toggle' });
-    expect(body.json().error.message).toBe('kind must be one of: flag, limit');
+    expect(body.json().error.message).toBe('kind must be one of: flag, limit, metered');
     const query = await ctx.app.inject({ method: 'GET', url: '/org/plans?kind=other', headers: org.headers });
     expect(query.statusCode).toBe(422);
     expect(query.json().error).toMatchObject({
@@ -112,6 +112,44 @@ describe('features', () => {
       payload: { kind: 'limit' },
     });
     expect(res.statusCode).toBe(422);
+  });
+
+  it('creates a metered feature, lists it under kind=metered and keeps its kind on PATCH', async () => {
+    const own = await createTestOrganization(ctx.db, 'Metered');
+    const created = await post(own.headers, { key: 'api-calls', name: 'API calls', kind: 'metered' });
+    expect(created.statusCode).toBe(201);
+    expect(created.json()).toMatchObject({ key: 'api-calls', kind: 'metered' });
+    expect((await post(own.headers, { key: 'seats', name: 'Seats', kind: 'limit' })).statusCode).toBe(201);
+    const listed = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features?kind=metered',
+      headers: own.headers,
+    });
+    expect(listed.json()).toMatchObject({
+      features: [{ key: 'api-calls', kind: 'metered' }],
+      has_more: false,
+    });
+    expect(listed.json().features).toHaveLength(1);
+    const read = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features/api-calls',
+      headers: own.headers,
+    });
+    expect(read.json()).toEqual(created.json());
+    const patched = await ctx.app.inject({
+      method: 'PATCH',
+      url: '/org/features/api-calls',
+      headers: own.headers,
+      payload: { kind: 'limit' },
+    });
+    expect(patched.statusCode).toBe(422);
+    expect(patched.json().error).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'kind' } });
+    const after = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/features/api-calls',
+      headers: own.headers,
+    });
+    expect(after.json().kind).toBe('metered');
   });
 
   it('lists features by key with cursor pagination', async () => {

@@ -23,7 +23,7 @@ beforeAll(async () => {
   ctx = await createAdminContext({ clock });
   ctx.app.writePipeline.onCommitted(async (_request, write) => void writes.push(write));
 });
-// Every case gets an organization of its own (five features, three subscribers, no override yet), so cases
+// Every case gets an organization of its own (six features, three subscribers, no override yet), so cases
 // share no state and run in any order.
 beforeEach(async () => {
   clock.set(NOW);
@@ -34,6 +34,7 @@ beforeEach(async () => {
     ['beta', 'flag'],
     ['seats', 'limit'],
     ['projects', 'limit'],
+    ['api-calls', 'metered'],
   ]) {
     const res = await ctx.app.inject({
       method: 'POST',
@@ -237,6 +238,95 @@ describe('PUT .../overrides/{feature_key}', () => {
     expect(results.map((res) => res.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(new Set(results.map((res) => res.json().id)).size).toBe(1);
     await del('bob', 'audit-log');
+  });
+});
+
+describe('metered overrides (DESIGN.md §5: the limit only)', () => {
+  it('creates, replaces and deletes a metered override, audited and raised as a limit override is', async () => {
+    const before = await versionOf('alice');
+    const res = await put('alice', 'api-calls', {
+      kind: 'metered',
+      limit: 5000,
+      expires_at: '2030-01-01T00:00:00Z',
+    });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body).toEqual({
+      id: expect.stringMatching(/^ovr_/),
+      subscriber_id: 'alice',
+      feature: 'api-calls',
+      kind: 'metered',
+      limit: 5000,
+      expires_at: '2030-01-01T00:00:00.000Z',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    expect(await versionOf('alice')).toBe(before + 1);
+    expect(lastWrite().details).toEqual({
+      override_id: body.id,
+      kind: 'metered',
+      limit: 5000,
+      expires_at: '2030-01-01T00:00:00.000Z',
+    });
+    expect(lastWrite().events).toEqual([{ type: 'override.upserted', data: body }]);
+    expect((await get(url('alice', 'api-calls'))).json()).toEqual(body);
+    expect(await listedFeatures(url('alice'))).toEqual(['api-calls']);
+
+    const unlimited = await put('alice', 'api-calls', { kind: 'metered', limit: null });
+    expect(unlimited.json()).toMatchObject({ id: body.id, kind: 'metered', limit: null, expires_at: null });
+    expect(lastWrite().details).toEqual({
+      limit: { from: 5000, to: null },
+      expires_at: { from: '2030-01-01T00:00:00.000Z', to: null },
+    });
+
+    expect((await put('alice', 'api-calls', { kind: 'metered', limit: null })).statusCode).toBe(200);
+    expect(lastWrite().details).toBeNull();
+
+    expect((await del('alice', 'api-calls')).statusCode).toBe(204);
+    expect(lastWrite().events).toEqual([
+      { type: 'override.deleted', data: expect.objectContaining({ kind: 'metered', limit: null }) },
+    ]);
+  });
+
+  it('accepts limit 0', async () => {
+    expect((await put('bob', 'api-calls', { kind: 'metered', limit: 0 })).json().limit).toBe(0);
+  });
+
+  it('refuses a kind other than the feature kind with 422, either way', async () => {
+    const limitOfMetered = await put('alice', 'api-calls', { kind: 'limit', limit: 3 });
+    expect(limitOfMetered.statusCode).toBe(422);
+    expect(limitOfMetered.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field: 'kind', value: 'limit', expected: 'metered' },
+    });
+    const meteredOfLimit = await put('alice', 'seats', { kind: 'metered', limit: 3 });
+    expect(meteredOfLimit.json().error).toMatchObject({
+      details: { field: 'kind', value: 'metered', expected: 'limit' },
+    });
+  });
+
+  it.each([
+    [
+      { kind: 'metered' },
+      'limit',
+      'limit is required for a metered override (an integer >= 0, or null for unlimited).',
+    ],
+    [{ kind: 'metered', limit: 5, allowed: true }, 'allowed', 'A metered override sets limit, not allowed.'],
+    [{ kind: 'metered', allowed: true }, 'allowed', 'A metered override sets limit, not allowed.'],
+    [{ kind: 'metered', limit: -1 }, 'limit', undefined],
+    [{ kind: 'metered', limit: 1.5 }, 'limit', undefined],
+    [{ kind: 'metered', limit: 5, reset: 'day' }, 'reset', undefined],
+    [{ kind: 'metered', limit: 5, soft: true }, 'soft', undefined],
+    [{ kind: 'metered', limit: 5, expires_at: 'tomorrow' }, 'expires_at', undefined],
+  ])('refuses %j with 422 on %s, and creates nothing', async (payload, field, message) => {
+    const res = await put('carol', 'api-calls', payload);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field },
+      ...(message === undefined ? {} : { message }),
+    });
+    expect((await get(url('carol', 'api-calls'))).statusCode).toBe(404);
   });
 });
 

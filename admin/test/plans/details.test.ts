@@ -17,6 +17,21 @@ describe('audit details (pure)', () => {
     kind: 'limit',
     limit: value,
   });
+  type MeteredFields = Partial<
+    Pick<Extract<GrantBody, { kind: 'metered' }>, 'limit' | 'reset' | 'reset_anchor' | 'soft'>
+  >;
+  const meteredValue = (fields: MeteredFields = {}) => ({
+    kind: 'metered' as const,
+    limit: 100,
+    reset: 'month' as const,
+    reset_anchor: 'calendar' as const,
+    soft: false,
+    ...fields,
+  });
+  const metered = (feature: string, fields: MeteredFields = {}): GrantBody => ({
+    feature,
+    ...meteredValue(fields),
+  });
   const plan = (overrides: Partial<PlanState> = {}): PlanState => ({
     key: 'pro',
     name: 'Pro',
@@ -66,6 +81,25 @@ describe('audit details (pure)', () => {
       { b: { from: { kind: 'limit', limit: null }, to: { kind: 'limit', limit: 0 } } },
     ],
     [
+      'a metered reset changed',
+      [metered('m', { reset: 'month' })],
+      [metered('m', { reset: 'week' })],
+      { m: { from: meteredValue({ reset: 'month' }), to: meteredValue({ reset: 'week' }) } },
+    ],
+    [
+      'a metered grant made soft',
+      [metered('m')],
+      [metered('m', { soft: true })],
+      { m: { from: meteredValue(), to: meteredValue({ soft: true }) } },
+    ],
+    [
+      'a metered anchor changed',
+      [metered('m')],
+      [metered('m', { reset_anchor: 'subscription' })],
+      { m: { from: meteredValue(), to: meteredValue({ reset_anchor: 'subscription' }) } },
+    ],
+    ['the same metered grant', [metered('m', { limit: 3 })], [metered('m', { limit: 3 })], null],
+    [
       'several changes, only the changed features',
       [flag('a'), limit('b', 1), flag('c')],
       [flag('a'), limit('b', 2), flag('d')],
@@ -109,7 +143,48 @@ describe('resolveGrants (pure)', () => {
   const catalog = [
     { id: 'feat_1', key: 'sso', kind: 'flag' as const },
     { id: 'feat_2', key: 'seats', kind: 'limit' as const },
+    { id: 'feat_3', key: 'calls', kind: 'metered' as const },
   ];
+  const NOT_METERED = { reset: null, resetAnchor: null, soft: null };
+
+  it("fills a metered grant's defaults and keeps what it names", () => {
+    expect(resolveGrants([{ feature: 'calls', kind: 'metered', limit: 10 }], catalog)).toEqual([
+      {
+        featureId: 'feat_3',
+        feature: 'calls',
+        kind: 'metered',
+        limit: 10,
+        reset: 'month',
+        resetAnchor: 'calendar',
+        soft: false,
+      },
+    ]);
+    expect(
+      resolveGrants(
+        [
+          {
+            feature: 'calls',
+            kind: 'metered',
+            limit: null,
+            reset: 'never',
+            reset_anchor: 'subscription',
+            soft: true,
+          },
+        ],
+        catalog,
+      ),
+    ).toEqual([
+      {
+        featureId: 'feat_3',
+        feature: 'calls',
+        kind: 'metered',
+        limit: null,
+        reset: 'never',
+        resetAnchor: 'subscription',
+        soft: true,
+      },
+    ]);
+  });
 
   it('resolves valid grants to feature ids, keeping request order', () => {
     expect(
@@ -121,8 +196,8 @@ describe('resolveGrants (pure)', () => {
         catalog,
       ),
     ).toEqual([
-      { featureId: 'feat_1', feature: 'sso', kind: 'flag', limit: null },
-      { featureId: 'feat_2', feature: 'seats', kind: 'limit', limit: null },
+      { featureId: 'feat_1', feature: 'sso', kind: 'flag', limit: null, ...NOT_METERED },
+      { featureId: 'feat_2', feature: 'seats', kind: 'limit', limit: null, ...NOT_METERED },
     ]);
   });
 
@@ -150,6 +225,12 @@ describe('resolveGrants (pure)', () => {
     expect(fieldOf([{ feature: 'seats', kind: 'flag' }])).toBe('grants.0.kind');
     expect(fieldOf([{ feature: 'sso', kind: 'flag', limit: null }])).toBe('grants.0.limit');
     expect(fieldOf([{ feature: 'seats', kind: 'limit' }])).toBe('grants.0.limit');
+    expect(fieldOf([{ feature: 'calls', kind: 'metered' }])).toBe('grants.0.limit');
+    expect(fieldOf([{ feature: 'seats', kind: 'limit', limit: 1, soft: true }])).toBe('grants.0.soft');
+    expect(fieldOf([{ feature: 'sso', kind: 'flag', reset_anchor: 'calendar' }])).toBe(
+      'grants.0.reset_anchor',
+    );
+    expect(fieldOf([{ feature: 'calls', kind: 'limit', limit: 1 }])).toBe('grants.0.kind');
     expect(fieldOf([])).toBeNull();
   });
 });

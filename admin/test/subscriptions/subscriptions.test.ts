@@ -294,6 +294,54 @@ describe('POST .../subscriptions/change', () => {
   });
 });
 
+/** Where the subscription's subscription-anchored metered periods start (not in SPEC.md's response). */
+const anchorOf = async (subscriptionId: string) =>
+  await ctx.db
+    .selectFrom('subscriptions')
+    .select(['anchored_at', 'created_at'])
+    .where('id', '=', subscriptionId)
+    .executeTakeFirstOrThrow();
+
+describe('the metered anchor (decisions.md, "Metered usage: how it is built")', () => {
+  it('anchors a new subscription at its creation', async () => {
+    await newSubscriber('ann');
+    const created = (await subscribe('ann', 'basic')).json();
+    const { anchored_at, created_at } = await anchorOf(created.subscription_id);
+    expect(anchored_at).toEqual(created_at);
+    expect(created_at.toISOString()).toBe(created.created_at);
+  });
+
+  it("carries the replaced subscription's anchor across plan changes, and not across a cancel", async () => {
+    await newSubscriber('bob');
+    const first = (await subscribe('bob', 'basic')).json();
+    const anchor = new Date('2026-01-31T09:30:00.000Z');
+    await ctx.db
+      .updateTable('subscriptions')
+      .set({ anchored_at: anchor })
+      .where('id', '=', first.subscription_id)
+      .execute();
+    const second = (await change('bob', { plan_id: 'pro' })).json();
+    expect((await anchorOf(second.subscription_id)).anchored_at).toEqual(anchor);
+    const third = (
+      await change('bob', { plan_id: 'enterprise', subscription_id: second.subscription_id })
+    ).json();
+    expect((await anchorOf(third.subscription_id)).anchored_at).toEqual(anchor);
+    // The response keeps SPEC.md's shape: no anchor in it.
+    expect(Object.keys(third)).not.toContain('anchored_at');
+
+    // Only the replaced subscription's anchor: another active one keeps its own.
+    const addon = (await subscribe('bob', 'addon')).json();
+    const addonAnchor = await anchorOf(addon.subscription_id);
+    expect(addonAnchor.anchored_at).toEqual(addonAnchor.created_at);
+
+    expect((await cancel('bob', third.subscription_id)).statusCode).toBe(200);
+    const again = (await subscribe('bob', 'pro')).json();
+    const fresh = await anchorOf(again.subscription_id);
+    expect(fresh.anchored_at).toEqual(fresh.created_at);
+    expect(fresh.anchored_at).not.toEqual(anchor);
+  });
+});
+
 describe('POST .../subscriptions/{subscription_id}/cancel', () => {
   it('cancels an active subscription and reports the plan it ended', async () => {
     await newSubscriber('dave');

@@ -20,7 +20,7 @@ const WEEK_MS = 7 * DAY_MS;
 export const RESET_ORDER: Record<MeteredReset, number> = { day: 0, week: 1, month: 2, year: 3, never: 4 };
 
 /** Calendar periods start here for reset "never": one period since the epoch. */
-export const NEVER_CALENDAR_START_MS = 0;
+const NEVER_CALENDAR_START_MS = 0;
 
 function fixedSteps(anchorMs: number, stepMs: number, nowMs: number): MeteredPeriod {
   const steps = Math.floor((nowMs - anchorMs) / stepMs);

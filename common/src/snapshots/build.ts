@@ -1,11 +1,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import { isRole, isScope, type Role } from '../auth/scopes.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, PlanGrantsTable } from '../db/database.ts';
 import {
   snapshotVersionOf,
   type ApiKeyDoc,
   type CatalogDoc,
   type CatalogPlan,
+  type Grant,
   type OverrideValue,
   type SubscriberDoc,
   type Versioned,
@@ -16,6 +17,21 @@ type Db = Kysely<Database>;
 /** Every document is read inside one REPEATABLE READ transaction, so the version matches the content. */
 const consistentRead = <T>(db: Db, read: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
   db.transaction().setIsolationLevel('repeatable read').execute(read);
+
+type GrantRow = Pick<PlanGrantsTable, 'feature_kind' | 'limit_value' | 'reset' | 'reset_anchor' | 'soft'>;
+
+/** A metered grant's columns are set by the table's CHECK; the fallbacks are DESIGN.md §5's defaults. */
+function grantOf(row: GrantRow): Grant {
+  if (row.feature_kind === 'flag') return { kind: 'flag' };
+  if (row.feature_kind === 'limit') return { kind: 'limit', limit: row.limit_value };
+  return {
+    kind: 'metered',
+    limit: row.limit_value,
+    reset: row.reset ?? 'month',
+    anchor: row.reset_anchor ?? 'calendar',
+    soft: row.soft ?? false,
+  };
+}
 
 /** The catalog document and its version; null when the organization does not exist. */
 export async function buildCatalog(db: Db, organizationId: string): Promise<Versioned<CatalogDoc> | null> {
@@ -41,7 +57,7 @@ export async function buildCatalog(db: Db, organizationId: string): Promise<Vers
         .selectFrom('plan_grants as g')
         .innerJoin('plans as p', 'p.id', 'g.plan_id')
         .innerJoin('features as f', 'f.id', 'g.feature_id')
-        .select(['g.plan_id', 'f.key', 'g.feature_kind', 'g.limit_value'])
+        .select(['g.plan_id', 'f.key', 'g.feature_kind', 'g.limit_value', 'g.reset', 'g.reset_anchor', 'g.soft'])
         .where('p.organization_id', '=', organizationId)
         .execute(),
     ]);
@@ -52,8 +68,7 @@ export async function buildCatalog(db: Db, organizationId: string): Promise<Vers
     for (const grant of grants) {
       const plan: CatalogPlan | undefined = doc.plans[grant.plan_id];
       if (!plan) continue;
-      plan.grants[grant.key] =
-        grant.feature_kind === 'flag' ? { kind: 'flag' } : { kind: 'limit', limit: grant.limit_value };
+      plan.grants[grant.key] = grantOf(grant);
     }
     return { version: snapshotVersionOf(org.catalog_version), doc };
   });
@@ -78,7 +93,7 @@ export async function buildSubscribers(
         .execute(),
       trx
         .selectFrom('subscriptions')
-        .select(['subscriber_id', 'plan_id'])
+        .select(['subscriber_id', 'plan_id', 'anchored_at'])
         .where('organization_id', '=', organizationId)
         .where('subscriber_id', 'in', ids)
         .where('status', '=', 'active')
@@ -98,7 +113,15 @@ export async function buildSubscribers(
         doc: { exists: true, plans: [], overrides: {} },
       });
     }
-    for (const row of subscriptions) result.get(row.subscriber_id)?.doc.plans.push(row.plan_id);
+    for (const row of subscriptions) {
+      const doc = result.get(row.subscriber_id)?.doc;
+      if (!doc) continue;
+      doc.plans.push(row.plan_id);
+      const anchoredAt = row.anchored_at.getTime();
+      const subscribedAt = (doc.subscribedAt ??= {});
+      const known = subscribedAt[row.plan_id];
+      if (known === undefined || anchoredAt < known) subscribedAt[row.plan_id] = anchoredAt;
+    }
     for (const row of overrides) {
       const entry = result.get(row.subscriber_id);
       if (!entry) continue;
@@ -106,7 +129,7 @@ export async function buildSubscribers(
       const value: OverrideValue =
         row.feature_kind === 'flag'
           ? { kind: 'flag', allowed: row.allowed === true, expiresAt }
-          : { kind: 'limit', limit: row.limit_value, expiresAt };
+          : { kind: row.feature_kind, limit: row.limit_value, expiresAt };
       entry.doc.overrides[row.key] = value;
     }
     return result;

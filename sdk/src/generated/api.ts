@@ -1800,7 +1800,7 @@ export interface paths {
     get: {
       parameters: {
         query?: {
-          kind?: 'flag' | 'limit';
+          kind?: 'flag' | 'limit' | 'metered';
           limit?: number;
           starting_after?: string;
         };
@@ -1918,7 +1918,7 @@ export interface paths {
             description?: string;
             /** @description lowercase letters, digits, _ . : -; at most 64 */
             key: string;
-            kind: 'flag' | 'limit';
+            kind: 'flag' | 'limit' | 'metered';
             name: string;
           };
         };
@@ -1938,7 +1938,7 @@ export interface paths {
               created_at: string;
               description: string;
               key: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               name: string;
               /**
                * Format: date-time
@@ -2088,7 +2088,7 @@ export interface paths {
               created_at: string;
               description: string;
               key: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               name: string;
               /**
                * Format: date-time
@@ -2237,7 +2237,7 @@ export interface paths {
               created_at: string;
               description: string;
               key: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               name: string;
               /**
                * Format: date-time
@@ -3609,12 +3609,17 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit grant must have one */
+            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
             grants?: {
               feature: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               /** @description integer >= 0; null = unlimited */
               limit?: number | null;
+              /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+              reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+              /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+              reset_anchor?: 'calendar' | 'subscription';
+              soft?: boolean;
             }[];
             /** @description lowercase letters, digits, _ and -; at most 64 */
             key: string;
@@ -3650,6 +3655,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -3820,6 +3838,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -4093,12 +4124,17 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit grant must have one */
+            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
             grants?: {
               feature: string;
-              kind: 'flag' | 'limit';
+              kind: 'flag' | 'limit' | 'metered';
               /** @description integer >= 0; null = unlimited */
               limit?: number | null;
+              /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+              reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+              /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+              reset_anchor?: 'calendar' | 'subscription';
+              soft?: boolean;
             }[];
             name?: string;
           };
@@ -4131,6 +4167,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -4296,6 +4345,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -4465,6 +4527,19 @@ export interface paths {
                     kind: 'limit';
                     /** @description integer >= 0; null = unlimited */
                     limit: number | null;
+                  }
+                | {
+                    feature: string;
+                    /** @enum {string} */
+                    kind: 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor: 'calendar' | 'subscription';
+                    /** @description true: use beyond the limit is allowed and reported as overage */
+                    soft: boolean;
                   }
               )[];
               key: string;
@@ -5282,6 +5357,7 @@ export interface paths {
               | 'catalog:write'
               | 'subscribers:read'
               | 'subscribers:write'
+              | 'usage:write'
               | 'org:read'
               | 'org:write'
               | 'org:audit:read'
@@ -5321,6 +5397,7 @@ export interface paths {
                 | 'catalog:write'
                 | 'subscribers:read'
                 | 'subscribers:write'
+                | 'usage:write'
                 | 'org:read'
                 | 'org:write'
                 | 'org:audit:read'
@@ -6200,6 +6277,26 @@ export interface paths {
                     limit: number | null;
                     source: 'override' | 'plan' | 'none';
                   }
+                | {
+                    /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                    allowed: boolean;
+                    feature: string;
+                    /** @constant */
+                    kind: 'metered';
+                    /** @description per period; null = unlimited */
+                    limit: number | null;
+                    /** @description soft limits only: max(0, used - limit) */
+                    overage?: number;
+                    /** Format: date-time */
+                    period_start: string;
+                    /** @description max(0, limit - used); null when unlimited */
+                    remaining: number | null;
+                    /** @description when the next period starts; null for reset "never" */
+                    resets_at: string | null;
+                    source: 'override' | 'plan' | 'none';
+                    /** @description used in the current period */
+                    used: number;
+                  }
               )[];
               subscriber_id: string;
             };
@@ -6398,6 +6495,8 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
+            /** @description metered features only: deduct this much if it fits (or the limit is soft or unlimited), atomically with the check; `allowed: false` and nothing deducted otherwise */
+            consume?: number;
             /** @description catalog feature key */
             feature: string;
           };
@@ -6430,6 +6529,26 @@ export interface paths {
                   kind: 'limit';
                   limit: number | null;
                   source: 'override' | 'plan' | 'none';
+                }
+              | {
+                  /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                  allowed: boolean;
+                  feature: string;
+                  /** @constant */
+                  kind: 'metered';
+                  /** @description per period; null = unlimited */
+                  limit: number | null;
+                  /** @description soft limits only: max(0, used - limit) */
+                  overage?: number;
+                  /** Format: date-time */
+                  period_start: string;
+                  /** @description max(0, limit - used); null when unlimited */
+                  remaining: number | null;
+                  /** @description when the next period starts; null for reset "never" */
+                  resets_at: string | null;
+                  source: 'override' | 'plan' | 'none';
+                  /** @description used in the current period */
+                  used: number;
                 };
           };
         };
@@ -6769,8 +6888,8 @@ export interface paths {
               /** @description the feature key */
               feature: string;
               id: string;
-              kind: 'flag' | 'limit';
-              /** @description present when kind is limit */
+              kind: 'flag' | 'limit' | 'metered';
+              /** @description present when kind is limit or metered */
               limit?: number | null;
               subscriber_id: string;
               /**
@@ -6899,7 +7018,7 @@ export interface paths {
             allowed?: boolean;
             /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
             expires_at?: string | null;
-            kind: 'flag' | 'limit';
+            kind: 'flag' | 'limit' | 'metered';
             /** @description integer >= 0; null = unlimited */
             limit?: number | null;
           };
@@ -6924,8 +7043,8 @@ export interface paths {
               /** @description the feature key */
               feature: string;
               id: string;
-              kind: 'flag' | 'limit';
-              /** @description present when kind is limit */
+              kind: 'flag' | 'limit' | 'metered';
+              /** @description present when kind is limit or metered */
               limit?: number | null;
               subscriber_id: string;
               /**
@@ -8961,7 +9080,7 @@ export interface components {
       created_at: string;
       description: string;
       key: string;
-      kind: 'flag' | 'limit';
+      kind: 'flag' | 'limit' | 'metered';
       name: string;
       /**
        * Format: date-time
@@ -9022,6 +9141,19 @@ export interface components {
             /** @description integer >= 0; null = unlimited */
             limit: number | null;
           }
+        | {
+            feature: string;
+            /** @enum {string} */
+            kind: 'metered';
+            /** @description integer >= 0; null = unlimited */
+            limit: number | null;
+            /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+            reset: 'day' | 'week' | 'month' | 'year' | 'never';
+            /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+            reset_anchor: 'calendar' | 'subscription';
+            /** @description true: use beyond the limit is allowed and reported as overage */
+            soft: boolean;
+          }
       )[];
       key: string;
       kind: 'catalog' | 'custom';
@@ -9076,8 +9208,8 @@ export interface components {
       /** @description the feature key */
       feature: string;
       id: string;
-      kind: 'flag' | 'limit';
-      /** @description present when kind is limit */
+      kind: 'flag' | 'limit' | 'metered';
+      /** @description present when kind is limit or metered */
       limit?: number | null;
       subscriber_id: string;
       /**
@@ -9130,6 +9262,7 @@ export interface components {
         | 'catalog:write'
         | 'subscribers:read'
         | 'subscribers:write'
+        | 'usage:write'
         | 'org:read'
         | 'org:write'
         | 'org:audit:read'

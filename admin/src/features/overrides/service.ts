@@ -52,9 +52,12 @@ const overrideNotFound = (subscriberId: string, key: string) =>
 /** The value an override body sets, once its shape matches its kind. */
 export type OverrideValue =
   | { kind: 'flag'; allowed: boolean; expiresAt: Date | null }
-  | { kind: 'limit'; limit: number | null; expiresAt: Date | null };
+  | { kind: 'limit' | 'metered'; limit: number | null; expiresAt: Date | null };
 
-/** Checks the rules that depend on `kind`: a flag sets `allowed` only, a limit sets `limit` only. */
+/**
+ * Checks the rules that depend on `kind`: a flag sets `allowed` only, a limit or metered override sets `limit` only
+ * (a metered override replaces the limit; reset, anchor and soft stay the grant's).
+ */
 function overrideValueFrom(body: PutOverrideBody): OverrideValue {
   const expiresAt = body.expires_at == null ? null : new Date(parseDateTime(body.expires_at));
   if (expiresAt && Number.isNaN(expiresAt.getTime())) {
@@ -71,16 +74,16 @@ function overrideValueFrom(body: PutOverrideBody): OverrideValue {
     return { kind: 'flag', allowed: body.allowed, expiresAt };
   }
   if (body.allowed !== undefined)
-    throw validationError('A limit override sets limit, not allowed.', { field: 'allowed' });
+    throw validationError(`A ${body.kind} override sets limit, not allowed.`, { field: 'allowed' });
   if (body.limit === undefined) {
     throw validationError(
-      'limit is required for a limit override (an integer >= 0, or null for unlimited).',
+      `limit is required for a ${body.kind} override (an integer >= 0, or null for unlimited).`,
       {
         field: 'limit',
       },
     );
   }
-  return { kind: 'limit', limit: body.limit, expiresAt };
+  return { kind: body.kind, limit: body.limit, expiresAt };
 }
 
 async function featureOrThrow(db: Db, organizationId: string, key: string): Promise<Feature> {
@@ -134,7 +137,7 @@ export async function upsertOverride(
     }
     const columns: OverrideColumns = {
       allowed: value.kind === 'flag' ? value.allowed : null,
-      limit_value: value.kind === 'limit' ? value.limit : null,
+      limit_value: value.kind === 'flag' ? null : value.limit,
       expires_at: value.expiresAt,
     };
     const existing = await findOverride(trx, organizationId, subscriberId, feature.id);

@@ -3,12 +3,25 @@ import type { AuditDetails } from '../shared/write/outcome.ts';
 import type { Change } from '../shared/changes.ts';
 
 /** A grant as the audit log writes it: without `feature`, which is the key it is filed under. */
-export type GrantValue = { kind: 'flag' } | { kind: 'limit'; limit: number | null };
+export type GrantValue =
+  | { kind: 'flag' }
+  | { kind: 'limit'; limit: number | null }
+  | Omit<Extract<GrantBody, { kind: 'metered' }>, 'feature'>;
 
 export type GrantChanges = Record<string, Change<GrantValue | null>>;
 
-const grantValue = (grant: GrantBody): GrantValue =>
-  grant.kind === 'flag' ? { kind: 'flag' } : { kind: 'limit', limit: grant.limit };
+/** Fields in one fixed order, so that equal grants serialize equally. */
+function grantValue(grant: GrantBody): GrantValue {
+  if (grant.kind === 'flag') return { kind: 'flag' };
+  if (grant.kind === 'limit') return { kind: 'limit', limit: grant.limit };
+  return {
+    kind: 'metered',
+    limit: grant.limit,
+    reset: grant.reset,
+    reset_anchor: grant.reset_anchor,
+    soft: grant.soft,
+  };
+}
 
 const sortedByFeature = (grants: readonly GrantBody[]) =>
   [...grants].sort((a, b) => (a.feature < b.feature ? -1 : a.feature > b.feature ? 1 : 0));
@@ -16,7 +29,7 @@ const sortedByFeature = (grants: readonly GrantBody[]) =>
 const sameGrant = (a: GrantValue | null, b: GrantValue | null): boolean =>
   JSON.stringify(a) === JSON.stringify(b);
 
-/** `{<feature key>: {kind, limit?}}`, in feature key order: how a create names the grants it made. */
+/** `{<feature key>: {kind, limit?, reset?, reset_anchor?, soft?}}`, in feature key order: how a create names the grants it made. */
 export function grantsByFeature(grants: readonly GrantBody[]): Record<string, GrantValue> {
   const result: Record<string, GrantValue> = {};
   for (const grant of sortedByFeature(grants)) result[grant.feature] = grantValue(grant);

@@ -1,4 +1,4 @@
-import type { Feature, FeatureKind } from '@ent/common/db/database';
+import type { Feature, FeatureKind, MeteredReset, MeteredResetAnchor } from '@ent/common/db/database';
 import { validationError } from '@ent/common/errors/app-error';
 import type { GrantBody, GrantInput } from '@ent/contract/plans';
 
@@ -7,18 +7,28 @@ export interface ResolvedGrant {
   featureId: string;
   feature: string;
   kind: FeatureKind;
-  /** Null for flags; for limits null = unlimited. */
+  /** Null for flags; for limit and metered grants null = unlimited. */
   limit: number | null;
+  /** Metered grants only: how periods run and whether the limit is soft (null for the other kinds). */
+  reset: MeteredReset | null;
+  resetAnchor: MeteredResetAnchor | null;
+  soft: boolean | null;
 }
 
 export type CatalogFeature = Pick<Feature, 'id' | 'key' | 'kind'>;
+
+/** DESIGN.md §5: what a metered grant that leaves them out gets. */
+const METERED_DEFAULTS = { reset: 'month', resetAnchor: 'calendar', soft: false } as const;
+
+/** The fields only a metered grant may carry. */
+const METERED_ONLY_FIELDS = ['reset', 'reset_anchor', 'soft'] as const;
 
 const grantField = (index: number, field: keyof GrantInput) => `grants.${index}.${field}`;
 
 /**
  * Checks each grant in request order and names the first one that breaks a rule: a feature listed twice,
- * a feature not in the catalog, a grant kind other than the feature's, a flag with a `limit`, a limit
- * without one.
+ * a feature not in the catalog, a grant kind other than the feature's, a flag with a `limit`, a limit or metered
+ * grant without one, `reset`, `reset_anchor` or `soft` on a grant that is not metered.
  */
 export function resolveGrants(
   inputs: readonly GrantInput[],
@@ -56,23 +66,60 @@ export function resolveGrants(
         value: input.limit,
       });
     }
-    if (input.kind === 'limit' && input.limit === undefined) {
+    if (input.kind !== 'flag' && input.limit === undefined) {
       throw validationError(
-        `A limit grant needs limit (an integer >= 0, or null for unlimited) for "${feature.key}".`,
+        `A ${input.kind} grant needs limit (an integer >= 0, or null for unlimited) for "${feature.key}".`,
         {
           field: grantField(index, 'limit'),
         },
       );
     }
-    return { featureId: feature.id, feature: feature.key, kind: feature.kind, limit: input.limit ?? null };
+    if (input.kind !== 'metered') {
+      const misplaced = METERED_ONLY_FIELDS.find((field) => input[field] !== undefined);
+      if (misplaced) {
+        throw validationError(
+          `${misplaced} is for metered grants only; remove it from the ${input.kind} grant of "${feature.key}".`,
+          { field: grantField(index, misplaced), value: input[misplaced] },
+        );
+      }
+      return {
+        featureId: feature.id,
+        feature: feature.key,
+        kind: input.kind,
+        limit: input.limit ?? null,
+        reset: null,
+        resetAnchor: null,
+        soft: null,
+      };
+    }
+    return {
+      featureId: feature.id,
+      feature: feature.key,
+      kind: 'metered',
+      limit: input.limit ?? null,
+      reset: input.reset ?? METERED_DEFAULTS.reset,
+      resetAnchor: input.reset_anchor ?? METERED_DEFAULTS.resetAnchor,
+      soft: input.soft ?? METERED_DEFAULTS.soft,
+    };
   });
 }
 
-/** The response shape: flags carry no `limit`. */
-export const toGrantBody = (grant: Pick<ResolvedGrant, 'feature' | 'kind' | 'limit'>): GrantBody =>
-  grant.kind === 'flag'
-    ? { feature: grant.feature, kind: 'flag' }
-    : { feature: grant.feature, kind: 'limit', limit: grant.limit };
+/** A grant as stored or resolved; the metered fields are null for the other kinds. */
+export type GrantRow = Pick<ResolvedGrant, 'feature' | 'kind' | 'limit' | 'reset' | 'resetAnchor' | 'soft'>;
+
+/** The response shape: flags carry no `limit`; metered grants carry every field, defaults filled when stored. */
+export function toGrantBody(grant: GrantRow): GrantBody {
+  if (grant.kind === 'flag') return { feature: grant.feature, kind: 'flag' };
+  if (grant.kind === 'limit') return { feature: grant.feature, kind: 'limit', limit: grant.limit };
+  return {
+    feature: grant.feature,
+    kind: 'metered',
+    limit: grant.limit,
+    reset: grant.reset ?? METERED_DEFAULTS.reset,
+    reset_anchor: grant.resetAnchor ?? METERED_DEFAULTS.resetAnchor,
+    soft: grant.soft ?? METERED_DEFAULTS.soft,
+  };
+}
 
 export const byFeatureKey = (a: { feature: string }, b: { feature: string }): number =>
   a.feature < b.feature ? -1 : a.feature > b.feature ? 1 : 0;

@@ -1,16 +1,11 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan, PlanKind } from '@ent/common/db/database';
 import { newId } from '@ent/common/ids';
-import type { ResolvedGrant } from './grants.ts';
+import type { GrantRow, ResolvedGrant } from './grants.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export interface StoredGrant {
-  plan_id: string;
-  feature: string;
-  kind: ResolvedGrant['kind'];
-  limit: number | null;
-}
+export type StoredGrant = GrantRow & { plan_id: string };
 
 const planByKey = (db: Db, organizationId: string, key: string) =>
   db.selectFrom('plans').selectAll().where('organization_id', '=', organizationId).where('key', '=', key);
@@ -88,7 +83,15 @@ export function findGrants(db: Db, planIds: readonly string[]): Promise<StoredGr
   return db
     .selectFrom('plan_grants as g')
     .innerJoin('features as f', 'f.id', 'g.feature_id')
-    .select(['g.plan_id', 'f.key as feature', 'g.feature_kind as kind', 'g.limit_value as limit'])
+    .select([
+      'g.plan_id',
+      'f.key as feature',
+      'g.feature_kind as kind',
+      'g.limit_value as limit',
+      'g.reset',
+      'g.reset_anchor as resetAnchor',
+      'g.soft',
+    ])
     .where('g.plan_id', 'in', planIds)
     .orderBy('f.key')
     .execute();
@@ -108,7 +111,10 @@ export async function replaceGrants(
         plan_id: planId,
         feature_id: grant.featureId,
         feature_kind: grant.kind,
-        limit_value: grant.kind === 'limit' ? grant.limit : null,
+        limit_value: grant.kind === 'flag' ? null : grant.limit,
+        reset: grant.reset,
+        reset_anchor: grant.resetAnchor,
+        soft: grant.soft,
       })),
     )
     .execute();

@@ -141,7 +141,8 @@ export async function changeSubscription(
     const plan = await planOpenForSubscribing(trx, organizationId, input.plan_id);
     refuseSecondActiveSubscription(active, plan);
     const canceled = await endSubscription(trx, current);
-    const created = await insertSubscription(trx, organizationId, subscriberId, plan);
+    // The replacing subscription keeps the replaced one's anchor: its metered periods, and their usage, go on.
+    const created = await insertSubscription(trx, organizationId, subscriberId, plan, current.anchored_at);
     await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
     outcome.details = {
       subscription_id: created.id,

@@ -73,11 +73,13 @@ export function listSubscriptions(
     .execute();
 }
 
+/** `anchoredAt` omitted: anchored at its creation (the column's default, the same `now()` as `created_at`). */
 export async function insertSubscription(
   trx: Transaction<Database>,
   organizationId: string,
   subscriberId: string,
   plan: Plan,
+  anchoredAt?: Date,
 ): Promise<SubscriptionWithPlan> {
   const created = await trx
     .insertInto('subscriptions')
@@ -86,6 +88,7 @@ export async function insertSubscription(
       organization_id: organizationId,
       subscriber_id: subscriberId,
       plan_id: plan.id,
+      ...(anchoredAt === undefined ? {} : { anchored_at: anchoredAt }),
     })
     .returningAll()
     .executeTakeFirstOrThrow();
