@@ -1,8 +1,11 @@
 import { exchange, type Exchange } from './http.ts';
 import { FEATURE, METERED_CONSUMED, type FaultOrganization } from './organization.ts';
 
-/** `consume`: the check route deducting 1 of the metered feature (an eval like the others). */
-export type EvalRoute = 'check' | 'list' | 'list-all' | 'consume';
+/**
+ * `consume`: the check route deducting 1 of the metered feature (an eval like the others); `metered-check`: the check
+ * of a metered feature named with the call, deducting nothing (how the metered rows read used back).
+ */
+export type EvalRoute = 'check' | 'list' | 'list-all' | 'consume' | 'metered-check';
 
 export interface EvalRecord {
   gateway: number;
@@ -22,23 +25,34 @@ export interface EvalRecord {
 /** Every eval the run sends, load and verification alike, so the count check sees all of them. */
 export interface EvalLog {
   records: EvalRecord[];
-  evaluate(gateway: number, subscriber: string, route: EvalRoute, victimKey?: boolean): Promise<Exchange>;
+  evaluate(
+    gateway: number,
+    subscriber: string,
+    route: EvalRoute,
+    victimKey?: boolean,
+    meteredFeature?: string,
+  ): Promise<Exchange>;
 }
 
 export function createEvalLog(org: FaultOrganization, gatewayUrls: string[]): EvalLog {
   const records: EvalRecord[] = [];
   return {
     records,
-    async evaluate(gateway, subscriber, route, victimKey = false) {
+    async evaluate(gateway, subscriber, route, victimKey = false, meteredFeature = METERED_CONSUMED) {
       const base = `${gatewayUrls[gateway]}/org/subscribers/${subscriber}/entitlements`;
       const apiKey = victimKey ? org.victim.apiKey : org.apiKey;
       const answer =
-        route === 'check' || route === 'consume'
+        route === 'check' || route === 'consume' || route === 'metered-check'
           ? await exchange({
               method: 'POST',
               url: `${base}/check`,
               apiKey,
-              body: route === 'check' ? { feature: FEATURE } : { feature: METERED_CONSUMED, consume: 1 },
+              body:
+                route === 'check'
+                  ? { feature: FEATURE }
+                  : route === 'consume'
+                    ? { feature: METERED_CONSUMED, consume: 1 }
+                    : { feature: meteredFeature },
             })
           : await exchange({ method: 'GET', url: route === 'list-all' ? `${base}?all=true` : base, apiKey });
       const ok = answer.status !== null && answer.status >= 200 && answer.status < 300;

@@ -1,8 +1,7 @@
 import { converge } from './converge.ts';
-import { exchange } from './http.ts';
-import type { EvalRecord } from './load.ts';
+import type { EvalLog, EvalRecord } from './load.ts';
 import type { ReportRecord } from './metered-load.ts';
-import { METERED_CONSUMED, METERED_LIMIT, METERED_REPORTED, type FaultOrganization } from './organization.ts';
+import { METERED_CONSUMED, METERED_LIMIT, METERED_REPORTED } from './organization.ts';
 
 /** What a metered row measured (DESIGN.md §5: usage lost, goal 0; over-consumption, must be 0). */
 export interface MeteredFindings {
@@ -22,27 +21,27 @@ interface Usage {
   reported: number;
 }
 
-/** One gateway's used figures of both metered features, per subscriber; what went wrong when a read failed. */
+/**
+ * One gateway's used figures of both metered features, per subscriber, from the check of each (through the eval log:
+ * a check is an eval, and the count check must see it); what went wrong when a read failed.
+ */
 async function readUsage(
-  gatewayUrl: string,
-  apiKey: string,
+  evals: EvalLog,
+  gateway: number,
   subscribers: string[],
 ): Promise<Map<string, Usage> | string> {
   const usage = new Map<string, Usage>();
   for (const subscriber of subscribers) {
-    const answer = await exchange({
-      method: 'GET',
-      url: `${gatewayUrl}/org/subscribers/${subscriber}/usage`,
-      apiKey,
-    });
-    const rows = (answer.body as { usage?: { feature: string; used: number }[] } | null)?.usage;
-    const used = (feature: string) => rows?.find((row) => row.feature === feature)?.used;
-    const consumed = used(METERED_CONSUMED);
-    const reported = used(METERED_REPORTED);
-    if (answer.status !== 200 || typeof consumed !== 'number' || typeof reported !== 'number') {
-      return `${gatewayUrl} usage of ${subscriber}: ${answer.status ?? answer.failure} ${JSON.stringify(answer.body).slice(0, 200)}`;
+    const used: number[] = [];
+    for (const feature of [METERED_CONSUMED, METERED_REPORTED]) {
+      const answer = await evals.evaluate(gateway, subscriber, 'metered-check', false, feature);
+      const figure = (answer.body as { used?: unknown } | null)?.used;
+      if (answer.status !== 200 || typeof figure !== 'number') {
+        return `gateway-${gateway + 1} ${feature} of ${subscriber}: ${answer.status ?? answer.failure} ${JSON.stringify(answer.body).slice(0, 200)}`;
+      }
+      used.push(figure);
     }
-    usage.set(subscriber, { consumed, reported });
+    usage.set(subscriber, { consumed: used[0]!, reported: used[1]! });
   }
   return usage;
 }
@@ -51,14 +50,14 @@ const sameUsage = (a: Map<string, Usage>, b: Map<string, Usage>) =>
   [...a].every(([s, u]) => b.get(s)?.consumed === u.consumed && b.get(s)?.reported === u.reported);
 
 /**
- * Once the load is over and unacknowledged reports were sent again: the used figures every gateway reads back (they
+ * Once the load is over and unacknowledged reports were sent again: the used figures every gateway answers (they
  * must agree and stay put for 2 s), against what the answers promised. Per subscriber: consumed must lie between the
  * consumes allowed and those plus the ones whose answer was lost (never a 503's: that one applied nothing), and within
  * the limit; reported between the acknowledged reports' sum and the sum of all sent.
  */
 export async function verifyMetered(
-  org: FaultOrganization,
-  gatewayUrls: string[],
+  evals: EvalLog,
+  gateways: number,
   consumes: EvalRecord[],
   reports: ReportRecord[],
   subscribers: string[],
@@ -69,8 +68,10 @@ export async function verifyMetered(
     steadySince: Date.now(),
     problem: null,
   };
-  const convergedAt = await converge(async () => {
-    const readings = await Promise.all(gatewayUrls.map((url) => readUsage(url, org.apiKey, subscribers)));
+  const steadyAt = await converge(async () => {
+    const readings = await Promise.all(
+      Array.from({ length: gateways }, (_, g) => readUsage(evals, g, subscribers)),
+    );
     const problem = readings.find((r): r is string => typeof r === 'string');
     if (problem) {
       seen.problem = problem;
@@ -85,6 +86,8 @@ export async function verifyMetered(
     seen.usage = first!;
     return Date.now() - seen.steadySince >= 2000;
   });
+  // Converged when the figures last moved: the 2 s of watching them stay put is the check's, not the service's.
+  const convergedAt = steadyAt === null ? null : seen.steadySince;
   if (convergedAt === null)
     failures.push(`the used figures never settled on every gateway (${seen.problem ?? 'still moving'})`);
 

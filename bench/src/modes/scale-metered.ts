@@ -43,6 +43,8 @@ export interface MeteredScale {
   };
   /** Whether the three gateways answered the same used figures. */
   gatewaysAgree: boolean;
+  /** How used was read back: the usage route, or (a gateway without it) the check (absent from older results). */
+  readBackRoute?: 'GET /org/subscribers/{id}/usage' | 'POST .../entitlements/check';
 }
 
 interface Answer {
@@ -278,13 +280,34 @@ export async function meteredPhase(
     );
     const seconds = (performance.now() - started) / 1000;
 
-    // What each gateway reads back, once the figures stop moving (bounded: 20 reads a second apart).
+    // What each gateway reads back, once the figures stop moving (bounded: 20 reads a second apart). The usage route
+    // if the gateway has it, else the check of each feature (an eval: nothing counts evals any more by now).
+    let readBackRoute: MeteredScale['readBackRoute'] = 'GET /org/subscribers/{id}/usage';
+    const usedOf = async (gateway: number, subscriber: string, feature: string) => {
+      const answer = await call(gateway, 'POST', `/org/subscribers/${subscriber}/entitlements/check`, {
+        feature,
+      });
+      const used = (answer.body as { used?: unknown } | null)?.used;
+      return answer.status === 200 && typeof used === 'number' ? used : Number.NaN;
+    };
     const readBack = async (gateway: number) => {
       const used = new Map<string, [number, number]>();
       for (const subscriber of subscribers) {
+        if (readBackRoute === 'POST .../entitlements/check') {
+          used.set(subscriber, [
+            await usedOf(gateway, subscriber, METERED_FEATURE),
+            await usedOf(gateway, subscriber, METERED_EVENTS_FEATURE),
+          ]);
+          continue;
+        }
         const answer = await call(gateway, 'GET', `/org/subscribers/${subscriber}/usage`);
-        const usage = (answer.body as { usage?: { feature: string; used: number }[] } | null)?.usage ?? [];
-        const of = (feature: string) => usage.find((u) => u.feature === feature)?.used ?? Number.NaN;
+        const usage = (answer.body as { usage?: { feature: string; used: number }[] } | null)?.usage;
+        if (answer.status === 404 && !usage) {
+          log(`GET /org/subscribers/{id}/usage answered 404: reading used from the check instead`);
+          readBackRoute = 'POST .../entitlements/check';
+          return readBack(gateway);
+        }
+        const of = (feature: string) => usage?.find((u) => u.feature === feature)?.used ?? Number.NaN;
         used.set(subscriber, [of(METERED_FEATURE), of(METERED_EVENTS_FEATURE)]);
       }
       return used;
@@ -337,6 +360,7 @@ export async function meteredPhase(
         subscribersOff: reportOff,
       },
       gatewaysAgree: readings.every((reading) => same(reading, first)),
+      readBackRoute,
     };
   } finally {
     await Promise.all(pools.map((pool) => pool.close()));
@@ -365,7 +389,8 @@ export function renderMeteredScale(m: MeteredScale): string[] {
     '|---|---|---|---|',
     `| consumes allowed | ${fmt(c.expectedAllowed)} (Σ min(attempts, limit)) | ${fmt(c.allowed)} (${fmt(c.denied)} refused, ` +
       `over the limit ${c.overConsumed}) | ${c.subscribersOff} |`,
-    `| used read back, consumed feature | ${fmt(c.allowed)} | ${fmt(c.usedReadBack)} | |`,
+    `| used read back (${m.readBackRoute ?? 'GET /org/subscribers/{id}/usage'}), consumed feature | ${fmt(c.allowed)} | ` +
+      `${fmt(c.usedReadBack)} | |`,
     `| used read back, reported feature | ${fmt(r.expectedUsed)} (Σ acknowledged) | ${fmt(r.usedReadBack)} | ${r.subscribersOff} |`,
     '',
     `Single reports repeated answered as replays (\`Idempotent-Replayed: true\`): ${fmt(r.replayed)} of ` +
