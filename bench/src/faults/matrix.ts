@@ -14,6 +14,7 @@ const REPORTS_PER_SECOND = 20;
 const METERED_SUBSCRIBERS = 4;
 /** Rounds of sending unacknowledged reports again once everything is back, a second apart. */
 const REPORT_RETRIES = 10;
+const REPORT_RETRY_BOUND_MS = 30_000;
 const STEADY_BEFORE_MS = 2000;
 const LOAD_AFTER_RECOVERY_MS = 3000;
 const WRITE_EVERY_MS = 200;
@@ -107,7 +108,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   }
 
   // As the SDK does: a report without a 2xx is sent again under its key once the service is back.
-  await metered?.retryUnacknowledged(REPORT_RETRIES);
+  await metered?.retryUnacknowledged(REPORT_RETRIES, REPORT_RETRY_BOUND_MS);
 
   // The metered figures first: their reads are evals, and the count check that follows must see them too.
   const verifyStarted = Date.now();

@@ -21,9 +21,9 @@ export interface MeteredLoad {
   stop(): Promise<void>;
   /**
    * Sends every report not yet acknowledged again, under its key, as the SDK does once the service is back
-   * (alternating the gateways, `rounds` times at most, a second apart).
+   * (alternating the gateways, `rounds` times at most, a second apart, for `maxMs` at most).
    */
-  retryUnacknowledged(rounds: number): Promise<void>;
+  retryUnacknowledged(rounds: number, maxMs: number): Promise<void>;
 }
 
 const TICK_MS = 25;
@@ -151,8 +151,9 @@ export function startMeteredLoad(
       clearInterval(timer);
       await Promise.all([...inFlight]);
     },
-    async retryUnacknowledged(rounds) {
-      for (let round = 0; round < rounds; round++) {
+    async retryUnacknowledged(rounds, maxMs) {
+      const deadline = Date.now() + maxMs;
+      for (let round = 0; round < rounds && Date.now() < deadline; round++) {
         const pending = reports.filter((r) => !r.acknowledged);
         if (pending.length === 0) return;
         if (round > 0) await sleep(1000);
@@ -160,10 +161,12 @@ export function startMeteredLoad(
         const byBatch = new Map<number, ReportRecord[]>();
         for (const r of pending.filter((p) => p.batch !== null))
           byBatch.set(r.batch!, [...(byBatch.get(r.batch!) ?? []), r]);
-        for (const [i, record] of singles.entries())
-          await sendReports([record], (round + i) % gatewayUrls.length);
-        for (const [i, events] of [...byBatch.values()].entries())
-          await sendReports(events, (round + i + 1) % gatewayUrls.length);
+        for (const [i, events] of [...byBatch.values()].entries()) {
+          if (Date.now() < deadline) await sendReports(events, (round + i + 1) % gatewayUrls.length);
+        }
+        for (const [i, record] of singles.entries()) {
+          if (Date.now() < deadline) await sendReports([record], (round + i) % gatewayUrls.length);
+        }
       }
     },
   };
