@@ -105,7 +105,7 @@ module.exports = {
       name: 'plugins-are-infrastructure',
       severity: 'error',
       comment:
-        'plugins/ holds infrastructure (database, Redis, auth, audit, the write pipeline, metrics): it never imports a feature, so features build on plugins and never the other way round.',
+        'plugins/ holds infrastructure (database, Redis, queues, authentication, metrics, OpenAPI): it never imports a feature, so features build on plugins and never the other way round. What a plugin needs of a feature (the session credential) is handed to it by app.ts.',
       from: { path: '^(admin|gateway)/src/plugins/' },
       to: { path: '^(admin|gateway)/src/features/' },
     },

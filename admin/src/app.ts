@@ -14,14 +14,19 @@ import { validatorCompiler } from '@ent/common/http/validation';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { requestIdFrom } from './http/request-id.ts';
 import { adminMetrics } from './plugins/admin-metrics.ts';
-import { audit } from './plugins/audit.ts';
+import { audit } from './features/audit/plugin.ts';
 import { authentication } from './plugins/auth.ts';
+import { sessionCredential } from './features/console-sessions/authenticate.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
 import { openapi } from './plugins/openapi.ts';
 import { queues } from './plugins/queues.ts';
-import { writePipeline } from './plugins/write-pipeline.ts';
+import { writePipeline } from './features/shared/write/pipeline.ts';
 import { routes } from './routes.ts';
-import { snapshots, type SnapshotsOptions } from './features/snapshots/plugin.ts';
+import { queueNames } from './job-registry.ts';
+import { outboxMetrics } from './features/outbox/metrics.ts';
+import { webhookMetrics } from './features/webhook/metrics.ts';
+import { snapshots } from './features/snapshots/plugin.ts';
+import { outbox, type OutboxOptions } from './features/outbox/plugin.ts';
 
 export interface AdminAppOptions {
   config: Config;
@@ -32,7 +37,7 @@ export interface AdminAppOptions {
   /** The console's build to serve at /console (tests point it elsewhere; console/dist by default). */
   consoleDistDir?: string;
   /** Admin's own outbox relay passes after an undelivered write-through (features/outbox/follow-up.ts). */
-  relayFollowUp?: SnapshotsOptions['relayFollowUp'];
+  relayFollowUp?: OutboxOptions['relayFollowUp'];
 }
 
 export type AdminApp = FastifyInstance;
@@ -63,7 +68,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
     requestDurationBuckets: REQUEST_DURATION_BUCKETS,
     publicPortMetrics: config.publicPortMetrics,
   });
-  await app.register(queues);
+  await app.register(queues, { names: queueNames });
   await app.register(openapi);
   // Admin serves with Postgres (DESIGN.md). Redis is reported but never decides: writes still commit and answer
   // without it (the outbox brings Redis up to date), so taking admin out of rotation for it would only add failed
@@ -73,9 +78,12 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
     decisive: ['postgres'],
   });
   await app.register(adminMetrics);
+  await app.register(outboxMetrics);
+  await app.register(webhookMetrics);
   await app.register(writePipeline);
-  await app.register(snapshots, { relayFollowUp: options.relayFollowUp });
-  await app.register(authentication);
+  await app.register(snapshots);
+  await app.register(outbox, { relayFollowUp: options.relayFollowUp });
+  await app.register(authentication, { sessions: sessionCredential });
   await app.register(audit);
   await app.register(routes, { consoleDistDir: options.consoleDistDir });
   return app;

@@ -8,7 +8,7 @@ import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { startOutboxRunner } from './features/outbox/runner.ts';
-import { jobDefinitions } from './jobs/registry.ts';
+import { jobDefinitions, queueNames } from './job-registry.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
 
@@ -17,7 +17,7 @@ assertSecretsKeyringUsable(config.secretsKey);
 followStarter('worker');
 const db = createDb(config.databaseUrl);
 const redis = createRedis(config);
-const queues = createQueues(config);
+const queues = createQueues(config, queueNames);
 const logger = processLogger(config.logLevel);
 const log = {
   info: (message: string) => logger.info(message),
@@ -25,7 +25,7 @@ const log = {
   error: (message: string) => logger.error(message),
 };
 const outbox = startOutboxRunner({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix), log });
-const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues });
+const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues }, jobDefinitions);
 // The worker answers no health probe: this line is how whoever started it knows it runs, so it is written at any
 // LOG_LEVEL.
 logger.child({}, { level: 'info' }).info(`running ${jobDefinitions.length} job kinds and the outbox relay`);

@@ -75,8 +75,10 @@ export function renderHeadline({
   if (aging)
     rows.push(
       `| a gateway aged by ${count(aging.settings.organizations)} organizations, a soak with writes and a large cache, ` +
-        `against a fresh one (same run) | ${aging.ratios.throughput.toFixed(2)} of its throughput, ` +
-        `${aging.ratios.cpuEfficiency.toFixed(2)} of its CPU efficiency per request | \`npm run bench -- aging\` |`,
+        `against a fresh one (same run) | ${aging.ratios.aged.throughput.median.toFixed(2)} of its throughput, ` +
+        `${aging.ratios.aged.cpuEfficiency.median.toFixed(2)} of its CPU efficiency per request (a second fresh one: ` +
+        `${aging.ratios.control.throughput.median.toFixed(2)}, ${aging.ratios.control.cpuEfficiency.median.toFixed(2)}) | ` +
+        `\`npm run bench -- aging\` |`,
     );
   if (scale)
     rows.push(

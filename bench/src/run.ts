@@ -7,6 +7,7 @@
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
  *   instructions         instructions per request under callgrind: the gateway's check against the bare route
  *   aging                a gateway aged by many organizations, a soak with writes and a large cache, against a fresh one
+ *                        and an A/A control (a second fresh one)
  *   metering             consume against the plain check, batches of 1,000 usage events, exact usage (DESIGN.md §5)
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and

@@ -8,7 +8,7 @@ import type { QueueName, QueuePayloads, Queues } from './queues.ts';
 
 /**
  * What a job is: its queue, its processor and (for periodic work) its schedule. Each job is defined beside its
- * feature (`features/<family>/<name>.job.ts`) and listed once in `registry.ts`.
+ * feature (`features/<family>/<name>.job.ts`) and listed once in `admin/src/job-registry.ts`.
  */
 
 /** What a job processor may use; built once per worker process (or per test). */

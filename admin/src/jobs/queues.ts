@@ -4,30 +4,15 @@ import type { Config } from '@ent/common/config';
 import { redisKeys } from '@ent/common/redis/keys';
 import { nodeOptions, redisTarget } from '@ent/common/redis/redis-url';
 
-/** Every queue and the payload of its jobs. Add a queue here first; workers and producers follow the map. */
-export interface QueuePayloads {
-  /** Repeatable: settle audit entries left `pending` past the bound to `no_response`. */
-  'audit-settle': { olderThanMs: number };
-  /** One webhook delivery attempt sequence for one event. */
-  'webhook-delivery': { deliveryId: string };
-  /** Repeatable: re-queue deliveries still `pending` well after their attempt was due whose job is gone or dead. */
-  'webhook-sweep': { staleAfterMs: number };
-  /** Repeatable: sample every organization's eval count of the month from Redis into usage_days. */
-  'usage-history': Record<string, never>;
-  /** Repeatable: delete console sessions that ended (expired or revoked) more than 30 days ago. */
-  'console-session-cleanup': Record<string, never>;
-}
+/**
+ * Every queue and the payload of its jobs: each job file adds its own (`declare module` of this file), so a new
+ * job touches only its feature folder and one line of `admin/src/job-registry.ts`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
+export interface QueuePayloads {}
 
 export type QueueName = keyof QueuePayloads;
 export type Queues = { [Name in QueueName]: Queue<QueuePayloads[Name], unknown, Name> };
-
-export const QUEUE_NAMES: QueueName[] = [
-  'audit-settle',
-  'webhook-delivery',
-  'webhook-sweep',
-  'usage-history',
-  'console-session-cleanup',
-];
 
 export interface QueueConnection {
   connection: ConnectionOptions;
@@ -74,16 +59,12 @@ const defaultJobOptions: JobsOptions = {
 
 const connectionOfQueues = new WeakMap<Queues, QueueConnection>();
 
-export function createQueues(config: Config): Queues {
+export function createQueues(config: Config, names: readonly QueueName[]): Queues {
   const connection = queueConnection(config);
   const options = { connection: connection.connection, prefix: connection.prefix, defaultJobOptions };
-  const queues = {
-    'audit-settle': new Queue('audit-settle', options),
-    'webhook-delivery': new Queue('webhook-delivery', options),
-    'webhook-sweep': new Queue('webhook-sweep', options),
-    'usage-history': new Queue('usage-history', options),
-    'console-session-cleanup': new Queue('console-session-cleanup', options),
-  } as Queues;
+  const queues = Object.fromEntries(
+    names.map((name) => [name, new Queue(name, options)]),
+  ) as unknown as Queues;
   connectionOfQueues.set(queues, connection);
   return queues;
 }

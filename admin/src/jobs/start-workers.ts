@@ -1,12 +1,9 @@
 import { Worker, type Queue } from 'bullmq';
 import { checkRedisLogin } from '@ent/common/redis/connect';
 import type { AnyJobDefinition, JobDependencies } from './job.ts';
-import { jobDefinitions } from './registry.ts';
 import { queueConnection } from './queues.ts';
 
 export interface StartWorkersOptions {
-  /** Every job definition by default; tests pass variants (a faster schedule). */
-  definitions?: AnyJobDefinition[];
   /** How often each repeatable job's scheduler is checked for and registered again if Redis lost it. */
   schedulerCheckEveryMs?: number;
 }
@@ -22,9 +19,9 @@ const schedulerId = (definition: AnyJobDefinition) => `${definition.queue}-every
  */
 export async function startWorkers(
   deps: JobDependencies,
+  definitions: readonly AnyJobDefinition[],
   options: StartWorkersOptions = {},
 ): Promise<() => Promise<void>> {
-  const definitions = options.definitions ?? jobDefinitions;
   await checkRedisLogin(deps.config);
   const shared = queueConnection(deps.config);
   const { connection, prefix } = shared;
@@ -72,7 +69,10 @@ export async function startWorkers(
       checking = false;
     }
   };
-  const check = setInterval(() => void registerMissing().catch(() => {}), options.schedulerCheckEveryMs ?? 60_000);
+  const check = setInterval(
+    () => void registerMissing().catch(() => {}),
+    options.schedulerCheckEveryMs ?? 60_000,
+  );
   check.unref();
 
   return async () => {

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { QUEUE_NAMES } from '../jobs/queues.ts';
-import { outboxLag } from '../features/outbox/store.ts';
-import { webhookDeliveryCounts } from '../features/webhook/store.ts';
+import type { QueueName } from '../jobs/queues.ts';
 
 export interface AdminMetrics {
   registry: Registry;
@@ -17,8 +15,9 @@ declare module 'fastify' {
 }
 
 /**
- * Admin's own metrics (snapshot rebuilds, queue depth, outbox and webhook backlogs), in the app's registry beside
- * the request durations (common/src/http/metrics.ts). The gauges are read when `/metrics` is scraped.
+ * Admin's own metrics in the app's registry beside the request durations (common/src/http/metrics.ts): snapshot
+ * rebuilds and queue depth here; a feature's figures beside the feature (features/outbox/metrics.ts,
+ * features/webhook/metrics.ts). The gauges are read when `/metrics` is scraped.
  */
 export const adminMetrics = fp(
   async function adminMetrics(app: FastifyInstance) {
@@ -36,7 +35,7 @@ export const adminMetrics = fp(
       registers: [registry],
       async collect() {
         await Promise.all(
-          QUEUE_NAMES.map(async (name) => {
+          (Object.keys(app.queues) as QueueName[]).map(async (name) => {
             const counts = await app.queues[name]
               .getJobCounts('waiting', 'delayed', 'active')
               .catch(() => null);
@@ -44,42 +43,6 @@ export const adminMetrics = fp(
               this.set({ queue: name }, (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.active ?? 0));
           }),
         );
-      },
-    });
-    new Gauge({
-      name: 'outbox_pending_rows',
-      help: 'Outbox entries (committed changes) not yet published to Redis',
-      registers: [registry],
-      async collect() {
-        const lag = await outboxLag(app.db).catch(() => null);
-        if (lag) this.set(lag.undone);
-      },
-    });
-    new Gauge({
-      name: 'outbox_oldest_pending_age_seconds',
-      help: 'Age of the oldest outbox entry not yet published to Redis (0 when none)',
-      registers: [registry],
-      async collect() {
-        const lag = await outboxLag(app.db).catch(() => null);
-        if (lag) this.set(lag.oldestAgeSeconds);
-      },
-    });
-    new Gauge({
-      name: 'webhook_deliveries_pending',
-      help: 'Webhook deliveries not yet delivered, failed or canceled',
-      registers: [registry],
-      async collect() {
-        const counts = await webhookDeliveryCounts(app.db).catch(() => null);
-        if (counts) this.set(counts.pending);
-      },
-    });
-    new Gauge({
-      name: 'webhook_deliveries_failed_last_hour',
-      help: 'Webhook deliveries that failed for good in the last hour',
-      registers: [registry],
-      async collect() {
-        const counts = await webhookDeliveryCounts(app.db).catch(() => null);
-        if (counts) this.set(counts.failedLastHour);
       },
     });
     app.decorate('metrics', { registry, snapshotRebuilds });

@@ -15,9 +15,6 @@ import { sendError } from '@ent/common/http/error-handler';
 import { settledWithin } from '@ent/common/http/probe';
 import { KEY_LOOKUP_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { crossSiteRefusal } from '@ent/common/http/session-request';
-import { authenticateSession } from '../features/console-sessions/authenticate.ts';
-import { sessionTokenOf } from '../features/console-sessions/cookie.ts';
-import { principalOf } from '../features/console-sessions/service.ts';
 import {
   GATEWAY_FAILURE_LIMIT_HEADER,
   isFailureLimitAddress,
@@ -43,6 +40,25 @@ declare module 'fastify' {
     /** Only members with the admin role, whatever the key's scopes (role and member changes). */
     adminOnly?: boolean;
   }
+}
+
+/**
+ * The other credential the /org routes take: the console's session cookie. The feature that owns sessions provides
+ * it (features/console-sessions/credential.ts) and app.ts hands it over, so this plugin stays below the features.
+ */
+export interface SessionCredential {
+  /** The session token the request carries, or undefined when it carries none. */
+  tokenOf(request: FastifyRequest): string | undefined;
+  /** The live session's principal and CSRF hash; an AppError (401, 429, 503) when it cannot be had. */
+  authenticate(
+    app: FastifyInstance,
+    request: FastifyRequest,
+    token: string,
+  ): Promise<{ principal: Principal; csrfHash: string }>;
+}
+
+export interface AuthenticationOptions {
+  sessions: SessionCredential;
 }
 
 /** A key hash never issued stays unknown (256 random bits), so it is remembered this long, not just seconds. */
@@ -113,16 +129,17 @@ function refusal(principal: Principal, request: FastifyRequest): string | null {
  */
 async function sessionAuthentication(
   app: FastifyInstance,
+  sessions: SessionCredential,
   request: FastifyRequest,
   reply: FastifyReply,
   token: string,
 ): Promise<FastifyReply | undefined> {
   let principal: Principal;
   try {
-    const session = await authenticateSession(app, request, token);
+    const session = await sessions.authenticate(app, request, token);
     const crossSite = crossSiteRefusal(request, session.csrfHash);
     if (crossSite) return sendError(request, reply, forbidden(crossSite));
-    principal = principalOf(session);
+    principal = session.principal;
   } catch (error) {
     if (error instanceof AppError) return sendError(request, reply, error);
     throw error;
@@ -140,8 +157,8 @@ async function sessionAuthentication(
  * random keys costs no Postgres work per request. Without X-API-Key, the console's session cookie is accepted
  * instead (sessionAuthentication); a request with a key never looks at cookies.
  */
-export const authentication = fp(
-  async function authentication(app: FastifyInstance) {
+export const authentication = fp<AuthenticationOptions>(
+  async function authentication(app: FastifyInstance, { sessions }) {
     app.decorateRequest('principal', null);
     const unknownKeys = new LRUCache<string, number>({ max: REMEMBERED_KEYS_MAX });
     // Still looked up every time (a revocation wins at once); only exempt from the failure limit.
@@ -160,8 +177,9 @@ export const authentication = fp(
       const header = request.headers['x-api-key'];
       const plaintext = Array.isArray(header) ? header[0] : header;
       if (plaintext === undefined) {
-        const sessionToken = sessionTokenOf(request);
-        if (sessionToken !== undefined) return sessionAuthentication(app, request, reply, sessionToken);
+        const sessionToken = sessions.tokenOf(request);
+        if (sessionToken !== undefined)
+          return sessionAuthentication(app, sessions, request, reply, sessionToken);
       }
       if (!plaintext || !isWellFormedApiKey(plaintext)) return sendError(request, reply, unauthenticated());
       const keyHash = hashApiKey(plaintext);

@@ -7,13 +7,7 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/contract/evals';
-import {
-  OfrepBulkSuccess,
-  OfrepFailure,
-  OfrepParams,
-  OfrepRequest,
-  OfrepSuccess,
-} from '@ent/contract/ofrep';
+import { OfrepBulkSuccess, OfrepFailure, OfrepParams, OfrepRequest, OfrepSuccess } from '@ent/contract/ofrep';
 
 /**
  * The two eval routes are answered by the gateway, not admin, so no admin route generates them; without this

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { closeQueues, createQueues, type Queues } from '../jobs/queues.ts';
+import { closeQueues, createQueues, type QueueName, type Queues } from '../jobs/queues.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -9,9 +9,14 @@ declare module 'fastify' {
 }
 
 /** Producers for every BullMQ queue; the workers run in their own process (`npm run worker`). */
-export const queues = fp(
-  async function queues(app: FastifyInstance) {
-    const all = createQueues(app.config);
+export interface QueuesOptions {
+  /** Every job's queue (admin/src/job-registry.ts). */
+  names: readonly QueueName[];
+}
+
+export const queues = fp<QueuesOptions>(
+  async function queues(app: FastifyInstance, { names }) {
+    const all = createQueues(app.config, names);
     app.decorate('queues', all);
     app.addHook('onClose', async () => closeQueues(all));
   },

@@ -6,7 +6,7 @@ import {
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
 import { settleAudit } from '../../src/features/audit/settle.job.ts';
-import { jobDefinitions } from '../../src/jobs/registry.ts';
+import { jobDefinitions } from '../../src/job-registry.ts';
 import { auditLog, insertPendingEntry } from './log.ts';
 
 let ctx: AdminTestContext;

@@ -6,7 +6,8 @@ import {
 } from '../../../test-support/admin-context.ts';
 import { createKeyWithScopes } from '../../../test-support/api-keys.ts';
 import { ROLE_SCOPES, type Scope } from '@ent/common/auth/scopes';
-import { INVITE_TTL_MS, redeemInvite } from '../../src/features/invites/service.ts';
+import { INVITE_TTL_MS } from '../../src/features/invites/service.ts';
+import { redeemInvite } from '../../src/features/members/service.ts';
 import { WriteOutcome } from '../../src/features/shared/write/outcome.ts';
 import {
   caller,

@@ -15,7 +15,7 @@ import {
 } from '../../../test-support/admin-context.ts';
 import { auditSettleJob } from '../../src/features/audit/settle.job.ts';
 import type { AnyJobDefinition, JobDependencies } from '../../src/jobs/job.ts';
-import { jobDefinitions } from '../../src/jobs/registry.ts';
+import { jobDefinitions } from '../../src/job-registry.ts';
 import type { QueueName } from '../../src/jobs/queues.ts';
 import { startWorkers } from '../../src/jobs/start-workers.ts';
 import { caller } from '../../../test-support/identity-context.ts';
@@ -95,7 +95,7 @@ describe('a Redis that demands a user, a password and a database index', () => {
       { every: 60_000 },
       { name: 'webhook-delivery', data: { deliveryId: 'replay-stale' } },
     );
-    const stop = await startWorkers(depsOf(ctx));
+    const stop = await startWorkers(depsOf(ctx), jobDefinitions);
     try {
       expect(await ctx.app.queues['webhook-delivery'].getJobSchedulers()).toEqual([]);
       const queue = ctx.app.queues['audit-settle'];
@@ -241,7 +241,7 @@ describe('schedulers after Redis restarts empty', () => {
     const own = await createAdminContext({ config: { redisUrl: url } });
     const fastSettle: AnyJobDefinition = { ...auditSettleJob, repeatEveryMs: 250 };
     const definitions = jobDefinitions.map((definition) => (definition === auditSettleJob ? fastSettle : definition));
-    const stop = await startWorkers(depsOf(own), { definitions });
+    const stop = await startWorkers(depsOf(own), definitions);
     const settle = own.app.queues['audit-settle'] as unknown as Queue;
     const repeating = definitions.filter((definition) => definition.repeatEveryMs);
     const schedulerIds = async () => {
@@ -277,7 +277,7 @@ describe('schedulers after Redis restarts empty', () => {
   });
 
   it('a Redis flushed under a running worker gets them back from the periodic check', async () => {
-    const stop = await startWorkers(depsOf(ctx), { schedulerCheckEveryMs: 200 });
+    const stop = await startWorkers(depsOf(ctx), jobDefinitions, { schedulerCheckEveryMs: 200 });
     const direct = new Redis(aclUrl, { maxRetriesPerRequest: 1 });
     try {
       const settle = ctx.app.queues['audit-settle'];

@@ -1,10 +1,10 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { generateApiKey } from '@ent/common/auth/api-key';
 import { DEFAULT_KEY_SCOPES, isScope, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
 import type { ApiKeyBody, CreateApiKeyBody } from '@ent/contract/api-keys';
-import { assertMayGrant, assertMayManageKeys } from '../members/roles.ts';
+import { assertMayGrant, assertMayManageKeys } from '../shared/rights.ts';
 import { getServiceAccount } from '../service-accounts/service.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {
@@ -13,9 +13,11 @@ import {
   insertApiKey,
   listApiKeys as listApiKeyRows,
   listLiveKeysMintedBy,
+  liveKeysMintedBy,
   lockApiKey,
   minterOfKey,
   revokeApiKeyRow,
+  revokeKeysMintedBy,
   type ApiKeyRow,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
@@ -150,3 +152,18 @@ export function listKeysMintedBy(
     (filter) => listLiveKeysMintedBy(db, organizationId, memberId, filter),
   );
 }
+
+/**
+ * The live keys a removed or demoted member minted (id and prefix): revoked when `revoke`, else left live and only
+ * listed. Callers hold the organization's lock, which every key creation also takes.
+ */
+export const settleKeysMintedBy = (
+  trx: Transaction<Database>,
+  organizationId: string,
+  memberId: string,
+  revoke: boolean,
+  now: Date,
+): Promise<{ id: string; key_prefix: string }[]> =>
+  revoke
+    ? revokeKeysMintedBy(trx, organizationId, memberId, now)
+    : liveKeysMintedBy(trx, organizationId, memberId);

@@ -4,6 +4,13 @@ import type { Database } from '@ent/common/db/database';
 import { insertSettleMark, latestSettleMark, settlePendingEntries } from './store.ts';
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
 
+declare module '../../jobs/queues.ts' {
+  interface QueuePayloads {
+    /** Repeatable: settle audit entries left `pending` past the bound to `no_response`. */
+    'audit-settle': { olderThanMs: number };
+  }
+}
+
 /** An entry still `pending` this long after its request arrived will never get an answer: settle it. */
 const AUDIT_SETTLE_AFTER_MS = 5 * 60_000;
 const BATCH_SIZE = 1000;

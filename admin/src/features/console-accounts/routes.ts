@@ -1,9 +1,9 @@
 import cookie from '@fastify/cookie';
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError, forbidden } from '@ent/common/errors/app-error';
-import { crossSiteRefusal, isOwnOrigin, isSafeMethod } from '@ent/common/http/session-request';
+import { forbidden } from '@ent/common/errors/app-error';
+import { isOwnOrigin, isSafeMethod } from '@ent/common/http/session-request';
 import {
   AcceptInviteBody,
   ChangePasswordBody,
@@ -13,24 +13,20 @@ import {
   OrganizationChoiceSchema,
   SignInBody,
   SignUpBody,
-  type InvitePreviewBody,
 } from '@ent/contract/console';
 import { ErrorBodySchema } from '@ent/contract/common';
-import { sessionEnded } from '@ent/common/auth/session-lookup';
-import { authenticateSession } from '../console-sessions/authenticate.ts';
-import { clearSessionCookie, sessionTokenOf, setSessionCookie } from '../console-sessions/cookie.ts';
-import { endSession, toSessionBody, type LiveSession } from '../console-sessions/service.ts';
-import { previewInvite } from '../invites/service.ts';
 import { signInLimiter } from './sign-in-limiter.ts';
 import { signUpLimiter } from './sign-up-limiter.ts';
 import {
   acceptInvite,
   changePassword,
+  invitePreview,
   signIn,
   signUp,
   type AccountSettings,
   type SignedIn,
 } from './service.ts';
+import { currentSessionBody, sessionForWrite, signedInBody, signOut } from './session.ts';
 
 const tags = ['console'];
 const HOUR_MS = 60 * 60 * 1000;
@@ -65,24 +61,8 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
     }
   });
 
-  const sendSignedIn = (reply: FastifyReply, signedIn: SignedIn, status: 200 | 201) => {
-    setSessionCookie(reply, signedIn.token, signedIn.session.expiresAt, now());
-    return reply.code(status).send(toSessionBody(signedIn.session, signedIn.token));
-  };
-
-  async function currentSession(request: FastifyRequest): Promise<{ session: LiveSession; token: string }> {
-    const token = sessionTokenOf(request);
-    if (token === undefined) throw sessionEnded();
-    return { session: await authenticateSession(app, request, token), token };
-  }
-
-  /** A write on the current session: 403 (and nothing runs) without its CSRF token. */
-  async function sessionForWrite(request: FastifyRequest): Promise<LiveSession> {
-    const { session } = await currentSession(request);
-    const refusal = crossSiteRefusal(request, session.csrfHash);
-    if (refusal) throw forbidden(refusal);
-    return session;
-  }
+  const sendSignedIn = (reply: FastifyReply, signedIn: SignedIn, status: 200 | 201) =>
+    reply.code(status).send(signedInBody(reply, signedIn, now()));
 
   app.post(
     '/console/api/sign-up',
@@ -128,15 +108,7 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request, reply) => {
-      // Signing out of a session that already ended just clears the cookie.
-      let session: LiveSession | null = null;
-      try {
-        session = await sessionForWrite(request);
-      } catch (error) {
-        if (!(error instanceof AppError && error.status === 401)) throw error;
-      }
-      if (session) await endSession(app.db, session.id, now());
-      clearSessionCookie(reply);
+      await signOut(app, request, reply, now());
       return reply.code(204).send();
     },
   );
@@ -150,10 +122,7 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
         response: { 200: ConsoleSessionSchema, ...errors(401, 429, 503) },
       },
     },
-    async (request) => {
-      const { session, token } = await currentSession(request);
-      return toSessionBody(session, token);
-    },
+    async (request) => currentSessionBody(app, request),
   );
 
   app.post(
@@ -167,7 +136,7 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request, reply) => {
-      const session = await sessionForWrite(request);
+      const session = await sessionForWrite(app, request);
       await changePassword(app.db, settings, session, request.body, request.ip, now());
       return reply.code(204).send();
     },
@@ -183,16 +152,7 @@ export async function consoleAccountRoutes(fastify: FastifyInstance): Promise<vo
         response: { 200: InvitePreviewSchema, ...errors(404, 422, 503) },
       },
     },
-    async (request): Promise<InvitePreviewBody> => {
-      const { invite, organization, status } = await previewInvite(app.db, request.params.token, now());
-      return {
-        organization,
-        role: invite.role as InvitePreviewBody['role'],
-        email: invite.email,
-        expires_at: invite.expires_at.toISOString(),
-        status,
-      };
-    },
+    async (request) => invitePreview(app.db, request.params.token, now()),
   );
 
   app.post(

@@ -5,6 +5,7 @@ import { newId } from '@ent/common/ids';
 import type {
   AcceptInviteBody,
   ChangePasswordBody,
+  InvitePreviewBody,
   OrganizationChoiceBody,
   SignInBody,
   SignUpBody,
@@ -16,9 +17,9 @@ import {
   type LiveSession,
   type StartedSession,
 } from '../console-sessions/service.ts';
-import { assertInvitePending, redeemInvite } from '../invites/service.ts';
+import { assertInvitePending, previewInvite } from '../invites/service.ts';
 import { WriteOutcome } from '../shared/write/outcome.ts';
-import { insertMember } from '../members/store.ts';
+import { insertFirstAdmin, redeemInvite } from '../members/service.ts';
 import { insertOrganization } from '../provisioning/create-organization.ts';
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.ts';
 import { signInRateLimited, type SignInAttempt, type SignInLimiter } from './sign-in-limiter.ts';
@@ -84,10 +85,9 @@ export async function signUp(
     } catch (error) {
       throw isUniqueViolation(error) ? slugTaken(slug) : error;
     }
-    const member = await insertMember(trx, organizationId, {
+    const member = await insertFirstAdmin(trx, organizationId, {
       email: input.email,
       name: input.name ?? null,
-      role: 'admin',
     });
     const who = { organizationId, memberId: member.id };
     await setPasswordHash(trx, who, passwordHash, now);
@@ -229,4 +229,20 @@ export async function acceptInvite(
     return startSession(trx, who, now, settings.sessionLifetimeMs);
   });
   return signedIn(db, started, now);
+}
+
+/** What an invite link's page shows before the person joins (GET /console/api/invites/{token}). */
+export async function invitePreview(
+  db: Kysely<Database>,
+  token: string,
+  now: Date,
+): Promise<InvitePreviewBody> {
+  const { invite, organization, status } = await previewInvite(db, token, now);
+  return {
+    organization,
+    role: invite.role as InvitePreviewBody['role'],
+    email: invite.email,
+    expires_at: invite.expires_at.toISOString(),
+    status,
+  };
 }

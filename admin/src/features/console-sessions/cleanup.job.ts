@@ -2,6 +2,13 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
 
+declare module '../../jobs/queues.ts' {
+  interface QueuePayloads {
+    /** Repeatable: delete console sessions that ended (expired or revoked) more than 30 days ago. */
+    'console-session-cleanup': Record<string, never>;
+  }
+}
+
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**

@@ -95,3 +95,6 @@ export function listFeatures(
     (filter) => listFeatureRows(db, organizationId, filter),
   );
 }
+
+/** A feature by key, and the features of some keys: what plans and overrides read in their own transactions. */
+export { findFeature, findFeaturesByKeys } from './store.ts';

@@ -1,9 +1,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Principal, Role } from '@ent/common/auth/scopes';
-import type { Database, Invite, Member } from '@ent/common/db/database';
+import type { Database, Invite } from '@ent/common/db/database';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
-import { transact } from '@ent/common/outbox/record';
 import type { InviteStatus } from '@ent/contract/console';
 import type { CreateInviteBody } from '@ent/contract/invites';
 import {
@@ -13,9 +12,7 @@ import {
   sha256Hex,
   type SecretsKeyring,
 } from '../../crypto/secrets.ts';
-import { bumpAuthVersion } from '../shared/versions.ts';
-import { assertMayGrant } from '../members/roles.ts';
-import { insertMember } from '../members/store.ts';
+import { assertMayGrant } from '../shared/rights.ts';
 import { lockOrganization, withCallerConfirmed } from '../shared/write/locks.ts';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
 import {
@@ -25,6 +22,7 @@ import {
   insertInvite,
   listLiveInvites,
   revokeInviteRow,
+  revokeInviteRowsMadeBy,
 } from './store.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 
@@ -162,50 +160,40 @@ function joinerEmail(invite: Invite, given: string | undefined): string {
   return given.toLowerCase();
 }
 
-const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
+/**
+ * Uses the invite of `token` once, atomically, and only before it expires, in the joining member's transaction:
+ * 404 for a token never issued, 409 (`details.reason`) when it was used, revoked or has expired. Returns the
+ * invite and the joiner's email (the invite's, or the one given when it names none).
+ */
+export async function useInvite(
+  trx: Transaction<Database>,
+  token: string,
+  joinerEmailGiven: string | undefined,
+  now: Date,
+): Promise<{ invite: Invite; email: string }> {
+  const tokenHash = sha256Hex(token);
+  // The organization first, as a member update takes it before revoking that member's invites (lock order).
+  const issued = await findInviteByTokenHash(trx, tokenHash);
+  if (issued) await lockOrganization(trx, issued.organization_id);
+  const invite = await acceptInviteRow(trx, tokenHash, now);
+  if (!invite) {
+    await assertInvitePending(trx, token, now);
+    throw conflict('This invite link can no longer be used.', { field: 'token', reason: 'accepted' });
+  }
+  return { invite, email: joinerEmail(invite, joinerEmailGiven) };
+}
 
 /**
- * Joining with an invite (the console's join page): the token is used once, atomically, and only before it
- * expires; 404 for a token never issued, 409 (`details.reason`) when it was used, revoked or has expired, 409
- * when the email already belongs to a member. Joins the caller's transaction when given one, so what comes with
- * joining (the console's password and session) commits with it or not at all. Returns the new member.
+ * Revokes the live invites `memberId` made for one of `roles` (a member suspended, removed or demoted); the caller
+ * holds the organization's lock. Returns how many were revoked.
  */
-export async function redeemInvite(
-  db: Kysely<Database>,
-  outcome: WriteOutcome,
-  token: string,
-  joiner: { email?: string | undefined; name?: string | undefined },
+export const revokeInvitesMadeBy = (
+  trx: Transaction<Database>,
+  organizationId: string,
+  memberId: string,
+  roles: readonly Role[],
   now: Date,
-): Promise<Member> {
-  const tokenHash = sha256Hex(token);
-  return transact(db, async (trx) => {
-    // The organization first, as a member update takes it before revoking that member's invites (lock order).
-    const issued = await findInviteByTokenHash(trx, tokenHash);
-    if (issued) await lockOrganization(trx, issued.organization_id);
-    const invite = await acceptInviteRow(trx, tokenHash, now);
-    if (!invite) {
-      await assertInvitePending(trx, token, now);
-      throw conflict('This invite link can no longer be used.', { field: 'token', reason: 'accepted' });
-    }
-    const email = joinerEmail(invite, joiner.email);
-    let member: Member;
-    try {
-      member = await insertMember(trx, invite.organization_id, {
-        email,
-        name: joiner.name ?? null,
-        role: invite.role as Role,
-      });
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      throw conflict(`A member with email "${email}" already exists in this organization.`, {
-        field: 'email',
-        value: email,
-      });
-    }
-    await bumpAuthVersion(trx, outcome, invite.organization_id);
-    return member;
-  });
-}
+): Promise<number> => revokeInviteRowsMadeBy(trx, organizationId, memberId, roles, now);
 
 /** The organization's live invites (not accepted, revoked or expired at `now`), newest first, one page. */
 function listInvites(

@@ -83,7 +83,7 @@ export async function revokeInviteRow(db: Db, inviteId: string, now: Date): Prom
  * with its maker's rights, so one that outlives them (the maker removed, suspended or demoted) must not hand them
  * out. Returns how many were revoked.
  */
-export async function revokeInvitesMadeBy(
+export async function revokeInviteRowsMadeBy(
   db: Db,
   organizationId: string,
   memberId: string,

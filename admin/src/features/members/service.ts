@@ -1,18 +1,18 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { ROLE_RANK, ROLES, type Principal, type Role } from '@ent/common/auth/scopes';
 import type { Database, Member } from '@ent/common/db/database';
+import { transact } from '@ent/common/outbox/record';
 import { conflict, notFound, validationError } from '@ent/common/errors/app-error';
 import type { ApiKeyBody } from '@ent/contract/api-keys';
 import type { CreateMemberBody, UpdateMemberBody } from '@ent/contract/members';
 import { changedFields } from '../shared/changes.ts';
 import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
-import { liveKeysMintedBy, revokeKeysMintedBy } from '../api-keys/store.ts';
-import { listKeysMintedBy, toApiKeyBody } from '../api-keys/service.ts';
+import { listKeysMintedBy, settleKeysMintedBy, toApiKeyBody } from '../api-keys/service.ts';
 import { withCallerConfirmed } from '../shared/write/locks.ts';
 import { endMemberSessions } from '../console-sessions/service.ts';
-import { assertMayGrant, removedMemberUnchangeable } from './roles.ts';
+import { assertMayGrant, removedMemberUnchangeable } from '../shared/rights.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
-import { revokeInvitesMadeBy } from '../invites/store.ts';
+import { revokeInvitesMadeBy, useInvite } from '../invites/service.ts';
 import {
   countOtherActiveAdmins,
   findMember,
@@ -142,9 +142,7 @@ export async function updateMember(
     if (status === 'removed' || demoted) {
       const revokeMinted = input.revoke_minted_keys ?? true;
       const ownKeys = status === 'removed' ? await revokeMemberKeys(trx, organizationId, memberId, now) : [];
-      const minted = revokeMinted
-        ? await revokeKeysMintedBy(trx, organizationId, memberId, now)
-        : await liveKeysMintedBy(trx, organizationId, memberId);
+      const minted = await settleKeysMintedBy(trx, organizationId, memberId, revokeMinted, now);
       details.revoke_minted_keys = revokeMinted;
       details.revoked_keys = keyRefs(revokeMinted ? [...ownKeys, ...minted] : ownKeys);
       details.kept_keys = keyRefs(revokeMinted ? [] : minted);
@@ -158,6 +156,47 @@ export async function updateMember(
     return member;
   });
 }
+
+/**
+ * Joining with an invite (the console's join page): the token is used once, atomically, and only before it
+ * expires; 404 for a token never issued, 409 (`details.reason`) when it was used, revoked or has expired, 409
+ * when the email already belongs to a member. Joins the caller's transaction when given one, so what comes with
+ * joining (the console's password and session) commits with it or not at all. Returns the new member.
+ */
+export async function redeemInvite(
+  db: Kysely<Database>,
+  outcome: WriteOutcome,
+  token: string,
+  joiner: { email?: string | undefined; name?: string | undefined },
+  now: Date,
+): Promise<Member> {
+  return transact(db, async (trx) => {
+    const { invite, email } = await useInvite(trx, token, joiner.email, now);
+    let member: Member;
+    try {
+      member = await insertMember(trx, invite.organization_id, {
+        email,
+        name: joiner.name ?? null,
+        role: invite.role as Role,
+      });
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      throw conflict(`A member with email "${email}" already exists in this organization.`, {
+        field: 'email',
+        value: email,
+      });
+    }
+    await bumpAuthVersion(trx, outcome, invite.organization_id);
+    return member;
+  });
+}
+
+/** A person who signs up joins the organization they made as its first member (console sign-up). */
+export const insertFirstAdmin = (
+  trx: Transaction<Database>,
+  organizationId: string,
+  person: { email: string; name: string | null },
+): Promise<Member> => insertMember(trx, organizationId, { ...person, role: 'admin' });
 
 /** The organization's members, newest first, one page. */
 export function listMembers(

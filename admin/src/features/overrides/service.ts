@@ -5,12 +5,11 @@ import { notFound, validationError } from '@ent/common/errors/app-error';
 import type { OverrideBody, PutOverrideBody } from '@ent/contract/overrides';
 import type { AuditDetails, WriteOutcome } from '../shared/write/outcome.ts';
 import { parseDateTime } from '@ent/common/http/date-time';
-import { findFeature } from '../features/store.ts';
+import { findFeature } from '../features/service.ts';
 import { changedFields, type Change } from '../shared/changes.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
-import { subscriberNotFound } from '../subscribers/service.ts';
-import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
+import { findSubscriber, lockSubscriber, subscriberNotFound } from '../subscribers/service.ts';
 import {
   deleteOverrideRow,
   findOverride,

@@ -2,14 +2,8 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Plan } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type {
-  CreatePlanBody,
-  GrantBody,
-  GrantInput,
-  PlanBody,
-  UpdatePlanBody,
-} from '@ent/contract/plans';
-import { findFeaturesByKeys } from '../features/store.ts';
+import type { CreatePlanBody, GrantBody, GrantInput, PlanBody, UpdatePlanBody } from '@ent/contract/plans';
+import { findFeaturesByKeys } from '../features/service.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpCatalogVersion } from '../shared/versions.ts';
 import { archivedDetails, planCreatedDetails, planUpdatedDetails, type PlanState } from './grant-changes.ts';

@@ -1,12 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import { effectiveScopes, isScope, type ApiKeyPrincipal, type Role } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
-import { AppError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import { newAuditEntryId } from '../audit/entry.ts';
-import { appendOutcome, insertPendingEntry } from '../audit/store.ts';
+import { auditedWrite } from '../audit/service.ts';
 import { createInvite, inviteLinkOf, type InviteSettings } from '../invites/service.ts';
-import { WriteOutcome } from '../shared/write/outcome.ts';
 
 export interface OperatorInvite {
   invite_id: string;
@@ -84,55 +82,37 @@ export async function createOperatorInvite(
     keyId: admin.keyId,
   };
   const { id: entryId, occurredAt } = newAuditEntryId(now.getTime());
-  await insertPendingEntry(db, {
+  const entry = {
     id: entryId,
     organizationId: input.organizationId,
     occurredAt,
     requestId: newId('req'),
     actor: { memberId: principal.memberId, authType: principal.authType, keyPrefix: principal.keyPrefix },
-    service: 'identity',
+    service: 'identity' as const,
     method: 'POST',
     route: '/org/invites',
     params: {},
     // The operator acts on the service's own hosts, not over the network.
     ip: '127.0.0.1',
     userAgent: 'entctl',
-  });
-  try {
-    const outcome = new WriteOutcome();
-    const invite = await createInvite(
+  };
+  const invite = await auditedWrite(db, entry, 201, (outcome) =>
+    createInvite(
       db,
       outcome,
       settings,
       principal,
       { role: input.role, ...(input.email === undefined ? {} : { email: input.email }) },
       now,
-    );
-    await appendOutcome(db, {
-      eventId: entryId,
-      organizationId: input.organizationId,
-      outcome: 'responded',
-      status: 201,
-      details: outcome.details,
-    });
-    return {
-      invite_id: invite.id,
-      organization_id: input.organizationId,
-      slug: admin.slug,
-      role: invite.role as Role,
-      email: invite.email,
-      url: inviteLinkOf(invite, settings),
-      expires_at: invite.expires_at.toISOString(),
-    };
-  } catch (error) {
-    const status = error instanceof AppError ? error.status : 500;
-    await appendOutcome(db, {
-      eventId: entryId,
-      organizationId: input.organizationId,
-      outcome: 'responded',
-      status,
-      details: null,
-    });
-    throw error;
-  }
+    ),
+  );
+  return {
+    invite_id: invite.id,
+    organization_id: input.organizationId,
+    slug: admin.slug,
+    role: invite.role as Role,
+    email: invite.email,
+    url: inviteLinkOf(invite, settings),
+    expires_at: invite.expires_at.toISOString(),
+  };
 }

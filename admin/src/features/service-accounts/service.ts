@@ -7,7 +7,7 @@ import type {
   ServiceAccountBody,
   UpdateServiceAccountBody,
 } from '@ent/contract/service-accounts';
-import { assertMayManageRole, removedMemberUnchangeable } from '../members/roles.ts';
+import { assertMayManageRole, removedMemberUnchangeable } from '../shared/rights.ts';
 import { changedFields } from '../shared/changes.ts';
 import { bumpAuthVersion } from '../shared/versions.ts';
 import {

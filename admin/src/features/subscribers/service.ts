@@ -2,11 +2,7 @@ import { transact } from '@ent/common/outbox/record';
 import type { Kysely } from 'kysely';
 import type { Database, Subscriber } from '@ent/common/db/database';
 import { conflict, notFound } from '@ent/common/errors/app-error';
-import type {
-  CreateSubscriberBody,
-  SubscriberBody,
-  UpdateSubscriberBody,
-} from '@ent/contract/subscribers';
+import type { CreateSubscriberBody, SubscriberBody, UpdateSubscriberBody } from '@ent/contract/subscribers';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { changedFields } from '../shared/changes.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
@@ -98,3 +94,9 @@ export function listSubscribers(
     (filter) => listSubscriberRows(db, organizationId, filter),
   );
 }
+
+/**
+ * A subscriber, read or locked (`FOR UPDATE`, in the caller's transaction): what subscriptions and overrides take
+ * before they change what the subscriber is entitled to.
+ */
+export { findSubscriber, lockSubscriber } from './store.ts';

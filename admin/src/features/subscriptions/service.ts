@@ -5,7 +5,7 @@ import { conflict, notFound, validationError } from '@ent/common/errors/app-erro
 import type { ChangeSubscriptionBody, SubscriptionBody } from '@ent/contract/subscriptions';
 import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { subscriberNotFound } from '../subscribers/service.ts';
-import { findSubscriber, lockSubscriber } from '../subscribers/store.ts';
+import { findSubscriber, lockSubscriber } from '../subscribers/service.ts';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
 import { bumpSubscriberVersion } from '../shared/versions.ts';
 import {

@@ -9,6 +9,13 @@ import {
   type UsageDaySample,
 } from './store.ts';
 
+declare module '../../jobs/queues.ts' {
+  interface QueuePayloads {
+    /** Repeatable: sample every organization's eval count of the month from Redis into usage_days. */
+    'usage-history': Record<string, never>;
+  }
+}
+
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**

@@ -8,6 +8,13 @@ import { signatureHeader } from './signing.ts';
 import { TargetRefusedError, assertPublicTarget, publicOnlyLookup, withoutAddresses } from './targets.ts';
 import type { JobDefinition, JobDependencies, JobProcessor } from '../../jobs/job.ts';
 
+declare module '../../jobs/queues.ts' {
+  interface QueuePayloads {
+    /** One webhook delivery attempt sequence for one event. */
+    'webhook-delivery': { deliveryId: string };
+  }
+}
+
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;

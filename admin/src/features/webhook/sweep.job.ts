@@ -5,6 +5,13 @@ import { deliveryJobId } from './dispatch.ts';
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
 import { MAX_ERROR_LENGTH, STANDARD_SCHEDULE_MS } from './delivery.job.ts';
 
+declare module '../../jobs/queues.ts' {
+  interface QueuePayloads {
+    /** Repeatable: re-queue deliveries still `pending` well after their attempt was due whose job is gone or dead. */
+    'webhook-sweep': { staleAfterMs: number };
+  }
+}
+
 const MINUTE = 60_000;
 
 /** A delivery still `pending` this long after its attempt was due has lost its job, or its job died. */

@@ -44,7 +44,7 @@ export class WriteOutcome {
   /**
    * The write found nothing to change on `targets`, and still answers only once they are published: an identical
    * write just before it (a client retrying a revoke after a timeout) may have committed and not yet published.
-   * The pipeline then publishes only what the outbox still holds undone (features/snapshots/plugin.ts), so a
+   * The pipeline then publishes only what the outbox still holds undone (features/outbox/plugin.ts), so a
    * repeated write costs one query, not a republish.
    */
   unchangedOn(targets: PublishTargets): void {

@@ -11,14 +11,9 @@ import {
   recordableDetails,
   recordableParam,
   routeTemplate,
-} from '../features/audit/entry.ts';
-import {
-  appendOutcome,
-  insertPendingEntry,
-  insertSettledEntry,
-  type NewAuditEntry,
-} from '../features/audit/store.ts';
-import { isAuditedRequest } from './write-pipeline.ts';
+} from './entry.ts';
+import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from './store.ts';
+import { isAuditedRequest } from '../shared/write/pipeline.ts';
 
 /** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */
 const AUDIT_STATEMENT_TIMEOUT_MS = 2000;

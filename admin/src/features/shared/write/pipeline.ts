@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { transact } from '@ent/common/outbox/record';
-import { WriteOutcome } from '../features/shared/write/outcome.ts';
+import { WriteOutcome } from './outcome.ts';
 
 export type AuditService = 'api' | 'identity';
 
