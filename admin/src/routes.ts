@@ -15,6 +15,7 @@ import { usageRoutes } from './features/usage/routes.ts';
 import { consoleAccountRoutes } from './features/console-accounts/routes.ts';
 import { consolePageRoutes } from './features/console-pages/routes.ts';
 import { internalSessionRoutes } from './features/console-sessions/internal-routes.ts';
+import { internalMeteredRoutes } from './features/metered-usage/internal-routes.ts';
 import { refuseNulCharacters } from './features/shared/nul-characters.ts';
 
 export interface RoutesOptions {
@@ -40,5 +41,6 @@ export async function routes(app: FastifyInstance, options: RoutesOptions): Prom
   await app.register(usageRoutes);
   await app.register(consoleAccountRoutes);
   await app.register(internalSessionRoutes);
+  await app.register(internalMeteredRoutes);
   await app.register(consolePageRoutes, { distDir: options.consoleDistDir });
 }

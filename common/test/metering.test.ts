@@ -233,6 +233,7 @@ describe.each([singleRedis, redisCluster])('eval meter on $name', (setup) => {
       blocking: '1',
       burst: '100',
       plan: 'free',
+      usage_eps: '1000',
     });
     await gate(org);
     expect(loads.filter((id) => id === org)).toHaveLength(1);

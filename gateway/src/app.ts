@@ -18,6 +18,7 @@ import { forwardToAdmin } from './features/forwarding/routes.ts';
 import { ofrepRoutes } from './features/ofrep/routes.ts';
 import { sessions } from './features/sessions/sessions.ts';
 import { usageRoute } from './features/usage/routes.ts';
+import { meteredUsageRoutes } from './features/metered-usage/routes.ts';
 import { meter } from './metering/plugin.ts';
 import { adminClient } from './plugins/admin-client.ts';
 import { infrastructure } from './plugins/infrastructure.ts';
@@ -97,6 +98,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(evalRoutes);
   await app.register(ofrepRoutes);
   await app.register(usageRoute);
+  await app.register(meteredUsageRoutes);
   await app.register(forwardToAdmin);
   return app;
 }

@@ -5,7 +5,12 @@ import { createDb } from '@ent/common/db/connect';
 import { migrateToLatest } from '@ent/common/db/migrate';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
-import { applyArrangementChange, getArrangement, saveArrangement } from '@ent/common/metering/arrangement';
+import {
+  applyArrangementChange,
+  DEFAULT_USAGE_EVENTS_PER_SECOND,
+  getArrangement,
+  saveArrangement,
+} from '@ent/common/metering/arrangement';
 import { PLAN_KEY_PATTERN } from '@ent/contract/common';
 import { ROLES, type Role } from '@ent/common/auth/scopes';
 import { createOrganization } from '../features/provisioning/create-organization.ts';
@@ -140,6 +145,7 @@ interface ArrangementOptions {
   nonBlocking?: boolean;
   blocking?: boolean;
   burst?: number;
+  usageEventsPerSecond?: number;
   plan?: string;
   json?: boolean;
 }
@@ -161,6 +167,10 @@ org
   .option('--blocking', 'stop evals 7 days after the limit is first reached (the default)')
   .addOption(new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1, 2_147_483_647)))
   .addOption(
+    new Option('--usage-events-per-second <n>', 'metered usage events (reports, batch events) per second before 429')
+      .argParser(wholeNumber(1, 2_147_483_647)),
+  )
+  .addOption(
     new Option(
       '--plan <key>',
       'allotment key reported by GET /org/usage/current (--unlimited without --plan clears it to null; ' +
@@ -178,6 +188,7 @@ org
         unlimited: options.unlimited,
         blocking: options.nonBlocking ? false : options.blocking ? true : undefined,
         burstPerSecond: options.burst,
+        usageEventsPerSecond: options.usageEventsPerSecond,
       });
       // Saved with its outbox entry in one transaction: if Redis cannot be reached now, the worker's relay
       // publishes it as soon as it can.
@@ -198,6 +209,7 @@ org
       // As GET /org/usage/current reports it: nothing can block an organization without a cap.
       blocking: arrangement.evalLimit !== null && arrangement.blocking,
       burst: arrangement.burstPerSecond,
+      usage_events_per_second: arrangement.usageEventsPerSecond ?? DEFAULT_USAGE_EVENTS_PER_SECOND,
     };
     print(
       Boolean(options.json),
@@ -208,6 +220,7 @@ org
         `eval_limit       ${body.eval_limit ?? 'unlimited'}`,
         `blocking         ${body.blocking}`,
         `burst            ${body.burst}/s`,
+        `usage events     ${body.usage_events_per_second}/s`,
       ].join('\n'),
     );
   });

@@ -7,6 +7,13 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/contract/evals';
+import {
+  ReportUsageBody,
+  SubscriberUsageSchema,
+  UsageEventsBody,
+  UsageEventsResultSchema,
+} from '@ent/contract/metered-usage';
+import { MeteredCheckResultSchema } from '@ent/contract/evals';
 import { OfrepBulkSuccess, OfrepFailure, OfrepParams, OfrepRequest, OfrepSuccess } from '@ent/contract/ofrep';
 
 /**
@@ -80,6 +87,69 @@ const notModified = {
 };
 const ifNoneMatch = { in: 'header', name: 'If-None-Match', required: false, schema: { type: 'string' } };
 
+const idempotencyKeyHeader = {
+  in: 'header',
+  name: 'Idempotency-Key',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description:
+    'a consume or report applied once per organization within 24 h; a repeat answers the first result',
+};
+const replayedHeader = {
+  'Idempotent-Replayed': {
+    description: "'true' when the answer is an earlier request's",
+    schema: { type: 'string' },
+  },
+};
+const usageErrors = {
+  401: errors[401],
+  403: json(ErrorBodySchema, 'The key lacks the usage:write scope'),
+  422: json(ErrorBodySchema, 'Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED'),
+  429: json(ErrorBodySchema, "More than the organization's usage events per second (Retry-After)"),
+  503: json(ErrorBodySchema, 'Usage cannot be applied right now (Retry-After); nothing was applied'),
+};
+
+/** DESIGN.md §5: metered usage, answered by the gateway (not evals). */
+const METERED_USAGE_PATHS: Record<string, Record<string, unknown>> = {
+  '/org/subscribers/{subscriber_id}/usage': {
+    post: {
+      tags: ['metered usage'],
+      summary:
+        'Report usage of a metered feature that already happened: delta or set (scope usage:write; not an eval)',
+      parameters: [...pathParameters, idempotencyKeyHeader],
+      requestBody: { required: true, content: { 'application/json': { schema: plain(ReportUsageBody) } } },
+      responses: {
+        200: { ...json(MeteredCheckResultSchema, 'The feature after the report'), headers: replayedHeader },
+        404: json(ErrorBodySchema, 'Unknown subscriber or feature'),
+        ...usageErrors,
+      },
+    },
+    get: {
+      tags: ['metered usage'],
+      summary: "Every metered feature's current period (scope subscribers:read; not an eval)",
+      parameters: pathParameters,
+      responses: {
+        200: json(SubscriberUsageSchema, 'The current periods, by feature key'),
+        404: json(ErrorBodySchema, 'Unknown subscriber'),
+        401: errors[401],
+        403: json(ErrorBodySchema, 'The key lacks the subscribers:read scope'),
+        503: usageErrors[503],
+      },
+    },
+  },
+  '/org/usage-events': {
+    post: {
+      tags: ['metered usage'],
+      summary: 'Report up to 1,000 usage events at once (scope usage:write; not evals)',
+      requestBody: { required: true, content: { 'application/json': { schema: plain(UsageEventsBody) } } },
+      responses: {
+        200: json(UsageEventsResultSchema, "Each event's check result or error body, in order"),
+        ...usageErrors,
+      },
+    },
+  },
+};
+
 /** OFREP (open-feature/protocol service/openapi.yaml) as the gateway answers it; docs/decisions.md has the mapping. */
 const ofrepErrors = {
   401: { description: 'Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body' },
@@ -136,11 +206,18 @@ const EVAL_PATHS: Record<string, Record<string, unknown>> = {
     post: {
       tags: ['evals'],
       summary: 'May the subscriber use this feature, and how much? (scope check; one eval)',
-      parameters: pathParameters,
+      parameters: [...pathParameters, idempotencyKeyHeader],
       requestBody: { required: true, content: { 'application/json': { schema: plain(CheckBody) } } },
-      responses: { 200: { ...json(CheckResultSchema, 'The check result'), headers: evalHeaders }, ...errors },
+      responses: {
+        200: {
+          ...json(CheckResultSchema, 'The check result'),
+          headers: { ...evalHeaders, ...replayedHeader },
+        },
+        ...errors,
+      },
     },
   },
+  ...METERED_USAGE_PATHS,
   '/org/subscribers/{subscriber_id}/entitlements': {
     get: {
       tags: ['evals'],

@@ -53,11 +53,15 @@ afterAll(async () => {
 
 /** The eval routes are the gateway's; every other route of the document is admin's. */
 const isEvalRoute = (operation: Operation): boolean => operation.path.includes('/entitlements');
+/** Metered usage routes the gateway answers itself (DESIGN.md §5): reports, batches and the current periods. */
+const isMeteredUsageRoute = (operation: Operation): boolean =>
+  operation.path === '/org/usage-events' || operation.path === '/org/subscribers/{subscriber_id}/usage';
+const isGatewayRoute = (operation: Operation): boolean => isEvalRoute(operation) || isMeteredUsageRoute(operation);
 
 type Outcome = { request: FuzzRequest; status: number | 'hang'; body: string; route: string; ms: number };
 
 async function send(operation: Operation, request: FuzzRequest): Promise<Outcome> {
-  const app = isEvalRoute(operation) ? gateway : ctx.app;
+  const app = isGatewayRoute(operation) ? gateway : ctx.app;
   const route = `${operation.method} ${operation.path}`;
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
@@ -239,7 +243,7 @@ describe('unknown query parameters', () => {
             .sample(validValue(operation.body, allKnown), { seed: SEED + index, numRuns: 30 })
             .map((b) => JSON.stringify(b))
         : [undefined];
-      const gatewayOnly = isEvalRoute(operation) || isOfrepRoute(operation);
+      const gatewayOnly = isGatewayRoute(operation) || isOfrepRoute(operation);
       const apps = gatewayOnly
         ? [['gateway', gateway] as const]
         : ([

@@ -13,11 +13,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
-import {
-  getArrangement,
-  publishArrangement,
-  saveArrangement,
-} from '@ent/common/metering/arrangement';
+import { getArrangement, publishArrangement, saveArrangement } from '@ent/common/metering/arrangement';
 
 const run = promisify(execFile);
 const entctlPath = new URL('../../src/cli/entctl.ts', import.meta.url).pathname;
@@ -113,7 +109,12 @@ describe('GET /org/usage/current', () => {
 
   it('starts a new grace period when a limit raised above the count is lowered again before any eval', async () => {
     const org = await createTestOrganization(ctx.db, 'Raised and lowered');
-    const limited = (evalLimit: number): Arrangement => ({ plan: 'free', evalLimit, blocking: true, burstPerSecond: 100 });
+    const limited = (evalLimit: number): Arrangement => ({
+      plan: 'free',
+      evalLimit,
+      blocking: true,
+      burstPerSecond: 100,
+    });
     await arrange(org, limited(3));
     await evals(org, 3);
     const reached = new Date(clock.now()).toISOString();
@@ -132,7 +133,11 @@ describe('GET /org/usage/current', () => {
       warn: '100',
       allowed: true,
     });
-    const next = await meter.gate({ organizationId: org.organization_id, subscriberId: 'cus_1', nowMs: clock.now() });
+    const next = await meter.gate({
+      organizationId: org.organization_id,
+      subscriberId: 'cus_1',
+      nowMs: clock.now(),
+    });
     expect(next.outcome).toBe('counted');
   });
 
@@ -253,20 +258,33 @@ describe('entctl org arrangement', () => {
       eval_limit: 2,
       blocking: false,
       burst: 100,
+      usage_events_per_second: 1000,
     });
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 2, used: 2, warn: '100' } });
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { limit: 2, used: 3, warn: '100' } });
     expect(await usage(org)).toMatchObject({ plan: 'free', limit: 2, blocking: false, warn: '100' });
 
     expect(
-      await entctl('--org', org.organization_id, '--burst', '1', '--plan', 'enterprise', '--blocking'),
+      await entctl(
+        '--org',
+        org.organization_id,
+        '--burst',
+        '1',
+        '--plan',
+        'enterprise',
+        '--blocking',
+        '--usage-events-per-second',
+        '5',
+      ),
     ).toEqual({
       organization_id: org.organization_id,
       plan: 'enterprise',
       eval_limit: 2,
       blocking: true,
       burst: 1,
+      usage_events_per_second: 5,
     });
+    expect(await ctx.redis.hget(ctx.app.redisKeys.arrangement(org.organization_id), 'usage_eps')).toBe('5');
     clock.advance(1000);
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: { used: 4, warn: 'grace' } });
     expect((await gate(org)).outcome).toBe('rate_limited');
@@ -278,6 +296,7 @@ describe('entctl org arrangement', () => {
       // Reported as usage reports it; the stored setting comes back with a limit (below).
       blocking: false,
       burst: 1,
+      usage_events_per_second: 5,
     });
     clock.advance(1000);
     expect(await gate(org)).toMatchObject({ outcome: 'counted', usage: null });
@@ -316,9 +335,13 @@ describe('entctl org arrangement', () => {
     [['--burst', '0'], /--burst.*whole number from 1/],
     [['--plan', 'Bad Key!'], /--plan.*lowercase letters/],
     [['--plan', ''], /--plan.*lowercase letters/],
-  ])('refuses %j with its own message before touching the database, and changes nothing', async (args, message) => {
-    const org = await createTestOrganization(ctx.db, 'Refused arguments');
-    await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
-    expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
-  }, 60_000);
+  ])(
+    'refuses %j with its own message before touching the database, and changes nothing',
+    async (args, message) => {
+      const org = await createTestOrganization(ctx.db, 'Refused arguments');
+      await expect(entctl('--org', org.organization_id, ...args)).rejects.toThrow(message);
+      expect(await usage(org)).toMatchObject({ plan: 'free', limit: 250_000, blocking: true });
+    },
+    60_000,
+  );
 });

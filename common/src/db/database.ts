@@ -21,6 +21,8 @@ export interface OrganizationsTable {
   eval_blocking: ColumnType<boolean, boolean | undefined, boolean>;
   /** Eval requests per second before 429. */
   eval_burst: ColumnType<number, number | undefined, number>;
+  /** Metered usage events (reports, batch events) per second before 429. */
+  usage_events_per_second: ColumnType<number, number | undefined, number>;
   /** Bumped in the same transaction as every catalog write; snapshots never go back to an older one. */
   catalog_version: ColumnType<number, number | undefined, number>;
   /** Bumped whenever a key, member or role change may alter who is let in. */

@@ -15,7 +15,12 @@ export interface Arrangement {
   evalLimit: number | null;
   blocking: boolean;
   burstPerSecond: number;
+  /** Metered usage events (reports, batch events) per second; absent: DEFAULT_USAGE_EVENTS_PER_SECOND. */
+  usageEventsPerSecond?: number;
 }
+
+/** Usage events per second an organization may report unless its arrangement says otherwise (DESIGN.md §5). */
+export const DEFAULT_USAGE_EVENTS_PER_SECOND = 1000;
 
 /** An arrangement as read from Postgres: its version (Postgres arrangement_version + 1) orders publishes. */
 export type VersionedArrangement = Arrangement & { version: number };
@@ -36,6 +41,7 @@ export interface ArrangementChange {
   unlimited?: boolean;
   blocking?: boolean;
   burstPerSecond?: number;
+  usageEventsPerSecond?: number;
 }
 
 /**
@@ -51,6 +57,8 @@ export function applyArrangementChange(current: Arrangement, change: Arrangement
     evalLimit,
     blocking: change.blocking ?? current.blocking,
     burstPerSecond: change.burstPerSecond ?? current.burstPerSecond,
+    usageEventsPerSecond:
+      change.usageEventsPerSecond ?? current.usageEventsPerSecond ?? DEFAULT_USAGE_EVENTS_PER_SECOND,
   };
 }
 
@@ -59,7 +67,14 @@ type Db = Kysely<Database>;
 export async function getArrangement(db: Db, organizationId: string): Promise<VersionedArrangement> {
   const row = await db
     .selectFrom('organizations')
-    .select(['eval_plan', 'eval_limit', 'eval_blocking', 'eval_burst', 'arrangement_version'])
+    .select([
+      'eval_plan',
+      'eval_limit',
+      'eval_blocking',
+      'eval_burst',
+      'usage_events_per_second',
+      'arrangement_version',
+    ])
     .where('id', '=', organizationId)
     .executeTakeFirst();
   if (!row) throw notFound(`No organization ${organizationId}.`);
@@ -68,6 +83,7 @@ export async function getArrangement(db: Db, organizationId: string): Promise<Ve
     evalLimit: row.eval_limit,
     blocking: row.eval_blocking,
     burstPerSecond: row.eval_burst,
+    usageEventsPerSecond: row.usage_events_per_second,
     version: row.arrangement_version + 1,
   };
 }
@@ -86,6 +102,7 @@ export async function saveArrangement(
         eval_limit: arrangement.evalLimit,
         eval_blocking: arrangement.blocking,
         eval_burst: arrangement.burstPerSecond,
+        usage_events_per_second: arrangement.usageEventsPerSecond ?? DEFAULT_USAGE_EVENTS_PER_SECOND,
         arrangement_version: sql`arrangement_version + 1`,
         updated_at: new Date(),
       })
@@ -122,6 +139,7 @@ export async function publishArrangement(
     arrangement.plan ?? '',
     nowMs,
     usageTtlMs(nowMs),
+    String(arrangement.usageEventsPerSecond ?? DEFAULT_USAGE_EVENTS_PER_SECOND),
   );
   return written === 1;
 }

@@ -2,20 +2,25 @@ import { readFileSync } from 'node:fs';
 import type { RedisClient } from './client.ts';
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.url), 'utf8');
+/** The metered balance rule, prepended to every script that reads or changes a balance (one rule, one place). */
+const withMeteredBalance = (name: string) => `${lua('metered-balance.fragment.lua')}\n${lua(name)}`;
 
 /** Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`. */
 const SCRIPTS = {
   entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
   entSubscriberPut: { numberOfKeys: 2, lua: lua('subscriber-put-2.lua') },
   entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
-  evalGateBatch: { numberOfKeys: 7, lua: lua('eval-gate-batch-8.lua') },
+  evalGateBatch: { numberOfKeys: 7, lua: withMeteredBalance('eval-gate-batch-8.lua') },
+  usageApply: { numberOfKeys: 4, lua: withMeteredBalance('usage-apply-4.lua') },
+  meteredRefill: { numberOfKeys: 2, lua: lua('metered-refill-2.lua') },
+  usageRate: { numberOfKeys: 2, lua: lua('usage-rate-2.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-4.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },
   windowGiveBack: { numberOfKeys: 1, lua: lua('window-give-back-1.lua') },
 } as const;
 
-type Reply = Promise<number | number[]>;
+type Reply = Promise<number | (number | string)[]>;
 export type ScriptCommands = {
   [Name in keyof typeof SCRIPTS]: (...keysAndArgs: (string | number)[]) => Reply;
 };

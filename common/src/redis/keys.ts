@@ -40,6 +40,8 @@ export function redisKeys(prefix: string) {
     /** String per usage idempotency key, 24 h: the request's fingerprint and its first answer. */
     usageIdempotency: (organizationId: string, idempotencyKey: string) =>
       `${org(organizationId)}:idem:${idempotencyKey}`,
+    /** Hash `{count, since}`: usage events (reports, batch events) taken in the current one-second window. */
+    usageEventsWindow: (organizationId: string) => `${org(organizationId)}:urate`,
     /** Set of organization ids with dirty balances: where the worker looks (not org-tagged: a command of its own). */
     meteredDirtyOrganizations: `${prefix}:mdirty-orgs`,
     /** Counter per one-second window for the burst limit. */

@@ -1,4 +1,5 @@
 import type { EvalUsageHeaders } from '@ent/common/metering/usage';
+import type { MeteredOperation, MeteredOutcome } from './metered-operations.ts';
 
 /**
  * The contract between the gateway (issue: eval gateway) and metering (issue: eval metering). The gateway
@@ -30,7 +31,13 @@ export interface VerifiedSubscriber {
 
 export type EvalGateResult =
   /** Counted: answer the eval (and `refund` if the answer turns out not to be 2xx). */
-  | { outcome: 'counted'; versions: SnapshotVersions; usage: EvalUsageHeaders | null }
+  | {
+      outcome: 'counted';
+      versions: SnapshotVersions;
+      usage: EvalUsageHeaders | null;
+      /** The outcome of each of the eval's metered operations, in order (absent when it carried none). */
+      metered?: MeteredOutcome[];
+    }
   /** Over the burst: 429 with Retry-After; not counted. */
   | { outcome: 'rate_limited'; versions: SnapshotVersions; retryAfterSeconds: number }
   /** Blocking arrangement past its grace period: 409 CONFLICT {field: 'evals', value: period}; not counted. */
@@ -46,6 +53,11 @@ export interface EvalGateInput {
    * stamp has not moved since, the result's subscriber version is its `verifiedVersion`, without Redis reading it.
    */
   verified?: VerifiedSubscriber | undefined;
+  /**
+   * Metered reads and consumes resolved from the cached snapshot, applied in the same call when its versions are
+   * still current (absent for a plain eval, which then pays nothing for them).
+   */
+  metered?: readonly MeteredOperation[] | undefined;
 }
 
 /**

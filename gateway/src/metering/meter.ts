@@ -20,6 +20,7 @@ import {
 } from './scripts.ts';
 import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
+import { decodeOutcome, operationArguments, type MeteredOutcome } from './metered-operations.ts';
 
 export interface EvalMeterOptions {
   redis: RedisClient;
@@ -71,6 +72,8 @@ export function decodeGateReply(
   let count = reply[5] ?? 0;
   const subscriberStamp = reply[6] ?? 0;
   const results: EvalGateResult[] = new Array(evals.length);
+  // The metered operations' pairs follow the evals' codes, in the evals' order.
+  let meteredAt = GATE_REPLY_HEADER + evals.length;
   for (let i = 0; i < evals.length; i++) {
     const evalInput = evals[i]!;
     const encoded = reply[GATE_REPLY_HEADER + i];
@@ -84,7 +87,17 @@ export function decodeGateReply(
     switch (code) {
       case GateCode.Counted:
         count += 1;
-        results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
+        if (evalInput.metered === undefined) {
+          results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false) };
+        } else {
+          const metered: MeteredOutcome[] = [];
+          for (const op of evalInput.metered) {
+            const pairs = reply as readonly unknown[];
+            metered.push(decodeOutcome(op, pairs[meteredAt], pairs[meteredAt + 1]));
+            meteredAt += 2;
+          }
+          results[i] = { outcome: 'counted', versions, usage: usageOf(cap, count, false), metered };
+        }
         break;
       case GateCode.RateLimited:
         results[i] = {
@@ -105,6 +118,8 @@ export function decodeGateReply(
       default:
         throw new MeteringError(`Unexpected eval gate reply code ${code}.`);
     }
+    if (code !== GateCode.Counted && evalInput.metered !== undefined)
+      meteredAt += 2 * evalInput.metered.length;
   }
   return results;
 }
@@ -114,13 +129,19 @@ export function decodeGateReply(
  * `verified` stamp is that stamp), the subscriber ids, and the instants as runs of (count, now): a batch's evals
  * mostly share a millisecond, and each argument costs Redis and the client a little.
  */
-export function gateArguments(evals: readonly EvalGateInput[], knownStamp: number): (string | number)[] {
+export function gateArguments(
+  evals: readonly EvalGateInput[],
+  knownStamp: number,
+  meteredKeys?: () => string[],
+): (string | number)[] {
   let trusted = '';
+  let withMetered = false;
   const ids: string[] = new Array(evals.length);
   for (let i = 0; i < evals.length; i++) {
     const evalInput = evals[i]!;
     trusted += knownStamp !== 0 && evalInput.verified?.verifiedStamp === knownStamp ? '1' : '0';
     ids[i] = evalInput.subscriberId;
+    if (evalInput.metered !== undefined) withMetered = true;
   }
   const args: (string | number)[] = [knownStamp === 0 ? '' : knownStamp, trusted, ...ids];
   for (let i = 0; i < evals.length;) {
@@ -129,6 +150,12 @@ export function gateArguments(evals: readonly EvalGateInput[], knownStamp: numbe
     while (end < evals.length && evals[end]!.nowMs === nowMs) end++;
     args.push(end - i, nowMs);
     i = end;
+  }
+  if (withMetered && meteredKeys) {
+    args.push(...meteredKeys());
+    for (let i = 0; i < evals.length; i++) {
+      for (const op of evals[i]!.metered ?? []) args.push(i + 1, ...operationArguments(op));
+    }
   }
   return args;
 }
@@ -256,19 +283,26 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     organizationId: string,
     period: string,
     reply: EvalGateBatchReply,
+    evalCount: number,
     callNumber: number,
   ): void {
     const known = seenUsage.get(organizationId);
     // Two calls of one organization can be in flight at once: the later one's reply may arrive first.
     if (known && known.period === period && known.callNumber > callNumber) return;
     let count = reply[5] ?? 0;
-    for (let i = GATE_REPLY_HEADER; i < reply.length; i++) if (reply[i]! % 4 === GateCode.Counted) count += 1;
+    const end = GATE_REPLY_HEADER + evalCount;
+    for (let i = GATE_REPLY_HEADER; i < end; i++) if (reply[i]! % 4 === GateCode.Counted) count += 1;
     seenUsage.set(organizationId, { period, epoch: reply[7] ?? 0, count, callNumber });
   }
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
-    const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0);
+    const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0, () => [
+      keys.meteredBalance(organizationId, ''),
+      keys.usageIdempotency(organizationId, ''),
+      keys.meteredDirty(organizationId),
+      keys.meteredReady(organizationId),
+    ]);
     const seen = seenUsage.get(organizationId);
     const sameMonth = seen !== undefined && seen.period === batch.period;
     const callNumber = ++callsSent;
@@ -293,7 +327,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     const stamp = reply[6] ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);
-    rememberUsage(organizationId, batch.period, reply, callNumber);
+    rememberUsage(organizationId, batch.period, reply, evals.length, callNumber);
     return reply;
   };
 

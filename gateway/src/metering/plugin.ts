@@ -2,10 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { EvalMeter } from './contract.ts';
 import { createEvalMeter } from './meter.ts';
+import { createMeteredBalances, type MeteredBalances } from './metered-balances.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     evalMeter: EvalMeter;
+    /** Metered balances outside the gate call: reports, reads, redone consumes and refills (DESIGN.md §5). */
+    meteredBalances: MeteredBalances;
   }
 }
 
@@ -47,6 +50,15 @@ export const meter = fp<{ meter?: EvalMeter }>(
     timer.unref();
     app.redis.on('ready', () => void settle());
     app.decorate('evalMeter', evalMeter);
+    app.decorate(
+      'meteredBalances',
+      createMeteredBalances({
+        redis: app.redis,
+        keys: app.redisKeys,
+        clock: app.clock,
+        loadBalances: (organizationId) => app.adminClient.meteredBalances(organizationId),
+      }),
+    );
     app.addHook('onClose', async () => {
       clearInterval(timer);
       let deadline: NodeJS.Timeout | undefined;

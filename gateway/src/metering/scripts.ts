@@ -7,6 +7,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
  * 4 × (subscriber version + 1) when the script read that version), or `[3]` when Redis holds no arrangement, or
  * `[4]` when the batch id already ran or was settled.
  */
+/** A replayed metered answer's value is text: read that part as `unknown` (decodeOutcome). */
 export type EvalGateBatchReply = [number, ...number[]];
 export const GATE_REPLY_HEADER = 8;
 export type EvalAdjustReply = [number, number];
@@ -21,6 +22,12 @@ export interface MeteringCommands {
   evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
+  /** usage-apply-4.lua: status, value per operation. */
+  usageApply(...keysAndArgs: (string | number)[]): Promise<(number | string)[]>;
+  /** metered-refill-2.lua: the number of balances raised. */
+  meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;
+  /** usage-rate-2.lua: 0 when taken, else ms until the window closes. */
+  usageRate(...keysAndArgs: (string | number)[]): Promise<number>;
 }
 
 export type MeteringRedis = RedisClient & MeteringCommands;

@@ -5,6 +5,7 @@ import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import type { SessionDoc } from '@ent/common/auth/session-doc';
 import type { Arrangement } from '@ent/common/metering/arrangement';
 import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
+import type { PersistedBalance } from '../metering/metered-balances.ts';
 
 export class AdminUnavailableError extends Error {
   constructor(message: string) {
@@ -23,6 +24,17 @@ export interface AdminClient {
   ): Promise<{ catalog: Versioned<CatalogDoc>; auth_version: number; arrangement: Arrangement }>;
   /** The console session of this token hash while it lives, else null; asked on every request that uses one. */
   session(tokenHash: string): Promise<SessionDoc | null>;
+  /** The organization's persisted metered balances whose period has not ended (a refill after Redis lost them). */
+  meteredBalances(organizationId: string): Promise<PersistedBalance[]>;
+}
+
+interface OpenBalanceBody {
+  subscriber_id: string;
+  feature: string;
+  period_start_ms: number;
+  period_end_ms: number | null;
+  used: number;
+  revision: number;
 }
 
 declare module 'fastify' {
@@ -50,15 +62,18 @@ export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
     });
     const token = app.config.internalToken;
 
-    async function call<T>(path: string, body: Record<string, unknown>): Promise<{ status: number; body: T }> {
-      options.onRebuildRequest?.(path.split('/').pop() ?? path);
+    async function call<T>(path: string, body: Record<string, unknown> | null): Promise<{ status: number; body: T }> {
+      options.onRebuildRequest?.(path.split('/').pop()?.split('?')[0] ?? path);
       let response;
       try {
         response = await pool.request({
           path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(token ? { 'x-internal-token': token } : {}) },
-          body: JSON.stringify(body),
+          method: body === null ? 'GET' : 'POST',
+          headers: {
+            ...(body === null ? {} : { 'content-type': 'application/json' }),
+            ...(token ? { 'x-internal-token': token } : {}),
+          },
+          body: body === null ? null : JSON.stringify(body),
           headersTimeout: 5000,
           bodyTimeout: 5000,
         });
@@ -104,6 +119,21 @@ export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
         const res = await call<{ session: SessionDoc | null }>('/internal/session', { token_hash: tokenHash });
         if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
         return res.body.session;
+      },
+      async meteredBalances(organizationId) {
+        const res = await call<{ balances: OpenBalanceBody[] }>(
+          `/internal/metered/balances?organization_id=${encodeURIComponent(organizationId)}`,
+          null,
+        );
+        if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
+        return res.body.balances.map((balance) => ({
+          subscriberId: balance.subscriber_id,
+          feature: balance.feature,
+          periodStartMs: balance.period_start_ms,
+          periodEndMs: balance.period_end_ms,
+          used: balance.used,
+          revision: balance.revision,
+        }));
       },
     };
 

@@ -6486,7 +6486,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
+          'Idempotency-Key'?: string;
+        };
         path: {
           subscriber_id: string;
         };
@@ -6506,6 +6509,8 @@ export interface paths {
         /** @description The check result */
         200: {
           headers: {
+            /** @description 'true' when the answer is an earlier request's */
+            'Idempotent-Replayed'?: string;
             /** @description evals included this month */
             'X-Svc-Eval-Limit'?: number;
             /** @description evals counted so far this month (may lag by about a second) */
@@ -7891,6 +7896,512 @@ export interface paths {
           };
         };
         /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/subscribers/{subscriber_id}/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Every metered feature's current period (scope subscribers:read; not an eval) */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The current periods, by feature key */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              subscriber_id: string;
+              /** @description every metered catalog feature, by key */
+              usage: {
+                /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                allowed: boolean;
+                feature: string;
+                /** @constant */
+                kind: 'metered';
+                /** @description per period; null = unlimited */
+                limit: number | null;
+                /** @description soft limits only: max(0, used - limit) */
+                overage?: number;
+                /** Format: date-time */
+                period_start: string;
+                /** @description max(0, limit - used); null when unlimited */
+                remaining: number | null;
+                /** @description when the next period starts; null for reset "never" */
+                resets_at: string | null;
+                source: 'override' | 'plan' | 'none';
+                /** @description used in the current period */
+                used: number;
+              }[];
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The key lacks the subscribers:read scope */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Unknown subscriber */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    /** Report usage of a metered feature that already happened: delta or set (scope usage:write; not an eval) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: {
+          /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
+          'Idempotency-Key'?: string;
+        };
+        path: {
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            /** @description added to used (negative: taken away; used never goes below 0); not 0 */
+            delta?: number;
+            /** @description a metered feature key */
+            feature: string;
+            /** @description used becomes this */
+            set?: number;
+          };
+        };
+      };
+      responses: {
+        /** @description The feature after the report */
+        200: {
+          headers: {
+            /** @description 'true' when the answer is an earlier request's */
+            'Idempotent-Replayed'?: string;
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+              allowed: boolean;
+              feature: string;
+              /** @constant */
+              kind: 'metered';
+              /** @description per period; null = unlimited */
+              limit: number | null;
+              /** @description soft limits only: max(0, used - limit) */
+              overage?: number;
+              /** Format: date-time */
+              period_start: string;
+              /** @description max(0, limit - used); null when unlimited */
+              remaining: number | null;
+              /** @description when the next period starts; null for reset "never" */
+              resets_at: string | null;
+              source: 'override' | 'plan' | 'none';
+              /** @description used in the current period */
+              used: number;
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The key lacks the usage:write scope */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Unknown subscriber or feature */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description More than the organization's usage events per second (Retry-After) */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/usage-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Report up to 1,000 usage events at once (scope usage:write; not evals) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            events: {
+              /** @description added to used (negative: taken away; used never goes below 0); not 0 */
+              delta?: number;
+              /** @description a metered feature key */
+              feature: string;
+              /** @description applied once per organization within 24 h; a repeat answers the first result again */
+              idempotency_key?: string;
+              /** @description used becomes this */
+              set?: number;
+              subscriber_id: string;
+            }[];
+          };
+        };
+      };
+      responses: {
+        /** @description Each event's check result or error body, in order */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description in the events' order: each a check result, or the error body of an event that was not applied */
+              results: (
+                | {
+                    /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                    allowed: boolean;
+                    feature: string;
+                    /** @constant */
+                    kind: 'metered';
+                    /** @description per period; null = unlimited */
+                    limit: number | null;
+                    /** @description soft limits only: max(0, used - limit) */
+                    overage?: number;
+                    /** Format: date-time */
+                    period_start: string;
+                    /** @description max(0, limit - used); null when unlimited */
+                    remaining: number | null;
+                    /** @description when the next period starts; null for reset "never" */
+                    resets_at: string | null;
+                    source: 'override' | 'plan' | 'none';
+                    /** @description used in the current period */
+                    used: number;
+                  }
+                | {
+                    error: {
+                      code: string;
+                      /** @description `{}` when there is nothing to add */
+                      details: {
+                        [key: string]: unknown;
+                      };
+                      message: string;
+                      request_id: string;
+                      type: string;
+                    };
+                  }
+              )[];
+            };
+          };
+        };
+        /** @description Missing, invalid or revoked API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The key lacks the usage:write scope */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description More than the organization's usage events per second (Retry-After) */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
         503: {
           headers: {
             [name: string]: unknown;

@@ -13,6 +13,7 @@
   ARGV[2]  limit   ARGV[3] blocking   ARGV[4] burst   ARGV[5] plan
   ARGV[6]  now (ms since the epoch, from the application's clock)
   ARGV[7]  usage time to live (ms): set when this creates KEYS[2] (a limit of 0 is reached with no eval at all)
+  ARGV[8]  usage events per second (metered reports, usage-rate-2.lua)
 
   Returns 1 when written, 0 when the stored version was already >= ARGV[1].
 ]]
@@ -25,7 +26,7 @@ if incoming > 0 then
   end
   rcall('HSET', KEYS[1], 'v', ARGV[1])
 end
-rcall('HSET', KEYS[1], 'limit', ARGV[2], 'blocking', ARGV[3], 'burst', ARGV[4], 'plan', ARGV[5])
+rcall('HSET', KEYS[1], 'limit', ARGV[2], 'blocking', ARGV[3], 'burst', ARGV[4], 'plan', ARGV[5], 'usage_eps', ARGV[8])
 
 local usage = rcall('HMGET', KEYS[2], 'count', 'first_over_at')
 local stored = tonumber(usage[1])

@@ -34,6 +34,12 @@
     ARGV[7+i]   subscriber id of eval i (i = 1..N)
     ARGV[8+N..] the evals' instants as runs: a count of consecutive evals, then their now (ms since the epoch,
                 from the application's clock; never Redis TIME); the counts add up to N
+    then, only when some eval reads or consumes a metered feature: the balance key prefix, the idempotency key
+                prefix, the dirty set, the readiness marker (all of this organization), and 13 values per
+                operation: eval index (1..N), kind ('r' read / 'c' consume), member, amount, limit ('' =
+                unlimited), soft, period end, ttl, the catalog and subscriber versions its terms were resolved
+                from, idempotency key (''), fingerprint, terms (metered-balance.fragment.lua). An operation of an
+                eval not counted is skipped; one whose versions are not current applies nothing (stale).
 
   While the stamp is still ARGV[6], no subscriber's version has changed since the gateway read the versions it
   marked '1': those are not read again (reading the index was most of the script's cost). Every other eval's
@@ -47,6 +53,8 @@
     code 0  counted (the month's count after eval i is the count before the batch plus the counted evals so far)
     code 1  rate limited (the burst's rolling second is full; not counted, takes no place in it)
     code 2  blocked (blocking arrangement past its grace period; not counted)
+    then, when the batch carries metered operations, two values per operation in their order: status, value
+    (metered-balance.fragment.lua; 2 stale versions, 3 not ready, 4 skipped: its eval was not counted)
   or the single number { 3 } when Redis holds no arrangement (nothing changed; the caller publishes it
   and retries), or { 4 } when this batch id already ran or was settled (nothing changed).
 ]]
@@ -245,5 +253,40 @@ if firstOverAtArg ~= storedFirstOverAt then
   end
 end
 rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
+
+-- Metered operations (metered-balance.fragment.lua), only when the batch carries any: after the last run.
+local m = run + 2
+if ARGV[m] then
+  local ready = rcall("EXISTS", ARGV[m + 3]) == 1
+  for base = m + 3, #ARGV - 1, 13 do
+    local evalIndex = tonumber(ARGV[base + 1])
+    local status, value
+    if out[8 + evalIndex] % 4 ~= 0 then
+      status, value = METERED_SKIPPED, 0
+    elseif not ready then
+      status, value = METERED_NOT_READY, 0
+    elseif tonumber(ARGV[base + 9]) ~= catalogVersion
+      or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 10])) then
+      status, value = METERED_STALE, 0
+    else
+      status, value = meteredApply(ARGV[m], ARGV[m + 1], ARGV[m + 2], {
+        kind = ARGV[base + 2],
+        member = ARGV[base + 3],
+        amount = tonumber(ARGV[base + 4]),
+        limit = ARGV[base + 5],
+        soft = ARGV[base + 6],
+        periodEnd = ARGV[base + 7],
+        ttl = ARGV[base + 8],
+        idem = ARGV[base + 11],
+        fingerprint = ARGV[base + 12],
+        terms = ARGV[base + 13],
+      })
+    end
+    size = size + 1
+    out[size] = status
+    size = size + 1
+    out[size] = value
+  end
+end
 
 return out

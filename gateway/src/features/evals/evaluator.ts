@@ -2,7 +2,25 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { notFound, rateLimited } from '@ent/common/errors/app-error';
 import { EvalGateUnavailableError, type EvalGateResult } from '../../metering/contract.ts';
-import { is2xx, send, setUsageHeaders, type Answer, type EvaluateOptions } from '../shared/answer.ts';
+import {
+  is2xx,
+  send,
+  setUsageHeaders,
+  type Answer,
+  type EvaluateOptions,
+  type MeteredRequest,
+} from '../shared/answer.ts';
+import type { CatalogEntry } from '../shared/entries.ts';
+import {
+  answerOfOutcome,
+  applyMetered,
+  operationOf,
+  type MeteredAnswer,
+  type MeteredItem,
+} from '../shared/metered-answers.ts';
+import { meteredUnavailable } from '../../metering/metered-balances.ts';
+import type { MeteredOperation, MeteredOutcome } from '../../metering/metered-operations.ts';
+import type { MeteredCheckResult } from '@ent/contract/evals';
 import { refuseChanged, requestAuthentication, type RequestAuthentication } from './authentication.ts';
 import { blockedError, degradedMode } from './degraded.ts';
 import type { SubscriberEntry } from './snapshot-cache.ts';
@@ -31,6 +49,24 @@ export interface Evaluator extends RequestAuthentication {
 const subscriberNotFound = (subscriberId: string) =>
   notFound(`No subscriber "${subscriberId}".`, { field: 'subscriber_id', value: subscriberId });
 
+const NO_FEATURES: readonly string[] = [];
+
+/** The metered features a request's answer holds, as `catalog` defines them. */
+const meteredFeaturesOf = (catalog: CatalogEntry, metered: MeteredRequest): readonly string[] => {
+  if (metered.feature === null) return catalog.meteredFeatures;
+  return catalog.doc.features[metered.feature] === 'metered' ? [metered.feature] : NO_FEATURES;
+};
+
+const meteredItems = (entry: SubscriberEntry, subscriberId: string, metered: MeteredRequest): MeteredItem[] =>
+  meteredFeaturesOf(entry.catalog, metered).map((feature) => ({
+    subscriberId,
+    entry,
+    feature,
+    kind: metered.consume === undefined ? 'r' : 'c',
+    amount: metered.consume ?? 0,
+    idempotencyKey: metered.consume === undefined ? '' : metered.idempotencyKey,
+  }));
+
 /**
  * The eval hot path shared by the eval routes and OFREP. Warm path: the key from the LRU, one Redis round trip
  * (the gate call meters the eval and returns the snapshot versions), the serialized answer from the LRU.
@@ -38,7 +74,15 @@ const subscriberNotFound = (subscriberId: string) =>
  */
 export const evaluator = fp(
   async function evaluator(app: FastifyInstance) {
-    const { principals, sessions, snapshotCache, evalMeter: meter, clock, gatewayMetrics: metrics } = app;
+    const {
+      principals,
+      sessions,
+      snapshotCache,
+      evalMeter: meter,
+      meteredBalances,
+      clock,
+      gatewayMetrics: metrics,
+    } = app;
     const degraded = degradedMode(principals, snapshotCache);
     const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
     app.decorateRequest('knownKey', null);
@@ -56,11 +100,17 @@ export const evaluator = fp(
 
       let gate: EvalGateResult;
       let held: SubscriberEntry | undefined;
+      const metered = options?.metered;
+      let operations: MeteredOperation[] | undefined;
       try {
         gateRoundTrips.inc();
         // Its verified stamp (0 when never verified) spares Redis reading its version while no subscriber changed.
         held = snapshotCache.cached(organizationId, subscriberId, nowMs);
-        gate = await meter.gate({ organizationId, subscriberId, nowMs, verified: held });
+        if (metered !== undefined && held !== undefined && held.forgetAt === null) {
+          const items = meteredItems(held, subscriberId, metered);
+          if (items.length > 0) operations = items.map((item) => operationOf(item, nowMs));
+        }
+        gate = await meter.gate({ organizationId, subscriberId, nowMs, verified: held, metered: operations });
       } catch (error) {
         metrics.redisErrors.inc({ op: 'gate' });
         request.log.warn({ err: error }, 'eval gate failed; answering from the LRU if possible');
@@ -68,6 +118,12 @@ export const evaluator = fp(
         const report = error instanceof EvalGateUnavailableError ? error.report : null;
         let answered2xx = false;
         try {
+          // A metered answer needs its use, and a consume must be exact: never failed open (DESIGN.md §5).
+          if (
+            metered !== undefined &&
+            (metered.consume !== undefined || !held || meteredFeaturesOf(held.catalog, metered).length > 0)
+          )
+            throw meteredUnavailable();
           await degraded.answer(request, reply, known, subscriberId, nowMs, answer, options);
           answered2xx = is2xx(reply);
           return;
@@ -95,13 +151,69 @@ export const evaluator = fp(
         );
         const entry = cachedOrLoading instanceof Promise ? await cachedOrLoading : cachedOrLoading;
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
-        send(request, reply, entry, answer(entry), options, gate.usage);
+        if (operations !== undefined && gate.metered !== undefined)
+          meteredBalances.observe(organizationId, operations, gate.metered);
+        const body =
+          metered === undefined || meteredFeaturesOf(entry.catalog, metered).length === 0
+            ? answer(entry)
+            : await meteredBody(
+                reply,
+                organizationId,
+                subscriberId,
+                entry,
+                metered,
+                operations,
+                gate.metered,
+                nowMs,
+              );
+        send(request, reply, entry, body, options, gate.usage);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
       } catch (error) {
         if (counted) void meter.refund(organizationId, nowMs);
         throw error;
       }
+    }
+
+    /**
+     * The answer with its metered features' use: what the gate call applied when it ran against this entry's
+     * versions, else applied now with the usage script (a snapshot that moved, a cold cache, a Redis to refill).
+     */
+    async function meteredBody(
+      reply: FastifyReply,
+      organizationId: string,
+      subscriberId: string,
+      entry: SubscriberEntry,
+      metered: MeteredRequest,
+      operations: MeteredOperation[] | undefined,
+      outcomes: MeteredOutcome[] | undefined,
+      nowMs: number,
+    ): Promise<string> {
+      const items = meteredItems(entry, subscriberId, metered);
+      const answers: (MeteredAnswer | undefined)[] = items.map((item) => {
+        const index = operations?.findIndex((op) => op.feature === item.feature) ?? -1;
+        const op = operations?.[index];
+        const outcome = outcomes?.[index];
+        if (!op || !outcome) return undefined;
+        if (op.catalogVersion !== entry.catalogVersion || op.subscriberVersion !== entry.subscriberVersion)
+          return undefined;
+        return answerOfOutcome(op, outcome);
+      });
+      const redo = items.filter((_, i) => answers[i] === undefined);
+      if (redo.length > 0) {
+        const redone = await applyMetered(app, organizationId, redo, nowMs);
+        let k = 0;
+        for (let i = 0; i < answers.length; i++) if (answers[i] === undefined) answers[i] = redone[k++];
+      }
+      const byFeature = new Map<string, MeteredCheckResult>();
+      let replayed = false;
+      answers.forEach((answer, i) => {
+        if ('error' in answer!) throw answer.error;
+        byFeature.set(items[i]!.feature, answer!.result);
+        if (answer!.replayed) replayed = true;
+      });
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return metered.render(items[0]?.entry ?? entry, byFeature);
     }
 
     app.decorate('evaluator', { ...requestAuthentication(principals, sessions), evaluate });

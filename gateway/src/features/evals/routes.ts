@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { notFound } from '@ent/common/errors/app-error';
+import { notFound, validationError } from '@ent/common/errors/app-error';
 import { EVERY_FEATURE, type SubscriberEntry } from '../shared/entries.ts';
 import { ETAG_KEY, etagOfParts, strongEtag } from '../shared/etag.ts';
 import {
@@ -11,10 +11,17 @@ import {
   EntitlementsQuery,
   EvalParams,
 } from '@ent/contract/evals';
-import type { Answer } from '../shared/answer.ts';
+import type { Answer, MeteredRequest } from '../shared/answer.ts';
+import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
+
+const consumeNotMetered = (feature: string) =>
+  validationError(`"consume" applies to metered features only; "${feature}" is not metered.`, {
+    field: 'consume',
+    value: feature,
+  });
 
 /** The two eval routes, on the shared hot path (evaluator.ts); plain handlers returning its promise. */
 export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
@@ -31,14 +38,27 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { params: EvalParams, body: CheckBody, response: { 200: CheckResultSchema } },
     },
     (request, reply) => {
-      const { feature } = request.body;
-      return evaluator.evaluate(request, reply, request.params.subscriber_id, (entry) => {
-        const json = entry.serializedResult(feature, feature, toJson);
-        if (json === undefined) {
-          throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
-        }
-        return json;
-      });
+      const { feature, consume } = request.body;
+      const metered: MeteredRequest = {
+        feature,
+        consume,
+        idempotencyKey: consume === undefined ? '' : idempotencyKeyOf(request),
+        render: (_entry, answers) => JSON.stringify(answers.get(feature)),
+      };
+      return evaluator.evaluate(
+        request,
+        reply,
+        request.params.subscriber_id,
+        (entry) => {
+          const json = entry.serializedResult(feature, feature, toJson);
+          if (json === undefined) {
+            throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
+          }
+          if (consume !== undefined) throw consumeNotMetered(feature);
+          return json;
+        },
+        { metered },
+      );
     },
   );
 
@@ -68,15 +88,25 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
         });
         return `${prefix}${listed}}`;
       };
+      // Metered features carry the subscriber's use: such a list is made for this request alone.
+      const metered: MeteredRequest = {
+        feature: null,
+        idempotencyKey: '',
+        render: (entry, answers) => {
+          const results = entry.results().map((result) => answers.get(result.feature) ?? result);
+          return `${prefix}${JSON.stringify(all ? results : results.filter((result) => result.source !== 'none'))}}`;
+        },
+      };
       // The list's hash is made once per plan set; per request only the subscriber id and that hash are hashed.
       const etag = (entry: SubscriberEntry, body: string) => {
         const listed = body.slice(prefix.length, -1);
+        if (entry.catalog.meteredFeatures.length > 0) return etagOfParts(subscriberId, strongEtag(listed));
         return etagOfParts(
           subscriberId,
           entry.serialized(cacheKey + ETAG_KEY, EVERY_FEATURE, () => strongEtag(listed)),
         );
       };
-      return evaluator.evaluate(request, reply, subscriberId, answer, { etag });
+      return evaluator.evaluate(request, reply, subscriberId, answer, { etag, metered });
     },
   );
 }

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { uncountedUsage, type EvalUsageHeaders } from '@ent/common/metering/usage';
 import { ifNoneMatchMatches } from './etag.ts';
 import type { SubscriberEntry } from './entries.ts';
+import type { MeteredCheckResult } from '@ent/contract/evals';
 
 /** What an eval answers once its entitlements are known: a serialized body, or an error to throw. */
 export type Answer = (entry: SubscriberEntry) => string;
@@ -14,6 +15,19 @@ export interface EvaluateOptions {
   etag?: (entry: SubscriberEntry, body: string) => string;
   /** The error for a subscriber that does not exist (default: 404 NOT_FOUND). */
   unknownSubscriber?: (subscriberId: string) => Error;
+  /** Metered features in the answer: read (and consumed) within the gate call (DESIGN.md §5). */
+  metered?: MeteredRequest;
+}
+
+export interface MeteredRequest {
+  /** The feature asked about (the check route), or null: every metered feature (the list). */
+  feature: string | null;
+  /** Deduct this much (check route only). */
+  consume?: number | undefined;
+  /** The `Idempotency-Key` of a consume ('' = none). */
+  idempotencyKey: string;
+  /** The body, given the entry and the metered features' answers by key; used when the answer holds any. */
+  render(entry: SubscriberEntry, answers: ReadonlyMap<string, MeteredCheckResult>): string;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';

@@ -38,12 +38,26 @@ export class CatalogEntry {
 
   /** Estimated heap bytes of the document itself. */
   private readonly docBytes: number;
+  /** The metered features' keys, ordered (DESIGN.md §5): their answers carry use, read from Redis per request. */
+  readonly meteredFeatures: readonly string[];
+  /** Plans with a subscription-anchored metered grant: their subscribers keep their own document (its anchors). */
+  readonly anchoringPlans: ReadonlySet<string>;
 
   constructor(
     readonly version: number,
     readonly doc: CatalogDoc,
   ) {
     this.docBytes = catalogDocBytes(doc);
+    this.meteredFeatures = Object.keys(doc.features)
+      .filter((key) => doc.features[key] === 'metered')
+      .sort();
+    const anchoring = new Set<string>();
+    for (const [planId, plan] of Object.entries(doc.plans)) {
+      for (const grant of Object.values(plan.grants)) {
+        if (grant.kind === 'metered' && grant.anchor === 'subscription') anchoring.add(planId);
+      }
+    }
+    this.anchoringPlans = anchoring;
   }
 
   /** Estimated bytes held by this catalog version and its shared plan sets. */
@@ -135,7 +149,7 @@ export class SubscriberEntry {
   ) {
     if (!doc.exists)
       return new SubscriberEntry(catalog, subscriberVersion, MISSING_SUBSCRIBER, forgetAt, nowMs);
-    const interned = hasOverrides(doc) ? doc : catalog.planSet(doc.plans).doc;
+    const interned = hasOverrides(doc) || anchorsMetered(catalog, doc) ? doc : catalog.planSet(doc.plans).doc;
     return new SubscriberEntry(catalog, subscriberVersion, interned, forgetAt, nowMs);
   }
 
@@ -221,7 +235,8 @@ export class SubscriberEntry {
       if (kind === undefined || !isLive(override, nowMs)) continue;
       if (override.expiresAt !== null && (validUntil === null || override.expiresAt < validUntil))
         validUntil = override.expiresAt;
-      if (override.kind !== kind) continue;
+      // A metered override is read with the feature's use (meteredTermsOf), never from here.
+      if (override.kind !== kind || override.kind === 'metered') continue;
       overrides ??= new Map();
       overrides.set(
         feature,
@@ -234,6 +249,12 @@ export class SubscriberEntry {
     this.validUntil = validUntil;
   }
 }
+
+/** Whether the subscriber's own subscription starts decide a metered period (the plan set's document has none). */
+const anchorsMetered = (catalog: CatalogEntry, doc: SubscriberDoc): boolean =>
+  doc.subscribedAt !== undefined &&
+  catalog.anchoringPlans.size > 0 &&
+  doc.plans.some((plan) => catalog.anchoringPlans.has(plan));
 
 const hasOverrides = (doc: SubscriberDoc): boolean => {
   for (const _ in doc.overrides) return true;

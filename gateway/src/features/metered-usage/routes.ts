@@ -1,0 +1,136 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { commonErrorResponses, ErrorBodySchema } from '@ent/contract/common';
+import { MeteredCheckResultSchema } from '@ent/contract/evals';
+import {
+  ReportUsageBody,
+  SubscriberUsageParams,
+  SubscriberUsageSchema,
+  UsageEventsBody,
+  UsageEventsResultSchema,
+} from '@ent/contract/metered-usage';
+import { xApiKeyOf } from '../shared/api-key-header.ts';
+import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
+import { applyMetered, unknownSubscriber } from '../shared/metered-answers.ts';
+import { applyUsageEvents, currentEntries } from './usage-events.ts';
+import { takeUsageEvents } from './usage-rate.ts';
+
+/**
+ * Metered usage on the gateway (DESIGN.md §5): reports and batches of usage that already happened (scope
+ * `usage:write`), and a subscriber's current periods (scope `subscribers:read`). None is an eval: no monthly count,
+ * no burst; reports have their own rate per organization and are taken even while evals are blocked.
+ */
+export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { evaluator, clock } = app;
+  const authenticateWrite = evaluator.authentication(xApiKeyOf, 'usage:write');
+  const authenticateRead = evaluator.authentication(xApiKeyOf, 'subscribers:read');
+
+  app.post(
+    '/org/subscribers/:subscriber_id/usage',
+    {
+      config: { scope: 'usage:write' },
+      onRequest: authenticateWrite,
+      schema: {
+        params: SubscriberUsageParams,
+        body: ReportUsageBody,
+        response: {
+          200: MeteredCheckResultSchema,
+          404: ErrorBodySchema,
+          429: ErrorBodySchema,
+          ...commonErrorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const organizationId = request.knownKey!.principal!.organizationId;
+      const nowMs = clock.now();
+      const idempotencyKey = idempotencyKeyOf(request);
+      await takeUsageEvents(app, organizationId, 1, nowMs);
+      const [answer] = await applyUsageEvents(
+        app,
+        request,
+        organizationId,
+        [
+          {
+            subscriber_id: request.params.subscriber_id,
+            ...request.body,
+            idempotency_key: idempotencyKey || undefined,
+          },
+        ],
+        nowMs,
+      );
+      if ('error' in answer!) throw answer.error;
+      if (answer!.replayed) reply.header('idempotent-replayed', 'true');
+      return answer!.result;
+    },
+  );
+
+  app.post(
+    '/org/usage-events',
+    {
+      config: { scope: 'usage:write' },
+      onRequest: authenticateWrite,
+      schema: {
+        body: UsageEventsBody,
+        response: { 200: UsageEventsResultSchema, 429: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const organizationId = request.knownKey!.principal!.organizationId;
+      const nowMs = clock.now();
+      const { events } = request.body;
+      await takeUsageEvents(app, organizationId, events.length, nowMs);
+      const answers = await applyUsageEvents(app, request, organizationId, events, nowMs);
+      return {
+        results: answers.map((answer) =>
+          'error' in answer ? answer.error.toBody(request.id) : answer.result,
+        ),
+      };
+    },
+  );
+
+  app.get(
+    '/org/subscribers/:subscriber_id/usage',
+    {
+      exposeHeadRoute: false,
+      config: { scope: 'subscribers:read' },
+      onRequest: authenticateRead,
+      schema: {
+        params: SubscriberUsageParams,
+        response: { 200: SubscriberUsageSchema, 404: ErrorBodySchema, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const organizationId = request.knownKey!.principal!.organizationId;
+      const subscriberId = request.params.subscriber_id;
+      const nowMs = clock.now();
+      const entries = await currentEntries(
+        app,
+        request,
+        organizationId,
+        [subscriberId],
+        nowMs,
+        'subscribers:read',
+      );
+      const entry = entries.get(subscriberId)!;
+      if (!entry.subscriber.exists) throw unknownSubscriber(subscriberId);
+      const items = entry.catalog.meteredFeatures.map((feature) => ({
+        subscriberId,
+        entry,
+        feature,
+        kind: 'r' as const,
+        amount: 0,
+        idempotencyKey: '',
+      }));
+      const answers = await applyMetered(app, organizationId, items, nowMs);
+      return {
+        subscriber_id: subscriberId,
+        usage: answers.map((answer) => {
+          if ('error' in answer) throw answer.error;
+          return answer.result;
+        }),
+      };
+    },
+  );
+}

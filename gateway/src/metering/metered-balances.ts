@@ -1,0 +1,193 @@
+import { LRUCache } from 'lru-cache';
+import { AppError } from '@ent/common/errors/app-error';
+import type { Clock } from '@ent/common/clock';
+import type { RedisClient } from '@ent/common/redis/connect';
+import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import {
+  decodeOutcome,
+  operationArguments,
+  type MeteredOperation,
+  type MeteredOutcome,
+} from './metered-operations.ts';
+import { withMeteringCommands } from './scripts.ts';
+
+/** One balance as Postgres last persisted it (admin's `GET /internal/metered/balances`). */
+export interface PersistedBalance {
+  subscriberId: string;
+  feature: string;
+  periodStartMs: number;
+  periodEndMs: number | null;
+  used: number;
+  revision: number;
+}
+
+export interface MeteredBalancesOptions {
+  redis: RedisClient;
+  keys: RedisKeys;
+  clock: Clock;
+  /** The organization's balances whose period has not ended, from Postgres (through admin). */
+  loadBalances: (organizationId: string) => Promise<PersistedBalance[]>;
+  /** The most balances whose last figure this gateway keeps for a refill (bounded memory). */
+  maxFigures?: number;
+}
+
+/** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
+export const meteredUnavailable = () =>
+  new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    'Metered usage cannot be applied right now; retry shortly.',
+    undefined,
+    {
+      'retry-after': '1',
+    },
+  );
+
+const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
+/** A refill and one retry: a second "not ready" means Redis lost the organization again meanwhile. */
+const READY_ATTEMPTS = 3;
+
+export interface MeteredBalances {
+  /**
+   * Applies `ops` in one usage-apply call, refilling the organization first when Redis says it is not ready.
+   * Stale outcomes are the caller's to redo with a fresh snapshot. Throws a 503 AppError when Redis fails.
+   */
+  apply(organizationId: string, ops: readonly MeteredOperation[]): Promise<MeteredOutcome[]>;
+  /** Puts the organization's balances back (Postgres and this gateway's figures) and marks it ready. */
+  refill(organizationId: string): Promise<void>;
+  /** Keeps what a reply showed (the figures a refill merges) and marks the organization dirty after a change. */
+  observe(
+    organizationId: string,
+    ops: readonly MeteredOperation[],
+    outcomes: readonly MeteredOutcome[],
+  ): void;
+}
+
+interface Figure {
+  used: number;
+  periodEndMs: number | null;
+}
+
+export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
+  const redis = withMeteringCommands(options.redis);
+  const { keys, clock } = options;
+  // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
+  // back what it had reached even before the worker persisted it.
+  const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
+  const refilling = new Map<string, Promise<void>>();
+  const dirtyOrganizations = new Set<string>();
+  let flushScheduled = false;
+
+  function flushDirty(): void {
+    flushScheduled = false;
+    const organizations = [...dirtyOrganizations];
+    dirtyOrganizations.clear();
+    redis.sadd(keys.meteredDirtyOrganizations, ...organizations).catch(() => {
+      // The balances stay in their organization's dirty set; the next change of the organization names it again.
+      for (const organization of organizations) dirtyOrganizations.add(organization);
+    });
+  }
+
+  function observe(
+    organizationId: string,
+    ops: readonly MeteredOperation[],
+    outcomes: readonly MeteredOutcome[],
+  ) {
+    let changed = false;
+    for (let i = 0; i < ops.length; i++) {
+      const outcome = outcomes[i]!;
+      if (outcome.status !== 'applied' && outcome.status !== 'refused') continue;
+      const op = ops[i]!;
+      figures.set(`${organizationId}\n${op.member}`, { used: outcome.used, periodEndMs: op.periodEndMs });
+      if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
+    }
+    if (!changed) return;
+    dirtyOrganizations.add(organizationId);
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flushDirty);
+    }
+  }
+
+  async function refillOnce(organizationId: string): Promise<void> {
+    const nowMs = clock.now();
+    const merged = new Map<string, { used: number; revision: number; periodEndMs: number | null }>();
+    for (const balance of await options.loadBalances(organizationId)) {
+      merged.set(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs), balance);
+    }
+    const prefix = `${organizationId}\n`;
+    for (const [key, figure] of figures.entries()) {
+      if (!key.startsWith(prefix) || (figure.periodEndMs !== null && figure.periodEndMs <= nowMs)) continue;
+      const member = key.slice(prefix.length);
+      const known = merged.get(member);
+      if (!known || known.used < figure.used)
+        merged.set(member, {
+          used: figure.used,
+          revision: known?.revision ?? 0,
+          periodEndMs: figure.periodEndMs,
+        });
+    }
+    const args: (string | number)[] = [keys.meteredBalance(organizationId, '')];
+    for (const [member, { used, revision, periodEndMs }] of merged) {
+      const ttl = periodEndMs === null ? '' : Math.max(1, periodEndMs + BALANCE_AFTER_PERIOD_MS - nowMs);
+      args.push(member, used, revision, periodEndMs ?? '', ttl);
+    }
+    await redis.meteredRefill(keys.meteredReady(organizationId), keys.meteredDirty(organizationId), ...args);
+  }
+
+  const refill = (organizationId: string): Promise<void> => {
+    const pending = refilling.get(organizationId);
+    if (pending) return pending;
+    const promise = refillOnce(organizationId).finally(() => refilling.delete(organizationId));
+    refilling.set(organizationId, promise);
+    return promise;
+  };
+
+  async function applyOnce(
+    organizationId: string,
+    ops: readonly MeteredOperation[],
+  ): Promise<MeteredOutcome[]> {
+    const args: (string | number)[] = [
+      keys.meteredBalance(organizationId, ''),
+      keys.usageIdempotency(organizationId, ''),
+    ];
+    for (const op of ops) args.push(op.subscriberId, ...operationArguments(op));
+    const reply = await redis.usageApply(
+      keys.catalog(organizationId),
+      keys.subscriberVersions(organizationId),
+      keys.meteredDirty(organizationId),
+      keys.meteredReady(organizationId),
+      ...args,
+    );
+    return ops.map((op, i) => decodeOutcome(op, reply[2 * i], reply[2 * i + 1]));
+  }
+
+  return {
+    async apply(organizationId, ops) {
+      if (ops.length === 0) return [];
+      try {
+        for (let attempt = 1; ; attempt++) {
+          const outcomes = await applyOnce(organizationId, ops);
+          if (attempt < READY_ATTEMPTS && outcomes.some((outcome) => outcome.status === 'not_ready')) {
+            await refill(organizationId);
+            continue;
+          }
+          observe(organizationId, ops, outcomes);
+          if (outcomes.some((outcome) => outcome.status === 'not_ready')) throw meteredUnavailable();
+          return outcomes;
+        }
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        throw Object.assign(meteredUnavailable(), { cause: error });
+      }
+    },
+    async refill(organizationId) {
+      try {
+        await refill(organizationId);
+      } catch (error) {
+        throw Object.assign(meteredUnavailable(), { cause: error });
+      }
+    },
+    observe,
+  };
+}

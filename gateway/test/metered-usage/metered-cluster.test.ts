@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedis, type RedisClient } from '@ent/common/redis/connect';
+import { redisKeys } from '@ent/common/redis/keys';
+import { publishArrangement } from '@ent/common/metering/arrangement';
+import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import { ManualClock } from '@ent/common/clock';
+import { createEvalMeter } from '../../src/metering/meter.ts';
+import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
+import { meteredOperation } from '../../src/metering/metered-operations.ts';
+import { testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { redisCluster } from '../../../test-support/redis-setups.ts';
+
+/**
+ * The metered scripts build balance and idempotency keys from the organization's prefix (not declared as KEYS): on a
+ * Redis Cluster they stay in the organization's slot, so the gate call and the usage script run there as on one Redis.
+ */
+const catalog = {
+  features: { calls: 'metered' },
+  plans: {
+    pro: {
+      archived: false,
+      grants: { calls: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false } },
+    },
+  },
+} as unknown as CatalogDoc;
+const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
+const keys = redisKeys(testRedisPrefix());
+let stop: () => Promise<void>;
+let redis: RedisClient;
+
+beforeAll(async () => {
+  const started = await redisCluster.start();
+  stop = started.stop;
+  redis = createRedis(started.config);
+}, 120_000);
+afterAll(async () => {
+  redis?.disconnect();
+  await stop?.();
+});
+
+describe('metered scripts on a Redis Cluster', () => {
+  it('consume in the gate call, a report with an idempotency key, and a refill', async () => {
+    const org = 'org_cluster';
+    await snapshotStore(redis, keys).putCatalog(org, { version: 3, doc: catalog });
+    await snapshotStore(redis, keys).putSubscriber(org, 'alice', { version: 5, doc: alice });
+    await publishArrangement(redis, keys, org, {
+      plan: null,
+      evalLimit: null,
+      blocking: false,
+      burstPerSecond: 100,
+    });
+    const op = (kind: 'c' | 'd', amount: number, idem = '') =>
+      meteredOperation(
+        { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+        'alice',
+        'calls',
+        kind,
+        amount,
+        clock.now(),
+        idem,
+      );
+    const balances = createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
+    expect(await balances.apply(org, [op('d', 2, 'k')])).toEqual([{ status: 'applied', used: 2 }]);
+    expect((await balances.apply(org, [op('d', 2, 'k')]))[0]!.status).toBe('replayed');
+    const meter = createEvalMeter({
+      redis,
+      keys,
+      loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 100 }),
+    });
+    const gate = await meter.gate({
+      organizationId: org,
+      subscriberId: 'alice',
+      nowMs: clock.now(),
+      metered: [op('c', 3)],
+    });
+    expect(gate).toMatchObject({ outcome: 'counted', metered: [{ status: 'applied', used: 5 }] });
+  }, 60_000);
+});

@@ -1,0 +1,382 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@ent/common/clock';
+import { publishArrangement, saveArrangement } from '@ent/common/metering/arrangement';
+import { redisKeys } from '@ent/common/redis/keys';
+import type { CatalogDoc, MeteredGrant } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../../test-support/admin-context.ts';
+import { deleteKeys } from '../../../test-support/redis-keys.ts';
+import type { GatewayApp } from '../../src/app.ts';
+import { catalogClient, gatewayOverAdmin, injector } from '../helpers.ts';
+
+/**
+ * Metered features on two gateways of one admin, one Redis and one clock the test moves. The catalog and subscriber
+ * documents are written to Redis directly, at versions past admin's, as the snapshot builder publishes them.
+ */
+const clock = new ManualClock(Date.parse('2026-03-31T23:59:00Z'));
+let ctx: AdminTestContext;
+const gateways: GatewayApp[] = [];
+let catalogVersion = 1000;
+let subscriberCount = 0;
+
+const grant = (limit: number | null, extra: Partial<MeteredGrant> = {}): MeteredGrant => ({
+  kind: 'metered',
+  limit,
+  reset: 'month',
+  anchor: 'calendar',
+  soft: false,
+  ...extra,
+});
+
+async function publishCatalog(
+  org: string,
+  plans: Record<string, Record<string, MeteredGrant | { kind: 'flag' }>>,
+) {
+  const doc = {
+    features: { calls: 'metered', tokens: 'metered', sso: 'flag' },
+    plans: Object.fromEntries(Object.entries(plans).map(([id, grants]) => [id, { archived: false, grants }])),
+  } as unknown as CatalogDoc;
+  await snapshotStore(ctx.redis, redisKeys(ctx.config.redisKeyPrefix)).putCatalog(org, {
+    version: ++catalogVersion,
+    doc,
+  });
+}
+
+/** An organization with plan `pro` (calls: 10 a month, hard; tokens: 100 a day, soft; sso) and one subscriber. */
+async function organization(): Promise<{
+  org: TestOrganization;
+  subscriber: string;
+  call: ReturnType<typeof catalogClient>['send'][];
+}> {
+  const org = await createTestOrganization(ctx.db, `metered ${subscriberCount}`);
+  await saveArrangement(ctx.db, org.organization_id, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 10_000,
+  });
+  const subscriber = `sub${subscriberCount++}`;
+  const calls = gateways.map((gateway) => catalogClient(injector(gateway), org.headers).send);
+  await calls[0]!('POST', '/org/subscribers', { subscriber_id: subscriber, name: subscriber }, 201);
+  await publishCatalog(org.organization_id, {
+    pro: { calls: grant(10), tokens: grant(100, { reset: 'day', soft: true }), sso: { kind: 'flag' } },
+  });
+  await snapshotStore(ctx.redis, redisKeys(ctx.config.redisKeyPrefix)).putSubscriber(
+    org.organization_id,
+    subscriber,
+    {
+      version: 1000 + subscriberCount,
+      doc: { exists: true, plans: ['pro'], overrides: {} },
+    },
+  );
+  return { org, subscriber, call: calls };
+}
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock });
+  gateways.push(await gatewayOverAdmin(ctx, { clock }), await gatewayOverAdmin(ctx, { clock }));
+});
+afterAll(async () => {
+  for (const gateway of gateways) await gateway.close();
+  await ctx?.close();
+});
+
+const check = (
+  send: ReturnType<typeof catalogClient>['send'],
+  subscriber: string,
+  body: object,
+  headers?: Record<string, string>,
+) =>
+  headers
+    ? send('POST', `/org/subscribers/${subscriber}/entitlements/check`, body)
+    : send('POST', `/org/subscribers/${subscriber}/entitlements/check`, body);
+
+describe('metered features on the gateway', () => {
+  it('answers use, consumes exactly up to a hard limit on either gateway, and lists metered features with their use', async () => {
+    const { subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    const read = await check(a, subscriber, { feature: 'calls' });
+    expect(read.statusCode).toBe(200);
+    expect(read.json()).toEqual({
+      feature: 'calls',
+      kind: 'metered',
+      limit: 10,
+      used: 0,
+      remaining: 10,
+      allowed: true,
+      period_start: '2026-03-01T00:00:00.000Z',
+      resets_at: '2026-04-01T00:00:00.000Z',
+      source: 'plan',
+    });
+    const consumed = [];
+    for (const [send, n] of [
+      [a, 4],
+      [b, 5],
+      [a, 2],
+      [b, 1],
+    ] as const) {
+      consumed.push((await check(send, subscriber, { feature: 'calls', consume: n })).json());
+    }
+    expect(consumed.map((r) => [r.allowed, r.used, r.remaining])).toEqual([
+      [true, 4, 6],
+      [true, 9, 1],
+      [false, 9, 1],
+      [true, 10, 0],
+    ]);
+    const soft = (await check(b, subscriber, { feature: 'tokens', consume: 150 })).json();
+    expect(soft).toMatchObject({
+      allowed: true,
+      used: 150,
+      remaining: 0,
+      overage: 50,
+      resets_at: '2026-04-01T00:00:00.000Z',
+    });
+    const list = await a('GET', `/org/subscribers/${subscriber}/entitlements`);
+    expect(
+      list.json().entitlements.map((e: { feature: string; used?: number }) => [e.feature, e.used]),
+    ).toEqual([
+      ['calls', 10],
+      ['sso', undefined],
+      ['tokens', 150],
+    ]);
+    const usage = await b('GET', `/org/subscribers/${subscriber}/usage`);
+    expect(usage.statusCode).toBe(200);
+    expect(usage.json().usage.map((u: { feature: string; used: number }) => [u.feature, u.used])).toEqual([
+      ['calls', 10],
+      ['tokens', 150],
+    ]);
+  });
+
+  it('refuses consume on a flag, a report without exactly one of delta and set, and answers 404 for unknowns', async () => {
+    const { subscriber, call } = await organization();
+    const [a] = call as [ReturnType<typeof catalogClient>['send']];
+    const flag = await check(a, subscriber, { feature: 'sso', consume: 1 });
+    expect(flag.statusCode).toBe(422);
+    expect(flag.json().error.details.field).toBe('consume');
+    for (const body of [
+      { feature: 'calls' },
+      { feature: 'calls', delta: 1, set: 2 },
+      { feature: 'calls', delta: 0 },
+    ]) {
+      const res = await a('POST', `/org/subscribers/${subscriber}/usage`, body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(422);
+      expect(res.json().error.code).toBe('VALIDATION_ERROR');
+    }
+    expect(
+      (await a('POST', `/org/subscribers/nobody/usage`, { feature: 'calls', delta: 1 })).statusCode,
+    ).toBe(404);
+    expect((await check(a, 'nobody', { feature: 'calls', consume: 1 })).statusCode).toBe(404);
+    expect((await a('GET', `/org/subscribers/nobody/usage`)).statusCode).toBe(404);
+    expect(
+      (await a('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'sso', delta: 1 })).statusCode,
+    ).toBe(422);
+  });
+
+  it('applies reports and batches, each event answered in order, and replays an idempotent report on the other gateway', async () => {
+    const { org, subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    const report = (send: typeof a, body: object, key: string) =>
+      gateways[send === a ? 0 : 1]!.inject({
+        method: 'POST',
+        url: `/org/subscribers/${subscriber}/usage`,
+        headers: { ...org.headers, 'idempotency-key': key },
+        payload: body,
+      });
+    const first = await report(a, { feature: 'calls', delta: 7 }, 'r1');
+    expect(first.statusCode).toBe(200);
+    expect(first.json()).toMatchObject({ used: 7, remaining: 3, allowed: true });
+    const again = await report(b, { feature: 'calls', delta: 7 }, 'r1');
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    const reused = await report(b, { feature: 'calls', delta: 8 }, 'r1');
+    expect(reused.statusCode).toBe(422);
+    expect(reused.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+
+    const batch = await b('POST', '/org/usage-events', {
+      events: [
+        { subscriber_id: subscriber, feature: 'calls', set: 2 },
+        { subscriber_id: 'nobody', feature: 'calls', delta: 1 },
+        { subscriber_id: subscriber, feature: 'sso', delta: 1 },
+        { subscriber_id: subscriber, feature: 'missing', delta: 1 },
+        { subscriber_id: subscriber, feature: 'calls', delta: 20, idempotency_key: 'e1' },
+        { subscriber_id: subscriber, feature: 'calls', delta: 20, idempotency_key: 'e1' },
+        { subscriber_id: subscriber, feature: 'calls', delta: -50 },
+      ],
+    });
+    expect(batch.statusCode).toBe(200);
+    const results = batch.json().results;
+    expect(results.map((r: { used?: number; error?: { code: string } }) => r.error?.code ?? r.used)).toEqual([
+      2,
+      'NOT_FOUND',
+      'VALIDATION_ERROR',
+      'NOT_FOUND',
+      22,
+      22,
+      0,
+    ]);
+    // An idempotent consume repeated on the other gateway is applied once.
+    const consume = (gateway: GatewayApp) =>
+      gateway.inject({
+        method: 'POST',
+        url: `/org/subscribers/${subscriber}/entitlements/check`,
+        headers: { ...org.headers, 'idempotency-key': 'c1' },
+        payload: { feature: 'calls', consume: 3 },
+      });
+    const once = await consume(gateways[0]!);
+    const twice = await consume(gateways[1]!);
+    expect(once.json()).toMatchObject({ used: 3, allowed: true });
+    expect(twice.json()).toEqual(once.json());
+    expect(twice.headers['idempotent-replayed']).toBe('true');
+    expect((await check(a, subscriber, { feature: 'calls' })).json().used).toBe(3);
+  });
+
+  it("takes reports at the organization's usage-event rate, whole batches or nothing, apart from evals", async () => {
+    const { org, subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    await publishArrangement(ctx.redis, redisKeys(ctx.config.redisKeyPrefix), org.organization_id, {
+      plan: null,
+      evalLimit: null,
+      blocking: false,
+      burstPerSecond: 10_000,
+      usageEventsPerSecond: 3,
+    });
+    const event = { subscriber_id: subscriber, feature: 'calls', delta: 1 };
+    expect((await a('POST', '/org/usage-events', { events: [event, event] })).statusCode).toBe(200);
+    const over = await b('POST', '/org/usage-events', { events: [event, event] });
+    expect(over.statusCode).toBe(429);
+    expect(over.headers['retry-after']).toBe('1');
+    expect(
+      (await b('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).statusCode,
+    ).toBe(200);
+    expect(
+      (await a('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).statusCode,
+    ).toBe(429);
+    // Evals are not usage events: checks still answer, and the refused batch applied nothing.
+    expect((await check(a, subscriber, { feature: 'calls' })).json().used).toBe(3);
+    clock.advance(1000);
+    expect(
+      (await a('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).json().used,
+    ).toBe(4);
+  });
+
+  it('starts a new period at the boundary of the app clock, and applies a changed limit on the next eval on both gateways', async () => {
+    clock.set(Date.parse('2026-03-31T23:59:00Z'));
+    const { org, subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    expect((await check(a, subscriber, { feature: 'calls', consume: 10 })).json()).toMatchObject({
+      used: 10,
+      allowed: true,
+    });
+    expect((await check(b, subscriber, { feature: 'calls', consume: 1 })).json()).toMatchObject({
+      used: 10,
+      allowed: false,
+    });
+    // Raised to 12: both gateways hold the old catalog, and both apply the new limit on their next eval.
+    await publishCatalog(org.organization_id, {
+      pro: { calls: grant(12), tokens: grant(100, { reset: 'day', soft: true }) },
+    });
+    expect((await check(b, subscriber, { feature: 'calls', consume: 1 })).json()).toMatchObject({
+      used: 11,
+      limit: 12,
+      allowed: true,
+    });
+    expect((await check(a, subscriber, { feature: 'calls', consume: 1 })).json()).toMatchObject({
+      used: 12,
+      limit: 12,
+      allowed: true,
+    });
+    await publishCatalog(org.organization_id, {
+      pro: { calls: grant(5), tokens: grant(100, { reset: 'day', soft: true }) },
+    });
+    expect((await check(a, subscriber, { feature: 'calls', consume: 1 })).json()).toMatchObject({
+      used: 12,
+      limit: 5,
+      remaining: 0,
+      allowed: false,
+    });
+    expect((await check(b, subscriber, { feature: 'calls' })).json()).toMatchObject({
+      used: 12,
+      limit: 5,
+      allowed: false,
+    });
+
+    clock.set(Date.parse('2026-04-01T00:00:00Z'));
+    for (const send of [a, b]) {
+      expect((await check(send, subscriber, { feature: 'calls' })).json()).toMatchObject({
+        used: 0,
+        period_start: '2026-04-01T00:00:00.000Z',
+        resets_at: '2026-05-01T00:00:00.000Z',
+      });
+    }
+    expect((await check(b, subscriber, { feature: 'calls', consume: 5 })).json()).toMatchObject({
+      used: 5,
+      allowed: true,
+    });
+  });
+
+  it("refills balances Redis lost before answering: Postgres figures merged with the gateway's own", async () => {
+    clock.set(Date.parse('2026-05-10T00:00:00Z'));
+    const { org, subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    expect((await check(a, subscriber, { feature: 'calls', consume: 6 })).json()).toMatchObject({ used: 6 });
+    // The worker had persisted an older figure; tokens only ever reached Postgres.
+    await ctx.ownerDb
+      .insertInto('metered_usage')
+      .values([
+        {
+          organization_id: org.organization_id,
+          subscriber_id: subscriber,
+          feature_key: 'calls',
+          period_start: new Date('2026-05-01T00:00:00Z'),
+          period_end: new Date('2026-06-01T00:00:00Z'),
+          used: 4,
+          revision: 1,
+        },
+        {
+          organization_id: org.organization_id,
+          subscriber_id: subscriber,
+          feature_key: 'tokens',
+          period_start: new Date('2026-05-10T00:00:00Z'),
+          period_end: new Date('2026-05-11T00:00:00Z'),
+          used: 70,
+          revision: 3,
+        },
+        {
+          organization_id: org.organization_id,
+          subscriber_id: subscriber,
+          feature_key: 'tokens',
+          period_start: new Date('2026-05-09T00:00:00Z'),
+          period_end: new Date('2026-05-10T00:00:00Z'),
+          used: 99,
+          revision: 3,
+        },
+      ])
+      .execute();
+    const keys = redisKeys(ctx.config.redisKeyPrefix);
+    await deleteKeys(ctx.redis, `${keys.meteredBalance(org.organization_id, '')}*`);
+    await ctx.redis.del(keys.meteredReady(org.organization_id));
+    expect((await check(a, subscriber, { feature: 'calls', consume: 1 })).json()).toMatchObject({ used: 7 });
+    expect((await check(b, subscriber, { feature: 'tokens' })).json()).toMatchObject({ used: 70 });
+  });
+});
