@@ -25,6 +25,7 @@ import { routes } from './routes.ts';
 import { queueNames } from './job-registry.ts';
 import { outboxMetrics } from './features/outbox/metrics.ts';
 import { webhookMetrics } from './features/webhook/metrics.ts';
+import { meteredUsageMetrics } from './features/metered-usage/metrics.ts';
 import { snapshots } from './features/snapshots/plugin.ts';
 import { outbox, type OutboxOptions } from './features/outbox/plugin.ts';
 
@@ -80,6 +81,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(adminMetrics);
   await app.register(outboxMetrics);
   await app.register(webhookMetrics);
+  await app.register(meteredUsageMetrics);
   await app.register(writePipeline);
   await app.register(snapshots);
   await app.register(outbox, { relayFollowUp: options.relayFollowUp });

@@ -12,6 +12,7 @@ import { serviceAccountRoutes } from './features/service-accounts/routes.ts';
 import { apiKeyRoutes } from './features/api-keys/routes.ts';
 import { webhookRoutes } from './features/webhook/routes.ts';
 import { usageRoutes } from './features/usage/routes.ts';
+import { meteredUsageRoutes } from './features/metered-usage/usage-routes.ts';
 import { consoleAccountRoutes } from './features/console-accounts/routes.ts';
 import { consolePageRoutes } from './features/console-pages/routes.ts';
 import { internalSessionRoutes } from './features/console-sessions/internal-routes.ts';
@@ -39,6 +40,7 @@ export async function routes(app: FastifyInstance, options: RoutesOptions): Prom
   await app.register(apiKeyRoutes);
   await app.register(webhookRoutes);
   await app.register(usageRoutes);
+  await app.register(meteredUsageRoutes);
   await app.register(consoleAccountRoutes);
   await app.register(internalSessionRoutes);
   await app.register(internalMeteredRoutes);

@@ -7,6 +7,7 @@ import { installGracefulShutdown } from '@ent/common/process/graceful-shutdown';
 import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
+import { startMeteredPersister } from './features/metered-usage/persister.ts';
 import { startOutboxRunner } from './features/outbox/runner.ts';
 import { jobDefinitions, queueNames } from './job-registry.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
@@ -24,17 +25,29 @@ const log = {
   warn: (message: string) => logger.warn(message),
   error: (message: string) => logger.error(message),
 };
-const outbox = startOutboxRunner({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix), log });
+const keys = redisKeys(config.redisKeyPrefix);
+const outbox = startOutboxRunner({ db, redis, redisKeys: keys, log });
+const meteredPersister = startMeteredPersister({
+  db,
+  redis,
+  redisKeys: keys,
+  clock: systemClock,
+  queues,
+  log,
+});
 const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues }, jobDefinitions);
 // The worker answers no health probe: this line is how whoever started it knows it runs, so it is written at any
 // LOG_LEVEL.
-logger.child({}, { level: 'info' }).info(`running ${jobDefinitions.length} job kinds and the outbox relay`);
+logger
+  .child({}, { level: 'info' })
+  .info(`running ${jobDefinitions.length} job kinds and the outbox relay, and the metered usage persister`);
 
 installGracefulShutdown({
   drainDelayMs: 0,
   timeoutMs: config.shutdownTimeoutMs,
   close: async () => {
     await outbox.stop();
+    await meteredPersister.stop();
     await stopWorkers();
     await closeQueues(queues);
     await db.destroy();

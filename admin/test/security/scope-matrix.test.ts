@@ -132,6 +132,20 @@ const routes: RouteCase[] = [
     url: () => '/org/subscribers/alice/overrides/seats',
     scope: 'subscribers:write',
   },
+  // Metered usage on admin (past periods, corrections); the seeded features are not metered: 422 past the scope.
+  {
+    family: 'metered usage',
+    method: 'GET',
+    url: () => '/org/subscribers/alice/usage/seats/periods',
+    scope: 'subscribers:read',
+  },
+  {
+    family: 'metered usage',
+    method: 'PUT',
+    url: () => '/org/subscribers/alice/usage/seats',
+    payload: () => ({ used: 1 }),
+    scope: 'subscribers:write',
+  },
 ];
 
 const keys = new Map<string, string>();

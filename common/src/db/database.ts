@@ -168,6 +168,18 @@ export interface MeteredUsageTable {
   updated_at: Timestamp;
 }
 
+/** A usage threshold a balance reached, once per subscriber, feature, period and threshold (its webhook's dedup). */
+export interface UsageThresholdsReachedTable {
+  organization_id: string;
+  subscriber_id: string;
+  feature_key: string;
+  period_start: Date;
+  threshold: 80 | 100;
+  used: ColumnType<number, number, number>;
+  limit_value: ColumnType<number, number, number>;
+  reached_at: Timestamp;
+}
+
 export interface OverridesTable {
   id: string;
   organization_id: string;
@@ -316,6 +328,7 @@ export interface Database {
   subscribers: SubscribersTable;
   subscriptions: SubscriptionsTable;
   metered_usage: MeteredUsageTable;
+  usage_thresholds_reached: UsageThresholdsReachedTable;
   overrides: OverridesTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;

@@ -10,6 +10,7 @@ import * as apiKeyMinters from './2026-11-26T2230_api_key_minters.ts';
 import * as membersSignInEmail from './2026-11-26T2300_members_sign_in_email.ts';
 import * as meteredFeatures from './2026-11-27T0100_metered_features.ts';
 import * as usageEventsRate from './2026-11-27T0200_usage_events_rate.ts';
+import * as usageThresholds from './2026-11-27T0210_usage_thresholds.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-26T2300_members_sign_in_email': membersSignInEmail,
   '2026-11-27T0100_metered_features': meteredFeatures,
   '2026-11-27T0200_usage_events_rate': usageEventsRate,
+  '2026-11-27T0210_usage_thresholds': usageThresholds,
 };

@@ -1,0 +1,221 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '@ent/common/clock';
+import type { Database } from '@ent/common/db/database';
+import { transact } from '@ent/common/outbox/record';
+import type { RedisClient } from '@ent/common/redis/connect';
+import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { buildCatalog, buildSubscribers } from '@ent/common/snapshots/build';
+import type { Queues } from '../../jobs/queues.ts';
+import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
+import {
+  dirtyCandidates,
+  drainBalances,
+  markDirty,
+  retireIfClean,
+  type DrainedBalance,
+} from './balance-scripts.ts';
+import {
+  recordReachedThresholds,
+  upsertBalances,
+  type ReachedThreshold,
+  type WrittenBalance,
+} from './persist-store.ts';
+import { governingLimit, thresholdsReached } from './thresholds.ts';
+
+export interface MeteredPersisterDeps {
+  db: Kysely<Database>;
+  redis: RedisClient;
+  redisKeys: RedisKeys;
+  clock: Clock;
+  queues: Pick<Queues, 'webhook-delivery'>;
+  log: { warn(message: string): void; error(message: string): void };
+}
+
+export interface MeteredPersisterOptions {
+  /** How often the dirty sets are drained (DESIGN.md §5: at least every second). */
+  everyMs: number;
+  /** Members one drain call takes, and so balances one Postgres statement writes. */
+  batchSize: number;
+  /** Drain calls per organization per pass, so one busy organization cannot hold a pass forever. */
+  maxBatches: number;
+}
+
+const defaultPersisterOptions: MeteredPersisterOptions = { everyMs: 250, batchSize: 500, maxBatches: 20 };
+
+export interface PersistResult {
+  organizations: number;
+  /** Rows written to metered_usage (a drained balance an equal or newer revision already covered writes none). */
+  persisted: number;
+  thresholds: number;
+  /** Organizations whose write failed: their members were put back. */
+  failed: number;
+}
+
+const thresholdEvent = (reached: ReachedThreshold) => ({
+  type: 'usage.threshold_reached',
+  data: {
+    subscriber_id: reached.subscriberId,
+    feature: reached.feature,
+    threshold: reached.threshold,
+    used: reached.used,
+    limit: reached.limit,
+    period_start: new Date(reached.periodStartMs).toISOString(),
+  },
+});
+
+/**
+ * The durable copy of metered usage (DESIGN.md §5, "Where usage lives"): takes each organization's dirty balances
+ * out of Redis and upserts them into metered_usage, newer revisions only, detecting the thresholds they reached in
+ * the same transaction. A write that fails puts its members back, so every change is persisted by some pass. Any
+ * number of workers may run it at once: a member is handed to one drain only, and revisions order the writes.
+ */
+export function createMeteredPersister(
+  deps: MeteredPersisterDeps,
+  overrides: Partial<MeteredPersisterOptions> = {},
+) {
+  const options = { ...defaultPersisterOptions, ...overrides };
+  const { db, redis, redisKeys: keys, clock, log } = deps;
+
+  /**
+   * What governs each balance's thresholds, read before the write's transaction: a read inside it would hold its
+   * connection while waiting for more from the same pool, and concurrent writes could take them all.
+   */
+  async function limitsOf(
+    organizationId: string,
+    balances: readonly DrainedBalance[],
+    nowMs: number,
+  ): Promise<Map<string, number>> {
+    const limits = new Map<string, number>();
+    const used = balances.filter((balance) => balance.used > 0);
+    if (used.length === 0) return limits;
+    const [catalog, subscribers] = await Promise.all([
+      buildCatalog(db, organizationId),
+      buildSubscribers(db, organizationId, [...new Set(used.map((balance) => balance.subscriberId))]),
+    ]);
+    if (!catalog) return limits;
+    for (const balance of used) {
+      const subscriber = subscribers.get(balance.subscriberId);
+      if (!subscriber) continue;
+      const limit = governingLimit(catalog.doc, subscriber.doc, balance, nowMs);
+      if (limit !== undefined && limit !== null) limits.set(balance.member, limit);
+    }
+    return limits;
+  }
+
+  const reachedBy = (written: readonly WrittenBalance[], limits: Map<string, number>): ReachedThreshold[] =>
+    written.flatMap((balance) => {
+      const limit = limits.get(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs));
+      if (limit === undefined) return [];
+      return thresholdsReached(balance.used, limit).map((threshold) => ({ ...balance, threshold, limit }));
+    });
+
+  /** One drained batch into Postgres, with its thresholds and their webhook deliveries, in one transaction. */
+  async function write(
+    organizationId: string,
+    balances: readonly DrainedBalance[],
+  ): Promise<{ persisted: number; thresholds: number }> {
+    const nowMs = clock.now();
+    const limits = await limitsOf(organizationId, balances, nowMs);
+    const { persisted, deliveryIds, thresholds } = await transact(db, async (trx) => {
+      const written = await upsertBalances(trx, organizationId, balances);
+      const reached = await recordReachedThresholds(trx, organizationId, reachedBy(written, limits));
+      const ids = await recordDeliveries(trx, organizationId, reached.map(thresholdEvent), new Date(nowMs));
+      return { persisted: written.length, deliveryIds: ids, thresholds: reached.length };
+    });
+    // Committed: a delivery whose enqueue fails stays pending and the webhook sweep queues it.
+    await enqueueDeliveries(deps.queues, deliveryIds).catch((error: unknown) =>
+      log.warn(`metered usage: webhook deliveries not queued (${(error as Error).message}); the sweep will`),
+    );
+    return { persisted, thresholds };
+  }
+
+  /** Drains one organization's dirty set (up to maxBatches calls), then retires it when the set is empty. */
+  async function persistOrganization(organizationId: string, result: PersistResult): Promise<void> {
+    let clean = false;
+    for (let batch = 0; batch < options.maxBatches; batch++) {
+      const members = await dirtyCandidates(redis, keys, organizationId, options.batchSize);
+      if (members.length === 0) {
+        clean = true;
+        break;
+      }
+      const drained = await drainBalances(redis, keys, organizationId, members);
+      try {
+        const written = await write(organizationId, drained.balances);
+        result.persisted += written.persisted;
+        result.thresholds += written.thresholds;
+      } catch (error) {
+        await markDirty(
+          redis,
+          keys,
+          organizationId,
+          drained.balances.map((balance) => balance.member),
+        );
+        throw error;
+      }
+      if (drained.remaining === 0) {
+        clean = true;
+        break;
+      }
+    }
+    if (clean) await retireIfClean(redis, keys, organizationId);
+  }
+
+  /** One pass over every organization with dirty balances. */
+  async function persistOnce(): Promise<PersistResult> {
+    const result: PersistResult = { organizations: 0, persisted: 0, thresholds: 0, failed: 0 };
+    const organizations = await redis.smembers(keys.meteredDirtyOrganizations);
+    for (const organizationId of organizations) {
+      result.organizations += 1;
+      try {
+        await persistOrganization(organizationId, result);
+      } catch (error) {
+        result.failed += 1;
+        log.error(
+          `metered usage of ${organizationId} not persisted, will retry: ${(error as Error).message}`,
+        );
+      }
+    }
+    return result;
+  }
+
+  return { persistOnce, options };
+}
+
+/**
+ * The worker's persisting loop: one pass every `everyMs`, never overlapping itself. `persistNow` runs a pass at
+ * once (or joins the one running).
+ */
+export function startMeteredPersister(
+  deps: MeteredPersisterDeps,
+  overrides: Partial<MeteredPersisterOptions> = {},
+) {
+  const persister = createMeteredPersister(deps, overrides);
+  let running: Promise<PersistResult | null> | null = null;
+  let stopped = false;
+
+  const persistNow = (): Promise<PersistResult | null> => {
+    if (stopped || deps.redis.status !== 'ready') return Promise.resolve(null);
+    running ??= persister
+      .persistOnce()
+      .catch((error: unknown) => {
+        deps.log.warn(`metered usage persister: ${(error as Error).message}`);
+        return null;
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
+
+  const timer = setInterval(() => void persistNow(), persister.options.everyMs);
+  timer.unref();
+
+  return {
+    persistNow,
+    async stop(): Promise<void> {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

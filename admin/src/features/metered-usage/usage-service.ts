@@ -1,0 +1,157 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Transaction } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+import { notFound, validationError } from '@ent/common/errors/app-error';
+import type { MeteredPeriod } from '@ent/common/metering/metered-period';
+import {
+  meteredPeriodOf,
+  meteredResult,
+  meteredTermsOf,
+  type MeteredTerms,
+} from '@ent/common/resolve/resolve';
+import { buildCatalog, buildSubscribers } from '@ent/common/snapshots/build';
+import type { MeteredCheckResult } from '@ent/contract/evals';
+import type { UsagePeriodBody } from '@ent/contract/metered-usage';
+import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
+import { getSubscriber } from '../subscribers/service.ts';
+import {
+  correctBalance,
+  undoCorrection,
+  type AppliedCorrection,
+  type BalanceRef,
+} from './balance-scripts.ts';
+import {
+  featureKindOf,
+  findDurableBalance,
+  findPastPeriod,
+  listPastPeriods,
+  type UsagePeriodFilter,
+  type UsagePeriodRow,
+} from './usage-store.ts';
+
+type UsageDeps = Pick<FastifyInstance, 'db' | 'redis' | 'redisKeys' | 'clock'>;
+
+const toUsagePeriodBody = (row: UsagePeriodRow): UsagePeriodBody => ({
+  feature: row.feature_key,
+  period_start: row.period_start.toISOString(),
+  period_end: row.period_end === null ? null : row.period_end.toISOString(),
+  used: row.used,
+});
+
+interface CurrentTerms {
+  terms: MeteredTerms;
+  period: MeteredPeriod;
+}
+
+/**
+ * The subscriber's terms for a metered feature now, from snapshots built from Postgres (what the gateway answers
+ * from). 404 for an unknown subscriber or feature, 422 for a feature that is not metered.
+ */
+async function currentTerms(
+  deps: UsageDeps,
+  organizationId: string,
+  subscriberId: string,
+  feature: string,
+  nowMs: number,
+): Promise<CurrentTerms> {
+  await getSubscriber(deps.db, organizationId, subscriberId);
+  const kind = await featureKindOf(deps.db, organizationId, feature);
+  if (kind === undefined)
+    throw notFound(`No feature with key "${feature}".`, { field: 'feature', value: feature });
+  if (kind !== 'metered')
+    throw validationError(`Feature "${feature}" is a ${kind} feature, not a metered one: it has no usage.`, {
+      field: 'feature',
+      value: feature,
+    });
+  const [catalog, subscribers] = await Promise.all([
+    buildCatalog(deps.db, organizationId),
+    buildSubscribers(deps.db, organizationId, [subscriberId]),
+  ]);
+  const terms = meteredTermsOf(catalog!.doc, subscribers.get(subscriberId)!.doc, feature, nowMs);
+  return { terms, period: meteredPeriodOf(terms, nowMs) };
+}
+
+/** Past periods of a subscriber's metered feature (every period but the current one), newest first, one page. */
+export async function listUsagePeriods(
+  deps: UsageDeps,
+  organizationId: string,
+  subscriberId: string,
+  feature: string,
+  request: PageRequest<Omit<UsagePeriodFilter, 'currentStart'> & { limit: number }>,
+): Promise<Page<UsagePeriodBody>> {
+  const { period } = await currentTerms(deps, organizationId, subscriberId, feature, deps.clock.now());
+  const currentStart = new Date(period.startMs);
+  const key = { organizationId, subscriberId, feature };
+  const page = await paginate(
+    { ...request, currentStart },
+    {
+      find: async (value) => {
+        const periodStart = new Date(value);
+        if (Number.isNaN(periodStart.getTime())) return undefined;
+        return findPastPeriod(deps.db, { ...key, periodStart }, currentStart);
+      },
+      what: 'the period_start of a past period of this subscriber and feature',
+    },
+    (filter: UsagePeriodFilter) => listPastPeriods(deps.db, key, filter),
+  );
+  return { items: page.items.map(toUsagePeriodBody), hasMore: page.hasMore };
+}
+
+/** The write pipeline's `run` for this request. */
+export type RunWrite = <T>(
+  work: (trx: Transaction<Database>, outcome: WriteOutcome) => Promise<T>,
+) => Promise<T>;
+
+/**
+ * A correction of the current period (DESIGN.md §5), audited from -> to. Redis is the copy every eval reads, so the
+ * figure is set there inside the write's transaction, before its commit; a transaction that does not commit (the
+ * write fails, or is run again as a deadlock victim) takes the correction back, so Redis never keeps a change whose
+ * audit entry does not say it happened. The worker persists the corrected balance like any other change.
+ */
+export async function correctUsage(
+  deps: UsageDeps,
+  run: RunWrite,
+  log: Pick<FastifyBaseLogger, 'error'>,
+  organizationId: string,
+  subscriberId: string,
+  feature: string,
+  used: number,
+): Promise<MeteredCheckResult> {
+  const nowMs = deps.clock.now();
+  const { terms, period } = await currentTerms(deps, organizationId, subscriberId, feature, nowMs);
+  const balance: BalanceRef = {
+    organizationId,
+    subscriberId,
+    feature,
+    periodStartMs: period.startMs,
+    periodEndMs: period.endMs,
+  };
+  let applied: AppliedCorrection | null = null;
+  const takeBack = async () => {
+    const correction = applied;
+    applied = null;
+    if (correction) await undoCorrection(deps.redis, deps.redisKeys, correction);
+  };
+  try {
+    return await run(async (trx, outcome) => {
+      await takeBack();
+      const durable = await findDurableBalance(trx, { ...balance, periodStart: new Date(period.startMs) });
+      applied = await correctBalance(deps.redis, deps.redisKeys, balance, used, durable ?? null);
+      if (applied.revision !== null)
+        outcome.details = {
+          period_start: new Date(period.startMs).toISOString(),
+          used: { from: applied.from, to: used },
+        };
+      return meteredResult(feature, terms, period, used);
+    });
+  } catch (error) {
+    await takeBack().catch((undoError: unknown) =>
+      log.error(
+        { err: undoError, organizationId, subscriberId, feature },
+        'a usage correction that did not commit could not be taken back from Redis',
+      ),
+    );
+    throw error;
+  }
+}
