@@ -28,18 +28,22 @@ const log = (message: string) => process.stdout.write(`[faults] ${message}\n`);
 
 const only = (process.env.FAULTS_ONLY ?? '').split(',').filter(Boolean);
 const chosen = scenarios.filter((s) => only.length === 0 || only.includes(s.name));
-/** Setup, then a minute per scenario at most (a scenario takes about half that); never less than 9.5 minutes. */
-const RUN_BOUND_MS = Math.max(9.5 * 60_000, (3 + chosen.length) * 60_000);
+/** Setup, then two minutes per scenario at most (one takes one to two on a busy machine); never less than 9.5. */
+const RUN_BOUND_MS = Math.max(9.5 * 60_000, (3 + 2 * chosen.length) * 60_000);
+const results: ScenarioResult[] = [];
+let setupError: string | null = null;
 
 installSignalHandlers();
+// Over the bound: everything is stopped, the scenarios left fail at once and what was measured is still written; a
+// minute later the run ends regardless.
 const watchdog = setTimeout(() => {
   process.stderr.write('[faults] the run exceeded its bound; stopping everything\n');
-  void cleanupAll().finally(() => process.exit(2));
+  setupError = `the run exceeded its bound (${RUN_BOUND_MS / 60_000} min)`;
+  void cleanupAll();
+  setTimeout(() => process.exit(2), 60_000).unref();
 }, RUN_BOUND_MS);
 watchdog.unref();
-const results: ScenarioResult[] = [];
 const startedAt = Date.now();
-let setupError: string | null = null;
 
 try {
   const postgres = await startPrivatePostgres();
@@ -92,7 +96,7 @@ try {
     );
   }
 } catch (error) {
-  setupError = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  setupError ??= error instanceof Error ? (error.stack ?? error.message) : String(error);
   process.stderr.write(`[faults] setup failed: ${setupError}\n`);
 } finally {
   await cleanupAll();
