@@ -40,7 +40,8 @@ function readmeSections(): [string, string | null][] {
     ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
     ['faults', faults && renderFaults(faults)],
     ['aging', aging && renderAging(aging)],
-    ['metering', metering && renderMetering(metering)],
+    // Newer than the other modes: until a run has been committed, the section says so rather than stay stale.
+    ['metering', metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.'],
   ];
 }
 
