@@ -41,7 +41,10 @@ function readmeSections(): [string, string | null][] {
     ['faults', faults && renderFaults(faults)],
     ['aging', aging && renderAging(aging)],
     // Newer than the other modes: until a run has been committed, the section says so rather than stay stale.
-    ['metering', metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.'],
+    [
+      'metering',
+      metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.',
+    ],
   ];
 }
 
