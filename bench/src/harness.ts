@@ -6,6 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -31,6 +32,8 @@ export interface Child {
 }
 
 const children: ChildProcess[] = [];
+/** Stopped after the Node processes, which would otherwise lose their Redis while shutting down. */
+const commands: ChildProcess[] = [];
 
 const tsxLoader = createRequire(import.meta.url).resolve('tsx');
 const GATEWAY_SCRIPT = 'gateway/src/server.ts';
@@ -73,10 +76,34 @@ export function startNode(
 }
 
 /** Any other command (a private redis-server), stopped with the rest. */
-export function startCommand(command: string, args: string[]): Child {
+function startCommand(command: string, args: string[]): Child {
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  children.push(child);
+  commands.push(child);
   return { process: child, pid: child.pid! };
+}
+
+const portAnswers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+
+/**
+ * A redis-server of the mode's own on a free port (no persistence), optionally under a wrapper (taskset), stopped
+ * with the other children; its URL once it accepts connections (waits up to 10 s).
+ */
+export async function startPrivateRedis(wrapper: string[] = []): Promise<string> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  if (wrapper.length) startCommand(wrapper[0]!, [...wrapper.slice(1), 'redis-server', ...args]);
+  else startCommand('redis-server', args);
+  for (let attempt = 0; attempt < 100 && !(await portAnswers(port)); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return `redis://127.0.0.1:${port}`;
 }
 
 /** Cleanups of the worlds still in use: an interrupted run (Ctrl-C) drops their databases and keys too. */
@@ -88,11 +115,14 @@ export async function cleanUpEverything(): Promise<void> {
   await stopChildren();
 }
 
-/** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s. */
+/** Stops what this script started, by PID: SIGTERM, then SIGKILL after 10 s; Node processes first. */
 export async function stopChildren(): Promise<void> {
-  const running = children
-    .splice(0)
-    .filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
+  await stopAll(children.splice(0));
+  await stopAll(commands.splice(0));
+}
+
+async function stopAll(started: ChildProcess[]): Promise<void> {
+  const running = started.filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
   await Promise.all(
     running.map(
       (child) =>
@@ -111,8 +141,8 @@ export async function stopChildren(): Promise<void> {
   );
 }
 
-/** Waits until `url` answers 2xx, polling every 100 ms for up to `timeoutMs`. */
-export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
+/** Waits until `url` answers 2xx, polling every 100 ms for up to `timeoutMs` (a tsx start on a busy 2-core machine can take minutes). */
+export async function healthy(url: string, timeoutMs = 180_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (
@@ -131,6 +161,12 @@ export async function healthy(url: string, timeoutMs = 60_000): Promise<void> {
 function processCpuTimes(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
+}
+
+/** CPU seconds a process has used so far, user and kernel together. */
+export function processCpuSeconds(pid: number): number {
+  const { user, system } = processCpuTimes(pid);
+  return user + system;
 }
 
 /** Load figures with the CPU the server process and Redis spent on them, µs per request. */
@@ -195,6 +231,22 @@ export async function metric(metricsUrl: string, name: string): Promise<number> 
     .split('\n')
     .filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`))
     .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+/**
+ * Reports and batches have their own per-organization rate (DESIGN.md §5, default 1,000 events/s, 429 above it);
+ * a mode that sends more raises it, as `entctl org arrangement` does for the eval burst.
+ */
+export function raiseUsageEventRate(world: BenchWorld, eventsPerSecond: number): void {
+  world.entctl(
+    'org',
+    'arrangement',
+    '--org',
+    world.organizationId,
+    '--usage-events-per-second',
+    String(eventsPerSecond),
+    '--json',
+  );
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

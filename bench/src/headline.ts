@@ -2,6 +2,7 @@
 import type { FaultsDocument } from './faults/table.ts';
 import type { AgingResult } from './modes/aging.ts';
 import type { MemoryResult } from './modes/memory.ts';
+import type { MeteringResult } from './modes/metering.ts';
 import type { PinnedResult } from './modes/pinned.ts';
 import type { ScaleResult } from './modes/scale.ts';
 import type { ThroughputResult } from './modes/throughput.ts';
@@ -13,6 +14,7 @@ export interface HeadlineInputs {
   scale: ScaleResult | null;
   faults: FaultsDocument | null;
   aging: AgingResult | null;
+  metering: MeteringResult | null;
 }
 
 const count = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -25,6 +27,7 @@ export function renderHeadline({
   scale,
   faults,
   aging,
+  metering,
 }: HeadlineInputs): string | null {
   const rows: string[] = [];
   if (throughput) {
@@ -40,6 +43,21 @@ export function renderHeadline({
       rows.push(
         `| SDK \`check\` answered from its cache against the same check over HTTP | ${count(cached.opsPerSecond)} against ` +
           `${count(http.opsPerSecond)} calls/s | \`npm run bench\` |`,
+      );
+  }
+  if (metering) {
+    const { ratios: r } = metering;
+    rows.push(
+      `| \`consume\` of 1 against the plain check (same run; targets at least 0.9× and at most 1.15×) | ` +
+        `${r.consumeThroughputVsCheck.toFixed(2)}× the throughput, ${r.consumeCpuVsCheck.toFixed(2)}× the CPU per request | ` +
+        '`npm run bench -- metering` |',
+    );
+    const lone = metering.batches.filter((b) => b.connections === 1);
+    if (lone.length)
+      rows.push(
+        `| a batch of 1,000 usage events from one connection (target p99 under 20 ms) | p50 ` +
+          `${Math.max(...lone.map((b) => b.p50)).toFixed(1)} ms, p99 ${Math.max(...lone.map((b) => b.p99)).toFixed(1)} ms | ` +
+          '`npm run bench -- metering` |',
       );
   }
   const check = pinned?.figures.find((f) => f.route === 'check');
@@ -68,17 +86,40 @@ export function renderHeadline({
         `${count(scale.metering.seen2xx)}, ${scale.readYourWrites.staleReads} of ${count(scale.readYourWrites.reads)} | ` +
         `\`npm run bench -- scale\` |`,
     );
+  if (scale?.metered) {
+    const { consumes: c, reports: r } = scale.metered;
+    rows.push(
+      `| three gateways, consumes against hard limits and reports with repeated idempotency keys: allowed against ` +
+        `Σ min(attempts, limit), reports read back against acknowledged | ${count(c.allowed)} of ${count(c.expectedAllowed)}, ` +
+        `${count(r.usedReadBack)} of ${count(r.expectedUsed)} | \`npm run bench -- scale\` |`,
+    );
+  }
   if (faults) {
     const lost = faults.results.reduce((sum, r) => sum + r.lostWrites, 0);
     const countErrors = faults.results.filter((r) => r.count.error !== 0).length;
+    const metered = faults.results.filter((r) => r.metered);
+    const meteredFigures = metered.length
+      ? `; ${metered.length} of them with consumes and reports running: usage lost ` +
+        `${metered.reduce((sum, r) => sum + r.metered!.usageLost, 0)}, over-consumed ` +
+        `${metered.reduce((sum, r) => sum + r.metered!.overConsumed, 0)}`
+      : '';
     rows.push(
       `| ${faults.results.length} injected faults (Redis, Postgres, admin, worker, gateway): lost writes, scenarios ` +
-        `with an eval count off | ${lost}, ${countErrors} (${faults.passed ? 'every invariant held' : 'SOME INVARIANTS FAILED'}) | ` +
+        `with an eval count off${metered.length ? '; usage lost, consumes allowed over the limit' : ''} | ${lost}, ` +
+        `${countErrors}${meteredFigures} (${faults.passed ? 'every invariant held' : 'SOME INVARIANTS FAILED'}) | ` +
         `\`npm run faults\` |`,
     );
   }
   if (rows.length === 0) return null;
-  const dates = [throughput?.date, pinned?.date, memory?.date, scale?.date, aging?.date, faults?.started_at]
+  const dates = [
+    throughput?.date,
+    pinned?.date,
+    memory?.date,
+    scale?.date,
+    aging?.date,
+    metering?.date,
+    faults?.started_at,
+  ]
     .filter((date): date is string => date !== undefined)
     .map((date) => date.slice(0, 10))
     .sort();

@@ -1,8 +1,13 @@
 /** Load generation with autocannon: keep-alive connections, a different subscriber on every request. */
 import autocannon from 'autocannon';
-import { featureKey } from './seed.ts';
+import { featureKey, METERED_EVENTS_FEATURE, METERED_FEATURE } from './seed.ts';
 
-export type RouteKind = 'check' | 'list' | 'ofrep';
+/**
+ * `consume`: the check route deducting 1 of the metered feature; `metered-check`: the same check without deducting;
+ * `usage-events`: `POST /org/usage-events`, a batch of `batchEvents` reports of 1 (to the events feature) over as many
+ * subscribers.
+ */
+export type RouteKind = 'check' | 'list' | 'ofrep' | 'consume' | 'metered-check' | 'usage-events';
 
 export interface LoadFigures {
   rps: number;
@@ -30,9 +35,33 @@ export interface LoadOptions {
   offset?: number;
   /** Requests per second across all connections (default: as fast as the server answers). */
   overallRate?: number;
+  /** `usage-events`: events per batch (default 1,000), and whether each carries an idempotency key of its own. */
+  batchEvents?: number;
+  idempotencyKeys?: boolean;
 }
 
 const STEP = 7919; // a prime: walks every subscriber in a scattered order
+
+const json = (apiKey: string) => ({ 'content-type': 'application/json', 'x-api-key': apiKey });
+
+/** A unique tag per load, so idempotency keys of two runs against one Redis never meet. */
+const runTag = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+/** One batch of `events` reports of 1, to the subscribers that follow `n` in the scattered walk. */
+function usageEvents(n: number, options: LoadOptions, batch: number, tag: string) {
+  const events = [];
+  let subscriber = n;
+  for (let i = 0; i < (options.batchEvents ?? 1000); i++) {
+    subscriber = (subscriber + STEP) % options.subscribers;
+    events.push({
+      subscriber_id: `sub-${subscriber}`,
+      feature: METERED_EVENTS_FEATURE,
+      delta: 1,
+      ...(options.idempotencyKeys ? { idempotency_key: `${tag}-${batch}-${i}` } : {}),
+    });
+  }
+  return JSON.stringify({ events });
+}
 
 function requestFor(route: RouteKind, apiKey: string, subscriber: string, feature: string) {
   switch (route) {
@@ -40,9 +69,21 @@ function requestFor(route: RouteKind, apiKey: string, subscriber: string, featur
       return {
         method: 'POST' as const,
         path: `/org/subscribers/${subscriber}/entitlements/check`,
-        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+        headers: json(apiKey),
         body: JSON.stringify({ feature }),
       };
+    case 'consume':
+    case 'metered-check':
+      return {
+        method: 'POST' as const,
+        path: `/org/subscribers/${subscriber}/entitlements/check`,
+        headers: json(apiKey),
+        body: JSON.stringify(
+          route === 'consume' ? { feature: METERED_FEATURE, consume: 1 } : { feature: METERED_FEATURE },
+        ),
+      };
+    case 'usage-events':
+      return { method: 'POST' as const, path: '/org/usage-events', headers: json(apiKey) };
     case 'list':
       return {
         method: 'GET' as const,
@@ -65,6 +106,8 @@ const quantile = (sorted: Float64Array, q: number) =>
 
 export function drive(options: LoadOptions): Promise<LoadFigures> {
   let n = options.offset ?? 0;
+  let batch = 0;
+  const tag = runTag();
   let latencies = new Float64Array(1 << 16);
   let recorded = 0;
   return new Promise((resolve, reject) => {
@@ -87,6 +130,9 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
                   `sub-${n}`,
                   featureKey(n % options.features, options.features),
                 ),
+                ...(options.route === 'usage-events'
+                  ? { body: usageEvents(n, options, batch++, tag) }
+                  : {}),
               };
             },
           },

@@ -11,6 +11,7 @@ import { renderHeadline } from './headline.ts';
 import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
+import { renderMetering, type MeteringResult } from './modes/metering.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
 import { renderProfile, type ProfileResult } from './modes/profile.ts';
 import { renderScale, type ScaleResult } from './modes/scale.ts';
@@ -28,8 +29,9 @@ function readmeSections(): [string, string | null][] {
   const scale = readResult<ScaleResult>('scale');
   const faults = readLatestFaults(root);
   const aging = readResult<AgingResult>('aging');
+  const metering = readResult<MeteringResult>('metering');
   return [
-    ['headline', renderHeadline({ throughput, pinned, memory, scale, faults, aging })],
+    ['headline', renderHeadline({ throughput, pinned, memory, scale, faults, aging, metering })],
     ['throughput', throughput && renderThroughput(throughput)],
     ['memory', memory && renderMemory(memory)],
     ['pinned', pinned && renderPinned(pinned)],
@@ -38,6 +40,11 @@ function readmeSections(): [string, string | null][] {
     ['instructions', ((r) => r && renderInstructions(r))(readResult<InstructionsResult>('instructions'))],
     ['faults', faults && renderFaults(faults)],
     ['aging', aging && renderAging(aging)],
+    // Newer than the other modes: until a run has been committed, the section says so rather than stay stale.
+    [
+      'metering',
+      metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.',
+    ],
   ];
 }
 

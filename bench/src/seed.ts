@@ -5,7 +5,22 @@ export interface SeedShape {
   features: number;
   plans: number;
   subscribers: number;
+  /** Metered features (DESIGN.md §5) besides the `features` flags and limits; none unless given. */
+  metered?: MeteredSeed[];
 }
+
+/** A metered feature every plan grants (reset month, calendar, hard), with plan p's limit `limits[p % length]`. */
+export interface MeteredSeed {
+  key: string;
+  limits: (number | null)[];
+}
+
+/** The metered feature the load's `consume` and `metered-check` requests use. */
+export const METERED_FEATURE = 'metered-calls';
+/** The metered feature the load's `usage-events` batches report to (apart, so each feature's total is checkable). */
+export const METERED_EVENTS_FEATURE = 'metered-events';
+/** Large enough that no bench consume is ever refused, yet a limit: the consume compares against it. */
+export const LARGE_LIMIT = 1_000_000_000_000;
 
 export const DEFAULT_SHAPE: SeedShape = { features: 20, plans: 5, subscribers: 100_000 };
 
@@ -66,4 +81,14 @@ export async function seed(
            CASE WHEN (s % ${features}) % 2 = 1 THEN true END,
            CASE WHEN (s % ${features}) % 2 = 0 THEN 1000 + s END
     FROM generate_series(0, ${subscribers - 1}) AS s WHERE s % 10 = 0`.execute(db);
+  for (const [m, { key, limits }] of (shape.metered ?? []).entries()) {
+    await sql`
+      INSERT INTO features (id, organization_id, key, name, kind)
+      VALUES (${`${feat}m${m}`}, ${organizationId}, ${key}, ${key}, 'metered')`.execute(db);
+    await sql`
+      INSERT INTO plan_grants (plan_id, feature_id, feature_kind, limit_value, reset, reset_anchor, soft)
+      SELECT ${plan}::text || p, ${`${feat}m${m}`}, 'metered', (${JSON.stringify(limits)}::jsonb ->> (p % ${limits.length}))::bigint,
+             'month', 'calendar', false
+      FROM generate_series(0, ${plans - 1}) AS p`.execute(db);
+  }
 }

@@ -16,6 +16,7 @@ interface Request {
   url: string;
   apiKey: string;
   body?: unknown;
+  headers?: Record<string, string>;
 }
 
 /** The innermost error code undici reports (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET, ...). */
@@ -31,12 +32,16 @@ function failureCode(error: unknown): string {
 }
 
 /** Never throws: every request ends in a status or a failure code, within REQUEST_TIMEOUT_MS. */
-export async function exchange({ method, url, apiKey, body }: Request): Promise<Exchange> {
+export async function exchange({ method, url, apiKey, body, headers }: Request): Promise<Exchange> {
   const startedAt = Date.now();
   try {
     const response = await fetch(url, {
       method,
-      headers: { 'x-api-key': apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        'x-api-key': apiKey,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });

@@ -1,16 +1,23 @@
 import { exchange, type Exchange } from './http.ts';
-import { FEATURE, type FaultOrganization } from './organization.ts';
+import { FEATURE, METERED_CONSUMED, type FaultOrganization } from './organization.ts';
 
-export type EvalRoute = 'check' | 'list' | 'list-all';
+/**
+ * `consume`: the check route deducting 1 of the metered feature (an eval like the others); `metered-check`: the check
+ * of a metered feature named with the call, deducting nothing (how the metered rows read used back).
+ */
+export type EvalRoute = 'check' | 'list' | 'list-all' | 'consume' | 'metered-check';
 
 export interface EvalRecord {
   gateway: number;
+  subscriber: string;
   victimKey: boolean;
   route: EvalRoute;
   status: number | null;
   failure: string | null;
   /** Answered 2xx with eval headers: counted by the gate call in Redis (not a fail-open answer). */
   metered: boolean;
+  /** A consume answered 200: whether it was deducted (`allowed`); null for every other eval or answer. */
+  allowed: boolean | null;
   startedAt: number;
   endedAt: number;
 }
@@ -18,28 +25,47 @@ export interface EvalRecord {
 /** Every eval the run sends, load and verification alike, so the count check sees all of them. */
 export interface EvalLog {
   records: EvalRecord[];
-  evaluate(gateway: number, subscriber: string, route: EvalRoute, victimKey?: boolean): Promise<Exchange>;
+  evaluate(
+    gateway: number,
+    subscriber: string,
+    route: EvalRoute,
+    victimKey?: boolean,
+    meteredFeature?: string,
+  ): Promise<Exchange>;
 }
 
 export function createEvalLog(org: FaultOrganization, gatewayUrls: string[]): EvalLog {
   const records: EvalRecord[] = [];
   return {
     records,
-    async evaluate(gateway, subscriber, route, victimKey = false) {
+    async evaluate(gateway, subscriber, route, victimKey = false, meteredFeature = METERED_CONSUMED) {
       const base = `${gatewayUrls[gateway]}/org/subscribers/${subscriber}/entitlements`;
       const apiKey = victimKey ? org.victim.apiKey : org.apiKey;
       const answer =
-        route === 'check'
-          ? await exchange({ method: 'POST', url: `${base}/check`, apiKey, body: { feature: FEATURE } })
+        route === 'check' || route === 'consume' || route === 'metered-check'
+          ? await exchange({
+              method: 'POST',
+              url: `${base}/check`,
+              apiKey,
+              body:
+                route === 'check'
+                  ? { feature: FEATURE }
+                  : route === 'consume'
+                    ? { feature: METERED_CONSUMED, consume: 1 }
+                    : { feature: meteredFeature },
+            })
           : await exchange({ method: 'GET', url: route === 'list-all' ? `${base}?all=true` : base, apiKey });
       const ok = answer.status !== null && answer.status >= 200 && answer.status < 300;
+      const allowed = (answer.body as { allowed?: unknown } | null)?.allowed;
       records.push({
         gateway,
+        subscriber,
         victimKey,
         route,
         status: answer.status,
         failure: answer.failure,
         metered: ok && answer.headers?.get('x-svc-eval-used') !== null,
+        allowed: route === 'consume' && answer.status === 200 && typeof allowed === 'boolean' ? allowed : null,
         startedAt: answer.startedAt,
         endedAt: answer.endedAt,
       });

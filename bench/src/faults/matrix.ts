@@ -1,11 +1,20 @@
 import { sleep } from './http.ts';
 import { verify } from './invariants.ts';
 import { createEvalLog, startLoad } from './load.ts';
+import { verifyMetered, type MeteredFindings } from './metered-invariants.ts';
+import { startMeteredLoad } from './metered-load.ts';
 import { createFaultOrganization } from './organization.ts';
 import type { Scenario, Stack } from './scenarios.ts';
 import { isSuccess, startWriter } from './writer.ts';
 
 export const EVALS_PER_SECOND = 200;
+/** Metered rows: 10 consumes a second per subscriber reach the limit (40) about two seconds after a 10 s outage. */
+const CONSUMES_PER_SECOND = 40;
+const REPORTS_PER_SECOND = 20;
+const METERED_SUBSCRIBERS = 4;
+/** Rounds of sending unacknowledged reports again once everything is back, a second apart. */
+const REPORT_RETRIES = 10;
+const REPORT_RETRY_BOUND_MS = 30_000;
 const STEADY_BEFORE_MS = 2000;
 const LOAD_AFTER_RECOVERY_MS = 3000;
 const WRITE_EVERY_MS = 200;
@@ -34,6 +43,8 @@ export interface ScenarioResult {
   faultSeconds: number;
   failures: string[];
   notes: string[];
+  /** Metered rows only (consumes and reports running). */
+  metered?: MeteredFindings;
 }
 
 function tally(answers: { status: number | null; failure: string | null }[]): Tally {
@@ -50,8 +61,9 @@ function tally(answers: { status: number | null; failure: string | null }[]): Ta
 }
 
 /**
- * One scenario on a fresh organization: warm both gateways, start the eval load and the writer, let the
- * scenario break something and recover, keep the load on a little, stop it, then check every invariant.
+ * One scenario on a fresh organization: warm both gateways, start the eval load and the writer (and for a metered row
+ * consumes and reports), let the scenario break something and recover, keep the load on a little, stop it, then check
+ * every invariant.
  */
 export async function runScenario(stack: Stack, scenario: Scenario, index: number): Promise<ScenarioResult> {
   const { services } = stack;
@@ -59,7 +71,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   await stack.redis.start();
   await services.ensureUp();
   const urls = services.gatewayUrls;
-  const org = await createFaultOrganization(stack.appUrl, urls[0]!, `Faults ${index + 1} ${scenario.name}`);
+  const org = await createFaultOrganization(stack.appUrl, urls[0]!, `Faults ${index + 1} ${scenario.name}`, scenario.metered);
   const evals = createEvalLog(org, urls);
   for (let g = 0; g < urls.length; g++) {
     for (const subscriber of org.subscribers) await evals.evaluate(g, subscriber, 'check');
@@ -68,6 +80,14 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
 
   const load = startLoad(evals, org.subscribers, urls.length, EVALS_PER_SECOND, MAX_SCENARIO_SECONDS);
   const writer = startWriter(org, urls, { intervalMs: WRITE_EVERY_MS, maxWrites: 400, maxSeconds: MAX_SCENARIO_SECONDS, firstValue: 1000 });
+  const meteredSubscribers = org.subscribers.slice(0, METERED_SUBSCRIBERS);
+  const metered = scenario.metered
+    ? startMeteredLoad(org, evals, urls, meteredSubscribers, {
+        consumesPerSecond: CONSUMES_PER_SECOND,
+        reportsPerSecond: REPORTS_PER_SECOND,
+        maxSeconds: MAX_SCENARIO_SECONDS,
+      })
+    : null;
   let faultFrom = Date.now();
   let injected;
   try {
@@ -79,6 +99,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   } finally {
     await writer.stop();
     await load.stop();
+    await metered?.stop();
   }
   // A revocation refused during the fault (503, or sent to a dead process) is retried once all is back.
   for (let attempt = 0; attempt < REVOCATION_RETRIES && !writer.records.some((w) => w.kind === 'revoke' && isSuccess(w.status)); attempt++) {
@@ -86,6 +107,20 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     await writer.revoke();
   }
 
+  // As the SDK does: a report without a 2xx is sent again under its key once the service is back.
+  await metered?.retryUnacknowledged(REPORT_RETRIES, REPORT_RETRY_BOUND_MS);
+
+  // The metered figures first: their reads are evals, and the count check that follows must see them too.
+  const verifyStarted = Date.now();
+  const meteredCheck = metered
+    ? await verifyMetered(
+        evals,
+        urls.length,
+        evals.records.filter((e) => e.route === 'consume'),
+        metered.reports,
+        meteredSubscribers,
+      )
+    : null;
   const findings = await verify({
     org,
     evals,
@@ -95,6 +130,15 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     countRule: injected.countRule,
     postgresOutage: injected.postgresOutage,
   });
+  if (meteredCheck) {
+    findings.failures.push(...meteredCheck.failures);
+    findings.notes.push(...meteredCheck.notes);
+    // Both waits count from the end of the load: the metered one came first, the others after it.
+    findings.convergedMs =
+      findings.convergedMs === null || meteredCheck.convergedAt === null
+        ? null
+        : meteredCheck.convergedAt - verifyStarted + findings.convergedMs;
+  }
   const revocations = writer.records.filter((w) => w.kind === 'revoke');
   const during = <T extends { startedAt: number }>(records: T[]) => records.filter((r) => r.startedAt >= faultFrom && r.startedAt < injected.recoveredAt);
   const duringWrites = tally(during(writer.records));
@@ -117,5 +161,6 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     faultSeconds: Math.round((injected.recoveredAt - faultFrom) / 100) / 10,
     failures: findings.failures,
     notes: findings.notes,
+    ...(meteredCheck ? { metered: meteredCheck.findings } : {}),
   };
 }

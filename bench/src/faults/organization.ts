@@ -7,6 +7,11 @@ import { expectStatus } from './http.ts';
 export const FEATURE = 'seats';
 /** What the plan grants before any override: no write of the run ever uses this value. */
 const PLAN_LIMIT = 5;
+/** Metered rows (DESIGN.md §5): the feature consumed against a hard limit, and the one reports go to (unlimited). */
+export const METERED_CONSUMED = 'api-calls';
+export const METERED_REPORTED = 'events';
+/** Low enough that the load reaches it during the scenario, so an over-consumption would show. */
+export const METERED_LIMIT = 40;
 
 export interface FaultOrganization {
   organizationId: string;
@@ -27,6 +32,8 @@ export async function createFaultOrganization(
   appUrl: string,
   gatewayUrl: string,
   name: string,
+  /** Adds the metered features and the plan's metered grants. */
+  metered = false,
 ): Promise<FaultOrganization> {
   const db = createDb(appUrl, { max: 1 });
   let created;
@@ -45,6 +52,15 @@ export async function createFaultOrganization(
   const call = (method: 'POST', path: string, body: unknown, status: number) =>
     expectStatus({ method, url: `${gatewayUrl}${path}`, apiKey, body }, status);
   await call('POST', '/org/features', { key: FEATURE, name: 'Seats', kind: 'limit' }, 201);
+  const meteredGrants = [];
+  if (metered) {
+    await call('POST', '/org/features', { key: METERED_CONSUMED, name: 'API calls', kind: 'metered' }, 201);
+    await call('POST', '/org/features', { key: METERED_REPORTED, name: 'Events', kind: 'metered' }, 201);
+    meteredGrants.push(
+      { feature: METERED_CONSUMED, kind: 'metered', limit: METERED_LIMIT },
+      { feature: METERED_REPORTED, kind: 'metered', limit: null },
+    );
+  }
   await call(
     'POST',
     '/org/plans',
@@ -52,7 +68,7 @@ export async function createFaultOrganization(
       key: 'basic',
       name: 'Basic',
       kind: 'catalog',
-      grants: [{ feature: FEATURE, kind: 'limit', limit: PLAN_LIMIT }],
+      grants: [{ feature: FEATURE, kind: 'limit', limit: PLAN_LIMIT }, ...meteredGrants],
     },
     201,
   );

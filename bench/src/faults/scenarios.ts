@@ -25,6 +25,8 @@ export interface Injected {
 export interface Scenario {
   name: string;
   injected: string;
+  /** Consumes against a hard limit and reports run too; the row reports usage lost and over-consumption. */
+  metered?: boolean;
   /** Breaks something under the running load and writer, revokes the victim key meanwhile, and recovers. */
   inject(stack: Stack, writer: Writer): Promise<Injected>;
 }
@@ -51,7 +53,7 @@ async function holdRevoking(writer: Writer, since: number, revokeAfterMs: number
   await holdUntil(since, holdMs);
 }
 
-export const scenarios: Scenario[] = [
+const faults: Scenario[] = [
   {
     name: 'redis-refusing',
     injected: 'Redis stopped 10 s (connection refused), back with its data',
@@ -155,4 +157,15 @@ export const scenarios: Scenario[] = [
       return { recoveredAt: Date.now(), countRule: { kind: 'killed-gateway', gateway: 1 } };
     },
   },
+];
+
+/** The faults a metered row repeats with consumes and reports running (issue 34). */
+const METERED_FAULTS = ['redis-refusing', 'redis-empty', 'redis-hung', 'gateway-kill', 'worker-kill'];
+
+export const scenarios: Scenario[] = [
+  ...faults,
+  ...METERED_FAULTS.map((name) => {
+    const fault = faults.find((f) => f.name === name)!;
+    return { ...fault, name: `metered-${name}`, injected: `${fault.injected}; consumes and reports running`, metered: true };
+  }),
 ];

@@ -23,8 +23,8 @@ export interface Services {
   ensureUp(): Promise<void>;
 }
 
-/** Generous: on a loaded machine a tsx start can take well over the tests' 20 s. */
-const START_BOUND_MS = 60_000;
+/** Generous: on a loaded machine a tsx start can take well over the tests' 20 s (over a minute at a load of 25). */
+const START_BOUND_MS = 180_000;
 const healthy = (url: string) => waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`, START_BOUND_MS);
 
 const exited = (started: Started) => new Promise<void>((resolve) => {

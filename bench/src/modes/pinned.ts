@@ -5,7 +5,6 @@
  * For comparison with Unleash Edge's published 1-CPU figure for its 350-feature dataset.
  */
 import { spawnSync } from 'node:child_process';
-import { createConnection } from 'node:net';
 import {
   createWorld,
   driveMeasured,
@@ -13,8 +12,8 @@ import {
   freePort,
   healthy,
   log,
-  startCommand,
   startNode,
+  startPrivateRedis,
   type MeasuredFigures,
 } from '../harness.ts';
 import { drive } from '../load.ts';
@@ -34,27 +33,13 @@ export interface PinnedResult {
 
 const UNLEASH_EDGE = { name: 'Unleash Edge, 1 CPU, 350-feature dataset (published)', rps: 6900, p95Ms: 7.4 };
 
-const portAnswers = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port }, () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.on('error', () => resolve(false));
-  });
-
 export async function runPinned(): Promise<PinnedResult> {
   const seconds = envNumber('BENCH_SECONDS', 10);
   const connections = envNumber('BENCH_CONNECTIONS', 64);
   const shape = { features: 350, plans: 5, subscribers: 10_000 };
   // This process (the load generator) on core 1, with everything but the gateway.
   spawnSync('taskset', ['-apc', '1', String(process.pid)], { stdio: 'ignore' });
-  const redisPort = await freePort();
-  startCommand('taskset', ['-c', '1', 'redis-server', '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
-  for (let attempt = 0; attempt < 100 && !(await portAnswers(redisPort)); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const world = await createWorld(shape, { redisUrl: `redis://127.0.0.1:${redisPort}` });
+  const world = await createWorld(shape, { redisUrl: await startPrivateRedis(['taskset', '-c', '1']) });
   try {
     const gatewayPort = await freePort();
     startNode('admin/src/server.ts', world.env, { cpus: '1' });

@@ -7,13 +7,26 @@
  * 3. Read-your-writes under load: while the three are loaded, a writer sets an override to 1, 2, 3, ...
  *    through the gateways in turn, and readers on every gateway check it without pause; a read that starts
  *    after write k's 2xx must see k or later. Each request count is fixed (no request is cut off in flight).
+ * 4. Metered usage is exact across them (scale-metered.ts): consumes against hard limits allowed exactly
+ *    min(attempts, limit) per subscriber, and reports (with repeats of their idempotency keys) counted exactly, as
+ *    the used figures read back afterwards show. The worker runs, as deployed (it persists the balances).
  */
 import { spawnSync } from 'node:child_process';
 import { periodOf } from '@ent/common/metering/period';
 import { redisKeys } from '@ent/common/redis/keys';
-import { createWorld, envNumber, freePort, healthy, log, startNode, type BenchWorld } from '../harness.ts';
+import {
+  createWorld,
+  envNumber,
+  freePort,
+  healthy,
+  log,
+  raiseUsageEventRate,
+  startNode,
+  type BenchWorld,
+} from '../harness.ts';
 import { drive, type LoadFigures } from '../load.ts';
-import { DEFAULT_SHAPE } from '../seed.ts';
+import { DEFAULT_SHAPE, METERED_EVENTS_FEATURE, METERED_FEATURE } from '../seed.ts';
+import { meteredPhase, renderMeteredScale, type MeteredScale } from './scale-metered.ts';
 
 export interface ReadYourWrites {
   writes: number;
@@ -33,6 +46,8 @@ export interface ScaleResult {
   spread: { rps: number; p99: number; requests: number; perGateway: number[] };
   metering: { counted: number; seen2xx: number; error: number };
   readYourWrites: ReadYourWrites;
+  /** Absent from results written before metered usage. */
+  metered?: MeteredScale;
 }
 
 const READ_TARGET = { subscriber: 'sub-1', feature: 'feature-00' };
@@ -105,11 +120,22 @@ const ok = (figures: LoadFigures) => figures.statuses['200'] ?? 0;
 export async function runScale(): Promise<ScaleResult> {
   const connections = envNumber('BENCH_CONNECTIONS', 63);
   const requestsPerPhase = envNumber('BENCH_SCALE_REQUESTS', 150_000);
-  const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000) };
+  const meteredSubscribers = envNumber('BENCH_SCALE_METERED_SUBSCRIBERS', 60);
+  const shape = {
+    ...DEFAULT_SHAPE,
+    subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000),
+    // Hard limits by plan (a subscriber with two subscriptions gets the larger); reports go to the unlimited one.
+    metered: [
+      { key: METERED_FEATURE, limits: [100, 150, 200, 300, 500] },
+      { key: METERED_EVENTS_FEATURE, limits: [null] },
+    ],
+  };
   const world = await createWorld(shape);
   try {
     const ports = [await freePort(), await freePort(), await freePort()];
     startNode('admin/src/server.ts', world.env);
+    startNode('admin/src/worker.ts', world.env);
+    raiseUsageEventRate(world, 1_000_000);
     for (const port of ports) startNode('gateway/src/server.ts', { ...world.env, GATEWAY_PORT: String(port) });
     const urls = ports.map((port) => `http://127.0.0.1:${port}`);
     await Promise.all([world.adminUrl, ...urls].map((u) => healthy(`${u}/healthz`)));
@@ -142,6 +168,8 @@ export async function runScale(): Promise<ScaleResult> {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const counted = monthCount(world) - countBefore;
     log(`metering: counted ${counted}, 2xx seen ${seen2xx}; read-your-writes: ${JSON.stringify(ryw.result)}`);
+    const metered = await meteredPhase(world.apiKey, urls, meteredSubscribers);
+    log(`metered: ${JSON.stringify(metered)}`);
     return {
       mode: 'scale',
       date: new Date().toISOString(),
@@ -155,6 +183,7 @@ export async function runScale(): Promise<ScaleResult> {
       },
       metering: { counted, seen2xx, error: counted - seen2xx },
       readYourWrites: ryw.result,
+      metered,
     };
   } finally {
     await world.cleanup();
@@ -180,5 +209,6 @@ export function renderScale(result: ScaleResult): string {
       `value ${r.staleReads} times (${r.concurrentReads} reads overlapped a write and may see either value). All ` +
       'processes share this 2-core machine, so three gateways cannot do more than one: the aggregate shows the cost ' +
       'of spreading, and more machines are what would add throughput.',
+    ...(result.metered ? renderMeteredScale(result.metered) : []),
   ].join('\n');
 }

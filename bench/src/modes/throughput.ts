@@ -11,27 +11,27 @@ import { buildServices, DEFAULT_OUTDIR } from '../../../scripts/build-services.t
 import { EvalClient } from '../../../sdk/src/eval-client.ts';
 import {
   createWorld,
-  driveMeasured,
   envNumber,
   freePort,
   healthy,
   log,
   median,
   metric,
-  redisScriptCalls,
   root,
   startNode,
   type BenchWorld,
-  type MeasuredFigures,
 } from '../harness.ts';
-import { drive, type RouteKind } from '../load.ts';
+import { drive } from '../load.ts';
+import {
+  alternatingRounds as roundsOf,
+  measureTarget,
+  mediansOf,
+  summarize,
+  totalCpu,
+  type Target,
+  type TargetFigures,
+} from '../rounds.ts';
 import { DEFAULT_SHAPE, featureKey } from '../seed.ts';
-
-export interface TargetFigures extends MeasuredFigures {
-  name: string;
-  /** Evals per Redis script call (0 when the target calls no script). */
-  evalsPerCall: number;
-}
 
 export interface InProcessFigures {
   name: string;
@@ -108,31 +108,6 @@ export interface ConcurrencyFigures {
   cpuRatio: number;
 }
 
-const sum = (figures: TargetFigures[], pick: (f: TargetFigures) => number) =>
-  figures.reduce((s, f) => s + pick(f), 0);
-
-function summarize(name: string, runs: TargetFigures[]): TargetFigures {
-  const statuses: Record<string, number> = {};
-  for (const run of runs)
-    for (const [status, n] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
-  return {
-    name,
-    rps: median(runs.map((r) => r.rps)),
-    p50: median(runs.map((r) => r.p50)),
-    p95: median(runs.map((r) => r.p95)),
-    p99: median(runs.map((r) => r.p99)),
-    requests: sum(runs, (r) => r.requests),
-    non2xx: sum(runs, (r) => r.non2xx),
-    errors: sum(runs, (r) => r.errors),
-    statuses,
-    serverCpuUs: median(runs.map((r) => r.serverCpuUs)),
-    serverUserUs: median(runs.map((r) => r.serverUserUs ?? 0)),
-    serverSystemUs: median(runs.map((r) => r.serverSystemUs ?? 0)),
-    redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
-    evalsPerCall: median(runs.map((r) => r.evalsPerCall)),
-  };
-}
-
 /** `concurrency` loops calling `call` for `seconds`; latency per call in microseconds. */
 async function inProcess(
   name: string,
@@ -204,16 +179,6 @@ async function sdkFigures(
     await pool.close();
   }
 }
-
-interface Target {
-  name: string;
-  port: number;
-  pid: number;
-  route: RouteKind;
-}
-
-/** CPU per request charged to a target: its server's and Redis's. */
-const totalCpu = (f: TargetFigures) => f.serverCpuUs + f.redisCpuUs;
 
 /** The A/A control: a second bare Fastify process, measured like every target. */
 const CONTROL = 'bare fastify, second process';
@@ -323,53 +288,15 @@ export async function runThroughput(): Promise<ThroughputResult> {
       { name: FLOOR, port: floorPort, pid: floor.pid, route: 'check' },
       { name: COMPILED, port: compiledPort, pid: compiled.pid, route: 'check' },
     ];
-    /** One target under load, with the evals it put in each Redis script call. */
-    const measure = async (
-      target: Target,
-      loadConnections: number,
-      loadSeconds: number,
-    ): Promise<TargetFigures> => {
-      const callsBefore = redisScriptCalls(world.redisUrl);
-      const measured = await driveMeasured(target.pid, world.redisUrl, {
-        ...load,
-        connections: loadConnections,
-        url: url(target.port),
-        route: target.route,
-        seconds: loadSeconds,
-      });
-      const calls = redisScriptCalls(world.redisUrl) - callsBefore;
-      return { name: target.name, ...measured, evalsPerCall: calls > 0 ? measured.requests / calls : 0 };
-    };
-    /**
-     * Rounds of every target, figures in the targets' order. Every other round runs them in reverse order: a drift
-     * of the machine's speed during a round then weighs on the first and the last target alike over the run.
-     */
-    const alternatingRounds = async (
+    const alternatingRounds = (
       of: Target[],
       count: number,
       loadConnections: number,
       loadSeconds: number,
-    ) => {
-      const byRound: TargetFigures[][] = [];
-      for (let round = 0; round < count; round++) {
-        const measuredByName = new Map<string, TargetFigures>();
-        for (const target of round % 2 === 0 ? of : [...of].reverse()) {
-          measuredByName.set(target.name, await measure(target, loadConnections, loadSeconds));
-        }
-        const figures = of.map((target) => measuredByName.get(target.name)!);
-        log(`round ${round + 1}: ${figures.map((f) => `${f.name} ${f.rps.toFixed(0)}/s`).join(', ')}`);
-        byRound.push(figures);
-      }
-      return byRound;
-    };
+    ) => roundsOf(of, count, (target) => measureTarget(target, world.redisUrl, load, loadConnections, loadSeconds));
     log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
     const byRound = await alternatingRounds(targets, rounds, connections, seconds);
-    const medians = targets.map((t) =>
-      summarize(
-        t.name,
-        byRound.map((r) => r.find((f) => f.name === t.name)!),
-      ),
-    );
+    const medians = mediansOf(targets, byRound);
     const byName = (name: string) => medians.find((m) => m.name === name)!;
     const [bareFigures, check, unmeteredFigures, noRoundTrip, list, ofrep] = targets
       .slice(0, 6)
