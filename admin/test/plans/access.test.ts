@@ -117,6 +117,8 @@ describe('OpenAPI', () => {
     const check = doc.paths['/org/subscribers/{subscriber_id}/entitlements/check'].post;
     expect(check.parameters).toEqual([
       expect.objectContaining({ in: 'path', name: 'subscriber_id', required: true }),
+      // A consume's key (DESIGN.md §5, "Idempotent usage").
+      expect.objectContaining({ in: 'header', name: 'Idempotency-Key', required: false }),
     ]);
     expect(check.requestBody.content['application/json'].schema).toMatchObject({ required: ['feature'] });
     expect(check.responses['200'].headers).toHaveProperty('X-Svc-Eval-Warn');

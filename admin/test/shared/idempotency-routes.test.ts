@@ -105,6 +105,11 @@ const fixtures: Record<string, () => Promise<Prepared>> = {
     url: `/org/subscribers/${await newSubscriber()}/overrides/sso`,
     body: { kind: 'flag', allowed: true },
   }),
+  'PUT /org/subscribers/{subscriber_id}/usage/{feature}': async () => {
+    const feature = unique('calls');
+    await setup('POST', '/org/features', { key: feature, name: feature, kind: 'metered' });
+    return { url: `/org/subscribers/${await newSubscriber()}/usage/${feature}`, body: { used: 5 } };
+  },
   'DELETE /org/subscribers/{subscriber_id}/overrides/{feature_key}': async () => {
     const subscriber = await newSubscriber();
     await setup('PUT', `/org/subscribers/${subscriber}/overrides/sso`, { kind: 'flag', allowed: true });
@@ -163,7 +168,11 @@ const fixtures: Record<string, () => Promise<Prepared>> = {
 };
 
 /** Documented in admin's OpenAPI document, answered by the gateway itself (its own usage idempotency). */
-const GATEWAY_ANSWERED = new Set(['POST /org/subscribers/{subscriber_id}/entitlements/check']);
+const GATEWAY_ANSWERED = new Set([
+  'POST /org/subscribers/{subscriber_id}/entitlements/check',
+  'POST /org/subscribers/{subscriber_id}/usage',
+  'POST /org/usage-events',
+]);
 
 const WRITE_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 

@@ -30,6 +30,7 @@ export const SELF_SERVE_ARRANGEMENT: Arrangement = {
   evalLimit: 250_000,
   blocking: true,
   burstPerSecond: 100,
+  usageEventsPerSecond: DEFAULT_USAGE_EVENTS_PER_SECOND,
 };
 
 /** Plan key given to a capped arrangement that names none (e.g. a limit set on a formerly unlimited org). */

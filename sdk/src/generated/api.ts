@@ -562,7 +562,7 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': components['schemas']['def-14'] | components['schemas']['def-15'];
+            'application/json': components['schemas']['def-15'] | components['schemas']['def-16'];
           };
         };
         /** @description The body of every non-2xx response */
@@ -1513,7 +1513,10 @@ export interface paths {
     patch: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -1530,6 +1533,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -1674,6 +1679,8 @@ export interface paths {
           outcome?: 'pending' | 'rejected' | 'responded' | 'no_response';
           /** @description entries whose path value feature_key is this */
           'params[feature_key]'?: string;
+          /** @description entries whose path value feature is this */
+          'params[feature]'?: string;
           /** @description entries whose path value invite_id is this */
           'params[invite_id]'?: string;
           /** @description entries whose path value key_id is this */
@@ -1920,7 +1927,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -1939,6 +1949,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -2220,7 +2232,10 @@ export interface paths {
     patch: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           key: string;
         };
@@ -2238,6 +2253,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -2480,7 +2497,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -2497,6 +2517,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -2619,7 +2641,10 @@ export interface paths {
     delete: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           invite_id: string;
         };
@@ -2630,6 +2655,8 @@ export interface paths {
         /** @description Default Response */
         204: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content?: never;
@@ -2880,7 +2907,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -2898,6 +2928,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -3183,7 +3215,10 @@ export interface paths {
     patch: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           member_id: string;
         };
@@ -3203,6 +3238,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -3614,7 +3651,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -3644,6 +3684,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -3985,7 +4027,10 @@ export interface paths {
     delete: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           key: string;
         };
@@ -3996,6 +4041,8 @@ export interface paths {
         /** @description Default Response */
         204: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content?: never;
@@ -4127,7 +4174,10 @@ export interface paths {
     patch: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           key: string;
         };
@@ -4156,6 +4206,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -4323,7 +4375,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           key: string;
         };
@@ -4334,6 +4389,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -4505,7 +4562,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           key: string;
         };
@@ -4516,6 +4576,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -4792,7 +4854,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -4808,6 +4873,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -5071,7 +5138,10 @@ export interface paths {
     patch: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           service_account_id: string;
         };
@@ -5088,6 +5158,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -5353,7 +5425,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           service_account_id: string;
         };
@@ -5381,6 +5456,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -5559,7 +5636,10 @@ export interface paths {
     delete: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           key_id: string;
           service_account_id: string;
@@ -5571,6 +5651,8 @@ export interface paths {
         /** @description Default Response */
         204: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content?: never;
@@ -5801,7 +5883,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -5819,6 +5904,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -6096,7 +6183,10 @@ export interface paths {
     patch: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           subscriber_id: string;
         };
@@ -6114,6 +6204,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -7025,7 +7117,10 @@ export interface paths {
     put: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           feature_key: string;
           subscriber_id: string;
@@ -7048,6 +7143,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -7181,7 +7278,10 @@ export interface paths {
     delete: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           feature_key: string;
           subscriber_id: string;
@@ -7193,6 +7293,8 @@ export interface paths {
         /** @description deleted, or there was none */
         204: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content?: never;
@@ -7444,7 +7546,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           subscriber_id: string;
         };
@@ -7462,6 +7567,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -7620,7 +7727,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           subscriber_id: string;
           subscription_id: string;
@@ -7632,6 +7742,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -7770,7 +7882,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path: {
           subscriber_id: string;
         };
@@ -7790,6 +7905,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -8250,6 +8367,320 @@ export interface paths {
         };
       };
     };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/subscribers/{subscriber_id}/usage/{feature}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: {
+      parameters: {
+        query?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
+        path: {
+          /** @description a metered feature key */
+          feature: string;
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            used: number;
+          };
+        };
+      };
+      responses: {
+        /** @description the answer for a metered feature */
+        200: {
+          headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+              allowed: boolean;
+              feature: string;
+              /** @enum {string} */
+              kind: 'metered';
+              /** @description per period; null = unlimited */
+              limit: number | null;
+              /** @description soft limits only: max(0, used - limit) */
+              overage?: number;
+              /** Format: date-time */
+              period_start: string;
+              /** @description max(0, limit - used); null when unlimited */
+              remaining: number | null;
+              /** @description when the next period starts; null for reset "never" */
+              resets_at: string | null;
+              source: 'override' | 'plan' | 'none';
+              /** @description used in the current period */
+              used: number;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/subscribers/{subscriber_id}/usage/{feature}/periods': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: {
+          limit?: number;
+          starting_after?: string;
+        };
+        header?: never;
+        path: {
+          /** @description a metered feature key */
+          feature: string;
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              has_more: boolean;
+              periods: components['schemas']['def-14'][];
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -8846,7 +9277,10 @@ export interface paths {
     put: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -8863,6 +9297,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -8888,6 +9324,8 @@ export interface paths {
         /** @description Default Response */
         201: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -9135,7 +9573,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -9144,6 +9585,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -9286,7 +9729,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -9295,6 +9741,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -9437,7 +9885,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -9446,6 +9897,8 @@ export interface paths {
         /** @description Default Response */
         200: {
           headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
             [name: string]: unknown;
           };
           content: {
@@ -9887,8 +10340,17 @@ export interface components {
       /** @description UTC month, YYYY-MM */
       period: string;
     };
-    /** ConsoleSession */
+    /** UsagePeriod */
     'def-14': {
+      feature: string;
+      /** @description null for reset "never" */
+      period_end: string | null;
+      /** Format: date-time */
+      period_start: string;
+      used: number;
+    };
+    /** ConsoleSession */
+    'def-15': {
       csrf_token: string;
       /**
        * Format: date-time
@@ -9907,7 +10369,7 @@ export interface components {
       };
     };
     /** ConsoleOrganizationChoice */
-    'def-15': {
+    'def-16': {
       organizations: {
         name: string;
         slug: string;

@@ -5,7 +5,7 @@ import { periodOf } from '@ent/common/metering/period';
 import type { KnownKey, Principals } from '../../plugins/principals.ts';
 import { send, type Answer, type EvaluateOptions } from '../shared/answer.ts';
 import { refuseChanged } from './authentication.ts';
-import type { SnapshotCache } from './snapshot-cache.ts';
+import type { SnapshotCache, SubscriberEntry } from './snapshot-cache.ts';
 
 export const blockedError = (period: string) =>
   conflict(`The organization's eval allotment for ${period} is exhausted and its grace period has ended.`, {
@@ -29,6 +29,8 @@ export interface DegradedMode {
     nowMs: number,
     answer: Answer,
     options: EvaluateOptions | undefined,
+    /** An error for an answer that cannot be given without Redis (metered use), checked once the entry is known. */
+    refuse?: (entry: SubscriberEntry) => Error | null,
   ): Promise<void>;
 }
 
@@ -41,7 +43,7 @@ export function degradedMode(principals: Principals, snapshotCache: SnapshotCach
       else if (gate.outcome === 'counted' && blockedOrganizations.size > 0)
         blockedOrganizations.delete(organizationId);
     },
-    async answer(request, reply, known, subscriberId, nowMs, answer, options) {
+    async answer(request, reply, known, subscriberId, nowMs, answer, options, refuse) {
       const organizationId = known.principal!.organizationId;
       refuseChanged(await principals.confirmWithoutRedis(known, nowMs), organizationId);
       const blockedIn = blockedOrganizations.get(organizationId);
@@ -50,6 +52,8 @@ export function degradedMode(principals: Principals, snapshotCache: SnapshotCach
       if (!entry || !entry.subscriber.exists) {
         throw serviceUnavailable('Entitlements cannot be evaluated right now; retry shortly.');
       }
+      const refused = refuse?.(entry);
+      if (refused) throw refused;
       send(request, reply, entry, answer(entry), options, null);
     },
   };

@@ -118,13 +118,25 @@ export const evaluator = fp(
         const report = error instanceof EvalGateUnavailableError ? error.report : null;
         let answered2xx = false;
         try {
-          // A metered answer needs its use, and a consume must be exact: never failed open (DESIGN.md §5).
-          if (
-            metered !== undefined &&
-            (metered.consume !== undefined || !held || meteredFeaturesOf(held.catalog, metered).length > 0)
-          )
-            throw meteredUnavailable();
-          await degraded.answer(request, reply, known, subscriberId, nowMs, answer, options);
+          // A metered answer needs its use, and a consume must be exact: never failed open (DESIGN.md §5). Who the
+          // caller is and whether the organization is blocked are answered first, as for every other eval.
+          const refuseWithoutRedis =
+            metered === undefined
+              ? undefined
+              : (entry: SubscriberEntry) =>
+                  metered.consume !== undefined || meteredFeaturesOf(entry.catalog, metered).length > 0
+                    ? meteredUnavailable()
+                    : null;
+          await degraded.answer(
+            request,
+            reply,
+            known,
+            subscriberId,
+            nowMs,
+            answer,
+            options,
+            refuseWithoutRedis,
+          );
           answered2xx = is2xx(reply);
           return;
         } finally {
