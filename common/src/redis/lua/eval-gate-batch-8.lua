@@ -269,18 +269,7 @@ if ARGV[m] then
       or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 10])) then
       status, value = METERED_STALE, 0
     else
-      status, value = meteredApply(ARGV[m], ARGV[m + 1], ARGV[m + 2], {
-        kind = ARGV[base + 2],
-        member = ARGV[base + 3],
-        amount = tonumber(ARGV[base + 4]),
-        limit = ARGV[base + 5],
-        soft = ARGV[base + 6],
-        periodEnd = ARGV[base + 7],
-        ttl = ARGV[base + 8],
-        idem = ARGV[base + 11],
-        fingerprint = ARGV[base + 12],
-        terms = ARGV[base + 13],
-      })
+      status, value = meteredApply(ARGV[m], ARGV[m + 1], ARGV[m + 2], meteredOperationAt(base))
     end
     size = size + 1
     out[size] = status

@@ -28,6 +28,23 @@ local function meteredInteger(n)
   return string.format('%d', n)
 end
 
+-- One metered operation as both scripts receive it: thirteen arguments from ARGV[base + 1], the same layout in the
+-- gate call and the usage call (ARGV[base + 1], + 9 and + 10 are read by each script for its own checks).
+local function meteredOperationAt(base)
+  return {
+    kind = ARGV[base + 2],
+    member = ARGV[base + 3],
+    amount = tonumber(ARGV[base + 4]),
+    limit = ARGV[base + 5],
+    soft = ARGV[base + 6],
+    periodEnd = ARGV[base + 7],
+    ttl = ARGV[base + 8],
+    idem = ARGV[base + 11],
+    fingerprint = ARGV[base + 12],
+    terms = ARGV[base + 13],
+  }
+end
+
 local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local idemKey = nil
   if op.idem ~= '' and op.kind ~= 'r' then

@@ -40,18 +40,7 @@ for i = 1, count do
   if tonumber(ARGV[base + 9]) ~= catalogVersion or tonumber(ARGV[base + 10]) ~= version then
     status, value = METERED_STALE, 0
   else
-    status, value = meteredApply(ARGV[1], ARGV[2], KEYS[3], {
-      kind = ARGV[base + 2],
-      member = ARGV[base + 3],
-      amount = tonumber(ARGV[base + 4]),
-      limit = ARGV[base + 5],
-      soft = ARGV[base + 6],
-      periodEnd = ARGV[base + 7],
-      ttl = ARGV[base + 8],
-      idem = ARGV[base + 11],
-      fingerprint = ARGV[base + 12],
-      terms = ARGV[base + 13],
-    })
+    status, value = meteredApply(ARGV[1], ARGV[2], KEYS[3], meteredOperationAt(base))
   end
   out[2 * i - 1] = status
   out[2 * i] = value
