@@ -155,7 +155,7 @@ describe('credits spent in the documented order (metered-balance.fragment.lua ag
           }
         },
       ),
-      { numRuns: 100 },
+      { numRuns: 60 },
     );
   });
 });

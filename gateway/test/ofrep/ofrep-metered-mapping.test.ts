@@ -15,6 +15,7 @@ const result = (overrides: Partial<MeteredCheckResult>): MeteredCheckResult => (
   period_start: '2031-05-01T00:00:00.000Z',
   resets_at: '2031-06-01T00:00:00.000Z',
   source: 'plan',
+  credits: [],
   ...overrides,
 });
 
@@ -99,6 +100,33 @@ describe('toOfrep for a metered feature', () => {
           used: 250,
           limit: 100,
           resets_at: '2031-06-01T00:00:00.000Z',
+        },
+      },
+    ],
+    [
+      'live credits: counted in what remains, with their count and what they have left',
+      {
+        used: 1000,
+        remaining: 70,
+        credits: [
+          { credit_id: 'cr_a', remaining: 50, expires_at: '2031-05-20T00:00:00.000Z' },
+          { credit_id: 'cr_b', remaining: 20, expires_at: null },
+        ],
+      },
+      {
+        key: 'api_calls',
+        value: 70,
+        reason: 'STATIC',
+        variant: 'plan',
+        metadata: {
+          source: 'plan',
+          kind: 'metered',
+          unlimited: false,
+          used: 1000,
+          limit: 1000,
+          resets_at: '2031-06-01T00:00:00.000Z',
+          credits: 2,
+          credits_remaining: 70,
         },
       },
     ],
