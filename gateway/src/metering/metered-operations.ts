@@ -87,7 +87,10 @@ type EncodedTerms = [
 ];
 
 /** The credits an answer lists: those with something left, with what is left, in the order given. */
-function meteredCreditsOf(list: readonly OperationCredit[], figures: CreditFigures | undefined): MeteredCredits {
+function meteredCreditsOf(
+  list: readonly OperationCredit[],
+  figures: CreditFigures | undefined,
+): MeteredCredits {
   if (figures === undefined) return NO_METERED_CREDITS;
   const credits: CheckCredit[] = [];
   list.forEach(([id, amount, expiresAt], i) => {
@@ -201,7 +204,16 @@ export function meteredOperation(
   const terms = meteredTermsOf(snapshot.catalog, snapshot.subscriber, feature, nowMs);
   const period = meteredPeriodOf(terms, nowMs);
   const encoded: EncodedTerms = [terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs];
-  const { spec, list } = creditsSpec(snapshot, subscriberId, feature, terms, period, nowMs, keys, organizationId);
+  const { spec, list } = creditsSpec(
+    snapshot,
+    subscriberId,
+    feature,
+    terms,
+    period,
+    nowMs,
+    keys,
+    organizationId,
+  );
   if (list.length > 0) encoded.push(list);
   return {
     kind,

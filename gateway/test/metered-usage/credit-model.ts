@@ -23,9 +23,7 @@ export interface ModelState {
 }
 
 export type ModelOperation =
-  | { kind: 'r' }
-  | { kind: 'c' | 'd'; amount: number }
-  | { kind: 's'; amount: number };
+  { kind: 'r' } | { kind: 'c' | 'd'; amount: number } | { kind: 's'; amount: number };
 
 export interface ModelTerms {
   limit: number | null;
@@ -106,7 +104,11 @@ export function modelAnswer(
   terms: ModelTerms,
   credits: readonly ModelCredit[],
   now: number,
-): { remaining: number | null; overage: number | undefined; credits: { credit_id: string; remaining: number }[] } {
+): {
+  remaining: number | null;
+  overage: number | undefined;
+  credits: { credit_id: string; remaining: number }[];
+} {
   const listed = spendingOrder(credits, now)
     .map((credit) => ({ credit_id: credit.id, remaining: credit.amount - (state.spent.get(credit.id) ?? 0) }))
     .filter((credit) => credit.remaining > 0);
@@ -115,6 +117,10 @@ export function modelAnswer(
     terms.limit === null
       ? null
       : Math.max(0, terms.limit - fromAllowance) + listed.reduce((sum, credit) => sum + credit.remaining, 0);
-  const overage = terms.soft ? (terms.limit === null ? 0 : Math.max(0, fromAllowance - terms.limit)) : undefined;
+  const overage = terms.soft
+    ? terms.limit === null
+      ? 0
+      : Math.max(0, fromAllowance - terms.limit)
+    : undefined;
   return { remaining, overage, credits: listed };
 }

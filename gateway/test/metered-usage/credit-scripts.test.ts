@@ -33,7 +33,14 @@ const catalog = {
     pro: {
       archived: false,
       grants: {
-        calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
+        calls: {
+          kind: 'metered',
+          limit: 10,
+          reset: 'month',
+          anchor: 'calendar',
+          soft: false,
+          rollover: null,
+        },
         rolls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false, rollover: 4 },
       },
     },
@@ -119,7 +126,10 @@ async function consume(org: string, feature: string, amount: number, subscriber 
     metered: [operation],
   });
   if (result.outcome !== 'counted') throw new Error(`not counted: ${result.outcome}`);
-  return answerOf(operation, result.metered![0] as Extract<MeteredOutcome, { status: 'applied' | 'refused' }>);
+  return answerOf(
+    operation,
+    result.metered![0] as Extract<MeteredOutcome, { status: 'applied' | 'refused' }>,
+  );
 }
 
 async function read(org: string, feature: string, subscriber = alice) {
@@ -142,7 +152,10 @@ describe('credits in the gate call (metered-balance.fragment.lua through eval-ga
     expect(spent.credits[0]!.expires_at).toBeNull();
     const refused = await consume(org, 'calls', 3);
     expect(refused).toMatchObject({ allowed: false, used: 16, remaining: 2 });
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '5', cr_topup: '1' });
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '5',
+      cr_topup: '1',
+    });
     expect(await redis.hget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'k')).toBe('6');
     expect(await redis.sismember(keys.meteredDirty(org), creditDirtyMember('alice', 'calls'))).toBe(1);
   });
@@ -177,13 +190,25 @@ describe('credits in the gate call (metered-balance.fragment.lua through eval-ga
     const org = await organization();
     clock.set(START + 2 * HOUR);
     await consume(org, 'calls', 17);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '5', cr_topup: '2' });
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '5',
+      cr_topup: '2',
+    });
     const [outcome] = await balances().apply(org, [op(org, 'd', 'calls', -4)]);
-    const answer = answerOf(op(org, 'd', 'calls', -4), outcome as Extract<MeteredOutcome, { status: 'applied' }>);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '3', cr_topup: '0' });
+    const answer = answerOf(
+      op(org, 'd', 'calls', -4),
+      outcome as Extract<MeteredOutcome, { status: 'applied' }>,
+    );
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '3',
+      cr_topup: '0',
+    });
     expect(answer).toMatchObject({ used: 13, remaining: 5 });
     await balances().apply(org, [op(org, 's', 'calls', 1)]);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '0', cr_topup: '0' });
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '0',
+      cr_topup: '0',
+    });
     expect(await redis.hmget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'u', 'k')).toEqual(['1', '0']);
   });
 });
@@ -197,7 +222,9 @@ describe('rollover (a grant with rollover: {max})', () => {
     // February's own rollover: January went unused (no balance), so the full max rolled over.
     const february = await consume(org, 'rolls', 3);
     expect(february).toMatchObject({ used: 3, remaining: 11 });
-    expect(listed(february)).toEqual([[rolloverCreditId('alice', 'rolls', Date.parse('2026-02-01T00:00:00Z')), 4]]);
+    expect(listed(february)).toEqual([
+      [rolloverCreditId('alice', 'rolls', Date.parse('2026-02-01T00:00:00Z')), 4],
+    ]);
     clock.set(START);
     const meters = [gateMeter(), gateMeter()];
     const usage = balances();
@@ -207,9 +234,12 @@ describe('rollover (a grant with rollover: {max})', () => {
         const outcome =
           i % 2 === 0
             ? (await usage.apply(org, [operation]))[0]!
-            : await meters[i % 4 === 1 ? 0 : 1]!
-                .gate({ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered: [operation] })
-                .then((result) => (result.outcome === 'counted' ? result.metered![0]! : null));
+            : await meters[i % 4 === 1 ? 0 : 1]!.gate({
+                organizationId: org,
+                subscriberId: 'alice',
+                nowMs: clock.now(),
+                metered: [operation],
+              }).then((result) => (result.outcome === 'counted' ? result.metered![0]! : null));
         return { operation, outcome: outcome as Extract<MeteredOutcome, { status: 'applied' | 'refused' }> };
       }),
     );
@@ -245,7 +275,14 @@ describe('rollover (a grant with rollover: {max})', () => {
       ...alice,
       credits: {
         rolls: [
-          { id: ROLLOVER_ID, amount: 2, priority: 10, effectiveAt: MARCH, expiresAt: APRIL, createdAt: MARCH },
+          {
+            id: ROLLOVER_ID,
+            amount: 2,
+            priority: 10,
+            effectiveAt: MARCH,
+            expiresAt: APRIL,
+            createdAt: MARCH,
+          },
         ],
       },
     };

@@ -27,7 +27,14 @@ const catalog = {
       grants: {
         hard: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
         soft: { kind: 'metered', limit: 3, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-        open: { kind: 'metered', limit: null, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
+        open: {
+          kind: 'metered',
+          limit: null,
+          reset: 'month',
+          anchor: 'calendar',
+          soft: false,
+          rollover: null,
+        },
         none: { kind: 'metered', limit: 0, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
       },
     },
@@ -94,7 +101,10 @@ const creditArbitrary = fc.record({
 // Weighted towards spending past the allowance and then giving part of it back, where the order shows.
 const operationArbitrary: fc.Arbitrary<ModelOperation> = fc.oneof(
   { arbitrary: fc.constant({ kind: 'r' as const }), weight: 1 },
-  { arbitrary: fc.record({ kind: fc.constant('c' as const), amount: fc.integer({ min: 1, max: 6 }) }), weight: 4 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('c' as const), amount: fc.integer({ min: 1, max: 6 }) }),
+    weight: 4,
+  },
   {
     arbitrary: fc.record({
       kind: fc.constant('d' as const),
@@ -102,7 +112,10 @@ const operationArbitrary: fc.Arbitrary<ModelOperation> = fc.oneof(
     }),
     weight: 4,
   },
-  { arbitrary: fc.record({ kind: fc.constant('s' as const), amount: fc.integer({ min: 0, max: 15 }) }), weight: 1 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('s' as const), amount: fc.integer({ min: 0, max: 15 }) }),
+    weight: 1,
+  },
 );
 
 let runs = 0;
@@ -113,7 +126,10 @@ describe('credits spent in the documented order (metered-balance.fragment.lua ag
       fc.asyncProperty(
         fc.constantFrom<Feature>('hard', 'soft', 'open', 'none'),
         fc.array(creditArbitrary, { maxLength: 5 }),
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), operationArbitrary), { minLength: 1, maxLength: 14 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), operationArbitrary), {
+          minLength: 1,
+          maxLength: 14,
+        }),
         async (feature, creditSpecs, steps) => {
           const subscriberId = `s${runs++}`;
           const credits: CreditDoc[] = creditSpecs.map((spec, i) => ({
@@ -151,7 +167,9 @@ describe('credits spent in the documented order (metered-balance.fragment.lua ag
             expect(Number(stored[credit.id] ?? 0), credit.id).toBe(state.spent.get(credit.id) ?? 0);
           }
           if (state.spent.size > 0 && [...state.spent.values()].some((n) => n > 0)) {
-            expect(await redis.sismember(keys.meteredDirty(org), creditDirtyMember(subscriberId, feature))).toBe(1);
+            expect(
+              await redis.sismember(keys.meteredDirty(org), creditDirtyMember(subscriberId, feature)),
+            ).toBe(1);
           }
         },
       ),
