@@ -3,6 +3,7 @@ import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { publishArrangement } from '@ent/common/metering/arrangement';
 import { rolloverCreditId } from '@ent/common/metering/credits';
+import { withScripts } from '@ent/common/redis/commands';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { creditDirtyMember, redisKeys } from '@ent/common/redis/keys';
 import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
@@ -210,6 +211,37 @@ describe('credits in the gate call (metered-balance.fragment.lua through eval-ga
       cr_topup: '0',
     });
     expect(await redis.hmget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'u', 'k')).toEqual(['1', '0']);
+  });
+});
+
+describe('a correction (metered-correct-2.lua)', () => {
+  it('keeps what credits spent, unless the figure drops below what they covered: then gives back in reverse', async () => {
+    const org = await organization();
+    clock.set(START + 2 * HOUR);
+    await consume(org, 'calls', 17);
+    const member = `alice|calls|${MARCH}`;
+    const correct = (used: number) =>
+      withScripts(redis).meteredCorrect(
+        keys.meteredBalance(org, member),
+        keys.meteredDirty(org),
+        member,
+        String(used),
+        String(APRIL),
+        String(Date.now() + HOUR),
+        '',
+        '',
+        keys.creditSpent(org, 'alice', 'calls'),
+        creditDirtyMember('alice', 'calls'),
+        'cr_promo',
+        'cr_topup',
+      );
+    await correct(20);
+    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['20', '7']);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '5', cr_topup: '2' });
+    await correct(4);
+    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['4', '4']);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '4', cr_topup: '0' });
+    expect(await read(org, 'calls')).toMatchObject({ used: 4, remaining: 10 + 1 + 3 });
   });
 });
 
