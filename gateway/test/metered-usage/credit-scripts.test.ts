@@ -237,10 +237,16 @@ describe('a correction (metered-correct-2.lua)', () => {
       );
     await correct(20);
     expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['20', '7']);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '5', cr_topup: '2' });
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '5',
+      cr_topup: '2',
+    });
     await correct(4);
     expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['4', '4']);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({ cr_promo: '4', cr_topup: '0' });
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '4',
+      cr_topup: '0',
+    });
     expect(await read(org, 'calls')).toMatchObject({ used: 4, remaining: 10 + 1 + 3 });
   });
 });

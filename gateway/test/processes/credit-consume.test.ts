@@ -13,13 +13,10 @@ import { createTestDatabase, type TestDatabase } from '../../../test-support/dat
 import {
   healthy,
   httpClient,
-  ownRedisAnswers,
   serviceEnv,
   startGateways,
   startNode,
   startOwnRedis,
-  startRedis,
-  waitFor,
   type Started,
 } from '../processes.ts';
 
