@@ -103,33 +103,6 @@ describe('toOfrep for a metered feature', () => {
         },
       },
     ],
-    [
-      'live credits: counted in what remains, with their count and what they have left',
-      {
-        used: 1000,
-        remaining: 70,
-        credits: [
-          { credit_id: 'cr_a', remaining: 50, expires_at: '2031-05-20T00:00:00.000Z' },
-          { credit_id: 'cr_b', remaining: 20, expires_at: null },
-        ],
-      },
-      {
-        key: 'api_calls',
-        value: 70,
-        reason: 'STATIC',
-        variant: 'plan',
-        metadata: {
-          source: 'plan',
-          kind: 'metered',
-          unlimited: false,
-          used: 1000,
-          limit: 1000,
-          resets_at: '2031-06-01T00:00:00.000Z',
-          credits: 2,
-          credits_remaining: 70,
-        },
-      },
-    ],
   ])('%s', (_name, overrides, expected) => {
     const mapped = toOfrep(result(overrides));
     expect(mapped).toEqual(expected);

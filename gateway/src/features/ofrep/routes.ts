@@ -2,7 +2,6 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { sendError, toAppError } from '@ent/common/http/error-handler';
 import type { CheckResult } from '@ent/common/resolve/resolve';
-import type { CheckCredit } from '@ent/contract/credits';
 import {
   OfrepBulkSuccess,
   OfrepParams,
@@ -36,16 +35,8 @@ const MAX_ECHOED_KEY = 255;
 /**
  * docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one.
  * A metered feature (DESIGN.md §5) is the integer that remains of its limit this period, with `{used, limit,
- * resets_at}` as metadata (a null left out: OFREP's metadata holds no nulls), and with live credits their count
- * and what they have left (`credits`, `credits_remaining`).
+ * resets_at}` as metadata (a null left out: OFREP's metadata holds no nulls).
  */
-/** Live credits (issue 35), only when there are some: how many, and what they have left in all. */
-function creditsMetadata(credits: readonly CheckCredit[]): { credits: number; credits_remaining: number } {
-  let remaining = 0;
-  for (const credit of credits) remaining += credit.remaining;
-  return { credits: credits.length, credits_remaining: remaining };
-}
-
 export function toOfrep(result: CheckResult): OfrepSuccess {
   const reason = result.source === 'override' ? 'TARGETING_MATCH' : 'STATIC';
   if (result.kind === 'metered') {
@@ -61,7 +52,6 @@ export function toOfrep(result: CheckResult): OfrepSuccess {
         used: result.used,
         ...(result.limit === null ? {} : { limit: result.limit }),
         ...(result.resets_at === null ? {} : { resets_at: result.resets_at }),
-        ...(result.credits.length === 0 ? {} : creditsMetadata(result.credits)),
       },
     };
   }
