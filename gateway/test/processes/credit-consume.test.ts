@@ -148,7 +148,7 @@ describe('consumes with credits on two gateway processes', () => {
           );
           const subscriber = await subscriberWith(limit, credits);
           const answers = await Promise.all(sizes.map((n, i) => consume(urls[i % 2]!, subscriber, n)));
-          for (const answer of answers) expect(answer.statusCode, answer.body).toBe(200);
+          for (const answer of answers) expect(answer.statusCode).toBe(200);
           const allowed = answers.map((answer) => answer.json().allowed as boolean);
           const granted = sizes.reduce((sum, n, i) => sum + (allowed[i] ? n : 0), 0);
           expect(granted).toBeLessThanOrEqual(limit + live);
