@@ -86,7 +86,11 @@ export function insertCredit(
 }
 
 /** Sets voided_at unless already set; answers the row as it is now, or undefined when it was voided already. */
-export function voidCreditRow(trx: Transaction<Database>, creditId: string, at: Date): Promise<Credit | undefined> {
+export function voidCreditRow(
+  trx: Transaction<Database>,
+  creditId: string,
+  at: Date,
+): Promise<Credit | undefined> {
   return trx
     .updateTable('credits')
     .set({ voided_at: at })
