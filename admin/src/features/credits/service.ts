@@ -148,7 +148,7 @@ export async function voidCredit(
     outcome.unchangedOn({ subscriber: subscriberId });
     return bodyOf(existing);
   }
-  const voided = await voidCreditRow(trx, creditId, new Date(nowMs));
+  const voided = await voidCreditRow(trx, organizationId, creditId, new Date(nowMs));
   if (!voided) throw creditNotFound(subscriberId, creditId);
   await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
   const body = await bodyOf({ ...voided, feature_key: existing.feature_key });
