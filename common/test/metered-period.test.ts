@@ -99,16 +99,16 @@ describe('metered terms across subscriptions', () => {
       small: {
         archived: false,
         grants: {
-          calls: { kind: 'metered', limit: 100, reset: 'month', anchor: 'subscription', soft: false },
+          calls: { kind: 'metered', limit: 100, reset: 'month', anchor: 'subscription', soft: false, rollover: null },
         },
       },
       daily: {
         archived: false,
-        grants: { calls: { kind: 'metered', limit: 100, reset: 'day', anchor: 'calendar', soft: true } },
+        grants: { calls: { kind: 'metered', limit: 100, reset: 'day', anchor: 'calendar', soft: true, rollover: null } },
       },
       big: {
         archived: true,
-        grants: { calls: { kind: 'metered', limit: 1000, reset: 'year', anchor: 'calendar', soft: false } },
+        grants: { calls: { kind: 'metered', limit: 1000, reset: 'year', anchor: 'calendar', soft: false, rollover: null } },
       },
     },
   };

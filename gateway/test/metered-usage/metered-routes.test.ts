@@ -30,6 +30,7 @@ const grant = (limit: number | null, extra: Partial<MeteredGrant> = {}): Metered
   reset: 'month',
   anchor: 'calendar',
   soft: false,
+  rollover: null,
   ...extra,
 });
 
