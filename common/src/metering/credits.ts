@@ -7,7 +7,7 @@ import type { CreditDoc, SubscriberDoc } from '../snapshots/documents.ts';
  */
 
 /** Live at `nowMs`: effective at or before it, expiring strictly after it (at `expiresAt` itself it has expired). */
-export const isCreditLive = (credit: CreditDoc, nowMs: number): boolean =>
+const isCreditLive = (credit: CreditDoc, nowMs: number): boolean =>
   credit.effectiveAt <= nowMs && (credit.expiresAt === null || credit.expiresAt > nowMs);
 
 /** The spending order: priority ascending, soonest expiry (never last), oldest, then id. */
@@ -52,7 +52,7 @@ export function liveCreditsOf(
 }
 
 /** The priority of a rollover credit (a stored credit's default). */
-export const ROLLOVER_PRIORITY = 10;
+const ROLLOVER_PRIORITY = 10;
 
 /**
  * The id of the credit a period's rollover creates: `cr_ro_<period start ms>_<16 hex of sha1(subscriber|feature)>`,

@@ -100,7 +100,8 @@ export function meteredTermsOf(
     anchorMs,
     soft: chosen.soft,
     source: overridden ? 'override' : best ? 'plan' : 'none',
-    rollover: chosen.rollover,
+    // A catalog document published before grants had `rollover` lacks the field.
+    rollover: chosen.rollover ?? null,
     planId: bestPlan,
   };
 }
