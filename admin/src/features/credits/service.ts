@@ -4,7 +4,8 @@ import { notFound, validationError } from '@ent/common/errors/app-error';
 import { parseDateTime } from '@ent/common/http/date-time';
 import { newId } from '@ent/common/ids';
 import type { RedisClient } from '@ent/common/redis/connect';
-import type { RedisKeys } from '@ent/common/redis/keys';
+import { withScripts } from '@ent/common/redis/commands';
+import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import {
   DEFAULT_CREDIT_PRIORITY,
   MAX_LIVE_CREDITS_PER_FEATURE,
@@ -150,11 +151,25 @@ export async function voidCredit(
   }
   const voided = await voidCreditRow(trx, organizationId, creditId, new Date(nowMs));
   if (!voided) throw creditNotFound(subscriberId, creditId);
+  if (voided.source === 'rollover') await voidRolloverInRedis(deps, organizationId, existing);
   await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
   const body = await bodyOf({ ...voided, feature_key: existing.feature_key });
   outcome.details = { credit_id: body.credit_id, voided_at: { from: null, to: body.voided_at } };
   outcome.raise('credit.voided', { credit: body });
   return body;
+}
+
+/**
+ * A rollover credit is also the balance's `ro` in Redis, which the gateway spends once the snapshot no longer lists
+ * the credit: it goes to 0 inside the write, so the void commits only once the gateway can no longer spend it.
+ */
+async function voidRolloverInRedis(
+  deps: Omit<CreditDeps, 'db'>,
+  organizationId: string,
+  credit: CreditWithFeature,
+): Promise<void> {
+  const member = meteredMember(credit.subscriber_id, credit.feature_key, credit.effective_at.getTime());
+  await withScripts(deps.redis).creditVoidRollover(deps.redisKeys.meteredBalance(organizationId, member));
 }
 
 /** One credit as the API shows it, its spent figure read from Redis where it holds one. */
