@@ -172,17 +172,6 @@ async function voidRolloverInRedis(
   await withScripts(deps.redis).creditVoidRollover(deps.redisKeys.meteredBalance(organizationId, member));
 }
 
-/** One credit as the API shows it, its spent figure read from Redis where it holds one. */
-export async function creditBodies(
-  deps: CreditDeps,
-  organizationId: string,
-  credits: readonly CreditWithFeature[],
-  nowMs: number,
-): Promise<CreditBody[]> {
-  const spent = await currentSpent(deps.redis, deps.redisKeys, organizationId, credits);
-  return credits.map((credit) => toCreditBody(credit, spent.get(credit.id) ?? credit.spent, nowMs));
-}
-
 /** What the clock alone decides of a status filter; spent and active also need the balance. */
 const timeFilterOf = (status: CreditStatus | undefined): CreditTimeFilter | undefined => {
   if (status === undefined) return undefined;
@@ -247,19 +236,4 @@ export async function listSubscriberCredits(
     },
   );
   return page;
-}
-
-/** One credit (for the void route's answer and tests). */
-export async function getCredit(
-  deps: CreditDeps,
-  organizationId: string,
-  subscriberId: string,
-  creditId: string,
-  nowMs: number,
-): Promise<CreditBody> {
-  if (!(await findSubscriber(deps.db, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
-  const credit = await findCredit(deps.db, organizationId, subscriberId, creditId);
-  if (!credit) throw creditNotFound(subscriberId, creditId);
-  const [body] = await creditBodies(deps, organizationId, [credit], nowMs);
-  return body!;
 }
