@@ -99,16 +99,16 @@ describe('metered terms across subscriptions', () => {
       small: {
         archived: false,
         grants: {
-          calls: { kind: 'metered', limit: 100, reset: 'month', anchor: 'subscription', soft: false, rollover: null },
+          calls: { kind: 'metered', limit: 100, reset: 'month', anchor: 'subscription', soft: false },
         },
       },
       daily: {
         archived: false,
-        grants: { calls: { kind: 'metered', limit: 100, reset: 'day', anchor: 'calendar', soft: true, rollover: null } },
+        grants: { calls: { kind: 'metered', limit: 100, reset: 'day', anchor: 'calendar', soft: true } },
       },
       big: {
         archived: true,
-        grants: { calls: { kind: 'metered', limit: 1000, reset: 'year', anchor: 'calendar', soft: false, rollover: null } },
+        grants: { calls: { kind: 'metered', limit: 1000, reset: 'year', anchor: 'calendar', soft: false } },
       },
     },
   };

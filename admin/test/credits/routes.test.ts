@@ -328,3 +328,26 @@ describe('DELETE /org/subscribers/{id}/credits/{credit_id}', () => {
     }
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the credit routes with their bodies, answers and the Idempotency-Key on writes', async () => {
+    const doc = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const collection = doc.paths['/org/subscribers/{subscriber_id}/credits'];
+    const single = doc.paths['/org/subscribers/{subscriber_id}/credits/{credit_id}'];
+    expect(Object.keys(collection).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(single)).toEqual(['delete']);
+    expect(collection.post.requestBody.content['application/json'].schema).toMatchObject({
+      required: ['feature', 'amount'],
+    });
+    expect(collection.post.responses['201']).toBeDefined();
+    expect(single.delete.responses['200']).toBeDefined();
+    for (const write of [collection.post, single.delete]) {
+      expect(write.parameters).toContainEqual(
+        expect.objectContaining({ in: 'header', name: 'Idempotency-Key' }),
+      );
+    }
+    expect(collection.get.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['feature', 'status', 'limit', 'starting_after']),
+    );
+  });
+});

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { meteredPeriodAt } from '@ent/common/metering/metered-period';
 import { creditDirtyMember, meteredMember } from '@ent/common/redis/keys';
@@ -11,7 +12,6 @@ import {
 import { caller } from '../../../test-support/identity-context.ts';
 import { raiseExpiredCredits } from '../../src/features/credits/expiry.job.ts';
 import { creditPersistence } from '../../src/features/credits/worker/persist.ts';
-import { rolloverCreditId } from '../../src/features/credits/worker/rollovers.ts';
 import {
   createMeteredPersister,
   type MeteredPersisterDeps,
@@ -115,35 +115,29 @@ describe('credit spent from the dirty set', () => {
 });
 
 describe('rollover credits made by the gateway', () => {
+  const march = meteredPeriodAt('month', null, Date.parse('2027-03-10T00:00:00Z'));
   const april = meteredPeriodAt('month', null, Date.parse('2027-04-10T00:00:00Z'));
-  const rolloverId = () => rolloverCreditId('alice', 'api-calls', april.startMs);
-  /** The April balance hash as the Lua call that first touched it leaves it: with `ro` from March's leftover. */
-  const aprilBalance = async (ro: number) => {
-    const member = meteredMember('alice', 'api-calls', april.startMs);
-    await ctx.redis.hset(keys().meteredBalance(org.organization_id, member), {
-      u: 0,
-      r: 1,
-      e: april.endMs!,
-      ro,
-    });
-    await ctx.redis.sadd(keys().meteredDirty(org.organization_id), member);
-    await ctx.redis.sadd(keys().meteredDirtyOrganizations, org.organization_id);
-    return member;
-  };
+  // The id the gateway's Lua gives April's rollover (decisions.md, "Credits on the gateway").
+  const rolloverId = `cr_ro_${april.startMs}_${createHash('sha1').update('alice|api-calls').digest('hex').slice(0, 16)}`;
+  /** What the Lua call that first touched April leaves: the record for the worker, beside any spent figure. */
+  const rolloverRecord = (amount: number) => ({
+    [`ro:${rolloverId}`]: `${amount}|${march.startMs}|${april.startMs}|${april.endMs}`,
+  });
 
   it('records the rollover once with credit.created, however many persists race', async () => {
     clock.set(Date.parse('2027-04-10T00:00:00Z'));
-    await aprilBalance(40);
-    await spendInRedis({ [rolloverId()]: 5 });
+    await spendInRedis({ ...rolloverRecord(40), [rolloverId]: 5 });
     const persistence = creditPersistence(deps);
-    const balance = { subscriberId: 'alice', feature: 'api-calls', periodStartMs: april.startMs };
+    const member = creditDirtyMember('alice', 'api-calls');
     await Promise.all([
-      persistence.persistRollovers(org.organization_id, [balance]),
-      persistence.persistRollovers(org.organization_id, [balance]),
-      persistence.persistSpent(org.organization_id, [creditDirtyMember('alice', 'api-calls')]),
+      persistence.persistSpent(org.organization_id, [member]),
+      persistence.persistSpent(org.organization_id, [member]),
       createMeteredPersister(deps).persistOnce(),
       createMeteredPersister(deps).persistOnce(),
     ]);
+    // A later pass sees the record again (it stays in the hash) and records nothing more.
+    await spendInRedis({ [rolloverId]: 6 });
+    await createMeteredPersister(deps).persistOnce();
     const rows = await ctx.db
       .selectFrom('credits')
       .selectAll()
@@ -151,49 +145,47 @@ describe('rollover credits made by the gateway', () => {
       .execute();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
-      id: rolloverId(),
+      id: rolloverId,
       amount: 40,
+      spent: 6,
       priority: 10,
       source: 'rollover',
       effective_at: new Date(april.startMs),
       expires_at: new Date(april.endMs!),
-      source_period_start: new Date(april.startMs),
+      source_period_start: new Date(march.startMs),
       created_at: new Date(april.startMs),
     });
     const created = await events('credit.created');
     expect(created).toHaveLength(1);
-    expect(created[0]).toMatchObject({ credit_id: rolloverId(), source: 'rollover', amount: 40 });
-    // Its spent reaches Postgres too (now, or on the next pass if the row was recorded after the spent pass).
-    await spendInRedis({ [rolloverId()]: 5 });
-    await createMeteredPersister(deps).persistOnce();
-    expect(await persistedSpent(rolloverId())).toBe(5);
+    expect(created[0]).toMatchObject({ credit_id: rolloverId, source: 'rollover', amount: 40 });
     const listed = await api().get('/org/subscribers/alice/credits');
     expect(listed.json().credits).toEqual([
       expect.objectContaining({
-        credit_id: rolloverId(),
+        credit_id: rolloverId,
         source: 'rollover',
-        spent: 5,
-        remaining: 35,
+        spent: 6,
+        remaining: 34,
         status: 'active',
       }),
     ]);
+    // Visible and voidable like any credit; what it spent stays spent, and the balance's ro goes to 0 so the
+    // gateway cannot spend the implicit credit once the snapshot stops listing it.
+    const balance = keys().meteredBalance(
+      org.organization_id,
+      meteredMember('alice', 'api-calls', april.startMs),
+    );
+    await ctx.redis.hset(balance, { u: 46, k: 6, ro: 40, r: 3, e: april.endMs! });
+    const voided = await api().delete(`/org/subscribers/alice/credits/${rolloverId}`);
+    expect(voided.json()).toMatchObject({ status: 'voided', spent: 6, remaining: 0 });
+    expect(await ctx.redis.hmget(balance, 'u', 'k', 'ro')).toEqual(['46', '6', '0']);
   });
 
-  it('records it from a spent figure alone when its balance is drained later', async () => {
-    clock.set(Date.parse('2027-04-10T00:00:00Z'));
-    const member = await aprilBalance(25);
-    await ctx.redis.srem(keys().meteredDirty(org.organization_id), member);
-    await spendInRedis({ [rolloverId()]: 2 });
-    await creditPersistence(deps).persistSpent(org.organization_id, [
-      creditDirtyMember('alice', 'api-calls'),
-    ]);
-    expect(await persistedSpent(rolloverId())).toBe(2);
-    expect(await events('credit.created')).toHaveLength(1);
-  });
-
-  it('records nothing for a balance without rollover, or with nothing left over', async () => {
-    await aprilBalance(0);
-    await createMeteredPersister(deps).persistOnce();
+  it('records nothing for a malformed or empty record', async () => {
+    await spendInRedis({
+      [`ro:${rolloverId}`]: `0|${march.startMs}|${april.startMs}|${april.endMs}`,
+      'ro:cr_ro_x': 'junk',
+    });
+    expect((await createMeteredPersister(deps).persistOnce()).failed).toBe(0);
     expect(
       await ctx.db
         .selectFrom('credits')

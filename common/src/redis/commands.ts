@@ -22,6 +22,7 @@ const SCRIPTS = {
   meteredDrain: { lua: lua('metered-drain-n.lua') },
   meteredCorrect: { numberOfKeys: 2, lua: lua('metered-correct-2.lua') },
   meteredCorrectUndo: { numberOfKeys: 2, lua: lua('metered-correct-undo-2.lua') },
+  creditVoidRollover: { numberOfKeys: 1, lua: lua('credit-void-rollover-1.lua') },
 } as const;
 
 type Reply = Promise<number | (number | string)[]>;

@@ -20,7 +20,7 @@ export interface MeteredGrant {
   anchor: MeteredResetAnchor;
   soft: boolean;
   /** The grant's rollover max (issue 35): the unused allowance, up to it, becomes a credit; null = none. */
-  rollover: number | null;
+  rollover?: number | null;
 }
 
 export interface CatalogPlan {

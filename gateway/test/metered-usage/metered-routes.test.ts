@@ -30,7 +30,6 @@ const grant = (limit: number | null, extra: Partial<MeteredGrant> = {}): Metered
   reset: 'month',
   anchor: 'calendar',
   soft: false,
-  rollover: null,
   ...extra,
 });
 

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { transact } from '@ent/common/outbox/record';
 import { redisKeys } from '@ent/common/redis/keys';
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
+import type { Queues } from '../../jobs/queues.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import { toCreditBody } from './body.ts';
 import { currentSpent } from './spent.ts';
@@ -28,7 +29,10 @@ const defaultCreditExpiryOptions: CreditExpiryOptions = { batchSize: 500, maxBat
  * out once; rows another worker holds are skipped, not waited on. Answers how many expired.
  */
 export async function raiseExpiredCredits(
-  deps: Pick<JobDependencies, 'db' | 'redis' | 'clock' | 'queues'> & { redisKeyPrefix: string },
+  deps: Pick<JobDependencies, 'db' | 'redis' | 'clock'> & {
+    queues: Pick<Queues, 'webhook-delivery'>;
+    redisKeyPrefix: string;
+  },
   overrides: Partial<CreditExpiryOptions> = {},
 ): Promise<{ expired: number }> {
   const options = { ...defaultCreditExpiryOptions, ...overrides };

@@ -4,7 +4,8 @@ import { notFound, validationError } from '@ent/common/errors/app-error';
 import { parseDateTime } from '@ent/common/http/date-time';
 import { newId } from '@ent/common/ids';
 import type { RedisClient } from '@ent/common/redis/connect';
-import type { RedisKeys } from '@ent/common/redis/keys';
+import { withScripts } from '@ent/common/redis/commands';
+import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import {
   DEFAULT_CREDIT_PRIORITY,
   MAX_LIVE_CREDITS_PER_FEATURE,
@@ -150,6 +151,7 @@ export async function voidCredit(
   }
   const voided = await voidCreditRow(trx, organizationId, creditId, new Date(nowMs));
   if (!voided) throw creditNotFound(subscriberId, creditId);
+  if (voided.source === 'rollover') await voidRolloverInRedis(deps, organizationId, existing);
   await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
   const body = await bodyOf({ ...voided, feature_key: existing.feature_key });
   outcome.details = { credit_id: body.credit_id, voided_at: { from: null, to: body.voided_at } };
@@ -157,15 +159,17 @@ export async function voidCredit(
   return body;
 }
 
-/** One credit as the API shows it, its spent figure read from Redis where it holds one. */
-export async function creditBodies(
-  deps: CreditDeps,
+/**
+ * A rollover credit is also the balance's `ro` in Redis, which the gateway spends once the snapshot no longer lists
+ * the credit: it goes to 0 inside the write, so the void commits only once the gateway can no longer spend it.
+ */
+async function voidRolloverInRedis(
+  deps: Omit<CreditDeps, 'db'>,
   organizationId: string,
-  credits: readonly CreditWithFeature[],
-  nowMs: number,
-): Promise<CreditBody[]> {
-  const spent = await currentSpent(deps.redis, deps.redisKeys, organizationId, credits);
-  return credits.map((credit) => toCreditBody(credit, spent.get(credit.id) ?? credit.spent, nowMs));
+  credit: CreditWithFeature,
+): Promise<void> {
+  const member = meteredMember(credit.subscriber_id, credit.feature_key, credit.effective_at.getTime());
+  await withScripts(deps.redis).creditVoidRollover(deps.redisKeys.meteredBalance(organizationId, member));
 }
 
 /** What the clock alone decides of a status filter; spent and active also need the balance. */
@@ -232,19 +236,4 @@ export async function listSubscriberCredits(
     },
   );
   return page;
-}
-
-/** One credit (for the void route's answer and tests). */
-export async function getCredit(
-  deps: CreditDeps,
-  organizationId: string,
-  subscriberId: string,
-  creditId: string,
-  nowMs: number,
-): Promise<CreditBody> {
-  if (!(await findSubscriber(deps.db, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
-  const credit = await findCredit(deps.db, organizationId, subscriberId, creditId);
-  if (!credit) throw creditNotFound(subscriberId, creditId);
-  const [body] = await creditBodies(deps, organizationId, [credit], nowMs);
-  return body!;
 }

@@ -161,19 +161,3 @@ export function listCredits(
     .limit(filter.limit + 1)
     .execute();
 }
-
-/** Every credit of the subscriber that is not voided and not expired at `at`: what its snapshot carries. */
-export function unexpiredCreditsOf(
-  db: Db,
-  organizationId: string,
-  subscriberIds: readonly string[],
-  at: Date,
-): Promise<CreditWithFeature[]> {
-  if (subscriberIds.length === 0) return Promise.resolve([]);
-  return withFeatureKey(db, organizationId)
-    .where('c.subscriber_id', 'in', subscriberIds)
-    .where('c.voided_at', 'is', null)
-    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', at)]))
-    .orderBy('c.id')
-    .execute();
-}

@@ -148,7 +148,6 @@ export function createMeteredPersister(
         const written = await write(organizationId, drained.balances);
         result.persisted += written.persisted;
         result.thresholds += written.thresholds;
-        result.credits += await credits.persistRollovers(organizationId, drained.balances);
       } catch (error) {
         await markDirty(
           redis,

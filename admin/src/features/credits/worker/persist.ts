@@ -1,12 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
-import { transact } from '@ent/common/outbox/record';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { isMeteredMember, parseCreditDirtyMember, type RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../../jobs/queues.ts';
-import { enqueueDeliveries, recordDeliveries } from '../../webhook/dispatch.ts';
-import { recordRollovers, rolloversOf } from './rollovers.ts';
+import { enqueueDeliveries } from '../../webhook/dispatch.ts';
 import { persistCreditSpent } from './spent.ts';
 
 export interface CreditPersistenceDeps {
@@ -41,7 +39,7 @@ export function creditPersistence(deps: CreditPersistenceDeps) {
       deps.log.warn(`credits: webhook deliveries not queued (${(error as Error).message}); the sweep will`),
     );
 
-  /** Spent figures of credit members into `credits.spent`; answers the rows changed. */
+  /** Rollover records and spent figures of credit members into `credits`; answers the rows changed. */
   async function persistSpent(organizationId: string, members: readonly string[]): Promise<number> {
     if (members.length === 0) return 0;
     const { persisted, deliveryIds } = await persistCreditSpent(
@@ -54,25 +52,5 @@ export function creditPersistence(deps: CreditPersistenceDeps) {
     return persisted;
   }
 
-  /**
-   * The rollover credits the drained balances carry (the gateway's Lua sets `ro` when it makes a period's hash),
-   * recorded once each with their `credit.created`; answers how many rows this call inserted.
-   */
-  async function persistRollovers(
-    organizationId: string,
-    balances: readonly { subscriberId: string; feature: string; periodStartMs: number }[],
-  ): Promise<number> {
-    const rollovers = await rolloversOf(deps.redis, deps.redisKeys, organizationId, balances);
-    if (rollovers.length === 0) return 0;
-    const nowMs = deps.clock.now();
-    const { inserted, deliveryIds } = await transact(deps.db, async (trx) => {
-      const events = await recordRollovers(trx, organizationId, rollovers, nowMs);
-      const ids = await recordDeliveries(trx, organizationId, events, new Date(nowMs));
-      return { inserted: events.length, deliveryIds: ids };
-    });
-    await queue(deliveryIds);
-    return inserted;
-  }
-
-  return { persistSpent, persistRollovers };
+  return { persistSpent };
 }
