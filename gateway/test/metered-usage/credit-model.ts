@@ -33,7 +33,7 @@ export interface ModelTerms {
 export const modelState = (): ModelState => ({ used: 0, covered: 0, spent: new Map() });
 
 /** The credits that count at `now`, in the order usage spends them. */
-export function spendingOrder(credits: readonly ModelCredit[], now: number): ModelCredit[] {
+function spendingOrder(credits: readonly ModelCredit[], now: number): ModelCredit[] {
   const live = credits.filter(
     (credit) => credit.effectiveAt <= now && (credit.expiresAt === null || now < credit.expiresAt),
   );
