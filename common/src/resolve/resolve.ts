@@ -115,8 +115,8 @@ export function meteredResult(
     used,
     remaining: limit === null ? null : Math.max(0, limit - used),
     allowed: deducted ?? (limit === null || soft || used < limit),
-    period_start: new Date(period.startMs).toISOString(),
-    resets_at: period.endMs === null ? null : new Date(period.endMs).toISOString(),
+    period_start: period.startIso ?? new Date(period.startMs).toISOString(),
+    resets_at: period.endIso ?? (period.endMs === null ? null : new Date(period.endMs).toISOString()),
     source: terms.source,
   };
   if (soft) result.overage = limit === null ? 0 : Math.max(0, used - limit);

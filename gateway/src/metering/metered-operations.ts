@@ -1,5 +1,7 @@
-import { meteredPeriodOf, meteredResult, meteredTermsOf } from '@ent/common/resolve/resolve';
+import { meteredResult, meteredTermsOf } from '@ent/common/resolve/resolve';
 import { meteredMember } from '@ent/common/redis/keys';
+import type { MeteredPeriod } from '@ent/common/metering/metered-period';
+import { createPeriodCache } from './period-cache.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
 
@@ -17,15 +19,24 @@ export interface MeteredOperation {
   amount: number;
   limit: number | null;
   soft: boolean;
+  source: MeteredCheckResult['source'];
+  /** The balance's period (its labels included): what an applied or refused operation answers with. */
+  period: MeteredPeriod;
   periodEndMs: number | null;
   /** How long the balance lives after a change (its period end + 35 days, on the app's clock); null: forever. */
   ttlMs: number | null;
   catalogVersion: number;
   subscriberVersion: number;
   idempotencyKey: string;
-  /** What an idempotency key's record is compared by: subscriber, feature, operation, amount. */
+  /**
+   * What an idempotency key's record is compared by: subscriber, feature, operation, amount ('' without a key: the
+   * script reads it only to write or compare a record).
+   */
   fingerprint: string;
-  /** How the answer is rendered (limit, soft, source, period), kept with an idempotent answer for its replay. */
+  /**
+   * How the answer is rendered (limit, soft, source, period), kept with an idempotent answer for its replay ('' without
+   * a key, likewise).
+   */
   terms: string;
 }
 
@@ -64,7 +75,7 @@ type EncodedTerms = [
   end: number | null,
 ];
 
-/** The answer from what a script returned and the operation's rendered terms. */
+/** A replayed answer from the terms its record kept. */
 function render(
   feature: string,
   kind: MeteredKind,
@@ -117,9 +128,18 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
   }
 }
 
-/** The answer of an applied or refused operation. */
+/** The answer of an applied or refused operation, from the terms the operation was resolved with. */
 export const answerOf = (op: MeteredOperation, outcome: { status: 'applied' | 'refused'; used: number }) =>
-  render(op.feature, op.kind, op.terms, outcome.status, outcome.used);
+  meteredResult(
+    op.feature,
+    { limit: op.limit, soft: op.soft, source: op.source, reset: 'never', anchorMs: null },
+    op.period,
+    outcome.used,
+    op.kind === 'c' ? outcome.status === 'applied' : undefined,
+  );
+
+/** Periods are the same for every operation of the same terms until they end: computed once (period-cache.ts). */
+const periodOf = createPeriodCache();
 
 export interface ResolvedSnapshot {
   catalog: CatalogDoc;
@@ -142,8 +162,8 @@ export function meteredOperation(
   idempotencyKey = '',
 ): MeteredOperation {
   const terms = meteredTermsOf(snapshot.catalog, snapshot.subscriber, feature, nowMs);
-  const period = meteredPeriodOf(terms, nowMs);
-  const encoded: EncodedTerms = [terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs];
+  const period = periodOf(terms, nowMs);
+  const keyed = idempotencyKey !== '';
   return {
     kind,
     subscriberId,
@@ -152,12 +172,22 @@ export function meteredOperation(
     amount,
     limit: terms.limit,
     soft: terms.soft,
+    source: terms.source,
+    period,
     periodEndMs: period.endMs,
     ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
     idempotencyKey,
-    fingerprint: `${kind}|${subscriberId}|${feature}|${amount}`,
-    terms: JSON.stringify(encoded),
+    fingerprint: keyed ? `${kind}|${subscriberId}|${feature}|${amount}` : '',
+    terms: keyed
+      ? JSON.stringify([
+          terms.limit,
+          terms.soft ? 1 : 0,
+          terms.source,
+          period.startMs,
+          period.endMs,
+        ] satisfies EncodedTerms)
+      : '',
   };
 }

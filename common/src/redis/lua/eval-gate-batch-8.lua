@@ -258,6 +258,7 @@ rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
 local m = run + 2
 if ARGV[m] then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
+  local dirty = {} -- members changed, marked with one SADD after the loop
   for base = m + 3, #ARGV - 1, 13 do
     local evalIndex = tonumber(ARGV[base + 1])
     local status, value
@@ -269,13 +270,19 @@ if ARGV[m] then
       or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 10])) then
       status, value = METERED_STALE, 0
     else
-      status, value = meteredApply(ARGV[m], ARGV[m + 1], ARGV[m + 2], meteredOperationAt(base))
+      local op = meteredOperationAt(base)
+      local changed
+      status, value, changed = meteredApplyUnmarked(ARGV[m], ARGV[m + 1], op)
+      if changed then
+        dirty[#dirty + 1] = op.member
+      end
     end
     size = size + 1
     out[size] = status
     size = size + 1
     out[size] = value
   end
+  meteredMarkDirty(ARGV[m + 2], dirty)
 end
 
 return out

@@ -45,7 +45,11 @@ local function meteredOperationAt(base)
   }
 end
 
-local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
+-- meteredApply without marking the balance dirty: also answers whether it changed, so a script applying many
+-- operations adds their members to the dirty set with one SADD (each redis.call costs about as much as the rule).
+-- A change is one HMGET and one HSET (u, r and, when it moved, e); the expiry is set only with a new hash or a new
+-- period end: it is that period end plus 35 days on the app's clock, the same instant on every change of a period.
+local function meteredApplyUnmarked(balancePrefix, idempotencyPrefix, op)
   local idemKey = nil
   if op.idem ~= '' and op.kind ~= 'r' then
     idemKey = idempotencyPrefix .. op.idem
@@ -53,13 +57,17 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     if stored then
       local newline = string.find(stored, '\n', 1, true)
       if string.sub(stored, 1, newline - 1) ~= op.fingerprint then
-        return 6, 0
+        return 6, 0, false
       end
-      return 5, string.sub(stored, newline + 1)
+      return 5, string.sub(stored, newline + 1), false
     end
   end
   local key = balancePrefix .. op.member
-  local used = tonumber(redis.call('HGET', key, 'u')) or 0
+  if op.kind == 'r' then
+    return 0, tonumber(redis.call('HGET', key, 'u')) or 0, false
+  end
+  local current = redis.call('HMGET', key, 'u', 'r', 'e')
+  local used = tonumber(current[1]) or 0
   local status = 0
   local after = used
   if op.kind == 'c' then
@@ -77,19 +85,38 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   elseif op.kind == 's' then
     after = op.amount
   end
-  if after ~= used then
-    redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd)
-    redis.call('HINCRBY', key, 'r', 1)
-    if op.ttl ~= '' then
-      redis.call('PEXPIRE', key, op.ttl)
+  local changed = after ~= used
+  if changed then
+    local revision = meteredInteger((tonumber(current[2]) or 0) + 1)
+    if current[3] == op.periodEnd then
+      redis.call('HSET', key, 'u', meteredInteger(after), 'r', revision)
+    else
+      redis.call('HSET', key, 'u', meteredInteger(after), 'r', revision, 'e', op.periodEnd)
+      if op.ttl ~= '' then
+        redis.call('PEXPIRE', key, op.ttl)
+      end
     end
-    redis.call('SADD', dirtyKey, op.member)
   end
   if idemKey then
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. meteredInteger(after) .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)
   end
+  return status, after, changed
+end
+
+local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
+  local status, after, changed = meteredApplyUnmarked(balancePrefix, idempotencyPrefix, op)
+  if changed then
+    redis.call('SADD', dirtyKey, op.member)
+  end
   return status, after
+end
+
+-- Adds members to a dirty set in chunks (unpack's stack is bounded).
+local function meteredMarkDirty(dirtyKey, members)
+  for first = 1, #members, 1000 do
+    redis.call('SADD', dirtyKey, unpack(members, first, math.min(first + 999, #members)))
+  end
 end
 
 -- Statuses the including scripts answer without calling meteredApply.
