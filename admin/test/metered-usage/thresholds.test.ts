@@ -157,6 +157,33 @@ describe('usage.threshold_reached', () => {
     expect(await thresholdEvents(org)).toEqual([]);
   });
 
+  it('one persister across passes decides by the current terms: an override lowering the limit counts at once', async () => {
+    clock.set(NOVEMBER_15);
+    const org = await organization('Kept documents', 100);
+    const persister = createMeteredPersister(deps);
+    const { startMs, endMs } = meteredPeriodAt('month', null, NOVEMBER_15);
+    const change = async (used: number) => {
+      revision += 1;
+      await changeBalance(
+        ctx.redis,
+        ctx.app.redisKeys,
+        org.organization_id,
+        { subscriberId: 'alice', feature: 'api-calls', periodStartMs: startMs, periodEndMs: endMs },
+        { used, revision },
+      );
+      expect((await persister.persistOnce()).failed).toBe(0);
+    };
+    await change(50);
+    expect(await thresholdEvents(org)).toEqual([]);
+    const lowered = await caller(ctx, org.api_key).put('/org/subscribers/alice/overrides/api-calls', {
+      kind: 'metered',
+      limit: 60,
+    });
+    expect(lowered.statusCode).toBeLessThan(300);
+    await change(51);
+    expect(await thresholdEvents(org)).toEqual([expect.objectContaining({ threshold: 80, used: 51, limit: 60 })]);
+  });
+
   it('is recorded once even when the webhook is disabled, and not sent later', async () => {
     clock.set(NOVEMBER_15);
     const org = await organization('Disabled', 10);

@@ -11,6 +11,9 @@ export interface MeteredPeriod {
   startMs: number;
   /** The next period's start; null for reset "never". */
   endMs: number | null;
+  /** Both instants as an answer shows them, when a caller keeps the period to answer with it many times. */
+  startIso?: string;
+  endIso?: string | null;
 }
 
 const DAY_MS = 86_400_000;

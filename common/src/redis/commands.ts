@@ -18,8 +18,6 @@ const SCRIPTS = {
   evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-4.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },
   windowGiveBack: { numberOfKeys: 1, lua: lua('window-give-back-1.lua') },
-  // As many keys as members named: the number of keys is the first argument (ioredis, no numberOfKeys).
-  meteredDrain: { lua: lua('metered-drain-n.lua') },
   meteredCorrect: { numberOfKeys: 2, lua: lua('metered-correct-2.lua') },
   meteredCorrectUndo: { numberOfKeys: 2, lua: lua('metered-correct-undo-2.lua') },
   creditVoidRollover: { numberOfKeys: 1, lua: lua('credit-void-rollover-1.lua') },

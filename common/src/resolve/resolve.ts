@@ -143,8 +143,8 @@ export function meteredResult(
     used,
     remaining,
     allowed: deducted ?? (remaining === null || soft || remaining > 0),
-    period_start: new Date(period.startMs).toISOString(),
-    resets_at: period.endMs === null ? null : new Date(period.endMs).toISOString(),
+    period_start: period.startIso ?? new Date(period.startMs).toISOString(),
+    resets_at: period.endIso ?? (period.endMs === null ? null : new Date(period.endMs).toISOString()),
     source: terms.source,
   } as MeteredCheckResult;
   if (soft) result.overage = limit === null ? 0 : Math.max(0, fromAllowance - limit);

@@ -44,6 +44,14 @@ export const meteredUnavailable = () =>
   );
 
 const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
+/**
+ * How long a change waits before its organization is named in `mdirty-orgs`: one SADD per organization and interval
+ * rather than one per gate reply. Each command is a write and a read of their own on both sides, which cost the
+ * gateway about what the gate call's own write does. The members are in the organization's set from the script that
+ * changed them; the worker takes them within its next pass after the mark (decisions.md, "Metered consume at eval
+ * speed").
+ */
+const DIRTY_MARK_DELAY_MS = 100;
 /** A refill and one retry: a second "not ready" means Redis lost the organization again meanwhile. */
 const READY_ATTEMPTS = 3;
 
@@ -105,7 +113,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     dirtyOrganizations.add(organizationId);
     if (!flushScheduled) {
       flushScheduled = true;
-      setImmediate(flushDirty);
+      setTimeout(flushDirty, DIRTY_MARK_DELAY_MS);
     }
   }
 

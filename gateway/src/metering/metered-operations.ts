@@ -1,11 +1,13 @@
 import {
-  meteredPeriodOf,
   meteredResult,
   meteredTermsOf,
   NO_METERED_CREDITS,
   type MeteredCredits,
+  type MeteredTerms,
 } from '@ent/common/resolve/resolve';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import type { MeteredPeriod } from '@ent/common/metering/metered-period';
+import { createPeriodCache } from './period-cache.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { CheckCredit } from '@ent/contract/credits';
 import type { MeteredCheckResult } from '@ent/contract/evals';
@@ -25,15 +27,24 @@ export interface MeteredOperation {
   amount: number;
   limit: number | null;
   soft: boolean;
+  source: MeteredCheckResult['source'];
+  /** The balance's period (its labels included): what an applied or refused operation answers with. */
+  period: MeteredPeriod;
   periodEndMs: number | null;
   /** How long the balance lives after a change (its period end + 35 days, on the app's clock); null: forever. */
   ttlMs: number | null;
   catalogVersion: number;
   subscriberVersion: number;
   idempotencyKey: string;
-  /** What an idempotency key's record is compared by: subscriber, feature, operation, amount. */
+  /**
+   * What an idempotency key's record is compared by: subscriber, feature, operation, amount ('' without a key: the
+   * script reads it only to write or compare a record).
+   */
   fingerprint: string;
-  /** How the answer is rendered (limit, soft, source, period), kept with an idempotent answer for its replay. */
+  /**
+   * How the answer is rendered (limit, soft, source, period), kept with an idempotent answer for its replay ('' without
+   * a key, likewise).
+   */
   terms: string;
   /** The live credits the script spends, in spending order ('' = none: metered-balance.fragment.lua). */
   credits: string;
@@ -100,7 +111,7 @@ function meteredCreditsOf(
   return { covered: figures.covered, credits };
 }
 
-/** The answer from what a script returned and the operation's rendered terms. */
+/** A replayed answer from the terms its record kept. */
 function render(
   feature: string,
   kind: MeteredKind,
@@ -168,11 +179,29 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
   }
 }
 
-/** The answer of an applied or refused operation. */
+/** The answer of an applied or refused operation, from the terms the operation was resolved with. */
 export const answerOf = (
   op: MeteredOperation,
   outcome: { status: 'applied' | 'refused'; used: number; credits?: CreditFigures },
-) => render(op.feature, op.kind, op.terms, outcome.status, outcome.used, outcome.credits);
+) =>
+  meteredResult(
+    op.feature,
+    { limit: op.limit, soft: op.soft, source: op.source },
+    op.period,
+    outcome.used,
+    op.kind === 'c' ? outcome.status === 'applied' : undefined,
+    meteredCreditsOf(op.creditList, outcome.credits),
+  );
+
+/** Periods are the same for every operation of the same terms until they end: computed once (period-cache.ts). */
+const periodOf = createPeriodCache();
+
+/** The terms a key's record keeps, as render() reads them back. */
+function encodedTerms(terms: MeteredTerms, period: MeteredPeriod, creditListJson: string): string {
+  const encoded: EncodedTerms = [terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs];
+  const json = JSON.stringify(encoded);
+  return creditListJson === '' ? json : `${json.slice(0, -1)},${creditListJson}]`;
+}
 
 export interface ResolvedSnapshot {
   catalog: CatalogDoc;
@@ -197,10 +226,9 @@ export function meteredOperation(
   organizationId: string,
 ): MeteredOperation {
   const terms = meteredTermsOf(snapshot.catalog, snapshot.subscriber, feature, nowMs);
-  const period = meteredPeriodOf(terms, nowMs);
-  const encoded: EncodedTerms = [terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs];
+  const period = periodOf(terms, nowMs);
+  const keyed = idempotencyKey !== '';
   const credits = creditsSpec(snapshot, subscriberId, feature, terms, period, nowMs, keys, organizationId);
-  const json = JSON.stringify(encoded);
   return {
     kind,
     subscriberId,
@@ -209,14 +237,17 @@ export function meteredOperation(
     amount,
     limit: terms.limit,
     soft: terms.soft,
+    source: terms.source,
+    period,
     periodEndMs: period.endMs,
     ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
     idempotencyKey,
-    fingerprint: `${kind}|${subscriberId}|${feature}|${amount}`,
-    // The credit list, when there is one, is the terms' sixth element: its JSON is built once per live set.
-    terms: credits.listJson === '' ? json : `${json.slice(0, -1)},${credits.listJson}]`,
+    fingerprint: keyed ? `${kind}|${subscriberId}|${feature}|${amount}` : '',
+    // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,
+    // their JSON built once per live set.
+    terms: keyed ? encodedTerms(terms, period, credits.listJson) : '',
     credits: credits.spec,
     creditList: credits.list,
   };

@@ -219,6 +219,39 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
     ]);
   });
 
+  it('changes a balance with one revision per change, marks every changed member dirty, and sets its expiry once', async () => {
+    const org = await organization();
+    const meter = gateMeter();
+    const member = op('r', 'calls', 0).member;
+    const soft = op('r', 'soft', 0).member;
+    await Promise.all([
+      gate(meter, org, [op('c', 'calls', 2)]),
+      gate(meter, org, [op('c', 'calls', 1), op('c', 'soft', 1)]),
+      gate(meter, org, [op('r', 'calls', 0)]),
+    ]);
+    expect(await redis.hgetall(keys.meteredBalance(org, member))).toEqual({
+      u: '3',
+      r: '2',
+      e: String(Date.parse('2026-04-01T00:00:00Z')),
+    });
+    expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([member, soft].sort());
+    // The expiry is the period's end plus 35 days, the same instant on every change: set with the hash, not again.
+    const ttl = Date.parse('2026-04-01T00:00:00Z') + 35 * 86_400_000 - clock.now();
+    expect(await redis.pttl(keys.meteredBalance(org, member))).toBeGreaterThan(ttl - 60_000);
+    await redis.pexpire(keys.meteredBalance(org, member), 5_000_000_000);
+    await gate(meter, org, [op('c', 'calls', 1)]);
+    expect(await redis.pttl(keys.meteredBalance(org, member))).toBeGreaterThan(4_000_000_000);
+    // A balance whose period end moved (another reset starting at the same instant) gets the new end and expiry.
+    const moved = { ...op('c', 'calls', 1), periodEndMs: Date.parse('2026-03-02T00:00:00Z'), ttlMs: 1_000_000 };
+    await gate(meter, org, [moved]);
+    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'r', 'e')).toEqual([
+      '5',
+      '4',
+      String(Date.parse('2026-03-02T00:00:00Z')),
+    ]);
+    expect(await redis.pttl(keys.meteredBalance(org, member))).toBeLessThanOrEqual(1_000_000);
+  });
+
   it('refuses stale versions and a missing readiness marker, and skips the operations of evals not counted', async () => {
     const org = await organization({ ready: false, burst: 1 });
     const meter = gateMeter();

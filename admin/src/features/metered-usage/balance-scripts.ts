@@ -15,62 +15,76 @@ export interface DrainedBalance {
 }
 
 export interface Drained {
+  /** Members taken out of the dirty set (0: it was empty). */
+  taken: number;
   balances: DrainedBalance[];
   /** Members the drain took whose balance is gone from Redis: nothing to persist. */
   vanished: number;
   /** Members left in the dirty set after the drain. */
   remaining: number;
+  /** Members the drain took that name credits' spent figures (issue 35): for their own persistence. */
+  others: string[];
 }
 
 /** A balance hash lives 35 days past its period's end; a never-reset balance does not expire. */
 const BALANCE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 
 interface BalanceCommands {
-  meteredDrain(numberOfKeys: number, ...keysAndArgs: string[]): Promise<(number | string)[]>;
   meteredCorrect(...keysAndArgs: string[]): Promise<[number, number, number]>;
   meteredCorrectUndo(...keysAndArgs: string[]): Promise<[number, number]>;
 }
 
 const commandsOf = (redis: RedisClient) => withScripts(redis) as unknown as BalanceCommands;
 
-/** Members of the organization's dirty set, at most `count` (distinct), for a drain to take. */
-export const dirtyCandidates = (
-  redis: RedisClient,
-  keys: RedisKeys,
-  organizationId: string,
-  count: number,
-): Promise<string[]> => redis.srandmember(keys.meteredDirty(organizationId), count);
+const allBalances = (members: readonly string[]) => ({ balances: [...members], others: [] });
 
-/** metered-drain-n.lua: takes the named members out of the dirty set with their figures, in one step. */
+/**
+ * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
+ * to the one drain that popped it), then one pipelined round trip of an HMGET per member and the set's size. A change
+ * after the pop marks its member dirty again, so a later drain persists it; one read here already is written twice,
+ * the second time over an equal revision, which writes nothing. A read that fails puts the members back.
+ */
 export async function drainBalances(
   redis: RedisClient,
   keys: RedisKeys,
   organizationId: string,
-  members: readonly string[],
+  count: number,
+  split: (members: readonly string[]) => { balances: string[]; others: string[] } = allBalances,
 ): Promise<Drained> {
-  const balanceKeys = members.map((member) => keys.meteredBalance(organizationId, member));
-  const reply = await commandsOf(redis).meteredDrain(
-    1 + members.length,
-    keys.meteredDirty(organizationId),
-    ...balanceKeys,
-    ...members,
-  );
-  const drained: Drained = { balances: [], vanished: 0, remaining: Number(reply[0]) };
-  for (let i = 1; i + 3 < reply.length; i += 4) {
-    const member = String(reply[i]);
-    const [used, revision, end] = [reply[i + 1], reply[i + 2], reply[i + 3]].map(String);
-    if (used === '' || revision === '') {
+  const dirtyKey = keys.meteredDirty(organizationId);
+  const popped = await redis.spop(dirtyKey, count);
+  const { balances: members, others } = split(popped);
+  const drained: Drained = { taken: popped.length, balances: [], vanished: 0, remaining: 0, others };
+  if (popped.length === 0) return drained;
+  const pipeline = redis.pipeline();
+  for (const member of members) pipeline.hmget(keys.meteredBalance(organizationId, member), 'u', 'r', 'e');
+  pipeline.scard(dirtyKey);
+  let replies: [Error | null, unknown][];
+  try {
+    replies = (await pipeline.exec()) ?? [];
+    const failed = replies.find(([error]) => error !== null);
+    if (failed || replies.length !== members.length + 1) throw failed?.[0] ?? new Error('No reply to the drain.');
+  } catch (error) {
+    // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
+    await markDirty(redis, keys, organizationId, popped).catch(() => undefined);
+    throw error;
+  }
+  for (let i = 0; i < members.length; i++) {
+    const member = members[i]!;
+    const [used, revision, end] = replies[i]![1] as (string | null)[];
+    if (used == null || revision == null) {
       drained.vanished += 1;
       continue;
     }
     drained.balances.push({
       member,
       ...parseMeteredMember(member),
-      periodEndMs: end === '' ? null : Number(end),
+      periodEndMs: end == null || end === '' ? null : Number(end),
       used: Number(used),
       revision: Number(revision),
     });
   }
+  drained.remaining = Number(replies[members.length]![1]);
   return drained;
 }
 

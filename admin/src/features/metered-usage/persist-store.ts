@@ -27,7 +27,8 @@ const byKey = <T extends { subscriberId: string; feature: string; periodStartMs:
 
 /**
  * Upserts balances into metered_usage, each only over an older revision (a drain that lost a race to a newer one
- * writes nothing). Answers the rows it wrote.
+ * writes nothing). Answers the rows it wrote. One statement with one array per column (unnest), so its text and its
+ * parameters stay the same size whatever the batch: seven parameters, not seven per row.
  */
 export async function upsertBalances(
   trx: Trx,
@@ -35,37 +36,41 @@ export async function upsertBalances(
   balances: readonly DrainedBalance[],
 ): Promise<WrittenBalance[]> {
   if (balances.length === 0) return [];
-  const rows = await trx
-    .insertInto('metered_usage')
-    .values(
-      [...balances].sort(byKey).map((balance) => ({
-        organization_id: organizationId,
-        subscriber_id: balance.subscriberId,
-        feature_key: balance.feature,
-        period_start: new Date(balance.periodStartMs),
-        period_end: balance.periodEndMs === null ? null : new Date(balance.periodEndMs),
-        used: balance.used,
-        revision: balance.revision,
-      })),
-    )
-    .onConflict((conflict) =>
-      conflict
-        .columns(['organization_id', 'subscriber_id', 'feature_key', 'period_start'])
-        .doUpdateSet((eb) => ({
-          used: eb.ref('excluded.used'),
-          revision: eb.ref('excluded.revision'),
-          period_end: eb.ref('excluded.period_end'),
-          updated_at: sql<Date>`now()`,
-        }))
-        .where((eb) => eb('metered_usage.revision', '<', eb.ref('excluded.revision'))),
-    )
-    .returning(['subscriber_id', 'feature_key', 'period_start', 'period_end', 'used'])
-    .execute();
+  const sorted = [...balances].sort(byKey);
+  const { rows } = await sql<{
+    subscriber_id: string;
+    feature_key: string;
+    period_start_ms: number;
+    period_end_ms: number | null;
+    used: number;
+  }>`
+    INSERT INTO metered_usage AS m (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision)
+    SELECT ${organizationId}, b.subscriber_id, b.feature_key,
+      'epoch'::timestamptz + b.start_ms * interval '1 millisecond',
+      'epoch'::timestamptz + b.end_ms * interval '1 millisecond',
+      b.used, b.revision
+    FROM unnest(
+      ${sorted.map((b) => b.subscriberId)}::text[],
+      ${sorted.map((b) => b.feature)}::text[],
+      ${sorted.map((b) => b.periodStartMs)}::bigint[],
+      ${sorted.map((b) => b.periodEndMs)}::bigint[],
+      ${sorted.map((b) => b.used)}::bigint[],
+      ${sorted.map((b) => b.revision)}::bigint[]
+    ) WITH ORDINALITY AS b (subscriber_id, feature_key, start_ms, end_ms, used, revision, n)
+    ORDER BY b.n
+    ON CONFLICT (organization_id, subscriber_id, feature_key, period_start) DO UPDATE
+      SET used = excluded.used, revision = excluded.revision, period_end = excluded.period_end, updated_at = now()
+      WHERE m.revision < excluded.revision
+    RETURNING m.subscriber_id, m.feature_key,
+      (extract(epoch FROM m.period_start) * 1000)::bigint AS period_start_ms,
+      (extract(epoch FROM m.period_end) * 1000)::bigint AS period_end_ms,
+      m.used
+  `.execute(trx);
   return rows.map((row) => ({
     subscriberId: row.subscriber_id,
     feature: row.feature_key,
-    periodStartMs: row.period_start.getTime(),
-    periodEndMs: row.period_end === null ? null : row.period_end.getTime(),
+    periodStartMs: row.period_start_ms,
+    periodEndMs: row.period_end_ms,
     used: row.used,
   }));
 }

@@ -4,12 +4,10 @@ import type { Database } from '@ent/common/db/database';
 import { transact } from '@ent/common/outbox/record';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
-import { buildCatalog, buildSubscribers } from '@ent/common/snapshots/build';
 import type { Queues } from '../../jobs/queues.ts';
 import { creditPersistence, splitDirtyMembers } from '../credits/worker/persist.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
-  dirtyCandidates,
   drainBalances,
   markDirty,
   retireIfClean,
@@ -22,6 +20,7 @@ import {
   type WrittenBalance,
 } from './persist-store.ts';
 import { governingLimit, thresholdsReached } from './thresholds.ts';
+import { createGoverningDocs } from './governing-docs.ts';
 
 export interface MeteredPersisterDeps {
   db: Kysely<Database>;
@@ -79,6 +78,7 @@ export function createMeteredPersister(
   const options = { ...defaultPersisterOptions, ...overrides };
   const { db, redis, redisKeys: keys, clock, log } = deps;
   const credits = creditPersistence(deps);
+  const governingDocs = createGoverningDocs(db);
 
   /**
    * What governs each balance's thresholds, read before the write's transaction: a read inside it would hold its
@@ -92,15 +92,15 @@ export function createMeteredPersister(
     const limits = new Map<string, number>();
     const used = balances.filter((balance) => balance.used > 0);
     if (used.length === 0) return limits;
-    const [catalog, subscribers] = await Promise.all([
-      buildCatalog(db, organizationId),
-      buildSubscribers(db, organizationId, [...new Set(used.map((balance) => balance.subscriberId))]),
-    ]);
+    const { catalog, subscribers } = await governingDocs(
+      organizationId,
+      used.map((balance) => balance.subscriberId),
+    );
     if (!catalog) return limits;
     for (const balance of used) {
       const subscriber = subscribers.get(balance.subscriberId);
       if (!subscriber) continue;
-      const limit = governingLimit(catalog.doc, subscriber.doc, balance, nowMs);
+      const limit = governingLimit(catalog, subscriber, balance, nowMs);
       if (limit !== undefined && limit !== null) limits.set(balance.member, limit);
     }
     return limits;
@@ -137,13 +137,11 @@ export function createMeteredPersister(
   async function persistOrganization(organizationId: string, result: PersistResult): Promise<void> {
     let clean = false;
     for (let batch = 0; batch < options.maxBatches; batch++) {
-      const members = await dirtyCandidates(redis, keys, organizationId, options.batchSize);
-      if (members.length === 0) {
+      const drained = await drainBalances(redis, keys, organizationId, options.batchSize, splitDirtyMembers);
+      if (drained.taken === 0) {
         clean = true;
         break;
       }
-      const split = splitDirtyMembers(members);
-      const drained = await drainBalances(redis, keys, organizationId, split.balances);
       try {
         const written = await write(organizationId, drained.balances);
         result.persisted += written.persisted;
@@ -153,15 +151,15 @@ export function createMeteredPersister(
           redis,
           keys,
           organizationId,
-          drained.balances.map((balance) => balance.member),
+          [...drained.balances.map((balance) => balance.member), ...drained.others],
         );
         throw error;
       }
-      // After the balance drain: a member that names both (see splitDirtyMembers) was handed to it by its SREM.
+      // After the balance drain: a member that can be read both ways (see splitDirtyMembers) is in both lists.
       try {
-        result.credits += await credits.persistSpent(organizationId, split.credits);
+        result.credits += await credits.persistSpent(organizationId, drained.others);
       } catch (error) {
-        await markDirty(redis, keys, organizationId, split.credits);
+        await markDirty(redis, keys, organizationId, drained.others);
         throw error;
       }
       if (drained.remaining === 0) {

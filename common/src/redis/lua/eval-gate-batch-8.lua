@@ -269,13 +269,15 @@ if ARGV[m] then
       or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 10])) then
       status, value = METERED_STALE, 0
     else
-      status, value = meteredApply(ARGV[m], ARGV[m + 1], ARGV[m + 2], meteredOperationAt(base))
+      -- No dirty key: the members changed are marked with one SADD after the loop.
+      status, value = meteredApply(ARGV[m], ARGV[m + 1], false, meteredOperationAt(base))
     end
     size = size + 1
     out[size] = status
     size = size + 1
     out[size] = value
   end
+  meteredMarkDirty(ARGV[m + 2])
 end
 
 return out

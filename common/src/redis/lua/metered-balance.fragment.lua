@@ -3,7 +3,11 @@
   file to both at load time, so a consume, a report and a read follow one rule wherever they run.
 
   A balance is the hash `<balance prefix><member>`: u (used), r (revision, +1 per change), e (period end ms, '' for
-  "never"). Every change adds the member to the organization's dirty set, for the worker.
+  "never"). Every change adds the member to the organization's dirty set, for the worker: at once when dirtyKey is
+  given, else (dirtyKey false) in one SADD when the including script calls meteredMarkDirty(dirtyKey) at its end
+  (each redis.call costs about as much as the rule around it). A change is one HMGET and one HSET (the revision
+  computed here); the expiry (period end + 35 days on the app's clock, the same instant at every change of a
+  period) is set only when the hash is made or its period end changes.
 
   meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op) with op a table:
     op.kind       'r' read, 'c' consume, 'd' delta (used never below 0), 's' set
@@ -63,6 +67,25 @@ local function meteredOperationAt(base)
   }
 end
 
+-- The members changed by calls given no dirty key, for meteredMarkDirty.
+local meteredDirtyMembers = {}
+
+local function meteredDirty(dirtyKey, member)
+  if dirtyKey then
+    redis.call('SADD', dirtyKey, member)
+  else
+    meteredDirtyMembers[#meteredDirtyMembers + 1] = member
+  end
+end
+
+-- Adds the members changed since the last call to the dirty set, 1,000 a command (unpack's stack is bounded).
+local function meteredMarkDirty(dirtyKey)
+  for from = 1, #meteredDirtyMembers, 1000 do
+    redis.call('SADD', dirtyKey, unpack(meteredDirtyMembers, from, math.min(from + 999, #meteredDirtyMembers)))
+  end
+  meteredDirtyMembers = {}
+end
+
 local function meteredLines(text)
   local lines, n, from = {}, 0, 1
   while true do
@@ -91,11 +114,11 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
   if op.ttl ~= '' then
     redis.call('PEXPIRE', key, op.ttl)
   end
-  redis.call('SADD', dirtyKey, op.member)
+  meteredDirty(dirtyKey, op.member)
   if ro > 0 then
     redis.call('HSET', spec[1], 'ro:' .. spec[6],
       meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd)
-    redis.call('SADD', dirtyKey, spec[2])
+    meteredDirty(dirtyKey, spec[2])
   end
   return ro
 end
@@ -114,9 +137,17 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
   end
   local key = balancePrefix .. op.member
-  local state = redis.call('HMGET', key, 'u', 'k', 'ro')
+  if op.kind == 'r' and op.credits == '' then
+    local read = redis.call('HMGET', key, 'u', 'k')
+    if (tonumber(read[2]) or 0) == 0 then
+      return 0, tonumber(read[1]) or 0
+    end
+  end
+  local state = redis.call('HMGET', key, 'u', 'k', 'ro', 'r', 'e')
   local used = tonumber(state[1]) or 0
   local covered = tonumber(state[2]) or 0
+  local revision = tonumber(state[4]) or 0
+  local periodEnd = state[5]
   local spec = nil
   local ro = 0
   local count = 0
@@ -127,6 +158,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     ro = tonumber(state[3]) or 0
     if state[1] == false and spec[3] ~= '' then
       ro = meteredRollover(dirtyKey, balancePrefix, key, op, spec)
+      revision, periodEnd = 1, op.periodEnd
     end
     local ids = {}
     amounts = {}
@@ -211,16 +243,20 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
 
   if after ~= used or afterCovered ~= covered then
+    local fields = {'u', meteredInteger(after), 'r', meteredInteger(revision + 1)}
     if afterCovered ~= covered then
-      redis.call('HSET', key, 'u', meteredInteger(after), 'k', meteredInteger(afterCovered), 'e', op.periodEnd)
-    else
-      redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd)
+      fields[5], fields[6] = 'k', meteredInteger(afterCovered)
     end
-    redis.call('HINCRBY', key, 'r', 1)
-    if op.ttl ~= '' then
+    local newEnd = periodEnd ~= op.periodEnd
+    if newEnd then
+      fields[#fields + 1] = 'e'
+      fields[#fields + 1] = op.periodEnd
+    end
+    redis.call('HSET', key, unpack(fields))
+    if newEnd and op.ttl ~= '' then
       redis.call('PEXPIRE', key, op.ttl)
     end
-    redis.call('SADD', dirtyKey, op.member)
+    meteredDirty(dirtyKey, op.member)
   end
   if changed then
     local fields = {}
@@ -229,7 +265,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = meteredInteger(spent[i])
     end
     redis.call('HSET', spec[1], unpack(fields))
-    redis.call('SADD', dirtyKey, spec[2])
+    meteredDirty(dirtyKey, spec[2])
   end
 
   local value = after

@@ -21,7 +21,7 @@ export interface CreditPersistenceDeps {
  * <feature>`) to `persistSpent`. A member that can be read both ways (subscriber `credit`, a feature key of digits)
  * goes to both: each drain takes it out of the set and reads its own key, so neither loses a change.
  */
-export function splitDirtyMembers(members: readonly string[]): { balances: string[]; credits: string[] } {
+export function splitDirtyMembers(members: readonly string[]): { balances: string[]; others: string[] } {
   const balances: string[] = [];
   const credits: string[] = [];
   for (const member of members) {
@@ -29,7 +29,7 @@ export function splitDirtyMembers(members: readonly string[]): { balances: strin
     if (credit) credits.push(member);
     if (!credit || isMeteredMember(member)) balances.push(member);
   }
-  return { balances, credits };
+  return { balances, others: credits };
 }
 
 /** Credits' share of the metered persister (issue 35): spent figures, and rollover credits made by the gateway. */
