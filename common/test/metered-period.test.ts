@@ -165,6 +165,7 @@ describe('metered terms across subscriptions', () => {
       resets_at: '2026-11-28T00:00:00.000Z',
       source: 'plan',
       overage: 30,
+      credits: [],
     });
     const hard = { ...terms, soft: false };
     expect(meteredResult('calls', hard, p, 100)).toMatchObject({ allowed: false, remaining: 0 });

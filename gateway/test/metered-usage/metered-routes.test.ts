@@ -115,6 +115,7 @@ describe('metered features on the gateway', () => {
       period_start: '2026-03-01T00:00:00.000Z',
       resets_at: '2026-04-01T00:00:00.000Z',
       source: 'plan',
+      credits: [],
     });
     const consumed = [];
     for (const [send, n] of [

@@ -1,0 +1,176 @@
+import {
+  compareCredits,
+  liveCreditsOf,
+  rolloverCreditId,
+  rolloverCreditOf,
+} from '@ent/common/metering/credits';
+import { meteredPeriodAt, type MeteredPeriod } from '@ent/common/metering/metered-period';
+import { creditDirtyMember, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
+import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+
+/**
+ * The credits one metered operation spends (issue 35), as metered-balance.fragment.lua takes them: the live credits
+ * at the app clock in spending order, and the period's rollover credit, whose amount only Redis knows.
+ */
+
+/** id, amount (null: the period's rollover, its amount is the balance's `ro`), expiry (ISO 8601, null = never). */
+export type OperationCredit = readonly [id: string, amount: number | null, expiresAt: string | null];
+
+export const NO_OPERATION_CREDITS: readonly OperationCredit[] = Object.freeze([]);
+
+/** The script's spec, the answer's list and that list as JSON (for the rendering terms). */
+export interface OperationCredits {
+  spec: string;
+  list: readonly OperationCredit[];
+  listJson: string;
+}
+const NONE: OperationCredits = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS, listJson: '' });
+
+/**
+ * What an operation's credits were last built as, per subscriber document and feature: the same until the period
+ * changes or a credit becomes effective or expires (`until`), so consumes with credits build no text per request.
+ */
+interface CachedCredits extends OperationCredits {
+  /** The catalog it was built with: a rollover's max and the previous limit come from it. */
+  catalog: CatalogDoc;
+  organizationId: string;
+  subscriberId: string;
+  periodStartMs: number;
+  from: number;
+  until: number;
+}
+const cache = new WeakMap<SubscriberDoc, Map<string, CachedCredits>>();
+
+/** The next instant after `nowMs` at which one of `credits` becomes effective or expires (Infinity: none). */
+function nextChange(credits: readonly CreditDoc[] | undefined, nowMs: number): number {
+  let next = Number.POSITIVE_INFINITY;
+  for (const credit of credits ?? []) {
+    if (credit.effectiveAt > nowMs && credit.effectiveAt < next) next = credit.effectiveAt;
+    if (credit.expiresAt !== null && credit.expiresAt > nowMs && credit.expiresAt < next)
+      next = credit.expiresAt;
+  }
+  return next;
+}
+
+/** The snapshot documents an operation is resolved from. */
+interface Documents {
+  catalog: CatalogDoc;
+  subscriber: SubscriberDoc;
+}
+
+/**
+ * The rollover lines of the spec: where the previous period's balance is and what it allowed, so the script can make
+ * this period's rollover when it first creates the balance. Empty when no subscription of the grant's plan covered
+ * the previous period (a subscriber that subscribed this period gets no rollover from before it).
+ */
+function rolloverLines(
+  docs: Documents,
+  subscriberId: string,
+  feature: string,
+  terms: MeteredTerms,
+  period: MeteredPeriod,
+  creditId: string,
+): string[] {
+  const subscribedAt = terms.planId === null ? undefined : docs.subscriber.subscribedAt?.[terms.planId];
+  if (subscribedAt === undefined || subscribedAt >= period.startMs) return ['', '', '', creditId, '', ''];
+  const previous = meteredPeriodAt(terms.reset, terms.anchorMs, period.startMs - 1);
+  const previousLimit = meteredTermsOf(docs.catalog, docs.subscriber, feature, period.startMs - 1).limit;
+  return [
+    meteredMember(subscriberId, feature, previous.startMs),
+    previousLimit === null ? '' : String(previousLimit),
+    String(terms.rollover),
+    creditId,
+    String(previous.startMs),
+    String(period.startMs),
+  ];
+}
+
+/**
+ * The operation's credits: the script's spec ('' when none, so a subscriber without credits costs nothing), built
+ * once per subscriber document, feature and stretch of time in which the same credits are live.
+ */
+export function creditsSpec(
+  docs: Documents,
+  subscriberId: string,
+  feature: string,
+  terms: MeteredTerms,
+  period: MeteredPeriod,
+  nowMs: number,
+  keys: RedisKeys,
+  organizationId: string,
+): OperationCredits {
+  const credits = docs.subscriber.credits?.[feature];
+  if ((credits === undefined || credits.length === 0) && terms.rollover === null) return NONE;
+  let byFeature = cache.get(docs.subscriber);
+  const cached = byFeature?.get(feature);
+  if (
+    cached !== undefined &&
+    cached.periodStartMs === period.startMs &&
+    cached.catalog === docs.catalog &&
+    cached.subscriberId === subscriberId &&
+    cached.organizationId === organizationId &&
+    nowMs >= cached.from &&
+    nowMs < cached.until
+  )
+    return cached;
+  const built = buildCreditsSpec(docs, subscriberId, feature, terms, period, nowMs, keys, organizationId);
+  if (byFeature === undefined) {
+    byFeature = new Map();
+    cache.set(docs.subscriber, byFeature);
+  }
+  byFeature.set(feature, {
+    ...built,
+    catalog: docs.catalog,
+    organizationId,
+    subscriberId,
+    periodStartMs: period.startMs,
+    from: nowMs,
+    until: nextChange(credits, nowMs),
+  });
+  return built;
+}
+
+function buildCreditsSpec(
+  docs: Documents,
+  subscriberId: string,
+  feature: string,
+  terms: MeteredTerms,
+  period: MeteredPeriod,
+  nowMs: number,
+  keys: RedisKeys,
+  organizationId: string,
+): OperationCredits {
+  const live = liveCreditsOf(docs.subscriber, feature, nowMs);
+  const rollsOver = terms.rollover !== null && period.endMs !== null;
+  if (live.length === 0 && !rollsOver) return NONE;
+
+  let ordered: readonly CreditDoc[] = live;
+  let placeholder: CreditDoc | null = null;
+  let rollover = ['', '', '', '', '', ''];
+  if (rollsOver) {
+    const id = rolloverCreditId(subscriberId, feature, period.startMs);
+    rollover = rolloverLines(docs, subscriberId, feature, terms, period, id);
+    // Once the worker has persisted it, the snapshot holds it as a stored credit: spent from there, not twice.
+    if (!live.some((credit) => credit.id === id)) {
+      placeholder = rolloverCreditOf(id, period.startMs, period.endMs!);
+      ordered = [...live, placeholder].sort(compareCredits);
+    }
+  }
+  const lines = [
+    keys.creditSpent(organizationId, subscriberId, feature),
+    creditDirtyMember(subscriberId, feature),
+    ...rollover,
+  ];
+  const list: OperationCredit[] = [];
+  for (const credit of ordered) {
+    const amount = credit === placeholder ? null : credit.amount;
+    lines.push(credit.id, amount === null ? '' : String(amount));
+    list.push([
+      credit.id,
+      amount,
+      credit.expiresAt === null ? null : new Date(credit.expiresAt).toISOString(),
+    ]);
+  }
+  return { spec: lines.join('\n'), list, listJson: list.length === 0 ? '' : JSON.stringify(list) };
+}
