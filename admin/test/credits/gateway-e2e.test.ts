@@ -108,4 +108,71 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
       expect(await check(gateway, {})).toMatchObject({ remaining: 0, credits: [] });
     expect(await check(1, { consume: 1 })).toMatchObject({ allowed: false });
   });
+
+  it('a rollover grant: March leftover becomes an April credit, recorded once by the worker', async () => {
+    for (const [url, payload] of [
+      ['/org/features', { key: 'tokens', name: 'Tokens', kind: 'metered' }],
+      [
+        '/org/plans',
+        {
+          key: 'roll',
+          name: 'Roll',
+          kind: 'catalog',
+          grants: [{ feature: 'tokens', kind: 'metered', limit: 100, rollover: { max: 50 } }],
+        },
+      ],
+      ['/org/subscribers', { subscriber_id: 'bob' }],
+      ['/org/subscribers/bob/subscriptions', { plan_id: 'roll' }],
+    ] as const) {
+      const res = await admin('POST', url, payload);
+      expect(res.statusCode, res.body).toBe(201);
+    }
+    const bobCheck = async (gateway: number, body: object) => {
+      const res = await injector(gateways[gateway]!)({
+        method: 'POST',
+        url: '/org/subscribers/bob/entitlements/check',
+        headers: org.headers,
+        payload: { feature: 'tokens', ...body },
+      });
+      expect(res.statusCode, JSON.stringify(res.json())).toBe(200);
+      return res.json() as { remaining: number | null; credits: { credit_id: string; remaining: number }[] };
+    };
+    // The subscription began before March (its anchor is the database's clock), so February's allowance, never
+    // used, rolls over into March up to the max: 50 more.
+    clock.set(Date.parse('2027-03-20T00:00:00Z'));
+    expect(await bobCheck(0, { consume: 70 })).toMatchObject({ remaining: 80 });
+    clock.set(Date.parse('2027-04-02T00:00:00Z'));
+    const [first, second] = await Promise.all([bobCheck(0, {}), bobCheck(1, {})]);
+    expect(first).toMatchObject({ remaining: 130, credits: [{ remaining: 30 }] });
+    expect(second.credits).toEqual(first.credits);
+    const deps: MeteredPersisterDeps = {
+      db: ctx.db,
+      redis: ctx.redis,
+      redisKeys: ctx.app.redisKeys,
+      clock,
+      queues: ctx.app.queues,
+      log: { warn: () => {}, error: () => {} },
+    };
+    await Promise.all([
+      createMeteredPersister(deps).persistOnce(),
+      createMeteredPersister(deps).persistOnce(),
+    ]);
+    const all = await admin('GET', '/org/subscribers/bob/credits');
+    expect(all.json().credits.map((c: { status: string; amount: number }) => [c.status, c.amount])).toEqual([
+      ['active', 30],
+      ['expired', 50],
+    ]);
+    const listed = await admin('GET', '/org/subscribers/bob/credits?status=active');
+    expect(listed.json().credits).toEqual([
+      expect.objectContaining({
+        credit_id: first.credits[0]!.credit_id,
+        source: 'rollover',
+        amount: 30,
+        remaining: 30,
+        status: 'active',
+        effective_at: '2027-04-01T00:00:00.000Z',
+        expires_at: '2027-05-01T00:00:00.000Z',
+      }),
+    ]);
+  });
 });
