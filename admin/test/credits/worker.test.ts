@@ -67,7 +67,7 @@ const persistedSpent = async (creditId: string) =>
       .executeTakeFirstOrThrow()
   ).spent;
 /** What the gateway's Lua leaves after spending from credits: the figures, the member dirty, the org dirty. */
-const spendInRedis = async (figures: Record<string, number>) => {
+const spendInRedis = async (figures: Record<string, number | string>) => {
   await ctx.redis.hset(keys().creditSpent(org.organization_id, 'alice', 'api-calls'), figures);
   await ctx.redis.sadd(keys().meteredDirty(org.organization_id), creditDirtyMember('alice', 'api-calls'));
   await ctx.redis.sadd(keys().meteredDirtyOrganizations, org.organization_id);
