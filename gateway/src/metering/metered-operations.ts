@@ -36,7 +36,7 @@ export type MeteredOutcome =
   | { status: 'stale' | 'not_ready' | 'skipped' | 'key_reused' };
 
 /** A balance lives this long after its period ends, so the worker and late reads still find it. */
-const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
+export const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 
 /** The 13 values of one operation after its first (the eval index or the subscriber id): the scripts' layout. */
 export function operationArguments(op: MeteredOperation): (string | number)[] {
@@ -55,6 +55,14 @@ export function operationArguments(op: MeteredOperation): (string | number)[] {
     op.terms,
   ];
 }
+
+/** What an idempotency key's record is compared by (MeteredOperation.fingerprint). */
+export const meteredFingerprint = (
+  kind: MeteredKind,
+  subscriberId: string,
+  feature: string,
+  amount: number,
+) => `${kind}|${subscriberId}|${feature}|${amount}`;
 
 type EncodedTerms = [
   limit: number | null,
@@ -157,7 +165,7 @@ export function meteredOperation(
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
     idempotencyKey,
-    fingerprint: `${kind}|${subscriberId}|${feature}|${amount}`,
+    fingerprint: meteredFingerprint(kind, subscriberId, feature, amount),
     terms: JSON.stringify(encoded),
   };
 }

@@ -8,6 +8,7 @@ import {
   SubscriberUsageSchema,
   UsageEventsBody,
   UsageEventsResultSchema,
+  type UsageEventsResult,
 } from '@ent/contract/metered-usage';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
 import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
@@ -46,7 +47,7 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       const organizationId = request.knownKey!.principal!.organizationId;
       const nowMs = clock.now();
       const idempotencyKey = idempotencyKeyOf(request);
-      await takeUsageEvents(app, organizationId, 1, nowMs);
+      const taken = takeUsageEvents(app, organizationId, 1, nowMs);
       const [answer] = await applyUsageEvents(
         app,
         request,
@@ -59,6 +60,7 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
           },
         ],
         nowMs,
+        taken,
       );
       if ('error' in answer!) throw answer.error;
       if (answer!.replayed) reply.header('idempotent-replayed', 'true');
@@ -76,12 +78,22 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
         response: { 200: UsageEventsResultSchema, 429: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const organizationId = request.knownKey!.principal!.organizationId;
       const nowMs = clock.now();
       const { events } = request.body;
-      await takeUsageEvents(app, organizationId, events.length, nowMs);
-      const answers = await applyUsageEvents(app, request, organizationId, events, nowMs);
+      const taken = takeUsageEvents(app, organizationId, events.length, nowMs);
+      const answers = await applyUsageEvents(app, request, organizationId, events, nowMs, taken);
+      // Each result by its own branch's serializer: the union's serializer would try every branch's schema on every
+      // one of up to 1,000 results to find which it is, and here that is known.
+      const resultJson = reply.compileSerializationSchema(MeteredCheckResultSchema);
+      const errorJson = reply.compileSerializationSchema(ErrorBodySchema);
+      reply
+        .type('application/json; charset=utf-8')
+        .serializer(
+          ({ results }: UsageEventsResult) =>
+            `{"results":[${results.map((result) => ('error' in result ? errorJson(result) : resultJson(result))).join(',')}]}`,
+        );
       return {
         results: answers.map((answer) =>
           'error' in answer ? answer.error.toBody(request.id) : answer.result,
