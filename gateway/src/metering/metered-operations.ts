@@ -56,6 +56,53 @@ export function operationArguments(op: MeteredOperation): (string | number)[] {
   ];
 }
 
+/**
+ * usage-apply-4.lua's arguments after its keys: the prefixes, then what the operations on one feature's period share
+ * (terms, period, ttl: the same for every event of a batch on that feature), once, then each operation's own values.
+ */
+export function usageApplyArguments(
+  balancePrefix: string,
+  idempotencyPrefix: string,
+  ops: readonly MeteredOperation[],
+): (string | number)[] {
+  const termSets = new Map<string, number>();
+  const shared: (string | number)[] = [];
+  const own: (string | number)[] = [];
+  for (const op of ops) {
+    // A member is the subscriber id followed by '|<feature>|<period start>' (meteredMember).
+    const tail = op.member.slice(op.subscriberId.length);
+    // The terms name the limit, soft, period start and end; the tail the feature.
+    const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.terms}`;
+    let set = termSets.get(key);
+    if (set === undefined) {
+      set = termSets.size + 1;
+      termSets.set(key, set);
+      shared.push(
+        op.catalogVersion,
+        tail,
+        op.limit === null ? '' : op.limit,
+        op.soft ? '1' : '0',
+        op.periodEndMs === null ? '' : op.periodEndMs,
+        op.ttlMs === null ? '' : op.ttlMs,
+        op.terms,
+      );
+    }
+    own.push(
+      op.subscriberId,
+      op.subscriberVersion,
+      set,
+      op.kind,
+      op.amount,
+      op.idempotencyKey,
+      op.fingerprint,
+    );
+  }
+  const args: (string | number)[] = [balancePrefix, idempotencyPrefix, termSets.size];
+  for (const value of shared) args.push(value);
+  for (const value of own) args.push(value);
+  return args;
+}
+
 /** What an idempotency key's record is compared by (MeteredOperation.fingerprint). */
 export const meteredFingerprint = (
   kind: MeteredKind,
