@@ -100,10 +100,28 @@ export const meteredPeriodOf = (terms: MeteredTerms, nowMs: number): MeteredPeri
  * A metered answer from its terms, its period and what was used in it. `allowed` is `used < limit` (or true when
  * unlimited or soft) unless `deducted` says what a consume did.
  */
-export function meteredResult(
+export const meteredResult = (
   feature: string,
   terms: MeteredTerms,
   period: MeteredPeriod,
+  used: number,
+  deducted?: boolean,
+): MeteredCheckResult =>
+  meteredResultIn(
+    feature,
+    terms,
+    new Date(period.startMs).toISOString(),
+    period.endMs === null ? null : new Date(period.endMs).toISOString(),
+    used,
+    deducted,
+  );
+
+/** meteredResult with the period already written as the answer writes it (shared by many answers in one period). */
+export function meteredResultIn(
+  feature: string,
+  terms: MeteredTerms,
+  periodStart: string,
+  resetsAt: string | null,
   used: number,
   deducted?: boolean,
 ): MeteredCheckResult {
@@ -115,8 +133,8 @@ export function meteredResult(
     used,
     remaining: limit === null ? null : Math.max(0, limit - used),
     allowed: deducted ?? (limit === null || soft || used < limit),
-    period_start: new Date(period.startMs).toISOString(),
-    resets_at: period.endMs === null ? null : new Date(period.endMs).toISOString(),
+    period_start: periodStart,
+    resets_at: resetsAt,
     source: terms.source,
   };
   if (soft) result.overage = limit === null ? 0 : Math.max(0, used - limit);

@@ -14,6 +14,9 @@ export interface ResolvedTerms {
   memberTail: string;
   /** The terms as an idempotent answer keeps them for its replay (metered-operations.ts renders them). */
   encoded: string;
+  /** The period as answers write it. */
+  periodStart: string;
+  resetsAt: string | null;
 }
 
 // By catalog document, then subscriber document, then feature: documents are replaced, never changed, so an entry
@@ -33,6 +36,8 @@ function resolveNow(catalog: CatalogDoc, subscriber: SubscriberDoc, feature: str
     memberTail: `|${feature}|${period.startMs}`,
     // The layout of metered-operations.ts's EncodedTerms: limit, soft, source, period start, period end.
     encoded: JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]),
+    periodStart: new Date(period.startMs).toISOString(),
+    resetsAt: period.endMs === null ? null : new Date(period.endMs).toISOString(),
   };
 }
 

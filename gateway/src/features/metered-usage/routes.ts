@@ -16,6 +16,8 @@ import { applyMetered, unknownSubscriber } from '../shared/metered-answers.ts';
 import { applyUsageEvents, currentEntries } from './usage-events.ts';
 import { takeUsageEvents } from './usage-rate.ts';
 
+const serializeUsageEvents = (payload: UsageEventsResult) => JSON.stringify(payload);
+
 /**
  * Metered usage on the gateway (DESIGN.md §5): reports and batches of usage that already happened (scope
  * `usage:write`), and a subscriber's current periods (scope `subscribers:read`). None is an eval: no monthly count,
@@ -84,16 +86,10 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       const { events } = request.body;
       const taken = takeUsageEvents(app, organizationId, events.length, nowMs);
       const answers = await applyUsageEvents(app, request, organizationId, events, nowMs, taken);
-      // Each result by its own branch's serializer: the union's serializer would try every branch's schema on every
-      // one of up to 1,000 results to find which it is, and here that is known.
-      const resultJson = reply.compileSerializationSchema(MeteredCheckResultSchema);
-      const errorJson = reply.compileSerializationSchema(ErrorBodySchema);
-      reply
-        .type('application/json; charset=utf-8')
-        .serializer(
-          ({ results }: UsageEventsResult) =>
-            `{"results":[${results.map((result) => ('error' in result ? errorJson(result) : resultJson(result))).join(',')}]}`,
-        );
+      // The results are meteredResultIn's and toBody's objects, exactly the schema's fields: JSON.stringify writes
+      // them as the schema's serializer would, whereas that one would try each branch of the union (and the
+      // date-time formats within) on every one of up to 1,000 results to find which it is.
+      reply.type('application/json; charset=utf-8').serializer(serializeUsageEvents);
       return {
         results: answers.map((answer) =>
           'error' in answer ? answer.error.toBody(request.id) : answer.result,

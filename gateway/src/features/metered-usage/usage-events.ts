@@ -18,7 +18,7 @@ import {
   meteredFingerprint,
   type MeteredOperation,
 } from '../../metering/metered-operations.ts';
-import { meteredResult } from '@ent/common/resolve/resolve';
+import { meteredResultIn } from '@ent/common/resolve/resolve';
 import { resolvedTermsOf, type ResolvedTerms } from './batch-terms.ts';
 
 type Gateway = Pick<
@@ -155,8 +155,11 @@ export async function applyUsageEvents(
     const op = ops[k]!;
     const outcome = outcomes[k]!;
     if (outcome.status === 'applied' || outcome.status === 'refused') {
-      const { terms, period } = resolvedOf[k]!;
-      answers[at[k]!] = { result: meteredResult(op.feature, terms, period, outcome.used), replayed: false };
+      const { terms, periodStart, resetsAt } = resolvedOf[k]!;
+      answers[at[k]!] = {
+        result: meteredResultIn(op.feature, terms, periodStart, resetsAt, outcome.used),
+        replayed: false,
+      };
       continue;
     }
     const answer = answerOfOutcome(op, outcome);
