@@ -3,7 +3,8 @@
   file to both at load time, so a consume, a report and a read follow one rule wherever they run.
 
   A balance is the hash `<balance prefix><member>`: u (used), r (revision, +1 per change), e (period end ms, '' for
-  "never"). Every change adds the member to the organization's dirty set, for the worker.
+  "never"). Every change adds the member to the organization's dirty set, for the worker: at once when dirtyKey is
+  given, else (dirtyKey false) in one SADD when the including script calls meteredMarkDirty(dirtyKey).
 
   meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op) with op a table:
     op.kind       'r' read, 'c' consume, 'd' delta (used never below 0), 's' set
@@ -28,8 +29,8 @@ local function meteredInteger(n)
   return string.format('%d', n)
 end
 
--- One metered operation as both scripts receive it: thirteen arguments from ARGV[base + 1], the same layout in the
--- gate call and the usage call (ARGV[base + 1], + 9 and + 10 are read by each script for its own checks).
+-- One metered operation as the gate call receives it: thirteen arguments from ARGV[base + 1] (ARGV[base + 1], + 9 and
+-- + 10 are read by the script for its own checks). usage-apply-4.lua sends what a batch's operations share once.
 local function meteredOperationAt(base)
   return {
     kind = ARGV[base + 2],
@@ -45,6 +46,10 @@ local function meteredOperationAt(base)
   }
 end
 
+-- The members meteredApply changed when it was given no dirty key (false): the including script adds them to the
+-- dirty set in one SADD (meteredMarkDirty) rather than one per change.
+local meteredDirtyMembers = {}
+
 local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local idemKey = nil
   if op.idem ~= '' and op.kind ~= 'r' then
@@ -59,7 +64,8 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
   end
   local key = balancePrefix .. op.member
-  local used = tonumber(redis.call('HGET', key, 'u')) or 0
+  local held = redis.call('HMGET', key, 'u', 'r')
+  local used = tonumber(held[1]) or 0
   local status = 0
   local after = used
   if op.kind == 'c' then
@@ -78,18 +84,31 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     after = op.amount
   end
   if after ~= used then
-    redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd)
-    redis.call('HINCRBY', key, 'r', 1)
-    if op.ttl ~= '' then
+    redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd, 'r', meteredInteger((tonumber(held[2]) or 0) + 1))
+    -- The expiry is the period end + 35 days, the same instant at every change of the balance: set as it is made
+    -- (every script that makes a balance sets it).
+    if op.ttl ~= '' and not held[1] then
       redis.call('PEXPIRE', key, op.ttl)
     end
-    redis.call('SADD', dirtyKey, op.member)
+    if dirtyKey then
+      redis.call('SADD', dirtyKey, op.member)
+    else
+      meteredDirtyMembers[#meteredDirtyMembers + 1] = op.member
+    end
   end
   if idemKey then
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. meteredInteger(after) .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)
   end
   return status, after
+end
+
+-- Adds the members changed since the last call to the dirty set, 1,000 a command.
+local function meteredMarkDirty(dirtyKey)
+  for from = 1, #meteredDirtyMembers, 1000 do
+    redis.call('SADD', dirtyKey, unpack(meteredDirtyMembers, from, math.min(from + 999, #meteredDirtyMembers)))
+  end
+  meteredDirtyMembers = {}
 end
 
 -- Statuses the including scripts answer without calling meteredApply.

@@ -71,7 +71,7 @@ for i = 1, count do
   if not set.current or tonumber(ARGV[base + 2]) ~= versions[subscriberId] then
     status, value = METERED_STALE, 0
   else
-    status, value = meteredApply(ARGV[1], ARGV[2], KEYS[3], {
+    status, value = meteredApply(ARGV[1], ARGV[2], false, {
       kind = ARGV[base + 4],
       member = subscriberId .. set.tail,
       amount = tonumber(ARGV[base + 5]),
@@ -87,4 +87,5 @@ for i = 1, count do
   out[2 * i - 1] = status
   out[2 * i] = value
 end
+meteredMarkDirty(KEYS[3])
 return out
