@@ -68,24 +68,38 @@ export function usageApplyArguments(
   const termSets = new Map<string, number>();
   const shared: (string | number)[] = [];
   const own: (string | number)[] = [];
+  let last: { op: MeteredOperation; tail: string; set: number } | undefined;
   for (const op of ops) {
     // A member is the subscriber id followed by '|<feature>|<period start>' (meteredMember).
     const tail = op.member.slice(op.subscriberId.length);
-    // The terms name the limit, soft, period start and end; the tail the feature.
-    const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.terms}`;
-    let set = termSets.get(key);
-    if (set === undefined) {
-      set = termSets.size + 1;
-      termSets.set(key, set);
-      shared.push(
-        op.catalogVersion,
-        tail,
-        op.limit === null ? '' : op.limit,
-        op.soft ? '1' : '0',
-        op.periodEndMs === null ? '' : op.periodEndMs,
-        op.ttlMs === null ? '' : op.ttlMs,
-        op.terms,
-      );
+    let set: number | undefined;
+    // A batch's events on one feature follow each other with the same terms: compared before any key is built.
+    if (
+      last !== undefined &&
+      last.op.terms === op.terms &&
+      last.tail === tail &&
+      last.op.catalogVersion === op.catalogVersion &&
+      last.op.ttlMs === op.ttlMs
+    )
+      set = last.set;
+    else {
+      // The terms name the limit, soft, period start and end; the tail the feature.
+      const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.terms}`;
+      set = termSets.get(key);
+      if (set === undefined) {
+        set = termSets.size + 1;
+        termSets.set(key, set);
+        shared.push(
+          op.catalogVersion,
+          tail,
+          op.limit === null ? '' : op.limit,
+          op.soft ? '1' : '0',
+          op.periodEndMs === null ? '' : op.periodEndMs,
+          op.ttlMs === null ? '' : op.ttlMs,
+          op.terms,
+        );
+      }
+      last = { op, tail, set };
     }
     own.push(
       op.subscriberId,
