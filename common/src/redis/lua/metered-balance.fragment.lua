@@ -64,7 +64,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
   end
   local key = balancePrefix .. op.member
-  local held = redis.call('HMGET', key, 'u', 'r')
+  local held = redis.call('HMGET', key, 'u', 'r', 'e')
   local used = tonumber(held[1]) or 0
   local status = 0
   local after = used
@@ -86,8 +86,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   if after ~= used then
     redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd, 'r', meteredInteger((tonumber(held[2]) or 0) + 1))
     -- The expiry is the period end + 35 days, the same instant at every change of the balance: set as it is made
-    -- (every script that makes a balance sets it).
-    if op.ttl ~= '' and not held[1] then
+    -- (every script that makes a balance sets it) or when its period end changes (a reset changed from "never" on an
+    -- anchored period keeps the member).
+    if op.ttl ~= '' and held[3] ~= op.periodEnd then
       redis.call('PEXPIRE', key, op.ttl)
     end
     if dirtyKey then
