@@ -104,20 +104,56 @@ function requestFor(route: RouteKind, apiKey: string, subscriber: string, featur
 const quantile = (sorted: Float64Array, q: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
+/**
+ * How long a timed load waits, once its time is up, for the answers of the requests it already sent. Autocannon's
+ * own `duration` closes the connections with a request in flight on each: the server still applies those (a consume
+ * deducts) but their answers are never counted, so a count of 2xx answers would fall short of what was applied by
+ * one request per connection. A request timing out (autocannon's 10 s) ends its connection sooner than this bound.
+ */
+const DRAIN_BOUND_MS = 15_000;
+
+/** The fields of autocannon's client (lib/httpClient.js) that end it after the answer it waits for. */
+interface DrainableClient {
+  reqsMade: number;
+  responseMax?: number;
+  destroy(): void;
+}
+
+/**
+ * Stops `clients` sending: each one ends once the request it has in flight is answered (autocannon ends a client
+ * whose requests made reach its `responseMax`, after counting the answer), and ends now if it never sent one.
+ */
+function drainClients(clients: DrainableClient[]): void {
+  for (const client of clients) {
+    if (client.reqsMade === 0) client.destroy();
+    else client.responseMax = client.reqsMade;
+  }
+}
+
 export function drive(options: LoadOptions): Promise<LoadFigures> {
   let n = options.offset ?? 0;
   let batch = 0;
   const tag = runTag();
   let latencies = new Float64Array(1 << 16);
   let recorded = 0;
+  const timed = !options.amount;
+  const seconds = options.seconds ?? 10;
+  const clients: DrainableClient[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  const startedAt = performance.now();
+  let lastAnswerAt = startedAt;
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
         url: options.url,
         connections: options.connections,
-        ...(options.amount ? { amount: options.amount } : { duration: options.seconds ?? 10 }),
+        // Timed: autocannon's duration is only the backstop; the load stops sending at `seconds` (below).
+        ...(timed
+          ? { duration: seconds + Math.ceil((2 * DRAIN_BOUND_MS) / 1000) }
+          : { amount: options.amount }),
         pipelining: 1,
         ...(options.overallRate ? { overallRate: options.overallRate } : {}),
+        setupClient: (client) => clients.push(client as unknown as DrainableClient),
         requests: [
           {
             setupRequest: (request) => {
@@ -130,22 +166,24 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
                   `sub-${n}`,
                   featureKey(n % options.features, options.features),
                 ),
-                ...(options.route === 'usage-events'
-                  ? { body: usageEvents(n, options, batch++, tag) }
-                  : {}),
+                ...(options.route === 'usage-events' ? { body: usageEvents(n, options, batch++, tag) } : {}),
               };
             },
           },
         ],
       },
       (error, result) => {
+        for (const timer of timers) clearTimeout(timer);
         if (error) return reject(error);
         const statuses: Record<string, number> = {};
         for (const [status, stat] of Object.entries(result.statusCodeStats ?? {}))
           statuses[status] = stat?.count ?? 0;
         const sorted = latencies.subarray(0, recorded).sort();
+        const answeringSeconds = (lastAnswerAt - startedAt) / 1000;
         resolve({
-          rps: result.requests.average,
+          // Answers over the time they took, the drain included: autocannon's per-second samples would count the
+          // drain's part second as a whole one.
+          rps: timed ? recorded / Math.max(answeringSeconds, 1e-3) : result.requests.average,
           p50: quantile(sorted, 0.5),
           p95: quantile(sorted, 0.95),
           p99: quantile(sorted, 0.99),
@@ -156,6 +194,14 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
         });
       },
     );
+    if (timed) {
+      timers.push(
+        setTimeout(() => {
+          drainClients(clients);
+          timers.push(setTimeout(() => instance.stop(), DRAIN_BOUND_MS));
+        }, seconds * 1000),
+      );
+    }
     instance.on('response', (_client: unknown, _status: number, _bytes: number, milliseconds: number) => {
       if (recorded === latencies.length) {
         const grown = new Float64Array(latencies.length * 2);
@@ -163,6 +209,7 @@ export function drive(options: LoadOptions): Promise<LoadFigures> {
         latencies = grown;
       }
       latencies[recorded++] = milliseconds;
+      lastAnswerAt = performance.now();
     });
   });
 }

@@ -121,10 +121,30 @@ export const NO_METERED_CREDITS: MeteredCredits = Object.freeze({ covered: 0, cr
  * allowance's rest (the limit less the usage credits did not cover) plus what live credits have left; `allowed` is
  * `remaining > 0` (or true when unlimited or soft) unless `deducted` says what a consume did.
  */
-export function meteredResult(
+export const meteredResult = (
   feature: string,
   terms: Pick<MeteredTerms, 'limit' | 'soft' | 'source'>,
   period: MeteredPeriod,
+  used: number,
+  deducted?: boolean,
+  credits: MeteredCredits = NO_METERED_CREDITS,
+): MeteredCheckResult =>
+  meteredResultIn(
+    feature,
+    terms,
+    period.startIso ?? new Date(period.startMs).toISOString(),
+    period.endIso ?? (period.endMs === null ? null : new Date(period.endMs).toISOString()),
+    used,
+    deducted,
+    credits,
+  );
+
+/** meteredResult with the period already written as the answer writes it (shared by many answers in one period). */
+export function meteredResultIn(
+  feature: string,
+  terms: Pick<MeteredTerms, 'limit' | 'soft' | 'source'>,
+  periodStart: string,
+  resetsAt: string | null,
   used: number,
   deducted?: boolean,
   credits: MeteredCredits = NO_METERED_CREDITS,
@@ -143,8 +163,8 @@ export function meteredResult(
     used,
     remaining,
     allowed: deducted ?? (remaining === null || soft || remaining > 0),
-    period_start: period.startIso ?? new Date(period.startMs).toISOString(),
-    resets_at: period.endIso ?? (period.endMs === null ? null : new Date(period.endMs).toISOString()),
+    period_start: periodStart,
+    resets_at: resetsAt,
     source: terms.source,
   } as MeteredCheckResult;
   if (soft) result.overage = limit === null ? 0 : Math.max(0, fromAllowance - limit);

@@ -5,7 +5,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import {
   decodeOutcome,
-  operationArguments,
+  usageApplyArguments,
   type MeteredOperation,
   type MeteredOutcome,
 } from './metered-operations.ts';
@@ -155,17 +155,16 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     organizationId: string,
     ops: readonly MeteredOperation[],
   ): Promise<MeteredOutcome[]> {
-    const args: (string | number)[] = [
-      keys.meteredBalance(organizationId, ''),
-      keys.usageIdempotency(organizationId, ''),
-    ];
-    for (const op of ops) args.push(op.subscriberId, ...operationArguments(op));
     const reply = await redis.usageApply(
       keys.catalog(organizationId),
       keys.subscriberVersions(organizationId),
       keys.meteredDirty(organizationId),
       keys.meteredReady(organizationId),
-      ...args,
+      ...usageApplyArguments(
+        keys.meteredBalance(organizationId, ''),
+        keys.usageIdempotency(organizationId, ''),
+        ops,
+      ),
     );
     return ops.map((op, i) => decodeOutcome(op, reply[2 * i], reply[2 * i + 1]));
   }

@@ -66,7 +66,7 @@ export type MeteredOutcome =
   | { status: 'stale' | 'not_ready' | 'skipped' | 'key_reused' };
 
 /** A balance lives this long after its period ends, so the worker and late reads still find it. */
-const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
+export const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 
 /** The 14 values of one operation after its first (the eval index or the subscriber id): the scripts' layout. */
 export function operationArguments(op: MeteredOperation): (string | number)[] {
@@ -87,6 +87,81 @@ export function operationArguments(op: MeteredOperation): (string | number)[] {
   ];
 }
 
+/**
+ * usage-apply-4.lua's arguments after its keys: the prefixes, then what the operations on one feature's period share
+ * (terms, period, ttl: the same for every event of a batch on that feature), once, then each operation's own values
+ * (its credits among them: they are the subscriber's).
+ */
+export function usageApplyArguments(
+  balancePrefix: string,
+  idempotencyPrefix: string,
+  ops: readonly MeteredOperation[],
+): (string | number)[] {
+  const termSets = new Map<string, number>();
+  const shared: (string | number)[] = [];
+  const own: (string | number)[] = [];
+  let last: { op: MeteredOperation; tail: string; set: number } | undefined;
+  for (const op of ops) {
+    // A member is the subscriber id followed by '|<feature>|<period start>' (meteredMember).
+    const tail = op.member.slice(op.subscriberId.length);
+    let set: number | undefined;
+    // A batch's events on one feature follow each other with the same terms: compared before any key is built.
+    if (
+      last !== undefined &&
+      last.op.terms === op.terms &&
+      last.tail === tail &&
+      last.op.limit === op.limit &&
+      last.op.soft === op.soft &&
+      last.op.periodEndMs === op.periodEndMs &&
+      last.op.catalogVersion === op.catalogVersion &&
+      last.op.ttlMs === op.ttlMs
+    )
+      set = last.set;
+    else {
+      // The tail names the feature and period start; the terms are '' without an idempotency key, so the limit, soft
+      // and period end are named apart (with credits and a key, the terms list them: a set of their own).
+      const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.limit}|${op.soft}|${op.periodEndMs}|${op.terms}`;
+      set = termSets.get(key);
+      if (set === undefined) {
+        set = termSets.size + 1;
+        termSets.set(key, set);
+        shared.push(
+          op.catalogVersion,
+          tail,
+          op.limit === null ? '' : op.limit,
+          op.soft ? '1' : '0',
+          op.periodEndMs === null ? '' : op.periodEndMs,
+          op.ttlMs === null ? '' : op.ttlMs,
+          op.terms,
+        );
+      }
+      last = { op, tail, set };
+    }
+    own.push(
+      op.subscriberId,
+      op.subscriberVersion,
+      set,
+      op.kind,
+      op.amount,
+      op.idempotencyKey,
+      op.fingerprint,
+      op.credits,
+    );
+  }
+  const args: (string | number)[] = [balancePrefix, idempotencyPrefix, termSets.size];
+  for (const value of shared) args.push(value);
+  for (const value of own) args.push(value);
+  return args;
+}
+
+/** What an idempotency key's record is compared by (MeteredOperation.fingerprint). */
+export const meteredFingerprint = (
+  kind: MeteredKind,
+  subscriberId: string,
+  feature: string,
+  amount: number,
+) => `${kind}|${subscriberId}|${feature}|${amount}`;
+
 /** The rendering terms; the sixth, only with credits, lists them (so a replay lists the credits of its time). */
 type EncodedTerms = [
   limit: number | null,
@@ -98,7 +173,7 @@ type EncodedTerms = [
 ];
 
 /** The credits an answer lists: those with something left, with what is left, in the order given. */
-function meteredCreditsOf(
+export function meteredCreditsOf(
   list: readonly OperationCredit[],
   figures: CreditFigures | undefined,
 ): MeteredCredits {
@@ -244,7 +319,7 @@ export function meteredOperation(
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
     idempotencyKey,
-    fingerprint: keyed ? `${kind}|${subscriberId}|${feature}|${amount}` : '',
+    fingerprint: keyed ? meteredFingerprint(kind, subscriberId, feature, amount) : '',
     // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,
     // their JSON built once per live set.
     terms: keyed ? encodedTerms(terms, period, credits.listJson) : '',

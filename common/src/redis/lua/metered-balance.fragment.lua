@@ -49,8 +49,8 @@ local function meteredInteger(n)
   return string.format('%d', n)
 end
 
--- One metered operation as both scripts receive it: fourteen arguments from ARGV[base + 1], the same layout in the
--- gate call and the usage call (ARGV[base + 1], + 9 and + 10 are read by each script for its own checks).
+-- One metered operation as the gate call receives it: fourteen arguments from ARGV[base + 1] (ARGV[base + 1], + 9 and
+-- + 10 are read by the script for its own checks). usage-apply-4.lua sends what a batch's operations share once.
 local function meteredOperationAt(base)
   return {
     kind = ARGV[base + 2],

@@ -3,7 +3,7 @@ import type { Feature, Grant, MeteredReset, MeteredResetAnchor } from '../../api
 /**
  * A plan's grants as the editor holds them: one row per catalog feature. `limit` and `unlimited` are read for limit
  * and metered features; `reset`, `resetAnchor` and `soft` for metered ones only (DESIGN.md §5's defaults until
- * changed).
+ * changed). `rollover` is carried as the plan has it (the editor does not change it, and must not drop it on save).
  */
 export interface GrantDraftRow {
   granted: boolean;
@@ -12,6 +12,7 @@ export interface GrantDraftRow {
   reset: MeteredReset;
   resetAnchor: MeteredResetAnchor;
   soft: boolean;
+  rollover: { max: number } | null;
 }
 export type GrantDraft = Record<string, GrantDraftRow>;
 
@@ -22,6 +23,7 @@ export const EMPTY_ROW: GrantDraftRow = {
   reset: 'month',
   resetAnchor: 'calendar',
   soft: false,
+  rollover: null,
 };
 
 function rowOf(grant: Grant | undefined): GrantDraftRow {
@@ -33,7 +35,13 @@ function rowOf(grant: Grant | undefined): GrantDraftRow {
     limit: grant.limit === null ? '' : String(grant.limit),
   };
   if (grant.kind === 'limit') return { ...EMPTY_ROW, ...limits };
-  return { ...limits, reset: grant.reset, resetAnchor: grant.reset_anchor, soft: grant.soft };
+  return {
+    ...limits,
+    reset: grant.reset,
+    resetAnchor: grant.reset_anchor,
+    soft: grant.soft,
+    rollover: grant.rollover,
+  };
 }
 
 export function draftOf(features: readonly Feature[], grants: readonly Grant[]): GrantDraft {
@@ -65,6 +73,7 @@ function grantOf(feature: Feature, row: GrantDraftRow): Grant {
         reset: row.reset,
         reset_anchor: row.resetAnchor,
         soft: row.soft,
+        rollover: row.rollover,
       };
   }
 }

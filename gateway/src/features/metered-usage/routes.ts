@@ -8,12 +8,15 @@ import {
   SubscriberUsageSchema,
   UsageEventsBody,
   UsageEventsResultSchema,
+  type UsageEventsResult,
 } from '@ent/contract/metered-usage';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
 import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
 import { applyMetered, unknownSubscriber } from '../shared/metered-answers.ts';
 import { applyUsageEvents, currentEntries } from './usage-events.ts';
 import { takeUsageEvents } from './usage-rate.ts';
+
+const serializeUsageEvents = (payload: UsageEventsResult) => JSON.stringify(payload);
 
 /**
  * Metered usage on the gateway (DESIGN.md §5): reports and batches of usage that already happened (scope
@@ -46,7 +49,7 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       const organizationId = request.knownKey!.principal!.organizationId;
       const nowMs = clock.now();
       const idempotencyKey = idempotencyKeyOf(request);
-      await takeUsageEvents(app, organizationId, 1, nowMs);
+      const taken = takeUsageEvents(app, organizationId, 1, nowMs);
       const [answer] = await applyUsageEvents(
         app,
         request,
@@ -59,6 +62,7 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
           },
         ],
         nowMs,
+        taken,
       );
       if ('error' in answer!) throw answer.error;
       if (answer!.replayed) reply.header('idempotent-replayed', 'true');
@@ -76,12 +80,16 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
         response: { 200: UsageEventsResultSchema, 429: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const organizationId = request.knownKey!.principal!.organizationId;
       const nowMs = clock.now();
       const { events } = request.body;
-      await takeUsageEvents(app, organizationId, events.length, nowMs);
-      const answers = await applyUsageEvents(app, request, organizationId, events, nowMs);
+      const taken = takeUsageEvents(app, organizationId, events.length, nowMs);
+      const answers = await applyUsageEvents(app, request, organizationId, events, nowMs, taken);
+      // The results are meteredResultIn's and toBody's objects, exactly the schema's fields: JSON.stringify writes
+      // them as the schema's serializer would, whereas that one would try each branch of the union (and the
+      // date-time formats within) on every one of up to 1,000 results to find which it is.
+      reply.type('application/json; charset=utf-8').serializer(serializeUsageEvents);
       return {
         results: answers.map((answer) =>
           'error' in answer ? answer.error.toBody(request.id) : answer.result,

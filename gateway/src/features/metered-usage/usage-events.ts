@@ -6,17 +6,33 @@ import { meteredUnavailable } from '../../metering/metered-balances.ts';
 import { readCurrentVersions } from '../shared/current-versions.ts';
 import type { SubscriberEntry } from '../shared/entries.ts';
 import {
+  answerOfOutcome,
   applyMetered,
   notMetered,
   unknownSubscriber,
   type MeteredAnswer,
   type MeteredItem,
 } from '../shared/metered-answers.ts';
+import {
+  BALANCE_AFTER_PERIOD_MS,
+  meteredCreditsOf,
+  meteredFingerprint,
+  type MeteredOperation,
+} from '../../metering/metered-operations.ts';
+import { creditsSpec } from '../../metering/operation-credits.ts';
+import { meteredResultIn } from '@ent/common/resolve/resolve';
+import { resolvedTermsOf, type ResolvedTerms } from './batch-terms.ts';
 
 type Gateway = Pick<
   FastifyInstance,
   'snapshotCache' | 'meteredBalances' | 'redis' | 'redisKeys' | 'evaluator'
 >;
+
+/** Where an event's credits are kept in Redis: its organization's keys. */
+interface CreditPlace {
+  keys: FastifyInstance['redisKeys'];
+  organizationId: string;
+}
 
 /** The subscribers' entries at the organization's current versions, after the key is confirmed at them. */
 export async function currentEntries(
@@ -26,25 +42,32 @@ export async function currentEntries(
   subscriberIds: readonly string[],
   nowMs: number,
   scope: Scope,
+  taken?: Promise<void>,
 ): Promise<Map<string, SubscriberEntry>> {
+  const reading = readCurrentVersions(app.redis, app.redisKeys, organizationId, subscriberIds);
+  if (taken) {
+    // The rate's answer comes first (a 429 before anything else); the read is then already on its way.
+    reading.catch(() => {});
+    await taken;
+  }
   let current;
   try {
-    current = await readCurrentVersions(app.redis, app.redisKeys, organizationId, subscriberIds);
+    current = await reading;
   } catch (error) {
     request.log.warn({ err: error }, 'metered usage: Redis unreachable');
     throw meteredUnavailable();
   }
   await app.evaluator.confirmKey(request, current.auth, nowMs, scope);
   const entries = new Map<string, SubscriberEntry>();
-  await Promise.all(
-    subscriberIds.map(async (id, i) => {
-      const held = app.snapshotCache.cached(organizationId, id, nowMs);
-      entries.set(
-        id,
-        await app.snapshotCache.entitlements(organizationId, id, current.subscribers[i]!, nowMs, held),
-      );
-    }),
-  );
+  const loading: Promise<void>[] = [];
+  subscriberIds.forEach((id, i) => {
+    const held = app.snapshotCache.cached(organizationId, id, nowMs);
+    const entry = app.snapshotCache.entitlements(organizationId, id, current.subscribers[i]!, nowMs, held);
+    // A cached entry answers at once: only the subscribers not held wait for their documents.
+    if (entry instanceof Promise) loading.push(entry.then((loaded) => void entries.set(id, loaded)));
+    else entries.set(id, entry);
+  });
+  if (loading.length > 0) await Promise.all(loading);
   return entries;
 }
 
@@ -60,9 +83,58 @@ function operationOfEvent(
   return { kind: 'd', amount: event.delta };
 }
 
+/** The operation of one event on its subscriber's balance, from terms resolved once per documents and period. */
+function eventOperation(
+  event: UsageEvent,
+  entry: SubscriberEntry,
+  kind: 'd' | 's',
+  amount: number,
+  resolved: ResolvedTerms,
+  nowMs: number,
+  place: CreditPlace,
+): MeteredOperation {
+  const { terms, period } = resolved;
+  const idempotencyKey = event.idempotency_key ?? '';
+  const credits = creditsSpec(
+    { catalog: entry.catalog.doc, subscriber: entry.subscriber },
+    event.subscriber_id,
+    event.feature,
+    terms,
+    period,
+    nowMs,
+    place.keys,
+    place.organizationId,
+  );
+  return {
+    kind,
+    subscriberId: event.subscriber_id,
+    feature: event.feature,
+    member: event.subscriber_id + resolved.memberTail,
+    amount,
+    limit: terms.limit,
+    soft: terms.soft,
+    periodEndMs: period.endMs,
+    ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
+    catalogVersion: entry.catalogVersion,
+    subscriberVersion: entry.subscriberVersion,
+    idempotencyKey,
+    // Only a key's record compares it (metered-balance.fragment.lua): not built for the events without one.
+    fingerprint:
+      idempotencyKey === '' ? '' : meteredFingerprint(kind, event.subscriber_id, event.feature, amount),
+    // With credits, the terms a key's record keeps list them (as metered-operations.ts's encodedTerms does).
+    terms:
+      credits.listJson === '' ? resolved.encoded : `${resolved.encoded.slice(0, -1)},${credits.listJson}]`,
+    source: terms.source,
+    period,
+    credits: credits.spec,
+    creditList: credits.list,
+  };
+}
+
 /**
  * Usage reports (DESIGN.md §5): each event checked against its subscriber's entry, then every valid one applied
  * with one usage-script call. Not evals. Answers in the events' order: a check result or the error it gets.
+ * `taken` is the organization's usage rate being taken meanwhile: it decides (a 429) before anything is applied.
  */
 export async function applyUsageEvents(
   app: Gateway,
@@ -70,13 +142,16 @@ export async function applyUsageEvents(
   organizationId: string,
   events: readonly UsageEvent[],
   nowMs: number,
+  taken?: Promise<void>,
 ): Promise<MeteredAnswer[]> {
   const ids = [...new Set(events.map((event) => event.subscriber_id))];
-  const entries = await currentEntries(app, request, organizationId, ids, nowMs, 'usage:write');
+  const entries = await currentEntries(app, request, organizationId, ids, nowMs, 'usage:write', taken);
   const answers: MeteredAnswer[] = new Array(events.length);
-  const items: MeteredItem[] = [];
+  const ops: MeteredOperation[] = [];
+  const resolvedOf: ResolvedTerms[] = [];
   const at: number[] = [];
-  events.forEach((event, i) => {
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
     const entry = entries.get(event.subscriber_id)!;
     const operation = operationOfEvent(event);
     const kind = entry.catalog.doc.features[event.feature];
@@ -91,18 +166,58 @@ export async function applyUsageEvents(
       };
     else if (kind !== 'metered') answers[i] = { error: notMetered(event.feature, 'feature') };
     else {
-      items.push({
-        subscriberId: event.subscriber_id,
-        entry,
-        feature: event.feature,
-        kind: operation.kind,
-        amount: operation.amount,
-        idempotencyKey: event.idempotency_key ?? '',
-      });
+      const resolved = resolvedTermsOf(entry.catalog.doc, entry.subscriber, event.feature, nowMs);
+      ops.push(
+        eventOperation(event, entry, operation.kind, operation.amount, resolved, nowMs, {
+          keys: app.redisKeys,
+          organizationId,
+        }),
+      );
+      resolvedOf.push(resolved);
       at.push(i);
     }
-  });
-  const applied = await applyMetered(app, organizationId, items, nowMs);
-  applied.forEach((answer, k) => (answers[at[k]!] = answer));
+  }
+  const outcomes = await app.meteredBalances.apply(organizationId, ops);
+  // Stale: the documents moved since the entries were read; those are resolved again and redone.
+  const redo: MeteredItem[] = [];
+  const redoAt: number[] = [];
+  for (let k = 0; k < ops.length; k++) {
+    const op = ops[k]!;
+    const outcome = outcomes[k]!;
+    if (outcome.status === 'applied' || outcome.status === 'refused') {
+      const { terms, periodStart, resetsAt } = resolvedOf[k]!;
+      answers[at[k]!] = {
+        result: meteredResultIn(
+          op.feature,
+          terms,
+          periodStart,
+          resetsAt,
+          outcome.used,
+          undefined,
+          meteredCreditsOf(op.creditList, outcome.credits),
+        ),
+        replayed: false,
+      };
+      continue;
+    }
+    const answer = answerOfOutcome(op, outcome);
+    if (answer) answers[at[k]!] = answer;
+    else {
+      const event = events[at[k]!]!;
+      redo.push({
+        subscriberId: op.subscriberId,
+        entry: entries.get(op.subscriberId)!,
+        feature: op.feature,
+        kind: op.kind,
+        amount: op.amount,
+        idempotencyKey: event.idempotency_key ?? '',
+      });
+      redoAt.push(at[k]!);
+    }
+  }
+  if (redo.length > 0) {
+    const redone = await applyMetered(app, organizationId, redo, nowMs);
+    redone.forEach((answer, k) => (answers[redoAt[k]!] = answer));
+  }
   return answers;
 }
