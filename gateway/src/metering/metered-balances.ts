@@ -85,9 +85,11 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
   const refilling = new Map<string, Promise<void>>();
   const dirtyOrganizations = new Set<string>();
   let flushScheduled = false;
+  let quietUntil = 0;
 
   function flushDirty(): void {
     flushScheduled = false;
+    quietUntil = Math.max(quietUntil, Date.now() + DIRTY_MARK_DELAY_MS);
     const organizations = [...dirtyOrganizations];
     dirtyOrganizations.clear();
     redis.sadd(keys.meteredDirtyOrganizations, ...organizations).catch(() => {
@@ -111,10 +113,15 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     }
     if (!changed) return;
     dirtyOrganizations.add(organizationId);
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setTimeout(flushDirty, DIRTY_MARK_DELAY_MS);
-    }
+    if (flushScheduled) return;
+    // The first change after a quiet spell is marked at once (a worker pass right after it sees it); changes within
+    // the next DIRTY_MARK_DELAY_MS share one mark at its end.
+    flushScheduled = true;
+    const now = Date.now();
+    if (now >= quietUntil) {
+      quietUntil = now + DIRTY_MARK_DELAY_MS;
+      queueMicrotask(flushDirty);
+    } else setTimeout(flushDirty, quietUntil - now);
   }
 
   async function refillOnce(organizationId: string): Promise<void> {
