@@ -24,7 +24,7 @@ function overrideLine(row: ExportedOverride): ExportLine {
   const base = {
     type: 'override',
     subscriber_id: row.subscriber_id,
-    feature: row.feature,
+    feature_key: row.feature,
     kind: row.kind,
   } as const;
   const expires_at = row.expires_at ? row.expires_at.toISOString() : null;
