@@ -43,7 +43,7 @@ export const SubscriptionExportLine = Type.Object(
 export const OverrideExportLine = Type.Object({
   type: Type.Literal('override'),
   subscriber_id: Type.String(),
-  feature: Type.String({ description: 'the feature key (the path of PUT .../overrides/{feature_key})' }),
+  feature_key: Type.String({ description: 'the path parameter of PUT .../overrides/{feature_key}' }),
   ...PutOverrideBody.properties,
 });
 

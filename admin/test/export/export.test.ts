@@ -177,7 +177,7 @@ describe('GET /org/export', () => {
       {
         type: 'override',
         subscriber_id: 'alice',
-        feature: 'sso',
+        feature_key: 'sso',
         kind: 'flag',
         allowed: false,
         expires_at: null,
@@ -185,7 +185,7 @@ describe('GET /org/export', () => {
       {
         type: 'override',
         subscriber_id: 'bob',
-        feature: 'seats',
+        feature_key: 'seats',
         kind: 'limit',
         limit: null,
         expires_at: '2030-01-02T03:04:05.678Z',
@@ -194,9 +194,9 @@ describe('GET /org/export', () => {
     for (const override of ofType('override')) {
       const {
         subscriber_id: _s,
-        feature: _f,
+        feature_key: _f,
         ...body
-      } = withoutType(override) as { subscriber_id: string; feature: string };
+      } = withoutType(override) as { subscriber_id: string; feature_key: string };
       expect(Value.Check(PutOverrideBody, body)).toBe(true);
     }
   }, 60_000);
