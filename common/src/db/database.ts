@@ -335,6 +335,8 @@ export interface ImportsTable {
   id: string;
   organization_id: string;
   member_id: string;
+  /** The POST's request id: what each line's error body names. */
+  request_id: string;
   status: ImportStatusColumn;
   dry_run: boolean;
   lines: ColumnType<number, number | undefined, number>;

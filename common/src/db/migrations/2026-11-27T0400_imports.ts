@@ -12,6 +12,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       id text PRIMARY KEY,
       organization_id text NOT NULL REFERENCES organizations (id),
       member_id text NOT NULL,
+      request_id text NOT NULL,
       status text NOT NULL CHECK (status IN ('receiving', 'running', 'succeeded', 'failed')),
       dry_run boolean NOT NULL,
       lines integer NOT NULL DEFAULT 0,
