@@ -9,7 +9,7 @@ import { OverrideParams, PutOverrideBody } from './overrides.ts';
  * One import line per record type: `type` and exactly the fields of the record's single-write route, its path
  * parameters included (DESIGN.md §5), so what `GET /org/export` writes is what these accept.
  */
-const line = <T extends TProperties>(type: string, properties: T) =>
+const line = <K extends string, T extends TProperties>(type: K, properties: T) =>
   Type.Object({ type: Type.Literal(type), ...properties }, { additionalProperties: false });
 
 const bodyOf = <T extends TProperties>(schema: TObject<T>): T => schema.properties;
