@@ -183,7 +183,11 @@ export async function finishImport(
     })
     .where('id', '=', importId)
     .where('status', 'in', ['receiving', 'running']);
-  if (owner !== null) query = query.where('lease_owner', '=', owner);
+  // Without an owner: only an import whose lease has expired (its process died).
+  query =
+    owner !== null
+      ? query.where('lease_owner', '=', owner)
+      : query.where('lease_expires_at', '<', sql<Date>`now()`);
   const result = await query.executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
