@@ -251,7 +251,11 @@ export function listLines(
     .select(['line', 'type', 'key', 'result', 'error'])
     .where('import_id', '=', importId);
   if (filter.startingAfter !== undefined) query = query.where('line', '>', filter.startingAfter);
-  if (filter.result !== undefined) query = query.where('result', '=', filter.result);
+  // A line its batch has not reached yet has no result to list.
+  query =
+    filter.result !== undefined
+      ? query.where('result', '=', filter.result)
+      : query.where('result', '<>', 'pending');
   return query
     .orderBy('line')
     .limit(filter.limit + 1)
