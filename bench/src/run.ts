@@ -17,6 +17,7 @@ import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runAging, renderAging } from './modes/aging.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
 import { runMetering, renderMetering } from './modes/metering.ts';
+import { runExport, renderExport } from './modes/export.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
 import { runInstructions, renderInstructions } from './modes/instructions.ts';
 import { runProfile, renderProfile } from './modes/profile.ts';
@@ -33,6 +34,7 @@ export const modes = {
   instructions: { run: runInstructions, render: renderInstructions },
   aging: { run: runAging, render: renderAging },
   metering: { run: runMetering, render: renderMetering },
+  export: { run: runExport, render: renderExport },
 } as const;
 
 export type Mode = keyof typeof modes;

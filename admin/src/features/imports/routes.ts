@@ -99,30 +99,35 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
         );
       const body = request.body as ReceivedBody;
       const dryRun = request.query.dry_run ?? false;
-      const started = await app.writePipeline.run(request, async (trx, outcome) => {
-        const row = await startImport(trx, staged.importId, {
-          sha256: body.sha256,
-          dryRun,
-          owner: runner.owner,
-          leaseMs: runner.leaseMs,
-        });
-        if (!row) throw new Error(`import ${staged.importId} was no longer receiving`);
-        outcome.details = {
-          import_id: row.id,
-          dry_run: dryRun,
-          sha256: body.sha256,
-          bytes: body.bytes,
-          lines: row.lines,
-          refused_lines: row.failed,
-        };
-        return row;
-      });
-      staged.started = true;
-      runner.start(started.id);
-      return reply
-        .code(202)
-        .header('location', `/org/imports/${started.id}`)
-        .send({ import_id: started.id, status: 'running' });
+      return app.writePipeline.answer(
+        request,
+        reply,
+        async (trx, outcome) => {
+          const row = await startImport(trx, staged.importId, {
+            sha256: body.sha256,
+            dryRun,
+            owner: runner.owner,
+            leaseMs: runner.leaseMs,
+          });
+          if (!row) throw new Error(`import ${staged.importId} was no longer receiving`);
+          outcome.details = {
+            import_id: row.id,
+            dry_run: dryRun,
+            sha256: body.sha256,
+            bytes: body.bytes,
+            lines: row.lines,
+            refused_lines: row.failed,
+          };
+          return row;
+        },
+        (row) => ({ status: 202, body: { import_id: row.id, status: 'running' } }),
+        (row) => {
+          staged.started = true;
+          runner.start(row.id);
+          // Not kept with an Idempotency-Key's answer: a replay answers the status and body alone.
+          reply.header('location', `/org/imports/${row.id}`);
+        },
+      );
     },
   );
 

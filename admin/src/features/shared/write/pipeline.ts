@@ -70,6 +70,8 @@ export interface WritePipeline {
     reply: FastifyReply,
     work: (trx: Transaction<Database>, outcome: WriteOutcome) => Promise<T>,
     render: (result: T) => WriteAnswer,
+    /** What must follow the commit before the answer leaves (start the work the write queued). */
+    committed?: (result: T) => void,
   ): Promise<FastifyReply>;
   /** The outcome of the request's committed write; null when it made none. */
   outcomeOf(request: FastifyRequest): WriteOutcome | null;
@@ -142,9 +144,9 @@ export const writePipeline = fp(
       onBegin: (listener) => void begin.push(listener),
       onAnswer: (listener) => void answered.push(listener),
       run: (request, work) => execute(request, work),
-      async answer(request, reply, work, render) {
+      async answer(request, reply, work, render, committed) {
         let rendered!: RenderedAnswer;
-        await execute(request, work, async (trx, result) => {
+        const result = await execute(request, work, async (trx, result) => {
           const { status, body } = render(result);
           // The route's response schema for this status serializes the body, as a plain send would.
           reply.code(status);
@@ -154,6 +156,7 @@ export const writePipeline = fp(
               : { status, contentType: JSON_CONTENT_TYPE, body: asText(reply.serialize(body)) };
           for (const listener of answered) await listener(trx, request, rendered);
         });
+        committed?.(result);
         reply.code(rendered.status);
         if (rendered.contentType === null) return reply.send();
         return reply.type(rendered.contentType).send(rendered.body);
