@@ -13,12 +13,12 @@ import { PutOverrideBody } from './overrides.ts';
  */
 export const EXPORT_CONTENT_TYPE = 'application/x-ndjson';
 
-export const FeatureExportLine = Type.Object({
+const FeatureExportLine = Type.Object({
   type: Type.Literal('feature'),
   ...CreateFeatureBody.properties,
 });
 
-export const PlanExportLine = Type.Object({
+const PlanExportLine = Type.Object({
   type: Type.Literal('plan'),
   ...CreatePlanBody.properties,
   archived: Type.Optional(
@@ -26,12 +26,12 @@ export const PlanExportLine = Type.Object({
   ),
 });
 
-export const SubscriberExportLine = Type.Object({
+const SubscriberExportLine = Type.Object({
   type: Type.Literal('subscriber'),
   ...CreateSubscriberBody.properties,
 });
 
-export const SubscriptionExportLine = Type.Object(
+const SubscriptionExportLine = Type.Object(
   {
     type: Type.Literal('subscription'),
     subscriber_id: Type.String(),
@@ -40,7 +40,7 @@ export const SubscriptionExportLine = Type.Object(
   { description: 'an active subscription; canceled ones are history, not state, and are not exported' },
 );
 
-export const OverrideExportLine = Type.Object({
+const OverrideExportLine = Type.Object({
   type: Type.Literal('override'),
   subscriber_id: Type.String(),
   feature_key: Type.String({ description: 'the path parameter of PUT .../overrides/{feature_key}' }),

@@ -27,7 +27,7 @@ async function keyInFlight(response: Response): Promise<boolean> {
  * after no answer, 408, 429, 502/503/504 or a 409 for the key in flight: a write the service applied before the
  * connection dropped is answered again, not made twice (DESIGN.md §5). Reads are sent once, as before.
  */
-export function idempotentWrites(fetchImpl: typeof fetch, retry: RetryOptions = {}): typeof fetch {
+function idempotentWrites(fetchImpl: typeof fetch, retry: RetryOptions = {}): typeof fetch {
   const retries = retry.retries ?? 2;
   const baseDelayMs = retry.baseDelayMs ?? 100;
   const maxDelayMs = retry.maxDelayMs ?? 2000;
