@@ -2,7 +2,10 @@
  * `POST /org/imports` reads its body as a stream (features/imports/receive.ts), so no route schema declares it: the
  * NDJSON request body is added to the document here.
  */
-type OpenApiObject = { paths?: Record<string, Record<string, Record<string, unknown>>> } & Record<string, unknown>;
+type OpenApiObject = { paths?: Record<string, Record<string, Record<string, unknown>>> } & Record<
+  string,
+  unknown
+>;
 
 const IMPORT_BODY = {
   required: true,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import type { Scope } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
@@ -18,12 +19,17 @@ export interface ReceiveContext {
   maxBytes: number;
 }
 
-export interface Received {
-  sha256: string;
-  bytes: number;
+/**
+ * What the route's handler gets as its body once the stream is staged (the route's body schema, so the strict
+ * routes' rule of "no declared body, no body" does not apply; the NDJSON itself is documented in openapi-imports.ts).
+ */
+export const ReceivedSchema = Type.Object({
+  sha256: Type.String(),
+  bytes: Type.Integer({ minimum: 0 }),
   /** Lines holding something (blank lines are skipped, and still numbered). */
-  lines: number;
-}
+  lines: Type.Integer({ minimum: 0 }),
+});
+export type Received = Static<typeof ReceivedSchema>;
 
 export const bodyTooLarge = (maxBytes: number) =>
   new AppError(413, 'PAYLOAD_TOO_LARGE', `The import body is larger than ${maxBytes} bytes; split it.`, {

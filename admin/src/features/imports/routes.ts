@@ -11,7 +11,7 @@ import {
   ImportSchema,
   ListImportLinesQuery,
 } from '@ent/contract/imports';
-import { bodyTooLarge, receiveImport, type Received } from './receive.ts';
+import { ReceivedSchema, bodyTooLarge, receiveImport, type Received } from './receive.ts';
 import { getImport, listImportLines } from './service.ts';
 import { deleteImport, insertReceivingImport, startImport } from './store.ts';
 
@@ -21,6 +21,11 @@ const NDJSON = 'application/x-ndjson';
 /** The staged import a parsed body belongs to: a symbol, so the Idempotency-Key fingerprint sees only the content. */
 const STAGED = Symbol('staged import');
 type ReceivedBody = Received & { [STAGED]: { importId: string; started: boolean } };
+
+const notNdjson = () =>
+  new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the import as ${NDJSON}, one record a line.`, {
+    field: 'content-type',
+  });
 
 const stagedOf = (request: FastifyRequest): ReceivedBody[typeof STAGED] | null =>
   (request.body as Partial<ReceivedBody> | undefined)?.[STAGED] ?? null;
@@ -73,6 +78,7 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
         summary:
           'Import records from NDJSON (application/x-ndjson), one record a line, upserted by natural key',
         querystring: CreateImportQuery,
+        body: ReceivedSchema,
         response: {
           202: ImportAcceptedSchema,
           413: ErrorBodySchema,
@@ -80,10 +86,16 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
           ...commonErrorResponses,
         },
       },
-      // A body staged for a request that did not start it (an Idempotency-Key replay, a refusal) is removed.
-      onResponse: async (request) => {
+      // Any other content type was parsed as it is elsewhere (JSON): refused before its shape is checked.
+      preValidation: async (request) => {
+        if (!stagedOf(request)) throw notNdjson();
+      },
+      // A body staged for a request that did not start it (an Idempotency-Key replay, a refusal) is removed before
+      // the response ends, so a client reading it finds nothing left over.
+      onSend: async (request, _reply, payload) => {
         const staged = stagedOf(request);
         if (staged && !staged.started) await deleteImport(app.db, staged.importId);
+        return payload;
       },
     },
     async (request, reply) => {

@@ -151,7 +151,7 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
       const done = mode.dry_run ? await dryRunAll(importId) : await applyAll(importId);
       if (done.kind !== 'done') return;
       if (!done.dryRun && done.lines >= options.analyzeAtLines)
-        await sql`ANALYZE subscribers, subscriptions`.execute(db);
+        await sql`SELECT analyze_imported_tables()`.execute(db);
       await finishImport(db, importId, owner, { status: 'succeeded', failure: null });
     } catch (error) {
       log.error(`import ${importId} failed: ${(error as Error).message}`);
