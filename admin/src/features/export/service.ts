@@ -2,11 +2,11 @@ import type { Kysely } from 'kysely';
 import type { ExportLine } from '@ent/contract/exports';
 import type { Database } from '@ent/common/db/database';
 import { toGrantBody } from '../plans/grants.ts';
-import type { StoredGrant } from '../plans/store.ts';
 import {
   activeSubscriptionsIn,
   exportedFeatures,
   exportedPlans,
+  type ExportedGrant,
   overridesIn,
   subscriberPage,
   subscriberWindowEnd,
@@ -33,8 +33,8 @@ function overrideLine(row: ExportedOverride): ExportLine {
     : { ...base, limit: row.limit, expires_at };
 }
 
-function grantsByPlan(grants: readonly StoredGrant[]): Map<string, StoredGrant[]> {
-  const byPlan = new Map<string, StoredGrant[]>();
+function grantsByPlan(grants: readonly ExportedGrant[]): Map<string, ExportedGrant[]> {
+  const byPlan = new Map<string, ExportedGrant[]>();
   for (const grant of grants) {
     const list = byPlan.get(grant.plan_id);
     if (list) list.push(grant);

@@ -1,8 +1,10 @@
 import type { Transaction } from 'kysely';
 import type { Database, Feature, FeatureKind, Plan } from '@ent/common/db/database';
-import { findGrants, type StoredGrant } from '../plans/store.ts';
+import type { GrantRow } from '../plans/grants.ts';
 
 type Trx = Transaction<Database>;
+
+export type ExportedGrant = GrantRow & { plan_id: string };
 
 /** The catalog is bounded (catalog limits): read whole, ordered by key. */
 export function exportedFeatures(trx: Trx, organizationId: string): Promise<Feature[]> {
@@ -17,20 +19,30 @@ export function exportedFeatures(trx: Trx, organizationId: string): Promise<Feat
 export async function exportedPlans(
   trx: Trx,
   organizationId: string,
-): Promise<{ plans: Plan[]; grants: StoredGrant[] }> {
+): Promise<{ plans: Plan[]; grants: ExportedGrant[] }> {
   const plans = await trx
     .selectFrom('plans')
     .selectAll()
     .where('organization_id', '=', organizationId)
     .orderBy('key')
     .execute();
-  return {
-    plans,
-    grants: await findGrants(
-      trx,
-      plans.map((plan) => plan.id),
-    ),
-  };
+  const grants = await trx
+    .selectFrom('plan_grants as g')
+    .innerJoin('plans as p', 'p.id', 'g.plan_id')
+    .innerJoin('features as f', 'f.id', 'g.feature_id')
+    .select([
+      'g.plan_id',
+      'f.key as feature',
+      'g.feature_kind as kind',
+      'g.limit_value as limit',
+      'g.reset',
+      'g.reset_anchor as resetAnchor',
+      'g.soft',
+    ])
+    .where('p.organization_id', '=', organizationId)
+    .orderBy('f.key')
+    .execute();
+  return { plans, grants };
 }
 
 export function subscriberPage(
