@@ -13,6 +13,10 @@ type Method = 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 interface Prepared {
   url: string;
   body?: object;
+  /** A route that takes NDJSON (the import): sent as is; "another body" is this with one more line. */
+  ndjson?: string;
+  /** Work the first answer started and that goes on after it (the import's runner), awaited before counting. */
+  settled?: (first: { json(): unknown }) => Promise<void>;
 }
 
 let ctx: AdminTestContext;
@@ -20,11 +24,20 @@ let org: TestOrganization;
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${++counter}`;
 
-const call = (method: Method | 'GET', url: string, body?: object, headers: Record<string, string> = {}) =>
+const call = (
+  method: Method | 'GET',
+  url: string,
+  body?: object | string,
+  headers: Record<string, string> = {},
+) =>
   ctx.app.inject({
     method,
     url,
-    headers: { ...org.headers, ...headers },
+    headers: {
+      ...org.headers,
+      ...(typeof body === 'string' ? { 'content-type': 'application/x-ndjson' } : {}),
+      ...headers,
+    },
     ...(body === undefined ? {} : { payload: body }),
   });
 
@@ -61,6 +74,17 @@ const newServiceAccount = async () =>
  * below: a new write cannot skip the Idempotency-Key.
  */
 const fixtures: Record<string, () => Promise<Prepared>> = {
+  'POST /org/imports': async () => ({
+    url: '/org/imports',
+    ndjson: `${JSON.stringify({ type: 'subscriber', subscriber_id: unique('imported') })}\n`,
+    settled: async (first) => {
+      const url = `/org/imports/${(first.json() as { import_id: string }).import_id}`;
+      for (let polls = 0; (await call('GET', url)).json().status === 'running'; polls++) {
+        expect(polls, `${url} still running`).toBeLessThan(300);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    },
+  }),
   'POST /org/features': async () => ({
     url: '/org/features',
     body: { key: unique('f'), name: 'F', kind: 'flag' },
@@ -268,12 +292,14 @@ describe('Idempotency-Key on every write under /org (from /openapi.json)', () =>
       const key = unique(`idem-${method}`);
       const entriesBefore = await auditEntries(method, template);
 
-      const first = await call(method, prepared.url, prepared.body, { 'idempotency-key': key });
+      const sent = prepared.ndjson ?? prepared.body;
+      const first = await call(method, prepared.url, sent, { 'idempotency-key': key });
       expect(first.statusCode, `${route}: ${first.body}`).toBeLessThan(300);
       expect(first.headers['idempotent-replayed'], route).toBeUndefined();
+      await prepared.settled?.(first);
       const effectsAfterFirst = await sideEffects();
 
-      const repeat = await call(method, prepared.url, prepared.body, { 'idempotency-key': key });
+      const repeat = await call(method, prepared.url, sent, { 'idempotency-key': key });
       expect(repeat.statusCode, `${route}: ${repeat.body}`).toBe(first.statusCode);
       expect(repeat.headers['idempotent-replayed'], route).toBe('true');
       expect(repeat.body, route).toBe(first.body);
@@ -282,7 +308,9 @@ describe('Idempotency-Key on every write under /org (from /openapi.json)', () =>
       const other = await call(
         method,
         prepared.url,
-        { ...prepared.body, probe: unique('other') },
+        prepared.ndjson !== undefined
+          ? `${prepared.ndjson}${JSON.stringify({ type: 'subscriber', subscriber_id: unique('other') })}\n`
+          : { ...prepared.body, probe: unique('other') },
         {
           'idempotency-key': key,
         },
