@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { FormatRegistry } from '@sinclair/typebox';
@@ -231,5 +233,32 @@ describe('GET /org/export', () => {
       WHERE datname = current_database() AND state LIKE 'idle in transaction%'
     `.execute(ctx.ownerDb);
     expect(open.rows[0]!.n).toBe(0);
+  }, 60_000);
+
+  it('ends its snapshot transaction when the client goes away midway', async () => {
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = ctx.app.server.address() as AddressInfo;
+    const abort = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${port}/org/export`, {
+      headers: org.headers,
+      signal: abort.signal,
+    });
+    const reader = res.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    abort.abort();
+    const openTransactions = async () =>
+      (
+        await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND state LIKE 'idle in transaction%'
+        `.execute(ctx.ownerDb)
+      ).rows[0]!.n;
+    for (let polls = 0; (await openTransactions()) > 0; polls++) {
+      expect(polls, 'a transaction still open 10 s after the client left').toBeLessThan(100);
+      await sleep(100);
+    }
+    expect((await exportOf()).statusCode).toBe(200);
+    // The aborted connection's socket is the client's to drop; the server would otherwise wait for it at close.
+    ctx.app.server.closeAllConnections();
   }, 60_000);
 });
