@@ -4,8 +4,7 @@ import { AppError, validationError } from '@ent/common/errors/app-error';
 import type { CatalogLimits } from '../shared/catalog-limits.ts';
 import { WriteOutcome } from '../shared/write/outcome.ts';
 import { createFeature, findFeature, updateFeature } from '../features/service.ts';
-import { createPlan, updatePlan } from '../plans/service.ts';
-import { findPlan } from '../plans/store.ts';
+import { createPlan, findPlan, updatePlan } from '../plans/service.ts';
 import { upsertOverride } from '../overrides/service.ts';
 import type {
   FeatureLine,
@@ -15,9 +14,8 @@ import type {
   SubscriberLine,
   SubscriptionLine,
 } from '@ent/contract/import-lines';
+import type { AppliedResult } from './results.ts';
 import { applySubscribers, applySubscriptions, bumpSubscribers } from './bulk-subscribers.ts';
-
-export type AppliedResult = { result: 'applied' | 'unchanged' } | { result: 'failed'; error: AppError };
 
 export interface BatchLine {
   line: number;

@@ -4,7 +4,7 @@ import { conflict, validationError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
 import type { SubscriberLine, SubscriptionLine } from '@ent/contract/import-lines';
 import { subscriberNotFound } from '../subscribers/service.ts';
-import type { AppliedResult } from './apply-batch.ts';
+import type { AppliedResult } from './results.ts';
 
 interface Lined<T> {
   line: number;

@@ -46,7 +46,7 @@ export type ParsedLine =
   | { ok: false; type: ImportRecordType | null; key: string | null; error: AppError };
 
 /** The record's natural key, what it is upserted by. */
-export function naturalKey(record: ImportRecordLine): string {
+function naturalKey(record: ImportRecordLine): string {
   switch (record.type) {
     case 'feature':
     case 'plan':

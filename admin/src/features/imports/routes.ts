@@ -12,8 +12,7 @@ import {
   ListImportLinesQuery,
 } from '@ent/contract/imports';
 import { ReceivedSchema, bodyTooLarge, receiveImport, type Received } from './receive.ts';
-import { getImport, listImportLines } from './service.ts';
-import { deleteImport, insertReceivingImport, startImport } from './store.ts';
+import { deleteImport, getImport, insertReceivingImport, listImportLines, startImport } from './service.ts';
 
 const tags = ['imports'];
 const NDJSON = 'application/x-ndjson';

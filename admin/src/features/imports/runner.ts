@@ -25,7 +25,7 @@ export interface ImportRunnerOptions {
   analyzeAtLines: number;
 }
 
-export const defaultImportRunnerOptions: ImportRunnerOptions = {
+const defaultImportRunnerOptions: ImportRunnerOptions = {
   batchSize: 2000,
   leaseMs: 30_000,
   analyzeAtLines: 10_000,

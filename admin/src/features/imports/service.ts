@@ -59,3 +59,6 @@ export async function listImportLines(
     has_more: rows.length > filter.limit,
   };
 }
+
+/** Staging and starting an import, for the route (receive.ts stages the lines themselves). */
+export { deleteImport, insertReceivingImport, startImport } from './store.ts';

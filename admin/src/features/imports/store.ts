@@ -20,7 +20,7 @@ export interface LineResult {
   error: Record<string, unknown> | null;
 }
 
-export const leaseExpiry = (leaseMs: number) => sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})`;
+const leaseExpiry = (leaseMs: number) => sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})`;
 
 export async function insertReceivingImport(
   db: Db,

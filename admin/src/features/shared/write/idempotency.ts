@@ -61,7 +61,7 @@ function canonicalJson(value: unknown): string {
 }
 
 /**
- * What "the same request" means (docs/decisions.md): the method, the route, its path parameters, the body as
+ * What "the same request" means (docs/decisions.md): the method, the route, its path parameters and query, the body as
  * parsed JSON with keys sorted (so key order and whitespace do not matter; values do, exactly) and the member
  * acting (another member of the organization reusing a key gets 422, never someone else's response).
  */
@@ -73,6 +73,8 @@ function fingerprintOf(request: FastifyRequest): string {
         method: request.method,
         route: request.routeOptions.url ?? '',
         params: request.params ?? {},
+        // A write's query string can change what it does (`POST /org/imports?dry_run=true`).
+        query: request.query ?? {},
         body: request.body ?? null,
         member: principal.memberId,
       }),
