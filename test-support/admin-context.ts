@@ -53,6 +53,7 @@ export async function createAdminContext(
     config?: Partial<Config>;
     consoleDistDir?: string;
     relayFollowUp?: AdminAppOptions['relayFollowUp'];
+    imports?: AdminAppOptions['imports'];
     /** Silent unless a test reads what admin logs. */
     logger?: AdminAppOptions['logger'];
   } = {},
@@ -77,6 +78,7 @@ export async function createAdminContext(
     logger: options.logger ?? false,
     consoleDistDir: options.consoleDistDir,
     relayFollowUp: options.relayFollowUp,
+    imports: options.imports,
   });
   await app.ready();
   return {

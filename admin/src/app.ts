@@ -29,6 +29,7 @@ import { webhookMetrics } from './features/webhook/metrics.ts';
 import { meteredUsageMetrics } from './features/metered-usage/metrics.ts';
 import { snapshots } from './features/snapshots/plugin.ts';
 import { outbox, type OutboxOptions } from './features/outbox/plugin.ts';
+import { importsRunner, type ImportsOptions } from './features/imports/plugin.ts';
 
 export interface AdminAppOptions {
   config: Config;
@@ -40,6 +41,8 @@ export interface AdminAppOptions {
   consoleDistDir?: string;
   /** Admin's own outbox relay passes after an undelivered write-through (features/outbox/follow-up.ts). */
   relayFollowUp?: OutboxOptions['relayFollowUp'];
+  /** Bulk imports' runner settings and body limit (tests lower them). */
+  imports?: ImportsOptions;
 }
 
 export type AdminApp = FastifyInstance;
@@ -86,6 +89,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   await app.register(writePipeline);
   await app.register(snapshots);
   await app.register(outbox, { relayFollowUp: options.relayFollowUp });
+  await app.register(importsRunner, options.imports ?? {});
   await app.register(authentication, { sessions: sessionCredential });
   // Before the audit log: a repeated Idempotency-Key is answered before any audit entry is made.
   await app.register(idempotency);

@@ -6,6 +6,8 @@ import { subscriberRoutes } from './features/subscribers/routes.ts';
 import { subscriptionRoutes } from './features/subscriptions/routes.ts';
 import { overrideRoutes } from './features/overrides/routes.ts';
 import { creditRoutes } from './features/credits/routes.ts';
+import { exportRoutes } from './features/export/routes.ts';
+import { importRoutes } from './features/imports/routes.ts';
 import { organizationRoutes } from './features/organization/routes.ts';
 import { memberRoutes } from './features/members/routes.ts';
 import { inviteRoutes } from './features/invites/routes.ts';
@@ -35,6 +37,8 @@ export async function routes(app: FastifyInstance, options: RoutesOptions): Prom
   await app.register(subscriptionRoutes);
   await app.register(overrideRoutes);
   await app.register(creditRoutes);
+  await app.register(exportRoutes);
+  await app.register(importRoutes);
   await app.register(organizationRoutes);
   await app.register(memberRoutes);
   await app.register(inviteRoutes);

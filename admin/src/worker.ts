@@ -9,6 +9,8 @@ import { createRedis } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { startMeteredPersister } from './features/metered-usage/persister.ts';
 import { startOutboxRunner } from './features/outbox/runner.ts';
+import { createImportRunner } from './features/imports/runner.ts';
+import { createSnapshotPublisher } from './features/snapshots/publisher.ts';
 import { jobDefinitions, queueNames } from './job-registry.ts';
 import { closeQueues, createQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/start-workers.ts';
@@ -35,6 +37,23 @@ const meteredPersister = startMeteredPersister({
   queues,
   log,
 });
+// Imports whose admin died mid-way are resumed here too (their lease expired), so an import finishes even when
+// no admin restarts.
+const imports = createImportRunner(
+  {
+    db,
+    publisher: createSnapshotPublisher({ db, redis, redisKeys: keys }),
+    catalogLimits: config.catalogLimits,
+    log,
+  },
+  { leaseMs: config.imports.leaseMs, batchSize: config.imports.batchSize },
+);
+const resumeImports = () =>
+  imports
+    .resumeAbandoned()
+    .catch((error: unknown) => log.warn(`import resume sweep: ${(error as Error).message}`));
+void resumeImports();
+const importSweep = setInterval(resumeImports, config.imports.leaseMs);
 const stopWorkers = await startWorkers({ config, clock: systemClock, db, redis, queues }, jobDefinitions);
 // The worker answers no health probe: this line is how whoever started it knows it runs, so it is written at any
 // LOG_LEVEL.
@@ -46,6 +65,8 @@ installGracefulShutdown({
   drainDelayMs: 0,
   timeoutMs: config.shutdownTimeoutMs,
   close: async () => {
+    clearInterval(importSweep);
+    await imports.stop();
     await outbox.stop();
     await meteredPersister.stop();
     await stopWorkers();

@@ -12,6 +12,7 @@ import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderMetering, type MeteringResult } from './modes/metering.ts';
+import { renderExport, type ExportResult } from './modes/export.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
 import { renderProfile, type ProfileResult } from './modes/profile.ts';
 import { renderScale, type ScaleResult } from './modes/scale.ts';
@@ -44,6 +45,12 @@ function readmeSections(): [string, string | null][] {
     [
       'metering',
       metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.',
+    ],
+    [
+      'export',
+      ((r) => (r ? renderExport(r) : 'Not measured yet: `npm run bench -- export` writes it.'))(
+        readResult<ExportResult>('export'),
+      ),
     ],
   ];
 }

@@ -34,6 +34,8 @@ export interface Config {
    */
   internalToken: string;
   bodyLimitBytes: number;
+  /** Bulk imports: how long a silent process keeps an import before another resumes it, and lines per batch. */
+  imports: { leaseMs: number; batchSize: number };
   /**
    * Memory each gateway gives its subscriber cache, in MiB of estimated heap (least recently used go first);
    * catalogs get an eighth of it on top. About 250 bytes a subscriber without overrides.
@@ -174,6 +176,10 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: secretsKeyringFromEnv(env, host),
     internalToken: env.INTERNAL_TOKEN || '',
     bodyLimitBytes: positiveInteger(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    imports: {
+      leaseMs: integerIn(env, 'IMPORT_LEASE_MS', 30_000, 1000, 3_600_000, 'milliseconds between 1000 and 3600000'),
+      batchSize: integerIn(env, 'IMPORT_BATCH_SIZE', 2000, 1, 10_000, 'an integer between 1 and 10000'),
+    },
     gatewayCacheBytes:
       integerIn(env, 'GATEWAY_CACHE_MB', 512, 1, 1_048_576, 'MiB between 1 and 1048576') * 1024 * 1024,
     catalogLimits: {

@@ -45,6 +45,9 @@ export const ImportSchema = Type.Object(
     failed: Type.Integer({ minimum: 0 }),
     errors: Type.Array(ImportErrorSchema, { description: `the first ${MAX_IMPORT_ERRORS}` }),
     sha256: Type.Union([Type.String(), Type.Null()], { description: "the body's, once read to the end" }),
+    failure: Type.Optional(
+      Type.String({ description: 'why a `failed` import stopped; `applied` and `/lines` say what was applied' }),
+    ),
     created_at: Timestamp,
     finished_at: NullableTimestamp,
   },

@@ -19,6 +19,7 @@ import { localConsoleUrl } from '../features/invites/service.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { wholeNumber } from './arguments.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
+import { transferCommands } from './transfer.ts';
 import { usageCommand } from './usage.ts';
 
 let config: Config;
@@ -219,6 +220,7 @@ org
   });
 
 program.addCommand(usageCommand({ config, withDb, print }));
+for (const command of transferCommands({ adminUrl: config.adminUrl, print })) program.addCommand(command);
 
 program
   .command('snapshots')

@@ -37,6 +37,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a key needs for this route; absent on routes outside /org. */
     scope?: Scope;
+    /** Further scopes the route needs besides `scope` (a read of several families: the export). */
+    alsoScopes?: readonly Scope[];
     /** Only members with the admin role, whatever the key's scopes (role and member changes). */
     adminOnly?: boolean;
   }
@@ -112,9 +114,10 @@ function failureLimitAddressAtAdmin(
 
 /** Why the principal may not call this route, or null when it may. */
 function refusal(principal: Principal, request: FastifyRequest): string | null {
-  const { scope, adminOnly } = request.routeOptions.config;
+  const { scope: firstScope, alsoScopes = [], adminOnly } = request.routeOptions.config;
   if (adminOnly && principal.role !== 'admin') return 'Only members with the admin role may do this.';
-  if (scope && !principal.scopes.has(scope)) {
+  const scope = [firstScope, ...alsoScopes].find((needed) => needed && !principal.scopes.has(needed));
+  if (scope) {
     return principal.authType === 'member_session'
       ? `The ${principal.role} role does not allow this (it needs "${scope}").`
       : `This API key lacks the "${scope}" scope (or its member's role does not allow it).`;

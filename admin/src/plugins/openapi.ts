@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { ErrorBodySchema } from '@ent/contract/common';
 import { withEvalPaths } from './openapi-evals.ts';
 import { withIdempotencyKeys } from './openapi-idempotency.ts';
+import { withImportBody } from './openapi-imports.ts';
 
 const API_REFERENCE_TITLE = 'Entitlement service API reference';
 
@@ -33,7 +34,7 @@ export const openapi = fp(
         security: [{ apiKey: [] }, { consoleSession: [] }],
       },
       transformObject: ((document: Parameters<typeof withIdempotencyKeys>[0]) =>
-        withEvalPaths({ openapiObject: withIdempotencyKeys(document) as never })) as never,
+        withEvalPaths({ openapiObject: withImportBody(withIdempotencyKeys(document) as never) as never })) as never,
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     // The API reference, rendered from the same document by Swagger UI (its assets ship in the package: no CDN).

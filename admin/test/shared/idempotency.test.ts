@@ -258,3 +258,92 @@ describe('a repeat while the first is still running', () => {
     }
   });
 });
+
+describe('the response is kept in the write’s own transaction', () => {
+  type Row = {
+    response_status: number | null;
+    response_body: string | null;
+    response_content_type: string | null;
+  };
+  const seen = new Map<string, { inTransaction?: Row; committedBeforeSend?: Row }>();
+  const rowIn = (db: Pick<typeof ctx.ownerDb, 'selectFrom'>, key: string) =>
+    db
+      .selectFrom('idempotency_keys')
+      .select(['response_status', 'response_body', 'response_content_type'])
+      .where('organization_id', '=', org.organization_id)
+      .where('key', '=', key)
+      .executeTakeFirst();
+
+  beforeAll(() => {
+    // Registered after the idempotency plugin's: they run after its listeners, last before COMMIT and first
+    // after it, which is where a process killed between the two would have left the row.
+    ctx.app.writePipeline.onAnswer(async (trx, request) => {
+      const key = request.idempotency?.key;
+      if (key && seen.has(key)) seen.get(key)!.inTransaction = await rowIn(trx, key);
+    });
+    ctx.app.writePipeline.onCommitted(async (request) => {
+      const key = request.idempotency?.key;
+      if (key && seen.has(key)) seen.get(key)!.committedBeforeSend = await rowIn(ctx.ownerDb, key);
+    });
+  });
+
+  it('holds the status, content type and body before COMMIT, and the committed row holds them before the send', async () => {
+    const key = unique('in-trx');
+    seen.set(key, {});
+    const res = await createSubscriber(unique('in-trx'), key);
+    expect(res.statusCode).toBe(201);
+    const expected = {
+      response_status: 201,
+      response_body: res.body,
+      response_content_type: 'application/json; charset=utf-8',
+    };
+    expect(res.headers['content-type']).toBe(expected.response_content_type);
+    expect(seen.get(key)).toEqual({ inTransaction: expected, committedBeforeSend: expected });
+  });
+
+  it('a 204 is kept without a body, and replayed as one', async () => {
+    const subscriberId = unique('to-delete');
+    expect((await createSubscriber(subscriberId, undefined)).statusCode).toBe(201);
+    const feature = `f-${subscriberId}`;
+    expect(
+      (
+        await ctx.app.inject({
+          method: 'POST',
+          url: '/org/features',
+          headers: org.headers,
+          payload: { key: feature, name: 'F', kind: 'flag' },
+        })
+      ).statusCode,
+    ).toBe(201);
+    const url = `/org/subscribers/${subscriberId}/overrides/${feature}`;
+    const put = await ctx.app.inject({
+      method: 'PUT',
+      url,
+      headers: org.headers,
+      payload: { kind: 'flag', allowed: true },
+    });
+    expect(put.statusCode).toBe(200);
+    const key = unique('delete');
+    seen.set(key, {});
+    const remove = () =>
+      ctx.app.inject({ method: 'DELETE', url, headers: { ...org.headers, 'idempotency-key': key } });
+    const first = await remove();
+    expect(first.statusCode).toBe(204);
+    const empty = { response_status: 204, response_body: '', response_content_type: null };
+    expect(seen.get(key)).toEqual({ inTransaction: empty, committedBeforeSend: empty });
+    const again = await remove();
+    expect(again.statusCode).toBe(204);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe('');
+  });
+
+  it('a write refused by its rules keeps no key: the reservation rolls back with it', async () => {
+    const subscriberId = unique('taken');
+    expect((await createSubscriber(subscriberId, undefined)).statusCode).toBe(201);
+    const key = unique('refused');
+    seen.set(key, {});
+    expect((await createSubscriber(subscriberId, key)).statusCode).toBe(409);
+    expect(seen.get(key)).toEqual({});
+    expect(await storedKey(key)).toBeUndefined();
+  });
+});

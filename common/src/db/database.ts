@@ -352,7 +352,47 @@ export interface UsageDaysTable {
   updated_at: Timestamp;
 }
 
+export type ImportStatusColumn = 'receiving' | 'running' | 'succeeded' | 'failed';
+export type ImportLineResult = 'pending' | 'applied' | 'unchanged' | 'failed';
+
+/** A bulk import (DESIGN.md §5): its body staged in import_lines, applied in batches under a lease. */
+export interface ImportsTable {
+  id: string;
+  organization_id: string;
+  member_id: string;
+  /** The POST's request id: what each line's error body names. */
+  request_id: string;
+  status: ImportStatusColumn;
+  dry_run: boolean;
+  lines: ColumnType<number, number | undefined, number>;
+  applied: ColumnType<number, number | undefined, number>;
+  unchanged: ColumnType<number, number | undefined, number>;
+  failed: ColumnType<number, number | undefined, number>;
+  /** Every line at or below it has its result committed. */
+  applied_through: ColumnType<number, number | undefined, number>;
+  sha256: string | null;
+  /** Why a `failed` import stopped. */
+  failure: string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  created_at: CreatedAt;
+  finished_at: Date | null;
+}
+
+export interface ImportLinesTable {
+  import_id: string;
+  line: number;
+  type: string | null;
+  key: string | null;
+  /** The validated record until its batch is applied. */
+  record: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+  result: ImportLineResult;
+  error: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+}
+
 export interface Database {
+  imports: ImportsTable;
+  import_lines: ImportLinesTable;
   organizations: OrganizationsTable;
   members: MembersTable;
   service_accounts: ServiceAccountsTable;

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'REQUEST_TIMEOUT'
   | 'REQUEST_HEADERS_TOO_LARGE'
   | 'SERVICE_UNAVAILABLE'
+  | 'UNSUPPORTED'
   | 'INTERNAL_ERROR';
 
 export interface ErrorDetails {

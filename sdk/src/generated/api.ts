@@ -562,7 +562,7 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': components['schemas']['def-15'] | components['schemas']['def-16'];
+            'application/json': components['schemas']['def-16'] | components['schemas']['def-17'];
           };
         };
         /** @description The body of every non-2xx response */
@@ -955,7 +955,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              webhook: components['schemas']['def-11'] | null;
+              webhook: components['schemas']['def-12'] | null;
             };
           };
         };
@@ -1809,6 +1809,184 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/org/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The whole organization as NDJSON, one record a line, in dependency order (features, plans, subscribers, subscriptions, overrides), from one consistent snapshot: what `POST /org/imports` takes back. Needs `catalog:read` and `subscribers:read`. A response that ends without its last newline was cut short. */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description one ExportLine a line */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/x-ndjson':
+              | {
+                  description?: string;
+                  /** @description lowercase letters, digits, _ . : -; at most 64 */
+                  key: string;
+                  kind: 'flag' | 'limit' | 'metered';
+                  name: string;
+                  /** @enum {string} */
+                  type: 'feature';
+                }
+              | {
+                  /**
+                   * @description present only on an archived plan (`POST /org/plans/{key}/archive`)
+                   * @enum {boolean}
+                   */
+                  archived?: true;
+                  /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
+                  grants?: {
+                    feature: string;
+                    kind: 'flag' | 'limit' | 'metered';
+                    /** @description integer >= 0; null = unlimited */
+                    limit?: number | null;
+                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                    reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                    reset_anchor?: 'calendar' | 'subscription';
+                    soft?: boolean;
+                  }[];
+                  /** @description lowercase letters, digits, _ and -; at most 64 */
+                  key: string;
+                  kind: 'catalog' | 'custom';
+                  name: string;
+                  /** @enum {string} */
+                  type: 'plan';
+                }
+              | {
+                  /** @description null = no name */
+                  name?: string | null;
+                  /** @description chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255 */
+                  subscriber_id: string;
+                  /** @enum {string} */
+                  type: 'subscriber';
+                }
+              | {
+                  /** @description the plan key */
+                  plan_id: string;
+                  subscriber_id: string;
+                  /** @enum {string} */
+                  type: 'subscription';
+                }
+              | {
+                  allowed?: boolean;
+                  /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
+                  expires_at?: string | null;
+                  /** @description the path parameter of PUT .../overrides/{feature_key} */
+                  feature_key: string;
+                  kind: 'flag' | 'limit' | 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit?: number | null;
+                  subscriber_id: string;
+                  /** @enum {string} */
+                  type: 'override';
+                };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/org/features': {
     parameters: {
       query?: never;
@@ -2380,6 +2558,513 @@ export interface paths {
     };
     trace?: never;
   };
+  '/org/imports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Import records from NDJSON (application/x-ndjson), one record a line, upserted by natural key */
+    post: {
+      parameters: {
+        query?: {
+          /** @description validate only */
+          dry_run?: boolean;
+        };
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
+        path?: never;
+        cookie?: never;
+      };
+      /** @description NDJSON, one record a line: `{"type": "feature" | "plan" | "subscriber" | "subscription" | "override" | "credit", ...the fields of its single-write route}` (subscriptions and overrides also carry `subscriber_id`, overrides `feature_key`); at most 1 GiB. */
+      requestBody: {
+        content: {
+          'application/x-ndjson': string;
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        202: {
+          headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              import_id: string;
+              status: 'running' | 'succeeded' | 'failed';
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        413: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        415: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/imports/{import_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          import_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description lines that created or changed something */
+              applied: number;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              created_at: string;
+              dry_run: boolean;
+              /** @description the first 1000 */
+              errors: {
+                error: {
+                  code: string;
+                  /** @description `{}` when there is nothing to add */
+                  details: {
+                    [key: string]: unknown;
+                  };
+                  message: string;
+                  request_id: string;
+                  type: string;
+                };
+                line: number;
+              }[];
+              failed: number;
+              /** @description why a `failed` import stopped; `applied` and `/lines` say what was applied */
+              failure?: string;
+              finished_at: string | null;
+              /** @description `imp_` and a random suffix */
+              import_id: string;
+              /** @description lines read so far */
+              lines: number;
+              /** @description the body's, once read to the end */
+              sha256: string | null;
+              status: 'running' | 'succeeded' | 'failed';
+              /** @description lines equal to what was there */
+              unchanged: number;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/imports/{import_id}/lines': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: {
+          limit?: number;
+          result?: 'applied' | 'unchanged' | 'failed';
+          /** @description a line number */
+          starting_after?: number;
+        };
+        header?: never;
+        path: {
+          import_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              has_more: boolean;
+              lines: {
+                error?: {
+                  code: string;
+                  /** @description `{}` when there is nothing to add */
+                  details: {
+                    [key: string]: unknown;
+                  };
+                  message: string;
+                  request_id: string;
+                  type: string;
+                };
+                /** @description the record's natural key */
+                key: string | null;
+                line: number;
+                result: 'applied' | 'unchanged' | 'failed';
+                /** @description null when the line is not a record */
+                type: ('feature' | 'plan' | 'subscriber' | 'subscription' | 'override' | 'credit') | null;
+              }[];
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/org/invites': {
     parameters: {
       query?: never;
@@ -2407,7 +3092,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              invites: components['schemas']['def-9'][];
+              invites: components['schemas']['def-10'][];
             };
           };
         };
@@ -2817,7 +3502,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              members: components['schemas']['def-7'][];
+              members: components['schemas']['def-8'][];
             };
           };
         };
@@ -3416,7 +4101,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              api_keys: components['schemas']['def-8'][];
+              api_keys: components['schemas']['def-9'][];
               has_more: boolean;
             };
           };
@@ -4764,7 +5449,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              service_accounts: components['schemas']['def-10'][];
+              service_accounts: components['schemas']['def-11'][];
             };
           };
         };
@@ -5314,7 +5999,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              api_keys: components['schemas']['def-8'][];
+              api_keys: components['schemas']['def-9'][];
               has_more: boolean;
             };
           };
@@ -8573,7 +9258,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              periods: components['schemas']['def-14'][];
+              periods: components['schemas']['def-15'][];
             };
           };
         };
@@ -9037,7 +9722,7 @@ export interface paths {
           content: {
             'application/json': {
               /** @description newest first: the current month, then each earlier month with recorded usage */
-              months: components['schemas']['def-13'][];
+              months: components['schemas']['def-14'][];
             };
           };
         };
@@ -9466,7 +10151,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              deliveries: components['schemas']['def-12'][];
+              deliveries: components['schemas']['def-13'][];
               has_more: boolean;
             };
           };
@@ -10198,7 +10883,7 @@ export interface components {
       updated_at: string;
     };
     /** Member */
-    'def-7': {
+    'def-8': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10217,7 +10902,7 @@ export interface components {
       updated_at: string;
     };
     /** ApiKey */
-    'def-8': {
+    'def-9': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10249,7 +10934,7 @@ export interface components {
       service_account_id: string;
     };
     /** Invite */
-    'def-9': {
+    'def-10': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10266,7 +10951,7 @@ export interface components {
       url: string | null;
     };
     /** ServiceAccount */
-    'def-10': {
+    'def-11': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10284,7 +10969,7 @@ export interface components {
       updated_at: string;
     };
     /** Webhook */
-    'def-11': {
+    'def-12': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10302,7 +10987,7 @@ export interface components {
       url: string;
     };
     /** WebhookDelivery */
-    'def-12': {
+    'def-13': {
       attempts: number;
       /**
        * Format: date-time
@@ -10325,7 +11010,7 @@ export interface components {
       updated_at: string;
     };
     /** UsageMonth */
-    'def-13': {
+    'def-14': {
       /** @description evals counted in the month (the current month's is the live count) */
       count: number;
       /** @description sampled days, oldest first */
@@ -10341,7 +11026,7 @@ export interface components {
       period: string;
     };
     /** UsagePeriod */
-    'def-14': {
+    'def-15': {
       feature: string;
       /** @description null for reset "never" */
       period_end: string | null;
@@ -10350,7 +11035,7 @@ export interface components {
       used: number;
     };
     /** ConsoleSession */
-    'def-15': {
+    'def-16': {
       csrf_token: string;
       /**
        * Format: date-time
@@ -10369,7 +11054,7 @@ export interface components {
       };
     };
     /** ConsoleOrganizationChoice */
-    'def-16': {
+    'def-17': {
       organizations: {
         name: string;
         slug: string;

@@ -37,10 +37,13 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { key, plaintext } = await app.writePipeline.run(request, (trx, outcome) =>
-        createApiKey(trx, outcome, request.principal!, request.params.service_account_id, request.body),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          createApiKey(trx, outcome, request.principal!, request.params.service_account_id, request.body),
+        ({ key, plaintext }) => ({ status: 201, body: { ...toApiKeyBody(key), api_key: plaintext } }),
       );
-      return reply.code(201).send({ ...toApiKeyBody(key), api_key: plaintext });
     },
   );
 
@@ -76,17 +79,20 @@ export async function apiKeyRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      await app.writePipeline.run(request, (trx, outcome) =>
-        revokeApiKey(
-          trx,
-          outcome,
-          request.principal!,
-          request.params.service_account_id,
-          request.params.key_id,
-          new Date(app.clock.now()),
-        ),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          revokeApiKey(
+            trx,
+            outcome,
+            request.principal!,
+            request.params.service_account_id,
+            request.params.key_id,
+            new Date(app.clock.now()),
+          ),
+        () => ({ status: 204 }),
       );
-      return reply.code(204).send();
     },
   );
 }

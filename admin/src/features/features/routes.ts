@@ -27,16 +27,19 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const feature = await app.writePipeline.run(request, (trx, outcome) =>
-        createFeature(
-          trx,
-          outcome,
-          request.principal!.organizationId,
-          request.body,
-          app.config.catalogLimits,
-        ),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          createFeature(
+            trx,
+            outcome,
+            request.principal!.organizationId,
+            request.body,
+            app.config.catalogLimits,
+          ),
+        (feature) => ({ status: 201, body: toFeatureBody(feature) }),
       );
-      return reply.code(201).send(toFeatureBody(feature));
     },
   );
 
@@ -51,12 +54,14 @@ export async function featureRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: FeatureSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
-      const feature = await app.writePipeline.run(request, (trx, outcome) =>
-        updateFeature(trx, outcome, request.principal!.organizationId, request.params.key, request.body),
-      );
-      return toFeatureBody(feature);
-    },
+    async (request, reply) =>
+      app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          updateFeature(trx, outcome, request.principal!.organizationId, request.params.key, request.body),
+        (feature) => ({ status: 200, body: toFeatureBody(feature) }),
+      ),
   );
 
   app.get(

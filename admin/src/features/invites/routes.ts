@@ -73,10 +73,12 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       schema: { tags, body: CreateInviteBody, response: { 201: InviteSchema, ...commonErrorResponses } },
     },
     async (request, reply) => {
-      const invite = await app.writePipeline.run(request, (trx, outcome) =>
-        createInvite(trx, outcome, app.config, request.principal!, request.body, now()),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) => createInvite(trx, outcome, app.config, request.principal!, request.body, now()),
+        (invite) => ({ status: 201, body: toInviteBody(invite, inviteSettings(app.config, request), true) }),
       );
-      return reply.code(201).send(toInviteBody(invite, inviteSettings(app.config, request), true));
     },
   );
 
@@ -120,10 +122,12 @@ export async function inviteRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      await app.writePipeline.run(request, (trx) =>
-        revokeInvite(trx, request.principal!.organizationId, request.params.invite_id, now()),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx) => revokeInvite(trx, request.principal!.organizationId, request.params.invite_id, now()),
+        () => ({ status: 204 }),
       );
-      return reply.code(204).send();
     },
   );
 }

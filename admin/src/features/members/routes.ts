@@ -101,10 +101,12 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const member = await app.writePipeline.run(request, (trx, outcome) =>
-        createMember(trx, outcome, request.principal!, request.body),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) => createMember(trx, outcome, request.principal!, request.body),
+        (member) => ({ status: 201, body: toMemberBody(member) }),
       );
-      return reply.code(201).send(toMemberBody(member));
     },
   );
 
@@ -119,18 +121,21 @@ export async function memberRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: MemberSchema, 404: ErrorBodySchema, 409: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
-      const member = await app.writePipeline.run(request, (trx, outcome) =>
-        updateMember(
-          trx,
-          outcome,
-          request.principal!,
-          request.params.member_id,
-          request.body,
-          new Date(app.clock.now()),
-        ),
+    async (request, reply) => {
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          updateMember(
+            trx,
+            outcome,
+            request.principal!,
+            request.params.member_id,
+            request.body,
+            new Date(app.clock.now()),
+          ),
+        (member) => ({ status: 200, body: toMemberBody(member) }),
       );
-      return toMemberBody(member);
     },
   );
 }

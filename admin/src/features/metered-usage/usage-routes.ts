@@ -8,7 +8,7 @@ import {
   SubscriberFeatureUsageParams,
   UsagePeriodListSchema,
 } from '@ent/contract/metered-usage';
-import { correctUsage, listUsagePeriods } from './usage-service.ts';
+import { correctUsage, listUsagePeriods, type RunWrite } from './usage-service.ts';
 
 const tags = ['usage'];
 const base = '/org/subscribers/:subscriber_id/usage/:feature';
@@ -49,17 +49,29 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
         response: { 200: MeteredCheckResultSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { subscriber_id, feature } = request.params;
-      return correctUsage(
+      // The correction's result is its answer: kept with the write, as every write's is.
+      const answering: RunWrite = async (work) => {
+        let result!: Awaited<ReturnType<typeof work>>;
+        await app.writePipeline.answer(
+          request,
+          reply,
+          async (trx, outcome) => (result = await work(trx, outcome)),
+          (body) => ({ status: 200, body }),
+        );
+        return result;
+      };
+      await correctUsage(
         app,
-        (work) => app.writePipeline.run(request, work),
+        answering,
         request.log,
         request.principal!.organizationId,
         subscriber_id,
         feature,
         request.body.used,
       );
+      return reply;
     },
   );
 }

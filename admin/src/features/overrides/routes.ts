@@ -35,19 +35,22 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: OverrideSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { subscriber_id, feature_key } = request.params;
-      const override = await app.writePipeline.run(request, (trx, outcome) =>
-        upsertOverride(
-          trx,
-          outcome,
-          request.principal!.organizationId,
-          subscriber_id,
-          feature_key,
-          request.body,
-        ),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          upsertOverride(
+            trx,
+            outcome,
+            request.principal!.organizationId,
+            subscriber_id,
+            feature_key,
+            request.body,
+          ),
+        (override) => ({ status: 200, body: toOverrideBody(override) }),
       );
-      return toOverrideBody(override);
     },
   );
 
@@ -111,10 +114,13 @@ export async function overrideRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { subscriber_id, feature_key } = request.params;
-      await app.writePipeline.run(request, (trx, outcome) =>
-        deleteOverride(trx, outcome, request.principal!.organizationId, subscriber_id, feature_key),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          deleteOverride(trx, outcome, request.principal!.organizationId, subscriber_id, feature_key),
+        () => ({ status: 204 }),
       );
-      return reply.code(204).send(null);
     },
   );
 }

@@ -44,10 +44,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const created = await app.writePipeline.run(request, (trx, outcome) =>
-        createPlan(trx, outcome, orgOf(request), request.body, app.config.catalogLimits),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) => createPlan(trx, outcome, orgOf(request), request.body, app.config.catalogLimits),
+        (created) => ({ status: 201, body: toPlanBody(created) }),
       );
-      return reply.code(201).send(toPlanBody(created));
     },
   );
 
@@ -98,9 +100,11 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: PlanSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) =>
-      toPlanBody(
-        await app.writePipeline.run(request, (trx, outcome) =>
+    async (request, reply) =>
+      app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
           updatePlan(
             trx,
             outcome,
@@ -109,7 +113,7 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
             request.body,
             app.config.catalogLimits,
           ),
-        ),
+        (plan) => ({ status: 200, body: toPlanBody(plan) }),
       ),
   );
 
@@ -129,10 +133,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      await app.writePipeline.run(request, (trx, outcome) =>
-        deletePlan(trx, outcome, orgOf(request), request.params.key),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) => deletePlan(trx, outcome, orgOf(request), request.params.key),
+        () => ({ status: 204 }),
       );
-      return reply.code(204).send();
     },
   );
 
@@ -150,11 +156,12 @@ export async function planRoutes(fastify: FastifyInstance): Promise<void> {
           response: { 200: PlanSchema, 404: ErrorBodySchema, ...commonErrorResponses },
         },
       },
-      async (request) =>
-        toPlanBody(
-          await app.writePipeline.run(request, (trx, outcome) =>
-            setPlanArchived(trx, outcome, orgOf(request), request.params.key, archived),
-          ),
+      async (request, reply) =>
+        app.writePipeline.answer(
+          request,
+          reply,
+          (trx, outcome) => setPlanArchived(trx, outcome, orgOf(request), request.params.key, archived),
+          (plan) => ({ status: 200, body: toPlanBody(plan) }),
         ),
     );
   }

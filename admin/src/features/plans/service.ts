@@ -266,3 +266,6 @@ export async function listPlans(
   const items = plans.map((plan) => ({ plan, grants: byPlan.get(plan.id)! }));
   return { items: await withSubscriberCounts(db, items, options), hasMore };
 }
+
+/** A plan row by key, read in the caller's transaction (the import upserts plans by key). */
+export { findPlan } from './store.ts';

@@ -79,7 +79,11 @@ export interface OperatorRequest {
 }
 
 /** The audit entry of an operator's write (`auditedWrite`), as `principal`, with `entctl` as the user agent. */
-export function operatorAuditEntry(principal: ApiKeyPrincipal, request: OperatorRequest, now: Date): AuditEntry {
+export function operatorAuditEntry(
+  principal: ApiKeyPrincipal,
+  request: OperatorRequest,
+  now: Date,
+): AuditEntry {
   const { id, occurredAt } = newAuditEntryId(now.getTime());
   return {
     id,

@@ -33,10 +33,12 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
       },
     },
     async (request, reply) => {
-      const account = await app.writePipeline.run(request, (trx, outcome) =>
-        createServiceAccount(trx, outcome, request.principal!, request.body),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) => createServiceAccount(trx, outcome, request.principal!, request.body),
+        (account) => ({ status: 201, body: toServiceAccountBody(account) }),
       );
-      return reply.code(201).send(toServiceAccountBody(account));
     },
   );
 
@@ -86,17 +88,20 @@ export async function serviceAccountRoutes(fastify: FastifyInstance): Promise<vo
         response: { 200: ServiceAccountSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
-      const account = await app.writePipeline.run(request, (trx, outcome) =>
-        updateServiceAccount(
-          trx,
-          outcome,
-          request.principal!,
-          request.params.service_account_id,
-          request.body,
-        ),
+    async (request, reply) => {
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          updateServiceAccount(
+            trx,
+            outcome,
+            request.principal!,
+            request.params.service_account_id,
+            request.body,
+          ),
+        (account) => ({ status: 200, body: toServiceAccountBody(account) }),
       );
-      return toServiceAccountBody(account);
     },
   );
 }

@@ -117,7 +117,13 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
   async function publishOrganizationArrangement(organizationId: string): Promise<VersionedArrangement> {
     const arrangement = await getArrangement(db, organizationId);
     rebuilt('arrangement');
-    await publishArrangement(redis, redisKeys, organizationId, arrangement, (deps.clock ?? systemClock).now());
+    await publishArrangement(
+      redis,
+      redisKeys,
+      organizationId,
+      arrangement,
+      (deps.clock ?? systemClock).now(),
+    );
     await markOutboxDone(db, {
       organizationId,
       kind: 'arrangement',

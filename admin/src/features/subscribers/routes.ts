@@ -33,10 +33,12 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
       },
     },
     async (request, reply) => {
-      const subscriber = await app.writePipeline.run(request, (trx, outcome) =>
-        createSubscriber(trx, outcome, request.principal!.organizationId, request.body),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) => createSubscriber(trx, outcome, request.principal!.organizationId, request.body),
+        (subscriber) => ({ status: 201, body: toSubscriberBody(subscriber) }),
       );
-      return reply.code(201).send(toSubscriberBody(subscriber));
     },
   );
 
@@ -51,9 +53,11 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
         response: { 200: SubscriberSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) =>
-      toSubscriberBody(
-        await app.writePipeline.run(request, (trx, outcome) =>
+    async (request, reply) =>
+      app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
           updateSubscriber(
             trx,
             outcome,
@@ -61,7 +65,7 @@ export async function subscriberRoutes(fastify: FastifyInstance): Promise<void> 
             request.params.subscriber_id,
             request.body,
           ),
-        ),
+        (subscriber) => ({ status: 200, body: toSubscriberBody(subscriber) }),
       ),
   );
 

@@ -44,16 +44,19 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const created = await app.writePipeline.run(request, (trx, outcome) =>
-        createSubscription(
-          trx,
-          outcome,
-          request.principal!.organizationId,
-          subscriber_id,
-          request.body.plan_id,
-        ),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          createSubscription(
+            trx,
+            outcome,
+            request.principal!.organizationId,
+            subscriber_id,
+            request.body.plan_id,
+          ),
+        (created) => ({ status: 201, body: toSubscriptionBody(created) }),
       );
-      return reply.code(201).send(toSubscriptionBody(created));
     },
   );
 
@@ -75,10 +78,13 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
     },
     async (request, reply) => {
       const { subscriber_id } = request.params;
-      const change = await app.writePipeline.run(request, (trx, outcome) =>
-        changeSubscription(trx, outcome, request.principal!.organizationId, subscriber_id, request.body),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          changeSubscription(trx, outcome, request.principal!.organizationId, subscriber_id, request.body),
+        (change) => ({ status: 201, body: toChangedSubscriptionBody(change) }),
       );
-      return reply.code(201).send(toChangedSubscriptionBody(change));
     },
   );
 
@@ -92,12 +98,15 @@ export async function subscriptionRoutes(fastify: FastifyInstance): Promise<void
         response: { 200: SubscriptionSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { subscriber_id, subscription_id } = request.params;
-      const subscription = await app.writePipeline.run(request, (trx, outcome) =>
-        cancelSubscription(trx, outcome, request.principal!.organizationId, subscriber_id, subscription_id),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          cancelSubscription(trx, outcome, request.principal!.organizationId, subscriber_id, subscription_id),
+        (subscription) => ({ status: 200, body: toSubscriptionBody(subscription) }),
       );
-      return toSubscriptionBody(subscription);
     },
   );
 

@@ -104,19 +104,23 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const url = await validateWebhookUrl(request.body.url, settings.allowPrivateTargets);
-      const result = await app.writePipeline.run(request, (trx, outcome) =>
-        putWebhook(
-          trx,
-          outcome,
-          settings,
-          request.principal!.organizationId,
-          { ...request.body, url },
-          now(),
-        ),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          putWebhook(
+            trx,
+            outcome,
+            settings,
+            request.principal!.organizationId,
+            { ...request.body, url },
+            now(),
+          ),
+        (result) =>
+          result.secret
+            ? { status: 201, body: { ...toWebhookBody(result.webhook, now()), secret: result.secret } }
+            : { status: 200, body: toWebhookBody(result.webhook, now()) },
       );
-      if (result.secret)
-        return reply.code(201).send({ ...toWebhookBody(result.webhook, now()), secret: result.secret });
-      return reply.code(200).send(toWebhookBody(result.webhook, now()));
     },
   );
 
@@ -126,12 +130,14 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
       config: { scope: 'org:write', auditService: 'api' },
       schema: { tags, response: { 200: WebhookWithSecretSchema, ...withNotFound } },
     },
-    async (request) => {
-      const { webhook, secret } = await app.writePipeline.run(request, (trx, outcome) =>
-        rotateWebhookSecret(trx, outcome, settings, request.principal!.organizationId, now()),
-      );
-      return { ...toWebhookBody(webhook, now()), secret };
-    },
+    async (request, reply) =>
+      app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          rotateWebhookSecret(trx, outcome, settings, request.principal!.organizationId, now()),
+        ({ webhook, secret }) => ({ status: 200, body: { ...toWebhookBody(webhook, now()), secret } }),
+      ),
   );
 
   for (const action of ['enable', 'disable'] as const) {
@@ -141,12 +147,14 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
         config: { scope: 'org:write', auditService: 'api' },
         schema: { tags, response: { 200: WebhookSchema, ...withNotFound } },
       },
-      async (request) => {
-        const webhook = await app.writePipeline.run(request, (trx, outcome) =>
-          setWebhookDisabled(trx, outcome, request.principal!.organizationId, action === 'disable', now()),
-        );
-        return toWebhookBody(webhook, now());
-      },
+      async (request, reply) =>
+        app.writePipeline.answer(
+          request,
+          reply,
+          (trx, outcome) =>
+            setWebhookDisabled(trx, outcome, request.principal!.organizationId, action === 'disable', now()),
+          (webhook) => ({ status: 200, body: toWebhookBody(webhook, now()) }),
+        ),
     );
   }
 

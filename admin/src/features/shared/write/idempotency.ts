@@ -26,6 +26,8 @@ interface IdempotencyState {
   fingerprint: string | null;
   /** This request's write committed the key's reservation; its response completes it. */
   reserved: boolean;
+  /** The response was recorded in the write's own transaction (`writePipeline.answer`): nothing is left to record. */
+  answered: boolean;
 }
 
 declare module 'fastify' {
@@ -59,7 +61,7 @@ function canonicalJson(value: unknown): string {
 }
 
 /**
- * What "the same request" means (docs/decisions.md): the method, the route, its path parameters, the body as
+ * What "the same request" means (docs/decisions.md): the method, the route, its path parameters and query, the body as
  * parsed JSON with keys sorted (so key order and whitespace do not matter; values do, exactly) and the member
  * acting (another member of the organization reusing a key gets 422, never someone else's response).
  */
@@ -71,6 +73,8 @@ function fingerprintOf(request: FastifyRequest): string {
         method: request.method,
         route: request.routeOptions.url ?? '',
         params: request.params ?? {},
+        // A write's query string can change what it does (`POST /org/imports?dry_run=true`).
+        query: request.query ?? {},
         body: request.body ?? null,
         member: principal.memberId,
       }),
@@ -134,7 +138,7 @@ export const idempotency = fp(
         throw conflict('A request with this Idempotency-Key is still running; retry once it has answered.', {
           field: 'Idempotency-Key',
         });
-      request.idempotency = { key, stored, fingerprint: null, reserved: false };
+      request.idempotency = { key, stored, fingerprint: null, reserved: false, answered: false };
       return payload;
     });
 
@@ -175,6 +179,15 @@ export const idempotency = fp(
         });
     });
 
+    // Last in the transaction, after the reservation: the key commits holding its response, so no crash between
+    // the commit and the send can leave it reserved without one.
+    app.writePipeline.onAnswer(async (trx, request, answer) => {
+      const state = request.idempotency;
+      if (!state || state.stored || state.fingerprint === null) return;
+      await recordResponse(trx, request.principal!.organizationId, state.key, answer);
+      state.answered = true;
+    });
+
     app.writePipeline.onCommitted(async (request) => {
       if (request.idempotency) request.idempotency.reserved = true;
     });
@@ -186,7 +199,9 @@ export const idempotency = fp(
       const response = recordable(reply, payload);
       const now = new Date(app.clock.now());
       try {
-        if (state.reserved) await recordResponse(app.db, organizationId, state.key, response);
+        if (state.answered) {
+          // Recorded with the write; a rolled-back write (answered, then refused at COMMIT) kept no key at all.
+        } else if (state.reserved) await recordResponse(app.db, organizationId, state.key, response);
         // A success that made no write (nothing to change) is kept as well: its repeat answers the same.
         else if (response.status >= 200 && response.status < 300)
           await insertAnswered(

@@ -1,0 +1,189 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+import { AppError, validationError } from '@ent/common/errors/app-error';
+import type { CatalogLimits } from '../shared/catalog-limits.ts';
+import { WriteOutcome } from '../shared/write/outcome.ts';
+import { createFeature, findFeature, updateFeature } from '../features/service.ts';
+import { createPlan, findPlan, updatePlan } from '../plans/service.ts';
+import { upsertOverride } from '../overrides/service.ts';
+import type {
+  FeatureLine,
+  ImportRecordLine,
+  OverrideLine,
+  PlanLine,
+  SubscriberLine,
+  SubscriptionLine,
+} from '@ent/contract/import-lines';
+import type { AppliedResult } from './results.ts';
+import { applySubscribers, applySubscriptions, bumpSubscribers } from './bulk-subscribers.ts';
+
+export interface BatchLine {
+  line: number;
+  record: ImportRecordLine;
+}
+
+export interface BatchOutcome {
+  results: Map<number, AppliedResult>;
+  catalogChanged: boolean;
+  subscribersChanged: Set<string>;
+}
+
+export interface BatchContext {
+  organizationId: string;
+  catalogLimits: CatalogLimits;
+}
+
+/** Record types in the order a batch applies them: each only refers to the ones before it. */
+const ORDER: ImportRecordLine['type'][] = ['feature', 'plan', 'subscriber', 'subscription', 'override'];
+
+/**
+ * A line applied by its single route's service, alone inside a savepoint: a refusal (AppError) undoes only that line
+ * and becomes its result; anything else fails the whole batch.
+ */
+async function alone(
+  trx: Transaction<Database>,
+  batch: BatchOutcome,
+  work: (outcome: WriteOutcome) => Promise<unknown>,
+): Promise<AppliedResult> {
+  const outcome = new WriteOutcome();
+  await sql`SAVEPOINT import_line`.execute(trx);
+  try {
+    await work(outcome);
+  } catch (error) {
+    await sql`ROLLBACK TO SAVEPOINT import_line`.execute(trx);
+    if (error instanceof AppError) return { result: 'failed', error };
+    throw error;
+  }
+  await sql`RELEASE SAVEPOINT import_line`.execute(trx);
+  if (outcome.details === null) return { result: 'unchanged' };
+  if (outcome.catalogChanged) batch.catalogChanged = true;
+  for (const id of outcome.subscribersChanged) batch.subscribersChanged.add(id);
+  return { result: 'applied' };
+}
+
+const kindIsImmutable = (what: string, key: string, kind: string) =>
+  validationError(`The ${what} "${key}" exists with kind "${kind}"; its kind cannot change.`, {
+    field: 'kind',
+    value: key,
+    expected: kind,
+  });
+
+function applyFeature(trx: Transaction<Database>, batch: BatchOutcome, ctx: BatchContext, line: FeatureLine) {
+  return alone(trx, batch, async (outcome) => {
+    const { type: _type, ...body } = line;
+    const existing = await findFeature(trx, ctx.organizationId, body.key);
+    if (!existing) return createFeature(trx, outcome, ctx.organizationId, body, ctx.catalogLimits);
+    if (existing.kind !== body.kind) throw kindIsImmutable('feature', body.key, existing.kind);
+    return updateFeature(trx, outcome, ctx.organizationId, body.key, {
+      name: body.name,
+      ...(body.description === undefined ? {} : { description: body.description }),
+    });
+  });
+}
+
+function applyPlan(trx: Transaction<Database>, batch: BatchOutcome, ctx: BatchContext, line: PlanLine) {
+  return alone(trx, batch, async (outcome) => {
+    const { type: _type, ...body } = line;
+    const existing = await findPlan(trx, ctx.organizationId, body.key);
+    if (!existing) return createPlan(trx, outcome, ctx.organizationId, body, ctx.catalogLimits);
+    if (existing.kind !== body.kind) throw kindIsImmutable('plan', body.key, existing.kind);
+    return updatePlan(
+      trx,
+      outcome,
+      ctx.organizationId,
+      body.key,
+      { name: body.name, ...(body.grants === undefined ? {} : { grants: body.grants }) },
+      ctx.catalogLimits,
+    );
+  });
+}
+
+function applyOverride(
+  trx: Transaction<Database>,
+  batch: BatchOutcome,
+  ctx: BatchContext,
+  line: OverrideLine,
+) {
+  return alone(trx, batch, async (outcome) => {
+    const { type: _type, subscriber_id, feature_key, ...body } = line;
+    return upsertOverride(trx, outcome, ctx.organizationId, subscriber_id, feature_key, body);
+  });
+}
+
+/**
+ * Applies one batch of validated lines in the caller's transaction: catalog records and overrides one by one through
+ * their services (a catalog is small), subscribers and subscriptions in bulk SQL (an organization's million). Every
+ * line gets a result; a refused line changes nothing, the others apply (docs/decisions.md, "Bulk import").
+ */
+export async function applyBatch(
+  trx: Transaction<Database>,
+  ctx: BatchContext,
+  lines: readonly BatchLine[],
+): Promise<BatchOutcome> {
+  const batch: BatchOutcome = { results: new Map(), catalogChanged: false, subscribersChanged: new Set() };
+  const byType = new Map<ImportRecordLine['type'], BatchLine[]>();
+  for (const line of lines) {
+    const group = byType.get(line.record.type) ?? [];
+    group.push(line);
+    byType.set(line.record.type, group);
+  }
+  const bulkChanged = new Set<string>();
+  for (const type of ORDER) {
+    const group = byType.get(type);
+    if (!group) continue;
+    if (type === 'subscriber') {
+      const applied = await applySubscribers(
+        trx,
+        ctx.organizationId,
+        group.map(({ line, record }) => ({ line, record: record as SubscriberLine })),
+      );
+      mergeBulk(batch, bulkChanged, applied);
+      continue;
+    }
+    if (type === 'subscription') {
+      const applied = await applySubscriptions(
+        trx,
+        ctx.organizationId,
+        group.map(({ line, record }) => ({ line, record: record as SubscriptionLine })),
+      );
+      mergeBulk(batch, bulkChanged, applied);
+      continue;
+    }
+    if (bulkChanged.size > 0 && type === 'override') {
+      // Overrides lock their subscriber through the service: bump what the bulk part changed first, in one go.
+      await flushBulk(trx, ctx, batch, bulkChanged);
+    }
+    for (const { line, record } of group) {
+      const result =
+        record.type === 'feature'
+          ? await applyFeature(trx, batch, ctx, record)
+          : record.type === 'plan'
+            ? await applyPlan(trx, batch, ctx, record)
+            : await applyOverride(trx, batch, ctx, record as OverrideLine);
+      batch.results.set(line, result);
+    }
+  }
+  await flushBulk(trx, ctx, batch, bulkChanged);
+  return batch;
+}
+
+function mergeBulk(
+  batch: BatchOutcome,
+  bulkChanged: Set<string>,
+  applied: { results: Map<number, AppliedResult>; changed: Set<string> },
+) {
+  for (const [line, result] of applied.results) batch.results.set(line, result);
+  for (const id of applied.changed) bulkChanged.add(id);
+}
+
+async function flushBulk(
+  trx: Transaction<Database>,
+  ctx: BatchContext,
+  batch: BatchOutcome,
+  changed: Set<string>,
+) {
+  if (changed.size === 0) return;
+  await bumpSubscribers(trx, ctx.organizationId, [...changed]);
+  for (const id of changed) batch.subscribersChanged.add(id);
+  changed.clear();
+}

@@ -1,0 +1,139 @@
+import type { Scope } from '@ent/common/auth/scopes';
+import { AppError, forbidden, validationError } from '@ent/common/errors/app-error';
+import { validatorCompiler } from '@ent/common/http/validation';
+import { describeValidationError } from '@ent/common/http/validation';
+import type { ImportRecordType } from '@ent/contract/imports';
+import {
+  FeatureLineSchema,
+  OverrideLineSchema,
+  PlanLineSchema,
+  SubscriberLineSchema,
+  SubscriptionLineSchema,
+  type ImportRecordLine,
+} from '@ent/contract/import-lines';
+
+/** A line longer than this is refused alone: a plan with its 1,000 grants is far below it. */
+export const MAX_LINE_BYTES = 1024 * 1024;
+
+type Validate = ((value: unknown) => boolean) & { errors?: unknown[] | null };
+
+const compile = (schema: object): Validate =>
+  validatorCompiler({ schema, method: 'POST', url: '/org/imports', httpPart: 'body' }) as unknown as Validate;
+
+/** The single routes' body validation (the same ajv setup), per record type. */
+const validators: Record<Exclude<ImportRecordType, 'credit'>, Validate> = {
+  feature: compile(FeatureLineSchema),
+  plan: compile(PlanLineSchema),
+  subscriber: compile(SubscriberLineSchema),
+  subscription: compile(SubscriptionLineSchema),
+  override: compile(OverrideLineSchema),
+};
+
+/** The scope the single route of each record type needs. */
+const SCOPE_OF: Record<ImportRecordType, Scope> = {
+  feature: 'catalog:write',
+  plan: 'catalog:write',
+  subscriber: 'subscribers:write',
+  subscription: 'subscribers:write',
+  override: 'subscribers:write',
+  credit: 'subscribers:write',
+};
+
+const RECORD_TYPES = Object.keys(SCOPE_OF) as ImportRecordType[];
+
+export type ParsedLine =
+  | { ok: true; type: ImportRecordType; key: string; record: ImportRecordLine }
+  | { ok: false; type: ImportRecordType | null; key: string | null; error: AppError };
+
+/** The record's natural key, what it is upserted by. */
+function naturalKey(record: ImportRecordLine): string {
+  switch (record.type) {
+    case 'feature':
+    case 'plan':
+      return record.key;
+    case 'subscriber':
+      return record.subscriber_id;
+    case 'subscription':
+      return `${record.subscriber_id}/${record.plan_id}`;
+    case 'override':
+      return `${record.subscriber_id}/${record.feature_key}`;
+  }
+}
+
+function keyOf(value: Record<string, unknown>): string | null {
+  const key = value.key ?? value.subscriber_id;
+  return typeof key === 'string' ? key : null;
+}
+
+/**
+ * One NDJSON line, checked as its single route checks a body (same schemas, same error codes and fields), and for
+ * the scope that route needs. What needs the database (a missing plan or subscriber) is the batch's to find.
+ */
+export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return {
+      ok: false,
+      type: null,
+      key: null,
+      error: validationError('The line is not valid JSON.', { field: 'line' }),
+    };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return {
+      ok: false,
+      type: null,
+      key: null,
+      error: validationError('The line must be a JSON object.', { field: 'line' }),
+    };
+  const object = value as Record<string, unknown>;
+  const type = RECORD_TYPES.find((candidate) => candidate === object.type) ?? null;
+  if (type === null)
+    return {
+      ok: false,
+      type: null,
+      key: keyOf(object),
+      error: validationError(`type must be one of: ${RECORD_TYPES.join(', ')}`, {
+        field: 'type',
+        value: object.type ?? null,
+      }),
+    };
+  const key = keyOf(object);
+  if (!scopes.has(SCOPE_OF[type]))
+    return {
+      ok: false,
+      type,
+      key,
+      error: forbidden(`This API key lacks the "${SCOPE_OF[type]}" scope a ${type} line needs.`, {
+        field: 'type',
+        value: type,
+      }),
+    };
+  if (type === 'credit')
+    return {
+      ok: false,
+      type,
+      key,
+      error: new AppError(422, 'UNSUPPORTED', 'Credit lines are not supported by this installation yet.', {
+        field: 'type',
+        value: type,
+      }),
+    };
+  // Postgres text and jsonb cannot hold U+0000 (features/shared/nul-characters.ts).
+  if (text.includes('\\u0000'))
+    return {
+      ok: false,
+      type,
+      key,
+      error: validationError('A value holds a NUL character.', { field: 'line' }),
+    };
+  const validate = validators[type];
+  if (!validate(object)) {
+    const { field, message } = describeValidationError((validate.errors ?? []) as never, 'line');
+    return { ok: false, type, key, error: validationError(message, { field, location: 'line' }) };
+  }
+  const record = object as unknown as ImportRecordLine;
+  return { ok: true, type, key: naturalKey(record), record };
+}

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+import { transact } from '@ent/common/outbox/record';
+import type { ImportRecordLine } from '@ent/contract/import-lines';
+import type { CatalogLimits } from '../shared/catalog-limits.ts';
+import type { SnapshotPublisher } from '../snapshots/publisher.ts';
+import { applyBatch, type BatchOutcome } from './apply-batch.ts';
+import {
+  findAbandonedImports,
+  finishImport,
+  lockLeasedImport,
+  nextPendingLines,
+  recordBatch,
+  takeExpiredLease,
+  type LineResult,
+} from './store.ts';
+
+export interface ImportRunnerOptions {
+  /** Lines applied per transaction. */
+  batchSize: number;
+  /** How long a silent runner keeps its import; every batch renews it. */
+  leaseMs: number;
+  /** Statistics are refreshed after an import of at least this many lines. */
+  analyzeAtLines: number;
+}
+
+const defaultImportRunnerOptions: ImportRunnerOptions = {
+  batchSize: 2000,
+  leaseMs: 30_000,
+  analyzeAtLines: 10_000,
+};
+
+export interface ImportRunnerDeps {
+  db: Kysely<Database>;
+  publisher: SnapshotPublisher;
+  catalogLimits: CatalogLimits;
+  log: { warn(message: string): void; error(message: string): void };
+}
+
+/** A batch's results as stored: a refusal keeps its error body, naming the import's request. */
+function lineResults(outcome: BatchOutcome, requestId: string): LineResult[] {
+  return [...outcome.results].map(([line, applied]) => ({
+    line,
+    result: applied.result,
+    error: applied.result === 'failed' ? applied.error.toBody(requestId).error : null,
+  }));
+}
+
+class DryRunRollback extends Error {}
+
+/**
+ * Applies imports in this process (DESIGN.md §5): batch after batch, each in one transaction with the lines' results
+ * and the import's cursor, so a process killed anywhere leaves whole batches only; after each commit, what the batch
+ * changed is published before the next batch starts, so `succeeded` means every gateway can serve the import. The
+ * lease (renewed by each batch) says which process applies an import; one whose holder died is resumed from its
+ * cursor by `resumeAbandoned` (admin at start, then periodically, and the worker).
+ */
+export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<ImportRunnerOptions> = {}) {
+  const options = { ...defaultImportRunnerOptions, ...overrides };
+  const { db, publisher, log } = deps;
+  /** This process's name on the leases it holds. */
+  const owner = `${process.pid}:${randomUUID()}`;
+  const running = new Map<string, Promise<void>>();
+  let stopping = false;
+
+  async function publish(organizationId: string, outcome: BatchOutcome): Promise<void> {
+    if (outcome.catalogChanged) await publisher.publishCatalog(organizationId);
+    if (outcome.subscribersChanged.size > 0)
+      await publisher.publishSubscribers(organizationId, [...outcome.subscribersChanged]);
+  }
+
+  type Step = { kind: 'lost' } | { kind: 'done'; lines: number; dryRun: boolean } | { kind: 'batch' };
+
+  /** One batch of `importId` applied in `trx`, its results recorded through `record` (the same transaction, or not). */
+  async function step(
+    trx: Transaction<Database>,
+    importId: string,
+    record: Transaction<Database>,
+  ): Promise<{ step: Step; published?: { organizationId: string; outcome: BatchOutcome } }> {
+    const current = await lockLeasedImport(record, importId, owner);
+    if (!current) return { step: { kind: 'lost' } };
+    const pending = await nextPendingLines(record, importId, current.applied_through, options.batchSize);
+    if (pending.length === 0)
+      return { step: { kind: 'done', lines: current.lines, dryRun: current.dry_run } };
+    const outcome = await applyBatch(
+      trx,
+      { organizationId: current.organization_id, catalogLimits: deps.catalogLimits },
+      pending.map((p) => ({ line: p.line, record: p.record as unknown as ImportRecordLine })),
+    );
+    await recordBatch(
+      record,
+      importId,
+      lineResults(outcome, current.request_id),
+      pending[pending.length - 1]!.line,
+      options.leaseMs,
+    );
+    return {
+      step: { kind: 'batch' },
+      published: current.dry_run ? undefined : { organizationId: current.organization_id, outcome },
+    };
+  }
+
+  async function applyAll(importId: string): Promise<Step> {
+    for (;;) {
+      if (stopping) return { kind: 'lost' };
+      const { step: done, published } = await transact(db, (trx) => step(trx, importId, trx));
+      if (published) await publish(published.organizationId, published.outcome);
+      if (done.kind !== 'batch') return done;
+    }
+  }
+
+  /**
+   * A dry run applies its batches in one transaction that is rolled back at the end (so a line may refer to a
+   * record an earlier batch created), while each batch's results commit on their own.
+   */
+  async function dryRunAll(importId: string): Promise<Step> {
+    let last: Step = { kind: 'lost' };
+    try {
+      await db.transaction().execute(async (dry) => {
+        for (;;) {
+          if (stopping) break;
+          const { step: done } = await transact(db, (record) => step(dry, importId, record));
+          last = done;
+          if (done.kind !== 'batch') break;
+        }
+        throw new DryRunRollback();
+      });
+    } catch (error) {
+      if (!(error instanceof DryRunRollback)) throw error;
+    }
+    return last;
+  }
+
+  async function run(importId: string): Promise<void> {
+    try {
+      const mode = await db
+        .selectFrom('imports')
+        .select(['dry_run', 'applied_through'])
+        .where('id', '=', importId)
+        .executeTakeFirst();
+      if (!mode) return;
+      if (mode.dry_run && mode.applied_through > 0) {
+        // The rolled-back state its later lines were checked against died with the process that held it.
+        await finishImport(db, importId, owner, {
+          status: 'failed',
+          failure: 'The dry run was interrupted (its process stopped); run it again.',
+        });
+        return;
+      }
+      const done = mode.dry_run ? await dryRunAll(importId) : await applyAll(importId);
+      if (done.kind !== 'done') return;
+      if (!done.dryRun && done.lines >= options.analyzeAtLines)
+        await sql`SELECT analyze_imported_tables()`.execute(db);
+      await finishImport(db, importId, owner, { status: 'succeeded', failure: null });
+    } catch (error) {
+      log.error(`import ${importId} failed: ${(error as Error).message}`);
+      await finishImport(db, importId, owner, {
+        status: 'failed',
+        failure: `The import stopped on an internal error; the lines before the failing batch are applied (see applied).`,
+      }).catch((finishError: unknown) => log.error(`import ${importId}: ${(finishError as Error).message}`));
+    }
+  }
+
+  /** Applies an import this process holds the lease of, in the background. */
+  function start(importId: string): void {
+    if (running.has(importId) || stopping) return;
+    running.set(
+      importId,
+      run(importId).finally(() => running.delete(importId)),
+    );
+  }
+
+  /** Imports whose process died: a running one is taken over and resumed, a receiving one failed (its body is gone). */
+  async function resumeAbandoned(): Promise<number> {
+    let resumed = 0;
+    for (const abandoned of await findAbandonedImports(db)) {
+      if (abandoned.status === 'receiving') {
+        await finishImport(db, abandoned.id, null, {
+          status: 'failed',
+          failure: 'The upload was interrupted before the whole body was received; nothing was applied.',
+        });
+        continue;
+      }
+      if (await takeExpiredLease(db, abandoned.id, owner, options.leaseMs)) {
+        start(abandoned.id);
+        resumed++;
+      }
+    }
+    return resumed;
+  }
+
+  return {
+    owner,
+    leaseMs: options.leaseMs,
+    start,
+    resumeAbandoned,
+    /** Resolves when every import this process is applying has ended (tests, shutdown). */
+    idle: async () => {
+      while (running.size > 0) await Promise.all(running.values());
+    },
+    /** Stops after the current batches: their leases expire and another process resumes them. */
+    stop: async () => {
+      stopping = true;
+      await Promise.all(running.values());
+    },
+  };
+}
+
+export type ImportRunner = ReturnType<typeof createImportRunner>;

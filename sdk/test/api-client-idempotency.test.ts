@@ -1,0 +1,101 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createApiClient } from '../src/index.ts';
+
+/** What each attempt carried, and how the fake service answers the next ones (then 2xx). */
+interface Seen {
+  method: string;
+  key: string | undefined;
+  body: string;
+}
+let seen: Seen[] = [];
+let failures: ('drop' | 503 | 409 | 422)[] = [];
+let server: Server;
+let baseUrl: string;
+
+function answer(req: IncomingMessage, res: ServerResponse, body: string) {
+  const key = req.headers['idempotency-key'];
+  seen.push({ method: req.method!, key: typeof key === 'string' ? key : undefined, body });
+  const failure = failures.shift();
+  const json = (status: number, value: unknown) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+  if (failure === 'drop') return req.socket.destroy();
+  if (failure === 503) return json(503, { error: { code: 'SERVICE_UNAVAILABLE', message: 'later' } });
+  if (failure === 409)
+    return json(409, {
+      error: { code: 'CONFLICT', message: 'running', details: { field: 'Idempotency-Key' } },
+    });
+  if (failure === 422) return json(422, { error: { code: 'VALIDATION_ERROR', message: 'no', details: {} } });
+  if (req.method === 'GET') return json(200, { subscribers: [], has_more: false });
+  return json(201, { subscriber_id: 'cus_1', name: null, created_at: 'x', updated_at: 'x' });
+}
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => answer(req, res, body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+beforeEach(() => {
+  seen = [];
+  failures = [];
+});
+
+const client = () =>
+  createApiClient({ baseUrl, apiKey: 'svc-test', retry: { baseDelayMs: 1, maxDelayMs: 5 } });
+const create = () => client().POST('/org/subscribers', { body: { subscriber_id: 'cus_1' } });
+
+describe('createApiClient writes', () => {
+  it('carry an Idempotency-Key, a new one per call', async () => {
+    await create();
+    await create();
+    expect(seen).toHaveLength(2);
+    for (const attempt of seen) expect(attempt.key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen[0]!.key).not.toBe(seen[1]!.key);
+  });
+
+  it.each([
+    ['a dropped connection', 'drop'] as const,
+    ['a 503', 503] as const,
+    ['a 409 for the key in flight', 409] as const,
+  ])('are retried after %s with the same key and body', async (_case, failure) => {
+    failures = [failure];
+    const { response, data } = await create();
+    expect(response.status).toBe(201);
+    expect(data?.subscriber_id).toBe('cus_1');
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.key).toBe(seen[0]!.key);
+    expect(seen[1]!.body).toBe(seen[0]!.body);
+    expect(JSON.parse(seen[0]!.body)).toEqual({ subscriber_id: 'cus_1' });
+  });
+
+  it('give up after the retries with the last answer, and do not retry a client error', async () => {
+    failures = [503, 503, 503];
+    expect((await create()).response.status).toBe(503);
+    expect(seen).toHaveLength(3);
+    expect(new Set(seen.map((attempt) => attempt.key)).size).toBe(1);
+    seen = [];
+    failures = [422];
+    expect((await create()).response.status).toBe(422);
+    expect(seen).toHaveLength(1);
+  });
+
+  it("keep the caller's own key", async () => {
+    await client().POST('/org/subscribers', {
+      body: { subscriber_id: 'cus_1' },
+      params: { header: { 'Idempotency-Key': 'order-42' } },
+    });
+    expect(seen[0]!.key).toBe('order-42');
+  });
+
+  it('reads carry no key and are sent once', async () => {
+    failures = [503];
+    expect((await client().GET('/org/subscribers')).response.status).toBe(503);
+    expect(seen).toEqual([{ method: 'GET', key: undefined, body: '' }]);
+  });
+});
