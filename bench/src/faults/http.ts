@@ -21,8 +21,7 @@ interface Request {
 
 /** The innermost error code undici reports (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET, ...). */
 function failureCode(error: unknown): string {
-  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))
-    return 'TIMEOUT';
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return 'TIMEOUT';
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -53,23 +52,9 @@ export async function exchange({ method, url, apiKey, body, headers }: Request):
     } catch {
       // not JSON: keep the text for the report
     }
-    return {
-      status: response.status,
-      failure: null,
-      headers: response.headers,
-      body: parsed,
-      startedAt,
-      endedAt: Date.now(),
-    };
+    return { status: response.status, failure: null, headers: response.headers, body: parsed, startedAt, endedAt: Date.now() };
   } catch (error) {
-    return {
-      status: null,
-      failure: failureCode(error),
-      headers: null,
-      body: null,
-      startedAt,
-      endedAt: Date.now(),
-    };
+    return { status: null, failure: failureCode(error), headers: null, body: null, startedAt, endedAt: Date.now() };
   }
 }
 
@@ -77,9 +62,7 @@ export async function exchange({ method, url, apiKey, body, headers }: Request):
 export async function expectStatus(request: Request, expected: number): Promise<unknown> {
   const answer = await exchange(request);
   if (answer.status !== expected) {
-    throw new Error(
-      `${request.method} ${request.url} -> ${answer.status ?? answer.failure}: ${JSON.stringify(answer.body)}`,
-    );
+    throw new Error(`${request.method} ${request.url} -> ${answer.status ?? answer.failure}: ${JSON.stringify(answer.body)}`);
   }
   return answer.body;
 }

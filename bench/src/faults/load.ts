@@ -65,8 +65,7 @@ export function createEvalLog(org: FaultOrganization, gatewayUrls: string[]): Ev
         status: answer.status,
         failure: answer.failure,
         metered: ok && answer.headers?.get('x-svc-eval-used') !== null,
-        allowed:
-          route === 'consume' && answer.status === 200 && typeof allowed === 'boolean' ? allowed : null,
+        allowed: route === 'consume' && answer.status === 200 && typeof allowed === 'boolean' ? allowed : null,
         startedAt: answer.startedAt,
         endedAt: answer.endedAt,
       });
@@ -91,13 +90,7 @@ const MAX_IN_FLIGHT = 1500;
  * Evals at a fixed rate, alternating the gateways, walking the subscribers, two thirds on the check route and
  * a third on the list route (half of those with ?all=true). Bounded: stops by itself after `maxSeconds`.
  */
-export function startLoad(
-  log: EvalLog,
-  subscribers: string[],
-  gateways: number,
-  ratePerSecond: number,
-  maxSeconds: number,
-): Load {
+export function startLoad(log: EvalLog, subscribers: string[], gateways: number, ratePerSecond: number, maxSeconds: number): Load {
   const startedAt = Date.now();
   const limit = Math.ceil(ratePerSecond * maxSeconds);
   let sent = 0;

@@ -37,13 +37,7 @@ export interface ScenarioResult {
   evals: Tally;
   writes: Tally;
   lostWrites: number;
-  count: {
-    expected: number;
-    allowedExtra: number;
-    actual: number | null;
-    error: number | null;
-    rule: string;
-  };
+  count: { expected: number; allowedExtra: number; actual: number | null; error: number | null; rule: string };
   convergedMs: number | null;
   /** From injecting the fault until everything it broke was running again. */
   faultSeconds: number;
@@ -77,12 +71,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   await stack.redis.start();
   await services.ensureUp();
   const urls = services.gatewayUrls;
-  const org = await createFaultOrganization(
-    stack.appUrl,
-    urls[0]!,
-    `Faults ${index + 1} ${scenario.name}`,
-    scenario.metered,
-  );
+  const org = await createFaultOrganization(stack.appUrl, urls[0]!, `Faults ${index + 1} ${scenario.name}`, scenario.metered);
   const evals = createEvalLog(org, urls);
   for (let g = 0; g < urls.length; g++) {
     for (const subscriber of org.subscribers) await evals.evaluate(g, subscriber, 'check');
@@ -90,12 +79,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   }
 
   const load = startLoad(evals, org.subscribers, urls.length, EVALS_PER_SECOND, MAX_SCENARIO_SECONDS);
-  const writer = startWriter(org, urls, {
-    intervalMs: WRITE_EVERY_MS,
-    maxWrites: 400,
-    maxSeconds: MAX_SCENARIO_SECONDS,
-    firstValue: 1000,
-  });
+  const writer = startWriter(org, urls, { intervalMs: WRITE_EVERY_MS, maxWrites: 400, maxSeconds: MAX_SCENARIO_SECONDS, firstValue: 1000 });
   const meteredSubscribers = org.subscribers.slice(0, METERED_SUBSCRIBERS);
   const metered = scenario.metered
     ? startMeteredLoad(org, evals, urls, meteredSubscribers, {
@@ -118,11 +102,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     await metered?.stop();
   }
   // A revocation refused during the fault (503, or sent to a dead process) is retried once all is back.
-  for (
-    let attempt = 0;
-    attempt < REVOCATION_RETRIES && !writer.records.some((w) => w.kind === 'revoke' && isSuccess(w.status));
-    attempt++
-  ) {
+  for (let attempt = 0; attempt < REVOCATION_RETRIES && !writer.records.some((w) => w.kind === 'revoke' && isSuccess(w.status)); attempt++) {
     if (attempt > 0) await sleep(1000);
     await writer.revoke();
   }
@@ -160,8 +140,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
         : meteredCheck.convergedAt - verifyStarted + findings.convergedMs;
   }
   const revocations = writer.records.filter((w) => w.kind === 'revoke');
-  const during = <T extends { startedAt: number }>(records: T[]) =>
-    records.filter((r) => r.startedAt >= faultFrom && r.startedAt < injected.recoveredAt);
+  const during = <T extends { startedAt: number }>(records: T[]) => records.filter((r) => r.startedAt >= faultFrom && r.startedAt < injected.recoveredAt);
   const duringWrites = tally(during(writer.records));
   const duringEvals = tally(during(evals.records));
   findings.notes.push(

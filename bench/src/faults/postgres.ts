@@ -27,19 +27,13 @@ export interface PrivatePostgres {
 function binaries(): string {
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
-  const found = versions
-    .map((version) => join(root, version, 'bin'))
-    .find((bin) => existsSync(join(bin, 'initdb')));
-  if (!found)
-    throw new Error(
-      'no PostgreSQL server binaries under /usr/lib/postgresql (install the postgresql package)',
-    );
+  const found = versions.map((version) => join(root, version, 'bin')).find((bin) => existsSync(join(bin, 'initdb')));
+  if (!found) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql (install the postgresql package)');
   return found;
 }
 
 function postgresUser(): { uid: number; gid: number } {
-  const id = (flag: string) =>
-    Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const uid = id('-u');
   const gid = id('-g');
   if (!Number.isInteger(uid) || uid <= 0 || process.getuid?.() !== 0) {
@@ -68,10 +62,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const running = () => child !== null && child.exitCode === null && child.signalCode === null;
   const url = (user: string, database: string) => `postgres://${user}@127.0.0.1:${port}/${database}`;
   const accepts = async () => {
-    const client = new pg.Client({
-      connectionString: url('postgres', 'postgres'),
-      connectionTimeoutMillis: 1000,
-    });
+    const client = new pg.Client({ connectionString: url('postgres', 'postgres'), connectionTimeoutMillis: 1000 });
     client.on('error', () => {});
     try {
       await client.connect();
@@ -90,21 +81,12 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     output: () => output,
     async start() {
       if (running()) return;
-      const settings = [
-        'listen_addresses=127.0.0.1',
-        'fsync=off',
-        'max_connections=200',
-        'unix_socket_directories=' + dir,
-      ];
-      child = spawn(
-        join(bin, 'postgres'),
-        ['-D', data, '-p', String(port), ...settings.flatMap((s) => ['-c', s])],
-        {
-          ...user,
-          cwd: dir,
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
+      const settings = ['listen_addresses=127.0.0.1', 'fsync=off', 'max_connections=200', 'unix_socket_directories=' + dir];
+      child = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), ...settings.flatMap((s) => ['-c', s])], {
+        ...user,
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       track(child.pid, 'postgres');
       const append = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-10_000));
       child.stdout?.on('data', append);

@@ -31,30 +31,11 @@ export async function startFaultRedis(): Promise<FaultRedis> {
   let paused = false;
   const running = () => server !== null && server.child.exitCode === null && server.child.signalCode === null;
   const args = () => [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    dir,
-    '--save',
-    '',
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'always',
-    '--daemonize',
-    'no',
-    '--loglevel',
-    'warning',
+    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes',
+    '--appendfsync', 'always', '--daemonize', 'no', '--loglevel', 'warning',
   ];
   const pings = async () => {
-    const client = new Redis(url, {
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      lazyConnect: true,
-      connectTimeout: 1000,
-    });
+    const client = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true, connectTimeout: 1000 });
     client.on('error', () => {});
     try {
       await client.connect();

@@ -48,12 +48,7 @@ async function midWrite(writer: Writer): Promise<void> {
 const holdUntil = (since: number, ms: number) => sleep(Math.max(0, since + ms - Date.now()));
 
 /** The fault holds for `holdMs` from `since`; the victim key is revoked `revokeAfterMs` into it. */
-async function holdRevoking(
-  writer: Writer,
-  since: number,
-  revokeAfterMs: number,
-  holdMs: number,
-): Promise<void> {
+async function holdRevoking(writer: Writer, since: number, revokeAfterMs: number, holdMs: number): Promise<void> {
   await sleep(revokeAfterMs);
   await writer.revoke();
   await holdUntil(since, holdMs);
@@ -125,8 +120,7 @@ const faults: Scenario[] = [
   },
   {
     name: 'admin-kill-redis-down',
-    injected:
-      'Redis stopped; writes + revocation; admin kill -9 mid write; Redis back with its data; admin restarted',
+    injected: 'Redis stopped; writes + revocation; admin kill -9 mid write; Redis back with its data; admin restarted',
     async inject({ redis, services }, writer) {
       await redis.stop();
       await sleep(1000);
@@ -142,8 +136,7 @@ const faults: Scenario[] = [
   },
   {
     name: 'admin-kill-import',
-    injected:
-      'admin kill -9 in the middle of an import of 20,000 subscribers, restarted: it resumes (DESIGN.md §5)',
+    injected: 'admin kill -9 in the middle of an import of 20,000 subscribers, restarted: it resumes (DESIGN.md §5)',
     async inject({ services, appUrl, pool }, writer) {
       const revocation = writer.revoke();
       await killAdminMidImport(services, appUrl, pool);
@@ -184,11 +177,6 @@ export const scenarios: Scenario[] = [
   ...faults,
   ...METERED_FAULTS.map((name) => {
     const fault = faults.find((f) => f.name === name)!;
-    return {
-      ...fault,
-      name: `metered-${name}`,
-      injected: `${fault.injected}; consumes and reports running`,
-      metered: true,
-    };
+    return { ...fault, name: `metered-${name}`, injected: `${fault.injected}; consumes and reports running`, metered: true };
   }),
 ];

@@ -28,24 +28,16 @@ export interface Services {
 
 /** Generous: on a loaded machine a tsx start can take well over the tests' 20 s (over a minute at a load of 25). */
 const START_BOUND_MS = 180_000;
-const healthy = (url: string) =>
-  waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`, START_BOUND_MS);
+const healthy = (url: string) => waitFor(async () => (await fetch(`${url}/healthz`)).ok, `${url}/healthz`, START_BOUND_MS);
 
-const exited = (started: Started) =>
-  new Promise<void>((resolve) => {
-    if (started.child.exitCode !== null || started.child.signalCode !== null) return resolve();
-    started.child.once('exit', () => resolve());
-  });
+const exited = (started: Started) => new Promise<void>((resolve) => {
+  if (started.child.exitCode !== null || started.child.signalCode !== null) return resolve();
+  started.child.once('exit', () => resolve());
+});
 
-function service(
-  name: string,
-  script: string,
-  env: Record<string, string>,
-  ready: (started: Started) => Promise<void>,
-): Service {
+function service(name: string, script: string, env: Record<string, string>, ready: (started: Started) => Promise<void>): Service {
   let current: Started | null = null;
-  const running = () =>
-    current !== null && current.child.exitCode === null && current.child.signalCode === null;
+  const running = () => current !== null && current.child.exitCode === null && current.child.signalCode === null;
   return {
     name,
     running,
@@ -90,11 +82,7 @@ export async function startServices(baseEnv: Record<string, string>): Promise<Se
   };
   const admin = service('admin', 'admin/src/server.ts', env, () => healthy(adminUrl));
   const worker = service('worker', 'admin/src/worker.ts', env, (started) =>
-    waitFor(
-      async () => started.output().includes('job kinds and the outbox relay'),
-      'the worker',
-      START_BOUND_MS,
-    ),
+    waitFor(async () => started.output().includes('job kinds and the outbox relay'), 'the worker', START_BOUND_MS),
   );
   const gatewayUrls: string[] = [];
   const gateways: Service[] = [];
@@ -102,11 +90,7 @@ export async function startServices(baseEnv: Record<string, string>): Promise<Se
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     gatewayUrls.push(url);
-    gateways.push(
-      service(`gateway-${i + 1}`, 'gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }, () =>
-        healthy(url),
-      ),
-    );
+    gateways.push(service(`gateway-${i + 1}`, 'gateway/src/server.ts', { ...env, GATEWAY_PORT: String(port) }, () => healthy(url)));
   }
   const all = [admin, worker, ...gateways];
   onCleanup(

@@ -34,8 +34,7 @@ export interface Writer {
 export const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;
 
 const outcomeUnknown = (answer: Exchange): boolean =>
-  (answer.body as { error?: { details?: { outcome?: unknown } } } | null)?.error?.details?.outcome ===
-  'unknown';
+  (answer.body as { error?: { details?: { outcome?: unknown } } } | null)?.error?.details?.outcome === 'unknown';
 
 const requestIdOf = (answer: Exchange): string | null => {
   const header = answer.headers?.get('x-request-id');
@@ -52,12 +51,7 @@ const requestIdOf = (answer: Exchange): string | null => {
 export function startWriter(
   org: FaultOrganization,
   gatewayUrls: string[],
-  {
-    intervalMs,
-    maxWrites,
-    maxSeconds,
-    firstValue,
-  }: { intervalMs: number; maxWrites: number; maxSeconds: number; firstValue: number },
+  { intervalMs, maxWrites, maxSeconds, firstValue }: { intervalMs: number; maxWrites: number; maxSeconds: number; firstValue: number },
 ): Writer {
   const records: WriteRecord[] = [];
   const startedAt = Date.now();
