@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { sleep } from './http.ts';
+import { killAdminMidImport } from './import-kill.ts';
 import type { CountRule } from './invariants.ts';
 import type { PrivatePostgres } from './postgres.ts';
 import type { FaultRedis } from './redis.ts';
@@ -130,6 +131,16 @@ const faults: Scenario[] = [
       await sleep(1000);
       await redis.start();
       await services.admin.start();
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'admin-kill-import',
+    injected: 'admin kill -9 in the middle of an import of 20,000 subscribers, restarted: it resumes (DESIGN.md §5)',
+    async inject({ services, appUrl, pool }, writer) {
+      const revocation = writer.revoke();
+      await killAdminMidImport(services, appUrl, pool);
+      await revocation;
       return { recoveredAt: Date.now(), countRule: all };
     },
   },

@@ -1,6 +1,9 @@
 import { freePort, startNode, waitFor, type Started } from '../../../gateway/test/processes.ts';
 import { onCleanup, track } from './children.ts';
 
+/** Lines per batch of the services' imports: the import row's kill (import-kill.ts) lands between many. */
+export const IMPORT_FAULT_BATCH = 200;
+
 /** One service process (admin, worker or a gateway) that a scenario may kill and start again on the same port. */
 export interface Service {
   name: string;
@@ -68,7 +71,15 @@ function service(name: string, script: string, env: Record<string, string>, read
 export async function startServices(baseEnv: Record<string, string>): Promise<Services> {
   const adminPort = await freePort();
   const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const env = { ...baseEnv, ADMIN_PORT: String(adminPort), ADMIN_URL: adminUrl, LOG_LEVEL: 'warn' };
+  // Imports in small batches under a short lease: the import row's kill lands mid-import and resumes in seconds.
+  const env = {
+    ...baseEnv,
+    ADMIN_PORT: String(adminPort),
+    ADMIN_URL: adminUrl,
+    LOG_LEVEL: 'warn',
+    IMPORT_BATCH_SIZE: String(IMPORT_FAULT_BATCH),
+    IMPORT_LEASE_MS: '3000',
+  };
   const admin = service('admin', 'admin/src/server.ts', env, () => healthy(adminUrl));
   const worker = service('worker', 'admin/src/worker.ts', env, (started) =>
     waitFor(async () => started.output().includes('job kinds and the outbox relay'), 'the worker', START_BOUND_MS),

@@ -1,0 +1,90 @@
+import type pg from 'pg';
+import { createDb } from '@ent/common/db/connect';
+import { createOrganization } from '../../../admin/src/features/provisioning/create-organization.ts';
+import { sleep } from './http.ts';
+import { IMPORT_FAULT_BATCH, type Services } from './services.ts';
+
+const SUBSCRIBERS = 20_000;
+const BOUND_MS = 180_000;
+
+interface ImportState {
+  status: string;
+  applied: number;
+  failed: number;
+}
+
+async function importState(adminUrl: string, apiKey: string, id: string): Promise<ImportState> {
+  const res = await fetch(`${adminUrl}/org/imports/${id}`, { headers: { 'x-api-key': apiKey } });
+  if (res.status !== 200) throw new Error(`GET /org/imports/${id} answered ${res.status}`);
+  return (await res.json()) as ImportState;
+}
+
+async function rowsOf(pool: pg.Pool, organizationId: string): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(
+    `SELECT (SELECT count(*) FROM subscribers WHERE organization_id = $1)
+          + (SELECT count(*) FROM subscriptions WHERE organization_id = $1) AS n`,
+    [organizationId],
+  );
+  return Number(rows[0]!.n);
+}
+
+/**
+ * Admin kill -9 in the middle of an import (DESIGN.md §5): in Postgres only whole batches (every applied line's row
+ * and nothing else), then the restarted admin resumes it once its lease has expired, to `succeeded` with every line
+ * applied once. Throws, failing the row, when either does not hold.
+ */
+export async function killAdminMidImport(services: Services, appUrl: string, pool: pg.Pool): Promise<void> {
+  const db = createDb(appUrl, { max: 1 });
+  const org = await createOrganization(db, 'Import killed').finally(() => db.destroy());
+  const lines = [
+    JSON.stringify({ type: 'feature', key: 'seats', name: 'Seats', kind: 'limit' }),
+    JSON.stringify({
+      type: 'plan',
+      key: 'basic',
+      name: 'Basic',
+      kind: 'catalog',
+      grants: [{ feature: 'seats', kind: 'limit', limit: 5 }],
+    }),
+  ];
+  for (let i = 0; i < SUBSCRIBERS; i++) {
+    lines.push(
+      `{"type":"subscriber","subscriber_id":"imp-${i}"}`,
+      `{"type":"subscription","subscriber_id":"imp-${i}","plan_id":"basic"}`,
+    );
+  }
+  const posted = await fetch(`${services.adminUrl}/org/imports`, {
+    method: 'POST',
+    headers: { 'x-api-key': org.api_key, 'content-type': 'application/x-ndjson' },
+    body: lines.join('\n'),
+  });
+  if (posted.status !== 202)
+    throw new Error(`POST /org/imports answered ${posted.status}: ${await posted.text()}`);
+  const { import_id: id } = (await posted.json()) as { import_id: string };
+  const deadline = Date.now() + BOUND_MS;
+  while ((await importState(services.adminUrl, org.api_key, id)).applied < IMPORT_FAULT_BATCH * 3) {
+    if (Date.now() > deadline) throw new Error('the import applied nothing before its bound');
+    await sleep(20);
+  }
+  await services.admin.kill9();
+  const { rows } = await pool.query<{ applied: number; status: string }>(
+    'SELECT applied, status FROM imports WHERE id = $1',
+    [id],
+  );
+  const killed = rows[0]!;
+  const present = await rowsOf(pool, org.organization_id);
+  // The catalog's two lines made no subscriber or subscription row.
+  if (present !== killed.applied - 2)
+    throw new Error(`after the kill: ${present} rows for ${killed.applied} applied lines (a half batch)`);
+  await sleep(1000);
+  await services.admin.start();
+  let state = await importState(services.adminUrl, org.api_key, id);
+  while (state.status === 'running') {
+    if (Date.now() > deadline) throw new Error(`the import did not resume within ${BOUND_MS} ms`);
+    await sleep(250);
+    state = await importState(services.adminUrl, org.api_key, id);
+  }
+  if (state.status !== 'succeeded' || state.applied !== lines.length || state.failed !== 0)
+    throw new Error(`the resumed import ended ${JSON.stringify(state)}`);
+  if ((await rowsOf(pool, org.organization_id)) !== SUBSCRIBERS * 2)
+    throw new Error('the resumed import left another number of rows than its lines');
+}
