@@ -38,6 +38,7 @@ export async function exportedPlans(
       'g.reset',
       'g.reset_anchor as resetAnchor',
       'g.soft',
+      'g.rollover_max as rolloverMax',
     ])
     .where('p.organization_id', '=', organizationId)
     .orderBy('f.key')
