@@ -86,8 +86,17 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
         },
       },
       // Any other content type was parsed as it is elsewhere (JSON): refused before its shape is checked.
+      // The query string is checked first, as on every route: an unknown parameter is a 422 whatever the body.
       preValidation: async (request) => {
-        if (!stagedOf(request)) throw notNdjson();
+        if (stagedOf(request)) return;
+        const checkQuery = request.getValidationFunction('querystring');
+        if (checkQuery && !checkQuery(request.query)) {
+          throw Object.assign(new Error('querystring'), {
+            validation: checkQuery.errors ?? [],
+            validationContext: 'querystring',
+          });
+        }
+        throw notNdjson();
       },
       // A body staged for a request that did not start it (an Idempotency-Key replay, a refusal) is removed before
       // the response ends, so a client reading it finds nothing left over.
