@@ -11,6 +11,7 @@ import { renderHeadline } from './headline.ts';
 import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
+import { renderCredits, type CreditsResult } from './modes/credits.ts';
 import { renderMetering, type MeteringResult } from './modes/metering.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
 import { renderProfile, type ProfileResult } from './modes/profile.ts';
@@ -44,6 +45,12 @@ function readmeSections(): [string, string | null][] {
     [
       'metering',
       metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.',
+    ],
+    [
+      'credits',
+      ((r) => (r ? renderCredits(r) : 'Not measured yet: `npm run bench -- credits` writes it.'))(
+        readResult<CreditsResult>('credits'),
+      ),
     ],
   ];
 }

@@ -9,6 +9,7 @@
  *   aging                a gateway aged by many organizations, a soak with writes and a large cache, against a fresh one
  *                        and an A/A control (a second fresh one)
  *   metering             consume against the plain check, batches of 1,000 usage events, exact usage (DESIGN.md §5)
+ *   credits              consume with five live credits against consume with none, nothing double-spent (issue 35)
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
@@ -16,6 +17,7 @@
 import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runAging, renderAging } from './modes/aging.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
+import { runCredits, renderCredits } from './modes/credits.ts';
 import { runMetering, renderMetering } from './modes/metering.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
 import { runInstructions, renderInstructions } from './modes/instructions.ts';
@@ -33,6 +35,7 @@ export const modes = {
   instructions: { run: runInstructions, render: renderInstructions },
   aging: { run: runAging, render: renderAging },
   metering: { run: runMetering, render: renderMetering },
+  credits: { run: runCredits, render: renderCredits },
 } as const;
 
 export type Mode = keyof typeof modes;
