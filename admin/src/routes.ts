@@ -5,6 +5,7 @@ import { planRoutes } from './features/plans/routes.ts';
 import { subscriberRoutes } from './features/subscribers/routes.ts';
 import { subscriptionRoutes } from './features/subscriptions/routes.ts';
 import { overrideRoutes } from './features/overrides/routes.ts';
+import { creditRoutes } from './features/credits/routes.ts';
 import { organizationRoutes } from './features/organization/routes.ts';
 import { memberRoutes } from './features/members/routes.ts';
 import { inviteRoutes } from './features/invites/routes.ts';
@@ -33,6 +34,7 @@ export async function routes(app: FastifyInstance, options: RoutesOptions): Prom
   await app.register(subscriberRoutes);
   await app.register(subscriptionRoutes);
   await app.register(overrideRoutes);
+  await app.register(creditRoutes);
   await app.register(organizationRoutes);
   await app.register(memberRoutes);
   await app.register(inviteRoutes);

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PLAN_KEY_PATTERN, PaginationQuery, Timestamp, listOf } from './common.ts';
+import { RolloverSchema } from './credits.ts';
 
 export const PlanKindSchema = Type.Union([Type.Literal('catalog'), Type.Literal('custom')]);
 
@@ -40,6 +41,9 @@ export const MeteredGrantSchema = Type.Object({
   reset: MeteredResetSchema,
   reset_anchor: MeteredResetAnchorSchema,
   soft: Type.Boolean({ description: 'true: use beyond the limit is allowed and reported as overage' }),
+  rollover: Type.Union([RolloverSchema, Type.Null()], {
+    description: "null: a period's unused allowance is not carried over",
+  }),
 });
 export const GrantSchema = Type.Union([FlagGrantSchema, LimitGrantSchema, MeteredGrantSchema]);
 export type GrantBody = Static<typeof GrantSchema>;
@@ -79,6 +83,7 @@ export const GrantInput = Type.Object(
     reset: Type.Optional(MeteredResetSchema),
     reset_anchor: Type.Optional(MeteredResetAnchorSchema),
     soft: Type.Optional(Type.Boolean()),
+    rollover: Type.Optional(Type.Union([RolloverSchema, Type.Null()])),
   },
   { additionalProperties: false },
 );
@@ -88,7 +93,8 @@ const GrantsInput = Type.Array(GrantInput, {
   maxItems: MAX_GRANTS_PER_PLAN,
   description:
     'each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` ' +
-    '(default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only',
+    '(default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) ' +
+    'are for metered grants only',
 });
 
 export const CreatePlanBody = Type.Object(

@@ -130,6 +130,8 @@ export interface PlanGrantsTable {
   reset: MeteredReset | null;
   reset_anchor: MeteredResetAnchor | null;
   soft: boolean | null;
+  /** A metered grant's rollover max (issue 35); null = no rollover, and always null for the other kinds. */
+  rollover_max: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface SubscribersTable {
@@ -203,6 +205,29 @@ export interface OverridesTable {
   expires_at: Date | null;
   created_at: CreatedAt;
   updated_at: Timestamp;
+}
+
+export type CreditSource = 'manual' | 'rollover';
+
+/** A credit on one subscriber's metered feature (DESIGN.md §5, "Credits"); `spent` is written by the worker. */
+export interface CreditsTable {
+  id: string;
+  organization_id: string;
+  subscriber_id: string;
+  feature_id: string;
+  name: string | null;
+  amount: ColumnType<number, number, never>;
+  spent: ColumnType<number, number | undefined, number>;
+  priority: ColumnType<number, number, never>;
+  effective_at: ColumnType<Date, Date, never>;
+  expires_at: ColumnType<Date | null, Date | null, never>;
+  source: ColumnType<CreditSource, CreditSource, never>;
+  /** Rollover credits: the period whose unused allowance it is. */
+  source_period_start: ColumnType<Date | null, Date | null | undefined, never>;
+  voided_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When credit.expired was raised; null until then. */
+  expired_event_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  created_at: ColumnType<Date, Date | undefined, never>;
 }
 
 export interface InvitesTable {
@@ -343,6 +368,7 @@ export interface Database {
   usage_thresholds_reached: UsageThresholdsReachedTable;
   idempotency_keys: IdempotencyKeysTable;
   overrides: OverridesTable;
+  credits: CreditsTable;
   invites: InvitesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
@@ -359,6 +385,7 @@ export type Plan = Selectable<PlansTable>;
 export type Subscriber = Selectable<SubscribersTable>;
 export type Subscription = Selectable<SubscriptionsTable>;
 export type Override = Selectable<OverridesTable>;
+export type Credit = Selectable<CreditsTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type Member = Selectable<MembersTable>;
 export type ConsoleSession = Selectable<ConsoleSessionsTable>;

@@ -30,6 +30,12 @@ export function redisKeys(prefix: string) {
      * '' for "never"}`. Named by `meteredMember`, so a dirty-set member is the key's own tail.
      */
     meteredBalance: (organizationId: string, member: string) => `${org(organizationId)}:m:${member}`,
+    /**
+     * Hash per subscriber and metered feature: credit id -> spent so far (issue 35). A changed one is named in the
+     * dirty set by `creditDirtyMember`, for the worker to persist `spent` to Postgres.
+     */
+    creditSpent: (organizationId: string, subscriberId: string, feature: string) =>
+      `${org(organizationId)}:credit-spent:${subscriberId}|${feature}`,
     /** Set of `meteredMember`s changed since the worker last persisted them to Postgres. */
     meteredDirty: (organizationId: string) => `${org(organizationId)}:mdirty`,
     /**
@@ -84,3 +90,21 @@ export function parseMeteredMember(member: string): {
   const [subscriberId, feature, start] = member.split('|');
   return { subscriberId: subscriberId!, feature: feature!, periodStartMs: Number(start) };
 }
+
+/** The dirty-set member naming a subscriber's credit-spent hash for one feature (`creditSpent`). */
+export const creditDirtyMember = (subscriberId: string, feature: string): string =>
+  `credit|${subscriberId}|${feature}`;
+
+/**
+ * The subscriber and feature of a `creditDirtyMember`; undefined for a balance member. A member may be both (a
+ * subscriber named `credit` and a feature key of digits): `isMeteredMember` tells, and the worker then treats it as
+ * both.
+ */
+export function parseCreditDirtyMember(member: string): { subscriberId: string; feature: string } | undefined {
+  const parts = member.split('|');
+  if (parts.length !== 3 || parts[0] !== 'credit') return undefined;
+  return { subscriberId: parts[1]!, feature: parts[2]! };
+}
+
+/** Whether a dirty-set member can name a balance (`meteredMember`: its last part is a period start). */
+export const isMeteredMember = (member: string): boolean => /^[^|]+\|[^|]+\|\d+$/.test(member);

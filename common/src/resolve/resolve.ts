@@ -44,7 +44,13 @@ export interface MeteredTerms {
 }
 
 /** Without a grant: nothing to use, counted by calendar month. */
-const UNGRANTED: Omit<MeteredGrant, 'kind'> = { limit: 0, reset: 'month', anchor: 'calendar', soft: false };
+const UNGRANTED: Omit<MeteredGrant, 'kind'> = {
+  limit: 0,
+  reset: 'month',
+  anchor: 'calendar',
+  soft: false,
+  rollover: null,
+};
 
 /** True when `candidate` beats `best`: an unlimited grant, else the larger limit, else the shorter period. */
 function beats(candidate: MeteredGrant, best: MeteredGrant): boolean {

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { isRole, isScope, type Role } from '../auth/scopes.ts';
 import type { Database, PlanGrantsTable } from '../db/database.ts';
 import {
@@ -6,6 +6,7 @@ import {
   type ApiKeyDoc,
   type CatalogDoc,
   type CatalogPlan,
+  type CreditDoc,
   type Grant,
   type OverrideValue,
   type SubscriberDoc,
@@ -18,7 +19,10 @@ type Db = Kysely<Database>;
 const consistentRead = <T>(db: Db, read: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
   db.transaction().setIsolationLevel('repeatable read').execute(read);
 
-type GrantRow = Pick<PlanGrantsTable, 'feature_kind' | 'limit_value' | 'reset' | 'reset_anchor' | 'soft'>;
+type GrantRow = Pick<
+  Selectable<PlanGrantsTable>,
+  'feature_kind' | 'limit_value' | 'reset' | 'reset_anchor' | 'soft' | 'rollover_max'
+>;
 
 /** A metered grant's columns are set by the table's CHECK; the fallbacks are DESIGN.md §5's defaults. */
 function grantOf(row: GrantRow): Grant {
@@ -30,6 +34,7 @@ function grantOf(row: GrantRow): Grant {
     reset: row.reset ?? 'month',
     anchor: row.reset_anchor ?? 'calendar',
     soft: row.soft ?? false,
+    rollover: row.rollover_max,
   };
 }
 
@@ -58,6 +63,7 @@ export async function buildCatalog(db: Db, organizationId: string): Promise<Vers
         .innerJoin('plans as p', 'p.id', 'g.plan_id')
         .innerJoin('features as f', 'f.id', 'g.feature_id')
         .select(['g.plan_id', 'f.key', 'g.feature_kind', 'g.limit_value', 'g.reset', 'g.reset_anchor', 'g.soft'])
+        .select('g.rollover_max')
         .where('p.organization_id', '=', organizationId)
         .execute(),
     ]);
@@ -84,7 +90,7 @@ export async function buildSubscribers(
   if (subscriberIds.length === 0) return result;
   const ids = [...new Set(subscriberIds)];
   return consistentRead(db, async (trx) => {
-    const [subscribers, subscriptions, overrides] = await Promise.all([
+    const [subscribers, subscriptions, overrides, credits] = await Promise.all([
       trx
         .selectFrom('subscribers')
         .select(['subscriber_id', 'version'])
@@ -106,6 +112,7 @@ export async function buildSubscribers(
         .where('o.organization_id', '=', organizationId)
         .where('o.subscriber_id', 'in', ids)
         .execute(),
+      unexpiredCredits(trx, organizationId, ids),
     ]);
     for (const row of subscribers) {
       result.set(row.subscriber_id, {
@@ -132,9 +139,55 @@ export async function buildSubscribers(
           : { kind: row.feature_kind, limit: row.limit_value, expiresAt };
       entry.doc.overrides[row.key] = value;
     }
+    for (const row of credits) {
+      const entry = result.get(row.subscriber_id);
+      if (!entry) continue;
+      const byFeature = (entry.doc.credits ??= {});
+      (byFeature[row.key] ??= []).push(creditDocOf(row));
+    }
     return result;
   });
 }
+
+/**
+ * Credits not voided whose expiry is ahead of the database's clock, scheduled ones included (issue 35): the gateway
+ * decides which are live with its own clock, so each takes effect and expires at its instant on every gateway.
+ * In spending order (priority, soonest expiry with none last, oldest, id), the order the gateway spends them in.
+ */
+const unexpiredCredits = (trx: Transaction<Database>, organizationId: string, ids: readonly string[]) =>
+  trx
+    .selectFrom('credits as c')
+    .innerJoin('features as f', 'f.id', 'c.feature_id')
+    .select([
+      'c.subscriber_id',
+      'f.key',
+      'c.id',
+      'c.amount',
+      'c.priority',
+      'c.effective_at',
+      'c.expires_at',
+      'c.created_at',
+    ])
+    .where('c.organization_id', '=', organizationId)
+    .where('c.subscriber_id', 'in', ids)
+    .where('c.voided_at', 'is', null)
+    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', sql<Date>`now()`)]))
+    .orderBy('c.priority')
+    .orderBy(sql`c.expires_at ASC NULLS LAST`)
+    .orderBy('c.created_at')
+    .orderBy('c.id')
+    .execute();
+
+type CreditRow = Awaited<ReturnType<typeof unexpiredCredits>>[number];
+
+const creditDocOf = (row: CreditRow): CreditDoc => ({
+  id: row.id,
+  amount: row.amount,
+  priority: row.priority,
+  effectiveAt: row.effective_at.getTime(),
+  expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+  createdAt: row.created_at.getTime(),
+});
 
 export interface ApiKeySnapshot {
   keyHash: string;

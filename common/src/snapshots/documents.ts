@@ -19,6 +19,8 @@ export interface MeteredGrant {
   reset: MeteredReset;
   anchor: MeteredResetAnchor;
   soft: boolean;
+  /** The grant's rollover max (issue 35): the unused allowance, up to it, becomes a credit; null = none. */
+  rollover: number | null;
 }
 
 export interface CatalogPlan {
@@ -51,6 +53,21 @@ export interface SubscriberDoc {
    * period starts counting. Absent on documents that carry no subscriptions.
    */
   subscribedAt?: Record<string, number>;
+  /**
+   * By metered feature key: every credit not voided whose expiry was ahead when the document was built, scheduled
+   * ones included; the gateway decides which are live with its clock. Absent when the subscriber has none.
+   */
+  credits?: Record<string, CreditDoc[]>;
+}
+
+/** A credit as the gateway spends it (issue 35); instants in epoch milliseconds. */
+export interface CreditDoc {
+  id: string;
+  amount: number;
+  priority: number;
+  effectiveAt: number;
+  expiresAt: number | null;
+  createdAt: number;
 }
 
 export const MISSING_SUBSCRIBER: SubscriberDoc = Object.freeze({ exists: false, plans: [], overrides: {} }) as SubscriberDoc;

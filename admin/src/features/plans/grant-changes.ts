@@ -20,6 +20,7 @@ function grantValue(grant: GrantBody): GrantValue {
     reset: grant.reset,
     reset_anchor: grant.reset_anchor,
     soft: grant.soft,
+    rollover: grant.rollover,
   };
 }
 
@@ -29,7 +30,7 @@ const sortedByFeature = (grants: readonly GrantBody[]) =>
 const sameGrant = (a: GrantValue | null, b: GrantValue | null): boolean =>
   JSON.stringify(a) === JSON.stringify(b);
 
-/** `{<feature key>: {kind, limit?, reset?, reset_anchor?, soft?}}`, in feature key order: how a create names the grants it made. */
+/** `{<feature key>: {kind, limit?, reset?, reset_anchor?, soft?, rollover?}}`, in feature key order: how a create names the grants it made. */
 export function grantsByFeature(grants: readonly GrantBody[]): Record<string, GrantValue> {
   const result: Record<string, GrantValue> = {};
   for (const grant of sortedByFeature(grants)) result[grant.feature] = grantValue(grant);

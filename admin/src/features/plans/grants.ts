@@ -13,6 +13,8 @@ export interface ResolvedGrant {
   reset: MeteredReset | null;
   resetAnchor: MeteredResetAnchor | null;
   soft: boolean | null;
+  /** Metered grants only: the rollover max (issue 35); null = none. */
+  rolloverMax: number | null;
 }
 
 export type CatalogFeature = Pick<Feature, 'id' | 'key' | 'kind'>;
@@ -21,14 +23,14 @@ export type CatalogFeature = Pick<Feature, 'id' | 'key' | 'kind'>;
 const METERED_DEFAULTS = { reset: 'month', resetAnchor: 'calendar', soft: false } as const;
 
 /** The fields only a metered grant may carry. */
-const METERED_ONLY_FIELDS = ['reset', 'reset_anchor', 'soft'] as const;
+const METERED_ONLY_FIELDS = ['reset', 'reset_anchor', 'soft', 'rollover'] as const;
 
 const grantField = (index: number, field: keyof GrantInput) => `grants.${index}.${field}`;
 
 /**
  * Checks each grant in request order and names the first one that breaks a rule: a feature listed twice,
  * a feature not in the catalog, a grant kind other than the feature's, a flag with a `limit`, a limit or metered
- * grant without one, `reset`, `reset_anchor` or `soft` on a grant that is not metered.
+ * grant without one, `reset`, `reset_anchor`, `soft` or `rollover` on a grant that is not metered.
  */
 export function resolveGrants(
   inputs: readonly GrantInput[],
@@ -90,6 +92,7 @@ export function resolveGrants(
         reset: null,
         resetAnchor: null,
         soft: null,
+        rolloverMax: null,
       };
     }
     return {
@@ -100,12 +103,16 @@ export function resolveGrants(
       reset: input.reset ?? METERED_DEFAULTS.reset,
       resetAnchor: input.reset_anchor ?? METERED_DEFAULTS.resetAnchor,
       soft: input.soft ?? METERED_DEFAULTS.soft,
+      rolloverMax: input.rollover?.max ?? null,
     };
   });
 }
 
 /** A grant as stored or resolved; the metered fields are null for the other kinds. */
-export type GrantRow = Pick<ResolvedGrant, 'feature' | 'kind' | 'limit' | 'reset' | 'resetAnchor' | 'soft'>;
+export type GrantRow = Pick<
+  ResolvedGrant,
+  'feature' | 'kind' | 'limit' | 'reset' | 'resetAnchor' | 'soft' | 'rolloverMax'
+>;
 
 /** The response shape: flags carry no `limit`; metered grants carry every field, defaults filled when stored. */
 export function toGrantBody(grant: GrantRow): GrantBody {
@@ -118,6 +125,7 @@ export function toGrantBody(grant: GrantRow): GrantBody {
     reset: grant.reset ?? METERED_DEFAULTS.reset,
     reset_anchor: grant.resetAnchor ?? METERED_DEFAULTS.resetAnchor,
     soft: grant.soft ?? METERED_DEFAULTS.soft,
+    rollover: grant.rolloverMax === null ? null : { max: grant.rolloverMax },
   };
 }
 

@@ -91,6 +91,7 @@ export function findGrants(db: Db, planIds: readonly string[]): Promise<StoredGr
       'g.reset',
       'g.reset_anchor as resetAnchor',
       'g.soft',
+      'g.rollover_max as rolloverMax',
     ])
     .where('g.plan_id', 'in', planIds)
     .orderBy('f.key')
@@ -115,6 +116,7 @@ export async function replaceGrants(
         reset: grant.reset,
         reset_anchor: grant.resetAnchor,
         soft: grant.soft,
+        rollover_max: grant.rolloverMax,
       })),
     )
     .execute();

@@ -12,6 +12,7 @@ import * as meteredFeatures from './2026-11-27T0100_metered_features.ts';
 import * as usageEventsRate from './2026-11-27T0200_usage_events_rate.ts';
 import * as usageThresholds from './2026-11-27T0210_usage_thresholds.ts';
 import * as idempotencyKeys from './2026-11-27T0300_idempotency_keys.ts';
+import * as credits from './2026-11-27T0420_credits.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T0200_usage_events_rate': usageEventsRate,
   '2026-11-27T0210_usage_thresholds': usageThresholds,
   '2026-11-27T0300_idempotency_keys': idempotencyKeys,
+  '2026-11-27T0420_credits': credits,
 };
