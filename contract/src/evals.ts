@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { CheckCreditSchema } from './credits.ts';
 
 export const EvalParams = Type.Object({ subscriber_id: Type.String({ minLength: 1, maxLength: 255 }) });
 export type EvalParams = Static<typeof EvalParams>;
@@ -43,10 +44,12 @@ export const MeteredCheckResultSchema = Type.Object(
     }),
     used: Type.Integer({ minimum: 0, description: 'used in the current period' }),
     remaining: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
-      description: 'max(0, limit - used); null when unlimited',
+      description:
+        "what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live " +
+        "credit's remaining; null when unlimited",
     }),
     allowed: Type.Boolean({
-      description: 'used < limit, or true when unlimited or soft; after a consume: whether it was deducted',
+      description: 'remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted',
     }),
     period_start: Type.String({ format: 'date-time' }),
     resets_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
@@ -54,8 +57,15 @@ export const MeteredCheckResultSchema = Type.Object(
     }),
     source: Type.Union([Type.Literal('override'), Type.Literal('plan'), Type.Literal('none')]),
     overage: Type.Optional(
-      Type.Integer({ minimum: 0, description: 'soft limits only: max(0, used - limit)' }),
+      Type.Integer({
+        minimum: 0,
+        description: 'soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit)',
+      }),
     ),
+    credits: Type.Array(CheckCreditSchema, {
+      description:
+        'live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none',
+    }),
   },
   { description: 'the answer for a metered feature' },
 );

@@ -7,6 +7,7 @@ import type {
 } from '../snapshots/documents.ts';
 import { meteredPeriodAt, RESET_ORDER, type MeteredPeriod } from '../metering/metered-period.ts';
 
+import type { CheckCredit } from '@ent/contract/credits';
 import type { CheckResult, MeteredCheckResult } from '@ent/contract/evals';
 
 export type { CheckResult } from '@ent/contract/evals';
@@ -41,6 +42,10 @@ export interface MeteredTerms {
   anchorMs: number | null;
   soft: boolean;
   source: 'override' | 'plan' | 'none';
+  /** The winning grant's `rollover.max` (issue 35); null = none. */
+  rollover: number | null;
+  /** The plan of the winning grant (null: none): the subscription whose start bounds a rollover. */
+  planId: string | null;
 }
 
 /** Without a grant: nothing to use, counted by calendar month. */
@@ -95,6 +100,8 @@ export function meteredTermsOf(
     anchorMs,
     soft: chosen.soft,
     source: overridden ? 'override' : best ? 'plan' : 'none',
+    rollover: chosen.rollover ?? null,
+    planId: bestPlan,
   };
 }
 
@@ -103,29 +110,50 @@ export const meteredPeriodOf = (terms: MeteredTerms, nowMs: number): MeteredPeri
   meteredPeriodAt(terms.reset, terms.anchorMs, nowMs);
 
 /**
- * A metered answer from its terms, its period and what was used in it. `allowed` is `used < limit` (or true when
- * unlimited or soft) unless `deducted` says what a consume did.
+ * What credits add to a balance (issue 35): the period's usage they covered (`k` in Redis), and the live credits
+ * with something left, in spending order.
+ */
+export interface MeteredCredits {
+  covered: number;
+  credits: readonly CheckCredit[];
+}
+
+const NO_CHECK_CREDITS: CheckCredit[] = Object.freeze([]) as unknown as CheckCredit[];
+export const NO_METERED_CREDITS: MeteredCredits = Object.freeze({ covered: 0, credits: NO_CHECK_CREDITS });
+
+/**
+ * A metered answer from its terms, its period, what was used in it and what credits add. `remaining` is the
+ * allowance's rest (the limit less the usage credits did not cover) plus what live credits have left; `allowed` is
+ * `remaining > 0` (or true when unlimited or soft) unless `deducted` says what a consume did.
  */
 export function meteredResult(
   feature: string,
-  terms: MeteredTerms,
+  terms: Pick<MeteredTerms, 'limit' | 'soft' | 'source'>,
   period: MeteredPeriod,
   used: number,
   deducted?: boolean,
+  credits: MeteredCredits = NO_METERED_CREDITS,
 ): MeteredCheckResult {
   const { limit, soft } = terms;
+  const fromAllowance = used - credits.covered;
+  let remaining: number | null = null;
+  if (limit !== null) {
+    remaining = Math.max(0, limit - fromAllowance);
+    for (const credit of credits.credits) remaining += credit.remaining;
+  }
   const result: MeteredCheckResult = {
     feature,
     kind: 'metered',
     limit,
     used,
-    remaining: limit === null ? null : Math.max(0, limit - used),
-    allowed: deducted ?? (limit === null || soft || used < limit),
+    remaining,
+    allowed: deducted ?? (remaining === null || soft || remaining > 0),
     period_start: new Date(period.startMs).toISOString(),
     resets_at: period.endMs === null ? null : new Date(period.endMs).toISOString(),
     source: terms.source,
-  };
-  if (soft) result.overage = limit === null ? 0 : Math.max(0, used - limit);
+  } as MeteredCheckResult;
+  if (soft) result.overage = limit === null ? 0 : Math.max(0, fromAllowance - limit);
+  result.credits = credits.credits as CheckCredit[];
   return result;
 }
 

@@ -60,6 +60,8 @@ describe('metered scripts on a Redis Cluster', () => {
         amount,
         clock.now(),
         idem,
+        keys,
+        org,
       );
     const balances = createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
     expect(await balances.apply(org, [op('d', 2, 'k')])).toEqual([{ status: 'applied', used: 2 }]);

@@ -75,6 +75,8 @@ const op = (
     amount,
     clock.now(),
     idem,
+    keys,
+    'org_unused',
   );
 
 describe('the metered balance rule (metered-balance.fragment.lua, through usage-apply-4.lua)', () => {

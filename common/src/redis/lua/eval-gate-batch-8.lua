@@ -35,10 +35,10 @@
     ARGV[8+N..] the evals' instants as runs: a count of consecutive evals, then their now (ms since the epoch,
                 from the application's clock; never Redis TIME); the counts add up to N
     then, only when some eval reads or consumes a metered feature: the balance key prefix, the idempotency key
-                prefix, the dirty set, the readiness marker (all of this organization), and 13 values per
+                prefix, the dirty set, the readiness marker (all of this organization), and 14 values per
                 operation: eval index (1..N), kind ('r' read / 'c' consume), member, amount, limit ('' =
                 unlimited), soft, period end, ttl, the catalog and subscriber versions its terms were resolved
-                from, idempotency key (''), fingerprint, terms (metered-balance.fragment.lua). An operation of an
+                from, idempotency key (''), fingerprint, terms, credits ('' = none) (metered-balance.fragment.lua). An operation of an
                 eval not counted is skipped; one whose versions are not current applies nothing (stale).
 
   While the stamp is still ARGV[6], no subscriber's version has changed since the gateway read the versions it
@@ -258,7 +258,7 @@ rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
 local m = run + 2
 if ARGV[m] then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
-  for base = m + 3, #ARGV - 1, 13 do
+  for base = m + 3, #ARGV - 1, 14 do
     local evalIndex = tonumber(ARGV[base + 1])
     local status, value
     if out[8 + evalIndex] % 4 ~= 0 then

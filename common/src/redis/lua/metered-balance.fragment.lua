@@ -15,11 +15,28 @@
     op.ttl        ms the balance lives after a change (period end + 35 days, from the app's clock); '' = forever
     op.idem       '' or the idempotency key (24 h): first answer replayed, another fingerprint refused
     op.fingerprint, op.terms   what the key's record holds besides the answer (terms: how the gateway renders it)
+    op.credits    '' (no credits and no rollover: nothing more is read or written), or the credits of the balance
+                  (issue 35), lines joined by '\n':
+                    1 the credit-spent hash of (subscriber, feature) {credit id -> spent; 'ro:<id>' -> a rollover
+                      credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}
+                    2 the dirty-set member that names it ('credit|<subscriber>|<feature>')
+                    3 rollover: the previous period's member ('' = no rollover is created here), 4 the limit then
+                      ('' = unlimited: nothing rolls over), 5 rollover max, 6 the rollover credit's id, 7 the
+                      previous period's start ms, 8 this period's start ms
+                    then two lines per live credit in spending order: id, amount ('' = this period's rollover,
+                    field 'ro' of the balance)
+  The balance also holds k (usage of the period that credits covered: the allowance used is u - k) and ro (the
+  period's rollover amount, set once when a call first creates the hash). A positive change spends the allowance
+  (limit - (u - k)) first, then the credits in the order given; a hard consume that does not fit both is refused
+  whole, anything else beyond them is overage. Unlimited: credits are not touched. A negative change gives back
+  what credits covered first, to the credits in the reverse order, then the allowance.
   Returns status, value:
     0, used   applied (a read, a consume that fitted, a delta, a set)
     1, used   a consume refused (did not fit a hard limit); nothing changed
     5, text   an idempotent replay: the first answer as '<status>\n<used>\n<terms>'
     6, 0      the idempotency key holds another request's fingerprint; nothing changed
+  With credits (op.credits not '', or k not 0) the value of 0 and 1 is a table {used, k, ro, spent of each credit
+  given, in order}, and a replay's <used> is those figures joined by spaces.
   Versions and readiness are checked by the including script, before calling this.
 ]]
 local METERED_IDEMPOTENCY_MS = 86400000
@@ -28,7 +45,7 @@ local function meteredInteger(n)
   return string.format('%d', n)
 end
 
--- One metered operation as both scripts receive it: thirteen arguments from ARGV[base + 1], the same layout in the
+-- One metered operation as both scripts receive it: fourteen arguments from ARGV[base + 1], the same layout in the
 -- gate call and the usage call (ARGV[base + 1], + 9 and + 10 are read by each script for its own checks).
 local function meteredOperationAt(base)
   return {
@@ -42,7 +59,45 @@ local function meteredOperationAt(base)
     idem = ARGV[base + 11],
     fingerprint = ARGV[base + 12],
     terms = ARGV[base + 13],
+    credits = ARGV[base + 14],
   }
+end
+
+local function meteredLines(text)
+  local lines, n, from = {}, 0, 1
+  while true do
+    local at = string.find(text, '\n', from, true)
+    n = n + 1
+    if not at then
+      lines[n] = string.sub(text, from)
+      return lines, n
+    end
+    lines[n] = string.sub(text, from, at - 1)
+    from = at + 1
+  end
+end
+
+-- A period's first touch with a rollover grant: the hash is created here with ro = min(max, the previous period's
+-- unused allowance). Lua creates a hash once, so the credit is made once, however many calls race to the boundary.
+local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
+  local ro = 0
+  local previousLimit = tonumber(spec[4])
+  if previousLimit ~= nil then
+    local previous = redis.call('HMGET', balancePrefix .. spec[3], 'u', 'k')
+    local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
+    ro = math.max(0, math.min(tonumber(spec[5]), unused))
+  end
+  redis.call('HSET', key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
+  if op.ttl ~= '' then
+    redis.call('PEXPIRE', key, op.ttl)
+  end
+  redis.call('SADD', dirtyKey, op.member)
+  if ro > 0 then
+    redis.call('HSET', spec[1], 'ro:' .. spec[6],
+      meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd)
+    redis.call('SADD', dirtyKey, spec[2])
+  end
+  return ro
 end
 
 local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
@@ -59,37 +114,141 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
   end
   local key = balancePrefix .. op.member
-  local used = tonumber(redis.call('HGET', key, 'u')) or 0
+  local state = redis.call('HMGET', key, 'u', 'k', 'ro')
+  local used = tonumber(state[1]) or 0
+  local covered = tonumber(state[2]) or 0
+  local spec = nil
+  local ro = 0
+  local count = 0
+  local amounts, spent = nil, nil
+  if op.credits ~= '' then
+    local lines
+    spec, lines = meteredLines(op.credits)
+    ro = tonumber(state[3]) or 0
+    if state[1] == false and spec[3] ~= '' then
+      ro = meteredRollover(dirtyKey, balancePrefix, key, op, spec)
+    end
+    local ids = {}
+    amounts = {}
+    for i = 9, lines - 1, 2 do
+      count = count + 1
+      ids[count] = spec[i]
+      amounts[count] = spec[i + 1] == '' and ro or tonumber(spec[i + 1])
+    end
+    if count > 0 then
+      spent = redis.call('HMGET', spec[1], unpack(ids))
+      for i = 1, count do
+        spent[i] = tonumber(spent[i]) or 0
+      end
+    end
+  end
+
+  local change = 0
+  if op.kind == 'c' or op.kind == 'd' then
+    change = op.amount
+  elseif op.kind == 's' then
+    change = op.amount - used
+  end
   local status = 0
   local after = used
-  if op.kind == 'c' then
+  local afterCovered = covered
+  local changed = nil -- credit index -> true, for the credits whose spent moved
+  if change > 0 then
     local limit = tonumber(op.limit)
-    if limit == nil or op.soft == '1' or used + op.amount <= limit then
-      after = used + op.amount
-    else
+    local rest = change
+    local takes = nil
+    if limit ~= nil then
+      local allowanceLeft = limit - (used - covered)
+      if allowanceLeft > 0 then
+        rest = rest - math.min(rest, allowanceLeft)
+      end
+      if rest > 0 and count > 0 then
+        takes = {}
+        for i = 1, count do
+          local left = amounts[i] - spent[i]
+          if left > 0 then
+            local take = math.min(rest, left)
+            takes[i] = take
+            rest = rest - take
+            if rest == 0 then
+              break
+            end
+          end
+        end
+      end
+    end
+    if op.kind == 'c' and limit ~= nil and op.soft ~= '1' and rest > 0 then
       status = 1
+    else
+      after = used + change
+      if takes then
+        changed = takes
+        for i, take in pairs(takes) do
+          spent[i] = spent[i] + take
+          afterCovered = afterCovered + take
+        end
+      end
     end
-  elseif op.kind == 'd' then
-    after = used + op.amount
-    if after < 0 then
-      after = 0
+  elseif change < 0 then
+    local back = math.min(-change, used)
+    after = used - back
+    local give = math.min(back, covered)
+    local absorbed = 0
+    for i = count, 1, -1 do
+      if give == 0 then
+        break
+      end
+      local take = math.min(give, spent[i])
+      if take > 0 then
+        changed = changed or {}
+        changed[i] = true
+        spent[i] = spent[i] - take
+        give = give - take
+        absorbed = absorbed + take
+      end
     end
-  elseif op.kind == 's' then
-    after = op.amount
+    afterCovered = math.min(covered - absorbed, after)
   end
-  if after ~= used then
-    redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd)
+
+  if after ~= used or afterCovered ~= covered then
+    if afterCovered ~= covered then
+      redis.call('HSET', key, 'u', meteredInteger(after), 'k', meteredInteger(afterCovered), 'e', op.periodEnd)
+    else
+      redis.call('HSET', key, 'u', meteredInteger(after), 'e', op.periodEnd)
+    end
     redis.call('HINCRBY', key, 'r', 1)
     if op.ttl ~= '' then
       redis.call('PEXPIRE', key, op.ttl)
     end
     redis.call('SADD', dirtyKey, op.member)
   end
+  if changed then
+    local fields = {}
+    for i in pairs(changed) do
+      fields[#fields + 1] = spec[7 + 2 * i]
+      fields[#fields + 1] = meteredInteger(spent[i])
+    end
+    redis.call('HSET', spec[1], unpack(fields))
+    redis.call('SADD', dirtyKey, spec[2])
+  end
+
+  local value = after
+  local recorded = meteredInteger(after)
+  if spec or afterCovered ~= 0 then
+    value = {after, afterCovered, ro}
+    for i = 1, count do
+      value[3 + i] = spent[i]
+    end
+    recorded = meteredInteger(after) .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
+    for i = 1, count do
+      recorded = recorded .. ' ' .. meteredInteger(spent[i])
+    end
+  end
   if idemKey then
-    redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. meteredInteger(after) .. '\n' .. op.terms,
+    redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)
   end
-  return status, after
+  return status, value
 end
 
 -- Statuses the including scripts answer without calling meteredApply.

@@ -9,15 +9,15 @@
   KEYS[4]  the organization's readiness marker
   ARGV[1]  balance key prefix ('<prefix>:{org}:m:')
   ARGV[2]  idempotency key prefix ('<prefix>:{org}:idem:')
-  then 13 per operation: subscriber id, kind ('r'/'c'/'d'/'s'), member, amount, limit ('' = unlimited),
+  then 14 per operation: subscriber id, kind ('r'/'c'/'d'/'s'), member, amount, limit ('' = unlimited),
     soft ('1'/'0'), period end ('' = never), ttl ('' = none), catalog version, subscriber version, idempotency
-    key (''), fingerprint, terms
+    key (''), fingerprint, terms, credits ('' = none)
 
   Returns status, value per operation (the fragment's, or 2 stale: the catalog or the subscriber moved on since
   the versions given, nothing applied; 3 not ready: the readiness marker is missing, nothing applied).
 ]]
 local out = {}
-local ARITY = 13
+local ARITY = 14
 local count = (#ARGV - 2) / ARITY
 if redis.call('EXISTS', KEYS[4]) == 0 then
   for i = 1, count do

@@ -82,6 +82,7 @@ export const evaluator = fp(
       meteredBalances,
       clock,
       gatewayMetrics: metrics,
+      redisKeys,
     } = app;
     const degraded = degradedMode(principals, snapshotCache);
     const gateRoundTrips = metrics.redisRoundTrips.bind({ op: 'gate' });
@@ -108,7 +109,8 @@ export const evaluator = fp(
         held = snapshotCache.cached(organizationId, subscriberId, nowMs);
         if (metered !== undefined && held !== undefined && held.forgetAt === null) {
           const items = meteredItems(held, subscriberId, metered);
-          if (items.length > 0) operations = items.map((item) => operationOf(item, nowMs));
+          if (items.length > 0)
+            operations = items.map((item) => operationOf(item, nowMs, redisKeys, organizationId));
         }
         gate = await meter.gate({ organizationId, subscriberId, nowMs, verified: held, metered: operations });
       } catch (error) {

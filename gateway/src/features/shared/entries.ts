@@ -40,7 +40,10 @@ export class CatalogEntry {
   private readonly docBytes: number;
   /** The metered features' keys, ordered (DESIGN.md §5): their answers carry use, read from Redis per request. */
   readonly meteredFeatures: readonly string[];
-  /** Plans with a subscription-anchored metered grant: their subscribers keep their own document (its anchors). */
+  /**
+   * Plans with a subscription-anchored metered grant, or one that rolls over (a rollover is made only for a period
+   * the subscription covered): their subscribers keep their own document (its subscription starts).
+   */
   readonly anchoringPlans: ReadonlySet<string>;
 
   constructor(
@@ -54,7 +57,8 @@ export class CatalogEntry {
     const anchoring = new Set<string>();
     for (const [planId, plan] of Object.entries(doc.plans)) {
       for (const grant of Object.values(plan.grants)) {
-        if (grant.kind === 'metered' && grant.anchor === 'subscription') anchoring.add(planId);
+        if (grant.kind === 'metered' && (grant.anchor === 'subscription' || grant.rollover))
+          anchoring.add(planId);
       }
     }
     this.anchoringPlans = anchoring;
@@ -149,7 +153,10 @@ export class SubscriberEntry {
   ) {
     if (!doc.exists)
       return new SubscriberEntry(catalog, subscriberVersion, MISSING_SUBSCRIBER, forgetAt, nowMs);
-    const interned = hasOverrides(doc) || anchorsMetered(catalog, doc) ? doc : catalog.planSet(doc.plans).doc;
+    const interned =
+      hasOverrides(doc) || doc.credits !== undefined || anchorsMetered(catalog, doc)
+        ? doc
+        : catalog.planSet(doc.plans).doc;
     return new SubscriberEntry(catalog, subscriberVersion, interned, forgetAt, nowMs);
   }
 

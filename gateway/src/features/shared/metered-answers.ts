@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError, notFound, validationError } from '@ent/common/errors/app-error';
+import type { RedisKeys } from '@ent/common/redis/keys';
 import type { MeteredCheckResult } from '@ent/contract/evals';
 import { meteredUnavailable } from '../../metering/metered-balances.ts';
 import {
@@ -40,7 +41,12 @@ export const notMetered = (feature: string, field: string) =>
   validationError(`Feature "${feature}" is not metered.`, { field, value: feature });
 
 /** The operation of `item` as its entry resolves it at `nowMs`. */
-export const operationOf = (item: MeteredItem, nowMs: number): MeteredOperation =>
+export const operationOf = (
+  item: MeteredItem,
+  nowMs: number,
+  keys: RedisKeys,
+  organizationId: string,
+): MeteredOperation =>
   meteredOperation(
     {
       catalog: item.entry.catalog.doc,
@@ -54,6 +60,8 @@ export const operationOf = (item: MeteredItem, nowMs: number): MeteredOperation 
     item.amount,
     nowMs,
     item.idempotencyKey,
+    keys,
+    organizationId,
   );
 
 /** A final outcome's answer; undefined when the operation must be redone (stale, not ready, skipped). */
@@ -85,7 +93,7 @@ export async function applyMetered(
   let pending = items.map((_, i) => i);
   for (let attempt = 1; pending.length > 0; attempt++) {
     if (attempt > ATTEMPTS) throw meteredUnavailable();
-    const ops = pending.map((i) => operationOf(items[i]!, nowMs));
+    const ops = pending.map((i) => operationOf(items[i]!, nowMs, app.redisKeys, organizationId));
     const outcomes = await app.meteredBalances.apply(organizationId, ops);
     const stale: number[] = [];
     pending.forEach((i, j) => {
