@@ -14,6 +14,7 @@ const usage = (fields: Partial<MeteredUsage>): MeteredUsage => ({
   period_start: '2026-11-01T00:00:00.000Z',
   resets_at: '2026-12-01T00:00:00.000Z',
   source: 'plan',
+  credits: [],
   ...fields,
 });
 
