@@ -61,6 +61,8 @@ export async function verifyMetered(
   consumes: EvalRecord[],
   reports: ReportRecord[],
   subscribers: string[],
+  /** What each subscriber holds in credits on top of the plan's limit (credits rows), all of it consumable. */
+  credits = 0,
 ): Promise<{ findings: MeteredFindings; failures: string[]; notes: string[]; convergedAt: number | null }> {
   const failures: string[] = [];
   const seen: { usage: Map<string, Usage> | null; steadySince: number; problem: string | null } = {
@@ -91,8 +93,9 @@ export async function verifyMetered(
   if (convergedAt === null)
     failures.push(`the used figures never settled on every gateway (${seen.problem ?? 'still moving'})`);
 
-  // The plan's limit: the run writes no metered override.
-  const verdict = judgeUsage(consumes, reports, seen.usage, subscribers, METERED_LIMIT);
+  // The plan's limit (the run writes no metered override) and the credits: a consume allowed beyond both spent
+  // something twice.
+  const verdict = judgeUsage(consumes, reports, seen.usage, subscribers, METERED_LIMIT + credits);
   return { ...verdict, failures: [...failures, ...verdict.failures], convergedAt };
 }
 
