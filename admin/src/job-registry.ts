@@ -5,6 +5,7 @@ import { webhookDeliveryJob } from './features/webhook/delivery.job.ts';
 import { usageHistoryJob } from './features/usage/history.job.ts';
 import { sessionCleanupJob } from './features/console-sessions/cleanup.job.ts';
 import { webhookSweepJob } from './features/webhook/sweep.job.ts';
+import { creditExpiryJob } from './features/credits/expiry.job.ts';
 
 /**
  * Every job the worker runs, each defined beside its feature (`features/<family>/<name>.job.ts`, its queue's payload
@@ -16,6 +17,7 @@ export const jobDefinitions: AnyJobDefinition[] = [
   webhookSweepJob,
   usageHistoryJob,
   sessionCleanupJob,
+  creditExpiryJob,
 ];
 
 /** The queues of those jobs: the worker consumes them, admin produces into them. */

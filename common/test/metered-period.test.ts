@@ -99,16 +99,16 @@ describe('metered terms across subscriptions', () => {
       small: {
         archived: false,
         grants: {
-          calls: { kind: 'metered', limit: 100, reset: 'month', anchor: 'subscription', soft: false },
+          calls: { kind: 'metered', limit: 100, reset: 'month', anchor: 'subscription', soft: false, rollover: null },
         },
       },
       daily: {
         archived: false,
-        grants: { calls: { kind: 'metered', limit: 100, reset: 'day', anchor: 'calendar', soft: true } },
+        grants: { calls: { kind: 'metered', limit: 100, reset: 'day', anchor: 'calendar', soft: true, rollover: null } },
       },
       big: {
         archived: true,
-        grants: { calls: { kind: 'metered', limit: 1000, reset: 'year', anchor: 'calendar', soft: false } },
+        grants: { calls: { kind: 'metered', limit: 1000, reset: 'year', anchor: 'calendar', soft: false, rollover: null } },
       },
     },
   };
@@ -165,6 +165,7 @@ describe('metered terms across subscriptions', () => {
       resets_at: '2026-11-28T00:00:00.000Z',
       source: 'plan',
       overage: 30,
+      credits: [],
     });
     const hard = { ...terms, soft: false };
     expect(meteredResult('calls', hard, p, 100)).toMatchObject({ allowed: false, remaining: 0 });

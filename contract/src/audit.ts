@@ -22,6 +22,7 @@ export const AUDIT_ID_PATTERN = '^aud_[0-9a-z]{26}$';
  * admin/test/audit/reading.test.ts checks the list against the routes.
  */
 export const AUDIT_PATH_VALUE_NAMES = [
+  'credit_id',
   'feature',
   'feature_key',
   'invite_id',

@@ -59,7 +59,8 @@ export const MeteredCheckResultSchema = Type.Object(
     overage: Type.Optional(
       Type.Integer({
         minimum: 0,
-        description: 'soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit)',
+        description:
+          'soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit)',
       }),
     ),
     credits: Type.Array(CheckCreditSchema, {

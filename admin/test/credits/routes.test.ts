@@ -103,9 +103,20 @@ describe('POST /org/subscribers/{id}/credits', () => {
   });
 
   it('takes a future effective_at (scheduled), a priority and no expiry', async () => {
-    const res = await create('alice', { feature: 'api-calls', amount: 7, effective_at: iso(NOW + DAY), priority: 1 });
+    const res = await create('alice', {
+      feature: 'api-calls',
+      amount: 7,
+      effective_at: iso(NOW + DAY),
+      priority: 1,
+    });
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json()).toMatchObject({ status: 'scheduled', remaining: 7, priority: 1, expires_at: null, name: null });
+    expect(res.json()).toMatchObject({
+      status: 'scheduled',
+      remaining: 7,
+      priority: 1,
+      expires_at: null,
+      name: null,
+    });
     clock.set(NOW + 2 * DAY);
     expect((await list('alice')).credits[0]).toMatchObject({ status: 'active', remaining: 7 });
   });
@@ -114,7 +125,11 @@ describe('POST /org/subscribers/{id}/credits', () => {
     ['an unknown feature', { feature: 'nope', amount: 1 }, 'feature'],
     ['a limit feature', { feature: 'seats', amount: 1 }, 'feature'],
     ['a flag feature', { feature: 'sso', amount: 1 }, 'feature'],
-    ['expires_at before effective_at', { feature: 'api-calls', amount: 1, expires_at: iso(NOW - DAY) }, 'expires_at'],
+    [
+      'expires_at before effective_at',
+      { feature: 'api-calls', amount: 1, expires_at: iso(NOW - DAY) },
+      'expires_at',
+    ],
     [
       'expires_at equal to effective_at',
       { feature: 'api-calls', amount: 1, effective_at: iso(NOW + DAY), expires_at: iso(NOW + DAY) },
@@ -190,10 +205,12 @@ describe('POST /org/subscribers/{id}/credits', () => {
     const { apiKey } = await createKeyWithScopes(ctx.db, org.organization_id, ['subscribers:read']);
     const headers = { 'x-api-key': apiKey };
     const credit = (await create('alice', { feature: 'api-calls', amount: 1 })).json().credit_id as string;
-    expect((await inject('POST', credits('alice'), { feature: 'api-calls', amount: 1 }, headers)).statusCode).toBe(
+    expect(
+      (await inject('POST', credits('alice'), { feature: 'api-calls', amount: 1 }, headers)).statusCode,
+    ).toBe(403);
+    expect((await inject('DELETE', `${credits('alice')}/${credit}`, undefined, headers)).statusCode).toBe(
       403,
     );
-    expect((await inject('DELETE', `${credits('alice')}/${credit}`, undefined, headers)).statusCode).toBe(403);
     expect((await inject('GET', credits('alice'), undefined, headers)).statusCode).toBe(200);
   });
 
@@ -240,7 +257,9 @@ describe('GET /org/subscribers/{id}/credits', () => {
   });
 
   it('computes spent and remaining from Redis where it holds a figure, and spent/expired statuses', async () => {
-    const a = (await create('alice', { feature: 'api-calls', amount: 10, expires_at: iso(NOW + DAY) })).json();
+    const a = (
+      await create('alice', { feature: 'api-calls', amount: 10, expires_at: iso(NOW + DAY) })
+    ).json();
     const b = (await create('alice', { feature: 'api-calls', amount: 5 })).json();
     await ctx.redis.hset(ctx.app.redisKeys.creditSpent(org.organization_id, 'alice', 'api-calls'), {
       [a.credit_id]: 4,
@@ -297,7 +316,7 @@ describe('DELETE /org/subscribers/{id}/credits/{credit_id}', () => {
     expect(await subscriberVersion(ctx.db, org.organization_id, 'alice')).toBe(version + 1);
   });
 
-  it('answers 404 NOT_FOUND for an unknown credit, another subscriber\'s credit or an unknown subscriber', async () => {
+  it("answers 404 NOT_FOUND for an unknown credit, another subscriber's credit or an unknown subscriber", async () => {
     const bobs = (await create('bob', { feature: 'api-calls', amount: 1 })).json().credit_id as string;
     for (const res of [
       await voidIt('alice', 'cr_nothing'),

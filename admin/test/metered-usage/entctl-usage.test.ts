@@ -101,6 +101,7 @@ describe('entctl usage show', () => {
           period_start: new Date(monthStart).toISOString(),
           resets_at: nextMonth,
           source: 'plan',
+          credits: [],
         },
         {
           feature: 'exports',
@@ -112,6 +113,7 @@ describe('entctl usage show', () => {
           period_start: new Date(monthStart).toISOString(),
           resets_at: nextMonth,
           source: 'none',
+          credits: [],
         },
         {
           feature: 'seats',
@@ -123,6 +125,7 @@ describe('entctl usage show', () => {
           period_start: '1970-01-01T00:00:00.000Z',
           resets_at: null,
           source: 'plan',
+          credits: [],
         },
       ],
     });

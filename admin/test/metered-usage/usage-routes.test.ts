@@ -219,6 +219,7 @@ describe('PUT /org/subscribers/{id}/usage/{feature}', () => {
       period_start: '2026-11-01T00:00:00.000Z',
       resets_at: '2026-12-01T00:00:00.000Z',
       source: 'plan',
+      credits: [],
     });
     expect(await redisFigures()).toEqual({ u: '10', r: '4', e: String(DECEMBER) });
     expect(await ctx.redis.sismember(keys().meteredDirty(org.organization_id), member)).toBe(1);

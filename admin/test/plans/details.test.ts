@@ -18,7 +18,7 @@ describe('audit details (pure)', () => {
     limit: value,
   });
   type MeteredFields = Partial<
-    Pick<Extract<GrantBody, { kind: 'metered' }>, 'limit' | 'reset' | 'reset_anchor' | 'soft'>
+    Pick<Extract<GrantBody, { kind: 'metered' }>, 'limit' | 'reset' | 'reset_anchor' | 'soft' | 'rollover'>
   >;
   const meteredValue = (fields: MeteredFields = {}) => ({
     kind: 'metered' as const,
@@ -26,6 +26,7 @@ describe('audit details (pure)', () => {
     reset: 'month' as const,
     reset_anchor: 'calendar' as const,
     soft: false,
+    rollover: null,
     ...fields,
   });
   const metered = (feature: string, fields: MeteredFields = {}): GrantBody => ({
@@ -145,7 +146,7 @@ describe('resolveGrants (pure)', () => {
     { id: 'feat_2', key: 'seats', kind: 'limit' as const },
     { id: 'feat_3', key: 'calls', kind: 'metered' as const },
   ];
-  const NOT_METERED = { reset: null, resetAnchor: null, soft: null };
+  const NOT_METERED = { reset: null, resetAnchor: null, soft: null, rolloverMax: null };
 
   it("fills a metered grant's defaults and keeps what it names", () => {
     expect(resolveGrants([{ feature: 'calls', kind: 'metered', limit: 10 }], catalog)).toEqual([
@@ -157,6 +158,7 @@ describe('resolveGrants (pure)', () => {
         reset: 'month',
         resetAnchor: 'calendar',
         soft: false,
+        rolloverMax: null,
       },
     ]);
     expect(
@@ -182,6 +184,7 @@ describe('resolveGrants (pure)', () => {
         reset: 'never',
         resetAnchor: 'subscription',
         soft: true,
+        rolloverMax: null,
       },
     ]);
   });

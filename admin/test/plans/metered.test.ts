@@ -42,6 +42,7 @@ describe('metered grants', () => {
         reset: 'month',
         reset_anchor: 'calendar',
         soft: false,
+        rollover: null,
       },
       {
         feature: 'exports',
@@ -50,6 +51,7 @@ describe('metered grants', () => {
         reset: 'day',
         reset_anchor: 'subscription',
         soft: true,
+        rollover: null,
       },
       { feature: 'seats', kind: 'limit', limit: 5 },
     ]);
@@ -64,8 +66,16 @@ describe('metered grants', () => {
             reset: 'month',
             reset_anchor: 'calendar',
             soft: false,
+            rollover: null,
           },
-          exports: { kind: 'metered', limit: null, reset: 'day', reset_anchor: 'subscription', soft: true },
+          exports: {
+            kind: 'metered',
+            limit: null,
+            reset: 'day',
+            reset_anchor: 'subscription',
+            soft: true,
+            rollover: null,
+          },
           seats: { kind: 'limit', limit: 5 },
         },
       },
@@ -142,6 +152,22 @@ describe('metered grants', () => {
       [{ feature: 'api-calls', kind: 'metered', limit: 5, soft: 'yes' }],
       'grants.0.soft',
     ],
+    [
+      'rollover on a limit grant',
+      [{ feature: 'seats', kind: 'limit', limit: 5, rollover: { max: 5 } }],
+      'grants.0.rollover',
+    ],
+    ['rollover on a flag grant', [{ feature: 'sso', kind: 'flag', rollover: null }], 'grants.0.rollover'],
+    [
+      'a rollover max of 0',
+      [{ feature: 'api-calls', kind: 'metered', limit: 5, rollover: { max: 0 } }],
+      'grants.0.rollover.max',
+    ],
+    [
+      'a rollover without max',
+      [{ feature: 'api-calls', kind: 'metered', limit: 5, rollover: {} }],
+      'grants.0.rollover.max',
+    ],
     ['a negative limit', [{ feature: 'api-calls', kind: 'metered', limit: -1 }], 'grants.0.limit'],
     ['a fractional limit', [{ feature: 'api-calls', kind: 'metered', limit: 2.5 }], 'grants.0.limit'],
   ])('refuses %s with 422 VALIDATION_ERROR on %s, on create and update', async (_, grants, field) => {
@@ -176,6 +202,7 @@ describe('metered grants', () => {
     ['the reset', { reset: 'week' }, { reset: 'week' }],
     ['the anchor', { reset_anchor: 'subscription' }, { reset_anchor: 'subscription' }],
     ['the soft flag', { soft: true }, { soft: true }],
+    ['the rollover', { rollover: { max: 200 } }, { rollover: { max: 200 } }],
   ])(
     'audits a change of %s as the whole grant from and to, and raises plan.updated',
     async (_, change, changed) => {
@@ -186,7 +213,14 @@ describe('metered grants', () => {
         grants: [{ feature: 'api-calls', kind: 'metered', limit: 1000, ...change }],
       });
       expect(res.statusCode).toBe(200);
-      const before = { kind: 'metered', limit: 1000, reset: 'month', reset_anchor: 'calendar', soft: false };
+      const before = {
+        kind: 'metered',
+        limit: 1000,
+        reset: 'month',
+        reset_anchor: 'calendar',
+        soft: false,
+        rollover: null,
+      };
       expect(res.json().grants).toEqual([{ feature: 'api-calls', ...before, ...changed }]);
       expect(lastWrite()).toMatchObject({
         details: { grants: { 'api-calls': { from: before, to: { ...before, ...changed } } } },
@@ -223,7 +257,14 @@ describe('metered grants', () => {
     const added = await inject('PATCH', '/org/plans/usage', {
       grants: [{ feature: 'exports', kind: 'metered', limit: 3, reset: 'year', soft: true }],
     });
-    const metered = { kind: 'metered', limit: 3, reset: 'year', reset_anchor: 'calendar', soft: true };
+    const metered = {
+      kind: 'metered',
+      limit: 3,
+      reset: 'year',
+      reset_anchor: 'calendar',
+      soft: true,
+      rollover: null,
+    };
     expect(lastWrite().details).toEqual({
       grants: {
         exports: { from: null, to: metered },

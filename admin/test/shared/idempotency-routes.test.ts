@@ -105,6 +105,18 @@ const fixtures: Record<string, () => Promise<Prepared>> = {
     url: `/org/subscribers/${await newSubscriber()}/overrides/sso`,
     body: { kind: 'flag', allowed: true },
   }),
+  'POST /org/subscribers/{subscriber_id}/credits': async () => {
+    const feature = unique('calls');
+    await setup('POST', '/org/features', { key: feature, name: feature, kind: 'metered' });
+    return { url: `/org/subscribers/${await newSubscriber()}/credits`, body: { feature, amount: 10 } };
+  },
+  'DELETE /org/subscribers/{subscriber_id}/credits/{credit_id}': async () => {
+    const feature = unique('calls');
+    await setup('POST', '/org/features', { key: feature, name: feature, kind: 'metered' });
+    const subscriber = await newSubscriber();
+    const credit = await setup('POST', `/org/subscribers/${subscriber}/credits`, { feature, amount: 10 });
+    return { url: `/org/subscribers/${subscriber}/credits/${String(credit.credit_id)}` };
+  },
   'PUT /org/subscribers/{subscriber_id}/usage/{feature}': async () => {
     const feature = unique('calls');
     await setup('POST', '/org/features', { key: feature, name: feature, kind: 'metered' });

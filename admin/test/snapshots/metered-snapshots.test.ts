@@ -38,7 +38,7 @@ beforeAll(async () => {
     kind: 'catalog',
     grants: [
       { feature: 'api-calls', kind: 'metered', limit: null, reset: 'day', reset_anchor: 'subscription' },
-      { feature: 'exports', kind: 'metered', limit: 10, reset: 'never', soft: true },
+      { feature: 'exports', kind: 'metered', limit: 10, reset: 'never', soft: true, rollover: { max: 5 } },
     ],
   });
   await write('POST', '/org/plans', { key: 'addon', name: 'Add-on', kind: 'catalog' });
@@ -87,11 +87,25 @@ describe('snapshot documents with metered features', () => {
     expect(catalog.plans[ids.basic!]!.grants).toEqual({
       sso: { kind: 'flag' },
       seats: { kind: 'limit', limit: 3 },
-      'api-calls': { kind: 'metered', limit: 1000, reset: 'month', anchor: 'calendar', soft: false },
+      'api-calls': {
+        kind: 'metered',
+        limit: 1000,
+        reset: 'month',
+        anchor: 'calendar',
+        soft: false,
+        rollover: null,
+      },
     });
     expect(catalog.plans[ids.pro!]!.grants).toEqual({
-      'api-calls': { kind: 'metered', limit: null, reset: 'day', anchor: 'subscription', soft: false },
-      exports: { kind: 'metered', limit: 10, reset: 'never', anchor: 'calendar', soft: true },
+      'api-calls': {
+        kind: 'metered',
+        limit: null,
+        reset: 'day',
+        anchor: 'subscription',
+        soft: false,
+        rollover: null,
+      },
+      exports: { kind: 'metered', limit: 10, reset: 'never', anchor: 'calendar', soft: true, rollover: 5 },
     });
   });
 

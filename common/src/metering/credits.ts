@@ -40,7 +40,11 @@ const NO_CREDITS: readonly CreditDoc[] = Object.freeze([]);
  * The credits of `feature` live at `nowMs`, in spending order. A subscriber without credits costs nothing here: the
  * shared empty list is answered.
  */
-export function liveCreditsOf(subscriber: SubscriberDoc, feature: string, nowMs: number): readonly CreditDoc[] {
+export function liveCreditsOf(
+  subscriber: SubscriberDoc,
+  feature: string,
+  nowMs: number,
+): readonly CreditDoc[] {
   const credits = subscriber.credits?.[feature];
   if (credits === undefined || credits.length === 0) return NO_CREDITS;
   const live = sortedCredits(credits).filter((credit) => isCreditLive(credit, nowMs));

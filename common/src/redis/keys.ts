@@ -100,7 +100,9 @@ export const creditDirtyMember = (subscriberId: string, feature: string): string
  * subscriber named `credit` and a feature key of digits): `isMeteredMember` tells, and the worker then treats it as
  * both.
  */
-export function parseCreditDirtyMember(member: string): { subscriberId: string; feature: string } | undefined {
+export function parseCreditDirtyMember(
+  member: string,
+): { subscriberId: string; feature: string } | undefined {
   const parts = member.split('|');
   if (parts.length !== 3 || parts[0] !== 'credit') return undefined;
   return { subscriberId: parts[1]!, feature: parts[2]! };

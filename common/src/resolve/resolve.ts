@@ -100,7 +100,7 @@ export function meteredTermsOf(
     anchorMs,
     soft: chosen.soft,
     source: overridden ? 'override' : best ? 'plan' : 'none',
-    rollover: chosen.rollover ?? null,
+    rollover: chosen.rollover,
     planId: bestPlan,
   };
 }

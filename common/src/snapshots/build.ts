@@ -62,7 +62,15 @@ export async function buildCatalog(db: Db, organizationId: string): Promise<Vers
         .selectFrom('plan_grants as g')
         .innerJoin('plans as p', 'p.id', 'g.plan_id')
         .innerJoin('features as f', 'f.id', 'g.feature_id')
-        .select(['g.plan_id', 'f.key', 'g.feature_kind', 'g.limit_value', 'g.reset', 'g.reset_anchor', 'g.soft'])
+        .select([
+          'g.plan_id',
+          'f.key',
+          'g.feature_kind',
+          'g.limit_value',
+          'g.reset',
+          'g.reset_anchor',
+          'g.soft',
+        ])
         .select('g.rollover_max')
         .where('p.organization_id', '=', organizationId)
         .execute(),

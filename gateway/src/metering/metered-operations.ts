@@ -87,17 +87,15 @@ type EncodedTerms = [
 ];
 
 /** The credits an answer lists: those with something left, with what is left, in the order given. */
-function meteredCreditsOf(list: readonly OperationCredit[], figures: CreditFigures | undefined): MeteredCredits {
+function meteredCreditsOf(
+  list: readonly OperationCredit[],
+  figures: CreditFigures | undefined,
+): MeteredCredits {
   if (figures === undefined) return NO_METERED_CREDITS;
   const credits: CheckCredit[] = [];
   list.forEach(([id, amount, expiresAt], i) => {
     const remaining = (amount ?? figures.rollover) - (figures.spent[i] ?? 0);
-    if (remaining > 0)
-      credits.push({
-        credit_id: id,
-        remaining,
-        expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
-      });
+    if (remaining > 0) credits.push({ credit_id: id, remaining, expires_at: expiresAt });
   });
   return { covered: figures.covered, credits };
 }
@@ -201,8 +199,8 @@ export function meteredOperation(
   const terms = meteredTermsOf(snapshot.catalog, snapshot.subscriber, feature, nowMs);
   const period = meteredPeriodOf(terms, nowMs);
   const encoded: EncodedTerms = [terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs];
-  const { spec, list } = creditsSpec(snapshot, subscriberId, feature, terms, period, nowMs, keys, organizationId);
-  if (list.length > 0) encoded.push(list);
+  const credits = creditsSpec(snapshot, subscriberId, feature, terms, period, nowMs, keys, organizationId);
+  const json = JSON.stringify(encoded);
   return {
     kind,
     subscriberId,
@@ -217,8 +215,9 @@ export function meteredOperation(
     subscriberVersion: snapshot.subscriberVersion,
     idempotencyKey,
     fingerprint: `${kind}|${subscriberId}|${feature}|${amount}`,
-    terms: JSON.stringify(encoded),
-    credits: spec,
-    creditList: list,
+    // The credit list, when there is one, is the terms' sixth element: its JSON is built once per live set.
+    terms: credits.listJson === '' ? json : `${json.slice(0, -1)},${credits.listJson}]`,
+    credits: credits.spec,
+    creditList: credits.list,
   };
 }

@@ -14,11 +14,44 @@ import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots
  * at the app clock in spending order, and the period's rollover credit, whose amount only Redis knows.
  */
 
-/** id, amount (null: the period's rollover, its amount is the balance's `ro`), expiry (epoch ms, null = never). */
-export type OperationCredit = readonly [id: string, amount: number | null, expiresAt: number | null];
+/** id, amount (null: the period's rollover, its amount is the balance's `ro`), expiry (ISO 8601, null = never). */
+export type OperationCredit = readonly [id: string, amount: number | null, expiresAt: string | null];
 
 export const NO_OPERATION_CREDITS: readonly OperationCredit[] = Object.freeze([]);
-const NONE = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS });
+
+/** The script's spec, the answer's list and that list as JSON (for the rendering terms). */
+export interface OperationCredits {
+  spec: string;
+  list: readonly OperationCredit[];
+  listJson: string;
+}
+const NONE: OperationCredits = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS, listJson: '' });
+
+/**
+ * What an operation's credits were last built as, per subscriber document and feature: the same until the period
+ * changes or a credit becomes effective or expires (`until`), so consumes with credits build no text per request.
+ */
+interface CachedCredits extends OperationCredits {
+  /** The catalog it was built with: a rollover's max and the previous limit come from it. */
+  catalog: CatalogDoc;
+  organizationId: string;
+  subscriberId: string;
+  periodStartMs: number;
+  from: number;
+  until: number;
+}
+const cache = new WeakMap<SubscriberDoc, Map<string, CachedCredits>>();
+
+/** The next instant after `nowMs` at which one of `credits` becomes effective or expires (Infinity: none). */
+function nextChange(credits: readonly CreditDoc[] | undefined, nowMs: number): number {
+  let next = Number.POSITIVE_INFINITY;
+  for (const credit of credits ?? []) {
+    if (credit.effectiveAt > nowMs && credit.effectiveAt < next) next = credit.effectiveAt;
+    if (credit.expiresAt !== null && credit.expiresAt > nowMs && credit.expiresAt < next)
+      next = credit.expiresAt;
+  }
+  return next;
+}
 
 /** The snapshot documents an operation is resolved from. */
 interface Documents {
@@ -53,7 +86,10 @@ function rolloverLines(
   ];
 }
 
-/** The operation's credits: the script's spec ('' when none, so a subscriber without credits costs nothing). */
+/**
+ * The operation's credits: the script's spec ('' when none, so a subscriber without credits costs nothing), built
+ * once per subscriber document, feature and stretch of time in which the same credits are live.
+ */
 export function creditsSpec(
   docs: Documents,
   subscriberId: string,
@@ -63,7 +99,48 @@ export function creditsSpec(
   nowMs: number,
   keys: RedisKeys,
   organizationId: string,
-): { spec: string; list: readonly OperationCredit[] } {
+): OperationCredits {
+  const credits = docs.subscriber.credits?.[feature];
+  if ((credits === undefined || credits.length === 0) && terms.rollover === null) return NONE;
+  let byFeature = cache.get(docs.subscriber);
+  const cached = byFeature?.get(feature);
+  if (
+    cached !== undefined &&
+    cached.periodStartMs === period.startMs &&
+    cached.catalog === docs.catalog &&
+    cached.subscriberId === subscriberId &&
+    cached.organizationId === organizationId &&
+    nowMs >= cached.from &&
+    nowMs < cached.until
+  )
+    return cached;
+  const built = buildCreditsSpec(docs, subscriberId, feature, terms, period, nowMs, keys, organizationId);
+  if (byFeature === undefined) {
+    byFeature = new Map();
+    cache.set(docs.subscriber, byFeature);
+  }
+  byFeature.set(feature, {
+    ...built,
+    catalog: docs.catalog,
+    organizationId,
+    subscriberId,
+    periodStartMs: period.startMs,
+    from: nowMs,
+    until: nextChange(credits, nowMs),
+  });
+  return built;
+}
+
+function buildCreditsSpec(
+  docs: Documents,
+  subscriberId: string,
+  feature: string,
+  terms: MeteredTerms,
+  period: MeteredPeriod,
+  nowMs: number,
+  keys: RedisKeys,
+  organizationId: string,
+): OperationCredits {
   const live = liveCreditsOf(docs.subscriber, feature, nowMs);
   const rollsOver = terms.rollover !== null && period.endMs !== null;
   if (live.length === 0 && !rollsOver) return NONE;
@@ -89,7 +166,11 @@ export function creditsSpec(
   for (const credit of ordered) {
     const amount = credit === placeholder ? null : credit.amount;
     lines.push(credit.id, amount === null ? '' : String(amount));
-    list.push([credit.id, amount, credit.expiresAt]);
+    list.push([
+      credit.id,
+      amount,
+      credit.expiresAt === null ? null : new Date(credit.expiresAt).toISOString(),
+    ]);
   }
-  return { spec: lines.join('\n'), list };
+  return { spec: lines.join('\n'), list, listJson: list.length === 0 ? '' : JSON.stringify(list) };
 }

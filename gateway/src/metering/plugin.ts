@@ -41,7 +41,10 @@ export const meter = fp<{ meter?: EvalMeter }>(
         await evalMeter.settlePending();
       } catch (error) {
         app.gatewayMetrics.redisErrors.inc({ op: 'settle' });
-        app.log.warn({ err: error, pending: evalMeter.pendingSettlements() }, 'eval settlements wait for Redis');
+        app.log.warn(
+          { err: error, pending: evalMeter.pendingSettlements() },
+          'eval settlements wait for Redis',
+        );
       }
       app.gatewayMetrics.offlineEvals.set(evalMeter.pendingSettlements());
     };

@@ -29,7 +29,13 @@ interface Owed extends Settlement {
 
 export interface Settlements {
   /** A gate call of `size` evals that failed; `sent` = it may have reached Redis. Returns each eval's report. */
-  failedCall(id: string, organizationId: string, nowMs: number, size: number, sent: boolean): (answered2xx: boolean) => void;
+  failedCall(
+    id: string,
+    organizationId: string,
+    nowMs: number,
+    size: number,
+    sent: boolean,
+  ): (answered2xx: boolean) => void;
   /** A refund that Redis did not take now. */
   owe(settlement: Settlement): void;
   /** Applies each ready settlement once, oldest first; stops at the first failure (retried next time). */
@@ -61,7 +67,15 @@ export function createSettlements(apply: (settlement: Settlement) => Promise<voi
   return {
     failedCall(id, organizationId, nowMs, size, sent) {
       if (sent) {
-        const entry: Owed = { id, organizationId, nowMs, answered: 0, waiting: 0, sealed: true, mayHaveRun: true };
+        const entry: Owed = {
+          id,
+          organizationId,
+          nowMs,
+          answered: 0,
+          waiting: 0,
+          sealed: true,
+          mayHaveRun: true,
+        };
         owed.add(entry);
         return join(entry, size);
       }

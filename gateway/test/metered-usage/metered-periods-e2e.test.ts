@@ -83,13 +83,24 @@ describe('a period boundary through the API, with the persister', () => {
     await persister.persistOnce();
 
     for (const call of [a, b]) {
-      const periods = await call({ method: 'GET', url: '/org/subscribers/ann/usage/calls/periods', headers: org.headers });
+      const periods = await call({
+        method: 'GET',
+        url: '/org/subscribers/ann/usage/calls/periods',
+        headers: org.headers,
+      });
       expect(periods.statusCode).toBe(200);
       expect(periods.json().periods).toEqual([
-        { feature: 'calls', period_start: '2026-01-01T00:00:00.000Z', period_end: '2026-02-01T00:00:00.000Z', used: 5 },
+        {
+          feature: 'calls',
+          period_start: '2026-01-01T00:00:00.000Z',
+          period_end: '2026-02-01T00:00:00.000Z',
+          used: 5,
+        },
       ]);
       const usage = await call({ method: 'GET', url: '/org/subscribers/ann/usage', headers: org.headers });
-      expect(usage.json().usage).toEqual([expect.objectContaining({ used: 5, period_start: '2026-02-01T00:00:00.000Z' })]);
+      expect(usage.json().usage).toEqual([
+        expect.objectContaining({ used: 5, period_start: '2026-02-01T00:00:00.000Z' }),
+      ]);
     }
   }, 60_000);
 
@@ -112,8 +123,13 @@ describe('a period boundary through the API, with the persister', () => {
     // The anchor is the subscription's creation as Postgres stamps it (now()), not the app clock: read it back.
     const first = (await consume(a, 3)).json();
     expect(first).toMatchObject({ used: 3 });
-    const anchoredPeriod = { period_start: first.period_start as string, resets_at: first.resets_at as string };
-    expect(Date.parse(anchoredPeriod.resets_at) - Date.parse(anchoredPeriod.period_start)).toBeGreaterThan(27 * 86_400_000);
+    const anchoredPeriod = {
+      period_start: first.period_start as string,
+      resets_at: first.resets_at as string,
+    };
+    expect(Date.parse(anchoredPeriod.resets_at) - Date.parse(anchoredPeriod.period_start)).toBeGreaterThan(
+      27 * 86_400_000,
+    );
 
     clock.advance(3 * 86_400_000);
     await api.change('bea', subscription, 'anchored-large');

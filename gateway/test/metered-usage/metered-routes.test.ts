@@ -30,6 +30,7 @@ const grant = (limit: number | null, extra: Partial<MeteredGrant> = {}): Metered
   reset: 'month',
   anchor: 'calendar',
   soft: false,
+  rollover: null,
   ...extra,
 });
 
@@ -115,6 +116,7 @@ describe('metered features on the gateway', () => {
       period_start: '2026-03-01T00:00:00.000Z',
       resets_at: '2026-04-01T00:00:00.000Z',
       source: 'plan',
+      credits: [],
     });
     const consumed = [];
     for (const [send, n] of [

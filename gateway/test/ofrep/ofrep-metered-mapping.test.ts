@@ -15,6 +15,7 @@ const result = (overrides: Partial<MeteredCheckResult>): MeteredCheckResult => (
   period_start: '2031-05-01T00:00:00.000Z',
   resets_at: '2031-06-01T00:00:00.000Z',
   source: 'plan',
+  credits: [],
   ...overrides,
 });
 

@@ -71,7 +71,7 @@ async function subscriberWith(limit: number | null, soft: boolean): Promise<stri
   if (res.statusCode !== 201) throw new Error(`subscriber: ${res.statusCode}`);
   plans[`p_${id}`] = {
     archived: false,
-    grants: { calls: { kind: 'metered', limit, reset: 'never', anchor: 'calendar', soft } },
+    grants: { calls: { kind: 'metered', limit, reset: 'never', anchor: 'calendar', soft, rollover: null } },
   };
   subscribers[id] = `p_${id}`;
   await publishCatalog();

@@ -43,7 +43,8 @@ const creditNotFound = (subscriberId: string, creditId: string) =>
 
 function instantOf(value: string, field: string): Date {
   const ms = parseDateTime(value);
-  if (Number.isNaN(ms)) throw validationError(`${field} is not a valid ISO 8601 timestamp.`, { field, value });
+  if (Number.isNaN(ms))
+    throw validationError(`${field} is not a valid ISO 8601 timestamp.`, { field, value });
   return new Date(ms);
 }
 
@@ -73,7 +74,8 @@ export async function createCredit(
   body: CreateCreditBody,
   nowMs: number,
 ): Promise<CreditWithFeature> {
-  const effectiveAt = body.effective_at === undefined ? new Date(nowMs) : instantOf(body.effective_at, 'effective_at');
+  const effectiveAt =
+    body.effective_at === undefined ? new Date(nowMs) : instantOf(body.effective_at, 'effective_at');
   const expiresAt = body.expires_at == null ? null : instantOf(body.expires_at, 'expires_at');
   if (expiresAt && expiresAt.getTime() <= effectiveAt.getTime()) {
     throw validationError('expires_at must be later than effective_at.', {
@@ -85,7 +87,10 @@ export async function createCredit(
   if (!(await lockSubscriber(trx, organizationId, subscriberId))) throw subscriberNotFound(subscriberId);
   const feature = await findFeature(trx, organizationId, body.feature);
   if (!feature)
-    throw validationError(`No feature with key "${body.feature}".`, { field: 'feature', value: body.feature });
+    throw validationError(`No feature with key "${body.feature}".`, {
+      field: 'feature',
+      value: body.feature,
+    });
   if (feature.kind !== 'metered') {
     throw validationError(
       `The feature "${feature.key}" is a ${feature.kind} feature; credits are for metered features only.`,
@@ -143,7 +148,7 @@ export async function voidCredit(
     outcome.unchangedOn({ subscriber: subscriberId });
     return bodyOf(existing);
   }
-  const voided = await voidCreditRow(trx, creditId, new Date(nowMs));
+  const voided = await voidCreditRow(trx, organizationId, creditId, new Date(nowMs));
   if (!voided) throw creditNotFound(subscriberId, creditId);
   await bumpSubscriberVersion(trx, outcome, organizationId, subscriberId);
   const body = await bodyOf({ ...voided, feature_key: existing.feature_key });

@@ -16,7 +16,11 @@ export async function currentSpent(
   const groups = new Map<string, { subscriberId: string; feature: string; ids: string[] }>();
   for (const credit of credits) {
     const group = `${credit.subscriber_id}|${credit.feature_key}`;
-    const entry = groups.get(group) ?? { subscriberId: credit.subscriber_id, feature: credit.feature_key, ids: [] };
+    const entry = groups.get(group) ?? {
+      subscriberId: credit.subscriber_id,
+      feature: credit.feature_key,
+      ids: [],
+    };
     entry.ids.push(credit.id);
     groups.set(group, entry);
   }

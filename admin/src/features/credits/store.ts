@@ -86,10 +86,16 @@ export function insertCredit(
 }
 
 /** Sets voided_at unless already set; answers the row as it is now, or undefined when it was voided already. */
-export function voidCreditRow(trx: Transaction<Database>, creditId: string, at: Date): Promise<Credit | undefined> {
+export function voidCreditRow(
+  trx: Transaction<Database>,
+  organizationId: string,
+  creditId: string,
+  at: Date,
+): Promise<Credit | undefined> {
   return trx
     .updateTable('credits')
     .set({ voided_at: at })
+    .where('organization_id', '=', organizationId)
     .where('id', '=', creditId)
     .where('voided_at', 'is', null)
     .returningAll()

@@ -1,6 +1,6 @@
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
-import { meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { creditDirtyMember, meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
 
 /** A balance's figures as Redis holds them (decisions.md, "Metered usage: how it is built"). */
 export interface DrainedBalance {
@@ -123,13 +123,18 @@ export interface AppliedCorrection {
 const memberOf = (balance: BalanceRef) =>
   meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs);
 
-/** metered-correct-2.lua, then the organization marked dirty. `durable`: what Postgres holds for the balance. */
+/**
+ * metered-correct-2.lua, then the organization marked dirty. `durable`: what Postgres holds for the balance;
+ * `creditIds`: the live credits in spending order, given back to (in reverse) when the figure drops below what
+ * credits covered.
+ */
 export async function correctBalance(
   redis: RedisClient,
   keys: RedisKeys,
   balance: BalanceRef,
   used: number,
   durable: { used: number; revision: number } | null,
+  creditIds: readonly string[] = [],
 ): Promise<AppliedCorrection> {
   const member = memberOf(balance);
   const { organizationId, periodEndMs } = balance;
@@ -142,6 +147,13 @@ export async function correctBalance(
     periodEndMs === null ? '' : String(periodEndMs + BALANCE_RETENTION_MS),
     durable ? String(durable.used) : '',
     durable ? String(durable.revision) : '',
+    ...(creditIds.length === 0
+      ? []
+      : [
+          keys.creditSpent(organizationId, balance.subscriberId, balance.feature),
+          creditDirtyMember(balance.subscriberId, balance.feature),
+          ...creditIds,
+        ]),
   );
   if (code === 1) return { balance, from: Number(previous), to: used, revision: null };
   await redis.sadd(keys.meteredDirtyOrganizations, organizationId);

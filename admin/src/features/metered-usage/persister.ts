@@ -6,6 +6,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import { buildCatalog, buildSubscribers } from '@ent/common/snapshots/build';
 import type { Queues } from '../../jobs/queues.ts';
+import { creditPersistence, splitDirtyMembers } from '../credits/worker/persist.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
   dirtyCandidates,
@@ -47,6 +48,8 @@ export interface PersistResult {
   /** Rows written to metered_usage (a drained balance an equal or newer revision already covered writes none). */
   persisted: number;
   thresholds: number;
+  /** Credit rows whose spent changed, and rollover credits recorded (issue 35). */
+  credits: number;
   /** Organizations whose write failed: their members were put back. */
   failed: number;
 }
@@ -75,6 +78,7 @@ export function createMeteredPersister(
 ) {
   const options = { ...defaultPersisterOptions, ...overrides };
   const { db, redis, redisKeys: keys, clock, log } = deps;
+  const credits = creditPersistence(deps);
 
   /**
    * What governs each balance's thresholds, read before the write's transaction: a read inside it would hold its
@@ -138,11 +142,13 @@ export function createMeteredPersister(
         clean = true;
         break;
       }
-      const drained = await drainBalances(redis, keys, organizationId, members);
+      const split = splitDirtyMembers(members);
+      const drained = await drainBalances(redis, keys, organizationId, split.balances);
       try {
         const written = await write(organizationId, drained.balances);
         result.persisted += written.persisted;
         result.thresholds += written.thresholds;
+        result.credits += await credits.persistRollovers(organizationId, drained.balances);
       } catch (error) {
         await markDirty(
           redis,
@@ -150,6 +156,13 @@ export function createMeteredPersister(
           organizationId,
           drained.balances.map((balance) => balance.member),
         );
+        throw error;
+      }
+      // After the balance drain: a member that names both (see splitDirtyMembers) was handed to it by its SREM.
+      try {
+        result.credits += await credits.persistSpent(organizationId, split.credits);
+      } catch (error) {
+        await markDirty(redis, keys, organizationId, split.credits);
         throw error;
       }
       if (drained.remaining === 0) {
@@ -162,7 +175,7 @@ export function createMeteredPersister(
 
   /** One pass over every organization with dirty balances. */
   async function persistOnce(): Promise<PersistResult> {
-    const result: PersistResult = { organizations: 0, persisted: 0, thresholds: 0, failed: 0 };
+    const result: PersistResult = { organizations: 0, persisted: 0, thresholds: 0, credits: 0, failed: 0 };
     const organizations = await redis.smembers(keys.meteredDirtyOrganizations);
     for (const organizationId of organizations) {
       result.organizations += 1;

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
+import { liveCreditsOf } from '@ent/common/metering/credits';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import {
   meteredPeriodOf,
@@ -42,6 +43,8 @@ const toUsagePeriodBody = (row: UsagePeriodRow): UsagePeriodBody => ({
 interface CurrentTerms {
   terms: MeteredTerms;
   period: MeteredPeriod;
+  /** The live credits' ids in spending order (issue 35): a correction below what they covered gives back to them. */
+  creditIds: string[];
 }
 
 /**
@@ -68,8 +71,10 @@ async function currentTerms(
     buildCatalog(deps.db, organizationId),
     buildSubscribers(deps.db, organizationId, [subscriberId]),
   ]);
-  const terms = meteredTermsOf(catalog!.doc, subscribers.get(subscriberId)!.doc, feature, nowMs);
-  return { terms, period: meteredPeriodOf(terms, nowMs) };
+  const subscriber = subscribers.get(subscriberId)!.doc;
+  const terms = meteredTermsOf(catalog!.doc, subscriber, feature, nowMs);
+  const creditIds = liveCreditsOf(subscriber, feature, nowMs).map((credit) => credit.id);
+  return { terms, period: meteredPeriodOf(terms, nowMs), creditIds };
 }
 
 /** Past periods of a subscriber's metered feature (every period but the current one), newest first, one page. */
@@ -119,7 +124,7 @@ export async function correctUsage(
   used: number,
 ): Promise<MeteredCheckResult> {
   const nowMs = deps.clock.now();
-  const { terms, period } = await currentTerms(deps, organizationId, subscriberId, feature, nowMs);
+  const { terms, period, creditIds } = await currentTerms(deps, organizationId, subscriberId, feature, nowMs);
   const balance: BalanceRef = {
     organizationId,
     subscriberId,
@@ -137,7 +142,7 @@ export async function correctUsage(
     return await run(async (trx, outcome) => {
       await takeBack();
       const durable = await findDurableBalance(trx, { ...balance, periodStart: new Date(period.startMs) });
-      applied = await correctBalance(deps.redis, deps.redisKeys, balance, used, durable ?? null);
+      applied = await correctBalance(deps.redis, deps.redisKeys, balance, used, durable ?? null, creditIds);
       if (applied.revision !== null)
         outcome.details = {
           period_start: new Date(period.startMs).toISOString(),

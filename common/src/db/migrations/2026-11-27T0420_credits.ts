@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE credits (
-      id text PRIMARY KEY,
+      id text NOT NULL,
       organization_id text NOT NULL REFERENCES organizations (id),
       subscriber_id text NOT NULL,
       feature_id text NOT NULL REFERENCES features (id),
@@ -25,6 +25,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       voided_at timestamptz,
       expired_event_at timestamptz,
       created_at timestamptz NOT NULL DEFAULT now(),
+      -- A rollover credit's id is made by the gateway from the subscriber, feature and period (not the
+      -- organization): unique within its organization only.
+      PRIMARY KEY (organization_id, id),
       CHECK ((source = 'rollover') = (source_period_start IS NOT NULL)),
       FOREIGN KEY (organization_id, subscriber_id) REFERENCES subscribers (organization_id, subscriber_id)
     );

@@ -181,7 +181,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       status = 1
     else
       after = used + change
-      if takes then
+      if takes and next(takes) then
         changed = takes
         for i, take in pairs(takes) do
           spent[i] = spent[i] + take

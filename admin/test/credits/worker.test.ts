@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { meteredPeriodAt } from '@ent/common/metering/metered-period';
+import { creditDirtyMember, meteredMember } from '@ent/common/redis/keys';
+import {
+  ManualClock,
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../../test-support/admin-context.ts';
+import { caller } from '../../../test-support/identity-context.ts';
+import { raiseExpiredCredits } from '../../src/features/credits/expiry.job.ts';
+import { creditPersistence } from '../../src/features/credits/worker/persist.ts';
+import { rolloverCreditId } from '../../src/features/credits/worker/rollovers.ts';
+import {
+  createMeteredPersister,
+  type MeteredPersisterDeps,
+} from '../../src/features/metered-usage/persister.ts';
+import { meteredSubscriber } from '../metered-usage/balances.ts';
+
+const NOW = Date.parse('2027-03-15T12:00:00.000Z');
+const HOUR = 3_600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+let ctx: AdminTestContext;
+let deps: MeteredPersisterDeps;
+let org: TestOrganization;
+const clock = new ManualClock(NOW);
+
+beforeAll(async () => {
+  ctx = await createAdminContext({ clock });
+  deps = {
+    db: ctx.db,
+    redis: ctx.redis,
+    redisKeys: ctx.app.redisKeys,
+    clock,
+    queues: ctx.app.queues,
+    log: { warn: () => {}, error: () => {} },
+  };
+});
+// An organization of its own per case, with a webhook, and alice on a plan granting api-calls (100 a month).
+beforeEach(async () => {
+  clock.set(NOW);
+  org = await createTestOrganization(ctx.db, 'Credits worker');
+  const webhook = await caller(ctx, org.api_key).put('/org/webhook', { url: 'http://127.0.0.1:9/hooks' });
+  expect(webhook.statusCode).toBe(201);
+  await meteredSubscriber(ctx, org, { subscriberId: 'alice', feature: 'api-calls', limit: 100 });
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+const api = () => caller(ctx, org.api_key);
+const keys = () => ctx.app.redisKeys;
+const createCredit = async (payload: object): Promise<string> => {
+  const res = await api().post('/org/subscribers/alice/credits', payload);
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json().credit_id as string;
+};
+const persistedSpent = async (creditId: string) =>
+  (
+    await ctx.db
+      .selectFrom('credits')
+      .select('spent')
+      .where('organization_id', '=', org.organization_id)
+      .where('id', '=', creditId)
+      .executeTakeFirstOrThrow()
+  ).spent;
+/** What the gateway's Lua leaves after spending from credits: the figures, the member dirty, the org dirty. */
+const spendInRedis = async (figures: Record<string, number>) => {
+  await ctx.redis.hset(keys().creditSpent(org.organization_id, 'alice', 'api-calls'), figures);
+  await ctx.redis.sadd(keys().meteredDirty(org.organization_id), creditDirtyMember('alice', 'api-calls'));
+  await ctx.redis.sadd(keys().meteredDirtyOrganizations, org.organization_id);
+};
+const events = async (type: string) => {
+  const rows = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .select('payload')
+    .where('organization_id', '=', org.organization_id)
+    .where('event_type', '=', type)
+    .orderBy('id')
+    .execute();
+  return rows.map(
+    (row) => (JSON.parse(row.payload) as { data: { credit: Record<string, unknown> } }).data.credit,
+  );
+};
+
+describe('credit spent from the dirty set', () => {
+  it('persists each credit spent figure, newest figure last, and leaves the dirty set empty', async () => {
+    const a = await createCredit({ feature: 'api-calls', amount: 10 });
+    const b = await createCredit({ feature: 'api-calls', amount: 20, priority: 1 });
+    await spendInRedis({ [a]: 3, [b]: 20 });
+    const first = await createMeteredPersister(deps).persistOnce();
+    expect(first).toMatchObject({ failed: 0, credits: 2 });
+    expect([await persistedSpent(a), await persistedSpent(b)]).toEqual([3, 20]);
+    await spendInRedis({ [a]: 1 }); // a negative delta gave some back
+    await createMeteredPersister(deps).persistOnce();
+    expect(await persistedSpent(a)).toBe(1);
+    expect(await ctx.redis.scard(keys().meteredDirty(org.organization_id))).toBe(0);
+  });
+
+  it('voiding keeps what was spent, in Postgres and in the answers', async () => {
+    const credit = await createCredit({ feature: 'api-calls', amount: 10 });
+    await spendInRedis({ [credit]: 6 });
+    await createMeteredPersister(deps).persistOnce();
+    const voided = await api().delete(`/org/subscribers/alice/credits/${credit}`);
+    expect(voided.statusCode).toBe(200);
+    expect(voided.json()).toMatchObject({ status: 'voided', spent: 6, remaining: 0 });
+    expect(await persistedSpent(credit)).toBe(6);
+    // Without Redis's figure (Redis came back empty) the answer is Postgres's.
+    await ctx.redis.del(keys().creditSpent(org.organization_id, 'alice', 'api-calls'));
+    const listed = await api().get('/org/subscribers/alice/credits');
+    expect(listed.json().credits[0]).toMatchObject({ credit_id: credit, spent: 6, status: 'voided' });
+  });
+});
+
+describe('rollover credits made by the gateway', () => {
+  const april = meteredPeriodAt('month', null, Date.parse('2027-04-10T00:00:00Z'));
+  const rolloverId = () => rolloverCreditId('alice', 'api-calls', april.startMs);
+  /** The April balance hash as the Lua call that first touched it leaves it: with `ro` from March's leftover. */
+  const aprilBalance = async (ro: number) => {
+    const member = meteredMember('alice', 'api-calls', april.startMs);
+    await ctx.redis.hset(keys().meteredBalance(org.organization_id, member), {
+      u: 0,
+      r: 1,
+      e: april.endMs!,
+      ro,
+    });
+    await ctx.redis.sadd(keys().meteredDirty(org.organization_id), member);
+    await ctx.redis.sadd(keys().meteredDirtyOrganizations, org.organization_id);
+    return member;
+  };
+
+  it('records the rollover once with credit.created, however many persists race', async () => {
+    clock.set(Date.parse('2027-04-10T00:00:00Z'));
+    await aprilBalance(40);
+    await spendInRedis({ [rolloverId()]: 5 });
+    const persistence = creditPersistence(deps);
+    const balance = { subscriberId: 'alice', feature: 'api-calls', periodStartMs: april.startMs };
+    await Promise.all([
+      persistence.persistRollovers(org.organization_id, [balance]),
+      persistence.persistRollovers(org.organization_id, [balance]),
+      persistence.persistSpent(org.organization_id, [creditDirtyMember('alice', 'api-calls')]),
+      createMeteredPersister(deps).persistOnce(),
+      createMeteredPersister(deps).persistOnce(),
+    ]);
+    const rows = await ctx.db
+      .selectFrom('credits')
+      .selectAll()
+      .where('organization_id', '=', org.organization_id)
+      .execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      id: rolloverId(),
+      amount: 40,
+      priority: 10,
+      source: 'rollover',
+      effective_at: new Date(april.startMs),
+      expires_at: new Date(april.endMs!),
+      source_period_start: new Date(april.startMs),
+      created_at: new Date(april.startMs),
+    });
+    const created = await events('credit.created');
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ credit_id: rolloverId(), source: 'rollover', amount: 40 });
+    // Its spent reaches Postgres too (now, or on the next pass if the row was recorded after the spent pass).
+    await spendInRedis({ [rolloverId()]: 5 });
+    await createMeteredPersister(deps).persistOnce();
+    expect(await persistedSpent(rolloverId())).toBe(5);
+    const listed = await api().get('/org/subscribers/alice/credits');
+    expect(listed.json().credits).toEqual([
+      expect.objectContaining({
+        credit_id: rolloverId(),
+        source: 'rollover',
+        spent: 5,
+        remaining: 35,
+        status: 'active',
+      }),
+    ]);
+  });
+
+  it('records it from a spent figure alone when its balance is drained later', async () => {
+    clock.set(Date.parse('2027-04-10T00:00:00Z'));
+    const member = await aprilBalance(25);
+    await ctx.redis.srem(keys().meteredDirty(org.organization_id), member);
+    await spendInRedis({ [rolloverId()]: 2 });
+    await creditPersistence(deps).persistSpent(org.organization_id, [
+      creditDirtyMember('alice', 'api-calls'),
+    ]);
+    expect(await persistedSpent(rolloverId())).toBe(2);
+    expect(await events('credit.created')).toHaveLength(1);
+  });
+
+  it('records nothing for a balance without rollover, or with nothing left over', async () => {
+    await aprilBalance(0);
+    await createMeteredPersister(deps).persistOnce();
+    expect(
+      await ctx.db
+        .selectFrom('credits')
+        .select('id')
+        .where('organization_id', '=', org.organization_id)
+        .execute(),
+    ).toEqual([]);
+  });
+});
+
+describe('credit.expired', () => {
+  const run = () => raiseExpiredCredits({ ...deps, redisKeyPrefix: ctx.config.redisKeyPrefix });
+
+  it('is raised once per credit when its expiry passes, not for voided or unexpired ones', async () => {
+    const expiring = await createCredit({ feature: 'api-calls', amount: 10, expires_at: iso(NOW + HOUR) });
+    const voided = await createCredit({ feature: 'api-calls', amount: 10, expires_at: iso(NOW + HOUR) });
+    await createCredit({ feature: 'api-calls', amount: 10, expires_at: iso(NOW + 3 * HOUR) });
+    expect((await api().delete(`/org/subscribers/alice/credits/${voided}`)).statusCode).toBe(200);
+    await spendInRedis({ [expiring]: 4 });
+    expect((await run()).expired).toBe(0);
+    clock.set(NOW + 2 * HOUR);
+    const [first, second] = await Promise.all([run(), run()]);
+    expect(first.expired + second.expired).toBeGreaterThanOrEqual(1);
+    await run();
+    const expired = await events('credit.expired');
+    expect(expired.map((credit) => credit.credit_id)).toEqual([expiring]);
+    expect(expired[0]).toMatchObject({ status: 'expired', spent: 4, remaining: 0 });
+  });
+});

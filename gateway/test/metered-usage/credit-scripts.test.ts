@@ -1,0 +1,332 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@ent/common/clock';
+import { loadConfig } from '@ent/common/config';
+import { publishArrangement } from '@ent/common/metering/arrangement';
+import { rolloverCreditId } from '@ent/common/metering/credits';
+import { withScripts } from '@ent/common/redis/commands';
+import { createRedis, type RedisClient } from '@ent/common/redis/connect';
+import { creditDirtyMember, redisKeys } from '@ent/common/redis/keys';
+import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import { createEvalMeter } from '../../src/metering/meter.ts';
+import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
+import {
+  answerOf,
+  meteredOperation,
+  type MeteredKind,
+  type MeteredOutcome,
+} from '../../src/metering/metered-operations.ts';
+import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+
+const prefix = testRedisPrefix();
+const keys = redisKeys(prefix);
+const START = Date.parse('2026-03-10T00:00:00Z');
+const MARCH = Date.parse('2026-03-01T00:00:00Z');
+const APRIL = Date.parse('2026-04-01T00:00:00Z');
+const HOUR = 3_600_000;
+const clock = new ManualClock(START);
+let redis: RedisClient;
+let organizationCount = 0;
+
+const catalog = {
+  features: { calls: 'metered', rolls: 'metered' },
+  plans: {
+    pro: {
+      archived: false,
+      grants: {
+        calls: {
+          kind: 'metered',
+          limit: 10,
+          reset: 'month',
+          anchor: 'calendar',
+          soft: false,
+          rollover: null,
+        },
+        rolls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false, rollover: 4 },
+      },
+    },
+  },
+} as unknown as CatalogDoc;
+
+/** A promotional credit live from START + 1 h to START + 3 h, spent first; a top-up that never expires. */
+const promo: CreditDoc = {
+  id: 'cr_promo',
+  amount: 5,
+  priority: 1,
+  effectiveAt: START + HOUR,
+  expiresAt: START + 3 * HOUR,
+  createdAt: START - HOUR,
+};
+const topUp: CreditDoc = {
+  id: 'cr_topup',
+  amount: 3,
+  priority: 10,
+  effectiveAt: START - HOUR,
+  expiresAt: null,
+  createdAt: START - 2 * HOUR,
+};
+const alice: SubscriberDoc = {
+  exists: true,
+  plans: ['pro'],
+  overrides: {},
+  subscribedAt: { pro: Date.parse('2025-12-15T00:00:00Z') },
+  credits: { calls: [topUp, promo] },
+};
+
+beforeAll(() => {
+  redis = createRedis(loadConfig());
+});
+afterAll(async () => {
+  await deleteKeys(redis, `${prefix}:*`);
+  redis.disconnect();
+});
+
+async function organization(subscriber: SubscriberDoc = alice) {
+  const org = `org_c${organizationCount++}`;
+  const store = snapshotStore(redis, keys);
+  await store.putCatalog(org, { version: 3, doc: catalog });
+  await store.putSubscriber(org, 'alice', { version: 5, doc: subscriber });
+  await publishArrangement(redis, keys, org, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 1000,
+  });
+  await redis.set(keys.meteredReady(org), '1');
+  return org;
+}
+
+const op = (org: string, kind: MeteredKind, feature: string, amount: number, subscriber = alice) =>
+  meteredOperation(
+    { catalog, subscriber, catalogVersion: 3, subscriberVersion: 5 },
+    'alice',
+    feature,
+    kind,
+    amount,
+    clock.now(),
+    '',
+    keys,
+    org,
+  );
+
+const gateMeter = () =>
+  createEvalMeter({
+    redis,
+    keys,
+    loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
+  });
+const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
+
+/** A consume through the gate call (the eval path), answered as the check route answers it. */
+async function consume(org: string, feature: string, amount: number, subscriber = alice) {
+  const operation = op(org, 'c', feature, amount, subscriber);
+  const result = await gateMeter().gate({
+    organizationId: org,
+    subscriberId: 'alice',
+    nowMs: clock.now(),
+    metered: [operation],
+  });
+  if (result.outcome !== 'counted') throw new Error(`not counted: ${result.outcome}`);
+  return answerOf(
+    operation,
+    result.metered![0] as Extract<MeteredOutcome, { status: 'applied' | 'refused' }>,
+  );
+}
+
+async function read(org: string, feature: string, subscriber = alice) {
+  const operation = op(org, 'r', feature, 0, subscriber);
+  const [outcome] = await balances().apply(org, [operation]);
+  return answerOf(operation, outcome as Extract<MeteredOutcome, { status: 'applied' | 'refused' }>);
+}
+
+const listed = (answer: { credits: { credit_id: string; remaining: number }[] }) =>
+  answer.credits.map((credit) => [credit.credit_id, credit.remaining]);
+
+describe('credits in the gate call (metered-balance.fragment.lua through eval-gate-batch-8.lua)', () => {
+  it('a consume spends the allowance, then credits in order, and a consume that does not fit is refused whole', async () => {
+    const org = await organization();
+    clock.set(START + 2 * HOUR);
+    expect(await consume(org, 'calls', 10)).toMatchObject({ allowed: true, used: 10, remaining: 8 });
+    const spent = await consume(org, 'calls', 6);
+    expect(spent).toMatchObject({ allowed: true, used: 16, remaining: 2 });
+    expect(listed(spent)).toEqual([['cr_topup', 2]]);
+    expect(spent.credits[0]!.expires_at).toBeNull();
+    const refused = await consume(org, 'calls', 3);
+    expect(refused).toMatchObject({ allowed: false, used: 16, remaining: 2 });
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '5',
+      cr_topup: '1',
+    });
+    expect(await redis.hget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'k')).toBe('6');
+    expect(await redis.sismember(keys.meteredDirty(org), creditDirtyMember('alice', 'calls'))).toBe(1);
+  });
+
+  it('a credit counts from its effective instant, and no longer at its expiry instant (the app clock)', async () => {
+    const org = await organization();
+    clock.set(START + HOUR - 1);
+    await consume(org, 'calls', 10);
+    expect(await consume(org, 'calls', 4)).toMatchObject({ allowed: false, remaining: 3 });
+    clock.set(START + HOUR);
+    const effective = await consume(org, 'calls', 4);
+    expect(effective).toMatchObject({ allowed: true, used: 14, remaining: 4 });
+    expect(listed(effective)).toEqual([
+      ['cr_promo', 1],
+      ['cr_topup', 3],
+    ]);
+    expect(effective.credits[0]!.expires_at).toBe(new Date(START + 3 * HOUR).toISOString());
+    clock.set(START + 3 * HOUR - 1);
+    expect(listed(await read(org, 'calls'))).toEqual([
+      ['cr_promo', 1],
+      ['cr_topup', 3],
+    ]);
+    clock.set(START + 3 * HOUR);
+    const expired = await read(org, 'calls');
+    expect(expired).toMatchObject({ remaining: 3, allowed: true });
+    expect(listed(expired)).toEqual([['cr_topup', 3]]);
+    expect(await consume(org, 'calls', 4)).toMatchObject({ allowed: false, used: 14 });
+    expect(await consume(org, 'calls', 3)).toMatchObject({ allowed: true, used: 17, remaining: 0 });
+  });
+
+  it('gives usage back to the credits in the reverse order, then to the allowance', async () => {
+    const org = await organization();
+    clock.set(START + 2 * HOUR);
+    await consume(org, 'calls', 17);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '5',
+      cr_topup: '2',
+    });
+    const [outcome] = await balances().apply(org, [op(org, 'd', 'calls', -4)]);
+    const answer = answerOf(
+      op(org, 'd', 'calls', -4),
+      outcome as Extract<MeteredOutcome, { status: 'applied' }>,
+    );
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '3',
+      cr_topup: '0',
+    });
+    expect(answer).toMatchObject({ used: 13, remaining: 5 });
+    await balances().apply(org, [op(org, 's', 'calls', 1)]);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '0',
+      cr_topup: '0',
+    });
+    expect(await redis.hmget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'u', 'k')).toEqual(['1', '0']);
+  });
+});
+
+describe('a correction (metered-correct-2.lua)', () => {
+  it('keeps what credits spent, unless the figure drops below what they covered: then gives back in reverse', async () => {
+    const org = await organization();
+    clock.set(START + 2 * HOUR);
+    await consume(org, 'calls', 17);
+    const member = `alice|calls|${MARCH}`;
+    const correct = (used: number) =>
+      withScripts(redis).meteredCorrect(
+        keys.meteredBalance(org, member),
+        keys.meteredDirty(org),
+        member,
+        String(used),
+        String(APRIL),
+        String(Date.now() + HOUR),
+        '',
+        '',
+        keys.creditSpent(org, 'alice', 'calls'),
+        creditDirtyMember('alice', 'calls'),
+        'cr_promo',
+        'cr_topup',
+      );
+    await correct(20);
+    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['20', '7']);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '5',
+      cr_topup: '2',
+    });
+    await correct(4);
+    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['4', '4']);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
+      cr_promo: '4',
+      cr_topup: '0',
+    });
+    expect(await read(org, 'calls')).toMatchObject({ used: 4, remaining: 10 + 1 + 3 });
+  });
+});
+
+describe('rollover (a grant with rollover: {max})', () => {
+  const ROLLOVER_ID = rolloverCreditId('alice', 'rolls', MARCH);
+
+  it("makes one credit from the previous period's unused allowance, however many first touches race", async () => {
+    const org = await organization();
+    clock.set(Date.parse('2026-02-10T00:00:00Z'));
+    // February's own rollover: January went unused (no balance), so the full max rolled over.
+    const february = await consume(org, 'rolls', 3);
+    expect(february).toMatchObject({ used: 3, remaining: 11 });
+    expect(listed(february)).toEqual([
+      [rolloverCreditId('alice', 'rolls', Date.parse('2026-02-01T00:00:00Z')), 4],
+    ]);
+    clock.set(START);
+    const meters = [gateMeter(), gateMeter()];
+    const usage = balances();
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, async (_, i) => {
+        const operation = op(org, i % 3 === 2 ? 'r' : 'c', 'rolls', i % 3 === 2 ? 0 : 1);
+        const outcome =
+          i % 2 === 0
+            ? (await usage.apply(org, [operation]))[0]!
+            : await meters[i % 4 === 1 ? 0 : 1]!.gate({
+                organizationId: org,
+                subscriberId: 'alice',
+                nowMs: clock.now(),
+                metered: [operation],
+              }).then((result) => (result.outcome === 'counted' ? result.metered![0]! : null));
+        return { operation, outcome: outcome as Extract<MeteredOutcome, { status: 'applied' | 'refused' }> };
+      }),
+    );
+    // 16 consumes of 1 against 10 of allowance and 4 rolled over: 14 applied, 2 refused.
+    const consumes = answers.filter(({ operation }) => operation.kind === 'c');
+    expect(consumes.filter(({ outcome }) => outcome.status === 'applied')).toHaveLength(14);
+    const balance = await redis.hgetall(keys.meteredBalance(org, `alice|rolls|${MARCH}`));
+    expect(balance).toMatchObject({ u: '14', k: '4', ro: '4' });
+    // Beside February's own rollover record: March's, written once, and what March spent of it.
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'rolls'))).toMatchObject({
+      [ROLLOVER_ID]: '4',
+      [`ro:${ROLLOVER_ID}`]: `4|${Date.parse('2026-02-01T00:00:00Z')}|${MARCH}|${APRIL}`,
+    });
+    for (const { operation, outcome } of answers) {
+      for (const credit of answerOf(operation, outcome).credits) expect(credit.credit_id).toBe(ROLLOVER_ID);
+    }
+    expect(await read(org, 'rolls')).toMatchObject({ used: 14, remaining: 0, credits: [] });
+  });
+
+  it('makes none for a period before the subscription, and never counts a persisted rollover twice', async () => {
+    const newcomer: SubscriberDoc = { ...alice, subscribedAt: { pro: MARCH + HOUR }, credits: {} };
+    const org = await organization(newcomer);
+    clock.set(START);
+    expect(await read(org, 'rolls', newcomer)).toMatchObject({ remaining: 10, credits: [] });
+    expect(await redis.hget(keys.meteredBalance(org, `alice|rolls|${MARCH}`), 'ro')).toBeNull();
+
+    // The worker persisted March's rollover: the snapshot holds it as a stored credit, spent from there once.
+    const org2 = await organization();
+    clock.set(Date.parse('2026-02-10T00:00:00Z'));
+    await consume(org2, 'rolls', 8);
+    clock.set(START);
+    const persisted: SubscriberDoc = {
+      ...alice,
+      credits: {
+        rolls: [
+          {
+            id: ROLLOVER_ID,
+            amount: 2,
+            priority: 10,
+            effectiveAt: MARCH,
+            expiresAt: APRIL,
+            createdAt: MARCH,
+          },
+        ],
+      },
+    };
+    const answer = await consume(org2, 'rolls', 11, persisted);
+    expect(answer).toMatchObject({ allowed: true, used: 11, remaining: 1 });
+    expect(listed(answer)).toEqual([[ROLLOVER_ID, 1]]);
+    expect(await consume(org2, 'rolls', 2, persisted)).toMatchObject({ allowed: false, remaining: 1 });
+  });
+});
