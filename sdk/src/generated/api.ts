@@ -1677,6 +1677,8 @@ export interface paths {
           /** @description RFC 3339, exclusive */
           occurred_before?: string;
           outcome?: 'pending' | 'rejected' | 'responded' | 'no_response';
+          /** @description entries whose path value credit_id is this */
+          'params[credit_id]'?: string;
           /** @description entries whose path value feature_key is this */
           'params[feature_key]'?: string;
           /** @description entries whose path value feature is this */
