@@ -4,7 +4,7 @@ import {
   FAULT_CREDIT_TOTAL,
   FAULT_CREDITS,
   METERED_CONSUMED,
-  METERED_LIMIT,
+  CREDITS_ROW_ALLOWANCE,
   type FaultOrganization,
 } from './organization.ts';
 
@@ -54,7 +54,7 @@ export async function verifyCredits(
   let doubleSpent = 0;
   for (const subscriber of subscribers) {
     const used = finalUsed[subscriber]?.consumed;
-    if (used !== undefined) doubleSpent += Math.max(0, used - METERED_LIMIT - FAULT_CREDIT_TOTAL);
+    if (used !== undefined) doubleSpent += Math.max(0, used - CREDITS_ROW_ALLOWANCE - FAULT_CREDIT_TOTAL);
   }
   const listed = new Map<string, ListedCredit[]>();
   let problem = '';
@@ -69,8 +69,11 @@ export async function verifyCredits(
       listed.set(subscriber, credits);
       const used = finalUsed[subscriber]?.consumed;
       const spent = credits.reduce((sum, c) => sum + c.spent, 0);
-      if (used !== undefined && spent !== Math.min(FAULT_CREDIT_TOTAL, Math.max(0, used - METERED_LIMIT))) {
-        problem = `${subscriber}: used ${used} (allowance ${METERED_LIMIT}), but its credits say they gave ${spent}`;
+      if (
+        used !== undefined &&
+        spent !== Math.min(FAULT_CREDIT_TOTAL, Math.max(0, used - CREDITS_ROW_ALLOWANCE))
+      ) {
+        problem = `${subscriber}: used ${used} (allowance ${CREDITS_ROW_ALLOWANCE}), but its credits say they gave ${spent}`;
         return false;
       }
     }
@@ -96,7 +99,7 @@ export async function verifyCredits(
     findings: { granted, spent, doubleSpent },
     failures,
     notes: [
-      `credits: ${spent} of ${granted} spent past the allowance of ${METERED_LIMIT} each; double-spent ${doubleSpent}`,
+      `credits: ${spent} of ${granted} spent past the allowance of ${CREDITS_ROW_ALLOWANCE} each; double-spent ${doubleSpent}`,
     ],
   };
 }

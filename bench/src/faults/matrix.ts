@@ -4,7 +4,7 @@ import { createEvalLog, startLoad } from './load.ts';
 import { verifyMetered, type MeteredFindings } from './metered-invariants.ts';
 import { startMeteredLoad } from './metered-load.ts';
 import { verifyCredits, type CreditFindings } from './credit-invariants.ts';
-import { createFaultOrganization, FAULT_CREDIT_TOTAL } from './organization.ts';
+import { allowanceOf, createFaultOrganization, FAULT_CREDIT_TOTAL } from './organization.ts';
 import type { Scenario, Stack } from './scenarios.ts';
 import { isSuccess, startWriter } from './writer.ts';
 
@@ -128,6 +128,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
         evals.records.filter((e) => e.route === 'consume'),
         metered.reports,
         meteredSubscribers,
+        allowanceOf(scenario.credits),
         scenario.credits ? FAULT_CREDIT_TOTAL : 0,
       )
     : null;

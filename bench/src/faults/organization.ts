@@ -21,6 +21,12 @@ export const FAULT_CREDITS = [
   { name: 'top-up', amount: 8, priority: 10, expiresInMs: null },
 ] as const;
 export const FAULT_CREDIT_TOTAL = FAULT_CREDITS.reduce((sum, credit) => sum + credit.amount, 0);
+/**
+ * A credits row's allowance: small, so that at 10 consumes a second a subscriber is past it and spending its credits
+ * when the fault strikes (two seconds in), and a credit spent before the fault and spent again after it would show.
+ */
+export const CREDITS_ROW_ALLOWANCE = 10;
+export const allowanceOf = (credits: boolean | undefined) => (credits ? CREDITS_ROW_ALLOWANCE : METERED_LIMIT);
 
 export interface FaultOrganization {
   organizationId: string;
@@ -68,7 +74,7 @@ export async function createFaultOrganization(
     await call('POST', '/org/features', { key: METERED_CONSUMED, name: 'API calls', kind: 'metered' }, 201);
     await call('POST', '/org/features', { key: METERED_REPORTED, name: 'Events', kind: 'metered' }, 201);
     meteredGrants.push(
-      { feature: METERED_CONSUMED, kind: 'metered', limit: METERED_LIMIT },
+      { feature: METERED_CONSUMED, kind: 'metered', limit: allowanceOf(credits) },
       { feature: METERED_REPORTED, kind: 'metered', limit: null },
     );
   }
