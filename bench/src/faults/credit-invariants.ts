@@ -14,7 +14,10 @@ export interface CreditFindings {
   granted: number;
   /** What the credits list says they gave, in all. */
   spent: number;
-  /** Usage past the allowance and every credit (per subscriber, summed): what was spent twice. Must be 0. */
+  /**
+   * What was given twice: the consumes allowed beyond the allowance and every credit, or the final usage past them,
+   * whichever is more (per subscriber, summed). A consume applied, lost with Redis and allowed again counts. Must be 0.
+   */
   doubleSpent: number;
 }
 
@@ -49,13 +52,16 @@ export async function verifyCredits(
   gatewayUrls: string[],
   subscribers: string[],
   finalUsed: Record<string, { consumed: number }>,
+  /** Consumes allowed beyond the allowance and the credits (the metered check's over-consumption). */
+  overConsumed: number,
 ): Promise<{ findings: CreditFindings; failures: string[]; notes: string[] }> {
   const failures: string[] = [];
-  let doubleSpent = 0;
+  let usedBeyond = 0;
   for (const subscriber of subscribers) {
     const used = finalUsed[subscriber]?.consumed;
-    if (used !== undefined) doubleSpent += Math.max(0, used - CREDITS_ROW_ALLOWANCE - FAULT_CREDIT_TOTAL);
+    if (used !== undefined) usedBeyond += Math.max(0, used - CREDITS_ROW_ALLOWANCE - FAULT_CREDIT_TOTAL);
   }
+  const doubleSpent = Math.max(usedBeyond, overConsumed);
   const listed = new Map<string, ListedCredit[]>();
   let problem = '';
   const agreed = await converge(async () => {

@@ -134,7 +134,13 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     : null;
   const creditsCheck =
     scenario.credits && meteredCheck
-      ? await verifyCredits(org, urls, meteredSubscribers, meteredCheck.findings.finalUsed)
+      ? await verifyCredits(
+          org,
+          urls,
+          meteredSubscribers,
+          meteredCheck.findings.finalUsed,
+          meteredCheck.findings.overConsumed,
+        )
       : null;
   const findings = await verify({
     org,
