@@ -1,13 +1,34 @@
 /** Load generation with autocannon: keep-alive connections, a different subscriber on every request. */
 import autocannon from 'autocannon';
-import { featureKey, METERED_EVENTS_FEATURE, METERED_FEATURE } from './seed.ts';
+import {
+  CREDITS_HELD_FEATURE,
+  CREDITS_SPENT_FEATURE,
+  featureKey,
+  METERED_EVENTS_FEATURE,
+  METERED_FEATURE,
+} from './seed.ts';
 
 /**
  * `consume`: the check route deducting 1 of the metered feature; `metered-check`: the same check without deducting;
  * `usage-events`: `POST /org/usage-events`, a batch of `batchEvents` reports of 1 (to the events feature) over as many
- * subscribers.
+ * subscribers; `consume-credits-held` and `consume-credits-spent`: a consume of 1 of a feature on which every subscriber
+ * holds live credits, with the allowance left (credits read, not spent) or none (credits spent).
  */
-export type RouteKind = 'check' | 'list' | 'ofrep' | 'consume' | 'metered-check' | 'usage-events';
+export type RouteKind =
+  | 'check'
+  | 'list'
+  | 'ofrep'
+  | 'consume'
+  | 'metered-check'
+  | 'usage-events'
+  | 'consume-credits-held'
+  | 'consume-credits-spent';
+
+const consumedFeature = {
+  consume: METERED_FEATURE,
+  'consume-credits-held': CREDITS_HELD_FEATURE,
+  'consume-credits-spent': CREDITS_SPENT_FEATURE,
+} as const;
 
 export interface LoadFigures {
   rps: number;
@@ -73,13 +94,17 @@ function requestFor(route: RouteKind, apiKey: string, subscriber: string, featur
         body: JSON.stringify({ feature }),
       };
     case 'consume':
+    case 'consume-credits-held':
+    case 'consume-credits-spent':
     case 'metered-check':
       return {
         method: 'POST' as const,
         path: `/org/subscribers/${subscriber}/entitlements/check`,
         headers: json(apiKey),
         body: JSON.stringify(
-          route === 'consume' ? { feature: METERED_FEATURE, consume: 1 } : { feature: METERED_FEATURE },
+          route === 'metered-check'
+            ? { feature: METERED_FEATURE }
+            : { feature: consumedFeature[route], consume: 1 },
         ),
       };
     case 'usage-events':

@@ -11,6 +11,7 @@ import { renderHeadline } from './headline.ts';
 import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
+import { renderCredits, type CreditsResult } from './modes/credits.ts';
 import { renderMetering, type MeteringResult } from './modes/metering.ts';
 import { renderExport, type ExportResult } from './modes/export.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
@@ -50,6 +51,12 @@ function readmeSections(): [string, string | null][] {
       'export',
       ((r) => (r ? renderExport(r) : 'Not measured yet: `npm run bench -- export` writes it.'))(
         readResult<ExportResult>('export'),
+      ),
+    ],
+    [
+      'credits',
+      ((r) => (r ? renderCredits(r) : 'Not measured yet: `npm run bench -- credits` writes it.'))(
+        readResult<CreditsResult>('credits'),
       ),
     ],
   ];

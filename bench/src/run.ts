@@ -10,6 +10,7 @@
  *                        and an A/A control (a second fresh one)
  *   metering             consume against the plain check, batches of 1,000 usage events, exact usage (DESIGN.md §5)
  *   import               POST /org/imports of a million subscribers with their subscription, gateway p99 meanwhile
+ *   credits              consume with five live credits against consume with none, nothing double-spent (issue 35)
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
@@ -17,6 +18,7 @@
 import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runAging, renderAging } from './modes/aging.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
+import { runCredits, renderCredits } from './modes/credits.ts';
 import { runMetering, renderMetering } from './modes/metering.ts';
 import { runExport, renderExport } from './modes/export.ts';
 import { runImport, renderImport } from './modes/import.ts';
@@ -38,6 +40,7 @@ export const modes = {
   metering: { run: runMetering, render: renderMetering },
   export: { run: runExport, render: renderExport },
   import: { run: runImport, render: renderImport },
+  credits: { run: runCredits, render: renderCredits },
 } as const;
 
 export type Mode = keyof typeof modes;

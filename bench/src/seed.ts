@@ -13,12 +13,17 @@ export interface SeedShape {
 export interface MeteredSeed {
   key: string;
   limits: (number | null)[];
+  /** Live credits (DESIGN.md §5, "Credits") every subscriber holds on this feature; none unless given. */
+  credits?: number;
 }
 
 /** The metered feature the load's `consume` and `metered-check` requests use. */
 export const METERED_FEATURE = 'metered-calls';
 /** The metered feature the load's `usage-events` batches report to (apart, so each feature's total is checkable). */
 export const METERED_EVENTS_FEATURE = 'metered-events';
+/** Metered features on which every subscriber holds credits (`npm run bench -- credits`): allowance left, and none. */
+export const CREDITS_HELD_FEATURE = 'metered-credits-held';
+export const CREDITS_SPENT_FEATURE = 'metered-credits-spent';
 /** Large enough that no bench consume is ever refused, yet a limit: the consume compares against it. */
 export const LARGE_LIMIT = 1_000_000_000_000;
 
@@ -81,7 +86,7 @@ export async function seed(
            CASE WHEN (s % ${features}) % 2 = 1 THEN true END,
            CASE WHEN (s % ${features}) % 2 = 0 THEN 1000 + s END
     FROM generate_series(0, ${subscribers - 1}) AS s WHERE s % 10 = 0`.execute(db);
-  for (const [m, { key, limits }] of (shape.metered ?? []).entries()) {
+  for (const [m, { key, limits, credits }] of (shape.metered ?? []).entries()) {
     await sql`
       INSERT INTO features (id, organization_id, key, name, kind)
       VALUES (${`${feat}m${m}`}, ${organizationId}, ${key}, ${key}, 'metered')`.execute(db);
@@ -90,5 +95,30 @@ export async function seed(
       SELECT ${plan}::text || p, ${`${feat}m${m}`}, 'metered', (${JSON.stringify(limits)}::jsonb ->> (p % ${limits.length}))::bigint,
              'month', 'calendar', false
       FROM generate_series(0, ${plans - 1}) AS p`.execute(db);
+    if (credits)
+      await seedCredits(db, organizationId, `${feat}m${m}`, subscribers, credits, `${idTag}_m${m}`);
   }
+}
+
+/**
+ * `perSubscriber` live credits of 10^11 for every subscriber on one feature, with the priorities and expiries mixed
+ * (some never expire, the others in 30 to 30 * perSubscriber days) so the spending order has ties to break.
+ */
+async function seedCredits(
+  db: Kysely<Database>,
+  organizationId: string,
+  featureId: string,
+  subscribers: number,
+  perSubscriber: number,
+  idTag: string,
+) {
+  await sql`
+    INSERT INTO credits (id, organization_id, subscriber_id, feature_id, name, amount, priority, effective_at, expires_at,
+                         source)
+    SELECT 'cr_' || ${idTag}::text || '_' || s || '_' || c, ${organizationId}, 'sub-' || s, ${featureId},
+           'Bench credit ' || c, 100000000000, 5 + 5 * (c % 3), now() - interval '1 day',
+           CASE WHEN c % 2 = 0 THEN NULL ELSE now() + (30 * (c + 1)) * interval '1 day' END, 'manual'
+    FROM generate_series(0, ${subscribers - 1}) AS s, generate_series(0, ${perSubscriber - 1}) AS c`.execute(
+    db,
+  );
 }

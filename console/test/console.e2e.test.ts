@@ -28,6 +28,9 @@ const adminPassword = 'correct horse battery';
 
 const url = (path: string) => `${stack.base}/console${path}`;
 
+/** The metering case's service-account key (check, usage:write), for the cases after it to act as a backend. */
+let backendKey = '';
+
 /** The /org requests `page` makes while `run` runs, by path and query. */
 async function apiRequests(page: Page, run: () => Promise<void>): Promise<string[]> {
   const seen: string[] = [];
@@ -710,6 +713,7 @@ describe('the console', () => {
     await account.getByRole('button', { name: 'Create key' }).click();
     const key = (await admin.getByTestId('new-api-key-value').textContent()) ?? '';
     await admin.getByRole('button', { name: 'I have stored it' }).click();
+    backendKey = key;
     const asBackend = async (path: string, body: object) => {
       const response = await fetch(`${stack.base}/org/subscribers/meter_1${path}`, {
         method: 'POST',
@@ -783,4 +787,41 @@ describe('the console', () => {
     expect(await viewer.getByRole('button', { name: 'Correct usage' }).count()).toBe(0);
     // The longest case of the file (about 20 s on an idle machine): a budget of its own.
   }, 90_000);
+
+  it('adds a credit that the gateway spends after the allowance, and voids it keeping what it gave', async () => {
+    const consume = async (amount: number) => {
+      const response = await fetch(`${stack.base}/org/subscribers/meter_1/entitlements/check`, {
+        method: 'POST',
+        headers: { 'x-api-key': backendKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ feature: 'api_calls', consume: amount }),
+      });
+      expect(response.status, await response.clone().text()).toBe(200);
+      return (await response.json()) as { used: number; remaining: number; credits: { remaining: number }[] };
+    };
+    await admin.goto(url('/subscribers/meter_1'));
+    const panel = admin.getByTestId('credits-panel');
+    await eventually(() => panel.textContent()).toContain('No credits.');
+    await panel.getByLabel('Credit feature').selectOption('api_calls');
+    await panel.getByLabel('Amount').fill('0');
+    await panel.getByRole('button', { name: 'Add credit' }).click();
+    expect(await panel.getByText('A whole number above 0.').count()).toBe(1);
+    await panel.getByLabel('Amount').fill('500');
+    await panel.getByLabel('Name (optional)').fill('Top-up 17');
+    await panel.getByRole('button', { name: 'Add credit' }).click();
+    const row = panel.locator('[data-testid^="credit-cr_"]');
+    await eventually(() => row.textContent()).toMatch(/Top-up 17.*500 of 500.*never.*active/);
+
+    // Read on the gateway at once (read-your-writes): the allowance of 5,000 with 401 used, then the credit.
+    expect(await consume(4700)).toMatchObject({ used: 5101, remaining: 399, credits: [{ remaining: 399 }] });
+    await admin.reload();
+    await eventually(() => row.textContent()).toMatch(/399 of 500/);
+
+    // Voided: it counts for nothing from now on; what it gave stays spent.
+    await row.getByRole('button', { name: 'Void credit' }).click();
+    await row.getByRole('button', { name: 'Confirm void' }).click();
+    await eventually(() => row.textContent()).toMatch(/0 of 500.*voided/);
+    expect(await row.getByRole('button', { name: 'Void credit' }).count()).toBe(0);
+    expect(await consume(1)).toMatchObject({ used: 5102, credits: [] });
+    await screenshot(admin, 'credits');
+  }, 60_000);
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as apiKeys from '@ent/contract/api-keys';
 import * as audit from '@ent/contract/audit';
 import * as consoleRoutes from '@ent/contract/console';
+import * as credits from '@ent/contract/credits';
 import * as evals from '@ent/contract/evals';
 import * as features from '@ent/contract/features';
 import * as invites from '@ent/contract/invites';
@@ -120,6 +121,14 @@ const CONSOLE_CALLS: ConsoleCall[] = [
     answers: { 200: evals.MeteredCheckResultSchema },
     body: meteredUsage.CorrectUsageBody,
   },
+  { method: 'get', path: `${subscriber}/credits`, answers: { 200: credits.CreditListSchema } },
+  {
+    method: 'post',
+    path: `${subscriber}/credits`,
+    answers: { 201: credits.CreditSchema },
+    body: credits.CreateCreditBody,
+  },
+  { method: 'delete', path: `${subscriber}/credits/{credit_id}`, answers: { 200: credits.CreditSchema } },
   // usage.ts, audit.ts, organization.ts
   { method: 'get', path: '/org/usage/current', answers: { 200: usage.UsageRecordSchema } },
   { method: 'get', path: '/org/usage/history', answers: { 200: usage.UsageHistorySchema } },

@@ -45,8 +45,18 @@ export interface MeteredUse {
   period_start: string;
   /** When the next period starts; null for reset "never". */
   resets_at: string | null;
-  /** Soft limits only: how far past the limit. */
+  /** Soft limits only: usage beyond the allowance and the credits. */
   overage?: number;
+  /** Live credits with something left, in the order they are spent ([] when none); counted in `remaining`. */
+  credits: MeteredCredit[];
+}
+
+/** A credit on a metered feature as the check result lists it (docs/credits.md). */
+export interface MeteredCredit {
+  credit_id: string;
+  remaining: number;
+  /** null: never expires. */
+  expires_at: string | null;
 }
 
 export interface CheckAnswer {
@@ -342,14 +352,22 @@ function answerOf(entry: Entitlement): Omit<CheckAnswer, 'stale' | 'usage' | 'er
     };
   }
   if (entry.kind === 'metered') {
-    const { used, remaining, period_start, resets_at, overage } = entry;
+    const { used, remaining, period_start, resets_at, overage, credits } = entry;
     return {
       feature: entry.feature,
       kind: 'metered',
       allowed: entry.allowed,
       limit: entry.limit,
       source: entry.source,
-      metered: { used, remaining, period_start, resets_at, ...(overage === undefined ? {} : { overage }) },
+      metered: {
+        used,
+        remaining,
+        period_start,
+        resets_at,
+        ...(overage === undefined ? {} : { overage }),
+        // A service older than credits sends none: the same as holding none.
+        credits: credits ?? [],
+      },
       fallback: false,
     };
   }

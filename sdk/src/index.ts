@@ -9,6 +9,7 @@ export {
   type FailMode,
   type FallbackValue,
   type ListAnswer,
+  type MeteredCredit,
   type MeteredUse,
 } from './eval-client.ts';
 export {

@@ -60,6 +60,7 @@ const metered = (used: number, overrides: Partial<MeteredResult> = {}): MeteredR
   period_start: '2026-11-01T00:00:00.000Z',
   resets_at: '2026-12-01T00:00:00.000Z',
   source: 'plan',
+  credits: [],
   ...overrides,
 });
 
@@ -109,6 +110,18 @@ describe('check with consume', () => {
     });
     expect(fake.seen[0]!.idempotencyKey).toBe('order-17');
     expect(answer).toMatchObject({ idempotencyKey: 'order-17', replayed: true, metered: { used: 7 } });
+  });
+
+  it('answers the live credits the service lists, in its order, counted in remaining (issue 35)', async () => {
+    const credits = [
+      { credit_id: 'cr_promo', remaining: 30, expires_at: '2026-12-31T00:00:00.000Z' },
+      { credit_id: 'cr_topup', remaining: 500, expires_at: null },
+    ];
+    const fake = await service((_seen, res) =>
+      sendJson(res, metered(120, { remaining: 530, allowed: true, credits })),
+    );
+    const answer = await client(fake.url).check('ann', 'api_calls', { consume: 1 });
+    expect(answer).toMatchObject({ allowed: true, metered: { used: 120, remaining: 530, credits } });
   });
 
   it('is never answered from the cache, and leaves the cached document alone', async () => {

@@ -18,6 +18,7 @@ import { createOperatorInvite } from '../features/provisioning/operator-invite.t
 import { localConsoleUrl } from '../features/invites/service.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { wholeNumber } from './arguments.ts';
+import { creditsCommand } from './credits.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
 import { transferCommands } from './transfer.ts';
 import { usageCommand } from './usage.ts';
@@ -221,6 +222,7 @@ org
 
 program.addCommand(usageCommand({ config, withDb, print }));
 for (const command of transferCommands({ adminUrl: config.adminUrl, print })) program.addCommand(command);
+program.addCommand(creditsCommand({ config, withDb, print }));
 
 program
   .command('snapshots')

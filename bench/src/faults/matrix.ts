@@ -3,7 +3,8 @@ import { verify } from './invariants.ts';
 import { createEvalLog, startLoad } from './load.ts';
 import { verifyMetered, type MeteredFindings } from './metered-invariants.ts';
 import { startMeteredLoad } from './metered-load.ts';
-import { createFaultOrganization } from './organization.ts';
+import { verifyCredits, type CreditFindings } from './credit-invariants.ts';
+import { allowanceOf, createFaultOrganization, FAULT_CREDIT_TOTAL } from './organization.ts';
 import type { Scenario, Stack } from './scenarios.ts';
 import { isSuccess, startWriter } from './writer.ts';
 
@@ -45,6 +46,8 @@ export interface ScenarioResult {
   notes: string[];
   /** Metered rows only (consumes and reports running). */
   metered?: MeteredFindings;
+  /** Credits rows only: what the credits gave against what the consumes past the allowance took. */
+  credits?: CreditFindings;
 }
 
 function tally(answers: { status: number | null; failure: string | null }[]): Tally {
@@ -71,7 +74,13 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   await stack.redis.start();
   await services.ensureUp();
   const urls = services.gatewayUrls;
-  const org = await createFaultOrganization(stack.appUrl, urls[0]!, `Faults ${index + 1} ${scenario.name}`, scenario.metered);
+  const org = await createFaultOrganization(
+    stack.appUrl,
+    urls[0]!,
+    `Faults ${index + 1} ${scenario.name}`,
+    scenario.metered,
+    scenario.credits,
+  );
   const evals = createEvalLog(org, urls);
   for (let g = 0; g < urls.length; g++) {
     for (const subscriber of org.subscribers) await evals.evaluate(g, subscriber, 'check');
@@ -119,8 +128,20 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
         evals.records.filter((e) => e.route === 'consume'),
         metered.reports,
         meteredSubscribers,
+        allowanceOf(scenario.credits),
+        scenario.credits ? FAULT_CREDIT_TOTAL : 0,
       )
     : null;
+  const creditsCheck =
+    scenario.credits && meteredCheck
+      ? await verifyCredits(
+          org,
+          urls,
+          meteredSubscribers,
+          meteredCheck.findings.finalUsed,
+          meteredCheck.findings.overConsumed,
+        )
+      : null;
   const findings = await verify({
     org,
     evals,
@@ -130,6 +151,10 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     countRule: injected.countRule,
     postgresOutage: injected.postgresOutage,
   });
+  if (creditsCheck) {
+    findings.failures.push(...creditsCheck.failures);
+    findings.notes.push(...creditsCheck.notes);
+  }
   if (meteredCheck) {
     findings.failures.push(...meteredCheck.failures);
     findings.notes.push(...meteredCheck.notes);
@@ -162,5 +187,6 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     failures: findings.failures,
     notes: findings.notes,
     ...(meteredCheck ? { metered: meteredCheck.findings } : {}),
+    ...(creditsCheck ? { credits: creditsCheck.findings } : {}),
   };
 }

@@ -61,6 +61,10 @@ export async function verifyMetered(
   consumes: EvalRecord[],
   reports: ReportRecord[],
   subscribers: string[],
+  /** The plan's limit (the run writes no metered override). */
+  allowance = METERED_LIMIT,
+  /** What each subscriber holds in credits on top of it (credits rows), all of it consumable. */
+  credits = 0,
 ): Promise<{ findings: MeteredFindings; failures: string[]; notes: string[]; convergedAt: number | null }> {
   const failures: string[] = [];
   const seen: { usage: Map<string, Usage> | null; steadySince: number; problem: string | null } = {
@@ -91,8 +95,8 @@ export async function verifyMetered(
   if (convergedAt === null)
     failures.push(`the used figures never settled on every gateway (${seen.problem ?? 'still moving'})`);
 
-  // The plan's limit: the run writes no metered override.
-  const verdict = judgeUsage(consumes, reports, seen.usage, subscribers, METERED_LIMIT);
+  // The allowance and the credits: a consume allowed beyond both spent something twice.
+  const verdict = judgeUsage(consumes, reports, seen.usage, subscribers, allowance + credits);
   return { ...verdict, failures: [...failures, ...verdict.failures], convergedAt };
 }
 

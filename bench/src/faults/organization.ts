@@ -12,6 +12,21 @@ export const METERED_CONSUMED = 'api-calls';
 export const METERED_REPORTED = 'events';
 /** Low enough that the load reaches it during the scenario, so an over-consumption would show. */
 export const METERED_LIMIT = 40;
+/**
+ * Credits rows (issue 35): what each subscriber holds on METERED_CONSUMED besides the allowance, as two credits (a
+ * promotion spent first, a top-up that never expires), so the consumes past the allowance spend both in order.
+ */
+export const FAULT_CREDITS = [
+  { name: 'promotion', amount: 12, priority: 5, expiresInMs: 86_400_000 },
+  { name: 'top-up', amount: 8, priority: 10, expiresInMs: null },
+] as const;
+export const FAULT_CREDIT_TOTAL = FAULT_CREDITS.reduce((sum, credit) => sum + credit.amount, 0);
+/**
+ * A credits row's allowance: small, so that at 10 consumes a second a subscriber is past it and spending its credits
+ * when the fault strikes (two seconds in), and a credit spent before the fault and spent again after it would show.
+ */
+export const CREDITS_ROW_ALLOWANCE = 10;
+export const allowanceOf = (credits: boolean | undefined) => (credits ? CREDITS_ROW_ALLOWANCE : METERED_LIMIT);
 
 export interface FaultOrganization {
   organizationId: string;
@@ -34,6 +49,8 @@ export async function createFaultOrganization(
   name: string,
   /** Adds the metered features and the plan's metered grants. */
   metered = false,
+  /** Gives every subscriber FAULT_CREDITS on the consumed feature. */
+  credits = false,
 ): Promise<FaultOrganization> {
   const db = createDb(appUrl, { max: 1 });
   let created;
@@ -57,7 +74,7 @@ export async function createFaultOrganization(
     await call('POST', '/org/features', { key: METERED_CONSUMED, name: 'API calls', kind: 'metered' }, 201);
     await call('POST', '/org/features', { key: METERED_REPORTED, name: 'Events', kind: 'metered' }, 201);
     meteredGrants.push(
-      { feature: METERED_CONSUMED, kind: 'metered', limit: METERED_LIMIT },
+      { feature: METERED_CONSUMED, kind: 'metered', limit: allowanceOf(credits) },
       { feature: METERED_REPORTED, kind: 'metered', limit: null },
     );
   }
@@ -77,6 +94,22 @@ export async function createFaultOrganization(
   for (const subscriber of subscribers) {
     await call('POST', '/org/subscribers', { subscriber_id: subscriber, name: subscriber }, 201);
     await call('POST', `/org/subscribers/${subscriber}/subscriptions`, { plan_id: 'basic' }, 201);
+    for (const credit of credits ? FAULT_CREDITS : []) {
+      const expires_at =
+        credit.expiresInMs === null ? null : new Date(Date.now() + credit.expiresInMs).toISOString();
+      await call(
+        'POST',
+        `/org/subscribers/${subscriber}/credits`,
+        {
+          feature: METERED_CONSUMED,
+          amount: credit.amount,
+          priority: credit.priority,
+          name: credit.name,
+          expires_at,
+        },
+        201,
+      );
+    }
   }
   const victim = (await call(
     'POST',

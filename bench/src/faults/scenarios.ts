@@ -28,6 +28,8 @@ export interface Scenario {
   injected: string;
   /** Consumes against a hard limit and reports run too; the row reports usage lost and over-consumption. */
   metered?: boolean;
+  /** Metered, and every subscriber holds credits past the allowance: the row reports credits double-spent. */
+  credits?: boolean;
   /** Breaks something under the running load and writer, revokes the victim key meanwhile, and recovers. */
   inject(stack: Stack, writer: Writer): Promise<Injected>;
 }
@@ -173,10 +175,23 @@ const faults: Scenario[] = [
 /** The faults a metered row repeats with consumes and reports running (issue 34). */
 const METERED_FAULTS = ['redis-refusing', 'redis-empty', 'redis-hung', 'gateway-kill', 'worker-kill'];
 
+/** The faults a credits row repeats with consumes spending the allowance, then credits (issue 35). */
+const CREDIT_FAULTS = ['redis-empty', 'worker-kill'];
+
 export const scenarios: Scenario[] = [
   ...faults,
   ...METERED_FAULTS.map((name) => {
     const fault = faults.find((f) => f.name === name)!;
     return { ...fault, name: `metered-${name}`, injected: `${fault.injected}; consumes and reports running`, metered: true };
+  }),
+  ...CREDIT_FAULTS.map((name) => {
+    const fault = faults.find((f) => f.name === name)!;
+    return {
+      ...fault,
+      name: `credits-${name}`,
+      injected: `${fault.injected}; consumes past the allowance spending credits`,
+      metered: true,
+      credits: true,
+    };
   }),
 ];

@@ -5,7 +5,11 @@ import type { ScenarioResult, Tally } from './matrix.ts';
 const others = (t: Tally) => Object.values(t.other).reduce((sum, n) => sum + n, 0);
 /** Metered rows' figures; rows without consumes and reports say n/a. */
 const usageLost = (r: ScenarioResult) => (r.metered ? String(r.metered.usageLost) : 'n/a');
-const overConsumed = (r: ScenarioResult) => (r.metered ? String(r.metered.overConsumed) : 'n/a');
+/** Credits rows: consumes allowed beyond the allowance and the credits, and the usage that spent something twice. */
+const overConsumed = (r: ScenarioResult) =>
+  r.metered
+    ? `${r.metered.overConsumed}${r.credits ? ` (double-spent ${r.credits.doubleSpent})` : ''}`
+    : 'n/a';
 
 const columns = [
   '#',

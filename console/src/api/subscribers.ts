@@ -1,8 +1,10 @@
-import { api, segment, type Query } from './client.ts';
+import { api, request, segment, type Query } from './client.ts';
+import type { CreateCreditBody } from '@ent/contract/credits';
 import type { PutOverrideBody } from '@ent/contract/overrides';
 import type { ChangeSubscriptionBody } from '@ent/contract/subscriptions';
 import type {
   ChangedSubscription,
+  Credit,
   EntitlementList,
   MeteredUsage,
   Override,
@@ -58,6 +60,15 @@ export const subscribersApi = {
       limit: 10,
       ...query,
     }),
+  /** Credits on metered features, newest first (DESIGN.md §5 "Credits"). */
+  credits: (id: string, query: Query = {}) =>
+    api.get<Page & { credits: Credit[] }>(`${subscriberPath(id)}/credits`, { limit: 20, ...query }),
+  createCredit: (id: string, input: CreateCreditBody) =>
+    api.post<Credit>(`${subscriberPath(id)}/credits`, input),
+  /** What the credit gave stays spent; voiding it again answers it unchanged. */
+  voidCredit: (id: string, creditId: string) =>
+    request<Credit>('DELETE', `${subscriberPath(id)}/credits/${segment(creditId)}`),
+
   /** A correction: the current period's `used` becomes this (audited from -> to). */
   correctUsage: (id: string, featureKey: string, used: number) =>
     api.put<MeteredUsage>(`${subscriberPath(id)}/usage/${segment(featureKey)}`, { used }),

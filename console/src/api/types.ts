@@ -14,6 +14,7 @@ import type {
 } from '@ent/contract/console';
 import type { EntitlementList as ContractEntitlementList, MeteredCheckResult } from '@ent/contract/evals';
 import type { FeatureBody } from '@ent/contract/features';
+import type { CreditBody, CreditStatus as ContractCreditStatus } from '@ent/contract/credits';
 import type { InviteBody } from '@ent/contract/invites';
 import type { MemberBody } from '@ent/contract/members';
 import type {
@@ -61,6 +62,10 @@ export type MeteredUsage = MeteredCheckResult;
 export type SubscriberUsage = ContractSubscriberUsage;
 /** A metered feature's ended period with its final figure (GET .../usage/{feature}/periods). */
 export type UsagePeriod = UsagePeriodBody;
+
+/** A credit on a metered feature (DESIGN.md §5 "Credits"; GET /org/subscribers/{id}/credits). */
+export type Credit = CreditBody;
+export type CreditStatus = ContractCreditStatus;
 
 export type UsageRecord = UsageRecordBody;
 /** One UTC month of GET /org/usage/history: `days` are cumulative counts, oldest first. */

@@ -562,7 +562,7 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': components['schemas']['def-16'] | components['schemas']['def-17'];
+            'application/json': components['schemas']['def-17'] | components['schemas']['def-18'];
           };
         };
         /** @description The body of every non-2xx response */
@@ -955,7 +955,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              webhook: components['schemas']['def-12'] | null;
+              webhook: components['schemas']['def-13'] | null;
             };
           };
         };
@@ -1677,6 +1677,8 @@ export interface paths {
           /** @description RFC 3339, exclusive */
           occurred_before?: string;
           outcome?: 'pending' | 'rejected' | 'responded' | 'no_response';
+          /** @description entries whose path value credit_id is this */
+          'params[credit_id]'?: string;
           /** @description entries whose path value feature_key is this */
           'params[feature_key]'?: string;
           /** @description entries whose path value feature is this */
@@ -1848,7 +1850,7 @@ export interface paths {
                    * @enum {boolean}
                    */
                   archived?: true;
-                  /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
+                  /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
                   grants?: {
                     feature: string;
                     kind: 'flag' | 'limit' | 'metered';
@@ -1858,6 +1860,9 @@ export interface paths {
                     reset?: 'day' | 'week' | 'month' | 'year' | 'never';
                     /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
                     reset_anchor?: 'calendar' | 'subscription';
+                    rollover?: {
+                      max: number;
+                    } | null;
                     soft?: boolean;
                   }[];
                   /** @description lowercase letters, digits, _ and -; at most 64 */
@@ -3092,7 +3097,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              invites: components['schemas']['def-10'][];
+              invites: components['schemas']['def-11'][];
             };
           };
         };
@@ -3502,7 +3507,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              members: components['schemas']['def-8'][];
+              members: components['schemas']['def-9'][];
             };
           };
         };
@@ -4101,7 +4106,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              api_keys: components['schemas']['def-9'][];
+              api_keys: components['schemas']['def-10'][];
               has_more: boolean;
             };
           };
@@ -4346,7 +4351,7 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
+            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
             grants?: {
               feature: string;
               kind: 'flag' | 'limit' | 'metered';
@@ -4356,6 +4361,9 @@ export interface paths {
               reset?: 'day' | 'week' | 'month' | 'year' | 'never';
               /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
               reset_anchor?: 'calendar' | 'subscription';
+              rollover?: {
+                max: number;
+              } | null;
               soft?: boolean;
             }[];
             /** @description lowercase letters, digits, _ and -; at most 64 */
@@ -4405,6 +4413,10 @@ export interface paths {
                     reset: 'day' | 'week' | 'month' | 'year' | 'never';
                     /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
                     reset_anchor: 'calendar' | 'subscription';
+                    /** @description null: a period's unused allowance is not carried over */
+                    rollover: {
+                      max: number;
+                    } | null;
                     /** @description true: use beyond the limit is allowed and reported as overage */
                     soft: boolean;
                   }
@@ -4588,6 +4600,10 @@ export interface paths {
                     reset: 'day' | 'week' | 'month' | 'year' | 'never';
                     /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
                     reset_anchor: 'calendar' | 'subscription';
+                    /** @description null: a period's unused allowance is not carried over */
+                    rollover: {
+                      max: number;
+                    } | null;
                     /** @description true: use beyond the limit is allowed and reported as overage */
                     soft: boolean;
                   }
@@ -4871,7 +4887,7 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar) and `soft` (default false) are for metered grants only */
+            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
             grants?: {
               feature: string;
               kind: 'flag' | 'limit' | 'metered';
@@ -4881,6 +4897,9 @@ export interface paths {
               reset?: 'day' | 'week' | 'month' | 'year' | 'never';
               /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
               reset_anchor?: 'calendar' | 'subscription';
+              rollover?: {
+                max: number;
+              } | null;
               soft?: boolean;
             }[];
             name?: string;
@@ -4927,6 +4946,10 @@ export interface paths {
                     reset: 'day' | 'week' | 'month' | 'year' | 'never';
                     /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
                     reset_anchor: 'calendar' | 'subscription';
+                    /** @description null: a period's unused allowance is not carried over */
+                    rollover: {
+                      max: number;
+                    } | null;
                     /** @description true: use beyond the limit is allowed and reported as overage */
                     soft: boolean;
                   }
@@ -5110,6 +5133,10 @@ export interface paths {
                     reset: 'day' | 'week' | 'month' | 'year' | 'never';
                     /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
                     reset_anchor: 'calendar' | 'subscription';
+                    /** @description null: a period's unused allowance is not carried over */
+                    rollover: {
+                      max: number;
+                    } | null;
                     /** @description true: use beyond the limit is allowed and reported as overage */
                     soft: boolean;
                   }
@@ -5297,6 +5324,10 @@ export interface paths {
                     reset: 'day' | 'week' | 'month' | 'year' | 'never';
                     /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
                     reset_anchor: 'calendar' | 'subscription';
+                    /** @description null: a period's unused allowance is not carried over */
+                    rollover: {
+                      max: number;
+                    } | null;
                     /** @description true: use beyond the limit is allowed and reported as overage */
                     soft: boolean;
                   }
@@ -5449,7 +5480,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              service_accounts: components['schemas']['def-11'][];
+              service_accounts: components['schemas']['def-12'][];
             };
           };
         };
@@ -5999,7 +6030,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              api_keys: components['schemas']['def-9'][];
+              api_keys: components['schemas']['def-10'][];
               has_more: boolean;
             };
           };
@@ -7014,6 +7045,495 @@ export interface paths {
     };
     trace?: never;
   };
+  '/org/subscribers/{subscriber_id}/credits': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: {
+      parameters: {
+        query?: {
+          feature?: string;
+          limit?: number;
+          starting_after?: string;
+          /** @description computed from the clock and the balance when read */
+          status?: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+        };
+        header?: never;
+        path: {
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              credits: components['schemas']['def-7'][];
+              has_more: boolean;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    put?: never;
+    post: {
+      parameters: {
+        query?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
+        path: {
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            amount: number;
+            /**
+             * Format: date-time
+             * @description default: now; a past time is accepted
+             */
+            effective_at?: string;
+            /** @description null or omitted: never; must be later than effective_at */
+            expires_at?: string | null;
+            /** @description a metered feature key */
+            feature: string;
+            name?: string;
+            /** @description 1 is spent first; default 10 */
+            priority?: number;
+          };
+        };
+      };
+      responses: {
+        /** @description Default Response */
+        201: {
+          headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              amount: number;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              created_at: string;
+              /** @description `cr_` and a random suffix */
+              credit_id: string;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              effective_at: string;
+              expires_at: string | null;
+              /** @description a metered feature key */
+              feature: string;
+              name: string | null;
+              /** @description 1 is spent first */
+              priority: number;
+              /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
+              remaining: number;
+              source: 'manual' | 'rollover';
+              spent: number;
+              /** @description computed from the clock and the balance when read */
+              status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+              subscriber_id: string;
+              voided_at: string | null;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/org/subscribers/{subscriber_id}/credits/{credit_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete: {
+      parameters: {
+        query?: never;
+        header?: {
+          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+          'Idempotency-Key'?: string;
+        };
+        path: {
+          credit_id: string;
+          subscriber_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+            'Idempotent-Replayed'?: 'true';
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              amount: number;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              created_at: string;
+              /** @description `cr_` and a random suffix */
+              credit_id: string;
+              /**
+               * Format: date-time
+               * @description ISO 8601 UTC with milliseconds
+               */
+              effective_at: string;
+              expires_at: string | null;
+              /** @description a metered feature key */
+              feature: string;
+              name: string | null;
+              /** @description 1 is spent first */
+              priority: number;
+              /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
+              remaining: number;
+              source: 'manual' | 'rollover';
+              spent: number;
+              /** @description computed from the clock and the balance when read */
+              status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+              subscriber_id: string;
+              voided_at: string | null;
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+        /** @description The body of every non-2xx response */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+            };
+          };
+        };
+      };
+    };
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/org/subscribers/{subscriber_id}/entitlements': {
     parameters: {
       query?: never;
@@ -7067,18 +7587,24 @@ export interface paths {
                     source: 'override' | 'plan' | 'none';
                   }
                 | {
-                    /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                    /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
                     allowed: boolean;
+                    /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                    credits: {
+                      credit_id: string;
+                      expires_at: string | null;
+                      remaining: number;
+                    }[];
                     feature: string;
                     /** @constant */
                     kind: 'metered';
                     /** @description per period; null = unlimited */
                     limit: number | null;
-                    /** @description soft limits only: max(0, used - limit) */
+                    /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
                     overage?: number;
                     /** Format: date-time */
                     period_start: string;
-                    /** @description max(0, limit - used); null when unlimited */
+                    /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
                     remaining: number | null;
                     /** @description when the next period starts; null for reset "never" */
                     resets_at: string | null;
@@ -7328,18 +7854,24 @@ export interface paths {
                   source: 'override' | 'plan' | 'none';
                 }
               | {
-                  /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                  /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
                   allowed: boolean;
+                  /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                  credits: {
+                    credit_id: string;
+                    expires_at: string | null;
+                    remaining: number;
+                  }[];
                   feature: string;
                   /** @constant */
                   kind: 'metered';
                   /** @description per period; null = unlimited */
                   limit: number | null;
-                  /** @description soft limits only: max(0, used - limit) */
+                  /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
                   overage?: number;
                   /** Format: date-time */
                   period_start: string;
-                  /** @description max(0, limit - used); null when unlimited */
+                  /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
                   remaining: number | null;
                   /** @description when the next period starts; null for reset "never" */
                   resets_at: string | null;
@@ -8769,18 +9301,24 @@ export interface paths {
               subscriber_id: string;
               /** @description every metered catalog feature, by key */
               usage: {
-                /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
                 allowed: boolean;
+                /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                credits: {
+                  credit_id: string;
+                  expires_at: string | null;
+                  remaining: number;
+                }[];
                 feature: string;
                 /** @constant */
                 kind: 'metered';
                 /** @description per period; null = unlimited */
                 limit: number | null;
-                /** @description soft limits only: max(0, used - limit) */
+                /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
                 overage?: number;
                 /** Format: date-time */
                 period_start: string;
-                /** @description max(0, limit - used); null when unlimited */
+                /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
                 remaining: number | null;
                 /** @description when the next period starts; null for reset "never" */
                 resets_at: string | null;
@@ -8909,18 +9447,24 @@ export interface paths {
           };
           content: {
             'application/json': {
-              /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+              /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
               allowed: boolean;
+              /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+              credits: {
+                credit_id: string;
+                expires_at: string | null;
+                remaining: number;
+              }[];
               feature: string;
               /** @constant */
               kind: 'metered';
               /** @description per period; null = unlimited */
               limit: number | null;
-              /** @description soft limits only: max(0, used - limit) */
+              /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
               overage?: number;
               /** Format: date-time */
               period_start: string;
-              /** @description max(0, limit - used); null when unlimited */
+              /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
               remaining: number | null;
               /** @description when the next period starts; null for reset "never" */
               resets_at: string | null;
@@ -9097,18 +9641,24 @@ export interface paths {
           };
           content: {
             'application/json': {
-              /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+              /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
               allowed: boolean;
+              /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+              credits: {
+                credit_id: string;
+                expires_at: string | null;
+                remaining: number;
+              }[];
               feature: string;
               /** @enum {string} */
               kind: 'metered';
               /** @description per period; null = unlimited */
               limit: number | null;
-              /** @description soft limits only: max(0, used - limit) */
+              /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
               overage?: number;
               /** Format: date-time */
               period_start: string;
-              /** @description max(0, limit - used); null when unlimited */
+              /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
               remaining: number | null;
               /** @description when the next period starts; null for reset "never" */
               resets_at: string | null;
@@ -9258,7 +9808,7 @@ export interface paths {
           content: {
             'application/json': {
               has_more: boolean;
-              periods: components['schemas']['def-15'][];
+              periods: components['schemas']['def-16'][];
             };
           };
         };
@@ -9417,18 +9967,24 @@ export interface paths {
               /** @description in the events' order: each a check result, or the error body of an event that was not applied */
               results: (
                 | {
-                    /** @description used < limit, or true when unlimited or soft; after a consume: whether it was deducted */
+                    /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
                     allowed: boolean;
+                    /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                    credits: {
+                      credit_id: string;
+                      expires_at: string | null;
+                      remaining: number;
+                    }[];
                     feature: string;
                     /** @constant */
                     kind: 'metered';
                     /** @description per period; null = unlimited */
                     limit: number | null;
-                    /** @description soft limits only: max(0, used - limit) */
+                    /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
                     overage?: number;
                     /** Format: date-time */
                     period_start: string;
-                    /** @description max(0, limit - used); null when unlimited */
+                    /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
                     remaining: number | null;
                     /** @description when the next period starts; null for reset "never" */
                     resets_at: string | null;
@@ -9722,7 +10278,7 @@ export interface paths {
           content: {
             'application/json': {
               /** @description newest first: the current month, then each earlier month with recorded usage */
-              months: components['schemas']['def-14'][];
+              months: components['schemas']['def-15'][];
             };
           };
         };
@@ -10151,7 +10707,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              deliveries: components['schemas']['def-13'][];
+              deliveries: components['schemas']['def-14'][];
               has_more: boolean;
             };
           };
@@ -10815,6 +11371,10 @@ export interface components {
             reset: 'day' | 'week' | 'month' | 'year' | 'never';
             /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
             reset_anchor: 'calendar' | 'subscription';
+            /** @description null: a period's unused allowance is not carried over */
+            rollover: {
+              max: number;
+            } | null;
             /** @description true: use beyond the limit is allowed and reported as overage */
             soft: boolean;
           }
@@ -10882,8 +11442,38 @@ export interface components {
        */
       updated_at: string;
     };
+    /** Credit */
+    'def-7': {
+      amount: number;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      /** @description `cr_` and a random suffix */
+      credit_id: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      effective_at: string;
+      expires_at: string | null;
+      /** @description a metered feature key */
+      feature: string;
+      name: string | null;
+      /** @description 1 is spent first */
+      priority: number;
+      /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
+      remaining: number;
+      source: 'manual' | 'rollover';
+      spent: number;
+      /** @description computed from the clock and the balance when read */
+      status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+      subscriber_id: string;
+      voided_at: string | null;
+    };
     /** Member */
-    'def-8': {
+    'def-9': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10902,7 +11492,7 @@ export interface components {
       updated_at: string;
     };
     /** ApiKey */
-    'def-9': {
+    'def-10': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10934,7 +11524,7 @@ export interface components {
       service_account_id: string;
     };
     /** Invite */
-    'def-10': {
+    'def-11': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10951,7 +11541,7 @@ export interface components {
       url: string | null;
     };
     /** ServiceAccount */
-    'def-11': {
+    'def-12': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10969,7 +11559,7 @@ export interface components {
       updated_at: string;
     };
     /** Webhook */
-    'def-12': {
+    'def-13': {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -10987,7 +11577,7 @@ export interface components {
       url: string;
     };
     /** WebhookDelivery */
-    'def-13': {
+    'def-14': {
       attempts: number;
       /**
        * Format: date-time
@@ -11010,7 +11600,7 @@ export interface components {
       updated_at: string;
     };
     /** UsageMonth */
-    'def-14': {
+    'def-15': {
       /** @description evals counted in the month (the current month's is the live count) */
       count: number;
       /** @description sampled days, oldest first */
@@ -11026,7 +11616,7 @@ export interface components {
       period: string;
     };
     /** UsagePeriod */
-    'def-15': {
+    'def-16': {
       feature: string;
       /** @description null for reset "never" */
       period_end: string | null;
@@ -11035,7 +11625,7 @@ export interface components {
       used: number;
     };
     /** ConsoleSession */
-    'def-16': {
+    'def-17': {
       csrf_token: string;
       /**
        * Format: date-time
@@ -11054,7 +11644,7 @@ export interface components {
       };
     };
     /** ConsoleOrganizationChoice */
-    'def-17': {
+    'def-18': {
       organizations: {
         name: string;
         slug: string;

@@ -3,6 +3,7 @@ import { isApiError } from '../../api/errors.ts';
 import { formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { PageHeader } from '../../components/PageHeader.tsx';
+import { CreditsPanel } from './CreditsPanel.tsx';
 import { EntitlementsPanel } from './EntitlementsPanel.tsx';
 import { OverridesPanel } from './OverridesPanel.tsx';
 import { SubscriberName } from './SubscriberName.tsx';
@@ -37,6 +38,7 @@ export function SubscriberPage() {
             <SubscriberName subscriber={subscriber.data} />
             <SubscriptionsPanel subscriberId={subscriberId} />
             <UsagePanel subscriberId={subscriberId} />
+            <CreditsPanel subscriberId={subscriberId} />
             <OverridesPanel subscriberId={subscriberId} />
           </div>
           <aside className="detail-side">

@@ -45,6 +45,15 @@ export const useUsagePeriods = (id: string, featureKey: string) =>
     getNextPageParam: (page) => (page.has_more ? page.periods.at(-1)?.period_start : undefined),
   });
 
+/** A subscriber's credits, newest first, a page at a time (`starting_after` is a credit id). */
+export const useCredits = (id: string) =>
+  useInfiniteQuery({
+    queryKey: [...subscriberKey(id), 'credits'],
+    queryFn: ({ pageParam }) => subscribersApi.credits(id, { starting_after: pageParam }),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (page) => (page.has_more ? page.credits.at(-1)?.credit_id : undefined),
+  });
+
 /**
  * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. The plan list
  * with subscriber counts is dropped rather than marked stale: a stale query still shows its data while it is read

@@ -35,8 +35,12 @@ const MAX_ECHOED_KEY = 255;
 /**
  * docs/decisions.md "ETags and OpenFeature": a flag is `allowed`, a limit its integer, unlimited the largest safe one.
  * A metered feature (DESIGN.md §5) is the integer that remains of its limit this period, with `{used, limit,
- * resets_at}` as metadata (a null left out: OFREP's metadata holds no nulls).
+ * resets_at}` as metadata (a null left out: OFREP's metadata holds no nulls), and `credits_remaining` (what its live
+ * credits have left, already counted in the value) while it holds any.
  */
+const creditsRemaining = (credits: readonly { remaining: number }[]) =>
+  credits.reduce((sum, credit) => sum + credit.remaining, 0);
+
 export function toOfrep(result: CheckResult): OfrepSuccess {
   const reason = result.source === 'override' ? 'TARGETING_MATCH' : 'STATIC';
   if (result.kind === 'metered') {
@@ -52,6 +56,7 @@ export function toOfrep(result: CheckResult): OfrepSuccess {
         used: result.used,
         ...(result.limit === null ? {} : { limit: result.limit }),
         ...(result.resets_at === null ? {} : { resets_at: result.resets_at }),
+        ...(result.credits.length === 0 ? {} : { credits_remaining: creditsRemaining(result.credits) }),
       },
     };
   }
