@@ -25,6 +25,7 @@ export const AUDIT_PATH_VALUE_NAMES = [
   'credit_id',
   'feature',
   'feature_key',
+  'import_id',
   'invite_id',
   'key',
   'key_id',

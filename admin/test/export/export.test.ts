@@ -138,6 +138,7 @@ describe('GET /org/export', () => {
             reset: 'day',
             reset_anchor: 'calendar',
             soft: true,
+            rollover: null,
           },
           { feature: 'seats', kind: 'limit', limit: 10 },
           { feature: 'sso', kind: 'flag' },

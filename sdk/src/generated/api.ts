@@ -1683,6 +1683,8 @@ export interface paths {
           'params[feature_key]'?: string;
           /** @description entries whose path value feature is this */
           'params[feature]'?: string;
+          /** @description entries whose path value import_id is this */
+          'params[import_id]'?: string;
           /** @description entries whose path value invite_id is this */
           'params[invite_id]'?: string;
           /** @description entries whose path value key_id is this */
