@@ -150,6 +150,8 @@ export async function applyUsageEvents(
   const ops: MeteredOperation[] = [];
   const resolvedOf: ResolvedTerms[] = [];
   const at: number[] = [];
+  // One for the batch, not one per event.
+  const place: CreditPlace = { keys: app.redisKeys, organizationId };
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!;
     const entry = entries.get(event.subscriber_id)!;
@@ -167,12 +169,7 @@ export async function applyUsageEvents(
     else if (kind !== 'metered') answers[i] = { error: notMetered(event.feature, 'feature') };
     else {
       const resolved = resolvedTermsOf(entry.catalog.doc, entry.subscriber, event.feature, nowMs);
-      ops.push(
-        eventOperation(event, entry, operation.kind, operation.amount, resolved, nowMs, {
-          keys: app.redisKeys,
-          organizationId,
-        }),
-      );
+      ops.push(eventOperation(event, entry, operation.kind, operation.amount, resolved, nowMs, place));
       resolvedOf.push(resolved);
       at.push(i);
     }
