@@ -339,7 +339,8 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     });
     if (reply[0] === GateCode.AlreadyRan) throw new MeteringError(`Gate batch ${batchId} ran before.`);
     // Nothing of it was applied or remembered: a failed call like a timed-out one, settled as one that never ran.
-    if (reply[0] === GateCode.Expired) throw new MeteringError(`Gate batch ${batchId} reached Redis after its deadline.`);
+    if (reply[0] === GateCode.Expired)
+      throw new MeteringError(`Gate batch ${batchId} reached Redis after its deadline.`);
     const stamp = reply[6] ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);

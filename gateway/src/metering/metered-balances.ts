@@ -181,7 +181,8 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       deadline,
     );
     // Applied nothing: the caller answers 503, as for a call that timed out.
-    if (reply.length === 1 && reply[0] === CALL_EXPIRED) throw new Error('The usage call reached Redis after its deadline.');
+    if (reply.length === 1 && reply[0] === CALL_EXPIRED)
+      throw new Error('The usage call reached Redis after its deadline.');
     return ops.map((op, i) => decodeOutcome(op, reply[2 * i], reply[2 * i + 1]));
   }
 

@@ -22,7 +22,8 @@ export interface ClockOffset {
 export function offsetOf(samples: readonly ClockSample[]): ClockOffset | undefined {
   let best: ClockSample | undefined;
   for (const sample of samples) {
-    if (best === undefined || sample.receivedAt - sample.sentAt < best.receivedAt - best.sentAt) best = sample;
+    if (best === undefined || sample.receivedAt - sample.sentAt < best.receivedAt - best.sentAt)
+      best = sample;
   }
   if (best === undefined) return undefined;
   const roundTrip = best.receivedAt - best.sentAt;

@@ -17,7 +17,12 @@ import {
   type MeteredOperation,
 } from '../../src/metering/metered-operations.ts';
 import type { RedisClock } from '../../src/metering/redis-clock.ts';
-import { CALL_EXPIRED, GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../src/metering/scripts.ts';
+import {
+  CALL_EXPIRED,
+  GATE_REPLY_HEADER,
+  withMeteringCommands,
+  type MeteringRedis,
+} from '../../src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
 import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
 
@@ -51,7 +56,12 @@ async function organization(options: { ready?: boolean } = {}) {
   const store = snapshotStore(redis, keys);
   await store.putCatalog(org, { version: 3, doc: catalog });
   await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await publishArrangement(redis, keys, org, { plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 });
+  await publishArrangement(redis, keys, org, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 1000,
+  });
   if (options.ready !== false) await redis.set(keys.meteredReady(org), '1');
   return org;
 }
@@ -89,7 +99,12 @@ const usageApply = (org: string, ops: MeteredOperation[], deadline: number) =>
   );
 
 /** The gate script as the meter calls it, for one eval of alice carrying `ops`. */
-const gateBatch = (org: string, batchId: string, ops: MeteredOperation[] | undefined, deadline: number | '') =>
+const gateBatch = (
+  org: string,
+  batchId: string,
+  ops: MeteredOperation[] | undefined,
+  deadline: number | '',
+) =>
   redis.evalGateBatch(
     keys.arrangement(org),
     keys.evalUsage(org, periodOf(clock.now())),
@@ -103,12 +118,16 @@ const gateBatch = (org: string, batchId: string, ops: MeteredOperation[] | undef
     GATE_BATCH_MEMORY_MS,
     '',
     0,
-    ...gateArguments([{ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered: ops }], 0, () => [
-      keys.meteredBalance(org, ''),
-      keys.usageIdempotency(org, ''),
-      keys.meteredDirty(org),
-      keys.meteredReady(org),
-    ]),
+    ...gateArguments(
+      [{ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered: ops }],
+      0,
+      () => [
+        keys.meteredBalance(org, ''),
+        keys.usageIdempotency(org, ''),
+        keys.meteredDirty(org),
+        keys.meteredReady(org),
+      ],
+    ),
     deadline,
   );
 const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
@@ -141,9 +160,11 @@ describe('usage-apply-4.lua past its deadline', () => {
 
   it('refuses a call without a deadline', async () => {
     const org = await organization();
-    const withoutDeadline = usageApplyArguments(keys.meteredBalance(org, ''), keys.usageIdempotency(org, ''), [
-      op('c', 1),
-    ]);
+    const withoutDeadline = usageApplyArguments(
+      keys.meteredBalance(org, ''),
+      keys.usageIdempotency(org, ''),
+      [op('c', 1)],
+    );
     await expect(
       redis.usageApply(
         keys.catalog(org),
@@ -202,7 +223,10 @@ describe('eval-gate-batch-8.lua past its deadline', () => {
 
 describe('the gateway meeting an expired call', () => {
   /** A clock whose every deadline has passed: each call arrives too late. */
-  const alwaysLate: RedisClock = { deadline: () => 0, measure: async () => ({ offsetMs: 0, uncertaintyMs: 0 }) };
+  const alwaysLate: RedisClock = {
+    deadline: () => 0,
+    measure: async () => ({ offsetMs: 0, uncertaintyMs: 0 }),
+  };
 
   it('fails the whole gate batch as a call that timed out, and settles only its 2xx answers', async () => {
     const org = await organization();
@@ -215,7 +239,9 @@ describe('the gateway meeting an expired call', () => {
     const nowMs = clock.now();
     // One batch: a consume and a plain eval of the same turn.
     const failures = await Promise.all([
-      meter.gate({ organizationId: org, subscriberId: 'alice', nowMs, metered: [op('c', 3)] }).catch((e: unknown) => e),
+      meter
+        .gate({ organizationId: org, subscriberId: 'alice', nowMs, metered: [op('c', 3)] })
+        .catch((e: unknown) => e),
       meter.gate({ organizationId: org, subscriberId: 'alice', nowMs }).catch((e: unknown) => e),
     ]);
     expect(failures.every((error) => error instanceof EvalGateUnavailableError)).toBe(true);
