@@ -166,19 +166,20 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     organizationId: string,
     ops: readonly MeteredOperation[],
   ): Promise<MeteredOutcome[]> {
+    const args = usageApplyArguments(
+      keys.meteredBalance(organizationId, ''),
+      keys.usageIdempotency(organizationId, ''),
+      ops,
+    );
+    // Taken as the call is sent: a call Redis runs later than the deadline applies nothing.
     const known = redisClock.deadline();
-    const deadline = typeof known === 'number' ? known : await known;
+    args.push(typeof known === 'number' ? known : await known);
     const reply = await redis.usageApply(
       keys.catalog(organizationId),
       keys.subscriberVersions(organizationId),
       keys.meteredDirty(organizationId),
       keys.meteredReady(organizationId),
-      ...usageApplyArguments(
-        keys.meteredBalance(organizationId, ''),
-        keys.usageIdempotency(organizationId, ''),
-        ops,
-      ),
-      deadline,
+      ...args,
     );
     // Applied nothing: the caller answers 503, as for a call that timed out.
     if (reply.length === 1 && reply[0] === CALL_EXPIRED)
