@@ -59,6 +59,8 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
         Array.from({ length: evals }, (_, i) => ({ organizationId: org, subscriberId: `cus_${i}`, nowMs: NOW })),
         0,
       ),
+      // No deadline: the batch carries no metered operation.
+      '',
     );
   const settle = (org: string, batchId: string, answered: number) =>
     redis.evalSettle(

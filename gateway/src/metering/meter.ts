@@ -11,7 +11,9 @@ import {
 } from './contract.ts';
 import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { createGateBatcher, type GateBatch } from './gate-batcher.ts';
+import { createRedisClock, type RedisClock } from './redis-clock.ts';
 import {
+  CALL_EXPIRED,
   GATE_REPLY_HEADER,
   withMeteringCommands,
   type EvalAdjustReply,
@@ -27,6 +29,8 @@ export interface EvalMeterOptions {
   keys: RedisKeys;
   /** The arrangement from the source of truth, when Redis has none yet (new organization, flushed Redis). */
   loadArrangement: (organizationId: string) => Promise<Arrangement>;
+  /** Redis's clock, for the deadline of a batch with metered operations (default: its own, measured on first use). */
+  redisClock?: RedisClock;
 }
 
 /** Reply codes of eval-gate-batch-8.lua, eval-adjust-2.lua and eval-settle-4.lua. */
@@ -37,6 +41,7 @@ const GateCode = {
   NoArrangement: 3,
   AlreadyRan: 4,
   SettledBefore: 5,
+  Expired: CALL_EXPIRED,
 } as const;
 
 export class MeteringError extends Error {
@@ -208,6 +213,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   let sequence = 0;
   const newId = () => `${idPrefix}.${(sequence++).toString(36)}`;
   const unresponsive = createUnresponsiveRedisBreaker(redis);
+  const redisClock = options.redisClock ?? createRedisClock(redis);
   const connected = () => redis.status === 'ready' && !unresponsive.open();
 
   async function withArrangement<T extends [number, ...number[]]>(
@@ -305,9 +311,16 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     ]);
     const seen = seenUsage.get(organizationId);
     const sameMonth = seen !== undefined && seen.period === batch.period;
+    const withMetered = evals.some((evalInput) => evalInput.metered !== undefined);
     const callNumber = ++callsSent;
-    const reply = await withArrangement<EvalGateBatchReply>(organizationId, evals[0]!.nowMs, () =>
-      redis.evalGateBatch(
+    const reply = await withArrangement<EvalGateBatchReply>(organizationId, evals[0]!.nowMs, async () => {
+      // Taken as the call is sent (again for a retry): a batch Redis runs later than that applies nothing.
+      let deadline: number | '' = '';
+      if (withMetered) {
+        const known = redisClock.deadline();
+        deadline = typeof known === 'number' ? known : await known;
+      }
+      return redis.evalGateBatch(
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, batch.period),
         keys.burst(organizationId),
@@ -321,9 +334,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         sameMonth ? seen.epoch : '',
         sameMonth ? seen.count : 0,
         ...evalArguments,
-      ),
-    );
+        deadline,
+      );
+    });
     if (reply[0] === GateCode.AlreadyRan) throw new MeteringError(`Gate batch ${batchId} ran before.`);
+    // Nothing of it was applied or remembered: a failed call like a timed-out one, settled as one that never ran.
+    if (reply[0] === GateCode.Expired)
+      throw new MeteringError(`Gate batch ${batchId} reached Redis after its deadline.`);
     const stamp = reply[6] ?? 0;
     if (stamp === 0) knownStamps.delete(organizationId);
     else knownStamps.set(organizationId, stamp);

@@ -9,7 +9,8 @@ import {
   type MeteredOperation,
   type MeteredOutcome,
 } from './metered-operations.ts';
-import { withMeteringCommands } from './scripts.ts';
+import { createRedisClock, type RedisClock } from './redis-clock.ts';
+import { CALL_EXPIRED, withMeteringCommands } from './scripts.ts';
 
 /** One balance as Postgres last persisted it (admin's `GET /internal/metered/balances`). */
 export interface PersistedBalance {
@@ -29,6 +30,8 @@ export interface MeteredBalancesOptions {
   loadBalances: (organizationId: string) => Promise<PersistedBalance[]>;
   /** The most balances whose last figure this gateway keeps for a refill (bounded memory). */
   maxFigures?: number;
+  /** Redis's clock, for each call's deadline (default: its own, measured on first use). */
+  redisClock?: RedisClock;
 }
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
@@ -79,6 +82,7 @@ interface Figure {
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
   const redis = withMeteringCommands(options.redis);
   const { keys, clock } = options;
+  const redisClock = options.redisClock ?? createRedisClock(redis);
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
@@ -162,17 +166,24 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     organizationId: string,
     ops: readonly MeteredOperation[],
   ): Promise<MeteredOutcome[]> {
+    const args = usageApplyArguments(
+      keys.meteredBalance(organizationId, ''),
+      keys.usageIdempotency(organizationId, ''),
+      ops,
+    );
+    // Taken as the call is sent: a call Redis runs later than the deadline applies nothing.
+    const known = redisClock.deadline();
+    args.push(typeof known === 'number' ? known : await known);
     const reply = await redis.usageApply(
       keys.catalog(organizationId),
       keys.subscriberVersions(organizationId),
       keys.meteredDirty(organizationId),
       keys.meteredReady(organizationId),
-      ...usageApplyArguments(
-        keys.meteredBalance(organizationId, ''),
-        keys.usageIdempotency(organizationId, ''),
-        ops,
-      ),
+      ...args,
     );
+    // Applied nothing: the caller answers 503, as for a call that timed out.
+    if (reply.length === 1 && reply[0] === CALL_EXPIRED)
+      throw new Error('The usage call reached Redis after its deadline.');
     return ops.map((op, i) => decodeOutcome(op, reply[2 * i], reply[2 * i + 1]));
   }
 

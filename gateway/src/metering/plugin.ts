@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { EvalMeter } from './contract.ts';
 import { createEvalMeter } from './meter.ts';
 import { createMeteredBalances, type MeteredBalances } from './metered-balances.ts';
+import { createRedisClock, deadlineBudgetMs } from './redis-clock.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,11 +26,26 @@ const SHUTDOWN_SETTLE_MS = 1500;
  */
 export const meter = fp<{ meter?: EvalMeter }>(
   async function meter(app: FastifyInstance, options) {
+    // One clock for every metered call's deadline, measured before the gateway listens (while Redis answers).
+    const redisClock = createRedisClock(app.redis, {
+      budgetMs: deadlineBudgetMs(app.config.redisCommandTimeoutMs),
+    });
+    try {
+      await redisClock.measure();
+    } catch (error) {
+      app.log.warn({ err: error }, 'Redis clock not measured: measured again when Redis is ready');
+    }
+    const measureAgain = () => void redisClock.measure().catch(() => undefined);
+    app.redis.on('ready', measureAgain);
+    app.addHook('onClose', async () => {
+      app.redis.off('ready', measureAgain);
+    });
     const evalMeter =
       options.meter ??
       createEvalMeter({
         redis: app.redis,
         keys: app.redisKeys,
+        redisClock,
         loadArrangement: async (organizationId) => {
           app.gatewayMetrics.snapshotRebuilds.inc({ kind: 'organization' });
           return (await app.adminClient.organization(organizationId)).arrangement;
@@ -59,6 +75,7 @@ export const meter = fp<{ meter?: EvalMeter }>(
         redis: app.redis,
         keys: app.redisKeys,
         clock: app.clock,
+        redisClock,
         loadBalances: (organizationId) => app.adminClient.meteredBalances(organizationId),
       }),
     );

@@ -4,12 +4,17 @@ import type { RedisClient } from '@ent/common/redis/connect';
 /**
  * Raw replies; see each script's header. The batch reply is a header (status 0, limit, blocking, catalog
  * version, auth version, count before the batch, subscriber-write stamp, usage epoch) then one number per eval (its code, plus
- * 4 × (subscriber version + 1) when the script read that version), or `[3]` when Redis holds no arrangement, or
- * `[4]` when the batch id already ran or was settled.
+ * 4 × (subscriber version + 1) when the script read that version), or `[3]` when Redis holds no arrangement,
+ * `[4]` when the batch id already ran or was settled, or `[CALL_EXPIRED]`.
  */
 /** A replayed metered answer's value is text: read that part as `unknown` (decodeOutcome). */
 export type EvalGateBatchReply = [number, ...number[]];
 export const GATE_REPLY_HEADER = 8;
+/**
+ * The whole reply of eval-gate-batch-8.lua and usage-apply-4.lua when Redis ran them past the deadline their last
+ * argument named: nothing was changed, and the caller answers as for a call that timed out.
+ */
+export const CALL_EXPIRED = 6;
 export type EvalAdjustReply = [number, number];
 /** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none). */
 export type EvalSettleReply = [number, number, number, number];
@@ -17,12 +22,12 @@ export type EvalSettleReply = [number, number, number, number];
 export interface MeteringCommands {
   /**
    * Seven keys, seven arguments (the last: one trust flag per eval), the evals' subscriber ids, then their instants
-   * as runs of (count, now) (eval-gate-batch-8.lua).
+   * as runs of (count, now), the metered operations if any, and last the deadline (eval-gate-batch-8.lua).
    */
   evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
-  /** usage-apply-4.lua: status, value per operation. */
+  /** usage-apply-4.lua (its last argument the deadline): status, value per operation, or `[CALL_EXPIRED]`. */
   usageApply(...keysAndArgs: (string | number)[]): Promise<(number | string)[]>;
   /** metered-refill-2.lua: the number of balances raised. */
   meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;

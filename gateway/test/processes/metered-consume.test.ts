@@ -154,6 +154,26 @@ describe('metered consumes on two gateway processes', () => {
     expect((await consume(urls[0]!, subscriber, 0)).json().used).toBe(7);
   }, 30_000);
 
+  it('deducts nothing for a consume answered 503 while Redis was paused, although its call runs when Redis resumes', async () => {
+    const subscriber = await subscriberWith(10, false);
+    // Warm: the consume below rides in the gate call itself, which the paused Redis holds on its socket.
+    expect((await consume(urls[0]!, subscriber, 2)).json()).toMatchObject({ used: 2, allowed: true });
+    const redisPid = redisServer.child.pid!;
+    process.kill(redisPid, 'SIGSTOP');
+    let paused;
+    try {
+      paused = await consume(urls[0]!, subscriber, 3);
+    } finally {
+      process.kill(redisPid, 'SIGCONT');
+    }
+    expect(paused.statusCode).toBe(503);
+    await waitFor(
+      async () => (await consume(urls[0]!, subscriber, 0)).statusCode === 200,
+      'the gateway answering metered reads again',
+    );
+    expect((await consume(urls[1]!, subscriber, 0)).json()).toMatchObject({ used: 2 });
+  }, 30_000);
+
   it('answers 503 to consumes while Redis is down (flags fail open), and refills an empty Redis before answering again', async () => {
     const subscriber = await subscriberWith(10, false);
     expect((await consume(urls[0]!, subscriber, 6)).json()).toMatchObject({ used: 6, allowed: true });

@@ -40,6 +40,11 @@
                 unlimited), soft, period end, ttl, the catalog and subscriber versions its terms were resolved
                 from, idempotency key (''), fingerprint, terms, credits ('' = none) (metered-balance.fragment.lua). An operation of an
                 eval not counted is skipped; one whose versions are not current applies nothing (stale).
+    ARGV[#ARGV] always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the batch may
+                still apply anything ('' = none, sent when it carries no metered operation). Past it, the gateway
+                may already have answered 503 for its consumes: the batch changes nothing and is not remembered,
+                so a settle takes it for a batch that never ran (decisions.md, "A metered call that reaches
+                Redis late applies nothing").
 
   While the stamp is still ARGV[6], no subscriber's version has changed since the gateway read the versions it
   marked '1': those are not read again (reading the index was most of the script's cost). Every other eval's
@@ -56,9 +61,18 @@
     then, when the batch carries metered operations, two values per operation in their order: status, value
     (metered-balance.fragment.lua; 2 stale versions, 3 not ready, 4 skipped: its eval was not counted)
   or the single number { 3 } when Redis holds no arrangement (nothing changed; the caller publishes it
-  and retries), or { 4 } when this batch id already ran or was settled (nothing changed).
+  and retries), { 4 } when this batch id already ran or was settled (nothing changed), or { 6 } when the
+  deadline had passed (nothing changed).
 ]]
 local rcall = redis.call
+
+local deadline = tonumber(ARGV[#ARGV])
+if deadline then
+  local time = rcall("TIME")
+  if time[1] * 1000 + time[2] / 1000 > deadline then
+    return {6}
+  end
+end
 
 if rcall("EXISTS", KEYS[6]) == 1 then
   return {4}
@@ -256,9 +270,9 @@ rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
 
 -- Metered operations (metered-balance.fragment.lua), only when the batch carries any: after the last run.
 local m = run + 2
-if ARGV[m] then
+if m < #ARGV then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
-  for base = m + 3, #ARGV - 1, 14 do
+  for base = m + 3, #ARGV - 2, 14 do
     local evalIndex = tonumber(ARGV[base + 1])
     local status, value
     if out[8 + evalIndex] % 4 ~= 0 then

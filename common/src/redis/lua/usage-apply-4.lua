@@ -15,16 +15,28 @@
     none), terms
   then 8 per operation: subscriber id, subscriber version, term set (from 1), kind ('r'/'c'/'d'/'s'), amount,
     idempotency key (''), fingerprint ('' without a key), credits ('' = none; the subscriber's own, so per operation)
+  ARGV[#ARGV]  always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the call may
+    still apply anything. Past it, the gateway may already have answered 503: nothing is applied, read or recorded
+    (decisions.md, "A metered call that reaches Redis late applies nothing").
 
   Returns status, value per operation (the fragment's, or 2 stale: the catalog or the subscriber moved on since
-  the versions given, nothing applied; 3 not ready: the readiness marker is missing, nothing applied).
+  the versions given, nothing applied; 3 not ready: the readiness marker is missing, nothing applied), or the
+  single number { 6 } when the deadline had passed (never a reply of operations: those come in pairs).
 ]]
+local deadline = tonumber(ARGV[#ARGV])
+if not deadline then
+  return redis.error_reply('usage-apply: the last argument must be the deadline')
+end
+local time = redis.call('TIME')
+if time[1] * 1000 + time[2] / 1000 > deadline then
+  return {6}
+end
 local out = {}
 local TERM_ARITY = 7
 local ARITY = 8
 local termCount = tonumber(ARGV[3])
 local first = 3 + termCount * TERM_ARITY
-local count = (#ARGV - first) / ARITY
+local count = (#ARGV - 1 - first) / ARITY
 if redis.call('EXISTS', KEYS[4]) == 0 then
   for i = 1, count do
     out[2 * i - 1] = METERED_NOT_READY

@@ -1,0 +1,278 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@ent/common/clock';
+import { loadConfig } from '@ent/common/config';
+import { publishArrangement } from '@ent/common/metering/arrangement';
+import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
+import { createRedis } from '@ent/common/redis/connect';
+import { redisKeys } from '@ent/common/redis/keys';
+import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
+import { createEvalMeter, gateArguments } from '../../src/metering/meter.ts';
+import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
+import {
+  meteredOperation,
+  usageApplyArguments,
+  type MeteredKind,
+  type MeteredOperation,
+} from '../../src/metering/metered-operations.ts';
+import type { RedisClock } from '../../src/metering/redis-clock.ts';
+import {
+  CALL_EXPIRED,
+  GATE_REPLY_HEADER,
+  withMeteringCommands,
+  type MeteringRedis,
+} from '../../src/metering/scripts.ts';
+import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
+import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+
+const prefix = testRedisPrefix();
+const keys = redisKeys(prefix);
+const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
+let redis: MeteringRedis;
+let organizationCount = 0;
+
+const catalog = {
+  features: { calls: 'metered' },
+  plans: {
+    pro: {
+      archived: false,
+      grants: { calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false } },
+    },
+  },
+} as unknown as CatalogDoc;
+const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+
+beforeAll(() => {
+  redis = withMeteringCommands(createRedis(loadConfig()));
+});
+afterAll(async () => {
+  await deleteKeys(redis, `${prefix}:*`);
+  redis.disconnect();
+});
+
+async function organization(options: { ready?: boolean } = {}) {
+  const org = `org_d${organizationCount++}`;
+  const store = snapshotStore(redis, keys);
+  await store.putCatalog(org, { version: 3, doc: catalog });
+  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
+  await publishArrangement(redis, keys, org, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 1000,
+  });
+  if (options.ready !== false) await redis.set(keys.meteredReady(org), '1');
+  return org;
+}
+
+const op = (kind: MeteredKind, amount: number, idempotencyKey = '') =>
+  meteredOperation(
+    { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+    'alice',
+    'calls',
+    kind,
+    amount,
+    clock.now(),
+    idempotencyKey,
+    keys,
+    'org_unused',
+  );
+const member = op('r', 0).member;
+
+/** Redis's own clock, ms (as the scripts read it). */
+async function redisNow(): Promise<number> {
+  const [seconds, microseconds] = await redis.time();
+  return Number(seconds) * 1000 + Number(microseconds) / 1000;
+}
+const passed = async () => Math.floor(await redisNow()) - 1000;
+const ahead = async () => Math.floor(await redisNow()) + 60_000;
+
+const usageApply = (org: string, ops: MeteredOperation[], deadline: number) =>
+  redis.usageApply(
+    keys.catalog(org),
+    keys.subscriberVersions(org),
+    keys.meteredDirty(org),
+    keys.meteredReady(org),
+    ...usageApplyArguments(keys.meteredBalance(org, ''), keys.usageIdempotency(org, ''), ops),
+    deadline,
+  );
+
+/** The gate script as the meter calls it, for one eval of alice carrying `ops`. */
+const gateBatch = (
+  org: string,
+  batchId: string,
+  ops: MeteredOperation[] | undefined,
+  deadline: number | '',
+) =>
+  redis.evalGateBatch(
+    keys.arrangement(org),
+    keys.evalUsage(org, periodOf(clock.now())),
+    keys.burst(org),
+    keys.catalog(org),
+    keys.auth(org),
+    keys.gateBatch(org, batchId),
+    keys.subscriberVersions(org),
+    usageTtlMs(clock.now()),
+    GRACE_PERIOD_MS,
+    GATE_BATCH_MEMORY_MS,
+    '',
+    0,
+    ...gateArguments(
+      [{ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered: ops }],
+      0,
+      () => [
+        keys.meteredBalance(org, ''),
+        keys.usageIdempotency(org, ''),
+        keys.meteredDirty(org),
+        keys.meteredReady(org),
+      ],
+    ),
+    deadline,
+  );
+const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
+
+describe('usage-apply-4.lua past its deadline', () => {
+  it('applies, reads and records nothing and answers the expiry code; within its deadline it applies as before', async () => {
+    const org = await organization();
+    const ops = [op('c', 3, 'k1'), op('d', 2, 'k2'), op('r', 0)];
+    expect(await usageApply(org, ops, await passed())).toEqual([CALL_EXPIRED]);
+    expect(await redis.exists(keys.meteredBalance(org, member))).toBe(0);
+    expect(await redis.exists(keys.usageIdempotency(org, 'k1'), keys.usageIdempotency(org, 'k2'))).toBe(0);
+    expect(await redis.scard(keys.meteredDirty(org))).toBe(0);
+
+    expect(await usageApply(org, ops, await ahead())).toEqual([0, 3, 0, 5, 0, 5]);
+    expect(await redis.exists(keys.usageIdempotency(org, 'k1'), keys.usageIdempotency(org, 'k2'))).toBe(2);
+    const before = await redis.hgetall(keys.meteredBalance(org, member));
+    expect(before).toMatchObject({ u: '5', r: '2' });
+
+    // A report sent again under a new key, late: still nothing.
+    expect(await usageApply(org, [op('d', 2, 'k3'), op('s', 9)], await passed())).toEqual([CALL_EXPIRED]);
+    expect(await redis.hgetall(keys.meteredBalance(org, member))).toEqual(before);
+    expect(await redis.exists(keys.usageIdempotency(org, 'k3'))).toBe(0);
+  });
+
+  it('answers the expiry code before anything else: also without the readiness marker', async () => {
+    const org = await organization({ ready: false });
+    expect(await usageApply(org, [op('c', 1)], await passed())).toEqual([CALL_EXPIRED]);
+    expect(await usageApply(org, [op('c', 1)], await ahead())).toEqual([3, 0]);
+  });
+
+  it('refuses a call without a deadline', async () => {
+    const org = await organization();
+    const withoutDeadline = usageApplyArguments(
+      keys.meteredBalance(org, ''),
+      keys.usageIdempotency(org, ''),
+      [op('c', 1)],
+    );
+    await expect(
+      redis.usageApply(
+        keys.catalog(org),
+        keys.subscriberVersions(org),
+        keys.meteredDirty(org),
+        keys.meteredReady(org),
+        ...withoutDeadline,
+      ),
+    ).rejects.toThrow('the last argument must be the deadline');
+    expect(await redis.exists(keys.meteredBalance(org, member))).toBe(0);
+  });
+});
+
+describe('eval-gate-batch-8.lua past its deadline', () => {
+  it('counts, deducts and remembers nothing, so its settle takes it for a batch that never ran', async () => {
+    const org = await organization();
+    expect(await gateBatch(org, 'late', [op('c', 3, 'k1')], await passed())).toEqual([CALL_EXPIRED]);
+    expect(await evalCount(org)).toBeNull();
+    expect(await redis.exists(keys.gateBatch(org, 'late'))).toBe(0);
+    expect(await redis.exists(keys.burst(org))).toBe(0);
+    expect(await redis.exists(keys.meteredBalance(org, member), keys.usageIdempotency(org, 'k1'))).toBe(0);
+    expect(await redis.scard(keys.meteredDirty(org))).toBe(0);
+
+    // The gateway answered the consume 503 and, say, two fail-open evals of the batch 2xx: the count is those two.
+    const settled = await redis.evalSettle(
+      keys.arrangement(org),
+      keys.evalUsage(org, periodOf(clock.now())),
+      keys.gateBatch(org, 'late'),
+      2,
+      clock.now(),
+      usageTtlMs(clock.now()),
+      GATE_BATCH_MEMORY_MS,
+    );
+    expect(settled.slice(0, 3)).toEqual([0, 2, 2]);
+    // The same batch arriving within a (later) deadline after its settle still changes nothing.
+    expect(await gateBatch(org, 'late', [op('c', 3, 'k1')], await ahead())).toEqual([4]);
+    expect(await redis.exists(keys.meteredBalance(org, member))).toBe(0);
+    expect(await evalCount(org)).toBe('2');
+  });
+
+  it('within its deadline counts, remembers and applies as before; without operations it needs none', async () => {
+    const org = await organization();
+    const reply = await gateBatch(org, 'on-time', [op('c', 3, 'k1')], await ahead());
+    expect(reply.slice(0, 1)).toEqual([0]);
+    expect(reply.slice(GATE_REPLY_HEADER)).toEqual([4 * 6, 0, 3]);
+    expect(await redis.get(keys.gateBatch(org, 'on-time'))).toBe('1');
+    expect(await redis.hget(keys.meteredBalance(org, member), 'u')).toBe('3');
+    expect(await redis.exists(keys.usageIdempotency(org, 'k1'))).toBe(1);
+
+    const plain = await gateBatch(org, 'plain', undefined, '');
+    expect(plain.slice(0, 1)).toEqual([0]);
+    expect(plain.slice(GATE_REPLY_HEADER)).toEqual([4 * 6]);
+    expect(await evalCount(org)).toBe('2');
+  });
+});
+
+describe('the gateway meeting an expired call', () => {
+  /** A clock whose every deadline has passed: each call arrives too late. */
+  const alwaysLate: RedisClock = {
+    deadline: () => 0,
+    measure: async () => ({ offsetMs: 0, uncertaintyMs: 0 }),
+  };
+
+  it('fails the whole gate batch as a call that timed out, and settles only its 2xx answers', async () => {
+    const org = await organization();
+    const meter = createEvalMeter({
+      redis,
+      keys,
+      redisClock: alwaysLate,
+      loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
+    });
+    const nowMs = clock.now();
+    // One batch: a consume and a plain eval of the same turn.
+    const failures = await Promise.all([
+      meter
+        .gate({ organizationId: org, subscriberId: 'alice', nowMs, metered: [op('c', 3)] })
+        .catch((e: unknown) => e),
+      meter.gate({ organizationId: org, subscriberId: 'alice', nowMs }).catch((e: unknown) => e),
+    ]);
+    expect(failures.every((error) => error instanceof EvalGateUnavailableError)).toBe(true);
+    const [consume, plain] = failures as EvalGateUnavailableError[];
+    expect(consume!.message).toContain('after its deadline');
+    consume!.report(false); // answered 503
+    plain!.report(true); // answered from memory, 2xx
+    await meter.settlePending();
+    expect(meter.pendingSettlements()).toBe(0);
+    expect(await evalCount(org)).toBe('1');
+    expect(await redis.exists(keys.meteredBalance(org, member))).toBe(0);
+
+    // A batch without metered operations carries no deadline: the clock is not asked.
+    expect((await meter.gate({ organizationId: org, subscriberId: 'alice', nowMs })).outcome).toBe('counted');
+    expect(await evalCount(org)).toBe('2');
+  });
+
+  it('answers a usage call that expired with the 503 of a Redis that did not answer', async () => {
+    const org = await organization();
+    const balances = createMeteredBalances({
+      redis,
+      keys,
+      clock,
+      redisClock: alwaysLate,
+      loadBalances: async () => [],
+    });
+    await expect(balances.apply(org, [op('d', 4, 'k9')])).rejects.toMatchObject({
+      status: 503,
+      code: 'SERVICE_UNAVAILABLE',
+      headers: { 'retry-after': '1' },
+    });
+    expect(await redis.exists(keys.meteredBalance(org, member), keys.usageIdempotency(org, 'k9'))).toBe(0);
+  });
+});
