@@ -74,6 +74,7 @@ const TERM_SETS_SEARCHED = 8;
 /** True when `op` has every value of the term set `set.first` opened (its ttl aside: see gateOperationArguments). */
 const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
   set.period === op.period &&
+  set.periodEndMs === op.periodEndMs &&
   set.feature === op.feature &&
   set.catalogVersion === op.catalogVersion &&
   set.limit === op.limit &&
