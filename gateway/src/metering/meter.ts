@@ -22,7 +22,7 @@ import {
 } from './scripts.ts';
 import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
-import { decodeOutcome, operationArguments, type MeteredOutcome } from './metered-operations.ts';
+import { decodeOutcome, gateOperationArguments, type MeteredOutcome } from './metered-operations.ts';
 
 export interface EvalMeterOptions {
   redis: RedisClient;
@@ -157,10 +157,8 @@ export function gateArguments(
     i = end;
   }
   if (withMetered && meteredKeys) {
-    args.push(...meteredKeys());
-    for (let i = 0; i < evals.length; i++) {
-      for (const op of evals[i]!.metered ?? []) args.push(i + 1, ...operationArguments(op));
-    }
+    for (const value of meteredKeys()) args.push(value);
+    for (const value of gateOperationArguments(evals)) args.push(value);
   }
   return args;
 }

@@ -112,7 +112,13 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       const outcome = outcomes[i]!;
       if (outcome.status !== 'applied' && outcome.status !== 'refused') continue;
       const op = ops[i]!;
-      figures.set(`${organizationId}\n${op.member}`, { used: outcome.used, periodEndMs: op.periodEndMs });
+      const key = `${organizationId}\n${op.member}`;
+      // A read that shows what this gateway last saw of the balance adds nothing: no new figure per metered check.
+      if (op.kind === 'r') {
+        const known = figures.peek(key);
+        if (known !== undefined && known.used === outcome.used && known.periodEndMs === op.periodEndMs) continue;
+      }
+      figures.set(key, { used: outcome.used, periodEndMs: op.periodEndMs });
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;

@@ -1,13 +1,7 @@
-import {
-  meteredResult,
-  meteredTermsOf,
-  NO_METERED_CREDITS,
-  type MeteredCredits,
-  type MeteredTerms,
-} from '@ent/common/resolve/resolve';
-import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/common/resolve/resolve';
+import type { RedisKeys } from '@ent/common/redis/keys';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
-import { createPeriodCache } from './period-cache.ts';
+import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { CheckCredit } from '@ent/contract/credits';
 import type { MeteredCheckResult } from '@ent/contract/evals';
@@ -68,23 +62,82 @@ export type MeteredOutcome =
 /** A balance lives this long after its period ends, so the worker and late reads still find it. */
 export const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 
-/** The 14 values of one operation after its first (the eval index or the subscriber id): the scripts' layout. */
-export function operationArguments(op: MeteredOperation): (string | number)[] {
-  return [
-    op.kind,
-    op.member,
-    op.amount,
-    op.limit === null ? '' : op.limit,
-    op.soft ? '1' : '0',
-    op.periodEndMs === null ? '' : op.periodEndMs,
-    op.ttlMs === null ? '' : op.ttlMs,
-    op.catalogVersion,
-    op.subscriberVersion,
-    op.idempotencyKey,
-    op.fingerprint,
-    op.terms,
-    op.credits,
-  ];
+/** What a gate call's operations on one period of one feature share: one term set of eval-gate-batch-8.lua. */
+interface GateTermSet {
+  first: MeteredOperation;
+  index: number;
+}
+
+/** A batch's operations mostly share a handful of term sets: the newest few are searched, older ones made again. */
+const TERM_SETS_SEARCHED = 8;
+
+/** True when `op` has every value of the term set `set.first` opened (its ttl aside: see gateOperationArguments). */
+const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
+  set.period === op.period &&
+  set.periodEndMs === op.periodEndMs &&
+  set.feature === op.feature &&
+  set.catalogVersion === op.catalogVersion &&
+  set.limit === op.limit &&
+  set.soft === op.soft &&
+  set.terms === op.terms;
+
+/**
+ * eval-gate-batch-8.lua's metered section after its four keys: the number of term sets, 7 values per term set
+ * (catalog version, member tail, limit, soft, period end, ttl, terms), then 8 per operation (eval index, term set,
+ * kind, amount, subscriber version, idempotency key, fingerprint, credits). The script makes each member from its
+ * eval's subscriber id and the set's tail. A batch's operations on one feature's period share a set, so each one
+ * sends 8 short values rather than its 14 (the command's size was most of a metered eval's cost to the gateway).
+ * A set's ttl is its first operation's: the instants of one batch lie milliseconds apart, and the expiry (period end
+ * + 35 days) is set only when a balance is made or its period end changes.
+ */
+export function gateOperationArguments(
+  evals: readonly { subscriberId: string; metered?: readonly MeteredOperation[] | undefined }[],
+): (string | number)[] {
+  const sets: GateTermSet[] = [];
+  const shared: (string | number)[] = [];
+  const own: (string | number)[] = [];
+  for (let i = 0; i < evals.length; i++) {
+    const ops = evals[i]!.metered;
+    if (ops === undefined) continue;
+    for (const op of ops) {
+      if (op.subscriberId !== evals[i]!.subscriberId)
+        throw new Error(`A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`);
+      let set: GateTermSet | undefined;
+      for (let k = sets.length - 1; k >= 0 && k >= sets.length - TERM_SETS_SEARCHED; k--) {
+        if (sharesTerms(sets[k]!.first, op)) {
+          set = sets[k]!;
+          break;
+        }
+      }
+      if (set === undefined) {
+        set = { first: op, index: sets.length + 1 };
+        sets.push(set);
+        shared.push(
+          op.catalogVersion,
+          `|${op.feature}|${op.period.startMs}`,
+          op.limit === null ? '' : op.limit,
+          op.soft ? '1' : '0',
+          op.periodEndMs === null ? '' : op.periodEndMs,
+          op.ttlMs === null ? '' : op.ttlMs,
+          op.terms,
+        );
+      }
+      own.push(
+        i + 1,
+        set.index,
+        op.kind,
+        op.amount,
+        op.subscriberVersion,
+        op.idempotencyKey,
+        op.fingerprint,
+        op.credits,
+      );
+    }
+  }
+  const args: (string | number)[] = [sets.length];
+  for (const value of shared) args.push(value);
+  for (const value of own) args.push(value);
+  return args;
 }
 
 /**
@@ -268,16 +321,6 @@ export const answerOf = (
     meteredCreditsOf(op.creditList, outcome.credits),
   );
 
-/** Periods are the same for every operation of the same terms until they end: computed once (period-cache.ts). */
-const periodOf = createPeriodCache();
-
-/** The terms a key's record keeps, as render() reads them back. */
-function encodedTerms(terms: MeteredTerms, period: MeteredPeriod, creditListJson: string): string {
-  const encoded: EncodedTerms = [terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs];
-  const json = JSON.stringify(encoded);
-  return creditListJson === '' ? json : `${json.slice(0, -1)},${creditListJson}]`;
-}
-
 export interface ResolvedSnapshot {
   catalog: CatalogDoc;
   subscriber: SubscriberDoc;
@@ -300,15 +343,19 @@ export function meteredOperation(
   keys: RedisKeys,
   organizationId: string,
 ): MeteredOperation {
-  const terms = meteredTermsOf(snapshot.catalog, snapshot.subscriber, feature, nowMs);
-  const period = periodOf(terms, nowMs);
+  const { terms, period, memberTail, encoded } = operationTermsOf(
+    snapshot.catalog,
+    snapshot.subscriber,
+    feature,
+    nowMs,
+  );
   const keyed = idempotencyKey !== '';
   const credits = creditsSpec(snapshot, subscriberId, feature, terms, period, nowMs, keys, organizationId);
   return {
     kind,
     subscriberId,
     feature,
-    member: meteredMember(subscriberId, feature, period.startMs),
+    member: subscriberId + memberTail,
     amount,
     limit: terms.limit,
     soft: terms.soft,
@@ -322,7 +369,7 @@ export function meteredOperation(
     fingerprint: keyed ? meteredFingerprint(kind, subscriberId, feature, amount) : '',
     // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,
     // their JSON built once per live set.
-    terms: keyed ? encodedTerms(terms, period, credits.listJson) : '',
+    terms: !keyed ? '' : credits.listJson === '' ? encoded : `${encoded.slice(0, -1)},${credits.listJson}]`,
     credits: credits.spec,
     creditList: credits.list,
   };

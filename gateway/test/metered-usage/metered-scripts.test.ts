@@ -8,7 +8,11 @@ import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents'
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { createEvalMeter } from '../../src/metering/meter.ts';
 import { createMeteredBalances, type PersistedBalance } from '../../src/metering/metered-balances.ts';
-import { meteredOperation, type MeteredKind } from '../../src/metering/metered-operations.ts';
+import {
+  gateOperationArguments,
+  meteredOperation,
+  type MeteredKind,
+} from '../../src/metering/metered-operations.ts';
 import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
 
 const prefix = testRedisPrefix();
@@ -250,6 +254,53 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
       String(Date.parse('2026-03-02T00:00:00Z')),
     ]);
     expect(await redis.pttl(keys.meteredBalance(org, member))).toBeLessThanOrEqual(1_000_000);
+  });
+
+  it('sends what operations on one period of one feature share once, and answers each as if sent alone', async () => {
+    const org = await organization();
+    const meter = gateMeter();
+    const [first, second, third] = [op('c', 'calls', 2), op('c', 'soft', 1), op('c', 'calls', 3, 'k1')];
+    const stale = op('c', 'calls', 1, '', { catalog: 2, subscriber: 5 });
+    const evals = [[first, second], [stale], [third, op('r', 'calls', 0)]].map((metered) => ({
+      subscriberId: 'alice',
+      metered,
+    }));
+    // Term sets: calls (catalog 3), soft, calls under catalog 2, calls with a key's terms; then 8 values each.
+    const args = gateOperationArguments(evals);
+    expect(args.slice(0, 8)).toEqual([4, 3, `|calls|${first.period.startMs}`, 10, '0', first.periodEndMs, first.ttlMs, '']);
+    expect(args.slice(1 + 4 * 7)).toEqual([
+      ...[1, 1, 'c', 2, 5, '', '', ''],
+      ...[1, 2, 'c', 1, 5, '', '', ''],
+      ...[2, 3, 'c', 1, 5, '', '', ''],
+      ...[3, 4, 'c', 3, 5, 'k1', third.fingerprint, ''],
+      ...[3, 1, 'r', 0, 5, '', '', ''],
+    ]);
+    const results = await Promise.all(evals.map(({ metered }) => gate(meter, org, metered)));
+    expect(results.map((result) => (result.outcome === 'counted' ? result.metered : null))).toEqual([
+      [
+        { status: 'applied', used: 2 },
+        { status: 'applied', used: 1 },
+      ],
+      [{ status: 'stale' }],
+      [
+        { status: 'applied', used: 5 },
+        { status: 'applied', used: 5 },
+      ],
+    ]);
+    expect(await redis.hmget(keys.meteredBalance(org, `alice|calls|${first.period.startMs}`), 'u', 'r')).toEqual([
+      '5',
+      '2',
+    ]);
+    const [replayed] = await gate(meter, org, [op('c', 'calls', 3, 'k1')]).then((result) =>
+      result.outcome === 'counted' ? result.metered! : [],
+    );
+    expect(replayed).toMatchObject({ status: 'replayed', answer: { used: 5, limit: 10, allowed: true } });
+  });
+
+  it("refuses to send an operation in another subscriber's eval", () => {
+    expect(() => gateOperationArguments([{ subscriberId: 'bob', metered: [op('c', 'calls', 1)] }])).toThrow(
+      /another subscriber/,
+    );
   });
 
   it('refuses stale versions and a missing readiness marker, and skips the operations of evals not counted', async () => {

@@ -35,11 +35,14 @@
     ARGV[8+N..] the evals' instants as runs: a count of consecutive evals, then their now (ms since the epoch,
                 from the application's clock; never Redis TIME); the counts add up to N
     then, only when some eval reads or consumes a metered feature: the balance key prefix, the idempotency key
-                prefix, the dirty set, the readiness marker (all of this organization), and 14 values per
-                operation: eval index (1..N), kind ('r' read / 'c' consume), member, amount, limit ('' =
-                unlimited), soft, period end, ttl, the catalog and subscriber versions its terms were resolved
-                from, idempotency key (''), fingerprint, terms, credits ('' = none) (metered-balance.fragment.lua). An operation of an
-                eval not counted is skipped; one whose versions are not current applies nothing (stale).
+                prefix, the dirty set, the readiness marker (all of this organization), the number of term sets,
+                7 values per term set (what the operations on one period of one feature share, sent once: the
+                catalog version its terms were resolved from, member tail '|<feature>|<period start ms>', limit
+                ('' = unlimited), soft, period end, ttl, terms), and 8 per operation: eval index (1..N), term set
+                (from 1), kind ('r' read / 'c' consume), amount, the subscriber version its terms were resolved
+                from, idempotency key (''), fingerprint, credits ('' = none) (metered-balance.fragment.lua). Its
+                member is its eval's subscriber id followed by the set's tail. An operation of an eval not counted
+                is skipped; one whose versions are not current applies nothing (stale).
     ARGV[#ARGV] always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the batch may
                 still apply anything ('' = none, sent when it carries no metered operation). Past it, the gateway
                 may already have answered 503 for its consumes: the batch changes nothing and is not remembered,
@@ -272,19 +275,40 @@ rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
 local m = run + 2
 if m < #ARGV then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
-  for base = m + 3, #ARGV - 2, 14 do
+  local TERM_ARITY, ARITY = 7, 8
+  local termCount = tonumber(ARGV[m + 4])
+  -- One operation table per term set, its shared fields set once: meteredApply keeps no reference to it.
+  local termSets = {}
+  for t = 1, termCount do
+    local at = m + 4 + (t - 1) * TERM_ARITY
+    termSets[t] = {
+      current = tonumber(ARGV[at + 1]) == catalogVersion,
+      tail = ARGV[at + 2],
+      op = {limit = ARGV[at + 3], soft = ARGV[at + 4], periodEnd = ARGV[at + 5], ttl = ARGV[at + 6],
+        terms = ARGV[at + 7]},
+    }
+  end
+  for base = m + 4 + termCount * TERM_ARITY, #ARGV - 1 - ARITY, ARITY do
     local evalIndex = tonumber(ARGV[base + 1])
+    local set = termSets[tonumber(ARGV[base + 2])]
     local status, value
     if out[8 + evalIndex] % 4 ~= 0 then
       status, value = METERED_SKIPPED, 0
     elseif not ready then
       status, value = METERED_NOT_READY, 0
-    elseif tonumber(ARGV[base + 9]) ~= catalogVersion
-      or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 10])) then
+    elseif not set.current
+      or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 5])) then
       status, value = METERED_STALE, 0
     else
+      local op = set.op
+      op.kind = ARGV[base + 3]
+      op.member = ARGV[7 + evalIndex] .. set.tail
+      op.amount = tonumber(ARGV[base + 4])
+      op.idem = ARGV[base + 6]
+      op.fingerprint = ARGV[base + 7]
+      op.credits = ARGV[base + 8]
       -- No dirty key: the members changed are marked with one SADD after the loop.
-      status, value = meteredApply(ARGV[m], ARGV[m + 1], false, meteredOperationAt(base))
+      status, value = meteredApply(ARGV[m], ARGV[m + 1], false, op)
     end
     size = size + 1
     out[size] = status

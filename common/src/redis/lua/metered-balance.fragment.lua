@@ -49,24 +49,6 @@ local function meteredInteger(n)
   return string.format('%d', n)
 end
 
--- One metered operation as the gate call receives it: fourteen arguments from ARGV[base + 1] (ARGV[base + 1], + 9 and
--- + 10 are read by the script for its own checks). usage-apply-4.lua sends what a batch's operations share once.
-local function meteredOperationAt(base)
-  return {
-    kind = ARGV[base + 2],
-    member = ARGV[base + 3],
-    amount = tonumber(ARGV[base + 4]),
-    limit = ARGV[base + 5],
-    soft = ARGV[base + 6],
-    periodEnd = ARGV[base + 7],
-    ttl = ARGV[base + 8],
-    idem = ARGV[base + 11],
-    fingerprint = ARGV[base + 12],
-    terms = ARGV[base + 13],
-    credits = ARGV[base + 14],
-  }
-end
-
 -- The members changed by calls given no dirty key, for meteredMarkDirty.
 local meteredDirtyMembers = {}
 

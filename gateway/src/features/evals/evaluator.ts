@@ -167,19 +167,12 @@ export const evaluator = fp(
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         if (operations !== undefined && gate.metered !== undefined)
           meteredBalances.observe(organizationId, operations, gate.metered);
-        const body =
+        const made =
           metered === undefined || meteredFeaturesOf(entry.catalog, metered).length === 0
             ? answer(entry)
-            : await meteredBody(
-                reply,
-                organizationId,
-                subscriberId,
-                entry,
-                metered,
-                operations,
-                gate.metered,
-                nowMs,
-              );
+            : meteredBody(reply, organizationId, subscriberId, entry, metered, operations, gate.metered, nowMs);
+        // Awaited only when something was applied again: the warm metered eval stays on the synchronous path.
+        const body = typeof made === 'string' ? made : await made;
         send(request, reply, entry, body, options, gate.usage);
         // Never rejects: a refund Redis does not take now is settled later.
         if (counted && !is2xx(reply)) void meter.refund(organizationId, nowMs);
@@ -193,7 +186,7 @@ export const evaluator = fp(
      * The answer with its metered features' use: what the gate call applied when it ran against this entry's
      * versions, else applied now with the usage script (a snapshot that moved, a cold cache, a Redis to refill).
      */
-    async function meteredBody(
+    function meteredBody(
       reply: FastifyReply,
       organizationId: string,
       subscriberId: string,
@@ -202,30 +195,53 @@ export const evaluator = fp(
       operations: MeteredOperation[] | undefined,
       outcomes: MeteredOutcome[] | undefined,
       nowMs: number,
-    ): Promise<string> {
+    ): string | Promise<string> {
       const items = meteredItems(entry, subscriberId, metered);
-      const answers: (MeteredAnswer | undefined)[] = items.map((item) => {
-        const index = operations?.findIndex((op) => op.feature === item.feature) ?? -1;
+      const answers: (MeteredAnswer | undefined)[] = new Array(items.length);
+      let missing = 0;
+      for (let i = 0; i < items.length; i++) {
+        const feature = items[i]!.feature;
+        // Operations and items follow the catalog's metered features in the same order: the same index when the
+        // entry did not change under the gate call.
+        const index =
+          operations?.[i]?.feature === feature
+            ? i
+            : (operations?.findIndex((op) => op.feature === feature) ?? -1);
         const op = operations?.[index];
         const outcome = outcomes?.[index];
-        if (!op || !outcome) return undefined;
-        if (op.catalogVersion !== entry.catalogVersion || op.subscriberVersion !== entry.subscriberVersion)
-          return undefined;
-        return answerOfOutcome(op, outcome);
-      });
+        const current =
+          op !== undefined &&
+          outcome !== undefined &&
+          op.catalogVersion === entry.catalogVersion &&
+          op.subscriberVersion === entry.subscriberVersion;
+        answers[i] = current ? answerOfOutcome(op, outcome) : undefined;
+        if (answers[i] === undefined) missing += 1;
+      }
+      if (missing === 0) return render(reply, entry, metered, items, answers as MeteredAnswer[]);
       const redo = items.filter((_, i) => answers[i] === undefined);
-      if (redo.length > 0) {
-        const redone = await applyMetered(app, organizationId, redo, nowMs);
+      return applyMetered(app, organizationId, redo, nowMs).then((redone) => {
         let k = 0;
         for (let i = 0; i < answers.length; i++) if (answers[i] === undefined) answers[i] = redone[k++];
-      }
+        return render(reply, entry, metered, items, answers as MeteredAnswer[]);
+      });
+    }
+
+    /** The body from each metered feature's answer (an error answer is thrown). */
+    function render(
+      reply: FastifyReply,
+      entry: SubscriberEntry,
+      metered: MeteredRequest,
+      items: readonly MeteredItem[],
+      answers: readonly MeteredAnswer[],
+    ): string {
       const byFeature = new Map<string, MeteredCheckResult>();
       let replayed = false;
-      answers.forEach((answer, i) => {
-        if ('error' in answer!) throw answer.error;
-        byFeature.set(items[i]!.feature, answer!.result);
-        if (answer!.replayed) replayed = true;
-      });
+      for (let i = 0; i < answers.length; i++) {
+        const answer = answers[i]!;
+        if ('error' in answer) throw answer.error;
+        byFeature.set(items[i]!.feature, answer.result);
+        if (answer.replayed) replayed = true;
+      }
       if (replayed) reply.header('idempotent-replayed', 'true');
       return metered.render(items[0]?.entry ?? entry, byFeature);
     }

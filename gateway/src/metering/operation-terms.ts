@@ -1,0 +1,63 @@
+import type { MeteredPeriod } from '@ent/common/metering/metered-period';
+import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
+import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { createPeriodCache } from './period-cache.ts';
+
+/** A metered feature's terms and current period as a pair of documents resolves them, and what they spell. */
+export interface OperationTerms {
+  terms: MeteredTerms;
+  /** Shared by every operation of the same (reset, anchor) in the period (period-cache.ts), its labels included. */
+  period: MeteredPeriod;
+  /** `|<feature>|<period start ms>`: a balance member is the subscriber id followed by this (meteredMember). */
+  memberTail: string;
+  /** The rendering terms a key's record keeps (metered-operations.ts's EncodedTerms), credits not listed. */
+  encoded: string;
+}
+
+interface Kept extends OperationTerms {
+  /** The catalog they were resolved with: a subscriber's own document outlives a catalog version. */
+  catalog: CatalogDoc;
+}
+
+const periodOf = createPeriodCache();
+
+// By subscriber document, then feature. Documents are replaced, never changed: a plan set's interned document is
+// shared by its subscribers (one entry for all of them), and an entry goes with the document it was resolved from.
+const kept = new WeakMap<SubscriberDoc, Map<string, Kept>>();
+
+/** True while `nowMs` lies in the period (a clock set back, as tests do, leaves it). */
+const holds = (period: MeteredPeriod, nowMs: number) =>
+  period.startMs <= nowMs && (period.endMs === null || nowMs < period.endMs);
+
+function resolve(catalog: CatalogDoc, subscriber: SubscriberDoc, feature: string, nowMs: number): Kept {
+  const terms = meteredTermsOf(catalog, subscriber, feature, nowMs);
+  const period = periodOf(terms, nowMs);
+  return {
+    catalog,
+    terms,
+    period,
+    memberTail: `|${feature}|${period.startMs}`,
+    encoded: JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]),
+  };
+}
+
+/**
+ * `feature`'s terms at `nowMs`, resolved once per documents and period: a metered check or consume otherwise merges
+ * the grants of every plan on each request. Terms an override on the feature decides are resolved every time (whether
+ * the override is live depends on the instant).
+ */
+export function operationTermsOf(
+  catalog: CatalogDoc,
+  subscriber: SubscriberDoc,
+  feature: string,
+  nowMs: number,
+): OperationTerms {
+  if (subscriber.overrides[feature] !== undefined) return resolve(catalog, subscriber, feature, nowMs);
+  let byFeature = kept.get(subscriber);
+  const known = byFeature?.get(feature);
+  if (known !== undefined && known.catalog === catalog && holds(known.period, nowMs)) return known;
+  const made = resolve(catalog, subscriber, feature, nowMs);
+  if (byFeature === undefined) kept.set(subscriber, (byFeature = new Map()));
+  byFeature.set(feature, made);
+  return made;
+}
