@@ -1,6 +1,8 @@
 --[[
   Metered balances (DESIGN.md §5), shared by eval-gate-batch-8.lua and usage-apply-4.lua: commands.ts prepends this
-  file to both at load time, so a consume, a report and a read follow one rule wherever they run.
+  file to both at load time, so a consume, a report and a read follow one rule wherever they run. Its hash and
+  idempotency reads and writes go through metered-store.fragment.lua (prepended before it): straight to Redis, or
+  buffered for a whole batch.
 
   A balance is the hash `<balance prefix><member>`: u (used), r (revision, +1 per change), e (period end ms, '' for
   "never"). Every change adds the member to the organization's dirty set, for the worker: at once when dirtyKey is
@@ -106,18 +108,18 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
   local ro = 0
   local previousLimit = tonumber(spec[4])
   if previousLimit ~= nil then
-    local previous = redis.call('HMGET', balancePrefix .. spec[3], 'u', 'k')
+    local previous = meteredHashRead(balancePrefix .. spec[3], 'u', 'k')
     local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
     ro = math.max(0, math.min(tonumber(spec[5]), unused))
   end
-  redis.call('HSET', key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
+  meteredHashWrite(key, {'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd})
   if op.ttl ~= '' then
-    redis.call('PEXPIRE', key, op.ttl)
+    meteredHashExpire(key, op.ttl)
   end
   meteredDirty(dirtyKey, op.member)
   if ro > 0 then
-    redis.call('HSET', spec[1], 'ro:' .. spec[6],
-      meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd)
+    meteredHashWrite(spec[1], {'ro:' .. spec[6],
+      meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd})
     meteredDirty(dirtyKey, spec[2])
   end
   return ro
@@ -127,7 +129,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local idemKey = nil
   if op.idem ~= '' and op.kind ~= 'r' then
     idemKey = idempotencyPrefix .. op.idem
-    local stored = redis.call('GET', idemKey)
+    local stored = meteredRecordOf(idemKey)
     if stored then
       local newline = string.find(stored, '\n', 1, true)
       if string.sub(stored, 1, newline - 1) ~= op.fingerprint then
@@ -138,12 +140,12 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
   local key = balancePrefix .. op.member
   if op.kind == 'r' and op.credits == '' then
-    local read = redis.call('HMGET', key, 'u', 'k')
+    local read = meteredHashRead(key, 'u', 'k')
     if (tonumber(read[2]) or 0) == 0 then
       return 0, tonumber(read[1]) or 0
     end
   end
-  local state = redis.call('HMGET', key, 'u', 'k', 'ro', 'r', 'e')
+  local state = meteredHashRead(key, 'u', 'k', 'ro', 'r', 'e')
   local used = tonumber(state[1]) or 0
   local covered = tonumber(state[2]) or 0
   local revision = tonumber(state[4]) or 0
@@ -168,7 +170,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       amounts[count] = spec[i + 1] == '' and ro or tonumber(spec[i + 1])
     end
     if count > 0 then
-      spent = redis.call('HMGET', spec[1], unpack(ids))
+      spent = meteredHashRead(spec[1], unpack(ids))
       for i = 1, count do
         spent[i] = tonumber(spent[i]) or 0
       end
@@ -252,9 +254,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = 'e'
       fields[#fields + 1] = op.periodEnd
     end
-    redis.call('HSET', key, unpack(fields))
+    meteredHashWrite(key, fields)
     if newEnd and op.ttl ~= '' then
-      redis.call('PEXPIRE', key, op.ttl)
+      meteredHashExpire(key, op.ttl)
     end
     meteredDirty(dirtyKey, op.member)
   end
@@ -264,7 +266,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = spec[7 + 2 * i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
-    redis.call('HSET', spec[1], unpack(fields))
+    meteredHashWrite(spec[1], fields)
     meteredDirty(dirtyKey, spec[2])
   end
 
@@ -281,8 +283,8 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
   end
   if idemKey then
-    redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
-      'PX', METERED_IDEMPOTENCY_MS)
+    meteredKeepRecord(idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
+      METERED_IDEMPOTENCY_MS)
   end
   return status, value
 end

@@ -63,6 +63,16 @@ for from = 1, #ids, 1000 do
     versions[ids[k]] = tonumber(read[k - from + 1]) or 0
   end
 end
+-- The batch's balances, credits and idempotency records are read once and written once each (metered-store).
+meteredBuffer()
+local idempotencyKeys = {}
+for i = 1, count do
+  local base = first + (i - 1) * ARITY
+  if ARGV[base + 6] ~= '' and ARGV[base + 4] ~= 'r' then
+    idempotencyKeys[#idempotencyKeys + 1] = ARGV[2] .. ARGV[base + 6]
+  end
+end
+meteredPrefetchRecords(idempotencyKeys)
 for i = 1, count do
   local base = first + (i - 1) * ARITY
   local subscriberId = ARGV[base + 1]
@@ -88,5 +98,6 @@ for i = 1, count do
   out[2 * i - 1] = status
   out[2 * i] = value
 end
+meteredFlush(METERED_IDEMPOTENCY_MS)
 meteredMarkDirty(KEYS[3])
 return out
