@@ -84,6 +84,8 @@ const subscribers: Record<string, SubscriberDoc> = {
   },
 };
 const SUBSCRIBERS = Object.keys(subscribers);
+/** Idempotency keys; the third holds the byte usage-apply-4.lua separates an operation's values with. */
+const KEYS = ['k1', 'k2', 'k\u001f3'];
 
 beforeAll(() => {
   redis = createRedis(loadConfig());
@@ -149,13 +151,13 @@ function operationOf(org: string, step: Step): MeteredOperation {
 }
 
 /**
- * Every key the operations can touch (their balances, credits' spent, the records of k1 to k3, the dirty set), named
+ * Every key the operations can touch (their balances, credits' spent, the records of KEYS, the dirty set), named
  * without the organization, with its value and its expiry to the minute.
  */
 async function dump(org: string): Promise<Record<string, unknown>> {
   const names = [
     keys.meteredDirty(org),
-    ...['k1', 'k2', 'k3'].map((key) => keys.usageIdempotency(org, key)),
+    ...KEYS.map((key) => keys.usageIdempotency(org, key)),
     ...SUBSCRIBERS.flatMap((subscriber) => FEATURES.map((f) => keys.creditSpent(org, subscriber, f))),
     ...[...(membersOf.get(org) ?? [])].sort().map((member) => keys.meteredBalance(org, member)),
   ];
@@ -183,7 +185,7 @@ const stepArbitrary: fc.Arbitrary<Step> = fc.record({
   feature: fc.constantFrom(...FEATURES),
   kind: fc.constantFrom<MeteredKind>('r', 'c', 'c', 'd', 'd', 's'),
   amount: fc.integer({ min: 1, max: 6 }),
-  key: fc.constantFrom('', '', '', 'k1', 'k2', 'k3'),
+  key: fc.constantFrom('', '', '', ...KEYS),
 });
 // Negative deltas give back what credits covered; a step may repeat an earlier one whole (a retried event).
 const stepsArbitrary = fc

@@ -21,6 +21,8 @@
     op.ttl        ms the balance lives after a change (period end + 35 days, from the app's clock); '' = forever
     op.idem       '' or the idempotency key (24 h): first answer replayed, another fingerprint refused
     op.fingerprint, op.terms   what the key's record holds besides the answer (terms: how the gateway renders it)
+    op.buffer     true: other operations of the call touch the same balance, so its hashes are kept in the call's
+                  memory until meteredFlush() (metered-store.fragment.lua); nil or false: straight to Redis
     op.credits    '' (no credits and no rollover: nothing more is read or written), or the credits of the balance
                   (issue 35), lines joined by '\n':
                     1 the credit-spent hash of (subscriber, feature) {credit id -> spent; 'ro:<id>' -> a rollover
@@ -108,17 +110,17 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
   local ro = 0
   local previousLimit = tonumber(spec[4])
   if previousLimit ~= nil then
-    local previous = meteredHashRead(balancePrefix .. spec[3], 'u', 'k')
+    local previous = meteredHashRead(op.buffer, balancePrefix .. spec[3], 'u', 'k')
     local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
     ro = math.max(0, math.min(tonumber(spec[5]), unused))
   end
-  meteredHashWrite(key, {'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd})
+  meteredHashWrite(op.buffer, key, {'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd})
   if op.ttl ~= '' then
     meteredHashExpire(key, op.ttl)
   end
   meteredDirty(dirtyKey, op.member)
   if ro > 0 then
-    meteredHashWrite(spec[1], {'ro:' .. spec[6],
+    meteredHashWrite(op.buffer, spec[1], {'ro:' .. spec[6],
       meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd})
     meteredDirty(dirtyKey, spec[2])
   end
@@ -140,12 +142,12 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
   local key = balancePrefix .. op.member
   if op.kind == 'r' and op.credits == '' then
-    local read = meteredHashRead(key, 'u', 'k')
+    local read = meteredHashRead(op.buffer, key, 'u', 'k')
     if (tonumber(read[2]) or 0) == 0 then
       return 0, tonumber(read[1]) or 0
     end
   end
-  local state = meteredHashRead(key, 'u', 'k', 'ro', 'r', 'e')
+  local state = meteredHashRead(op.buffer, key, 'u', 'k', 'ro', 'r', 'e')
   local used = tonumber(state[1]) or 0
   local covered = tonumber(state[2]) or 0
   local revision = tonumber(state[4]) or 0
@@ -170,7 +172,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       amounts[count] = spec[i + 1] == '' and ro or tonumber(spec[i + 1])
     end
     if count > 0 then
-      spent = meteredHashRead(spec[1], unpack(ids))
+      spent = meteredHashRead(op.buffer, spec[1], unpack(ids))
       for i = 1, count do
         spent[i] = tonumber(spent[i]) or 0
       end
@@ -254,7 +256,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = 'e'
       fields[#fields + 1] = op.periodEnd
     end
-    meteredHashWrite(key, fields)
+    meteredHashWrite(op.buffer, key, fields)
     if newEnd and op.ttl ~= '' then
       meteredHashExpire(key, op.ttl)
     end
@@ -266,7 +268,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = spec[7 + 2 * i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
-    meteredHashWrite(spec[1], fields)
+    meteredHashWrite(op.buffer, spec[1], fields)
     meteredDirty(dirtyKey, spec[2])
   end
 

@@ -1,40 +1,40 @@
 --[[
   Where the metered balance rule (metered-balance.fragment.lua, which follows this file at load time) reads and
-  writes hashes and idempotency records: straight to Redis, or, after the including script calls meteredBuffer(),
-  through the call's own memory until meteredFlush().
+  writes hashes and idempotency records: straight to Redis, or, for a batch (usage-apply-4.lua), partly through the
+  call's own memory.
 
-  Buffered, a hash is read once (only the fields not yet known are asked for), every later operation on it reads
-  and changes the copy, and meteredFlush() writes each changed hash once: one HSET of the fields that changed, then
-  its PEXPIRE when one was asked for. An idempotency record is looked up once (meteredPrefetchRecords reads a
-  batch's keys with one MGET) and written once, as the same string with the same 24 h expiry. Nothing else runs
-  while a script runs, so what the flush leaves is what a command per change leaves; a batch's events on one balance
-  cost one read and one write, however many there are (usage-apply-4.lua). The gate call does not buffer.
+  After meteredBuffer(), a hash the rule reads with `buffer` true (an operation on a balance that other operations of
+  the batch also touch) is read once (only the fields not yet known are asked for), every later access to it, buffered
+  or not, reads and changes the copy, and meteredFlush() writes each changed one once: one HSET of the fields that
+  changed, then its PEXPIRE when one was asked for. A hash touched once goes straight to Redis, as before: a copy would
+  only cost it. Idempotency records are looked up in what meteredPrefetchRecords read (one MGET for a batch's keys)
+  and what the call itself wrote. Nothing else runs while a script runs, so what the flush leaves is what a command
+  per change leaves; a batch's events on one balance cost one read and one write, however many there are. The gate
+  call does not buffer: its commands are as before.
 ]]
 local meteredHashes = nil -- buffered: hash key -> {values = {field -> value, false when absent}, changed, ttl}
 local meteredChangedHashes = nil -- the keys of the buffered hashes changed, in the order of their first change
-local meteredRecords = nil -- buffered: idempotency key -> its record, false when it has none
-local meteredWrittenRecords = nil -- the idempotency keys whose records this call made, in order
+local meteredRecords = nil -- while buffering: idempotency key -> its record, false when it has none
 
 local function meteredBuffer()
-  meteredHashes, meteredChangedHashes, meteredRecords, meteredWrittenRecords = {}, {}, {}, {}
+  meteredHashes, meteredChangedHashes, meteredRecords = {}, {}, {}
 end
 
 -- HMGET key fields...: the values in the order asked, false for a field the hash lacks.
-local function meteredHashRead(key, ...)
-  if not meteredHashes then
-    return redis.call('HMGET', key, ...)
-  end
-  local fields = {...}
-  local hash = meteredHashes[key]
+local function meteredHashRead(buffer, key, ...)
+  local hash = meteredHashes and meteredHashes[key]
   if not hash then
     local read = redis.call('HMGET', key, ...)
-    local values = {}
-    for i = 1, #fields do
-      values[fields[i]] = read[i]
+    if buffer and meteredHashes then
+      local values = {}
+      for i = 1, select('#', ...) do
+        values[(select(i, ...))] = read[i]
+      end
+      meteredHashes[key] = {values = values}
     end
-    meteredHashes[key] = {values = values}
     return read
   end
+  local fields = {...}
   local values = hash.values
   local missing, n = nil, 0
   for i = 1, #fields do
@@ -58,13 +58,14 @@ local function meteredHashRead(key, ...)
 end
 
 -- HSET key field value [field value ...], the pairs given as one list.
-local function meteredHashWrite(key, fieldValues)
-  if not meteredHashes then
-    redis.call('HSET', key, unpack(fieldValues))
-    return
-  end
-  local hash = meteredHashes[key]
+local function meteredHashWrite(buffer, key, fieldValues)
+  local hash = meteredHashes and meteredHashes[key]
   if not hash then
+    if not (buffer and meteredHashes) then
+      redis.call('HSET', key, unpack(fieldValues))
+      return
+    end
+    -- Only written so far (a rollover's record): what Redis holds of its other fields is read when asked for.
     hash = {values = {}}
     meteredHashes[key] = hash
   end
@@ -85,11 +86,12 @@ end
 
 -- PEXPIRE key ms, of a hash just written.
 local function meteredHashExpire(key, ms)
-  if not meteredHashes then
+  local hash = meteredHashes and meteredHashes[key]
+  if hash then
+    hash.ttl = ms
+  else
     redis.call('PEXPIRE', key, ms)
-    return
   end
-  meteredHashes[key].ttl = ms
 end
 
 -- Reads the records of idempotency keys not yet known (a batch's keys) with one MGET per 1,000.
@@ -126,16 +128,14 @@ end
 
 -- SET idempotencyKey record PX ms (a key gets one record: a second operation under it finds the first's).
 local function meteredKeepRecord(idempotencyKey, record, ms)
-  if not meteredRecords then
-    redis.call('SET', idempotencyKey, record, 'PX', ms)
-    return
+  redis.call('SET', idempotencyKey, record, 'PX', ms)
+  if meteredRecords then
+    meteredRecords[idempotencyKey] = record
   end
-  meteredRecords[idempotencyKey] = record
-  meteredWrittenRecords[#meteredWrittenRecords + 1] = idempotencyKey
 end
 
 -- Writes what the buffered operations changed and stops buffering.
-local function meteredFlush(recordMs)
+local function meteredFlush()
   for _, key in ipairs(meteredChangedHashes) do
     local hash = meteredHashes[key]
     local args = {}
@@ -148,8 +148,5 @@ local function meteredFlush(recordMs)
       redis.call('PEXPIRE', key, hash.ttl)
     end
   end
-  for _, key in ipairs(meteredWrittenRecords) do
-    redis.call('SET', key, meteredRecords[key], 'PX', recordMs)
-  end
-  meteredHashes, meteredChangedHashes, meteredRecords, meteredWrittenRecords = nil, nil, nil, nil
+  meteredHashes, meteredChangedHashes, meteredRecords = nil, nil, nil
 end
