@@ -1,5 +1,5 @@
-import type { ErrorBody } from '@ent/common/errors/app-error';
 import type { MeteredCheckResult } from '@ent/contract/evals';
+import type { UsageEventsResult } from '@ent/contract/metered-usage';
 
 /**
  * The batch route's body as JSON text, written as `JSON.stringify` writes it. Its results are meteredResultIn's
@@ -41,7 +41,7 @@ const shares = (text: SharedText, result: MeteredCheckResult) =>
   text.source === result.source;
 
 /** `{"results":[…]}` for results in the events' order. */
-export function usageEventsJson(results: readonly (MeteredCheckResult | ErrorBody)[]): string {
+export function usageEventsJson(results: UsageEventsResult['results']): string {
   const parts: string[] = new Array(results.length);
   let shared: SharedText | undefined;
   for (let i = 0; i < results.length; i++) {
