@@ -273,18 +273,20 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
 
   local value = after
-  local recorded = meteredInteger(after)
   if spec or afterCovered ~= 0 then
     value = {after, afterCovered, ro}
     for i = 1, count do
       value[3 + i] = spent[i]
     end
-    recorded = meteredInteger(after) .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
-    for i = 1, count do
-      recorded = recorded .. ' ' .. meteredInteger(spent[i])
-    end
   end
   if idemKey then
+    local recorded = meteredInteger(after)
+    if spec or afterCovered ~= 0 then
+      recorded = recorded .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
+      for i = 1, count do
+        recorded = recorded .. ' ' .. meteredInteger(spent[i])
+      end
+    end
     meteredKeepRecord(idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
       METERED_IDEMPOTENCY_MS)
   end
