@@ -1,8 +1,7 @@
 --[[
   Metered balances (DESIGN.md §5), shared by eval-gate-batch-8.lua and usage-apply-4.lua: commands.ts prepends this
-  file to both at load time, so a consume, a report and a read follow one rule wherever they run. Its hash and
-  idempotency reads and writes go through metered-store.fragment.lua (prepended before it): straight to Redis, or
-  buffered for a whole batch.
+  file to both at load time, so a consume, a report and a read follow one rule wherever they run. Its hash reads and
+  writes go through metered-store.fragment.lua (prepended before it): straight to Redis, or buffered for a batch.
 
   A balance is the hash `<balance prefix><member>`: u (used), r (revision, +1 per change), e (period end ms, '' for
   "never"). Every change adds the member to the organization's dirty set, for the worker: at once when dirtyKey is
@@ -131,7 +130,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local idemKey = nil
   if op.idem ~= '' and op.kind ~= 'r' then
     idemKey = idempotencyPrefix .. op.idem
-    local stored = meteredRecordOf(idemKey)
+    local stored = redis.call('GET', idemKey)
     if stored then
       local newline = string.find(stored, '\n', 1, true)
       if string.sub(stored, 1, newline - 1) ~= op.fingerprint then
@@ -287,8 +286,8 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
         recorded = recorded .. ' ' .. meteredInteger(spent[i])
       end
     end
-    meteredKeepRecord(idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
-      METERED_IDEMPOTENCY_MS)
+    redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
+      'PX', METERED_IDEMPOTENCY_MS)
   end
   return status, value
 end

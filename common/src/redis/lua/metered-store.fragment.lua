@@ -1,23 +1,21 @@
 --[[
   Where the metered balance rule (metered-balance.fragment.lua, which follows this file at load time) reads and
-  writes hashes and idempotency records: straight to Redis, or, for a batch (usage-apply-4.lua), partly through the
-  call's own memory.
+  writes hashes: straight to Redis, or, for a batch (usage-apply-4.lua), partly through the call's own memory.
 
   After meteredBuffer(), a hash the rule reads with `buffer` true (an operation on a balance that other operations of
   the batch also touch) is read once (only the fields not yet known are asked for), every later access to it, buffered
   or not, reads and changes the copy, and meteredFlush() writes each changed one once: one HSET of the fields that
   changed, then its PEXPIRE when one was asked for. A hash touched once goes straight to Redis, as before: a copy would
-  only cost it. Idempotency records are looked up in what meteredPrefetchRecords read (one MGET for a batch's keys)
-  and what the call itself wrote. Nothing else runs while a script runs, so what the flush leaves is what a command
-  per change leaves; a batch's events on one balance cost one read and one write, however many there are. The gate
-  call does not buffer: its commands are as before.
+  only cost it. Nothing else runs while a script runs, so what the flush leaves is what a command per change leaves;
+  a batch's events on one balance cost one read and one write, however many there are. Idempotency records are not
+  buffered (reading a batch's keys with one MGET into a table cost more Lua than the GETs it saved). The gate call
+  does not buffer: its commands are as before.
 ]]
 local meteredHashes = nil -- buffered: hash key -> {values = {field -> value, false when absent}, changed, ttl}
 local meteredChangedHashes = nil -- the keys of the buffered hashes changed, in the order of their first change
-local meteredRecords = nil -- while buffering: idempotency key -> its record, false when it has none
 
 local function meteredBuffer()
-  meteredHashes, meteredChangedHashes, meteredRecords = {}, {}, {}
+  meteredHashes, meteredChangedHashes = {}, {}
 end
 
 -- HMGET key fields...: the values in the order asked, false for a field the hash lacks.
@@ -94,46 +92,6 @@ local function meteredHashExpire(key, ms)
   end
 end
 
--- Reads the records of idempotency keys not yet known (a batch's keys) with one MGET per 1,000.
-local function meteredPrefetchRecords(keys)
-  local wanted, n = {}, 0
-  for i = 1, #keys do
-    if meteredRecords[keys[i]] == nil then
-      n = n + 1
-      wanted[n] = keys[i]
-      meteredRecords[keys[i]] = false
-    end
-  end
-  for from = 1, n, 1000 do
-    local to = math.min(from + 999, n)
-    local read = redis.call('MGET', unpack(wanted, from, to))
-    for k = from, to do
-      meteredRecords[wanted[k]] = read[k - from + 1]
-    end
-  end
-end
-
--- GET idempotencyKey: its record, or false.
-local function meteredRecordOf(idempotencyKey)
-  if not meteredRecords then
-    return redis.call('GET', idempotencyKey)
-  end
-  local record = meteredRecords[idempotencyKey]
-  if record == nil then
-    record = redis.call('GET', idempotencyKey)
-    meteredRecords[idempotencyKey] = record
-  end
-  return record
-end
-
--- SET idempotencyKey record PX ms (a key gets one record: a second operation under it finds the first's).
-local function meteredKeepRecord(idempotencyKey, record, ms)
-  redis.call('SET', idempotencyKey, record, 'PX', ms)
-  if meteredRecords then
-    meteredRecords[idempotencyKey] = record
-  end
-end
-
 -- Writes what the buffered operations changed and stops buffering.
 local function meteredFlush()
   for _, key in ipairs(meteredChangedHashes) do
@@ -148,5 +106,5 @@ local function meteredFlush()
       redis.call('PEXPIRE', key, hash.ttl)
     end
   end
-  meteredHashes, meteredChangedHashes, meteredRecords = nil, nil, nil
+  meteredHashes, meteredChangedHashes = nil, nil
 end

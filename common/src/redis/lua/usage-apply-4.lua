@@ -49,15 +49,13 @@ for t = 1, termCount do
   }
 end
 -- One pass over the operations: their values, their balances (counted: a balance that several share is kept in
--- memory until the end, metered-store.fragment.lua), the subscribers whose versions to read, the idempotency keys to
--- look up.
+-- memory until the end, metered-store.fragment.lua), the subscribers whose versions to read.
 local match = string.match
 local opIds, opVersions, opSets, opKinds, opAmounts, opFingerprints, opCredits, opKeys = {}, {}, {}, {}, {}, {}, {}, {}
 local members = {}
 local touches = {}
 local ids = {}
 local versions = {}
-local idempotencyKeys = {}
 for i = 1, count do
   local id, version, set, kind, amount, fingerprint, credits, key = match(ARGV[first + i], OPERATION)
   set = termSets[tonumber(set)]
@@ -70,9 +68,6 @@ for i = 1, count do
     versions[id] = 0
     ids[#ids + 1] = id
   end
-  if key ~= '' and kind ~= 'r' then
-    idempotencyKeys[#idempotencyKeys + 1] = ARGV[2] .. key
-  end
 end
 -- The subscribers' current versions in one HMGET per 1,000 (a batch names up to 1,000), not one HGET each.
 for from = 1, #ids, 1000 do
@@ -83,7 +78,6 @@ for from = 1, #ids, 1000 do
   end
 end
 meteredBuffer()
-meteredPrefetchRecords(idempotencyKeys)
 -- One table for every operation: meteredApply keeps none of it.
 local op = {}
 for i = 1, count do
