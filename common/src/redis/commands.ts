@@ -2,8 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { RedisClient } from './client.ts';
 
 const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.url), 'utf8');
-/** The metered balance rule, prepended to every script that reads or changes a balance (one rule, one place). */
-const withMeteredBalance = (name: string) => `${lua('metered-balance.fragment.lua')}\n${lua(name)}`;
+/**
+ * The metered balance rule, prepended to every script that reads or changes a balance (one rule, one place), after
+ * where it reads and writes (Redis, or a batch's buffer).
+ */
+const withMeteredBalance = (name: string) =>
+  `${lua('metered-store.fragment.lua')}\n${lua('metered-balance.fragment.lua')}\n${lua(name)}`;
 
 /** Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`. */
 const SCRIPTS = {

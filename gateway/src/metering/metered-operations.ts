@@ -143,7 +143,7 @@ export function gateOperationArguments(
 /**
  * usage-apply-4.lua's arguments after its keys: the prefixes, then what the operations on one feature's period share
  * (terms, period, ttl: the same for every event of a batch on that feature), once, then each operation's own values
- * (its credits among them: they are the subscriber's).
+ * (its credits among them: they are the subscriber's) as one argument.
  */
 export function usageApplyArguments(
   balancePrefix: string,
@@ -190,15 +190,10 @@ export function usageApplyArguments(
       }
       last = { op, tail, set };
     }
+    // One argument per operation (usage-apply-4.lua splits it): the key last, as it may hold the separator.
     own.push(
-      op.subscriberId,
-      op.subscriberVersion,
-      set,
-      op.kind,
-      op.amount,
-      op.idempotencyKey,
-      op.fingerprint,
-      op.credits,
+      `${op.subscriberId}\x1f${op.subscriberVersion}\x1f${set}\x1f${op.kind}\x1f${op.amount}\x1f${op.fingerprint}` +
+        `\x1f${op.credits}\x1f${op.idempotencyKey}`,
     );
   }
   const args: (string | number)[] = [balancePrefix, idempotencyPrefix, termSets.size];

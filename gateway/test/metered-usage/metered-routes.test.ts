@@ -243,6 +243,44 @@ describe('metered features on the gateway', () => {
     expect((await check(a, subscriber, { feature: 'calls' })).json().used).toBe(3);
   });
 
+  it('replays a batch of keyed events on the other gateway exactly, repeated balances and keys within it included', async () => {
+    const { subscriber, call } = await organization();
+    const [a, b] = call as [
+      ReturnType<typeof catalogClient>['send'],
+      ReturnType<typeof catalogClient>['send'],
+    ];
+    // One balance many times over (the script keeps it in memory for the batch), a key repeated within the batch
+    // (the first answer again) and reused for another amount (422), past the hard limit (reports are not refused).
+    const events = [
+      ...Array.from({ length: 12 }, (_, i) => ({
+        subscriber_id: subscriber,
+        feature: 'calls',
+        delta: 1,
+        idempotency_key: `b${i}`,
+      })),
+      { subscriber_id: subscriber, feature: 'calls', delta: 1, idempotency_key: 'b3' },
+      { subscriber_id: subscriber, feature: 'calls', delta: 2, idempotency_key: 'b4' },
+      { subscriber_id: subscriber, feature: 'tokens', set: 40, idempotency_key: 'b12' },
+    ];
+    const first = await a('POST', '/org/usage-events', { events });
+    expect(first.statusCode).toBe(200);
+    const results = first.json().results as { used?: number; remaining?: number; error?: { code: string } }[];
+    expect(results.map((r) => r.error?.code ?? r.used)).toEqual([
+      ...Array.from({ length: 12 }, (_, i) => i + 1),
+      4,
+      'IDEMPOTENCY_KEY_REUSED',
+      40,
+    ]);
+    expect(results[11]).toMatchObject({ remaining: 0, allowed: false });
+    const again = await b('POST', '/org/usage-events', { events });
+    expect(again.statusCode).toBe(200);
+    // request_id differs per request; everything else is the first answer.
+    const withoutRequestIds = (body: { results: { error?: { request_id?: string } }[] }) =>
+      body.results.map((r) => (r.error ? { ...r, error: { ...r.error, request_id: '' } } : r));
+    expect(withoutRequestIds(again.json())).toEqual(withoutRequestIds(first.json()));
+    expect((await check(b, subscriber, { feature: 'calls' })).json().used).toBe(12);
+  });
+
   it("takes reports at the organization's usage-event rate, whole batches or nothing, apart from evals", async () => {
     const { org, subscriber, call } = await organization();
     const [a, b] = call as [

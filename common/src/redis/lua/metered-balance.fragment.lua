@@ -1,6 +1,7 @@
 --[[
   Metered balances (DESIGN.md §5), shared by eval-gate-batch-8.lua and usage-apply-4.lua: commands.ts prepends this
-  file to both at load time, so a consume, a report and a read follow one rule wherever they run.
+  file to both at load time, so a consume, a report and a read follow one rule wherever they run. Its hash reads and
+  writes go through metered-store.fragment.lua (prepended before it): straight to Redis, or buffered for a batch.
 
   A balance is the hash `<balance prefix><member>`: u (used), r (revision, +1 per change), e (period end ms, '' for
   "never"). Every change adds the member to the organization's dirty set, for the worker: at once when dirtyKey is
@@ -19,6 +20,8 @@
     op.ttl        ms the balance lives after a change (period end + 35 days, from the app's clock); '' = forever
     op.idem       '' or the idempotency key (24 h): first answer replayed, another fingerprint refused
     op.fingerprint, op.terms   what the key's record holds besides the answer (terms: how the gateway renders it)
+    op.buffer     true: other operations of the call touch the same balance, so its hashes are kept in the call's
+                  memory until meteredFlush() (metered-store.fragment.lua); nil or false: straight to Redis
     op.credits    '' (no credits and no rollover: nothing more is read or written), or the credits of the balance
                   (issue 35), lines joined by '\n':
                     1 the credit-spent hash of (subscriber, feature) {credit id -> spent; 'ro:<id>' -> a rollover
@@ -88,18 +91,18 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
   local ro = 0
   local previousLimit = tonumber(spec[4])
   if previousLimit ~= nil then
-    local previous = redis.call('HMGET', balancePrefix .. spec[3], 'u', 'k')
+    local previous = meteredHashRead(op.buffer, balancePrefix .. spec[3], 'u', 'k')
     local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
     ro = math.max(0, math.min(tonumber(spec[5]), unused))
   end
-  redis.call('HSET', key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
+  meteredHashWrite(op.buffer, key, {'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd})
   if op.ttl ~= '' then
-    redis.call('PEXPIRE', key, op.ttl)
+    meteredHashExpire(key, op.ttl)
   end
   meteredDirty(dirtyKey, op.member)
   if ro > 0 then
-    redis.call('HSET', spec[1], 'ro:' .. spec[6],
-      meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd)
+    meteredHashWrite(op.buffer, spec[1], {'ro:' .. spec[6],
+      meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd})
     meteredDirty(dirtyKey, spec[2])
   end
   return ro
@@ -120,12 +123,12 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
   local key = balancePrefix .. op.member
   if op.kind == 'r' and op.credits == '' then
-    local read = redis.call('HMGET', key, 'u', 'k')
+    local read = meteredHashRead(op.buffer, key, 'u', 'k')
     if (tonumber(read[2]) or 0) == 0 then
       return 0, tonumber(read[1]) or 0
     end
   end
-  local state = redis.call('HMGET', key, 'u', 'k', 'ro', 'r', 'e')
+  local state = meteredHashRead(op.buffer, key, 'u', 'k', 'ro', 'r', 'e')
   local used = tonumber(state[1]) or 0
   local covered = tonumber(state[2]) or 0
   local revision = tonumber(state[4]) or 0
@@ -150,7 +153,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       amounts[count] = spec[i + 1] == '' and ro or tonumber(spec[i + 1])
     end
     if count > 0 then
-      spent = redis.call('HMGET', spec[1], unpack(ids))
+      spent = meteredHashRead(op.buffer, spec[1], unpack(ids))
       for i = 1, count do
         spent[i] = tonumber(spent[i]) or 0
       end
@@ -234,9 +237,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = 'e'
       fields[#fields + 1] = op.periodEnd
     end
-    redis.call('HSET', key, unpack(fields))
+    meteredHashWrite(op.buffer, key, fields)
     if newEnd and op.ttl ~= '' then
-      redis.call('PEXPIRE', key, op.ttl)
+      meteredHashExpire(key, op.ttl)
     end
     meteredDirty(dirtyKey, op.member)
   end
@@ -246,23 +249,25 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = spec[7 + 2 * i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
-    redis.call('HSET', spec[1], unpack(fields))
+    meteredHashWrite(op.buffer, spec[1], fields)
     meteredDirty(dirtyKey, spec[2])
   end
 
   local value = after
-  local recorded = meteredInteger(after)
   if spec or afterCovered ~= 0 then
     value = {after, afterCovered, ro}
     for i = 1, count do
       value[3 + i] = spent[i]
     end
-    recorded = meteredInteger(after) .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
-    for i = 1, count do
-      recorded = recorded .. ' ' .. meteredInteger(spent[i])
-    end
   end
   if idemKey then
+    local recorded = meteredInteger(after)
+    if spec or afterCovered ~= 0 then
+      recorded = recorded .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
+      for i = 1, count do
+        recorded = recorded .. ' ' .. meteredInteger(spent[i])
+      end
+    end
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)
   end

@@ -10,13 +10,14 @@ import {
   UsageEventsResultSchema,
   type UsageEventsResult,
 } from '@ent/contract/metered-usage';
+import { usageEventsJson } from './results-json.ts';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
 import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
 import { applyMetered, unknownSubscriber } from '../shared/metered-answers.ts';
 import { applyUsageEvents, currentEntries } from './usage-events.ts';
 import { takeUsageEvents } from './usage-rate.ts';
 
-const serializeUsageEvents = (payload: UsageEventsResult) => JSON.stringify(payload);
+const serializeUsageEvents = (payload: UsageEventsResult) => usageEventsJson(payload.results);
 
 /**
  * Metered usage on the gateway (DESIGN.md §5): reports and batches of usage that already happened (scope
@@ -86,9 +87,9 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
       const { events } = request.body;
       const taken = takeUsageEvents(app, organizationId, events.length, nowMs);
       const answers = await applyUsageEvents(app, request, organizationId, events, nowMs, taken);
-      // The results are meteredResultIn's and toBody's objects, exactly the schema's fields: JSON.stringify writes
-      // them as the schema's serializer would, whereas that one would try each branch of the union (and the
-      // date-time formats within) on every one of up to 1,000 results to find which it is.
+      // The results are meteredResultIn's and toBody's objects, exactly the schema's fields: usageEventsJson writes
+      // them as JSON.stringify and the schema's serializer would, whereas that one would try each branch of the union
+      // (and the date-time formats within) on every one of up to 1,000 results to find which it is.
       reply.type('application/json; charset=utf-8').serializer(serializeUsageEvents);
       return {
         results: answers.map((answer) =>
