@@ -55,7 +55,10 @@ export const CREDIT_ID_PATTERN = '^cr_[A-Za-z0-9_-]{1,252}$';
  * period whose allowance it is.
  */
 export const CreditLineSchema = line('credit', {
-  credit_id: Type.String({ pattern: CREDIT_ID_PATTERN, description: 'natural key: the credit is upserted by it' }),
+  credit_id: Type.String({
+    pattern: CREDIT_ID_PATTERN,
+    description: 'natural key: the credit is upserted by it',
+  }),
   subscriber_id: CreditsParams.properties.subscriber_id,
   ...bodyOf(CreateCreditBody),
   spent: Type.Optional(
@@ -66,15 +69,13 @@ export const CreditLineSchema = line('credit', {
     Type.Union([Type.Literal('manual'), Type.Literal('rollover')], { description: 'default manual' }),
   ),
   source_period_start: Type.Optional(
-    Type.String({ format: 'date-time', description: "a rollover's: the period whose unused allowance it is" }),
+    Type.String({
+      format: 'date-time',
+      description: "a rollover's: the period whose unused allowance it is",
+    }),
   ),
 });
 export type CreditLine = Static<typeof CreditLineSchema>;
 
 export type ImportRecordLine =
-  | FeatureLine
-  | PlanLine
-  | SubscriberLine
-  | SubscriptionLine
-  | OverrideLine
-  | CreditLine;
+  FeatureLine | PlanLine | SubscriberLine | SubscriptionLine | OverrideLine | CreditLine;

@@ -37,7 +37,11 @@ async function tokens(org: TestOrganization, subscriberId: string, consume?: num
     payload: { feature: 'tokens', ...(consume === undefined ? {} : { consume }) },
   });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { allowed: boolean; remaining: number; credits: { credit_id: string; remaining: number }[] };
+  return res.json() as {
+    allowed: boolean;
+    remaining: number;
+    credits: { credit_id: string; remaining: number }[];
+  };
 }
 
 const unlimitedEvals = (org: TestOrganization) =>
@@ -77,7 +81,12 @@ beforeAll(async () => {
   source = await createTestOrganization(ctx.db, 'Source');
   await unlimitedEvals(source);
   const send = async (method: 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) => {
-    const res = await ctx.app.inject({ method, url, headers: source.headers, ...(payload ? { payload } : {}) });
+    const res = await ctx.app.inject({
+      method,
+      url,
+      headers: source.headers,
+      ...(payload ? { payload } : {}),
+    });
     expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
     return res.json();
   };
@@ -212,10 +221,13 @@ describe('export, import into a new organization, export again', () => {
     expect(await exportOf(target)).toBe(first);
   }, 180_000);
 
-  it("gateways spend an imported credit from what it had spent, not from 0", async () => {
+  it('gateways spend an imported credit from what it had spent, not from 0', async () => {
     const target = await createTestOrganization(ctx.db, 'Spender');
     await unlimitedEvals(target);
-    expect(await importInto(target, await exportOf(source))).toMatchObject({ status: 'succeeded', failed: 0 });
+    expect(await importInto(target, await exportOf(source))).toMatchObject({
+      status: 'succeeded',
+      failed: 0,
+    });
     // Usage is not exported: the allowance (2) is whole again; the promotion has 3 of 5 left, the top-up 7.
     const before = await tokens(target, 'cus_000');
     expect(before.remaining).toBe(2 + 3 + 7);

@@ -77,7 +77,12 @@ describe('plan lines with archived', () => {
     const done = await runImport(
       ctx,
       org,
-      ndjson([plan({ archived: true }), ...subscribed(2), plan({ archived: false }), plan({ name: 'Renamed' })]),
+      ndjson([
+        plan({ archived: true }),
+        ...subscribed(2),
+        plan({ archived: false }),
+        plan({ name: 'Renamed' }),
+      ]),
     );
     expect(done).toMatchObject({ status: 'succeeded', failed: 0 });
     const dry = await createTestOrganization(ctx.db);

@@ -52,12 +52,23 @@ describe('credit lines', () => {
     const body = ndjson([
       credit({ credit_id: 'cr_dup', amount: 1 }),
       credit({ credit_id: 'cr_dup', amount: 3, subscriber_id: 'bob' }),
-      credit({ credit_id: 'cr_promo', amount: 5, spent: 2, priority: 1, name: 'Promo', expires_at: iso(NOW + DAY) }),
+      credit({
+        credit_id: 'cr_promo',
+        amount: 5,
+        spent: 2,
+        priority: 1,
+        name: 'Promo',
+        expires_at: iso(NOW + DAY),
+      }),
       credit({ credit_id: 'cr_topup', amount: 50 }),
     ]);
     expect(await runImport(ctx, org, body)).toMatchObject({ status: 'succeeded', applied: 4, failed: 0 });
 
-    const list = await ctx.app.inject({ method: 'GET', url: '/org/subscribers/alice/credits', headers: org.headers });
+    const list = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/subscribers/alice/credits',
+      headers: org.headers,
+    });
     const byId = new Map(list.json().credits.map((c: { credit_id: string }) => [c.credit_id, c]));
     expect(byId.get('cr_promo')).toMatchObject({
       amount: 5,
@@ -70,7 +81,11 @@ describe('credit lines', () => {
     });
     expect(byId.get('cr_topup')).toMatchObject({ amount: 50, spent: 0, priority: 10, expires_at: null });
     // Several lines of one id in a batch: the last wins (in a later batch it would be refused: credits do not change).
-    const bob = await ctx.app.inject({ method: 'GET', url: '/org/subscribers/bob/credits', headers: org.headers });
+    const bob = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/subscribers/bob/credits',
+      headers: org.headers,
+    });
     expect(bob.json().credits).toMatchObject([{ credit_id: 'cr_dup', amount: 3 }]);
 
     // Where the gateway spends from, before the import said succeeded.
@@ -83,7 +98,10 @@ describe('credit lines', () => {
     const again = await runImport(
       ctx,
       org,
-      ndjson([credit({ credit_id: 'cr_promo', amount: 5, spent: 0 }), credit({ credit_id: 'cr_topup', amount: 50 })]),
+      ndjson([
+        credit({ credit_id: 'cr_promo', amount: 5, spent: 0 }),
+        credit({ credit_id: 'cr_topup', amount: 50 }),
+      ]),
     );
     expect(again).toMatchObject({ status: 'succeeded', applied: 0, unchanged: 2, failed: 0 });
     expect(await spentInRedis(org, 'alice')).toEqual({ cr_promo: '2', cr_topup: '0' });
@@ -113,7 +131,12 @@ describe('credit lines', () => {
         credit({ credit_id: 'cr_6', amount: 0 }),
         credit({ credit_id: 'not-a-credit-id' }),
         credit({ credit_id: 'cr_8', source: 'rollover' }),
-        credit({ credit_id: 'cr_9', source: 'rollover', effective_at: iso(start), source_period_start: iso(start - DAY) }),
+        credit({
+          credit_id: 'cr_9',
+          source: 'rollover',
+          effective_at: iso(start),
+          source_period_start: iso(start - DAY),
+        }),
         credit({ credit_id: 'cr_10', source_period_start: iso(start) }),
         credit({
           credit_id: rolloverCreditId('alice', 'calls', start),
@@ -163,7 +186,11 @@ describe('credit lines', () => {
     const done = await runImport(ctx, org, ndjson([rollover(start), rollover(start + DAY)]));
     expect(done).toMatchObject({ applied: 1, failed: 1 });
     expect(refusals(done)).toEqual([[2, 'CONFLICT', 'source_period_start']]);
-    const list = await ctx.app.inject({ method: 'GET', url: '/org/subscribers/alice/credits', headers: org.headers });
+    const list = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/subscribers/alice/credits',
+      headers: org.headers,
+    });
     expect(list.json().credits).toMatchObject([
       {
         credit_id: rolloverCreditId('alice', 'calls', start),
@@ -179,7 +206,9 @@ describe('credit lines', () => {
     const org = await orgWithCatalog();
     const lines = Array.from({ length: 101 }, (_, i) => credit({ credit_id: `cr_cap_${i}`, amount: 1 }));
     // An expired credit does not count toward the cap.
-    lines.unshift(credit({ credit_id: 'cr_old', effective_at: iso(NOW - 2 * DAY), expires_at: iso(NOW - DAY) }));
+    lines.unshift(
+      credit({ credit_id: 'cr_old', effective_at: iso(NOW - 2 * DAY), expires_at: iso(NOW - DAY) }),
+    );
     const done = await runImport(ctx, org, ndjson(lines));
     expect(done).toMatchObject({ applied: 101, failed: 1 });
     expect(refusals(done)).toEqual([[102, 'VALIDATION_ERROR', 'feature']]);
@@ -187,10 +216,19 @@ describe('credit lines', () => {
 
   it('writes nothing on a dry run, in Postgres or Redis', async () => {
     const org = await orgWithCatalog();
-    const done = await runImport(ctx, org, ndjson([credit({ credit_id: 'cr_dry', spent: 4 })]), '?dry_run=true');
+    const done = await runImport(
+      ctx,
+      org,
+      ndjson([credit({ credit_id: 'cr_dry', spent: 4 })]),
+      '?dry_run=true',
+    );
     expect(done).toMatchObject({ status: 'succeeded', dry_run: true, applied: 1 });
     expect(await spentInRedis(org, 'alice')).toEqual({});
-    const list = await ctx.app.inject({ method: 'GET', url: '/org/subscribers/alice/credits', headers: org.headers });
+    const list = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/subscribers/alice/credits',
+      headers: org.headers,
+    });
     expect(list.json().credits).toEqual([]);
   });
 });

@@ -24,5 +24,6 @@ export async function runImport(ctx: AdminTestContext, org: TestOrganization, bo
 }
 
 /** [line, code, field] of each refused line. */
-export const refusals = (done: { errors: { line: number; error: { code: string; details?: { field?: string } } }[] }) =>
-  done.errors.map((e) => [e.line, e.error.code, e.error.details?.field]);
+export const refusals = (done: {
+  errors: { line: number; error: { code: string; details?: { field?: string } } }[];
+}) => done.errors.map((e) => [e.line, e.error.code, e.error.details?.field]);

@@ -40,7 +40,14 @@ export interface BatchContext {
 }
 
 /** Record types in the order a batch applies them: each only refers to the ones before it. */
-const ORDER: ImportRecordLine['type'][] = ['feature', 'plan', 'subscriber', 'subscription', 'override', 'credit'];
+const ORDER: ImportRecordLine['type'][] = [
+  'feature',
+  'plan',
+  'subscriber',
+  'subscription',
+  'override',
+  'credit',
+];
 
 /**
  * A line applied by its single route's service, alone inside a savepoint: a refusal (AppError) undoes only that line
@@ -109,7 +116,8 @@ async function applyPlan(trx: Transaction<Database>, batch: BatchOutcome, ctx: B
       : await createPlan(trx, outcome, ctx.organizationId, body, ctx.catalogLimits);
     const isArchived = plan.plan.archived_at !== null;
     // Its details (the archived change) stand for the line's: the line changed something either way.
-    if (archived === false && isArchived) await setPlanArchived(trx, outcome, ctx.organizationId, body.key, false);
+    if (archived === false && isArchived)
+      await setPlanArchived(trx, outcome, ctx.organizationId, body.key, false);
     archiveLater = archived === true && !isArchived;
   });
   return result.result === 'unchanged' && archiveLater ? { result: 'applied' as const } : result;

@@ -45,7 +45,8 @@ function differences(existing: ExistingCredit, terms: CreditTerms, featureId: st
   if (Number(existing.amount) !== terms.amount) fields.push('amount');
   if (terms.given.priority && existing.priority !== terms.priority) fields.push('priority');
   if (terms.given.name && existing.name !== terms.name) fields.push('name');
-  if (terms.given.effectiveAt && !sameInstant(existing.effective_at, terms.effectiveAt)) fields.push('effective_at');
+  if (terms.given.effectiveAt && !sameInstant(existing.effective_at, terms.effectiveAt))
+    fields.push('effective_at');
   if (terms.given.expiresAt && !sameInstant(existing.expires_at, terms.expiresAt)) fields.push('expires_at');
   if (terms.given.createdAt && !sameInstant(existing.created_at, terms.createdAt)) fields.push('created_at');
   if (existing.source !== terms.source) fields.push('source');
@@ -130,7 +131,9 @@ export async function applyCredits(
     if (!present.has(t.subscriberId)) return refusal(subscriberNotFound(t.subscriberId));
     const feature = featureByKey.get(t.feature);
     if (!feature)
-      return refusal(validationError(`No feature with key "${t.feature}".`, { field: 'feature', value: t.feature }));
+      return refusal(
+        validationError(`No feature with key "${t.feature}".`, { field: 'feature', value: t.feature }),
+      );
     if (feature.kind !== 'metered')
       return refusal(
         validationError(
@@ -168,11 +171,20 @@ export async function applyCredits(
   for (const { lines: numbers, terms } of created) {
     if (!inserted.has(terms.id)) {
       // Taken meanwhile: the id by a concurrent write, or a rollover's period by another id (the unique index).
-      setAll(results, numbers, refusal(terms.source === 'rollover' ? rolloverTaken(terms) : takenMeanwhile(terms)));
+      setAll(
+        results,
+        numbers,
+        refusal(terms.source === 'rollover' ? rolloverTaken(terms) : takenMeanwhile(terms)),
+      );
       continue;
     }
     changed.add(terms.subscriberId);
-    seeds.push({ subscriberId: terms.subscriberId, feature: terms.feature, creditId: terms.id, spent: terms.spent });
+    seeds.push({
+      subscriberId: terms.subscriberId,
+      feature: terms.feature,
+      creditId: terms.id,
+      spent: terms.spent,
+    });
   }
   return { results, changed, seeds };
 }

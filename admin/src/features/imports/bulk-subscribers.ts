@@ -18,7 +18,10 @@ export interface BulkResult {
 }
 
 /** The last line of each id wins; an earlier line of the same id in the batch takes the winner's result. */
-export function lastById<T>(lines: readonly Lined<T>[], idOf: (record: T) => string): Map<string, Lined<T>[]> {
+export function lastById<T>(
+  lines: readonly Lined<T>[],
+  idOf: (record: T) => string,
+): Map<string, Lined<T>[]> {
   const byId = new Map<string, Lined<T>[]>();
   for (const line of lines) {
     const id = idOf(line.record);

@@ -23,7 +23,8 @@ export interface CreditTerms {
 
 function instantOf(value: string, field: string): Date | AppError {
   const ms = parseDateTime(value);
-  if (Number.isNaN(ms)) return validationError(`${field} is not a valid ISO 8601 timestamp.`, { field, value });
+  if (Number.isNaN(ms))
+    return validationError(`${field} is not a valid ISO 8601 timestamp.`, { field, value });
   return new Date(ms);
 }
 
@@ -34,11 +35,13 @@ function instantOf(value: string, field: string): Date | AppError {
  * and export").
  */
 export function creditTermsOf(line: CreditLine, nowMs: number): CreditTerms | AppError {
-  const effectiveAt = line.effective_at === undefined ? new Date(nowMs) : instantOf(line.effective_at, 'effective_at');
+  const effectiveAt =
+    line.effective_at === undefined ? new Date(nowMs) : instantOf(line.effective_at, 'effective_at');
   if (!(effectiveAt instanceof Date)) return effectiveAt;
   const expiresAt = line.expires_at == null ? null : instantOf(line.expires_at, 'expires_at');
   if (expiresAt !== null && !(expiresAt instanceof Date)) return expiresAt;
-  const createdAt = line.created_at === undefined ? new Date(nowMs) : instantOf(line.created_at, 'created_at');
+  const createdAt =
+    line.created_at === undefined ? new Date(nowMs) : instantOf(line.created_at, 'created_at');
   if (!(createdAt instanceof Date)) return createdAt;
   const spent = line.spent ?? 0;
   if (spent > line.amount)

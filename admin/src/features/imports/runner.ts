@@ -94,7 +94,12 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     const pending = await nextPendingLines(record, importId, current.applied_through, options.batchSize);
     if (pending.length === 0)
       return {
-        step: { kind: 'done', organizationId: current.organization_id, lines: current.lines, dryRun: current.dry_run },
+        step: {
+          kind: 'done',
+          organizationId: current.organization_id,
+          lines: current.lines,
+          dryRun: current.dry_run,
+        },
       };
     const outcome = await applyBatch(
       trx,
