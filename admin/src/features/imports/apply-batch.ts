@@ -138,8 +138,8 @@ function applyOverride(
 /**
  * Applies one batch of validated lines in the caller's transaction: catalog records and overrides one by one through
  * their services (a catalog is small), subscribers, subscriptions and credits in bulk SQL (an organization's
- * million). Every
- * line gets a result; a refused line changes nothing, the others apply (docs/decisions.md, "Bulk import").
+ * million). Every line gets a result; a refused line changes nothing, the others apply (docs/decisions.md, "Bulk
+ * import").
  */
 export async function applyBatch(
   trx: Transaction<Database>,
