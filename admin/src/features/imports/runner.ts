@@ -13,6 +13,7 @@ import { seedCreditSpent } from './credit-spent.ts';
 import {
   findAbandonedImports,
   finishImport,
+  lastStagedLine,
   lockLeasedImport,
   nextPendingLines,
   plansArchivedBy,
@@ -92,15 +93,22 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     const current = await lockLeasedImport(record, importId, owner);
     if (!current) return { step: { kind: 'lost' } };
     const pending = await nextPendingLines(record, importId, current.applied_through, options.batchSize);
-    if (pending.length === 0)
-      return {
-        step: {
-          kind: 'done',
-          organizationId: current.organization_id,
-          lines: current.lines,
-          dryRun: current.dry_run,
-        },
-      };
+    if (pending.length === 0) {
+      const last = await lastStagedLine(record, importId);
+      if (current.applied_through >= last)
+        return {
+          step: {
+            kind: 'done',
+            organizationId: current.organization_id,
+            lines: current.lines,
+            dryRun: current.dry_run,
+          },
+        };
+      // A span of lines refused while staging (or blank): nothing to apply, the cursor moves past it.
+      const through = Math.min(last, current.applied_through + options.batchSize);
+      await recordBatch(record, importId, [], through, options.leaseMs);
+      return { step: { kind: 'batch' } };
+    }
     const outcome = await applyBatch(
       trx,
       { organizationId: current.organization_id, catalogLimits: deps.catalogLimits, nowMs: Date.now() },

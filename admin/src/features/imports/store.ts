@@ -121,21 +121,37 @@ export interface PendingLine {
   record: Record<string, unknown>;
 }
 
+/**
+ * The lines still to apply among the `span` line numbers after `after`. Bounded on both sides, so whatever plan the
+ * statistics choose it reads at most `span` rows: with `line > after … ORDER BY line LIMIT n` alone, statistics from
+ * before the body was staged (every line beyond their histogram) made Postgres read every line after the cursor
+ * into a bitmap and sort it, for each batch (seconds per batch at a million lines: the import went quadratic).
+ */
 export function nextPendingLines(
   trx: Transaction<Database>,
   importId: string,
   after: number,
-  limit: number,
+  span: number,
 ): Promise<PendingLine[]> {
   return trx
     .selectFrom('import_lines')
     .select(['line', 'type', 'record'])
     .where('import_id', '=', importId)
     .where('line', '>', after)
+    .where('line', '<=', after + span)
     .where('result', '=', 'pending')
     .orderBy('line')
-    .limit(limit)
     .execute() as Promise<PendingLine[]>;
+}
+
+/** The import's last staged line number (0 when none): the primary key's end, one index probe. */
+export async function lastStagedLine(trx: Transaction<Database>, importId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('import_lines')
+    .select((eb) => eb.fn.max('line').as('last'))
+    .where('import_id', '=', importId)
+    .executeTakeFirst();
+  return Number(row?.last ?? 0);
 }
 
 /**
