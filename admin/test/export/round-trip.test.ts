@@ -36,7 +36,7 @@ async function tokens(org: TestOrganization, subscriberId: string, consume?: num
     headers: org.headers,
     payload: { feature: 'tokens', ...(consume === undefined ? {} : { consume }) },
   });
-  expect(res.statusCode, res.body).toBe(200);
+  expect(res.statusCode, JSON.stringify(res.json())).toBe(200);
   return res.json() as {
     allowed: boolean;
     remaining: number;
