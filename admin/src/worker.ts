@@ -43,6 +43,8 @@ const imports = createImportRunner(
   {
     db,
     publisher: createSnapshotPublisher({ db, redis, redisKeys: keys }),
+    redis,
+    redisKeys: keys,
     catalogLimits: config.catalogLimits,
     log,
   },

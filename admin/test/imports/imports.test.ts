@@ -149,7 +149,7 @@ describe('POST /org/imports', () => {
       [4, 'VALIDATION_ERROR', 'plan_id'],
       [5, 'NOT_FOUND', 'subscriber_id'],
       [6, 'VALIDATION_ERROR', 'extra'],
-      [7, 'UNSUPPORTED', 'type'],
+      [7, 'VALIDATION_ERROR', 'credit_id'],
       [10, 'VALIDATION_ERROR', 'kind'],
     ]);
     const failedLines = await ctx.app.inject({

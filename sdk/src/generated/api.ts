@@ -1820,7 +1820,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** @description The whole organization as NDJSON, one record a line, in dependency order (features, plans, subscribers, subscriptions, overrides), from one consistent snapshot: what `POST /org/imports` takes back. Needs `catalog:read` and `subscribers:read`. A response that ends without its last newline was cut short. */
+    /** @description The whole organization as NDJSON, one record a line, in dependency order (features, plans, subscribers, subscriptions, overrides, credits), from one consistent snapshot: what `POST /org/imports` takes back. Needs `catalog:read` and `subscribers:read`. A response that ends without its last newline was cut short. */
     get: {
       parameters: {
         query?: never;
@@ -1901,6 +1901,31 @@ export interface paths {
                   subscriber_id: string;
                   /** @enum {string} */
                   type: 'override';
+                }
+              | {
+                  amount: number;
+                  /** Format: date-time */
+                  created_at: string;
+                  /** @description natural key: the credit is upserted by it */
+                  credit_id: string;
+                  /** Format: date-time */
+                  effective_at: string;
+                  expires_at: string | null;
+                  /** @description a metered feature key */
+                  feature: string;
+                  name?: string;
+                  priority: number;
+                  source: 'manual' | 'rollover';
+                  /**
+                   * Format: date-time
+                   * @description a rollover's: the period whose unused allowance it is
+                   */
+                  source_period_start?: string;
+                  /** @description what it has given so far */
+                  spent: number;
+                  subscriber_id: string;
+                  /** @enum {string} */
+                  type: 'credit';
                 };
           };
         };

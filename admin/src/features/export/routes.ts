@@ -20,7 +20,7 @@ export async function exportRoutes(fastify: FastifyInstance): Promise<void> {
         tags: ['export'],
         description:
           'The whole organization as NDJSON, one record a line, in dependency order (features, plans, subscribers, ' +
-          'subscriptions, overrides), from one consistent snapshot: what `POST /org/imports` takes back. Needs ' +
+          'subscriptions, overrides, credits), from one consistent snapshot: what `POST /org/imports` takes back. Needs ' +
           '`catalog:read` and `subscribers:read`. A response that ends without its last newline was cut short.',
         response: {
           200: {
@@ -32,7 +32,10 @@ export async function exportRoutes(fastify: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const chunks = exportOrganization(app.db, request.principal!.organizationId);
+      const chunks = exportOrganization(
+        { db: app.db, redis: app.redis, redisKeys: app.redisKeys },
+        request.principal!.organizationId,
+      );
       // The typed reply knows the lines' schema, not that a stream of them is sent.
       const untyped: FastifyReply = reply;
       return untyped.type(EXPORT_CONTENT_TYPE).send(Readable.from(nonEmpty(chunks), { objectMode: false }));

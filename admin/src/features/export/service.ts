@@ -1,9 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { ExportLine } from '@ent/contract/exports';
 import type { Database } from '@ent/common/db/database';
+import type { RedisClient } from '@ent/common/redis/connect';
+import type { RedisKeys } from '@ent/common/redis/keys';
+import { currentSpent } from '../credits/spent.ts';
 import { toGrantBody } from '../plans/grants.ts';
 import {
   activeSubscriptionsIn,
+  creditsIn,
   exportedFeatures,
   exportedPlans,
   type ExportedGrant,
@@ -43,6 +47,34 @@ function grantsByPlan(grants: readonly ExportedGrant[]): Map<string, ExportedGra
   return byPlan;
 }
 
+type ExportedCredit = Awaited<ReturnType<typeof creditsIn>>[number];
+
+/** A credit as its import line, with what it has spent now (Redis's figure where it holds one). */
+function creditLine(row: ExportedCredit, spent: number): ExportLine {
+  return {
+    type: 'credit',
+    credit_id: row.id,
+    subscriber_id: row.subscriber_id,
+    feature: row.feature_key,
+    ...(row.name === null ? {} : { name: row.name }),
+    amount: row.amount,
+    spent: Math.min(Math.max(0, spent), row.amount),
+    priority: row.priority,
+    effective_at: row.effective_at.toISOString(),
+    expires_at: row.expires_at ? row.expires_at.toISOString() : null,
+    created_at: row.created_at.toISOString(),
+    source: row.source,
+    ...(row.source_period_start ? { source_period_start: row.source_period_start.toISOString() } : {}),
+  };
+}
+
+export interface ExportDeps {
+  db: Kysely<Database>;
+  /** Credits' spent figures are read where gateways spend them. */
+  redis: RedisClient;
+  redisKeys: RedisKeys;
+}
+
 /** Windows of PAGE_SIZE subscribers, in id order, from one snapshot. */
 async function* subscriberWindows(
   trx: Parameters<typeof subscriberWindowEnd>[0],
@@ -59,14 +91,12 @@ async function* subscriberWindows(
 
 /**
  * The organization as NDJSON chunks (a page of lines each), in dependency order, read from one REPEATABLE READ
- * snapshot so a write during the export is either wholly in it or not at all. The transaction is ended when the
+ * snapshot so a write during the export is either wholly in it or not at all. Credits' spent figures are the one
+ * thing read outside it: gateways move them in Redis, and the persisted column is up to a second behind. The transaction is ended when the
  * consumer stops early (a client that goes away), not only at the end.
  */
-export async function* exportOrganization(
-  db: Kysely<Database>,
-  organizationId: string,
-): AsyncGenerator<string> {
-  const trx = await db
+export async function* exportOrganization(deps: ExportDeps, organizationId: string): AsyncGenerator<string> {
+  const trx = await deps.db
     .startTransaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
@@ -115,6 +145,11 @@ export async function* exportOrganization(
     }
     for await (const window of subscriberWindows(trx, organizationId)) {
       yield lines((await overridesIn(trx, organizationId, window)).map(overrideLine));
+    }
+    for await (const window of subscriberWindows(trx, organizationId)) {
+      const rows = await creditsIn(trx, organizationId, window);
+      const spent = await currentSpent(deps.redis, deps.redisKeys, organizationId, rows);
+      yield lines(rows.map((row) => creditLine(row, spent.get(row.id) ?? row.spent)));
     }
     ended = true;
     await trx.commit().execute();

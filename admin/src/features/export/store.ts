@@ -1,5 +1,5 @@
-import type { Transaction } from 'kysely';
-import type { Database, Feature, FeatureKind, Plan } from '@ent/common/db/database';
+import { sql, type Transaction } from 'kysely';
+import type { Credit, Database, Feature, FeatureKind, Plan } from '@ent/common/db/database';
 import type { GrantRow } from '../plans/grants.ts';
 
 type Trx = Transaction<Database>;
@@ -135,4 +135,26 @@ export function overridesIn(
   if (window.after !== null) query = query.where('o.subscriber_id', '>', window.after);
   if (window.through !== null) query = query.where('o.subscriber_id', '<=', window.through);
   return query.orderBy('o.subscriber_id').orderBy('f.key').execute();
+}
+
+/**
+ * Credits neither voided nor expired at the snapshot's clock (what the gateway's snapshot carries): the others are
+ * history, as canceled subscriptions are. By subscriber, then credit id.
+ */
+export function creditsIn(
+  trx: Trx,
+  organizationId: string,
+  window: SubscriberWindow,
+): Promise<(Credit & { feature_key: string })[]> {
+  let query = trx
+    .selectFrom('credits as c')
+    .innerJoin('features as f', 'f.id', 'c.feature_id')
+    .selectAll('c')
+    .select('f.key as feature_key')
+    .where('c.organization_id', '=', organizationId)
+    .where('c.voided_at', 'is', null)
+    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', sql<Date>`now()`)]));
+  if (window.after !== null) query = query.where('c.subscriber_id', '>', window.after);
+  if (window.through !== null) query = query.where('c.subscriber_id', '<=', window.through);
+  return query.orderBy('c.subscriber_id').orderBy('c.id').execute();
 }

@@ -4,9 +4,10 @@ import { AppError, validationError } from '@ent/common/errors/app-error';
 import type { CatalogLimits } from '../shared/catalog-limits.ts';
 import { WriteOutcome } from '../shared/write/outcome.ts';
 import { createFeature, findFeature, updateFeature } from '../features/service.ts';
-import { createPlan, findPlan, updatePlan } from '../plans/service.ts';
+import { createPlan, findPlan, setPlanArchived, updatePlan } from '../plans/service.ts';
 import { upsertOverride } from '../overrides/service.ts';
 import type {
+  CreditLine,
   FeatureLine,
   ImportRecordLine,
   OverrideLine,
@@ -16,6 +17,7 @@ import type {
 } from '@ent/contract/import-lines';
 import type { AppliedResult } from './results.ts';
 import { applySubscribers, applySubscriptions, bumpSubscribers } from './bulk-subscribers.ts';
+import { applyCredits, type CreditSpentSeed } from './bulk-credits.ts';
 
 export interface BatchLine {
   line: number;
@@ -26,15 +28,26 @@ export interface BatchOutcome {
   results: Map<number, AppliedResult>;
   catalogChanged: boolean;
   subscribersChanged: Set<string>;
+  /** Spent figures of the credits the batch created, for Redis before the batch commits (runner.ts). */
+  creditSeeds: CreditSpentSeed[];
 }
 
 export interface BatchContext {
   organizationId: string;
   catalogLimits: CatalogLimits;
+  /** The batch's clock: a credit's defaults and the live credits it is counted against. */
+  nowMs: number;
 }
 
 /** Record types in the order a batch applies them: each only refers to the ones before it. */
-const ORDER: ImportRecordLine['type'][] = ['feature', 'plan', 'subscriber', 'subscription', 'override'];
+const ORDER: ImportRecordLine['type'][] = [
+  'feature',
+  'plan',
+  'subscriber',
+  'subscription',
+  'override',
+  'credit',
+];
 
 /**
  * A line applied by its single route's service, alone inside a savepoint: a refusal (AppError) undoes only that line
@@ -81,21 +94,33 @@ function applyFeature(trx: Transaction<Database>, batch: BatchOutcome, ctx: Batc
   });
 }
 
-function applyPlan(trx: Transaction<Database>, batch: BatchOutcome, ctx: BatchContext, line: PlanLine) {
-  return alone(trx, batch, async (outcome) => {
-    const { type: _type, ...body } = line;
+/**
+ * A plan upserted by key. `archived: false` unarchives it at once; `archived: true` leaves the archiving to the end of
+ * the import (runner.ts), after the import's subscriptions to it, so the line is applied while that is pending.
+ */
+async function applyPlan(trx: Transaction<Database>, batch: BatchOutcome, ctx: BatchContext, line: PlanLine) {
+  let archiveLater = false;
+  const result = await alone(trx, batch, async (outcome) => {
+    const { type: _type, archived, ...body } = line;
     const existing = await findPlan(trx, ctx.organizationId, body.key);
-    if (!existing) return createPlan(trx, outcome, ctx.organizationId, body, ctx.catalogLimits);
-    if (existing.kind !== body.kind) throw kindIsImmutable('plan', body.key, existing.kind);
-    return updatePlan(
-      trx,
-      outcome,
-      ctx.organizationId,
-      body.key,
-      { name: body.name, ...(body.grants === undefined ? {} : { grants: body.grants }) },
-      ctx.catalogLimits,
-    );
+    if (existing && existing.kind !== body.kind) throw kindIsImmutable('plan', body.key, existing.kind);
+    const plan = existing
+      ? await updatePlan(
+          trx,
+          outcome,
+          ctx.organizationId,
+          body.key,
+          { name: body.name, ...(body.grants === undefined ? {} : { grants: body.grants }) },
+          ctx.catalogLimits,
+        )
+      : await createPlan(trx, outcome, ctx.organizationId, body, ctx.catalogLimits);
+    const isArchived = plan.plan.archived_at !== null;
+    // Its details (the archived change) stand for the line's: the line changed something either way.
+    if (archived === false && isArchived)
+      await setPlanArchived(trx, outcome, ctx.organizationId, body.key, false);
+    archiveLater = archived === true && !isArchived;
   });
+  return result.result === 'unchanged' && archiveLater ? { result: 'applied' as const } : result;
 }
 
 function applyOverride(
@@ -112,15 +137,21 @@ function applyOverride(
 
 /**
  * Applies one batch of validated lines in the caller's transaction: catalog records and overrides one by one through
- * their services (a catalog is small), subscribers and subscriptions in bulk SQL (an organization's million). Every
- * line gets a result; a refused line changes nothing, the others apply (docs/decisions.md, "Bulk import").
+ * their services (a catalog is small), subscribers, subscriptions and credits in bulk SQL (an organization's
+ * million). Every line gets a result; a refused line changes nothing, the others apply (docs/decisions.md, "Bulk
+ * import").
  */
 export async function applyBatch(
   trx: Transaction<Database>,
   ctx: BatchContext,
   lines: readonly BatchLine[],
 ): Promise<BatchOutcome> {
-  const batch: BatchOutcome = { results: new Map(), catalogChanged: false, subscribersChanged: new Set() };
+  const batch: BatchOutcome = {
+    results: new Map(),
+    catalogChanged: false,
+    subscribersChanged: new Set(),
+    creditSeeds: [],
+  };
   const byType = new Map<ImportRecordLine['type'], BatchLine[]>();
   for (const line of lines) {
     const group = byType.get(line.record.type) ?? [];
@@ -147,6 +178,17 @@ export async function applyBatch(
         group.map(({ line, record }) => ({ line, record: record as SubscriptionLine })),
       );
       mergeBulk(batch, bulkChanged, applied);
+      continue;
+    }
+    if (type === 'credit') {
+      const applied = await applyCredits(
+        trx,
+        ctx.organizationId,
+        group.map(({ line, record }) => ({ line, record: record as CreditLine })),
+        ctx.nowMs,
+      );
+      mergeBulk(batch, bulkChanged, applied);
+      batch.creditSeeds.push(...applied.seeds);
       continue;
     }
     if (bulkChanged.size > 0 && type === 'override') {

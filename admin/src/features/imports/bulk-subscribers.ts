@@ -6,7 +6,7 @@ import type { SubscriberLine, SubscriptionLine } from '@ent/contract/import-line
 import { subscriberNotFound } from '../subscribers/service.ts';
 import type { AppliedResult } from './results.ts';
 
-interface Lined<T> {
+export interface Lined<T> {
   line: number;
   record: T;
 }
@@ -18,7 +18,10 @@ export interface BulkResult {
 }
 
 /** The last line of each id wins; an earlier line of the same id in the batch takes the winner's result. */
-function lastById<T>(lines: readonly Lined<T>[], idOf: (record: T) => string): Map<string, Lined<T>[]> {
+export function lastById<T>(
+  lines: readonly Lined<T>[],
+  idOf: (record: T) => string,
+): Map<string, Lined<T>[]> {
   const byId = new Map<string, Lined<T>[]>();
   for (const line of lines) {
     const id = idOf(line.record);
@@ -78,7 +81,7 @@ export async function applySubscribers(
 /**
  * Subscriptions upserted by (subscriber, plan): an active subscription to the plan makes the line unchanged, else
  * one is created. Refused as `POST .../subscriptions` refuses, in its order: a missing subscriber (404), an unknown
- * plan (422), an archived plan (409). Subscribers are locked in id order (as the single route locks its one) and
+ * plan (422), an archived plan (409), except that an active subscription makes the line unchanged first. Subscribers are locked in id order (as the single route locks its one) and
  * plans shared, so neither changes until the batch commits.
  */
 export async function applySubscriptions(
@@ -120,17 +123,18 @@ export async function applySubscriptions(
       results.set(line, { result: 'failed', error });
       continue;
     }
+    const pair = `${record.subscriber_id}\u0000${plan.id}`;
+    // Already subscribed is the state the line asks for, archived plan or not (a re-imported export has both).
+    if (activePairs.has(pair)) {
+      results.set(line, { result: 'unchanged' });
+      continue;
+    }
     if (plan.archived) {
       const error = conflict(`The plan "${plan.key}" is archived and takes no new subscriptions.`, {
         field: 'plan_id',
         value: plan.key,
       });
       results.set(line, { result: 'failed', error });
-      continue;
-    }
-    const pair = `${record.subscriber_id}\u0000${plan.id}`;
-    if (activePairs.has(pair)) {
-      results.set(line, { result: 'unchanged' });
       continue;
     }
     activePairs.add(pair);

@@ -1,9 +1,10 @@
 import type { Scope } from '@ent/common/auth/scopes';
-import { AppError, forbidden, validationError } from '@ent/common/errors/app-error';
+import { type AppError, forbidden, validationError } from '@ent/common/errors/app-error';
 import { validatorCompiler } from '@ent/common/http/validation';
 import { describeValidationError } from '@ent/common/http/validation';
 import type { ImportRecordType } from '@ent/contract/imports';
 import {
+  CreditLineSchema,
   FeatureLineSchema,
   OverrideLineSchema,
   PlanLineSchema,
@@ -21,12 +22,13 @@ const compile = (schema: object): Validate =>
   validatorCompiler({ schema, method: 'POST', url: '/org/imports', httpPart: 'body' }) as unknown as Validate;
 
 /** The single routes' body validation (the same ajv setup), per record type. */
-const validators: Record<Exclude<ImportRecordType, 'credit'>, Validate> = {
+const validators: Record<ImportRecordType, Validate> = {
   feature: compile(FeatureLineSchema),
   plan: compile(PlanLineSchema),
   subscriber: compile(SubscriberLineSchema),
   subscription: compile(SubscriptionLineSchema),
   override: compile(OverrideLineSchema),
+  credit: compile(CreditLineSchema),
 };
 
 /** The scope the single route of each record type needs. */
@@ -57,17 +59,20 @@ function naturalKey(record: ImportRecordLine): string {
       return `${record.subscriber_id}/${record.plan_id}`;
     case 'override':
       return `${record.subscriber_id}/${record.feature_key}`;
+    case 'credit':
+      return record.credit_id;
   }
 }
 
 function keyOf(value: Record<string, unknown>): string | null {
-  const key = value.key ?? value.subscriber_id;
+  const key = value.type === 'credit' ? value.credit_id : (value.key ?? value.subscriber_id);
   return typeof key === 'string' ? key : null;
 }
 
 /**
  * One NDJSON line, checked as its single route checks a body (same schemas, same error codes and fields), and for
- * the scope that route needs. What needs the database (a missing plan or subscriber) is the batch's to find.
+ * the scope that route needs. What needs the database (a missing plan or subscriber) or compares fields (a credit's
+ * instants and spent) is the batch's to find.
  */
 export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine {
   let value: unknown;
@@ -107,16 +112,6 @@ export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine 
       type,
       key,
       error: forbidden(`This API key lacks the "${SCOPE_OF[type]}" scope a ${type} line needs.`, {
-        field: 'type',
-        value: type,
-      }),
-    };
-  if (type === 'credit')
-    return {
-      ok: false,
-      type,
-      key,
-      error: new AppError(422, 'UNSUPPORTED', 'Credit lines are not supported by this installation yet.', {
         field: 'type',
         value: type,
       }),

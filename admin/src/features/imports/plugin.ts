@@ -25,6 +25,8 @@ export const importsRunner = fp(
       {
         db: app.db,
         publisher: app.snapshots,
+        redis: app.redis,
+        redisKeys: app.redisKeys,
         catalogLimits: app.config.catalogLimits,
         log: { warn: (m) => app.log.warn(m), error: (m) => app.log.error(m) },
       },

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '@ent/common/errors/app-error';
+import { exemptFromRequestDeadline } from '@ent/common/http/request-deadline';
 import { newId } from '@ent/common/ids';
 import { ErrorBodySchema, commonErrorResponses } from '@ent/contract/common';
 import {
@@ -41,6 +42,9 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
     const maxBytes = app.imports.maxBytes;
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes) throw bodyTooLarge(maxBytes);
+    // Up to 1 GiB streamed and staged takes far longer than the 30 s every request must arrive in: this one is timed
+    // by the socket's idle timeout alone (a body that stops coming is still cut off).
+    exemptFromRequestDeadline(request.raw);
     const importId = newId('imp');
     await insertReceivingImport(app.db, {
       id: importId,

@@ -3,14 +3,20 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { transact } from '@ent/common/outbox/record';
 import type { ImportRecordLine } from '@ent/contract/import-lines';
+import type { RedisClient } from '@ent/common/redis/connect';
+import type { RedisKeys } from '@ent/common/redis/keys';
 import type { CatalogLimits } from '../shared/catalog-limits.ts';
 import type { SnapshotPublisher } from '../snapshots/publisher.ts';
 import { applyBatch, type BatchOutcome } from './apply-batch.ts';
+import { archiveImportedPlans } from './archive-plans.ts';
+import { seedCreditSpent } from './credit-spent.ts';
 import {
   findAbandonedImports,
   finishImport,
+  lastStagedLine,
   lockLeasedImport,
   nextPendingLines,
+  plansArchivedBy,
   recordBatch,
   takeExpiredLease,
   type LineResult,
@@ -34,6 +40,9 @@ const defaultImportRunnerOptions: ImportRunnerOptions = {
 export interface ImportRunnerDeps {
   db: Kysely<Database>;
   publisher: SnapshotPublisher;
+  /** Where gateways read credits' spent figures: an imported credit's is written there before its batch commits. */
+  redis: RedisClient;
+  redisKeys: RedisKeys;
   catalogLimits: CatalogLimits;
   log: { warn(message: string): void; error(message: string): void };
 }
@@ -70,7 +79,10 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
       await publisher.publishSubscribers(organizationId, [...outcome.subscribersChanged]);
   }
 
-  type Step = { kind: 'lost' } | { kind: 'done'; lines: number; dryRun: boolean } | { kind: 'batch' };
+  type Step =
+    | { kind: 'lost' }
+    | { kind: 'done'; organizationId: string; lines: number; dryRun: boolean }
+    | { kind: 'batch' };
 
   /** One batch of `importId` applied in `trx`, its results recorded through `record` (the same transaction, or not). */
   async function step(
@@ -81,13 +93,31 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     const current = await lockLeasedImport(record, importId, owner);
     if (!current) return { step: { kind: 'lost' } };
     const pending = await nextPendingLines(record, importId, current.applied_through, options.batchSize);
-    if (pending.length === 0)
-      return { step: { kind: 'done', lines: current.lines, dryRun: current.dry_run } };
+    if (pending.length === 0) {
+      const last = await lastStagedLine(record, importId);
+      if (current.applied_through >= last)
+        return {
+          step: {
+            kind: 'done',
+            organizationId: current.organization_id,
+            lines: current.lines,
+            dryRun: current.dry_run,
+          },
+        };
+      // A span of lines refused while staging (or blank): nothing to apply, the cursor moves past it.
+      const through = Math.min(last, current.applied_through + options.batchSize);
+      await recordBatch(record, importId, [], through, options.leaseMs);
+      return { step: { kind: 'batch' } };
+    }
     const outcome = await applyBatch(
       trx,
-      { organizationId: current.organization_id, catalogLimits: deps.catalogLimits },
+      { organizationId: current.organization_id, catalogLimits: deps.catalogLimits, nowMs: Date.now() },
       pending.map((p) => ({ line: p.line, record: p.record as unknown as ImportRecordLine })),
     );
+    // Before the commit: once the credit is published, a gateway without its figure would spend it from 0. A batch
+    // that then fails to commit leaves fields of credits that do not exist, which nothing reads.
+    if (!current.dry_run)
+      await seedCreditSpent(deps.redis, deps.redisKeys, current.organization_id, outcome.creditSeeds);
     await recordBatch(
       record,
       importId,
@@ -99,6 +129,13 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
       step: { kind: 'batch' },
       published: current.dry_run ? undefined : { organizationId: current.organization_id, outcome },
     };
+  }
+
+  /** The plans the import's lines archive, after every line (the import's subscriptions to them came first). */
+  async function archivePlans(organizationId: string, importId: string): Promise<void> {
+    const keys = await plansArchivedBy(db, importId);
+    if (keys.length === 0) return;
+    if (await archiveImportedPlans(db, organizationId, keys)) await publisher.publishCatalog(organizationId);
   }
 
   async function applyAll(importId: string): Promise<Step> {
@@ -150,6 +187,7 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
       }
       const done = mode.dry_run ? await dryRunAll(importId) : await applyAll(importId);
       if (done.kind !== 'done') return;
+      if (!done.dryRun) await archivePlans(done.organizationId, importId);
       if (!done.dryRun && done.lines >= options.analyzeAtLines)
         await sql`SELECT analyze_imported_tables()`.execute(db);
       await finishImport(db, importId, owner, { status: 'succeeded', failure: null });

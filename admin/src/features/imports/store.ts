@@ -121,24 +121,43 @@ export interface PendingLine {
   record: Record<string, unknown>;
 }
 
+/**
+ * The lines still to apply among the `span` line numbers after `after`. Bounded on both sides, so whatever plan the
+ * statistics choose it reads at most `span` rows: with `line > after … ORDER BY line LIMIT n` alone, statistics from
+ * before the body was staged (every line beyond their histogram) made Postgres read every line after the cursor
+ * into a bitmap and sort it, for each batch (seconds per batch at a million lines: the import went quadratic).
+ */
 export function nextPendingLines(
   trx: Transaction<Database>,
   importId: string,
   after: number,
-  limit: number,
+  span: number,
 ): Promise<PendingLine[]> {
   return trx
     .selectFrom('import_lines')
     .select(['line', 'type', 'record'])
     .where('import_id', '=', importId)
     .where('line', '>', after)
+    .where('line', '<=', after + span)
     .where('result', '=', 'pending')
     .orderBy('line')
-    .limit(limit)
     .execute() as Promise<PendingLine[]>;
 }
 
-/** The batch's line results and the import's counters and cursor, in the batch's transaction. */
+/** The import's last staged line number (0 when none): the primary key's end, one index probe. */
+export async function lastStagedLine(trx: Transaction<Database>, importId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('import_lines')
+    .select((eb) => eb.fn.max('line').as('last'))
+    .where('import_id', '=', importId)
+    .executeTakeFirst();
+  return Number(row?.last ?? 0);
+}
+
+/**
+ * The batch's line results and the import's counters and cursor, in the batch's transaction. Records are dropped
+ * once applied, except a plan line's that sets `archived` (a catalog's few): the archiving waits for the import's end.
+ */
 export async function recordBatch(
   trx: Transaction<Database>,
   importId: string,
@@ -148,7 +167,8 @@ export async function recordBatch(
 ): Promise<void> {
   const count = (result: LineResult['result']) => results.filter((r) => r.result === result).length;
   await sql`
-    UPDATE import_lines AS il SET result = r.result, error = r.error, record = NULL
+    UPDATE import_lines AS il SET result = r.result, error = r.error,
+      record = CASE WHEN il.type = 'plan' AND il.record ? 'archived' THEN il.record END
     FROM unnest(${results.map((r) => r.line)}::int[], ${results.map((r) => r.result)}::text[],
       ${results.map((r) => (r.error === null ? null : JSON.stringify(r.error)))}::jsonb[]) AS r(line, result, error)
     WHERE il.import_id = ${importId} AND il.line = r.line
@@ -260,4 +280,21 @@ export function listLines(
     .orderBy('line')
     .limit(filter.limit + 1)
     .execute();
+}
+
+/**
+ * The plans this import archives at its end: those whose last applied line that sets `archived` sets it true (an
+ * absent `archived` leaves the plan as it is).
+ */
+export async function plansArchivedBy(db: Db, importId: string): Promise<string[]> {
+  const { rows } = await sql<{ key: string }>`
+    SELECT key FROM (
+      SELECT DISTINCT ON (key) key, record FROM import_lines
+      WHERE import_id = ${importId} AND type = 'plan' AND result IN ('applied', 'unchanged') AND record IS NOT NULL
+      ORDER BY key, line DESC
+    ) AS last
+    WHERE (last.record ->> 'archived')::boolean
+    ORDER BY key
+  `.execute(db);
+  return rows.map((row) => row.key);
 }
