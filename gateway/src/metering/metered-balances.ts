@@ -2,7 +2,8 @@ import { LRUCache } from 'lru-cache';
 import { AppError } from '@ent/common/errors/app-error';
 import type { Clock } from '@ent/common/clock';
 import type { RedisClient } from '@ent/common/redis/connect';
-import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { creditDirtyMember, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import type { OperationCredit } from './operation-credits.ts';
 import {
   decodeOutcome,
   usageApplyArguments,
@@ -19,14 +20,31 @@ export interface PersistedBalance {
   periodEndMs: number | null;
   used: number;
   revision: number;
+  /** What credits covered of `used`, and the period's rollover (issue 35); absent from an admin older than credits. */
+  covered?: number;
+  rollover?: number;
+}
+
+/** What a live credit had spent when the worker last persisted it. */
+export interface PersistedCreditSpent {
+  subscriberId: string;
+  feature: string;
+  creditId: string;
+  spent: number;
+}
+
+/** What admin answers a refill with (`GET /internal/metered/balances`). */
+export interface PersistedFigures {
+  balances: PersistedBalance[];
+  credits: PersistedCreditSpent[];
 }
 
 export interface MeteredBalancesOptions {
   redis: RedisClient;
   keys: RedisKeys;
   clock: Clock;
-  /** The organization's balances whose period has not ended, from Postgres (through admin). */
-  loadBalances: (organizationId: string) => Promise<PersistedBalance[]>;
+  /** The organization's balances whose period has not ended and its credits' spent, from Postgres (through admin). */
+  loadBalances: (organizationId: string) => Promise<PersistedFigures>;
   /** The most balances whose last figure this gateway keeps for a refill (bounded memory). */
   maxFigures?: number;
 }
@@ -61,7 +79,10 @@ export interface MeteredBalances {
    * Stale outcomes are the caller's to redo with a fresh snapshot. Throws a 503 AppError when Redis fails.
    */
   apply(organizationId: string, ops: readonly MeteredOperation[]): Promise<MeteredOutcome[]>;
-  /** Puts the organization's balances back (Postgres and this gateway's figures) and marks it ready. */
+  /**
+   * Puts the organization's balances and its credits' spent back (Postgres and this gateway's figures) and marks it
+   * ready.
+   */
   refill(organizationId: string): Promise<void>;
   /** Keeps what a reply showed (the figures a refill merges) and marks the organization dirty after a change. */
   observe(
@@ -71,9 +92,25 @@ export interface MeteredBalances {
   ): void;
 }
 
+/** What a reply showed of a balance: with credits, the figures of the same instant (issue 35). */
 interface Figure {
   used: number;
+  covered: number;
+  rollover: number;
   periodEndMs: number | null;
+  subscriberId: string;
+  feature: string;
+  /** The operation's credits in its order, and what each had spent (null: the reply named no credits). */
+  credits: readonly OperationCredit[] | null;
+  spent: readonly number[] | null;
+}
+
+interface Merged {
+  used: number;
+  revision: number;
+  periodEndMs: number | null;
+  covered: number;
+  rollover: number;
 }
 
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
@@ -108,7 +145,17 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       const outcome = outcomes[i]!;
       if (outcome.status !== 'applied' && outcome.status !== 'refused') continue;
       const op = ops[i]!;
-      figures.set(`${organizationId}\n${op.member}`, { used: outcome.used, periodEndMs: op.periodEndMs });
+      const credits = outcome.credits;
+      figures.set(`${organizationId}\n${op.member}`, {
+        used: outcome.used,
+        covered: credits?.covered ?? 0,
+        rollover: credits?.rollover ?? 0,
+        periodEndMs: op.periodEndMs,
+        subscriberId: op.subscriberId,
+        feature: op.feature,
+        credits: credits ? op.creditList : null,
+        spent: credits?.spent ?? null,
+      });
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;
@@ -126,26 +173,55 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
 
   async function refillOnce(organizationId: string): Promise<void> {
     const nowMs = clock.now();
-    const merged = new Map<string, { used: number; revision: number; periodEndMs: number | null }>();
-    for (const balance of await options.loadBalances(organizationId)) {
-      merged.set(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs), balance);
+    const persisted = await options.loadBalances(organizationId);
+    const merged = new Map<string, Merged>();
+    for (const balance of persisted.balances) {
+      merged.set(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs), {
+        used: balance.used,
+        revision: balance.revision,
+        periodEndMs: balance.periodEndMs,
+        covered: balance.covered ?? 0,
+        rollover: balance.rollover ?? 0,
+      });
     }
+    // By credit-spent hash, then credit id: the largest spent known (never lower than the truth).
+    const spent = new Map<string, { subscriberId: string; feature: string; figures: Map<string, number> }>();
+    const raiseSpent = (subscriberId: string, feature: string, creditId: string, figure: number) => {
+      const group = creditDirtyMember(subscriberId, feature);
+      let entry = spent.get(group);
+      if (!entry) spent.set(group, (entry = { subscriberId, feature, figures: new Map() }));
+      if ((entry.figures.get(creditId) ?? -1) < figure) entry.figures.set(creditId, figure);
+    };
+    for (const credit of persisted.credits)
+      raiseSpent(credit.subscriberId, credit.feature, credit.creditId, credit.spent);
     const prefix = `${organizationId}\n`;
     for (const [key, figure] of figures.entries()) {
-      if (!key.startsWith(prefix) || (figure.periodEndMs !== null && figure.periodEndMs <= nowMs)) continue;
+      if (!key.startsWith(prefix)) continue;
+      figure.credits?.forEach(([creditId], i) => {
+        const figureSpent = figure.spent?.[i] ?? 0;
+        if (figureSpent > 0) raiseSpent(figure.subscriberId, figure.feature, creditId, figureSpent);
+      });
+      if (figure.periodEndMs !== null && figure.periodEndMs <= nowMs) continue;
       const member = key.slice(prefix.length);
       const known = merged.get(member);
+      // The larger figure is the later one: its covered and rollover come with it, as one instant.
       if (!known || known.used < figure.used)
         merged.set(member, {
           used: figure.used,
           revision: known?.revision ?? 0,
           periodEndMs: figure.periodEndMs,
+          covered: figure.covered,
+          rollover: figure.rollover,
         });
     }
-    const args: (string | number)[] = [keys.meteredBalance(organizationId, '')];
-    for (const [member, { used, revision, periodEndMs }] of merged) {
+    const args: (string | number)[] = [keys.meteredBalance(organizationId, ''), merged.size];
+    for (const [member, { used, revision, periodEndMs, covered, rollover }] of merged) {
       const ttl = periodEndMs === null ? '' : Math.max(1, periodEndMs + BALANCE_AFTER_PERIOD_MS - nowMs);
-      args.push(member, used, revision, periodEndMs ?? '', ttl);
+      args.push(member, used, revision, periodEndMs ?? '', ttl, covered, rollover);
+    }
+    for (const [member, { subscriberId, feature, figures: byCredit }] of spent) {
+      args.push(keys.creditSpent(organizationId, subscriberId, feature), member, byCredit.size);
+      for (const [creditId, figure] of byCredit) args.push(creditId, figure);
     }
     await redis.meteredRefill(keys.meteredReady(organizationId), keys.meteredDirty(organizationId), ...args);
   }

@@ -127,7 +127,13 @@ export function createMeteredPersister(
     try {
       const { drained, written, deliveryIds } = await db.transaction().execute(async (trx) => {
         await sql`SELECT pg_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`}))`.execute(trx);
-        const drained = await drainBalances(redis, keys, organizationId, options.batchSize, splitDirtyMembers);
+        const drained = await drainBalances(
+          redis,
+          keys,
+          organizationId,
+          options.batchSize,
+          splitDirtyMembers,
+        );
         popped = drained.members;
         if (drained.taken === 0) return { drained, written: null, deliveryIds: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);
@@ -149,7 +155,9 @@ export function createMeteredPersister(
       }
       // Committed: a delivery whose enqueue fails stays pending and the webhook sweep queues it.
       await enqueueDeliveries(deps.queues, deliveryIds).catch((error: unknown) =>
-        log.warn(`metered usage: webhook deliveries not queued (${(error as Error).message}); the sweep will`),
+        log.warn(
+          `metered usage: webhook deliveries not queued (${(error as Error).message}); the sweep will`,
+        ),
       );
       return drained;
     } catch (error) {
