@@ -81,8 +81,9 @@ export function createMeteredPersister(
   const governingDocs = createGoverningDocs(db);
 
   /**
-   * What governs each balance's thresholds, read before the write's transaction: a read inside it would hold its
-   * connection while waiting for more from the same pool, and concurrent writes could take them all.
+   * What governs each balance's thresholds. Read inside the write's transaction on a connection of its own (the
+   * snapshot build opens its own REPEATABLE READ transaction): no persister waits for the drain lock while holding a
+   * connection (pg_try_advisory_xact_lock), so one holding it always finds a second one.
    */
   async function limitsOf(
     organizationId: string,
@@ -119,14 +120,18 @@ export function createMeteredPersister(
    * it to the commit, so drains of one organization (any number of workers) reach Postgres in the order they read
    * Redis: every commit leaves Postgres holding figures of one instant of Redis for what it drained, never an older
    * credit figure over a newer one (the credit-spent hash has no revision). Deadlocks are not retried (the drain is
-   * not repeatable): a failed write puts its members back and the next pass drains them again.
+   * not repeatable): a failed write puts its members back and the next pass drains them again. Answers null when
+   * another persister holds the lock: it is draining the organization now, and the next pass takes what it leaves.
    */
-  async function drainAndWrite(organizationId: string, result: PersistResult): Promise<Drained> {
+  async function drainAndWrite(organizationId: string, result: PersistResult): Promise<Drained | null> {
     let popped: string[] = [];
     const nowMs = clock.now();
     try {
-      const { drained, written, deliveryIds } = await db.transaction().execute(async (trx) => {
-        await sql`SELECT pg_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`}))`.execute(trx);
+      const outcome = await db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ locked: boolean }>`
+          SELECT pg_try_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`})) AS locked
+        `.execute(trx);
+        if (!rows[0]?.locked) return null;
         const drained = await drainBalances(
           redis,
           keys,
@@ -148,6 +153,8 @@ export function createMeteredPersister(
           deliveryIds: ids,
         };
       });
+      if (outcome === null) return null;
+      const { drained, written, deliveryIds } = outcome;
       if (written) {
         result.persisted += written.persisted;
         result.thresholds += written.thresholds;
@@ -171,6 +178,7 @@ export function createMeteredPersister(
     let clean = false;
     for (let batch = 0; batch < options.maxBatches; batch++) {
       const drained = await drainAndWrite(organizationId, result);
+      if (drained === null) return;
       if (drained.taken === 0 || drained.remaining === 0) {
         clean = true;
         break;
