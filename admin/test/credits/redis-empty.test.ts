@@ -85,7 +85,7 @@ const check = async (gateway: number, feature: string, body: object = {}) => {
     headers: org.headers,
     payload: { feature, ...body },
   });
-  expect(res.statusCode, res.body).toBe(200);
+  expect(res.statusCode, JSON.stringify(res.json())).toBe(200);
   return res.json() as Answer;
 };
 const persist = async () => {

@@ -72,7 +72,7 @@ const check = async (feature: string, body: object = {}) => {
     headers: org.headers,
     payload: { feature, ...body },
   });
-  expect(res.statusCode, res.body).toBe(200);
+  expect(res.statusCode, JSON.stringify(res.json())).toBe(200);
   return res.json() as { used: number; remaining: number; credits: unknown[] };
 };
 const read = () =>
