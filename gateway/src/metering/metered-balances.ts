@@ -47,6 +47,8 @@ export interface MeteredBalancesOptions {
   loadBalances: (organizationId: string) => Promise<PersistedFigures>;
   /** The most balances whose last figure this gateway keeps for a refill (bounded memory). */
   maxFigures?: number;
+  /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 1 s). */
+  refillGatherMs?: number;
 }
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
@@ -72,6 +74,14 @@ const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 const DIRTY_MARK_DELAY_MS = 100;
 /** A refill and one retry: a second "not ready" means Redis lost the organization again meanwhile. */
 const READY_ATTEMPTS = 3;
+/**
+ * How long after the first gateway merged its figures into a Redis that came back empty the organization stays "not
+ * ready", so every gateway serving it meets "not ready" and merges its own last figures too: the last usage before
+ * the loss may have been applied through any of them, and a figure merged after answers resumed would come too late
+ * (a unit applied on top of a lower figure cannot be told from the lost one). Long enough for the load to reach
+ * every gateway; metered answers wait it out (or answer 503 with Retry-After) once per loss.
+ */
+const DEFAULT_REFILL_GATHER_MS = 1000;
 
 export interface MeteredBalances {
   /**
@@ -116,6 +126,7 @@ interface Merged {
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
   const redis = withMeteringCommands(options.redis);
   const { keys, clock } = options;
+  const gatherMs = options.refillGatherMs ?? DEFAULT_REFILL_GATHER_MS;
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
@@ -214,7 +225,13 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
           rollover: figure.rollover,
         });
     }
-    const args: (string | number)[] = [keys.meteredBalance(organizationId, ''), merged.size];
+    // Nothing known anywhere (an organization's first metered operation): nothing to gather either.
+    const gather = merged.size > 0 || spent.size > 0 ? gatherMs : 0;
+    const args: (string | number)[] = [
+      keys.meteredBalance(organizationId, ''),
+      gather > 0 ? '0' : '1',
+      merged.size,
+    ];
     for (const [member, { used, revision, periodEndMs, covered, rollover }] of merged) {
       const ttl = periodEndMs === null ? '' : Math.max(1, periodEndMs + BALANCE_AFTER_PERIOD_MS - nowMs);
       args.push(member, used, revision, periodEndMs ?? '', ttl, covered, rollover);
@@ -223,7 +240,14 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       args.push(keys.creditSpent(organizationId, subscriberId, feature), member, byCredit.size);
       for (const [creditId, figure] of byCredit) args.push(creditId, figure);
     }
-    await redis.meteredRefill(keys.meteredReady(organizationId), keys.meteredDirty(organizationId), ...args);
+    const ready = keys.meteredReady(organizationId);
+    await redis.meteredRefill(ready, keys.meteredDirty(organizationId), ...args);
+    if (gather === 0) return;
+    const started = keys.meteredRefillStarted(organizationId);
+    await redis.set(started, String(Date.now()), 'PX', gather * 10, 'NX');
+    const firstAt = Number(await redis.get(started)) || Date.now();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstAt + gather - Date.now())));
+    await redis.set(ready, '1');
   }
 
   const refill = (organizationId: string): Promise<void> => {

@@ -1,5 +1,7 @@
 --[[
-  Puts an organization's balances back after Redis came back without them (DESIGN.md §5), then marks it ready.
+  Puts an organization's balances back after Redis came back without them (DESIGN.md §5), then marks it ready when
+  told to (a gateway merges its figures first, and marks the organization ready once the other gateways had time to
+  merge theirs).
   Each balance becomes the largest figure known: what Redis holds now (changes applied since another gateway
   refilled), what Postgres last persisted and what this gateway last saw. The figure's source gives the whole
   balance: used, what credits covered (k) and the rollover (ro) of one instant, never a mix. A balance raised here
@@ -9,7 +11,8 @@
   KEYS[1]  the organization's readiness marker
   KEYS[2]  the organization's dirty set
   ARGV[1]  balance key prefix ('<prefix>:{org}:m:')
-  ARGV[2]  n, the number of balances
+  ARGV[2]  '1': mark the organization ready after the merge; '0': merge only
+  ARGV[3]  n, the number of balances
   then 7 per balance: member, used, revision (0 = unknown), period end ms ('' = never), ttl ms ('' = none),
     covered (k), rollover (ro)
   then per credit-spent hash: its key, its dirty-set member, m, then m pairs: credit id, spent
@@ -18,8 +21,8 @@
 ]]
 local rcall = redis.call
 local raised = 0
-local at = 3
-for _ = 1, tonumber(ARGV[2]) do
+local at = 4
+for _ = 1, tonumber(ARGV[3]) do
   local key = ARGV[1] .. ARGV[at]
   local used = tonumber(ARGV[at + 1])
   local revision = tonumber(ARGV[at + 2])
@@ -73,5 +76,7 @@ while at <= #ARGV do
   end
   at = at + 2 * count
 end
-rcall('SET', KEYS[1], '1')
+if ARGV[2] == '1' then
+  rcall('SET', KEYS[1], '1')
+end
 return raised
