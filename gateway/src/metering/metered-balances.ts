@@ -47,7 +47,7 @@ export interface MeteredBalancesOptions {
   loadBalances: (organizationId: string) => Promise<PersistedFigures>;
   /** The most balances whose last figure this gateway keeps for a refill (bounded memory). */
   maxFigures?: number;
-  /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 3 s). */
+  /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 1 s). */
   refillGatherMs?: number;
 }
 
@@ -78,11 +78,12 @@ const READY_ATTEMPTS = 3;
  * How long after the first gateway merged its figures into a Redis that came back empty the organization stays "not
  * ready", so every gateway serving it meets "not ready" and merges its own last figures too: the last usage before
  * the loss may have been applied through any of them, and a figure merged after answers resumed would come too late
- * (a unit applied on top of a lower figure cannot be told from the lost one). Longer than a Redis client's longest
- * wait between reconnection attempts (ioredis: 2 s), so a gateway still reconnecting when the first merged is back in
- * time; metered answers wait it out (or answer 503 with Retry-After) once per loss.
+ * (a unit applied on top of a lower figure cannot be told from the lost one). The operations that meet "not ready"
+ * wait it out, once per loss: one second, as three held enough of them past clients' timeouts (5 s in the fault
+ * matrix) to count evals no client saw. A gateway whose Redis client is still between reconnection attempts (up to
+ * 2 s apart) can miss it (decisions.md).
  */
-const DEFAULT_REFILL_GATHER_MS = 3000;
+const DEFAULT_REFILL_GATHER_MS = 1000;
 
 export interface MeteredBalances {
   /**
