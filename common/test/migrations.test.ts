@@ -75,5 +75,7 @@ describe('migrations', () => {
     const second = migrate();
     expect(second.status, second.stderr).toBe(0);
     expect(JSON.parse(second.stdout)).toEqual({ applied: [] });
-  });
+    // Two CLI processes started one after the other: each tsx start of entctl took about 8 s at a load of 25 on
+    // two cores, so the suite's 30 s did not fit both plus the migrations (each spawn keeps its own 30 s bound).
+  }, 90_000);
 });

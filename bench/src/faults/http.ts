@@ -12,7 +12,7 @@ export interface Exchange {
 const REQUEST_TIMEOUT_MS = 5000;
 
 interface Request {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
   apiKey: string;
   body?: unknown;

@@ -4,7 +4,15 @@ import { createEvalLog, startLoad } from './load.ts';
 import { verifyMetered, type MeteredFindings } from './metered-invariants.ts';
 import { startMeteredLoad } from './metered-load.ts';
 import { verifyCredits, type CreditFindings } from './credit-invariants.ts';
-import { allowanceOf, createFaultOrganization, FAULT_CREDIT_TOTAL } from './organization.ts';
+import {
+  allowanceOf,
+  createFaultOrganization,
+  FAULT_CREDIT_TOTAL,
+  ROLLOVER_MAX,
+  ROLLOVER_ROW_ALLOWANCE,
+} from './organization.ts';
+import { placePeriodBoundary } from './rollover-boundary.ts';
+import { verifyRollover, type RolloverFindings } from './rollover-invariants.ts';
 import type { Scenario, Stack } from './scenarios.ts';
 import { isSuccess, startWriter } from './writer.ts';
 
@@ -17,6 +25,11 @@ const METERED_SUBSCRIBERS = 4;
 const REPORT_RETRIES = 10;
 const REPORT_RETRY_BOUND_MS = 30_000;
 const STEADY_BEFORE_MS = 2000;
+/**
+ * Rollover rows: the period boundary, counted from its placement (half a second for the placing writes), so about
+ * a second after the steady spell that opens the load: the worker is killed just before it.
+ */
+const ROLLOVER_BOUNDARY_AFTER_MS = 500 + STEADY_BEFORE_MS + 1000;
 const LOAD_AFTER_RECOVERY_MS = 3000;
 const WRITE_EVERY_MS = 200;
 /** Bounds for one scenario's load and writes: far beyond what any scenario needs. */
@@ -48,6 +61,8 @@ export interface ScenarioResult {
   metered?: MeteredFindings;
   /** Credits rows only: what the credits gave against what the consumes past the allowance took. */
   credits?: CreditFindings;
+  /** Rollover rows only: the rollover credits made at the boundary and what was spent across it. */
+  rollover?: RolloverFindings;
 }
 
 function tally(answers: { status: number | null; failure: string | null }[]): Tally {
@@ -78,8 +93,9 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     stack.appUrl,
     urls[0]!,
     `Faults ${index + 1} ${scenario.name}`,
-    scenario.metered,
+    scenario.metered || scenario.rollover,
     scenario.credits,
+    scenario.rollover,
   );
   const evals = createEvalLog(org, urls);
   for (let g = 0; g < urls.length; g++) {
@@ -87,9 +103,12 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     await evals.evaluate(g, org.subscribers[0]!, 'check', true);
   }
 
+  const meteredSubscribers = org.subscribers.slice(0, METERED_SUBSCRIBERS);
+  const placed = { boundaryAt: scenario.rollover ? Date.now() + ROLLOVER_BOUNDARY_AFTER_MS : null };
+  if (placed.boundaryAt !== null)
+    await placePeriodBoundary(stack.pool, urls[0]!, org, meteredSubscribers, placed.boundaryAt);
   const load = startLoad(evals, org.subscribers, urls.length, EVALS_PER_SECOND, MAX_SCENARIO_SECONDS);
   const writer = startWriter(org, urls, { intervalMs: WRITE_EVERY_MS, maxWrites: 400, maxSeconds: MAX_SCENARIO_SECONDS, firstValue: 1000 });
-  const meteredSubscribers = org.subscribers.slice(0, METERED_SUBSCRIBERS);
   const metered = scenario.metered
     ? startMeteredLoad(org, evals, urls, meteredSubscribers, {
         consumesPerSecond: CONSUMES_PER_SECOND,
@@ -102,7 +121,7 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
   try {
     await sleep(STEADY_BEFORE_MS);
     faultFrom = Date.now();
-    injected = await scenario.inject(stack, writer);
+    injected = await scenario.inject(stack, writer, placed);
     writer.redirect(org.subscribers.slice(4));
     await sleep(LOAD_AFTER_RECOVERY_MS);
   } finally {
@@ -128,10 +147,22 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
         evals.records.filter((e) => e.route === 'consume'),
         metered.reports,
         meteredSubscribers,
-        allowanceOf(scenario.credits),
-        scenario.credits ? FAULT_CREDIT_TOTAL : 0,
+        scenario.rollover ? ROLLOVER_ROW_ALLOWANCE : allowanceOf(scenario.credits),
+        scenario.credits ? FAULT_CREDIT_TOTAL : scenario.rollover ? ROLLOVER_MAX : 0,
+        !scenario.rollover,
       )
     : null;
+  const rolloverCheck =
+    placed.boundaryAt !== null && meteredCheck
+      ? await verifyRollover(
+          stack.pool,
+          org,
+          meteredSubscribers,
+          evals.records.filter((e) => e.route === 'consume'),
+          placed.boundaryAt,
+          meteredCheck.findings.finalUsed,
+        )
+      : null;
   const creditsCheck =
     scenario.credits && meteredCheck
       ? await verifyCredits(
@@ -151,9 +182,10 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     countRule: injected.countRule,
     postgresOutage: injected.postgresOutage,
   });
-  if (creditsCheck) {
-    findings.failures.push(...creditsCheck.failures);
-    findings.notes.push(...creditsCheck.notes);
+  for (const check of [creditsCheck, rolloverCheck]) {
+    if (!check) continue;
+    findings.failures.push(...check.failures);
+    findings.notes.push(...check.notes);
   }
   if (meteredCheck) {
     findings.failures.push(...meteredCheck.failures);
@@ -188,5 +220,6 @@ export async function runScenario(stack: Stack, scenario: Scenario, index: numbe
     notes: findings.notes,
     ...(meteredCheck ? { metered: meteredCheck.findings } : {}),
     ...(creditsCheck ? { credits: creditsCheck.findings } : {}),
+    ...(rolloverCheck ? { rollover: rolloverCheck.findings } : {}),
   };
 }

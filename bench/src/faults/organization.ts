@@ -27,6 +27,14 @@ export const FAULT_CREDIT_TOTAL = FAULT_CREDITS.reduce((sum, credit) => sum + cr
  */
 export const CREDITS_ROW_ALLOWANCE = 10;
 export const allowanceOf = (credits: boolean | undefined) => (credits ? CREDITS_ROW_ALLOWANCE : METERED_LIMIT);
+/**
+ * The rollover row (issue 35): a daily allowance anchored on the subscription, whose period boundary the row places
+ * about three seconds into the load (rollover-boundary.ts). At 10 consumes a second a subscriber has used about 30
+ * of it by then, so the period rolls over something (up to ROLLOVER_MAX), and the next period's allowance and
+ * rollover are spent before the load ends, about seven seconds later.
+ */
+export const ROLLOVER_ROW_ALLOWANCE = 40;
+export const ROLLOVER_MAX = 10;
 
 export interface FaultOrganization {
   organizationId: string;
@@ -51,6 +59,8 @@ export async function createFaultOrganization(
   metered = false,
   /** Gives every subscriber FAULT_CREDITS on the consumed feature. */
   credits = false,
+  /** The consumed feature's grant is daily, subscription-anchored, with a rollover of ROLLOVER_MAX (no credits). */
+  rollover = false,
 ): Promise<FaultOrganization> {
   const db = createDb(appUrl, { max: 1 });
   let created;
@@ -74,7 +84,16 @@ export async function createFaultOrganization(
     await call('POST', '/org/features', { key: METERED_CONSUMED, name: 'API calls', kind: 'metered' }, 201);
     await call('POST', '/org/features', { key: METERED_REPORTED, name: 'Events', kind: 'metered' }, 201);
     meteredGrants.push(
-      { feature: METERED_CONSUMED, kind: 'metered', limit: allowanceOf(credits) },
+      rollover
+        ? {
+            feature: METERED_CONSUMED,
+            kind: 'metered',
+            limit: ROLLOVER_ROW_ALLOWANCE,
+            reset: 'day',
+            reset_anchor: 'subscription',
+            rollover: { max: ROLLOVER_MAX },
+          }
+        : { feature: METERED_CONSUMED, kind: 'metered', limit: allowanceOf(credits) },
       { feature: METERED_REPORTED, kind: 'metered', limit: null },
     );
   }

@@ -23,6 +23,12 @@ export interface Injected {
   postgresOutage?: { from: number; to: number };
 }
 
+/** What the matrix placed for a scenario before its load started. */
+export interface Placed {
+  /** Rollover rows: the instant the subscribers' period ends and the next one starts. */
+  boundaryAt: number | null;
+}
+
 export interface Scenario {
   name: string;
   injected: string;
@@ -30,8 +36,13 @@ export interface Scenario {
   metered?: boolean;
   /** Metered, and every subscriber holds credits past the allowance: the row reports credits double-spent. */
   credits?: boolean;
+  /**
+   * Metered, on a daily rollover grant whose period ends a few seconds into the load: the row reports the rollover
+   * credits made and anything spent twice across the boundary.
+   */
+  rollover?: boolean;
   /** Breaks something under the running load and writer, revokes the victim key meanwhile, and recovers. */
-  inject(stack: Stack, writer: Writer): Promise<Injected>;
+  inject(stack: Stack, writer: Writer, placed: Placed): Promise<Injected>;
 }
 
 const all: CountRule = { kind: 'all' };
@@ -178,6 +189,28 @@ const METERED_FAULTS = ['redis-refusing', 'redis-empty', 'redis-hung', 'gateway-
 /** The faults a credits row repeats with consumes spending the allowance, then credits (issue 35). */
 const CREDIT_FAULTS = ['redis-empty', 'worker-kill'];
 
+/**
+ * Issue 35's "worker killed during rollover": the worker is killed a second before the subscribers' period ends and
+ * started again four seconds after, while consumes cross the boundary: the first touch of the new period makes the
+ * rollover (the gateway's Lua), the restarted worker records it.
+ */
+const rolloverWorkerKill: Scenario = {
+  name: 'credits-rollover-worker-kill',
+  injected:
+    'worker kill -9 a second before a rollover grant\'s period boundary, restarted 4 s after it; consumes crossing it',
+  metered: true,
+  rollover: true,
+  async inject({ services }, writer, { boundaryAt }) {
+    if (boundaryAt === null) throw new Error('the rollover row needs a period boundary');
+    await sleep(Math.max(0, boundaryAt - 1000 - Date.now()));
+    await services.worker.kill9();
+    await writer.revoke();
+    await sleep(Math.max(0, boundaryAt + 4000 - Date.now()));
+    await services.worker.start();
+    return { recoveredAt: Date.now(), countRule: all };
+  },
+};
+
 export const scenarios: Scenario[] = [
   ...faults,
   ...METERED_FAULTS.map((name) => {
@@ -194,4 +227,5 @@ export const scenarios: Scenario[] = [
       credits: true,
     };
   }),
+  rolloverWorkerKill,
 ];

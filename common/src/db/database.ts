@@ -167,6 +167,10 @@ export interface MeteredUsageTable {
   period_end: Date | null;
   used: ColumnType<number, number, number>;
   revision: ColumnType<number, number, number>;
+  /** What credits covered of `used` (the balance hash's `k`, issue 35). */
+  covered: ColumnType<number, number | undefined, number>;
+  /** The period's rollover amount (the balance hash's `ro`). */
+  rollover: ColumnType<number, number | undefined, number>;
   updated_at: Timestamp;
 }
 

@@ -43,6 +43,12 @@ export function redisKeys(prefix: string) {
      * figures after Redis came back empty): metered answers wait for it.
      */
     meteredReady: (organizationId: string) => `${org(organizationId)}:mready`,
+    /**
+     * String, briefly: when the first gateway merged its figures into a Redis that came back without the
+     * organization's balances; every gateway that meets "not ready" until then plus the gathering time merges its own
+     * before any marks the organization ready (gateway/src/metering/metered-balances.ts).
+     */
+    meteredRefillStarted: (organizationId: string) => `${org(organizationId)}:mrefill`,
     /** String per usage idempotency key, 24 h: the request's fingerprint and its first answer. */
     usageIdempotency: (organizationId: string, idempotencyKey: string) =>
       `${org(organizationId)}:idem:${idempotencyKey}`,

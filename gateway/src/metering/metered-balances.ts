@@ -2,7 +2,8 @@ import { LRUCache } from 'lru-cache';
 import { AppError } from '@ent/common/errors/app-error';
 import type { Clock } from '@ent/common/clock';
 import type { RedisClient } from '@ent/common/redis/connect';
-import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { creditDirtyMember, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import type { OperationCredit } from './operation-credits.ts';
 import {
   decodeOutcome,
   usageApplyArguments,
@@ -20,18 +21,37 @@ export interface PersistedBalance {
   periodEndMs: number | null;
   used: number;
   revision: number;
+  /** What credits covered of `used`, and the period's rollover (issue 35); absent from an admin older than credits. */
+  covered?: number;
+  rollover?: number;
+}
+
+/** What a live credit had spent when the worker last persisted it. */
+export interface PersistedCreditSpent {
+  subscriberId: string;
+  feature: string;
+  creditId: string;
+  spent: number;
+}
+
+/** What admin answers a refill with (`GET /internal/metered/balances`). */
+export interface PersistedFigures {
+  balances: PersistedBalance[];
+  credits: PersistedCreditSpent[];
 }
 
 export interface MeteredBalancesOptions {
   redis: RedisClient;
   keys: RedisKeys;
   clock: Clock;
-  /** The organization's balances whose period has not ended, from Postgres (through admin). */
-  loadBalances: (organizationId: string) => Promise<PersistedBalance[]>;
+  /** The organization's balances whose period has not ended and its credits' spent, from Postgres (through admin). */
+  loadBalances: (organizationId: string) => Promise<PersistedFigures>;
   /** The most balances whose last figure this gateway keeps for a refill (bounded memory). */
   maxFigures?: number;
   /** Redis's clock, for each call's deadline (default: its own, measured on first use). */
   redisClock?: RedisClock;
+  /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 1 s). */
+  refillGatherMs?: number;
 }
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
@@ -57,6 +77,16 @@ const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 const DIRTY_MARK_DELAY_MS = 100;
 /** A refill and one retry: a second "not ready" means Redis lost the organization again meanwhile. */
 const READY_ATTEMPTS = 3;
+/**
+ * How long after the first gateway merged its figures into a Redis that came back empty the organization stays "not
+ * ready", so every gateway serving it meets "not ready" and merges its own last figures too: the last usage before
+ * the loss may have been applied through any of them, and a figure merged after answers resumed would come too late
+ * (a unit applied on top of a lower figure cannot be told from the lost one). The operations that meet "not ready"
+ * wait it out, once per loss: one second, as three held enough of them past clients' timeouts (5 s in the fault
+ * matrix) to count evals no client saw. A gateway whose Redis client is still between reconnection attempts (up to
+ * 2 s apart) can miss it (decisions.md).
+ */
+const DEFAULT_REFILL_GATHER_MS = 1000;
 
 export interface MeteredBalances {
   /**
@@ -64,7 +94,10 @@ export interface MeteredBalances {
    * Stale outcomes are the caller's to redo with a fresh snapshot. Throws a 503 AppError when Redis fails.
    */
   apply(organizationId: string, ops: readonly MeteredOperation[]): Promise<MeteredOutcome[]>;
-  /** Puts the organization's balances back (Postgres and this gateway's figures) and marks it ready. */
+  /**
+   * Puts the organization's balances and its credits' spent back (Postgres and this gateway's figures) and marks it
+   * ready.
+   */
   refill(organizationId: string): Promise<void>;
   /** Keeps what a reply showed (the figures a refill merges) and marks the organization dirty after a change. */
   observe(
@@ -74,15 +107,38 @@ export interface MeteredBalances {
   ): void;
 }
 
+/** What a reply showed of a balance: with credits, the figures of the same instant (issue 35). */
 interface Figure {
   used: number;
+  covered: number;
+  rollover: number;
   periodEndMs: number | null;
+  subscriberId: string;
+  feature: string;
+  /** The operation's credits in its order, and what each had spent (null: the reply named no credits). */
+  credits: readonly OperationCredit[] | null;
+  spent: readonly number[] | null;
+}
+
+interface Merged {
+  used: number;
+  revision: number;
+  periodEndMs: number | null;
+  covered: number;
+  rollover: number;
+}
+
+function sameSpent(a: readonly number[] | null, b: readonly number[] | null): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || a.length !== b.length) return false;
+  return a.every((value, i) => value === b[i]);
 }
 
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
   const redis = withMeteringCommands(options.redis);
   const { keys, clock } = options;
   const redisClock = options.redisClock ?? createRedisClock(redis);
+  const gatherMs = options.refillGatherMs ?? DEFAULT_REFILL_GATHER_MS;
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
@@ -113,12 +169,33 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       if (outcome.status !== 'applied' && outcome.status !== 'refused') continue;
       const op = ops[i]!;
       const key = `${organizationId}\n${op.member}`;
+      const credits = outcome.credits;
+      const covered = credits?.covered ?? 0;
+      const rollover = credits?.rollover ?? 0;
+      const spent = credits?.spent ?? null;
       // A read that shows what this gateway last saw of the balance adds nothing: no new figure per metered check.
       if (op.kind === 'r') {
         const known = figures.peek(key);
-        if (known !== undefined && known.used === outcome.used && known.periodEndMs === op.periodEndMs) continue;
+        if (
+          known !== undefined &&
+          known.used === outcome.used &&
+          known.covered === covered &&
+          known.rollover === rollover &&
+          known.periodEndMs === op.periodEndMs &&
+          sameSpent(known.spent, spent)
+        )
+          continue;
       }
-      figures.set(key, { used: outcome.used, periodEndMs: op.periodEndMs });
+      figures.set(key, {
+        used: outcome.used,
+        covered,
+        rollover,
+        periodEndMs: op.periodEndMs,
+        subscriberId: op.subscriberId,
+        feature: op.feature,
+        credits: credits ? op.creditList : null,
+        spent,
+      });
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;
@@ -136,28 +213,70 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
 
   async function refillOnce(organizationId: string): Promise<void> {
     const nowMs = clock.now();
-    const merged = new Map<string, { used: number; revision: number; periodEndMs: number | null }>();
-    for (const balance of await options.loadBalances(organizationId)) {
-      merged.set(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs), balance);
+    const persisted = await options.loadBalances(organizationId);
+    const merged = new Map<string, Merged>();
+    for (const balance of persisted.balances) {
+      merged.set(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs), {
+        used: balance.used,
+        revision: balance.revision,
+        periodEndMs: balance.periodEndMs,
+        covered: balance.covered ?? 0,
+        rollover: balance.rollover ?? 0,
+      });
     }
+    // By credit-spent hash, then credit id: the largest spent known (never lower than the truth).
+    const spent = new Map<string, { subscriberId: string; feature: string; figures: Map<string, number> }>();
+    const raiseSpent = (subscriberId: string, feature: string, creditId: string, figure: number) => {
+      const group = creditDirtyMember(subscriberId, feature);
+      let entry = spent.get(group);
+      if (!entry) spent.set(group, (entry = { subscriberId, feature, figures: new Map() }));
+      if ((entry.figures.get(creditId) ?? -1) < figure) entry.figures.set(creditId, figure);
+    };
+    for (const credit of persisted.credits)
+      raiseSpent(credit.subscriberId, credit.feature, credit.creditId, credit.spent);
     const prefix = `${organizationId}\n`;
     for (const [key, figure] of figures.entries()) {
-      if (!key.startsWith(prefix) || (figure.periodEndMs !== null && figure.periodEndMs <= nowMs)) continue;
+      if (!key.startsWith(prefix)) continue;
+      figure.credits?.forEach(([creditId], i) => {
+        const figureSpent = figure.spent?.[i] ?? 0;
+        if (figureSpent > 0) raiseSpent(figure.subscriberId, figure.feature, creditId, figureSpent);
+      });
+      if (figure.periodEndMs !== null && figure.periodEndMs <= nowMs) continue;
       const member = key.slice(prefix.length);
       const known = merged.get(member);
+      // The larger figure is the later one: its covered and rollover come with it, as one instant.
       if (!known || known.used < figure.used)
         merged.set(member, {
           used: figure.used,
           revision: known?.revision ?? 0,
           periodEndMs: figure.periodEndMs,
+          covered: figure.covered,
+          rollover: figure.rollover,
         });
     }
-    const args: (string | number)[] = [keys.meteredBalance(organizationId, '')];
-    for (const [member, { used, revision, periodEndMs }] of merged) {
+    // Nothing known anywhere (an organization's first metered operation): nothing to gather either.
+    const gather = merged.size > 0 || spent.size > 0 ? gatherMs : 0;
+    const args: (string | number)[] = [
+      keys.meteredBalance(organizationId, ''),
+      gather > 0 ? '0' : '1',
+      merged.size,
+    ];
+    for (const [member, { used, revision, periodEndMs, covered, rollover }] of merged) {
       const ttl = periodEndMs === null ? '' : Math.max(1, periodEndMs + BALANCE_AFTER_PERIOD_MS - nowMs);
-      args.push(member, used, revision, periodEndMs ?? '', ttl);
+      args.push(member, used, revision, periodEndMs ?? '', ttl, covered, rollover);
     }
-    await redis.meteredRefill(keys.meteredReady(organizationId), keys.meteredDirty(organizationId), ...args);
+    for (const [member, { subscriberId, feature, figures: byCredit }] of spent) {
+      args.push(keys.creditSpent(organizationId, subscriberId, feature), member, byCredit.size);
+      for (const [creditId, figure] of byCredit) args.push(creditId, figure);
+    }
+    const ready = keys.meteredReady(organizationId);
+    await redis.meteredRefill(ready, keys.meteredDirty(organizationId), ...args);
+    if (gather === 0) return;
+    const started = keys.meteredRefillStarted(organizationId);
+    await redis.set(started, String(Date.now()), 'PX', gather * 10, 'NX');
+    const firstAt = Number(await redis.get(started)) || Date.now();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstAt + gather - Date.now())));
+    await redis.set(ready, '1');
   }
 
   const refill = (organizationId: string): Promise<void> => {

@@ -1,9 +1,9 @@
-import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/common/resolve/resolve';
+import { meteredResult } from '@ent/common/resolve/resolve';
+import { checkCreditsOf, type CreditFigures } from '@ent/common/metering/credit-answer';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import type { CheckCredit } from '@ent/contract/credits';
 import type { MeteredCheckResult } from '@ent/contract/evals';
 import { creditsSpec, NO_OPERATION_CREDITS, type OperationCredit } from './operation-credits.ts';
 
@@ -47,11 +47,7 @@ export interface MeteredOperation {
 }
 
 /** What a script answered about credits (issue 35): what they covered, the period's rollover, each one's spent. */
-export interface CreditFigures {
-  covered: number;
-  rollover: number;
-  spent: readonly number[];
-}
+export type { CreditFigures };
 
 /** What a script did with one operation. */
 export type MeteredOutcome =
@@ -220,19 +216,8 @@ type EncodedTerms = [
   credits?: readonly OperationCredit[],
 ];
 
-/** The credits an answer lists: those with something left, with what is left, in the order given. */
-export function meteredCreditsOf(
-  list: readonly OperationCredit[],
-  figures: CreditFigures | undefined,
-): MeteredCredits {
-  if (figures === undefined) return NO_METERED_CREDITS;
-  const credits: CheckCredit[] = [];
-  list.forEach(([id, amount, expiresAt], i) => {
-    const remaining = (amount ?? figures.rollover) - (figures.spent[i] ?? 0);
-    if (remaining > 0) credits.push({ credit_id: id, remaining, expires_at: expiresAt });
-  });
-  return { covered: figures.covered, credits };
-}
+/** The credits an answer lists (shared with admin's usage answers: common/src/metering/credit-answer.ts). */
+export const meteredCreditsOf = checkCreditsOf;
 
 /** A replayed answer from the terms its record kept. */
 function render(

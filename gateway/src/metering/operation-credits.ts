@@ -1,9 +1,9 @@
+import { rolloverCreditId } from '@ent/common/metering/credits';
 import {
-  compareCredits,
-  liveCreditsOf,
-  rolloverCreditId,
-  rolloverCreditOf,
-} from '@ent/common/metering/credits';
+  creditsInSpendingOrder,
+  spendingCreditsOf,
+  type SpendingCredit,
+} from '@ent/common/metering/credit-answer';
 import { meteredPeriodAt, type MeteredPeriod } from '@ent/common/metering/metered-period';
 import { creditDirtyMember, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
@@ -15,7 +15,7 @@ import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots
  */
 
 /** id, amount (null: the period's rollover, its amount is the balance's `ro`), expiry (ISO 8601, null = never). */
-export type OperationCredit = readonly [id: string, amount: number | null, expiresAt: string | null];
+export type OperationCredit = SpendingCredit;
 
 export const NO_OPERATION_CREDITS: readonly OperationCredit[] = Object.freeze([]);
 
@@ -141,36 +141,31 @@ function buildCreditsSpec(
   keys: RedisKeys,
   organizationId: string,
 ): OperationCredits {
-  const live = liveCreditsOf(docs.subscriber, feature, nowMs);
   const rollsOver = terms.rollover !== null && period.endMs !== null;
-  if (live.length === 0 && !rollsOver) return NONE;
-
-  let ordered: readonly CreditDoc[] = live;
-  let placeholder: CreditDoc | null = null;
-  let rollover = ['', '', '', '', '', ''];
-  if (rollsOver) {
-    const id = rolloverCreditId(subscriberId, feature, period.startMs);
-    rollover = rolloverLines(docs, subscriberId, feature, terms, period, id);
-    // Once the worker has persisted it, the snapshot holds it as a stored credit: spent from there, not twice.
-    if (!live.some((credit) => credit.id === id)) {
-      placeholder = rolloverCreditOf(id, period.startMs, period.endMs!);
-      ordered = [...live, placeholder].sort(compareCredits);
-    }
-  }
+  const { ordered, placeholder } = creditsInSpendingOrder(
+    docs.subscriber,
+    subscriberId,
+    feature,
+    rollsOver ? { startMs: period.startMs, endMs: period.endMs! } : null,
+    nowMs,
+  );
+  if (ordered.length === 0) return NONE;
+  const rollover = rollsOver
+    ? rolloverLines(
+        docs,
+        subscriberId,
+        feature,
+        terms,
+        period,
+        rolloverCreditId(subscriberId, feature, period.startMs),
+      )
+    : ['', '', '', '', '', ''];
   const lines = [
     keys.creditSpent(organizationId, subscriberId, feature),
     creditDirtyMember(subscriberId, feature),
     ...rollover,
   ];
-  const list: OperationCredit[] = [];
-  for (const credit of ordered) {
-    const amount = credit === placeholder ? null : credit.amount;
-    lines.push(credit.id, amount === null ? '' : String(amount));
-    list.push([
-      credit.id,
-      amount,
-      credit.expiresAt === null ? null : new Date(credit.expiresAt).toISOString(),
-    ]);
-  }
+  const list = spendingCreditsOf(ordered, placeholder);
+  for (const [id, amount] of list) lines.push(id, amount === null ? '' : String(amount));
   return { spec: lines.join('\n'), list, listJson: list.length === 0 ? '' : JSON.stringify(list) };
 }

@@ -5,7 +5,7 @@ import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import type { SessionDoc } from '@ent/common/auth/session-doc';
 import type { Arrangement } from '@ent/common/metering/arrangement';
 import type { ApiKeyDoc, CatalogDoc, SubscriberDoc, Versioned } from '@ent/common/snapshots/documents';
-import type { PersistedBalance } from '../metering/metered-balances.ts';
+import type { PersistedFigures } from '../metering/metered-balances.ts';
 
 export class AdminUnavailableError extends Error {
   constructor(message: string) {
@@ -24,8 +24,11 @@ export interface AdminClient {
   ): Promise<{ catalog: Versioned<CatalogDoc>; auth_version: number; arrangement: Arrangement }>;
   /** The console session of this token hash while it lives, else null; asked on every request that uses one. */
   session(tokenHash: string): Promise<SessionDoc | null>;
-  /** The organization's persisted metered balances whose period has not ended (a refill after Redis lost them). */
-  meteredBalances(organizationId: string): Promise<PersistedBalance[]>;
+  /**
+   * The organization's persisted metered balances a refill puts back (Redis lost them), and what its live credits
+   * spent.
+   */
+  meteredBalances(organizationId: string): Promise<PersistedFigures>;
 }
 
 interface OpenBalanceBody {
@@ -35,6 +38,15 @@ interface OpenBalanceBody {
   period_end_ms: number | null;
   used: number;
   revision: number;
+  covered?: number;
+  rollover?: number;
+}
+
+interface CreditSpentBody {
+  subscriber_id: string;
+  feature: string;
+  credit_id: string;
+  spent: number;
 }
 
 declare module 'fastify' {
@@ -121,19 +133,29 @@ export const adminClient = fp<{ onRebuildRequest?: (kind: string) => void }>(
         return res.body.session;
       },
       async meteredBalances(organizationId) {
-        const res = await call<{ balances: OpenBalanceBody[] }>(
+        const res = await call<{ balances: OpenBalanceBody[]; credits?: CreditSpentBody[] }>(
           `/internal/metered/balances?organization_id=${encodeURIComponent(organizationId)}`,
           null,
         );
         if (res.status !== 200) throw new AdminUnavailableError(`admin answered ${res.status}`);
-        return res.body.balances.map((balance) => ({
-          subscriberId: balance.subscriber_id,
-          feature: balance.feature,
-          periodStartMs: balance.period_start_ms,
-          periodEndMs: balance.period_end_ms,
-          used: balance.used,
-          revision: balance.revision,
-        }));
+        return {
+          balances: res.body.balances.map((balance) => ({
+            subscriberId: balance.subscriber_id,
+            feature: balance.feature,
+            periodStartMs: balance.period_start_ms,
+            periodEndMs: balance.period_end_ms,
+            used: balance.used,
+            revision: balance.revision,
+            covered: balance.covered ?? 0,
+            rollover: balance.rollover ?? 0,
+          })),
+          credits: (res.body.credits ?? []).map((credit) => ({
+            subscriberId: credit.subscriber_id,
+            feature: credit.feature,
+            creditId: credit.credit_id,
+            spent: credit.spent,
+          })),
+        };
       },
     };
 

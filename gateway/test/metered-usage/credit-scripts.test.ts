@@ -115,7 +115,7 @@ const gateMeter = () =>
     keys,
     loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
   });
-const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
+const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
 
 /** A consume through the gate call (the eval path), answered as the check route answers it. */
 async function consume(org: string, feature: string, amount: number, subscriber = alice) {

@@ -60,7 +60,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
+const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
 
 const subscriberOf = (feature: Feature, credits: CreditDoc[]): SubscriberDoc => ({
   exists: true,

@@ -63,7 +63,7 @@ describe('metered scripts on a Redis Cluster', () => {
         keys,
         org,
       );
-    const balances = createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
+    const balances = createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
     expect(await balances.apply(org, [op('d', 2, 'k')])).toEqual([{ status: 'applied', used: 2 }]);
     expect((await balances.apply(org, [op('d', 2, 'k')]))[0]!.status).toBe('replayed');
     const meter = createEvalMeter({

@@ -62,7 +62,7 @@ async function organization(options: { ready?: boolean; burst?: number } = {}) {
   return org;
 }
 
-const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => persisted });
+const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: persisted, credits: [] }) });
 
 const op = (
   kind: MeteredKind,

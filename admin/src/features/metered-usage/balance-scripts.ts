@@ -1,6 +1,12 @@
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
-import { creditDirtyMember, meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import {
+  creditDirtyMember,
+  meteredMember,
+  parseCreditDirtyMember,
+  parseMeteredMember,
+  type RedisKeys,
+} from '@ent/common/redis/keys';
 
 /** A balance's figures as Redis holds them (decisions.md, "Metered usage: how it is built"). */
 export interface DrainedBalance {
@@ -12,18 +18,35 @@ export interface DrainedBalance {
   periodEndMs: number | null;
   used: number;
   revision: number;
+  /** What credits covered of `used` (`k`, issue 35). */
+  covered: number;
+  /** The period's rollover amount (`ro`). */
+  rollover: number;
+}
+
+/** A subscriber's credit-spent hash for one feature, read in the drain's one step with the balances (issue 35). */
+export interface DrainedCreditHash {
+  subscriberId: string;
+  feature: string;
+  /** credit id -> spent, and 'ro:<id>' -> a rollover credit's record. */
+  fields: Record<string, string>;
 }
 
 export interface Drained {
   /** Members taken out of the dirty set (0: it was empty). */
   taken: number;
+  /** Every member taken, to mark dirty again should the write fail. */
+  members: string[];
   balances: DrainedBalance[];
+  /**
+   * The credit-spent hash of every (subscriber, feature) the drain took a balance or a credit member of, read in
+   * the same MULTI as the balances: the spent figures persisted with a balance are those of the same instant.
+   */
+  creditHashes: DrainedCreditHash[];
   /** Members the drain took whose balance is gone from Redis: nothing to persist. */
   vanished: number;
   /** Members left in the dirty set after the drain. */
   remaining: number;
-  /** Members the drain took that name credits' spent figures (issue 35): for their own persistence. */
-  others: string[];
 }
 
 /** A balance hash lives 35 days past its period's end; a never-reset balance does not expire. */
@@ -38,11 +61,15 @@ const commandsOf = (redis: RedisClient) => withScripts(redis) as unknown as Bala
 
 const allBalances = (members: readonly string[]) => ({ balances: [...members], others: [] });
 
+const figure = (value: string | null | undefined) => (value == null || value === '' ? 0 : Number(value));
+
 /**
  * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
- * to the one drain that popped it), then one pipelined round trip of an HMGET per member and the set's size. A change
- * after the pop marks its member dirty again, so a later drain persists it; one read here already is written twice,
- * the second time over an equal revision, which writes nothing. A read that fails puts the members back.
+ * to the one drain that popped it), then one MULTI (one instant of Redis) with an HMGET per balance member, an
+ * HGETALL of the credit-spent hash of each (subscriber, feature) named by a balance or credit member, and the set's
+ * size. A change after the pop marks its member dirty again, so a later drain persists it; one read here already is
+ * written twice, the second time over an equal revision, which writes nothing. A read that fails puts the members
+ * back.
  */
 export async function drainBalances(
   redis: RedisClient,
@@ -54,16 +81,33 @@ export async function drainBalances(
   const dirtyKey = keys.meteredDirty(organizationId);
   const popped = await redis.spop(dirtyKey, count);
   const { balances: members, others } = split(popped);
-  const drained: Drained = { taken: popped.length, balances: [], vanished: 0, remaining: 0, others };
+  const drained: Drained = {
+    taken: popped.length,
+    members: popped,
+    balances: [],
+    creditHashes: [],
+    vanished: 0,
+    remaining: 0,
+  };
   if (popped.length === 0) return drained;
-  const pipeline = redis.pipeline();
-  for (const member of members) pipeline.hmget(keys.meteredBalance(organizationId, member), 'u', 'r', 'e');
-  pipeline.scard(dirtyKey);
+  const owners = new Map<string, { subscriberId: string; feature: string }>();
+  for (const member of members) {
+    const { subscriberId, feature } = parseMeteredMember(member);
+    owners.set(creditDirtyMember(subscriberId, feature), { subscriberId, feature });
+  }
+  for (const member of others) owners.set(member, parseCreditDirtyMember(member)!);
+  const multi = redis.multi();
+  for (const member of members)
+    multi.hmget(keys.meteredBalance(organizationId, member), 'u', 'r', 'e', 'k', 'ro');
+  for (const { subscriberId, feature } of owners.values())
+    multi.hgetall(keys.creditSpent(organizationId, subscriberId, feature));
+  multi.scard(dirtyKey);
+  const expected = members.length + owners.size + 1;
   let replies: [Error | null, unknown][];
   try {
-    replies = (await pipeline.exec()) ?? [];
+    replies = (await multi.exec()) ?? [];
     const failed = replies.find(([error]) => error !== null);
-    if (failed || replies.length !== members.length + 1) throw failed?.[0] ?? new Error('No reply to the drain.');
+    if (failed || replies.length !== expected) throw failed?.[0] ?? new Error('No reply to the drain.');
   } catch (error) {
     // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
     await markDirty(redis, keys, organizationId, popped).catch(() => undefined);
@@ -71,7 +115,7 @@ export async function drainBalances(
   }
   for (let i = 0; i < members.length; i++) {
     const member = members[i]!;
-    const [used, revision, end] = replies[i]![1] as (string | null)[];
+    const [used, revision, end, covered, rollover] = replies[i]![1] as (string | null)[];
     if (used == null || revision == null) {
       drained.vanished += 1;
       continue;
@@ -82,9 +126,16 @@ export async function drainBalances(
       periodEndMs: end == null || end === '' ? null : Number(end),
       used: Number(used),
       revision: Number(revision),
+      covered: figure(covered),
+      rollover: figure(rollover),
     });
   }
-  drained.remaining = Number(replies[members.length]![1]);
+  let at = members.length;
+  for (const owner of owners.values()) {
+    const fields = (replies[at++]![1] ?? {}) as Record<string, string>;
+    if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
+  }
+  drained.remaining = Number(replies[at]![1]);
   return drained;
 }
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { internalAccess } from '../../plugins/internal-access.ts';
-import { openBalances } from './open-balances.ts';
+import { refillFigures } from './open-balances.ts';
 
 const BalancesQuery = Type.Object(
   { organization_id: Type.String({ minLength: 1, maxLength: 255 }) },
@@ -11,7 +11,8 @@ const BalancesQuery = Type.Object(
 
 /**
  * `GET /internal/metered/balances?organization_id=`: the organization's balances whose period has not ended, with
- * their revisions, for a gateway refilling a Redis that came back without them (decisions.md, "Metered usage: how
+ * their revisions, and what its live credits spent (`refillFigures`), for a gateway refilling a Redis that came back
+ * without them (decisions.md, "Metered usage: how
  * it is built"). Outside /org: gateways never forward it from the public port.
  */
 export async function internalMeteredRoutes(fastify: FastifyInstance): Promise<void> {
@@ -21,8 +22,6 @@ export async function internalMeteredRoutes(fastify: FastifyInstance): Promise<v
   app.get(
     '/internal/metered/balances',
     { exposeHeadRoute: false, schema: { hide: true, querystring: BalancesQuery } },
-    async (request) => ({
-      balances: await openBalances(app.db, request.query.organization_id, new Date(app.clock.now())),
-    }),
+    async (request) => refillFigures(app.db, request.query.organization_id, new Date(app.clock.now())),
   );
 }

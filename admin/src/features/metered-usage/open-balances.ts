@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 
-/** One persisted balance whose period has not ended, as a gateway's refill takes it. */
+/** One persisted balance as a gateway's refill takes it. */
 export interface OpenBalance {
   subscriber_id: string;
   feature: string;
@@ -9,30 +9,116 @@ export interface OpenBalance {
   period_end_ms: number | null;
   used: number;
   revision: number;
+  /** What credits covered of `used` (issue 35). */
+  covered: number;
+  /** The period's rollover amount. */
+  rollover: number;
 }
 
+/** What a live credit has spent, as the worker last persisted it: a refill puts it back into the credit-spent hash. */
+export interface PersistedCreditSpent {
+  subscriber_id: string;
+  feature: string;
+  credit_id: string;
+  spent: number;
+}
+
+export interface RefillFigures {
+  balances: OpenBalance[];
+  credits: PersistedCreditSpent[];
+}
+
+/** A balance lives this long in Redis after its period ends (the gateway's BALANCE_AFTER_PERIOD_MS). */
+const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
+
 /**
- * Every balance of the organization whose period has not ended at `now` (DESIGN.md §5): what a gateway puts back
- * into a Redis that came back without them. Ended periods stay in Postgres only.
+ * What a gateway puts back into a Redis that came back without the organization's balances (DESIGN.md §5):
+ * - every balance whose period has not ended at `now`, with what credits covered and its rollover;
+ * - for a feature some grant rolls over, each subscriber's latest ended period still kept in Redis (35 days):
+ *   the balance a period's first touch reads to make its rollover, which would otherwise read as unused;
+ * - what each credit still live (not voided, not expired) has spent, where it spent something.
+ * The worker writes a balance and the spent figures of its credits from one read of Redis in one transaction, so
+ * these are figures of one instant per balance. Ended periods otherwise stay in Postgres only.
  */
-export async function openBalances(
+export async function refillFigures(
   db: Kysely<Database>,
   organizationId: string,
   now: Date,
-): Promise<OpenBalance[]> {
-  const rows = await db
-    .selectFrom('metered_usage')
-    .select(['subscriber_id', 'feature_key', 'period_start', 'period_end', 'used', 'revision'])
-    .where('organization_id', '=', organizationId)
-    .where((eb) => eb.or([eb('period_end', 'is', null), eb('period_end', '>', now)]))
-    .execute();
-  return rows.map((row) => ({
-    subscriber_id: row.subscriber_id,
-    feature: row.feature_key,
-    period_start_ms: row.period_start.getTime(),
-    period_end_ms: row.period_end === null ? null : row.period_end.getTime(),
-    // bigint columns arrive as strings.
-    used: Number(row.used),
-    revision: Number(row.revision),
-  }));
+): Promise<RefillFigures> {
+  const rolloverFeatures = db
+    .selectFrom('plan_grants')
+    .innerJoin('features', 'features.id', 'plan_grants.feature_id')
+    .select('features.key')
+    .where('features.organization_id', '=', organizationId)
+    .where('plan_grants.rollover_max', 'is not', null);
+  const [open, ended, credits] = await Promise.all([
+    db
+      .selectFrom('metered_usage')
+      .select([
+        'subscriber_id',
+        'feature_key',
+        'period_start',
+        'period_end',
+        'used',
+        'revision',
+        'covered',
+        'rollover',
+      ])
+      .where('organization_id', '=', organizationId)
+      .where((eb) => eb.or([eb('period_end', 'is', null), eb('period_end', '>', now)]))
+      .execute(),
+    db
+      .selectFrom('metered_usage')
+      .select([
+        'subscriber_id',
+        'feature_key',
+        'period_start',
+        'period_end',
+        'used',
+        'revision',
+        'covered',
+        'rollover',
+      ])
+      .distinctOn(['subscriber_id', 'feature_key'])
+      .where('organization_id', '=', organizationId)
+      .where('feature_key', 'in', rolloverFeatures)
+      .where('period_end', '<=', now)
+      .where('period_end', '>', new Date(now.getTime() - BALANCE_AFTER_PERIOD_MS))
+      .orderBy('subscriber_id')
+      .orderBy('feature_key')
+      .orderBy('period_start', 'desc')
+      .execute(),
+    db
+      .selectFrom('credits')
+      .innerJoin('features', 'features.id', 'credits.feature_id')
+      .select([
+        'credits.subscriber_id',
+        'features.key as feature',
+        'credits.id as credit_id',
+        'credits.spent',
+      ])
+      .where('credits.organization_id', '=', organizationId)
+      .where('credits.voided_at', 'is', null)
+      .where('credits.spent', '>', 0)
+      .where((eb) => eb.or([eb('credits.expires_at', 'is', null), eb('credits.expires_at', '>', now)]))
+      .execute(),
+  ]);
+  return {
+    balances: [...open, ...ended].map((row) => ({
+      subscriber_id: row.subscriber_id,
+      feature: row.feature_key,
+      period_start_ms: row.period_start.getTime(),
+      period_end_ms: row.period_end === null ? null : row.period_end.getTime(),
+      used: row.used,
+      revision: row.revision,
+      covered: row.covered,
+      rollover: row.rollover,
+    })),
+    credits: credits.map((row) => ({
+      subscriber_id: row.subscriber_id,
+      feature: row.feature,
+      credit_id: row.credit_id,
+      spent: row.spent,
+    })),
+  };
 }

@@ -28,7 +28,7 @@ const byKey = <T extends { subscriberId: string; feature: string; periodStartMs:
 /**
  * Upserts balances into metered_usage, each only over an older revision (a drain that lost a race to a newer one
  * writes nothing). Answers the rows it wrote. One statement with one array per column (unnest), so its text and its
- * parameters stay the same size whatever the batch: seven parameters, not seven per row.
+ * parameters stay the same size whatever the batch: nine parameters, not nine per row.
  */
 export async function upsertBalances(
   trx: Trx,
@@ -44,22 +44,26 @@ export async function upsertBalances(
     period_end_ms: number | null;
     used: number;
   }>`
-    INSERT INTO metered_usage AS m (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision)
+    INSERT INTO metered_usage AS m
+      (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision, covered, rollover)
     SELECT ${organizationId}, b.subscriber_id, b.feature_key,
       'epoch'::timestamptz + b.start_ms * interval '1 millisecond',
       'epoch'::timestamptz + b.end_ms * interval '1 millisecond',
-      b.used, b.revision
+      b.used, b.revision, b.covered, b.rollover
     FROM unnest(
       ${sorted.map((b) => b.subscriberId)}::text[],
       ${sorted.map((b) => b.feature)}::text[],
       ${sorted.map((b) => b.periodStartMs)}::bigint[],
       ${sorted.map((b) => b.periodEndMs)}::bigint[],
       ${sorted.map((b) => b.used)}::bigint[],
-      ${sorted.map((b) => b.revision)}::bigint[]
-    ) WITH ORDINALITY AS b (subscriber_id, feature_key, start_ms, end_ms, used, revision, n)
+      ${sorted.map((b) => b.revision)}::bigint[],
+      ${sorted.map((b) => b.covered)}::bigint[],
+      ${sorted.map((b) => b.rollover)}::bigint[]
+    ) WITH ORDINALITY AS b (subscriber_id, feature_key, start_ms, end_ms, used, revision, covered, rollover, n)
     ORDER BY b.n
     ON CONFLICT (organization_id, subscriber_id, feature_key, period_start) DO UPDATE
-      SET used = excluded.used, revision = excluded.revision, period_end = excluded.period_end, updated_at = now()
+      SET used = excluded.used, revision = excluded.revision, period_end = excluded.period_end,
+        covered = excluded.covered, rollover = excluded.rollover, updated_at = now()
       WHERE m.revision < excluded.revision
     RETURNING m.subscriber_id, m.feature_key,
       (extract(epoch FROM m.period_start) * 1000)::bigint AS period_start_ms,

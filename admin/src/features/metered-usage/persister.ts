@@ -1,16 +1,17 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
-import { transact } from '@ent/common/outbox/record';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
-import { creditPersistence, splitDirtyMembers } from '../credits/worker/persist.ts';
+import { splitDirtyMembers } from '../credits/worker/persist.ts';
+import { persistCreditHashes } from '../credits/worker/spent.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
   drainBalances,
   markDirty,
   retireIfClean,
+  type Drained,
   type DrainedBalance,
 } from './balance-scripts.ts';
 import {
@@ -77,12 +78,12 @@ export function createMeteredPersister(
 ) {
   const options = { ...defaultPersisterOptions, ...overrides };
   const { db, redis, redisKeys: keys, clock, log } = deps;
-  const credits = creditPersistence(deps);
   const governingDocs = createGoverningDocs(db);
 
   /**
-   * What governs each balance's thresholds, read before the write's transaction: a read inside it would hold its
-   * connection while waiting for more from the same pool, and concurrent writes could take them all.
+   * What governs each balance's thresholds. Read inside the write's transaction on a connection of its own (the
+   * snapshot build opens its own REPEATABLE READ transaction): no persister waits for the drain lock while holding a
+   * connection (pg_try_advisory_xact_lock), so one holding it always finds a second one.
    */
   async function limitsOf(
     organizationId: string,
@@ -113,56 +114,72 @@ export function createMeteredPersister(
       return thresholdsReached(balance.used, limit).map((threshold) => ({ ...balance, threshold, limit }));
     });
 
-  /** One drained batch into Postgres, with its thresholds and their webhook deliveries, in one transaction. */
-  async function write(
-    organizationId: string,
-    balances: readonly DrainedBalance[],
-  ): Promise<{ persisted: number; thresholds: number }> {
+  /**
+   * One drain into Postgres: balances (used, covered, rollover), thresholds, credits' spent and rollover credits, and
+   * their webhook deliveries, in one transaction. It takes the organization's drain lock before the drain and keeps
+   * it to the commit, so drains of one organization (any number of workers) reach Postgres in the order they read
+   * Redis: every commit leaves Postgres holding figures of one instant of Redis for what it drained, never an older
+   * credit figure over a newer one (the credit-spent hash has no revision). Deadlocks are not retried (the drain is
+   * not repeatable): a failed write puts its members back and the next pass drains them again. Answers null when
+   * another persister holds the lock: it is draining the organization now, and the next pass takes what it leaves.
+   */
+  async function drainAndWrite(organizationId: string, result: PersistResult): Promise<Drained | null> {
+    let popped: string[] = [];
     const nowMs = clock.now();
-    const limits = await limitsOf(organizationId, balances, nowMs);
-    const { persisted, deliveryIds, thresholds } = await transact(db, async (trx) => {
-      const written = await upsertBalances(trx, organizationId, balances);
-      const reached = await recordReachedThresholds(trx, organizationId, reachedBy(written, limits));
-      const ids = await recordDeliveries(trx, organizationId, reached.map(thresholdEvent), new Date(nowMs));
-      return { persisted: written.length, deliveryIds: ids, thresholds: reached.length };
-    });
-    // Committed: a delivery whose enqueue fails stays pending and the webhook sweep queues it.
-    await enqueueDeliveries(deps.queues, deliveryIds).catch((error: unknown) =>
-      log.warn(`metered usage: webhook deliveries not queued (${(error as Error).message}); the sweep will`),
-    );
-    return { persisted, thresholds };
-  }
-
-  /** Drains one organization's dirty set (up to maxBatches calls), then retires it when the set is empty. */
-  async function persistOrganization(organizationId: string, result: PersistResult): Promise<void> {
-    let clean = false;
-    for (let batch = 0; batch < options.maxBatches; batch++) {
-      const drained = await drainBalances(redis, keys, organizationId, options.batchSize, splitDirtyMembers);
-      if (drained.taken === 0) {
-        clean = true;
-        break;
-      }
-      try {
-        const written = await write(organizationId, drained.balances);
-        result.persisted += written.persisted;
-        result.thresholds += written.thresholds;
-      } catch (error) {
-        await markDirty(
+    try {
+      const outcome = await db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ locked: boolean }>`
+          SELECT pg_try_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`})) AS locked
+        `.execute(trx);
+        if (!rows[0]?.locked) return null;
+        const drained = await drainBalances(
           redis,
           keys,
           organizationId,
-          [...drained.balances.map((balance) => balance.member), ...drained.others],
+          options.batchSize,
+          splitDirtyMembers,
         );
-        throw error;
+        popped = drained.members;
+        if (drained.taken === 0) return { drained, written: null, deliveryIds: [] };
+        const limits = await limitsOf(organizationId, drained.balances, nowMs);
+        const balances = await upsertBalances(trx, organizationId, drained.balances);
+        const reached = await recordReachedThresholds(trx, organizationId, reachedBy(balances, limits));
+        const credits = await persistCreditHashes(trx, organizationId, drained.creditHashes, nowMs);
+        const events = [...reached.map(thresholdEvent), ...credits.events];
+        const ids = await recordDeliveries(trx, organizationId, events, new Date(nowMs));
+        return {
+          drained,
+          written: { persisted: balances.length, thresholds: reached.length, credits: credits.persisted },
+          deliveryIds: ids,
+        };
+      });
+      if (outcome === null) return null;
+      const { drained, written, deliveryIds } = outcome;
+      if (written) {
+        result.persisted += written.persisted;
+        result.thresholds += written.thresholds;
+        result.credits += written.credits;
       }
-      // After the balance drain: a member that can be read both ways (see splitDirtyMembers) is in both lists.
-      try {
-        result.credits += await credits.persistSpent(organizationId, drained.others);
-      } catch (error) {
-        await markDirty(redis, keys, organizationId, drained.others);
-        throw error;
-      }
-      if (drained.remaining === 0) {
+      // Committed: a delivery whose enqueue fails stays pending and the webhook sweep queues it.
+      await enqueueDeliveries(deps.queues, deliveryIds).catch((error: unknown) =>
+        log.warn(
+          `metered usage: webhook deliveries not queued (${(error as Error).message}); the sweep will`,
+        ),
+      );
+      return drained;
+    } catch (error) {
+      if (popped.length > 0) await markDirty(redis, keys, organizationId, popped).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Drains one organization's dirty set (up to maxBatches drains), then retires it when the set is empty. */
+  async function persistOrganization(organizationId: string, result: PersistResult): Promise<void> {
+    let clean = false;
+    for (let batch = 0; batch < options.maxBatches; batch++) {
+      const drained = await drainAndWrite(organizationId, result);
+      if (drained === null) return;
+      if (drained.taken === 0 || drained.remaining === 0) {
         clean = true;
         break;
       }

@@ -11,6 +11,7 @@ import {
   type MeteredTerms,
 } from '@ent/common/resolve/resolve';
 import { buildCatalog, buildSubscribers } from '@ent/common/snapshots/build';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
 import type { UsagePeriodBody } from '@ent/contract/metered-usage';
 import { paginate, type Page, type PageRequest } from '../shared/pagination.ts';
@@ -22,6 +23,7 @@ import {
   type AppliedCorrection,
   type BalanceRef,
 } from './balance-scripts.ts';
+import { readBalanceFigures } from './balance-figures.ts';
 import {
   featureKindOf,
   findDurableBalance,
@@ -41,6 +43,7 @@ const toUsagePeriodBody = (row: UsagePeriodRow): UsagePeriodBody => ({
 });
 
 interface CurrentTerms {
+  subscriber: SubscriberDoc;
   terms: MeteredTerms;
   period: MeteredPeriod;
   /** The live credits' ids in spending order (issue 35): a correction below what they covered gives back to them. */
@@ -74,7 +77,7 @@ async function currentTerms(
   const subscriber = subscribers.get(subscriberId)!.doc;
   const terms = meteredTermsOf(catalog!.doc, subscriber, feature, nowMs);
   const creditIds = liveCreditsOf(subscriber, feature, nowMs).map((credit) => credit.id);
-  return { terms, period: meteredPeriodOf(terms, nowMs), creditIds };
+  return { subscriber, terms, period: meteredPeriodOf(terms, nowMs), creditIds };
 }
 
 /** Past periods of a subscriber's metered feature (every period but the current one), newest first, one page. */
@@ -124,7 +127,13 @@ export async function correctUsage(
   used: number,
 ): Promise<MeteredCheckResult> {
   const nowMs = deps.clock.now();
-  const { terms, period, creditIds } = await currentTerms(deps, organizationId, subscriberId, feature, nowMs);
+  const { subscriber, terms, period, creditIds } = await currentTerms(
+    deps,
+    organizationId,
+    subscriberId,
+    feature,
+    nowMs,
+  );
   const balance: BalanceRef = {
     organizationId,
     subscriberId,
@@ -148,7 +157,16 @@ export async function correctUsage(
           period_start: new Date(period.startMs).toISOString(),
           used: { from: applied.from, to: used },
         };
-      return meteredResult(feature, terms, period, used);
+      // The credits as they stand after the correction, listed as a check lists them.
+      const { figures } = await readBalanceFigures(
+        { db: trx, redis: deps.redis, keys: deps.redisKeys },
+        organizationId,
+        subscriberId,
+        subscriber,
+        [{ feature, terms, period }],
+        nowMs,
+      );
+      return meteredResult(feature, terms, period, used, undefined, figures[0]!.credits);
     });
   } catch (error) {
     await takeBack().catch((undoError: unknown) =>

@@ -14,6 +14,7 @@ import * as usageThresholds from './2026-11-27T0210_usage_thresholds.ts';
 import * as idempotencyKeys from './2026-11-27T0300_idempotency_keys.ts';
 import * as credits from './2026-11-27T0420_credits.ts';
 import * as imports from './2026-11-27T0500_imports.ts';
+import * as meteredUsageCredits from './2026-11-27T0700_metered_usage_credits.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T0300_idempotency_keys': idempotencyKeys,
   '2026-11-27T0420_credits': credits,
   '2026-11-27T0500_imports': imports,
+  '2026-11-27T0700_metered_usage_credits': meteredUsageCredits,
 };

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '@ent/common/clock';
+import { loadConfig } from '@ent/common/config';
+import { createRedis, type RedisClient } from '@ent/common/redis/connect';
+import { redisKeys } from '@ent/common/redis/keys';
+import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import { createMeteredBalances, type PersistedFigures } from '../../src/metering/metered-balances.ts';
+import { meteredOperation } from '../../src/metering/metered-operations.ts';
+import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+
+// After Redis comes back empty, the last usage may have gone through any gateway: each one that serves the
+// organization merges its own last figures before any answers resume (metered-balances.ts, the gathering).
+
+const prefix = testRedisPrefix();
+const keys = redisKeys(prefix);
+const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
+const org = 'org_gather';
+let redis: RedisClient;
+
+const catalog: CatalogDoc = {
+  features: { calls: 'metered' },
+  plans: {
+    pro: {
+      archived: false,
+      grants: { calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false } },
+    },
+  },
+} as unknown as CatalogDoc;
+const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+
+beforeAll(async () => {
+  redis = createRedis(loadConfig());
+  const store = snapshotStore(redis, keys);
+  await store.putCatalog(org, { version: 3, doc: catalog });
+  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
+  await redis.set(keys.meteredReady(org), '1');
+});
+afterAll(async () => {
+  await deleteKeys(redis, `${prefix}:*`);
+  redis.disconnect();
+});
+
+const consume = (amount: number) =>
+  meteredOperation(
+    { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+    'alice',
+    'calls',
+    amount === 0 ? 'r' : 'c',
+    amount,
+    clock.now(),
+    '',
+    keys,
+    org,
+  );
+
+describe('a refill after Redis came back empty', () => {
+  it("gathers every gateway's last figures before answers resume", async () => {
+    // The worker persisted 1 unit; then gateway A applied 2 more, gateway B 3 more after it, and Redis lost them.
+    const persisted: PersistedFigures = {
+      balances: [
+        {
+          subscriberId: 'alice',
+          feature: 'calls',
+          periodStartMs: Date.parse('2026-03-01T00:00:00Z'),
+          periodEndMs: Date.parse('2026-04-01T00:00:00Z'),
+          used: 1,
+          revision: 1,
+        },
+      ],
+      credits: [],
+    };
+    const gateway = () =>
+      createMeteredBalances({ redis, keys, clock, loadBalances: async () => persisted, refillGatherMs: 300 });
+    const [a, b] = [gateway(), gateway()];
+    await redis.hset(keys.meteredBalance(org, consume(0).member), { u: 1, r: 1 });
+    expect(await a.apply(org, [consume(2)])).toEqual([{ status: 'applied', used: 3 }]);
+    expect(await b.apply(org, [consume(3)])).toEqual([{ status: 'applied', used: 6 }]);
+    await redis.del(keys.meteredReady(org), keys.meteredBalance(org, consume(0).member));
+
+    // A meets "not ready" first and merges 3; B, a moment later, merges 6: the answers resume from 6, not 3.
+    const first = a.apply(org, [consume(0)]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = b.apply(org, [consume(0)]);
+    expect(await Promise.all([first, second])).toEqual([
+      [{ status: 'applied', used: 6 }],
+      [{ status: 'applied', used: 6 }],
+    ]);
+    expect(await a.apply(org, [consume(4)])).toEqual([{ status: 'applied', used: 10 }]);
+    expect(await b.apply(org, [consume(1)])).toEqual([{ status: 'refused', used: 10 }]);
+  });
+});
