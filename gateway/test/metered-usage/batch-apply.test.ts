@@ -108,7 +108,7 @@ async function organization(): Promise<string> {
   return org;
 }
 
-const usage = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => [] });
+const usage = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
 const gateMeter = () => createEvalMeter({ redis, keys, loadArrangement: async () => ARRANGEMENT });
 
 /** One operation in a gate call of its own: the unbuffered rule. */

@@ -266,7 +266,7 @@ describe('the gateway meeting an expired call', () => {
       keys,
       clock,
       redisClock: alwaysLate,
-      loadBalances: async () => [],
+      loadBalances: async () => ({ balances: [], credits: [] }),
     });
     await expect(balances.apply(org, [op('d', 4, 'k9')])).rejects.toMatchObject({
       status: 503,
