@@ -29,7 +29,14 @@ const catalog = {
     pro: {
       archived: false,
       grants: {
-        calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
+        calls: {
+          kind: 'metered',
+          limit: 10,
+          reset: 'month',
+          anchor: 'calendar',
+          soft: false,
+          rollover: null,
+        },
         soft: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
       },
     },
@@ -52,7 +59,12 @@ const topUp: CreditDoc = {
   expiresAt: null,
   createdAt: START - 2 * HOUR,
 };
-const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {}, credits: { calls: [topUp, promo] } };
+const alice: SubscriberDoc = {
+  exists: true,
+  plans: ['pro'],
+  overrides: {},
+  credits: { calls: [topUp, promo] },
+};
 const CALLS = `alice|calls|${MARCH}`;
 const SOFT = `alice|soft|${MARCH}`;
 const CREDITS = creditDirtyMember('alice', 'calls');
@@ -70,7 +82,12 @@ async function organization() {
   const store = snapshotStore(redis, keys);
   await store.putCatalog(org, { version: 3, doc: catalog });
   await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await publishArrangement(redis, keys, org, { plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 });
+  await publishArrangement(redis, keys, org, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 1000,
+  });
   await redis.set(keys.meteredReady(org), '1');
   return org;
 }
@@ -135,7 +152,11 @@ const meteredPairs = (reply: readonly unknown[], evals: number) => reply.slice(G
 /** What a consume changes, as figures (a missing field is 0): used, covered by credits, each credit's spent. */
 async function figures(org: string) {
   const [used, covered] = await redis.hmget(keys.meteredBalance(org, CALLS), 'u', 'k');
-  const [promoSpent, topUpSpent] = await redis.hmget(keys.creditSpent(org, 'alice', 'calls'), 'cr_promo', 'cr_topup');
+  const [promoSpent, topUpSpent] = await redis.hmget(
+    keys.creditSpent(org, 'alice', 'calls'),
+    'cr_promo',
+    'cr_topup',
+  );
   const soft = await redis.hget(keys.meteredBalance(org, SOFT), 'u');
   return [used, covered, promoSpent, topUpSpent, soft].map(Number);
 }
@@ -145,7 +166,10 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
   it('undoes consumes of the allowance, of the allowance then two credits, and of a soft overage, exactly', async () => {
     const org = await organization();
     // Before: 8 of the allowance of 10 used, by a call that was answered.
-    expect(meteredPairs(await gateBatch(org, 'answered', [[consume(org, 'calls', 8)]]), 1)).toEqual([0, [8, 0, 0, 0, 0]]);
+    expect(meteredPairs(await gateBatch(org, 'answered', [[consume(org, 'calls', 8)]]), 1)).toEqual([
+      0,
+      [8, 0, 0, 0, 0],
+    ]);
     const before = await figures(org);
     expect(before).toEqual([8, 0, 0, 0, 0]);
     await redis.del(keys.meteredDirty(org)); // the worker took it
@@ -157,7 +181,16 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
       [consume(org, 'soft', 12)],
       [consume(org, 'calls', 5)],
     ]);
-    expect(meteredPairs(reply, 3)).toEqual([0, [11, 1, 0, 1, 0], 0, [17, 7, 0, 5, 2], 0, 12, 1, [17, 7, 0, 5, 2]]);
+    expect(meteredPairs(reply, 3)).toEqual([
+      0,
+      [11, 1, 0, 1, 0],
+      0,
+      [17, 7, 0, 5, 2],
+      0,
+      12,
+      1,
+      [17, 7, 0, 5, 2],
+    ]);
     expect(await figures(org)).toEqual([17, 7, 5, 2, 12]);
     await redis.del(keys.meteredDirty(org));
     const revision = Number(await redis.hget(keys.meteredBalance(org, CALLS), 'r'));
