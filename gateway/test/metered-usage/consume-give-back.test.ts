@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { publishArrangement } from '@ent/common/metering/arrangement';
@@ -13,6 +16,7 @@ import { meteredOperation, type MeteredOperation } from '../../src/metering/mete
 import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
 import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { ownRedisAnswers, startOwnRedis, startRedis } from '../processes.ts';
 
 const prefix = testRedisPrefix();
 const keys = redisKeys(prefix);
@@ -77,18 +81,18 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-async function organization() {
+async function organization(client: MeteringRedis = redis) {
   const org = `org_g${organizationCount++}`;
-  const store = snapshotStore(redis, keys);
+  const store = snapshotStore(client, keys);
   await store.putCatalog(org, { version: 3, doc: catalog });
   await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await publishArrangement(redis, keys, org, {
+  await publishArrangement(client, keys, org, {
     plan: null,
     evalLimit: null,
     blocking: false,
     burstPerSecond: 1000,
   });
-  await redis.set(keys.meteredReady(org), '1');
+  await client.set(keys.meteredReady(org), '1');
   return org;
 }
 
@@ -150,17 +154,18 @@ const settle = (org: string, batchId: string) =>
 const meteredPairs = (reply: readonly unknown[], evals: number) => reply.slice(GATE_REPLY_HEADER + evals);
 
 /** What a consume changes, as figures (a missing field is 0): used, covered by credits, each credit's spent. */
-async function figures(org: string) {
-  const [used, covered] = await redis.hmget(keys.meteredBalance(org, CALLS), 'u', 'k');
-  const [promoSpent, topUpSpent] = await redis.hmget(
+async function figures(org: string, client: MeteringRedis = redis) {
+  const [used, covered] = await client.hmget(keys.meteredBalance(org, CALLS), 'u', 'k');
+  const [promoSpent, topUpSpent] = await client.hmget(
     keys.creditSpent(org, 'alice', 'calls'),
     'cr_promo',
     'cr_topup',
   );
-  const soft = await redis.hget(keys.meteredBalance(org, SOFT), 'u');
+  const soft = await client.hget(keys.meteredBalance(org, SOFT), 'u');
   return [used, covered, promoSpent, topUpSpent, soft].map(Number);
 }
-const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
+const evalCount = (org: string, client: MeteringRedis = redis) =>
+  client.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
 
 describe('a failed gate call that ran: its settle gives its consumes back (eval-settle-4.lua)', () => {
   it('undoes consumes of the allowance, of the allowance then two credits, and of a soft overage, exactly', async () => {
@@ -295,6 +300,63 @@ describe('the meter meeting a call whose connection dropped after Redis ran it',
       expect(await redis.sismember(keys.meteredDirty(org), CALLS)).toBe(1);
     } finally {
       client.disconnect();
+    }
+  });
+});
+
+describe('a Redis shut down (SIGTERM) with a consume in flight, back with its data', () => {
+  it('answers the consume unavailable, and once Redis is back the settle gives it back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ent-give-back-'));
+    const persisted = ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
+    const started = await startOwnRedis(persisted);
+    const port = started.port;
+    let server = started.server;
+    const client = withMeteringCommands(
+      createRedis({ redisUrl: `redis://127.0.0.1:${port}`, redisClusterNodes: [] }),
+    );
+    try {
+      const org = await organization(client);
+      const meter = createEvalMeter({
+        redis: client,
+        keys,
+        loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
+      });
+      const gate = (amount: number) =>
+        meter.gate({
+          organizationId: org,
+          subscriberId: 'alice',
+          nowMs: clock.now(),
+          metered: [consume(org, 'calls', amount)],
+        });
+      expect((await gate(1)).outcome).toBe('counted');
+
+      // Stopped, the call is written to its socket; the SIGTERM is handled with it when Redis continues: Redis runs
+      // the call and exits from its next cron before sending the reply (decisions.md).
+      process.kill(server.child.pid!, 'SIGSTOP');
+      const inFlight = gate(12).catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      process.kill(server.child.pid!, 'SIGTERM');
+      process.kill(server.child.pid!, 'SIGCONT');
+      const failure = await inFlight;
+      await new Promise<void>((resolve) =>
+        server.child.exitCode !== null ? resolve() : server.child.once('exit', () => resolve()),
+      );
+      expect(failure).toBeInstanceOf(EvalGateUnavailableError);
+      (failure as EvalGateUnavailableError).report(false); // answered 503
+
+      server = startRedis(port, persisted);
+      await ownRedisAnswers(server, port);
+      await vi.waitFor(() => expect(client.status).toBe('ready'), { timeout: 10_000 });
+      // It ran before Redis exited (and was persisted): deducted, until the settle.
+      expect(await figures(org, client)).toEqual([13, 3, 3, 0, 0]);
+      await meter.settlePending();
+      expect(meter.pendingSettlements()).toBe(0);
+      expect(await figures(org, client)).toEqual([1, 0, 0, 0, 0]);
+      expect(await evalCount(org, client)).toBe('1');
+    } finally {
+      client.disconnect();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
