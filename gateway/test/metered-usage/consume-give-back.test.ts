@@ -307,17 +307,45 @@ describe('the meter meeting a call whose connection dropped after Redis ran it',
 describe('a Redis shut down (SIGTERM) with a consume in flight, back with its data', () => {
   it('answers the consume unavailable, and once Redis is back the settle gives it back', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ent-give-back-'));
-    const persisted = ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
+    const persisted = [
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--dir',
+      dir,
+      '--enable-debug-command',
+      'local',
+    ];
     const started = await startOwnRedis(persisted);
     const port = started.port;
     let server = started.server;
     const client = withMeteringCommands(
       createRedis({ redisUrl: `redis://127.0.0.1:${port}`, redisClusterNodes: [] }),
     );
+    // Redis runs a client's pipelined commands in one event-loop turn and exits from the cron that follows it when a
+    // SIGTERM came meanwhile, before that turn's replies are sent (decisions.md). The gate call is followed, in the
+    // same write, by a second of DEBUG SLEEP, so the SIGTERM surely comes after the call ran and before its reply.
+    let busyAfter: (() => void) | null = null;
+    const gateThenSleep = (...keysAndArgs: (string | number)[]) => {
+      const call = client.evalGateBatch(...keysAndArgs);
+      if (busyAfter) {
+        client.call('DEBUG', 'SLEEP', '1').catch(() => undefined);
+        busyAfter();
+      }
+      return call;
+    };
+    const busyClient = new Proxy(client, {
+      get(target, property) {
+        if (property === 'evalGateBatch') return gateThenSleep;
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
     try {
       const org = await organization(client);
       const meter = createEvalMeter({
-        redis: client,
+        redis: busyClient,
         keys,
         loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
       });
@@ -330,19 +358,18 @@ describe('a Redis shut down (SIGTERM) with a consume in flight, back with its da
         });
       expect((await gate(1)).outcome).toBe('counted');
 
-      // Stopped, the call is written to its socket; the SIGTERM is handled with it when Redis continues: Redis runs
-      // the call and exits from its next cron before sending the reply (decisions.md).
-      process.kill(server.child.pid!, 'SIGSTOP');
+      const sent = new Promise<void>((resolve) => (busyAfter = resolve));
       const inFlight = gate(12).catch((error: unknown) => error);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sent;
+      await new Promise((resolve) => setTimeout(resolve, 300));
       process.kill(server.child.pid!, 'SIGTERM');
-      process.kill(server.child.pid!, 'SIGCONT');
       const failure = await inFlight;
       await new Promise<void>((resolve) =>
         server.child.exitCode !== null ? resolve() : server.child.once('exit', () => resolve()),
       );
       expect(failure).toBeInstanceOf(EvalGateUnavailableError);
       (failure as EvalGateUnavailableError).report(false); // answered 503
+      busyAfter = null;
 
       server = startRedis(port, persisted);
       await ownRedisAnswers(server, port);
