@@ -67,10 +67,13 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       keys.arrangement(org),
       keys.evalUsage(org, periodOf(NOW)),
       keys.gateBatch(org, batchId),
+      keys.meteredDirty(org),
       answered,
       NOW,
       usageTtlMs(NOW),
       GATE_BATCH_MEMORY_MS,
+      keys.meteredBalance(org, ''),
+      keys.usageIdempotency(org, ''),
     );
   const countOf = async (org: string) => Number((await redis.hget(keys.evalUsage(org, periodOf(NOW)), 'count')) ?? 0);
 

@@ -19,7 +19,7 @@ const SCRIPTS = {
   meteredRefill: { numberOfKeys: 2, lua: lua('metered-refill-2.lua') },
   usageRate: { numberOfKeys: 2, lua: lua('usage-rate-2.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
-  evalSettle: { numberOfKeys: 3, lua: lua('eval-settle-4.lua') },
+  evalSettle: { numberOfKeys: 4, lua: withMeteredBalance('eval-settle-4.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },
   windowGiveBack: { numberOfKeys: 1, lua: lua('window-give-back-1.lua') },
   meteredCorrect: { numberOfKeys: 2, lua: lua('metered-correct-2.lua') },

@@ -257,12 +257,19 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         keys.arrangement(organizationId),
         keys.evalUsage(organizationId, periodOf(nowMs)),
         keys.gateBatch(organizationId, id),
+        keys.meteredDirty(organizationId),
         answered,
         nowMs,
         usageTtlMs(nowMs),
         GATE_BATCH_MEMORY_MS,
+        keys.meteredBalance(organizationId, ''),
+        keys.usageIdempotency(organizationId, ''),
       ),
     );
+    // Consumes given back are balance changes like any: the worker looks at organizations named here. A failed mark
+    // leaves them in the organization's dirty set, which its next change names again (metered-balances.ts).
+    if ((reply[4] ?? 0) > 0)
+      await redis.sadd(keys.meteredDirtyOrganizations, organizationId).catch(() => undefined);
     if (answered === -1 && reply[0] === GateCode.Counted) {
       // A refund lowers this gateway's figure of the month (what a lost hash gets back) unless it went into a newer
       // hash than the figure came from: the figure is put back into that one whole, refunded eval included.

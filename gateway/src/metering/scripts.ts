@@ -16,8 +16,11 @@ export const GATE_REPLY_HEADER = 8;
  */
 export const CALL_EXPIRED = 6;
 export type EvalAdjustReply = [number, number];
-/** Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none). */
-export type EvalSettleReply = [number, number, number, number];
+/**
+ * Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none), consumes of
+ * the batch given back now (the last two only with code 0).
+ */
+export type EvalSettleReply = [number, number, number, number, number];
 
 export interface MeteringCommands {
   /**

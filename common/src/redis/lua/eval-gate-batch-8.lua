@@ -3,9 +3,9 @@
   block, count, first_over_at, and the snapshot versions each eval's gateway compares with its cache.
   Every eval the gateway answers costs exactly one round trip; evals that arrive in the same event-loop
   turn share it, so the script's fixed cost is paid once per batch instead of once per eval.
-  Each batch is remembered briefly under its batch id (how many evals it counted), so a gateway that lost
-  the reply can settle the batch exactly with eval-settle-4.lua, and a batch that runs after it was
-  settled (or runs twice) changes nothing.
+  Each batch is remembered briefly under its batch id (how many evals it counted, and the consumes it applied),
+  so a gateway that lost the reply can settle the batch exactly with eval-settle-4.lua, and a batch that runs
+  after it was settled (or runs twice) changes nothing.
   A usage hash is born with an epoch. A gateway passes the epoch and the count of the last reply it had for the
   month: when the hash's epoch is newer (a Redis that lost the hash: restarted empty, flushed), that count is a
   figure the lost hash had reached. The largest such figure is put back, each only by what it adds to the largest
@@ -19,7 +19,9 @@
                 s(slot % 10))}: a rolling second of ten 100 ms slots
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
-    KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran
+    KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran. When the batch
+                applied consumes, the count is followed by '\n' and, as JSON, what giving them back needs, in
+                their order: [member, amount, period end, ttl, credits, idempotency key] each (eval-settle-4.lua)
     KEYS[7]     subscriber-version index (hash: subscriber id -> version, written by subscriber-put-2.lua), and
                 its field `#w`: the subscriber-write stamp, moved with every change of the index
 
@@ -269,12 +271,16 @@ if firstOverAtArg ~= storedFirstOverAt then
     rcall("HDEL", KEYS[2], "first_over_at")
   end
 end
-rcall("SET", KEYS[6], count - (storedCount or 0) - restored, "PX", ARGV[3])
+local counted = count - (storedCount or 0) - restored
+rcall("SET", KEYS[6], counted, "PX", ARGV[3])
 
 -- Metered operations (metered-balance.fragment.lua), only when the batch carries any: after the last run.
 local m = run + 2
 if m < #ARGV then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
+  -- The consumes applied, for a settle of this batch to give back: the gateway answers them all 503 when the
+  -- reply does not reach it (a Redis shut down before sending it).
+  local consumed = {}
   local TERM_ARITY, ARITY = 7, 8
   local termCount = tonumber(ARGV[m + 4])
   -- One operation table per term set, its shared fields set once: meteredApply keeps no reference to it.
@@ -309,6 +315,9 @@ if m < #ARGV then
       op.credits = ARGV[base + 8]
       -- No dirty key: the members changed are marked with one SADD after the loop.
       status, value = meteredApply(ARGV[m], ARGV[m + 1], false, op)
+      if status == 0 and op.kind == "c" then
+        consumed[#consumed + 1] = {op.member, meteredInteger(op.amount), op.periodEnd, op.ttl, op.credits, op.idem}
+      end
     end
     size = size + 1
     out[size] = status
@@ -316,6 +325,9 @@ if m < #ARGV then
     out[size] = value
   end
   meteredMarkDirty(ARGV[m + 2])
+  if #consumed > 0 then
+    rcall("SET", KEYS[6], counted .. "\n" .. cjson.encode(consumed), "PX", ARGV[3])
+  end
 end
 
 return out

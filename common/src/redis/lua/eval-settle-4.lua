@@ -4,18 +4,28 @@
   adds (what the gateway stands for) - (what the batch counted, 0 if it never ran), then marks the batch
   settled so that a retried settle, or the batch itself arriving late, changes nothing.
   Keeps first_over_at exact as eval-adjust-2.lua does.
+  Gives back, in the same step, the consumes the batch applied (the batch memory lists them): the gateway
+  answered each 503, "nothing applied" (decisions.md, "A consume answered 503 is given back when its call
+  ran"). Each is undone by the negative change of its amount with the credits it was applied with, last
+  first, which gives back what credits covered (the last credit spent first) and then the allowance
+  (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
+  afresh instead of replaying "applied". A balance that is gone has nothing to give back.
 
   Input:
     KEYS[1] arrangement hash   {limit ('' = unlimited), blocking, burst, plan}
     KEYS[2] usage hash of the batch's UTC month   {count, first_over_at (ms)}
-    KEYS[3] batch memory (string) written by eval-gate-batch.lua: evals it counted, or "settled"
+    KEYS[3] batch memory (string) written by eval-gate-batch-8.lua: evals it counted (then, when it applied
+            consumes, '\n' and their JSON list), or "settled"
+    KEYS[4] the organization's metered dirty set: the balances and credits given back are named in it
 
     ARGV[1] what the gateway stands for: the batch's evals it answered 2xx, or -1 for a refund
     ARGV[2] now (ms since the epoch, from the application's clock)
     ARGV[3] usage time to live (ms): set when KEYS[2] is created
     ARGV[4] how long the settled mark is kept (ms)
+    ARGV[5] the organization's metered balance key prefix, ARGV[6] its idempotency key prefix
 
-  Output: { code, count, delta applied, usage epoch (0 = none; only with code 0) }
+  Output: { code, count, delta applied, usage epoch (0 = none), consumes given back } (the last two only
+  with code 0)
     code 0  settled now
     code 3  no arrangement in Redis (nothing changed; the caller publishes it and retries)
     code 5  settled before (nothing changed)
@@ -33,17 +43,47 @@ if not arrangement[2] then
 end
 local limit = tonumber(arrangement[1])
 
+local counted, consumed = memory, nil
+if memory then
+  local newline = string.find(memory, "\n", 1, true)
+  if newline then
+    counted = string.sub(memory, 1, newline - 1)
+    consumed = cjson.decode(string.sub(memory, newline + 1))
+  end
+end
+
 local count = tonumber(rcall("HGET", KEYS[2], "count")) or 0
-local delta = tonumber(ARGV[1]) - (tonumber(memory) or 0)
+local delta = tonumber(ARGV[1]) - (tonumber(counted) or 0)
 if count + delta < 0 then
   delta = -count
 end
 
 rcall("SET", KEYS[3], "settled", "PX", ARGV[4])
+
+local givenBack = 0
+if consumed then
+  local balancePrefix, idempotencyPrefix = ARGV[5], ARGV[6]
+  for i = #consumed, 1, -1 do
+    local member, amount, periodEnd, ttl, credits, idem = unpack(consumed[i])
+    -- Checked first: the change would otherwise create the balance (and its period's rollover) to take nothing.
+    if rcall("EXISTS", balancePrefix .. member) == 1 then
+      meteredApply(balancePrefix, idempotencyPrefix, false, {
+        kind = "d", member = member, amount = -tonumber(amount), limit = "", soft = "0", periodEnd = periodEnd,
+        ttl = ttl, idem = "", fingerprint = "", terms = "", credits = credits,
+      })
+    end
+    if idem ~= "" then
+      rcall("DEL", idempotencyPrefix .. idem)
+    end
+    givenBack = givenBack + 1
+  end
+  meteredMarkDirty(KEYS[4])
+end
+
 -- The usage epoch (0 = none yet), so a gateway knows which hash its refund went into (eval-gate-batch-8.lua).
 local epoch = tonumber(rcall("HGET", KEYS[2], "epoch")) or 0
 if delta == 0 then
-  return {0, count, 0, epoch}
+  return {0, count, 0, epoch, givenBack}
 end
 
 local created = rcall("EXISTS", KEYS[2]) == 0
@@ -58,4 +98,4 @@ else
   rcall("HDEL", KEYS[2], "first_over_at")
 end
 
-return {0, count, delta, epoch}
+return {0, count, delta, epoch, givenBack}

@@ -1,0 +1,389 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ManualClock } from '@ent/common/clock';
+import { loadConfig } from '@ent/common/config';
+import { publishArrangement } from '@ent/common/metering/arrangement';
+import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
+import { createRedis } from '@ent/common/redis/connect';
+import { creditDirtyMember, redisKeys } from '@ent/common/redis/keys';
+import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
+import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
+import { createEvalMeter, gateArguments } from '../../src/metering/meter.ts';
+import { meteredOperation, type MeteredOperation } from '../../src/metering/metered-operations.ts';
+import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../src/metering/scripts.ts';
+import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
+import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { ownRedisAnswers, startOwnRedis, startRedis } from '../processes.ts';
+
+const prefix = testRedisPrefix();
+const keys = redisKeys(prefix);
+const START = Date.parse('2026-03-10T00:00:00Z');
+const MARCH = Date.parse('2026-03-01T00:00:00Z');
+const HOUR = 3_600_000;
+const clock = new ManualClock(START + 2 * HOUR);
+let redis: MeteringRedis;
+let organizationCount = 0;
+
+const catalog = {
+  features: { calls: 'metered', soft: 'metered' },
+  plans: {
+    pro: {
+      archived: false,
+      grants: {
+        calls: {
+          kind: 'metered',
+          limit: 10,
+          reset: 'month',
+          anchor: 'calendar',
+          soft: false,
+          rollover: null,
+        },
+        soft: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
+      },
+    },
+  },
+} as unknown as CatalogDoc;
+/** Spent first (priority 1), live from START + 1 h to START + 3 h; then a top-up that never expires. */
+const promo: CreditDoc = {
+  id: 'cr_promo',
+  amount: 5,
+  priority: 1,
+  effectiveAt: START + HOUR,
+  expiresAt: START + 3 * HOUR,
+  createdAt: START - HOUR,
+};
+const topUp: CreditDoc = {
+  id: 'cr_topup',
+  amount: 3,
+  priority: 10,
+  effectiveAt: START - HOUR,
+  expiresAt: null,
+  createdAt: START - 2 * HOUR,
+};
+const alice: SubscriberDoc = {
+  exists: true,
+  plans: ['pro'],
+  overrides: {},
+  credits: { calls: [topUp, promo] },
+};
+const CALLS = `alice|calls|${MARCH}`;
+const SOFT = `alice|soft|${MARCH}`;
+const CREDITS = creditDirtyMember('alice', 'calls');
+
+beforeAll(() => {
+  redis = withMeteringCommands(createRedis(loadConfig()));
+});
+afterAll(async () => {
+  await deleteKeys(redis, `${prefix}:*`);
+  redis.disconnect();
+});
+
+async function organization(client: MeteringRedis = redis) {
+  const org = `org_g${organizationCount++}`;
+  const store = snapshotStore(client, keys);
+  await store.putCatalog(org, { version: 3, doc: catalog });
+  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
+  await publishArrangement(client, keys, org, {
+    plan: null,
+    evalLimit: null,
+    blocking: false,
+    burstPerSecond: 1000,
+  });
+  await client.set(keys.meteredReady(org), '1');
+  return org;
+}
+
+const consume = (org: string, feature: string, amount: number, idempotencyKey = '') =>
+  meteredOperation(
+    { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+    'alice',
+    feature,
+    'c',
+    amount,
+    clock.now(),
+    idempotencyKey,
+    keys,
+    org,
+  );
+
+/** The gate script as the meter calls it: one eval of alice per entry of `evals`, each carrying its operations. */
+const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) =>
+  redis.evalGateBatch(
+    keys.arrangement(org),
+    keys.evalUsage(org, periodOf(clock.now())),
+    keys.burst(org),
+    keys.catalog(org),
+    keys.auth(org),
+    keys.gateBatch(org, batchId),
+    keys.subscriberVersions(org),
+    usageTtlMs(clock.now()),
+    GRACE_PERIOD_MS,
+    GATE_BATCH_MEMORY_MS,
+    '',
+    0,
+    ...gateArguments(
+      evals.map((metered) => ({ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered })),
+      0,
+      () => [
+        keys.meteredBalance(org, ''),
+        keys.usageIdempotency(org, ''),
+        keys.meteredDirty(org),
+        keys.meteredReady(org),
+      ],
+    ),
+    Date.now() + 60_000,
+  );
+/** The settle of a failed call whose evals were all answered non-2xx (a consume's 503). */
+const settle = (org: string, batchId: string) =>
+  redis.evalSettle(
+    keys.arrangement(org),
+    keys.evalUsage(org, periodOf(clock.now())),
+    keys.gateBatch(org, batchId),
+    keys.meteredDirty(org),
+    0,
+    clock.now(),
+    usageTtlMs(clock.now()),
+    GATE_BATCH_MEMORY_MS,
+    keys.meteredBalance(org, ''),
+    keys.usageIdempotency(org, ''),
+  );
+/** The metered pairs (status, value) of a gate reply of `evals` evals. */
+const meteredPairs = (reply: readonly unknown[], evals: number) => reply.slice(GATE_REPLY_HEADER + evals);
+
+/** What a consume changes, as figures (a missing field is 0): used, covered by credits, each credit's spent. */
+async function figures(org: string, client: MeteringRedis = redis) {
+  const [used, covered] = await client.hmget(keys.meteredBalance(org, CALLS), 'u', 'k');
+  const [promoSpent, topUpSpent] = await client.hmget(
+    keys.creditSpent(org, 'alice', 'calls'),
+    'cr_promo',
+    'cr_topup',
+  );
+  const soft = await client.hget(keys.meteredBalance(org, SOFT), 'u');
+  return [used, covered, promoSpent, topUpSpent, soft].map(Number);
+}
+const evalCount = (org: string, client: MeteringRedis = redis) =>
+  client.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
+
+describe('a failed gate call that ran: its settle gives its consumes back (eval-settle-4.lua)', () => {
+  it('undoes consumes of the allowance, of the allowance then two credits, and of a soft overage, exactly', async () => {
+    const org = await organization();
+    // Before: 8 of the allowance of 10 used, by a call that was answered.
+    expect(meteredPairs(await gateBatch(org, 'answered', [[consume(org, 'calls', 8)]]), 1)).toEqual([
+      0,
+      [8, 0, 0, 0, 0],
+    ]);
+    const before = await figures(org);
+    expect(before).toEqual([8, 0, 0, 0, 0]);
+    await redis.del(keys.meteredDirty(org)); // the worker took it
+
+    // The failed call: 3 (2 of the allowance, 1 of the promotion), 6 (4 of the promotion, 2 of the top-up), 12 of a
+    // soft limit of 10, and one that does not fit (refused: nothing to give back).
+    const reply = await gateBatch(org, 'lost', [
+      [consume(org, 'calls', 3), consume(org, 'calls', 6)],
+      [consume(org, 'soft', 12)],
+      [consume(org, 'calls', 5)],
+    ]);
+    expect(meteredPairs(reply, 3)).toEqual([
+      0,
+      [11, 1, 0, 1, 0],
+      0,
+      [17, 7, 0, 5, 2],
+      0,
+      12,
+      1,
+      [17, 7, 0, 5, 2],
+    ]);
+    expect(await figures(org)).toEqual([17, 7, 5, 2, 12]);
+    await redis.del(keys.meteredDirty(org));
+    const revision = Number(await redis.hget(keys.meteredBalance(org, CALLS), 'r'));
+
+    // The eval count goes back to the answered call's one; the three consumes applied are given back.
+    const settled = await settle(org, 'lost');
+    expect(settled.slice(0, 3)).toEqual([0, 1, -3]);
+    expect(settled[4]).toBe(3);
+    expect(await figures(org)).toEqual(before);
+    expect(await evalCount(org)).toBe('1');
+    // Changed like any change: a new revision, and named for the worker (the balances and the credits).
+    expect(Number(await redis.hget(keys.meteredBalance(org, CALLS), 'r'))).toBeGreaterThan(revision);
+    expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS, SOFT, CREDITS].sort());
+  });
+
+  it('gives back into credits partly spent before, leaving what earlier consumes spent', async () => {
+    const org = await organization();
+    await gateBatch(org, 'answered', [[consume(org, 'calls', 11)]]);
+    const before = await figures(org);
+    expect(before).toEqual([11, 1, 1, 0, 0]);
+    await gateBatch(org, 'lost', [[consume(org, 'calls', 6)]]);
+    expect(await figures(org)).toEqual([17, 7, 5, 2, 0]);
+    await settle(org, 'lost');
+    expect(await figures(org)).toEqual(before);
+  });
+
+  it('deletes the record of an idempotent consume it gives back: a retry under its key applies afresh', async () => {
+    const org = await organization();
+    const keyed = consume(org, 'calls', 4, 'retry-me');
+    expect(meteredPairs(await gateBatch(org, 'lost', [[keyed]]), 1)).toEqual([0, [4, 0, 0, 0, 0]]);
+    expect(await redis.exists(keys.usageIdempotency(org, 'retry-me'))).toBe(1);
+
+    await settle(org, 'lost');
+    expect(await redis.exists(keys.usageIdempotency(org, 'retry-me'))).toBe(0);
+    expect(await figures(org)).toEqual([0, 0, 0, 0, 0]);
+    // The client's retry (it was told 503) is applied once, not replayed as applied.
+    expect(meteredPairs(await gateBatch(org, 'retry', [[keyed]]), 1)).toEqual([0, [4, 0, 0, 0, 0]]);
+    expect(meteredPairs(await gateBatch(org, 'replay', [[keyed]]), 1)[0]).toBe(5);
+    expect(await figures(org)).toEqual([4, 0, 0, 0, 0]);
+  });
+
+  it('gives back once: a second settle, and the batch run again, change nothing more', async () => {
+    const org = await organization();
+    await gateBatch(org, 'lost', [[consume(org, 'calls', 3)]]);
+    await settle(org, 'lost');
+    const after = await figures(org);
+    expect(after).toEqual([0, 0, 0, 0, 0]);
+    expect(await settle(org, 'lost')).toEqual([5, 0, 0]);
+    expect(await gateBatch(org, 'lost', [[consume(org, 'calls', 3)]])).toEqual([4]);
+    expect(await figures(org)).toEqual(after);
+    expect(await evalCount(org)).toBe('0');
+  });
+
+  it('marks a batch that never ran settled: arriving late, it changes nothing', async () => {
+    const org = await organization();
+    expect(await settle(org, 'never-ran')).toEqual([0, 0, 0, 0, 0]);
+    expect(await gateBatch(org, 'never-ran', [[consume(org, 'calls', 3, 'late')]])).toEqual([4]);
+    expect(await redis.exists(keys.meteredBalance(org, CALLS), keys.usageIdempotency(org, 'late'))).toBe(0);
+    expect(await redis.scard(keys.meteredDirty(org))).toBe(0);
+  });
+});
+
+describe('the meter meeting a call whose connection dropped after Redis ran it', () => {
+  it('answers it unavailable, and gives its consume back once the settle runs', async () => {
+    const org = await organization();
+    // Its own client: the gate call runs, then its reply is lost as when Redis shuts down before sending it.
+    const client = withMeteringCommands(createRedis(loadConfig()));
+    const dropReply = async (...keysAndArgs: (string | number)[]) => {
+      await client.evalGateBatch(...keysAndArgs);
+      throw new Error('Connection is closed.');
+    };
+    // A view of the client (not a changed method: ioredis's auto-pipelining calls a command by its name).
+    const dropping = new Proxy(client, {
+      get(target, property) {
+        if (property === 'evalGateBatch') return dropReply;
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    try {
+      await client.ping();
+      const meter = createEvalMeter({
+        redis: dropping,
+        keys,
+        loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
+      });
+      const nowMs = clock.now();
+      const failure = await meter
+        .gate({ organizationId: org, subscriberId: 'alice', nowMs, metered: [consume(org, 'calls', 12)] })
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(EvalGateUnavailableError);
+      // It ran: deducted, until the settle.
+      expect(await figures(org)).toEqual([12, 2, 2, 0, 0]);
+      await redis.srem(keys.meteredDirtyOrganizations, org);
+
+      (failure as EvalGateUnavailableError).report(false); // answered 503
+      await meter.settlePending();
+      expect(meter.pendingSettlements()).toBe(0);
+      expect(await figures(org)).toEqual([0, 0, 0, 0, 0]);
+      expect(await evalCount(org)).toBe('0');
+      expect(await redis.sismember(keys.meteredDirtyOrganizations, org)).toBe(1);
+      expect(await redis.sismember(keys.meteredDirty(org), CALLS)).toBe(1);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('a Redis shut down (SIGTERM) with a consume in flight, back with its data', () => {
+  it('answers the consume unavailable, and once Redis is back the settle gives it back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ent-give-back-'));
+    const persisted = [
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--dir',
+      dir,
+      '--enable-debug-command',
+      'local',
+    ];
+    const started = await startOwnRedis(persisted);
+    const port = started.port;
+    let server = started.server;
+    const client = withMeteringCommands(
+      createRedis({ redisUrl: `redis://127.0.0.1:${port}`, redisClusterNodes: [] }),
+    );
+    // Redis runs a client's pipelined commands in one event-loop turn and exits from the cron that follows it when a
+    // SIGTERM came meanwhile, before that turn's replies are sent (decisions.md). The gate call is followed, in the
+    // same write, by a second of DEBUG SLEEP, so the SIGTERM surely comes after the call ran and before its reply.
+    let busyAfter: (() => void) | null = null;
+    const gateThenSleep = (...keysAndArgs: (string | number)[]) => {
+      const call = client.evalGateBatch(...keysAndArgs);
+      if (busyAfter) {
+        client.call('DEBUG', 'SLEEP', '1').catch(() => undefined);
+        busyAfter();
+      }
+      return call;
+    };
+    const busyClient = new Proxy(client, {
+      get(target, property) {
+        if (property === 'evalGateBatch') return gateThenSleep;
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    try {
+      const org = await organization(client);
+      const meter = createEvalMeter({
+        redis: busyClient,
+        keys,
+        loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
+      });
+      const gate = (amount: number) =>
+        meter.gate({
+          organizationId: org,
+          subscriberId: 'alice',
+          nowMs: clock.now(),
+          metered: [consume(org, 'calls', amount)],
+        });
+      expect((await gate(1)).outcome).toBe('counted');
+
+      const sent = new Promise<void>((resolve) => (busyAfter = resolve));
+      const inFlight = gate(12).catch((error: unknown) => error);
+      await sent;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      process.kill(server.child.pid!, 'SIGTERM');
+      const failure = await inFlight;
+      await new Promise<void>((resolve) =>
+        server.child.exitCode !== null ? resolve() : server.child.once('exit', () => resolve()),
+      );
+      expect(failure).toBeInstanceOf(EvalGateUnavailableError);
+      (failure as EvalGateUnavailableError).report(false); // answered 503
+      busyAfter = null;
+
+      server = startRedis(port, persisted);
+      await ownRedisAnswers(server, port);
+      await vi.waitFor(() => expect(client.status).toBe('ready'), { timeout: 10_000 });
+      // It ran before Redis exited (and was persisted): deducted, until the settle.
+      expect(await figures(org, client)).toEqual([13, 3, 3, 0, 0]);
+      await meter.settlePending();
+      expect(meter.pendingSettlements()).toBe(0);
+      expect(await figures(org, client)).toEqual([1, 0, 0, 0, 0]);
+      expect(await evalCount(org, client)).toBe('1');
+    } finally {
+      client.disconnect();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
