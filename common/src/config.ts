@@ -34,6 +34,11 @@ export interface Config {
    */
   internalToken: string;
   bodyLimitBytes: number;
+  /**
+   * How long the gateways gather their last metered figures into a Redis that came back empty before metered answers
+   * resume (503 with Retry-After meanwhile); 0 resumes at once, with only the first gateway's figures and Postgres's.
+   */
+  meteredRefillGatherMs: number;
   /** Bulk imports: how long a silent process keeps an import before another resumes it, and lines per batch. */
   imports: { leaseMs: number; batchSize: number };
   /**
@@ -176,6 +181,14 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: secretsKeyringFromEnv(env, host),
     internalToken: env.INTERNAL_TOKEN || '',
     bodyLimitBytes: positiveInteger(env, 'BODY_LIMIT_BYTES', 1024 * 1024),
+    meteredRefillGatherMs: integerIn(
+      env,
+      'METERED_REFILL_GATHER_MS',
+      3000,
+      0,
+      60_000,
+      'milliseconds between 0 and 60000',
+    ),
     imports: {
       leaseMs: integerIn(env, 'IMPORT_LEASE_MS', 30_000, 1000, 3_600_000, 'milliseconds between 1000 and 3600000'),
       batchSize: integerIn(env, 'IMPORT_BATCH_SIZE', 2000, 1, 10_000, 'an integer between 1 and 10000'),

@@ -27,7 +27,7 @@ const clock = new ManualClock(NOW);
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock });
-  for (let i = 0; i < 2; i++) gateways.push(await gatewayOverAdmin(ctx, { clock }));
+  for (let i = 0; i < 2; i++) gateways.push(await gatewayOverAdmin(ctx, { clock, config: { meteredRefillGatherMs: 0 } }));
   org = await createTestOrganization(ctx.db, 'Credits after Redis');
   await saveArrangement(ctx.db, org.organization_id, {
     plan: 'free',

@@ -81,12 +81,17 @@ const READY_ATTEMPTS = 3;
  * How long after the first gateway merged its figures into a Redis that came back empty the organization stays "not
  * ready", so every gateway serving it meets "not ready" and merges its own last figures too: the last usage before
  * the loss may have been applied through any of them, and a figure merged after answers resumed would come too late
- * (a unit applied on top of a lower figure cannot be told from the lost one). The operations that meet "not ready"
- * wait it out, once per loss: one second, as three held enough of them past clients' timeouts (5 s in the fault
- * matrix) to count evals no client saw. A gateway whose Redis client is still between reconnection attempts (up to
- * 2 s apart) can miss it (decisions.md).
+ * (a unit applied on top of a lower figure cannot be told from the lost one). Three seconds, longer than a gateway's
+ * Redis client waits between reconnection attempts (up to 2 s). Operations that meet "not ready" meanwhile are
+ * answered 503 with Retry-After, not held: held, they outlived clients' timeouts (5 s in the fault matrix) and were
+ * applied for requests no client saw answered (decisions.md).
  */
-const DEFAULT_REFILL_GATHER_MS = 1000;
+const DEFAULT_REFILL_GATHER_MS = 3000;
+
+interface Refill {
+  merged: Promise<void>;
+  done: Promise<void>;
+}
 
 export interface MeteredBalances {
   /**
@@ -142,7 +147,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
-  const refilling = new Map<string, Promise<void>>();
+  const refilling = new Map<string, Refill>();
   const dirtyOrganizations = new Set<string>();
   let flushScheduled = false;
   let quietUntil = 0;
@@ -211,7 +216,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     } else setTimeout(flushDirty, quietUntil - now);
   }
 
-  async function refillOnce(organizationId: string): Promise<void> {
+  async function refillOnce(organizationId: string): Promise<number> {
     const nowMs = clock.now();
     const persisted = await options.loadBalances(organizationId);
     const merged = new Map<string, Merged>();
@@ -269,22 +274,36 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       args.push(keys.creditSpent(organizationId, subscriberId, feature), member, byCredit.size);
       for (const [creditId, figure] of byCredit) args.push(creditId, figure);
     }
-    const ready = keys.meteredReady(organizationId);
-    await redis.meteredRefill(ready, keys.meteredDirty(organizationId), ...args);
-    if (gather === 0) return;
+    await redis.meteredRefill(keys.meteredReady(organizationId), keys.meteredDirty(organizationId), ...args);
+    return gather;
+  }
+
+  /** Marks the organization ready once the gathering that the first merge started has lasted `gather` ms. */
+  async function readyAfterGathering(organizationId: string, gather: number): Promise<void> {
     const started = keys.meteredRefillStarted(organizationId);
     await redis.set(started, String(Date.now()), 'PX', gather * 10, 'NX');
     const firstAt = Number(await redis.get(started)) || Date.now();
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstAt + gather - Date.now())));
-    await redis.set(ready, '1');
+    await redis.set(keys.meteredReady(organizationId), '1');
   }
 
-  const refill = (organizationId: string): Promise<void> => {
+  /**
+   * Starts (once per organization at a time) a refill: `merged` settles when this gateway's figures are in Redis,
+   * `done` when the organization is ready again. Operations wait for `merged` only: during the gathering they are
+   * answered 503 with Retry-After rather than held, so no client waits out its own timeout on a held request.
+   */
+  const refill = (organizationId: string): Refill => {
     const pending = refilling.get(organizationId);
     if (pending) return pending;
-    const promise = refillOnce(organizationId).finally(() => refilling.delete(organizationId));
-    refilling.set(organizationId, promise);
-    return promise;
+    const gathering = refillOnce(organizationId);
+    const done = gathering.then((gather) => (gather > 0 ? readyAfterGathering(organizationId, gather) : undefined));
+    const started: Refill = { merged: gathering.then(() => undefined), done };
+    refilling.set(organizationId, started);
+    done.then(
+      () => refilling.delete(organizationId),
+      () => refilling.delete(organizationId),
+    );
+    return started;
   };
 
   async function applyOnce(
@@ -319,7 +338,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
         for (let attempt = 1; ; attempt++) {
           const outcomes = await applyOnce(organizationId, ops);
           if (attempt < READY_ATTEMPTS && outcomes.some((outcome) => outcome.status === 'not_ready')) {
-            await refill(organizationId);
+            await refill(organizationId).merged;
             continue;
           }
           observe(organizationId, ops, outcomes);
@@ -333,7 +352,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     },
     async refill(organizationId) {
       try {
-        await refill(organizationId);
+        await refill(organizationId).done;
       } catch (error) {
         throw Object.assign(meteredUnavailable(), { cause: error });
       }

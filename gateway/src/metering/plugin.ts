@@ -76,6 +76,7 @@ export const meter = fp<{ meter?: EvalMeter }>(
         keys: app.redisKeys,
         clock: app.clock,
         redisClock,
+        refillGatherMs: app.config.meteredRefillGatherMs,
         loadBalances: (organizationId) => app.adminClient.meteredBalances(organizationId),
       }),
     );

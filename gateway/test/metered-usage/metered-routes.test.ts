@@ -415,6 +415,13 @@ describe('metered features on the gateway', () => {
     const keys = redisKeys(ctx.config.redisKeyPrefix);
     await deleteKeys(ctx.redis, `${keys.meteredBalance(org.organization_id, '')}*`);
     await ctx.redis.del(keys.meteredReady(org.organization_id));
+    // While the gateways gather their figures, metered answers are 503 with Retry-After (nothing applied), on both.
+    const gathering = await check(a, subscriber, { feature: 'calls', consume: 1 });
+    expect(gathering.statusCode).toBe(503);
+    expect(gathering.headers['retry-after']).toBe('1');
+    expect((await check(b, subscriber, { feature: 'tokens' })).statusCode).toBe(503);
+    for (let i = 0; i < 100 && !(await ctx.redis.exists(keys.meteredReady(org.organization_id))); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect((await check(a, subscriber, { feature: 'calls', consume: 1 })).json()).toMatchObject({ used: 7 });
     expect((await check(b, subscriber, { feature: 'tokens' })).json()).toMatchObject({ used: 70 });
   });

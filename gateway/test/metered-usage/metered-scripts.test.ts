@@ -62,7 +62,14 @@ async function organization(options: { ready?: boolean; burst?: number } = {}) {
   return org;
 }
 
-const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: persisted, credits: [] }) });
+const balances = () =>
+  createMeteredBalances({
+    redis,
+    keys,
+    clock,
+    loadBalances: async () => ({ balances: persisted, credits: [] }),
+    refillGatherMs: 0,
+  });
 
 const op = (
   kind: MeteredKind,
