@@ -40,6 +40,18 @@ const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
  * The worker writes a balance and the spent figures of its credits from one read of Redis in one transaction, so
  * these are figures of one instant per balance. Ended periods otherwise stay in Postgres only.
  */
+/** What a refill puts back of each balance. */
+const BALANCE_COLUMNS = [
+  'subscriber_id',
+  'feature_key',
+  'period_start',
+  'period_end',
+  'used',
+  'revision',
+  'covered',
+  'rollover',
+] as const;
+
 export async function refillFigures(
   db: Kysely<Database>,
   organizationId: string,
@@ -54,31 +66,13 @@ export async function refillFigures(
   const [open, ended, credits] = await Promise.all([
     db
       .selectFrom('metered_usage')
-      .select([
-        'subscriber_id',
-        'feature_key',
-        'period_start',
-        'period_end',
-        'used',
-        'revision',
-        'covered',
-        'rollover',
-      ])
+      .select(BALANCE_COLUMNS)
       .where('organization_id', '=', organizationId)
       .where((eb) => eb.or([eb('period_end', 'is', null), eb('period_end', '>', now)]))
       .execute(),
     db
       .selectFrom('metered_usage')
-      .select([
-        'subscriber_id',
-        'feature_key',
-        'period_start',
-        'period_end',
-        'used',
-        'revision',
-        'covered',
-        'rollover',
-      ])
+      .select(BALANCE_COLUMNS)
       .distinctOn(['subscriber_id', 'feature_key'])
       .where('organization_id', '=', organizationId)
       .where('feature_key', 'in', rolloverFeatures)
