@@ -21,7 +21,7 @@ import {
 } from '../../metering/metered-operations.ts';
 import { creditsSpec } from '../../metering/operation-credits.ts';
 import { meteredResultIn } from '@ent/common/resolve/resolve';
-import { resolvedTermsOf, type ResolvedTerms } from './batch-terms.ts';
+import { operationTermsOf, type OperationTerms } from '../../metering/operation-terms.ts';
 
 type Gateway = Pick<
   FastifyInstance,
@@ -89,7 +89,7 @@ function eventOperation(
   entry: SubscriberEntry,
   kind: 'd' | 's',
   amount: number,
-  resolved: ResolvedTerms,
+  resolved: OperationTerms,
   nowMs: number,
   place: CreditPlace,
 ): MeteredOperation {
@@ -148,7 +148,7 @@ export async function applyUsageEvents(
   const entries = await currentEntries(app, request, organizationId, ids, nowMs, 'usage:write', taken);
   const answers: MeteredAnswer[] = new Array(events.length);
   const ops: MeteredOperation[] = [];
-  const resolvedOf: ResolvedTerms[] = [];
+  const resolvedOf: OperationTerms[] = [];
   const at: number[] = [];
   // One for the batch, not one per event.
   const place: CreditPlace = { keys: app.redisKeys, organizationId };
@@ -168,7 +168,7 @@ export async function applyUsageEvents(
       };
     else if (kind !== 'metered') answers[i] = { error: notMetered(event.feature, 'feature') };
     else {
-      const resolved = resolvedTermsOf(entry.catalog.doc, entry.subscriber, event.feature, nowMs);
+      const resolved = operationTermsOf(entry.catalog.doc, entry.subscriber, event.feature, nowMs);
       ops.push(eventOperation(event, entry, operation.kind, operation.amount, resolved, nowMs, place));
       resolvedOf.push(resolved);
       at.push(i);
@@ -182,13 +182,17 @@ export async function applyUsageEvents(
     const op = ops[k]!;
     const outcome = outcomes[k]!;
     if (outcome.status === 'applied' || outcome.status === 'refused') {
-      const { terms, periodStart, resetsAt } = resolvedOf[k]!;
+      const { terms, period } = resolvedOf[k]!;
       answers[at[k]!] = {
         result: meteredResultIn(
           op.feature,
           terms,
-          periodStart,
-          resetsAt,
+          period.startIso ?? new Date(period.startMs).toISOString(),
+          period.endIso !== undefined
+            ? period.endIso
+            : period.endMs === null
+              ? null
+              : new Date(period.endMs).toISOString(),
           outcome.used,
           undefined,
           meteredCreditsOf(op.creditList, outcome.credits),
