@@ -45,13 +45,16 @@ async function versionsOf(org: TestOrganization, subscriberId: string) {
     .executeTakeFirstOrThrow();
   const entries = await ctx.db
     .selectFrom('outbox')
-    .select(['version', 'done_at'])
+    .select(['version', 'done_at', 'created_at', 'next_attempt_at'])
     .where('organization_id', '=', org.organization_id)
     .where('kind', '=', 'subscriber')
     .where('subject', '=', subscriberId)
     .orderBy('version')
     .execute();
   expect(entries.every((e) => e.done_at !== null)).toBe(true);
+  // Left to the runner for its lease (30 s): the relay publishes them only if the runner died first.
+  for (const e of entries)
+    expect(e.next_attempt_at.getTime() - e.created_at.getTime()).toBeGreaterThanOrEqual(29_000);
   return { version: Number(subscriber.version), outbox: entries.map((e) => Number(e.version)) };
 }
 

@@ -42,6 +42,8 @@ export interface BatchContext {
   catalogLimits: CatalogLimits;
   /** The batch's clock: a credit's defaults and the live credits it is counted against. */
   nowMs: number;
+  /** How long the relay leaves the batch's subscriber outbox entries to the runner (bumpSubscribers). */
+  relayAfterMs: number;
 }
 
 /** Record types in the order a batch applies them: each only refers to the ones before it. */
@@ -241,7 +243,7 @@ async function flushBulk(
   written: SubscribersWritten,
 ) {
   if (changed.size === 0) return;
-  await bumpSubscribers(trx, ctx.organizationId, [...changed], written.versions);
+  await bumpSubscribers(trx, ctx.organizationId, [...changed], written.versions, ctx.relayAfterMs);
   for (const id of changed) batch.subscribersChanged.add(id);
   changed.clear();
   // Written rows are this transaction's still, but a later change to them (an override, a credit) bumps again.

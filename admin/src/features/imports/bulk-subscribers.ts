@@ -176,27 +176,31 @@ export async function applySubscriptions(
 
 /**
  * One version bump and one outbox entry per changed subscriber (versions.ts's rule, for a batch at once); those in
- * `bumped` (written by the subscriber lines, versions.ts's bump included) only get their outbox entry.
+ * `bumped` (written by the subscriber lines, versions.ts's bump included) only get their outbox entry. The entries
+ * are due to the relay after `relayAfterMs` only: the runner publishes them itself right after the commit, and the
+ * relay racing it would publish every subscriber twice (it still does when the runner dies before publishing).
  */
 export async function bumpSubscribers(
   trx: Transaction<Database>,
   organizationId: string,
   subscriberIds: readonly string[],
-  bumped: ReadonlyMap<string, number> = new Map(),
+  bumped: ReadonlyMap<string, number>,
+  relayAfterMs: number,
 ): Promise<void> {
   const changed = new Set(subscriberIds);
   const ids = subscriberIds.filter((id) => !bumped.has(id)).sort();
   const already = [...bumped].filter(([id]) => changed.has(id));
+  const due = sql`now() + make_interval(secs => ${relayAfterMs / 1000})`;
   await sql`
     WITH bumped AS (
       UPDATE subscribers SET version = version + 1, updated_at = now()
       WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${ids}::text[])
       RETURNING subscriber_id, version
     )
-    INSERT INTO outbox (organization_id, kind, subject, version)
-    SELECT ${organizationId}, 'subscriber', subscriber_id, version FROM bumped
+    INSERT INTO outbox (organization_id, kind, subject, version, next_attempt_at)
+    SELECT ${organizationId}, 'subscriber', subscriber_id, version, ${due} FROM bumped
     UNION ALL
-    SELECT ${organizationId}, 'subscriber', w.subject, w.version
+    SELECT ${organizationId}, 'subscriber', w.subject, w.version, ${due}
     FROM unnest(${already.map(([id]) => id)}::text[], ${already.map(([, version]) => version)}::bigint[])
       AS w(subject, version)
   `.execute(trx);
