@@ -51,7 +51,11 @@ export async function insertReceivingImport(
     .execute();
 }
 
-/** Appends staged lines, counting them on the import and holding its lease while the body streams in. */
+/**
+ * Appends staged lines, counting them on the import and holding its lease while the body streams in. The lines go as
+ * one JSON document (one stringify here, one jsonb parse in Postgres), not as arrays: node-pg escapes every element
+ * of an array literal, and Postgres parses each record again from it.
+ */
 export async function stageLines(
   db: Db,
   importId: string,
@@ -64,12 +68,8 @@ export async function stageLines(
     WITH staged AS (
       INSERT INTO import_lines (import_id, line, type, key, record, result, error)
       SELECT ${importId}, l.line, l.type, l.key, l.record, l.result, l.error
-      FROM unnest(
-        ${lines.map((l) => l.line)}::int[], ${lines.map((l) => l.type)}::text[], ${lines.map((l) => l.key)}::text[],
-        ${lines.map((l) => (l.record === null ? null : JSON.stringify(l.record)))}::jsonb[],
-        ${lines.map((l) => l.result)}::text[],
-        ${lines.map((l) => (l.error === null ? null : JSON.stringify(l.error)))}::jsonb[]
-      ) AS l(line, type, key, record, result, error)
+      FROM jsonb_to_recordset(${JSON.stringify(lines)}::jsonb)
+        AS l(line int, type text, key text, record jsonb, result text, error jsonb)
       RETURNING 1
     )
     UPDATE imports SET lines = lines + (SELECT count(*) FROM staged), failed = failed + ${failed},
