@@ -176,6 +176,16 @@ describe('POST /org/imports', () => {
         .lines.filter((l: { result: string }) => l.result === 'applied')
         .map((l: { line: number }) => l.line),
     ).toEqual([1, 9]);
+    // Applied lines are not rewritten with their result (the cursor says it): the filter still finds them.
+    const applied = await ctx.app.inject({
+      method: 'GET',
+      url: `/org/imports/${done.import_id}/lines?result=applied`,
+      headers: org.headers,
+    });
+    expect(applied.json().lines.map((l: { line: number; result: string }) => [l.line, l.result])).toEqual([
+      [1, 'applied'],
+      [9, 'applied'],
+    ]);
   });
 
   it('validates only on a dry run, checking later lines against the records earlier ones would make', async () => {

@@ -122,8 +122,12 @@ export async function runImport(): Promise<ImportResult> {
   try {
     const env = { ...world.env, IMPORT_BATCH_SIZE: String(batchSize) };
     const gatewayPort = await freePort();
-    const admin = startNode('admin/src/server.ts', env);
-    startNode('admin/src/worker.ts', env);
+    // BENCH_CPU_PROF=<dir> writes admin's and the worker's CPU profiles there (where an import spends its CPU).
+    const cpuProfile = process.env.BENCH_CPU_PROF
+      ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] }
+      : {};
+    const admin = startNode('admin/src/server.ts', env, cpuProfile);
+    startNode('admin/src/worker.ts', env, cpuProfile);
     startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(gatewayPort) });
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     await Promise.all([world.adminUrl, gatewayUrl].map((u) => healthy(`${u}/healthz`)));

@@ -16,7 +16,12 @@ import type {
   SubscriptionLine,
 } from '@ent/contract/import-lines';
 import type { AppliedResult } from './results.ts';
-import { applySubscribers, applySubscriptions, bumpSubscribers } from './bulk-subscribers.ts';
+import {
+  applySubscribers,
+  applySubscriptions,
+  bumpSubscribers,
+  type SubscribersWritten,
+} from './bulk-subscribers.ts';
 import { applyCredits, type CreditSpentSeed } from './bulk-credits.ts';
 
 export interface BatchLine {
@@ -37,6 +42,8 @@ export interface BatchContext {
   catalogLimits: CatalogLimits;
   /** The batch's clock: a credit's defaults and the live credits it is counted against. */
   nowMs: number;
+  /** How long the relay leaves the batch's subscriber outbox entries to the runner (bumpSubscribers). */
+  relayAfterMs: number;
 }
 
 /** Record types in the order a batch applies them: each only refers to the ones before it. */
@@ -159,6 +166,13 @@ export async function applyBatch(
     byType.set(line.record.type, group);
   }
   const bulkChanged = new Set<string>();
+  // What the subscriber lines wrote (version bump included) until the next flush: written once, not bumped again.
+  const written: SubscribersWritten = {
+    results: new Map(),
+    changed: new Set(),
+    versions: new Map(),
+    created: new Set(),
+  };
   for (const type of ORDER) {
     const group = byType.get(type);
     if (!group) continue;
@@ -169,6 +183,8 @@ export async function applyBatch(
         group.map(({ line, record }) => ({ line, record: record as SubscriberLine })),
       );
       mergeBulk(batch, bulkChanged, applied);
+      written.versions = applied.versions;
+      written.created = applied.created;
       continue;
     }
     if (type === 'subscription') {
@@ -176,6 +192,7 @@ export async function applyBatch(
         trx,
         ctx.organizationId,
         group.map(({ line, record }) => ({ line, record: record as SubscriptionLine })),
+        written,
       );
       mergeBulk(batch, bulkChanged, applied);
       continue;
@@ -193,7 +210,7 @@ export async function applyBatch(
     }
     if (bulkChanged.size > 0 && type === 'override') {
       // Overrides lock their subscriber through the service: bump what the bulk part changed first, in one go.
-      await flushBulk(trx, ctx, batch, bulkChanged);
+      await flushBulk(trx, ctx, batch, bulkChanged, written);
     }
     for (const { line, record } of group) {
       const result =
@@ -205,7 +222,7 @@ export async function applyBatch(
       batch.results.set(line, result);
     }
   }
-  await flushBulk(trx, ctx, batch, bulkChanged);
+  await flushBulk(trx, ctx, batch, bulkChanged, written);
   return batch;
 }
 
@@ -223,9 +240,13 @@ async function flushBulk(
   ctx: BatchContext,
   batch: BatchOutcome,
   changed: Set<string>,
+  written: SubscribersWritten,
 ) {
   if (changed.size === 0) return;
-  await bumpSubscribers(trx, ctx.organizationId, [...changed]);
+  await bumpSubscribers(trx, ctx.organizationId, [...changed], written.versions, ctx.relayAfterMs);
   for (const id of changed) batch.subscribersChanged.add(id);
   changed.clear();
+  // Written rows are this transaction's still, but a later change to them (an override, a credit) bumps again.
+  written.versions = new Map();
+  written.created = new Set();
 }

@@ -32,16 +32,25 @@ export function lastById<T>(
   return byId;
 }
 
+/** Subscribers the subscriber lines wrote: their rows are this transaction's, their versions already bumped. */
+export interface SubscribersWritten extends BulkResult {
+  /** Each written subscriber's new version (its outbox entry's). */
+  versions: Map<string, number>;
+  /** Those the batch created: no other transaction sees them, and they have no subscriptions yet. */
+  created: Set<string>;
+}
+
 /**
  * Subscribers upserted by id in two statements: lines naming a `name` insert or rename (only when it differs); lines
  * without one insert or leave the subscriber as it is (PATCH's reading of an absent field). RETURNING tells applied
- * from unchanged.
+ * from unchanged. The version bump (versions.ts's rule, once per batch) is part of the same write: a created
+ * subscriber starts at 1, a renamed one goes up by one, and the batch's end does not write those rows again.
  */
 export async function applySubscribers(
   trx: Transaction<Database>,
   organizationId: string,
   lines: readonly Lined<SubscriberLine>[],
-): Promise<BulkResult> {
+): Promise<SubscribersWritten> {
   const byId = lastById(lines, (record) => record.subscriber_id);
   const named: { id: string; name: string | null }[] = [];
   const unnamed: string[] = [];
@@ -50,32 +59,41 @@ export async function applySubscribers(
     if (winner.name === undefined) unnamed.push(id);
     else named.push({ id, name: winner.name });
   }
-  const changed = new Set<string>();
+  const versions = new Map<string, number>();
+  const created = new Set<string>();
+  const written = (rows: readonly { subscriber_id: string; version: string; inserted: boolean }[]) => {
+    for (const row of rows) {
+      versions.set(row.subscriber_id, Number(row.version));
+      if (row.inserted) created.add(row.subscriber_id);
+    }
+  };
+  // xmax is 0 on a row this statement inserted, and this transaction's id on one it updated.
   if (named.length > 0) {
-    const { rows } = await sql<{ subscriber_id: string }>`
-      INSERT INTO subscribers (organization_id, subscriber_id, name)
-      SELECT ${organizationId}, i.id, i.name FROM unnest(${named.map((n) => n.id)}::text[], ${named.map((n) => n.name)}::text[]) AS i(id, name)
-      ON CONFLICT (organization_id, subscriber_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now()
+    const { rows } = await sql<{ subscriber_id: string; version: string; inserted: boolean }>`
+      INSERT INTO subscribers (organization_id, subscriber_id, name, version)
+      SELECT ${organizationId}, i.id, i.name, 1 FROM unnest(${named.map((n) => n.id)}::text[], ${named.map((n) => n.name)}::text[]) AS i(id, name)
+      ON CONFLICT (organization_id, subscriber_id) DO UPDATE
+        SET name = EXCLUDED.name, updated_at = now(), version = subscribers.version + 1
         WHERE subscribers.name IS DISTINCT FROM EXCLUDED.name
-      RETURNING subscriber_id
+      RETURNING subscriber_id, version, xmax = 0 AS inserted
     `.execute(trx);
-    for (const row of rows) changed.add(row.subscriber_id);
+    written(rows);
   }
   if (unnamed.length > 0) {
-    const { rows } = await sql<{ subscriber_id: string }>`
-      INSERT INTO subscribers (organization_id, subscriber_id)
-      SELECT ${organizationId}, i.id FROM unnest(${unnamed}::text[]) AS i(id)
+    const { rows } = await sql<{ subscriber_id: string; version: string; inserted: boolean }>`
+      INSERT INTO subscribers (organization_id, subscriber_id, version)
+      SELECT ${organizationId}, i.id, 1 FROM unnest(${unnamed}::text[]) AS i(id)
       ON CONFLICT (organization_id, subscriber_id) DO NOTHING
-      RETURNING subscriber_id
+      RETURNING subscriber_id, version, xmax = 0 AS inserted
     `.execute(trx);
-    for (const row of rows) changed.add(row.subscriber_id);
+    written(rows);
   }
   const results = new Map<number, AppliedResult>();
   for (const [id, same] of byId) {
-    const result: AppliedResult = { result: changed.has(id) ? 'applied' : 'unchanged' };
+    const result: AppliedResult = { result: versions.has(id) ? 'applied' : 'unchanged' };
     for (const { line } of same) results.set(line, result);
   }
-  return { results, changed };
+  return { results, changed: new Set(versions.keys()), versions, created };
 }
 
 /**
@@ -88,8 +106,12 @@ export async function applySubscriptions(
   trx: Transaction<Database>,
   organizationId: string,
   lines: readonly Lined<SubscriptionLine>[],
+  written: Pick<SubscribersWritten, 'versions' | 'created'> = { versions: new Map(), created: new Set() },
 ): Promise<BulkResult> {
-  const subscriberIds = [...new Set(lines.map((l) => l.record.subscriber_id))].sort();
+  const named = [...new Set(lines.map((l) => l.record.subscriber_id))];
+  // Rows the batch wrote are locked by that write already; the ones it created have no subscriptions to look up.
+  const subscriberIds = named.filter((id) => !written.versions.has(id)).sort();
+  const withSubscriptions = named.filter((id) => !written.created.has(id));
   const planKeys = [...new Set(lines.map((l) => l.record.plan_id))];
   const { rows: subscribers } = await sql<{ subscriber_id: string }>`
     SELECT subscriber_id FROM subscribers
@@ -102,9 +124,9 @@ export async function applySubscriptions(
   `.execute(trx);
   const { rows: active } = await sql<{ subscriber_id: string; plan_id: string }>`
     SELECT subscriber_id, plan_id FROM subscriptions
-    WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${subscriberIds}::text[]) AND status = 'active'
+    WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${withSubscriptions}::text[]) AND status = 'active'
   `.execute(trx);
-  const existing = new Set(subscribers.map((s) => s.subscriber_id));
+  const existing = new Set([...written.versions.keys(), ...subscribers.map((s) => s.subscriber_id)]);
   const planByKey = new Map(plans.map((p) => [p.key, p]));
   const activePairs = new Set(active.map((a) => `${a.subscriber_id}\u0000${a.plan_id}`));
   const results = new Map<number, AppliedResult>();
@@ -152,20 +174,34 @@ export async function applySubscriptions(
   return { results, changed: new Set(created.map((c) => c.subscriberId)) };
 }
 
-/** One version bump and one outbox entry per changed subscriber (versions.ts's rule, for a batch at once). */
+/**
+ * One version bump and one outbox entry per changed subscriber (versions.ts's rule, for a batch at once); those in
+ * `bumped` (written by the subscriber lines, versions.ts's bump included) only get their outbox entry. The entries
+ * are due to the relay after `relayAfterMs` only: the runner publishes them itself right after the commit, and the
+ * relay racing it would publish every subscriber twice (it still does when the runner dies before publishing).
+ */
 export async function bumpSubscribers(
   trx: Transaction<Database>,
   organizationId: string,
   subscriberIds: readonly string[],
+  bumped: ReadonlyMap<string, number>,
+  relayAfterMs: number,
 ): Promise<void> {
-  const ids = [...subscriberIds].sort();
+  const changed = new Set(subscriberIds);
+  const ids = subscriberIds.filter((id) => !bumped.has(id)).sort();
+  const already = [...bumped].filter(([id]) => changed.has(id));
+  const due = sql`now() + make_interval(secs => ${relayAfterMs / 1000})`;
   await sql`
     WITH bumped AS (
       UPDATE subscribers SET version = version + 1, updated_at = now()
       WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${ids}::text[])
       RETURNING subscriber_id, version
     )
-    INSERT INTO outbox (organization_id, kind, subject, version)
-    SELECT ${organizationId}, 'subscriber', subscriber_id, version FROM bumped
+    INSERT INTO outbox (organization_id, kind, subject, version, next_attempt_at)
+    SELECT ${organizationId}, 'subscriber', subscriber_id, version, ${due} FROM bumped
+    UNION ALL
+    SELECT ${organizationId}, 'subscriber', w.subject, w.version, ${due}
+    FROM unnest(${already.map(([id]) => id)}::text[], ${already.map(([, version]) => version)}::bigint[])
+      AS w(subject, version)
   `.execute(trx);
 }

@@ -111,7 +111,13 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     }
     const outcome = await applyBatch(
       trx,
-      { organizationId: current.organization_id, catalogLimits: deps.catalogLimits, nowMs: Date.now() },
+      {
+        organizationId: current.organization_id,
+        catalogLimits: deps.catalogLimits,
+        nowMs: Date.now(),
+        // A runner that dies before publishing leaves them to the relay once its lease is over too.
+        relayAfterMs: options.leaseMs,
+      },
       pending.map((p) => ({ line: p.line, record: p.record as unknown as ImportRecordLine })),
     );
     // Before the commit: once the credit is published, a gateway without its figure would spend it from 0. A batch

@@ -46,7 +46,7 @@ export async function listImportLines(
 ) {
   const row = await findImport(db, organizationId, importId);
   if (!row || row.status === 'receiving') throw importNotFound(importId);
-  const rows = await listLines(db, importId, filter);
+  const rows = await listLines(db, importId, row.applied_through, filter);
   const page = rows.slice(0, filter.limit);
   return {
     lines: page.map((line) => ({

@@ -51,7 +51,11 @@ export async function insertReceivingImport(
     .execute();
 }
 
-/** Appends staged lines, counting them on the import and holding its lease while the body streams in. */
+/**
+ * Appends staged lines, counting them on the import and holding its lease while the body streams in. The lines go as
+ * one JSON document (one stringify here, one jsonb parse in Postgres), not as arrays: node-pg escapes every element
+ * of an array literal, and Postgres parses each record again from it.
+ */
 export async function stageLines(
   db: Db,
   importId: string,
@@ -64,12 +68,8 @@ export async function stageLines(
     WITH staged AS (
       INSERT INTO import_lines (import_id, line, type, key, record, result, error)
       SELECT ${importId}, l.line, l.type, l.key, l.record, l.result, l.error
-      FROM unnest(
-        ${lines.map((l) => l.line)}::int[], ${lines.map((l) => l.type)}::text[], ${lines.map((l) => l.key)}::text[],
-        ${lines.map((l) => (l.record === null ? null : JSON.stringify(l.record)))}::jsonb[],
-        ${lines.map((l) => l.result)}::text[],
-        ${lines.map((l) => (l.error === null ? null : JSON.stringify(l.error)))}::jsonb[]
-      ) AS l(line, type, key, record, result, error)
+      FROM jsonb_to_recordset(${JSON.stringify(lines)}::jsonb)
+        AS l(line int, type text, key text, record jsonb, result text, error jsonb)
       RETURNING 1
     )
     UPDATE imports SET lines = lines + (SELECT count(*) FROM staged), failed = failed + ${failed},
@@ -155,8 +155,9 @@ export async function lastStagedLine(trx: Transaction<Database>, importId: strin
 }
 
 /**
- * The batch's line results and the import's counters and cursor, in the batch's transaction. Records are dropped
- * once applied, except a plan line's that sets `archived` (a catalog's few): the archiving waits for the import's end.
+ * The batch's line results and the import's counters and cursor, in the batch's transaction. Only the results that
+ * are not `applied` are written: a line the cursor has passed that is still `pending` was applied (see
+ * `resultUnderCursor`), so the common case, a batch of new records, rewrites none of its staged lines.
  */
 export async function recordBatch(
   trx: Transaction<Database>,
@@ -166,13 +167,14 @@ export async function recordBatch(
   leaseMs: number,
 ): Promise<void> {
   const count = (result: LineResult['result']) => results.filter((r) => r.result === result).length;
-  await sql`
-    UPDATE import_lines AS il SET result = r.result, error = r.error,
-      record = CASE WHEN il.type = 'plan' AND il.record ? 'archived' THEN il.record END
-    FROM unnest(${results.map((r) => r.line)}::int[], ${results.map((r) => r.result)}::text[],
-      ${results.map((r) => (r.error === null ? null : JSON.stringify(r.error)))}::jsonb[]) AS r(line, result, error)
-    WHERE il.import_id = ${importId} AND il.line = r.line
-  `.execute(trx);
+  const written = results.filter((r) => r.result !== 'applied');
+  if (written.length > 0)
+    await sql`
+      UPDATE import_lines AS il SET result = r.result, error = r.error
+      FROM unnest(${written.map((r) => r.line)}::int[], ${written.map((r) => r.result)}::text[],
+        ${written.map((r) => (r.error === null ? null : JSON.stringify(r.error)))}::jsonb[]) AS r(line, result, error)
+      WHERE il.import_id = ${importId} AND il.line = r.line
+    `.execute(trx);
   await trx
     .updateTable('imports')
     .set({
@@ -185,6 +187,10 @@ export async function recordBatch(
     .where('id', '=', importId)
     .execute();
 }
+
+/** A line's result: `pending` at or under the import's cursor is `applied` (recordBatch writes the others only). */
+const resultUnderCursor = (appliedThrough: number) =>
+  sql<ImportLineResult>`CASE WHEN result = 'pending' AND line <= ${appliedThrough} THEN 'applied' ELSE result END`;
 
 export async function finishImport(
   db: Db,
@@ -264,18 +270,20 @@ export function firstErrors(db: Db, importId: string) {
 export function listLines(
   db: Db,
   importId: string,
+  appliedThrough: number,
   filter: { limit: number; startingAfter?: number; result?: ImportLineResult },
 ) {
   let query = db
     .selectFrom('import_lines')
-    .select(['line', 'type', 'key', 'result', 'error'])
+    .select(['line', 'type', 'key', resultUnderCursor(appliedThrough).as('result'), 'error'])
     .where('import_id', '=', importId);
   if (filter.startingAfter !== undefined) query = query.where('line', '>', filter.startingAfter);
   // A line its batch has not reached yet has no result to list.
-  query =
-    filter.result !== undefined
-      ? query.where('result', '=', filter.result)
-      : query.where('result', '<>', 'pending');
+  if (filter.result === undefined)
+    query = query.where((eb) => eb.or([eb('result', '<>', 'pending'), eb('line', '<=', appliedThrough)]));
+  else if (filter.result === 'applied')
+    query = query.where('result', '=', 'pending').where('line', '<=', appliedThrough);
+  else query = query.where('result', '=', filter.result);
   return query
     .orderBy('line')
     .limit(filter.limit + 1)
@@ -283,14 +291,15 @@ export function listLines(
 }
 
 /**
- * The plans this import archives at its end: those whose last applied line that sets `archived` sets it true (an
- * absent `archived` leaves the plan as it is).
+ * The plans this import archives at its end (every line is under the cursor then, so `pending` is applied): those
+ * whose last applied line that sets `archived` sets it true (an absent `archived` leaves the plan as it is).
  */
 export async function plansArchivedBy(db: Db, importId: string): Promise<string[]> {
   const { rows } = await sql<{ key: string }>`
     SELECT key FROM (
       SELECT DISTINCT ON (key) key, record FROM import_lines
-      WHERE import_id = ${importId} AND type = 'plan' AND result IN ('applied', 'unchanged') AND record IS NOT NULL
+      WHERE import_id = ${importId} AND type = 'plan' AND result IN ('pending', 'unchanged')
+        AND record ? 'archived'
       ORDER BY key, line DESC
     ) AS last
     WHERE (last.record ->> 'archived')::boolean
