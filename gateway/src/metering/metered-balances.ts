@@ -240,8 +240,10 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     for (const credit of persisted.credits)
       raiseSpent(credit.subscriberId, credit.feature, credit.creditId, credit.spent);
     const prefix = `${organizationId}\n`;
+    let knownHere = false;
     for (const [key, figure] of figures.entries()) {
       if (!key.startsWith(prefix)) continue;
+      knownHere = true;
       figure.credits?.forEach(([creditId], i) => {
         const figureSpent = figure.spent?.[i] ?? 0;
         if (figureSpent > 0) raiseSpent(figure.subscriberId, figure.feature, creditId, figureSpent);
@@ -259,8 +261,9 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
           rollover: figure.rollover,
         });
     }
-    // Nothing known anywhere (an organization's first metered operation): nothing to gather either.
-    const gather = merged.size > 0 || spent.size > 0 ? gatherMs : 0;
+    // No balance known anywhere (an organization's first metered operation, or one just imported: credits' spent alone
+    // came with no usage to lose): nothing to gather; answers resume at once.
+    const gather = merged.size > 0 || knownHere ? gatherMs : 0;
     const args: (string | number)[] = [
       keys.meteredBalance(organizationId, ''),
       gather > 0 ? '0' : '1',
@@ -296,7 +299,9 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     const pending = refilling.get(organizationId);
     if (pending) return pending;
     const gathering = refillOnce(organizationId);
-    const done = gathering.then((gather) => (gather > 0 ? readyAfterGathering(organizationId, gather) : undefined));
+    const done = gathering.then((gather) =>
+      gather > 0 ? readyAfterGathering(organizationId, gather) : undefined,
+    );
     const started: Refill = { merged: gathering.then(() => undefined), done };
     refilling.set(organizationId, started);
     done.then(

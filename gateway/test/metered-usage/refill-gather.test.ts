@@ -90,3 +90,35 @@ describe('a refill after Redis came back empty', () => {
     expect(await b.apply(org, [consume(1)])).toEqual([{ status: 'refused', used: 10 }]);
   });
 });
+
+describe('an organization no gateway and no Postgres knows a balance of', () => {
+  it('answers its first metered operation at once, even with credits persisted (a new or imported organization)', async () => {
+    const fresh = 'org_fresh';
+    const store = snapshotStore(redis, keys);
+    await store.putCatalog(fresh, { version: 3, doc: catalog });
+    await store.putSubscriber(fresh, 'alice', { version: 5, doc: alice });
+    const gateway = createMeteredBalances({
+      redis,
+      keys,
+      clock,
+      loadBalances: async () => ({
+        balances: [],
+        credits: [{ subscriberId: 'alice', feature: 'calls', creditId: 'cr_imported', spent: 2 }],
+      }),
+      refillGatherMs: 60_000,
+    });
+    const op = meteredOperation(
+      { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+      'alice',
+      'calls',
+      'c',
+      1,
+      clock.now(),
+      '',
+      keys,
+      fresh,
+    );
+    expect(await gateway.apply(fresh, [op])).toEqual([{ status: 'applied', used: 1 }]);
+    expect(await redis.hget(keys.creditSpent(fresh, 'alice', 'calls'), 'cr_imported')).toBe('2');
+  });
+});
