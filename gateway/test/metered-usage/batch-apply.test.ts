@@ -1,13 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import type { CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   meteredOperation,
   type MeteredKind,
   type MeteredOperation,
   type MeteredOutcome,
 } from '../../src/metering/metered-operations.ts';
+import { proMeteredCatalog } from '../../../test-support/metered-documents.ts';
 import {
   OPEN_ARRANGEMENT,
   SEEDED_VERSIONS,
@@ -29,27 +30,12 @@ const FEBRUARY = Date.parse('2026-02-10T00:00:00Z');
 const HOUR = 3_600_000;
 const clock = new ManualClock(START);
 
-const catalog = {
-  features: { hard: 'metered', soft: 'metered', open: 'metered', rolls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        hard: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
-        soft: { kind: 'metered', limit: 3, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-        open: {
-          kind: 'metered',
-          limit: null,
-          reset: 'never',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        rolls: { kind: 'metered', limit: 4, reset: 'month', anchor: 'calendar', soft: false, rollover: 3 },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({
+  hard: { limit: 5 },
+  soft: { limit: 3, soft: true },
+  open: { limit: null, reset: 'never' },
+  rolls: { limit: 4, rollover: 3 },
+});
 const FEATURES = ['hard', 'soft', 'open', 'rolls'] as const;
 
 const credit = (id: string, amount: number, priority: number, expiresAt: number | null): CreditDoc => ({

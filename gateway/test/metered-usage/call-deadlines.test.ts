@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { periodOf, usageTtlMs } from '@ent/common/metering/period';
-import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
 import { createEvalMeter } from '../../src/metering/meter.ts';
 import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
@@ -14,6 +13,7 @@ import {
 import type { RedisClock } from '../../src/metering/redis-clock.ts';
 import { CALL_EXPIRED, GATE_REPLY_HEADER } from '../../src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
+import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
 import {
   SEEDED_VERSIONS,
   gateBatchCall,
@@ -24,16 +24,8 @@ import {
 const { keys, redis } = meteringTestRedis();
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
 
-const catalog = {
-  features: { calls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: { calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false } },
-    },
-  },
-} as unknown as CatalogDoc;
-const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+const catalog = proMeteredCatalog({ calls: { limit: 10 } });
+const alice = proSubscriber;
 
 const organization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
 

@@ -7,7 +7,7 @@ import { loadConfig } from '@ent/common/config';
 import { periodOf } from '@ent/common/metering/period';
 import { createRedis } from '@ent/common/redis/connect';
 import { creditDirtyMember } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
 import { createEvalMeter } from '../../src/metering/meter.ts';
 import { meteredOperation, type MeteredOperation } from '../../src/metering/metered-operations.ts';
@@ -19,6 +19,7 @@ import {
   seededOrganizations,
   settleCall,
 } from '../../../test-support/metering-redis.ts';
+import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
 import { ownRedisAnswers, startOwnRedis, startRedis } from '../processes.ts';
 
 const { keys, redis } = meteringTestRedis();
@@ -27,42 +28,9 @@ const MARCH = Date.parse('2026-03-01T00:00:00Z');
 const HOUR = 3_600_000;
 const clock = new ManualClock(START + 2 * HOUR);
 
-const catalog = {
-  features: { calls: 'metered', soft: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        calls: {
-          kind: 'metered',
-          limit: 10,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        soft: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({ calls: { limit: 10 }, soft: { limit: 10, soft: true } });
 /** Spent first (priority 1), live from START + 1 h to START + 3 h; then a top-up that never expires. */
-const promo: CreditDoc = {
-  id: 'cr_promo',
-  amount: 5,
-  priority: 1,
-  effectiveAt: START + HOUR,
-  expiresAt: START + 3 * HOUR,
-  createdAt: START - HOUR,
-};
-const topUp: CreditDoc = {
-  id: 'cr_topup',
-  amount: 3,
-  priority: 10,
-  effectiveAt: START - HOUR,
-  expiresAt: null,
-  createdAt: START - 2 * HOUR,
-};
+const { promo, topUp } = promotionAndTopUp(START);
 const alice: SubscriberDoc = {
   exists: true,
   plans: ['pro'],

@@ -3,13 +3,14 @@ import { ManualClock } from '@ent/common/clock';
 import { rolloverCreditId } from '@ent/common/metering/credits';
 import { withScripts } from '@ent/common/redis/commands';
 import { creditDirtyMember } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   answerOf,
   meteredOperation,
   type MeteredKind,
   type MeteredOutcome,
 } from '../../src/metering/metered-operations.ts';
+import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
 import {
   SEEDED_VERSIONS,
   meteringTestRedis,
@@ -25,43 +26,10 @@ const APRIL = Date.parse('2026-04-01T00:00:00Z');
 const HOUR = 3_600_000;
 const clock = new ManualClock(START);
 
-const catalog = {
-  features: { calls: 'metered', rolls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        calls: {
-          kind: 'metered',
-          limit: 10,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        rolls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false, rollover: 4 },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({ calls: { limit: 10 }, rolls: { limit: 10, rollover: 4 } });
 
 /** A promotional credit live from START + 1 h to START + 3 h, spent first; a top-up that never expires. */
-const promo: CreditDoc = {
-  id: 'cr_promo',
-  amount: 5,
-  priority: 1,
-  effectiveAt: START + HOUR,
-  expiresAt: START + 3 * HOUR,
-  createdAt: START - HOUR,
-};
-const topUp: CreditDoc = {
-  id: 'cr_topup',
-  amount: 3,
-  priority: 10,
-  effectiveAt: START - HOUR,
-  expiresAt: null,
-  createdAt: START - 2 * HOUR,
-};
+const { promo, topUp } = promotionAndTopUp(START);
 const alice: SubscriberDoc = {
   exists: true,
   plans: ['pro'],

@@ -2,9 +2,10 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { creditDirtyMember } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import type { CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { answerOf, meteredOperation, type MeteredKind } from '../../src/metering/metered-operations.ts';
+import { proMeteredCatalog } from '../../../test-support/metered-documents.ts';
 import { meteringTestRedis, unpersistedBalances } from '../../../test-support/metering-redis.ts';
 import { applyModel, modelAnswer, modelState, type ModelOperation } from './credit-model.ts';
 
@@ -14,27 +15,12 @@ const START = Date.parse('2026-03-10T00:00:00Z');
 const clock = new ManualClock(START);
 
 /** Limits of every kind: hard, soft, unlimited, none left; all monthly, so the test's days stay in one period. */
-const catalog = {
-  features: { hard: 'metered', soft: 'metered', open: 'metered', none: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        hard: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
-        soft: { kind: 'metered', limit: 3, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-        open: {
-          kind: 'metered',
-          limit: null,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        none: { kind: 'metered', limit: 0, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({
+  hard: { limit: 5 },
+  soft: { limit: 3, soft: true },
+  open: { limit: null },
+  none: { limit: 0 },
+});
 const TERMS = {
   hard: { limit: 5, soft: false },
   soft: { limit: 3, soft: true },

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { createMeteredBalances, type PersistedFigures } from '../../src/metering/metered-balances.ts';
 import { meteredOperation } from '../../src/metering/metered-operations.ts';
+import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
 import { meteringTestRedis } from '../../../test-support/metering-redis.ts';
 
 // After Redis comes back empty, the last usage may have gone through any gateway: each one that serves the
@@ -13,16 +13,8 @@ const { keys, redis } = meteringTestRedis();
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
 const org = 'org_gather';
 
-const catalog: CatalogDoc = {
-  features: { calls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: { calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false } },
-    },
-  },
-} as unknown as CatalogDoc;
-const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+const catalog = proMeteredCatalog({ calls: { limit: 10 } });
+const alice = proSubscriber;
 
 beforeAll(async () => {
   const store = snapshotStore(redis, keys);
