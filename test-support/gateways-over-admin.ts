@@ -1,4 +1,3 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { ManualClock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
@@ -12,6 +11,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from './admin-context.ts';
+import { caller } from './identity-context.ts';
 
 /** A request admin answers 201 to: the path and the JSON body of a POST. */
 export type CreateRequest = readonly [url: string, payload: object];
@@ -45,8 +45,8 @@ export interface GatewaysOverAdmin {
   ctx: AdminTestContext;
   org: TestOrganization;
   gateways: GatewayApp[];
-  /** A call to admin as the organization. */
-  admin(method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object): Promise<LightMyRequestResponse>;
+  /** Calls to admin as the organization. */
+  api: ReturnType<typeof caller>;
   /** POSTs each request to admin as the organization, in order, each expected to answer 201. */
   create(requests: readonly CreateRequest[]): Promise<void>;
   /** A check of `feature` for the subscriber on gateway `index`, expected to answer 200: its answer. */
@@ -81,16 +81,15 @@ export async function gatewaysOverAdmin(options: {
       blocking: true,
       burstPerSecond: 10_000,
     });
-    const admin: GatewaysOverAdmin['admin'] = (method, url, payload) =>
-      ctx.app.inject({ method, url, headers: org.headers, ...(payload ? { payload } : {}) });
+    const api = caller(ctx, org.api_key);
     return {
       ctx,
       org,
       gateways,
-      admin,
+      api,
       async create(requests) {
         for (const [url, payload] of requests) {
-          const res = await admin('POST', url, payload);
+          const res = await api.post(url, payload);
           expect(res.statusCode, res.body).toBe(201);
         }
       },

@@ -33,7 +33,7 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
     // Both gateways hold alice's document before the credit exists.
     for (const gateway of [0, 1])
       expect(await check(gateway, {})).toMatchObject({ remaining: 10, credits: [] });
-    const created = await env.admin('POST', '/org/subscribers/alice/credits', {
+    const created = await env.api.post('/org/subscribers/alice/credits', {
       feature: 'calls',
       amount: 5,
     });
@@ -59,7 +59,7 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
       .where('id', '=', creditId)
       .executeTakeFirstOrThrow();
     expect(row.spent).toBe(2);
-    const voided = await env.admin('DELETE', `/org/subscribers/alice/credits/${creditId}`);
+    const voided = await env.api.delete(`/org/subscribers/alice/credits/${creditId}`);
     expect(voided.json()).toMatchObject({ status: 'voided', spent: 2, remaining: 0 });
     for (const gateway of [1, 0])
       expect(await check(gateway, {})).toMatchObject({ remaining: 0, credits: [] });
@@ -84,12 +84,12 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
       createMeteredPersister(deps).persistOnce(),
       createMeteredPersister(deps).persistOnce(),
     ]);
-    const all = await env.admin('GET', '/org/subscribers/bob/credits');
+    const all = await env.api.get('/org/subscribers/bob/credits');
     expect(all.json().credits.map((c: { status: string; amount: number }) => [c.status, c.amount])).toEqual([
       ['active', 30],
       ['expired', 50],
     ]);
-    const listed = await env.admin('GET', '/org/subscribers/bob/credits?status=active');
+    const listed = await env.api.get('/org/subscribers/bob/credits?status=active');
     expect(listed.json().credits).toEqual([
       expect.objectContaining({
         credit_id: first.credits[0]!.credit_id,

@@ -80,10 +80,10 @@ const persisted = async () => ({
 describe('credits after Redis comes back empty', () => {
   it('persist, lose Redis, refill: what credits covered and spent is back, and spending resumes where it stopped', async () => {
     const promotion = (
-      await env.admin('POST', '/org/subscribers/alice/credits', { feature: 'calls', amount: 5, priority: 5 })
+      await env.api.post('/org/subscribers/alice/credits', { feature: 'calls', amount: 5, priority: 5 })
     ).json().credit_id as string;
     const topUp = (
-      await env.admin('POST', '/org/subscribers/alice/credits', { feature: 'calls', amount: 8 })
+      await env.api.post('/org/subscribers/alice/credits', { feature: 'calls', amount: 8 })
     ).json().credit_id as string;
     // The allowance (10), then 2 of the promotion.
     expect(await check(0, 'calls', { consume: 12 })).toMatchObject({
