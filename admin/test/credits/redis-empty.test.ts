@@ -1,97 +1,50 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { saveArrangement } from '@ent/common/metering/arrangement';
-import type { GatewayApp } from '../../../gateway/src/app.ts';
-import { gatewayOverAdmin, injector } from '../../../gateway/test/helpers.ts';
 import {
   ManualClock,
-  createAdminContext,
-  createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
 import {
-  createMeteredPersister,
-  type MeteredPersisterDeps,
-} from '../../src/features/metered-usage/persister.ts';
+  gatewaysOverAdmin,
+  meteredPlanRequests,
+  type GatewaysOverAdmin,
+} from '../../../test-support/gateways-over-admin.ts';
+import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts';
+import { createMeteredPersister } from '../../src/features/metered-usage/persister.ts';
 
 // Issue 35: credits survive a Redis that comes back empty. The loop: the worker persists, Redis loses the
 // organization's metered state, a gateway refills, spending resumes exactly where it stopped.
 
 const NOW = Date.parse('2027-03-15T12:00:00.000Z');
 
+let env: GatewaysOverAdmin;
 let ctx: AdminTestContext;
 let org: TestOrganization;
-let deps: MeteredPersisterDeps;
-const gateways: GatewayApp[] = [];
 const clock = new ManualClock(NOW);
 
 beforeAll(async () => {
-  ctx = await createAdminContext({ clock });
-  for (let i = 0; i < 2; i++) gateways.push(await gatewayOverAdmin(ctx, { clock, config: { meteredRefillGatherMs: 0 } }));
-  org = await createTestOrganization(ctx.db, 'Credits after Redis');
-  await saveArrangement(ctx.db, org.organization_id, {
-    plan: 'free',
-    evalLimit: 1_000_000,
-    blocking: true,
-    burstPerSecond: 10_000,
-  });
-  deps = {
-    db: ctx.db,
-    redis: ctx.redis,
-    redisKeys: ctx.app.redisKeys,
+  env = await gatewaysOverAdmin({
     clock,
-    queues: ctx.app.queues,
-    log: { warn: () => {}, error: () => {} },
-  };
-  for (const [url, payload] of [
-    ['/org/features', { key: 'calls', name: 'Calls', kind: 'metered' }],
-    ['/org/features', { key: 'tokens', name: 'Tokens', kind: 'metered' }],
-    [
-      '/org/plans',
-      {
-        key: 'base',
-        name: 'Base',
-        kind: 'catalog',
-        grants: [
-          { feature: 'calls', kind: 'metered', limit: 10 },
-          { feature: 'tokens', kind: 'metered', limit: 100, rollover: { max: 50 } },
-        ],
-      },
-    ],
-    ['/org/subscribers', { subscriber_id: 'alice' }],
-    ['/org/subscribers/alice/subscriptions', { plan_id: 'base' }],
-  ] as const) {
-    const res = await admin('POST', url, payload);
-    expect(res.statusCode, res.body).toBe(201);
-  }
-});
-afterAll(async () => {
-  for (const gateway of gateways) await gateway.close();
-  await ctx?.close();
-});
-
-const admin = (method: 'POST' | 'GET', url: string, payload?: object) =>
-  ctx.app.inject({ method, url, headers: org.headers, ...(payload ? { payload } : {}) });
-interface Answer {
-  allowed: boolean;
-  used: number;
-  remaining: number | null;
-  credits: { credit_id: string; remaining: number }[];
-}
-const check = async (gateway: number, feature: string, body: object = {}) => {
-  const res = await injector(gateways[gateway]!)({
-    method: 'POST',
-    url: '/org/subscribers/alice/entitlements/check',
-    headers: org.headers,
-    payload: { feature, ...body },
+    organizationName: 'Credits after Redis',
+    gateways: 2,
+    gatewayConfig: { meteredRefillGatherMs: 0 },
   });
-  expect(res.statusCode, JSON.stringify(res.json())).toBe(200);
-  return res.json() as Answer;
-};
+  ({ ctx, org } = env);
+  await env.create(
+    meteredPlanRequests('alice', 'base', [
+      { feature: 'calls', limit: 10 },
+      { feature: 'tokens', limit: 100, rollover: { max: 50 } },
+    ]),
+  );
+});
+afterAll(() => env?.close());
+
+const check = (gateway: number, feature: string, body: object = {}) =>
+  env.check(gateway, 'alice', feature, body);
 const persist = async () => {
   // A gateway names the organization for the worker within 100 ms of a change (not at once after another mark).
   await ctx.redis.sadd(ctx.app.redisKeys.meteredDirtyOrganizations, org.organization_id);
-  const result = await createMeteredPersister(deps).persistOnce();
+  const result = await createMeteredPersister(meteredPersisterDeps(ctx)).persistOnce();
   expect(result.failed).toBe(0);
 };
 /** Redis loses the organization's metered state: balances, credit-spent hashes, the dirty set and the ready mark. */
@@ -127,10 +80,10 @@ const persisted = async () => ({
 describe('credits after Redis comes back empty', () => {
   it('persist, lose Redis, refill: what credits covered and spent is back, and spending resumes where it stopped', async () => {
     const promotion = (
-      await admin('POST', '/org/subscribers/alice/credits', { feature: 'calls', amount: 5, priority: 5 })
+      await env.api.post('/org/subscribers/alice/credits', { feature: 'calls', amount: 5, priority: 5 })
     ).json().credit_id as string;
     const topUp = (
-      await admin('POST', '/org/subscribers/alice/credits', { feature: 'calls', amount: 8 })
+      await env.api.post('/org/subscribers/alice/credits', { feature: 'calls', amount: 8 })
     ).json().credit_id as string;
     // The allowance (10), then 2 of the promotion.
     expect(await check(0, 'calls', { consume: 12 })).toMatchObject({

@@ -1,80 +1,44 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { saveArrangement } from '@ent/common/metering/arrangement';
-import type { GatewayApp } from '../../../gateway/src/app.ts';
-import { gatewayOverAdmin, injector } from '../../../gateway/test/helpers.ts';
 import {
   ManualClock,
-  createAdminContext,
-  createTestOrganization,
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
-import { currentUsage } from '../../src/features/metered-usage/current-usage.ts';
 import {
-  createMeteredPersister,
-  type MeteredPersisterDeps,
-} from '../../src/features/metered-usage/persister.ts';
+  gatewaysOverAdmin,
+  meteredPlanRequests,
+  type GatewaysOverAdmin,
+} from '../../../test-support/gateways-over-admin.ts';
+import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts';
+import { currentUsage } from '../../src/features/metered-usage/current-usage.ts';
+import { createMeteredPersister } from '../../src/features/metered-usage/persister.ts';
 
 // Issue 35: admin's usage answers (the correction's, entctl's usage read) list the live credits exactly as the
 // gateway's check result does: same code (common/src/metering/credit-answer.ts), same figures.
 
 const NOW = Date.parse('2027-03-15T12:00:00.000Z');
 
+let env: GatewaysOverAdmin;
 let ctx: AdminTestContext;
 let org: TestOrganization;
-let gateway: GatewayApp;
 const clock = new ManualClock(NOW);
 
 beforeAll(async () => {
-  ctx = await createAdminContext({ clock });
-  gateway = await gatewayOverAdmin(ctx, { clock });
-  org = await createTestOrganization(ctx.db, 'Credits in usage answers');
-  await saveArrangement(ctx.db, org.organization_id, {
-    plan: 'free',
-    evalLimit: 1_000_000,
-    blocking: true,
-    burstPerSecond: 10_000,
-  });
-  for (const [url, payload] of [
-    ['/org/features', { key: 'calls', name: 'Calls', kind: 'metered' }],
-    ['/org/features', { key: 'tokens', name: 'Tokens', kind: 'metered' }],
-    [
-      '/org/plans',
-      {
-        key: 'base',
-        name: 'Base',
-        kind: 'catalog',
-        grants: [
-          { feature: 'calls', kind: 'metered', limit: 10 },
-          { feature: 'tokens', kind: 'metered', limit: 100, rollover: { max: 50 } },
-        ],
-      },
-    ],
-    ['/org/subscribers', { subscriber_id: 'alice' }],
-    ['/org/subscribers/alice/subscriptions', { plan_id: 'base' }],
+  env = await gatewaysOverAdmin({ clock, organizationName: 'Credits in usage answers', gateways: 1 });
+  ({ ctx, org } = env);
+  await env.create([
+    ...meteredPlanRequests('alice', 'base', [
+      { feature: 'calls', limit: 10 },
+      { feature: 'tokens', limit: 100, rollover: { max: 50 } },
+    ]),
     ['/org/subscribers/alice/credits', { feature: 'calls', amount: 5, priority: 5 }],
     ['/org/subscribers/alice/credits', { feature: 'calls', amount: 8, expires_at: '2027-12-01T00:00:00Z' }],
     ['/org/subscribers/alice/credits', { feature: 'calls', amount: 4, effective_at: '2027-06-01T00:00:00Z' }],
-  ] as const) {
-    const res = await ctx.app.inject({ method: 'POST', url, headers: org.headers, payload });
-    expect(res.statusCode, res.body).toBe(201);
-  }
+  ]);
 });
-afterAll(async () => {
-  await gateway?.close();
-  await ctx?.close();
-});
+afterAll(() => env?.close());
 
-const check = async (feature: string, body: object = {}) => {
-  const res = await injector(gateway)({
-    method: 'POST',
-    url: '/org/subscribers/alice/entitlements/check',
-    headers: org.headers,
-    payload: { feature, ...body },
-  });
-  expect(res.statusCode, JSON.stringify(res.json())).toBe(200);
-  return res.json() as { used: number; remaining: number; credits: unknown[] };
-};
+const check = (feature: string, body: object = {}) => env.check(0, 'alice', feature, body);
 const read = () =>
   currentUsage(
     { db: ctx.db, redis: ctx.redis, keys: ctx.app.redisKeys },
@@ -117,16 +81,8 @@ describe("admin's usage answers list credits as the check result does", () => {
     await check('calls', { consume: 13 });
     const checked = await check('calls');
     expect(checked).toMatchObject({ used: 14, remaining: 9 + 5 + 8 - 13 });
-    const deps: MeteredPersisterDeps = {
-      db: ctx.db,
-      redis: ctx.redis,
-      redisKeys: ctx.app.redisKeys,
-      clock,
-      queues: ctx.app.queues,
-      log: { warn: () => {}, error: () => {} },
-    };
     await ctx.redis.sadd(ctx.app.redisKeys.meteredDirtyOrganizations, org.organization_id);
-    expect((await createMeteredPersister(deps).persistOnce()).failed).toBe(0);
+    expect((await createMeteredPersister(meteredPersisterDeps(ctx)).persistOnce()).failed).toBe(0);
     const keys = ctx.app.redisKeys;
     await ctx.redis.del(
       ...(await ctx.redis.keys(keys.meteredBalance(org.organization_id, '*'))),

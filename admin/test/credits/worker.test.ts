@@ -9,6 +9,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts';
 import { caller } from '../../../test-support/identity-context.ts';
 import { raiseExpiredCredits } from '../../src/features/credits/expiry.job.ts';
 import {
@@ -28,14 +29,7 @@ const clock = new ManualClock(NOW);
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock });
-  deps = {
-    db: ctx.db,
-    redis: ctx.redis,
-    redisKeys: ctx.app.redisKeys,
-    clock,
-    queues: ctx.app.queues,
-    log: { warn: () => {}, error: () => {} },
-  };
+  deps = meteredPersisterDeps(ctx);
 });
 // An organization of its own per case, with a webhook, and alice on a plan granting api-calls (100 a month).
 beforeEach(async () => {

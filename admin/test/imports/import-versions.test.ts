@@ -7,6 +7,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { ndjson, runImport } from './run-import.ts';
 
 let ctx: AdminTestContext;
 
@@ -16,24 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const ndjson = (records: unknown[]) => records.map((r) => JSON.stringify(r)).join('\n') + '\n';
-
-async function runImport(org: TestOrganization, records: unknown[]) {
-  const res = await ctx.app.inject({
-    method: 'POST',
-    url: '/org/imports',
-    headers: { ...org.headers, 'content-type': 'application/x-ndjson' },
-    payload: ndjson(records),
-  });
-  expect(res.statusCode, res.body).toBe(202);
-  await ctx.app.imports.runner.idle();
-  const got = await ctx.app.inject({
-    method: 'GET',
-    url: `/org/imports/${res.json().import_id}`,
-    headers: org.headers,
-  });
-  return got.json();
-}
+/** The records as one NDJSON body, imported to the end. */
+const importRecords = (org: TestOrganization, records: unknown[]) => runImport(ctx, org, ndjson(records));
 
 /** Each subscriber's Postgres version and its outbox entries' versions, all done. */
 async function versionsOf(org: TestOrganization, subscriberId: string) {
@@ -64,7 +49,7 @@ describe('import versions', () => {
   it('bumps each subscriber a batch changes once, in the write of its subscriber line when it has one', async () => {
     const org = await createTestOrganization(ctx.db);
     const store = snapshotStore(ctx.redis, redisKeys(ctx.config.redisKeyPrefix));
-    const created = await runImport(org, [
+    const created = await importRecords(org, [
       ...PLANS,
       { type: 'subscriber', subscriber_id: 'named', name: 'Named' },
       { type: 'subscriber', subscriber_id: 'unnamed' },
@@ -76,7 +61,7 @@ describe('import versions', () => {
     expect((await store.readSubscriber(org.organization_id, 'named'))?.version).toBe(2);
 
     // Renamed and subscribed in one batch: one bump; subscribed only (no subscriber line): one bump.
-    const changed = await runImport(org, [
+    const changed = await importRecords(org, [
       { type: 'subscriber', subscriber_id: 'named', name: 'Renamed' },
       { type: 'subscription', subscriber_id: 'named', plan_id: 'pro' },
       { type: 'subscription', subscriber_id: 'unnamed', plan_id: 'pro' },
@@ -90,7 +75,7 @@ describe('import versions', () => {
     expect(named?.doc.plans).toHaveLength(2);
 
     // Nothing to change: no bump, no entry.
-    const again = await runImport(org, [{ type: 'subscriber', subscriber_id: 'named', name: 'Renamed' }]);
+    const again = await importRecords(org, [{ type: 'subscriber', subscriber_id: 'named', name: 'Renamed' }]);
     expect(again).toMatchObject({ applied: 0, unchanged: 1 });
     expect(await versionsOf(org, 'named')).toEqual({ version: 2, outbox: [1, 2] });
   });

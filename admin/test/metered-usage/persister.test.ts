@@ -7,6 +7,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts';
 import {
   createMeteredPersister,
   startMeteredPersister,
@@ -20,14 +21,10 @@ const logged: string[] = [];
 
 beforeAll(async () => {
   ctx = await createAdminContext();
-  deps = {
-    db: ctx.db,
-    redis: ctx.redis,
-    redisKeys: ctx.app.redisKeys,
-    clock: ctx.clock,
-    queues: ctx.app.queues,
-    log: { warn: (message) => logged.push(message), error: (message) => logged.push(message) },
-  };
+  deps = meteredPersisterDeps(ctx, {
+    warn: (message) => logged.push(message),
+    error: (message) => logged.push(message),
+  });
 });
 afterAll(async () => {
   await ctx?.close();

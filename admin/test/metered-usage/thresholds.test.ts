@@ -7,6 +7,7 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts';
 import { caller } from '../../../test-support/identity-context.ts';
 import {
   createMeteredPersister,
@@ -24,14 +25,7 @@ const clock = new ManualClock(NOVEMBER_15);
 
 beforeAll(async () => {
   ctx = await createAdminContext({ clock });
-  deps = {
-    db: ctx.db,
-    redis: ctx.redis,
-    redisKeys: ctx.app.redisKeys,
-    clock,
-    queues: ctx.app.queues,
-    log: { warn: () => {}, error: () => {} },
-  };
+  deps = meteredPersisterDeps(ctx);
 });
 afterAll(async () => {
   await ctx?.close();

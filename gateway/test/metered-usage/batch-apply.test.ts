@@ -1,21 +1,22 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { loadConfig } from '@ent/common/config';
-import { publishArrangement } from '@ent/common/metering/arrangement';
-import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import { snapshotStore } from '@ent/common/snapshots/store';
-import { createEvalMeter } from '../../src/metering/meter.ts';
-import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
+import type { CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   meteredOperation,
   type MeteredKind,
   type MeteredOperation,
   type MeteredOutcome,
 } from '../../src/metering/metered-operations.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { proMeteredCatalog } from '../../../test-support/metered-documents.ts';
+import {
+  OPEN_ARRANGEMENT,
+  SEEDED_VERSIONS,
+  meteringTestRedis,
+  openEvalMeter,
+  seededOrganizations,
+  unpersistedBalances,
+} from '../../../test-support/metering-redis.ts';
 
 /**
  * usage-apply-4.lua buffers a batch (metered-store.fragment.lua): each balance, credit hash and idempotency record is
@@ -23,36 +24,18 @@ import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts
  * balances, credits, records and dirty set exactly as the same operations applied one command at a time: one gate
  * call each (eval-gate-batch-8.lua, which does not buffer), in order.
  */
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const START = Date.parse('2026-03-10T00:00:00Z');
 const FEBRUARY = Date.parse('2026-02-10T00:00:00Z');
 const HOUR = 3_600_000;
 const clock = new ManualClock(START);
-let redis: RedisClient;
-let organizationCount = 0;
 
-const catalog = {
-  features: { hard: 'metered', soft: 'metered', open: 'metered', rolls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        hard: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
-        soft: { kind: 'metered', limit: 3, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-        open: {
-          kind: 'metered',
-          limit: null,
-          reset: 'never',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        rolls: { kind: 'metered', limit: 4, reset: 'month', anchor: 'calendar', soft: false, rollover: 3 },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({
+  hard: { limit: 5 },
+  soft: { limit: 3, soft: true },
+  open: { limit: null, reset: 'never' },
+  rolls: { limit: 4, rollover: 3 },
+});
 const FEATURES = ['hard', 'soft', 'open', 'rolls'] as const;
 
 const credit = (id: string, amount: number, priority: number, expiresAt: number | null): CreditDoc => ({
@@ -87,29 +70,12 @@ const SUBSCRIBERS = Object.keys(subscribers);
 /** Idempotency keys; the third holds the byte usage-apply-4.lua separates an operation's values with. */
 const KEYS = ['k1', 'k2', 'k\u001f3'];
 
-beforeAll(() => {
-  redis = createRedis(loadConfig());
-});
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
+const ARRANGEMENT = { ...OPEN_ARRANGEMENT, burstPerSecond: 1_000_000 };
 
-const ARRANGEMENT = { plan: null, evalLimit: null, blocking: false, burstPerSecond: 1_000_000 };
+const organization = seededOrganizations({ redis, keys, catalog, subscribers, arrangement: ARRANGEMENT });
 
-async function organization(): Promise<string> {
-  const org = `org_b${organizationCount++}`;
-  const store = snapshotStore(redis, keys);
-  await store.putCatalog(org, { version: 3, doc: catalog });
-  for (const [id, doc] of Object.entries(subscribers))
-    await store.putSubscriber(org, id, { version: 5, doc });
-  await publishArrangement(redis, keys, org, ARRANGEMENT);
-  await redis.set(keys.meteredReady(org), '1');
-  return org;
-}
-
-const usage = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
-const gateMeter = () => createEvalMeter({ redis, keys, loadArrangement: async () => ARRANGEMENT });
+const usage = () => unpersistedBalances({ redis, keys, clock });
+const gateMeter = () => openEvalMeter({ redis, keys, loadArrangement: async () => ARRANGEMENT });
 
 /** One operation in a gate call of its own: the unbuffered rule. */
 async function gated(meter: ReturnType<typeof gateMeter>, org: string, op: MeteredOperation) {
@@ -136,7 +102,7 @@ const membersOf = new Map<string, Set<string>>();
 
 function operationOf(org: string, step: Step): MeteredOperation {
   const op = meteredOperation(
-    { catalog, subscriber: subscribers[step.subscriber]!, catalogVersion: 3, subscriberVersion: 5 },
+    { catalog, subscriber: subscribers[step.subscriber]!, ...SEEDED_VERSIONS },
     step.subscriber,
     step.feature,
     step.kind,

@@ -1,14 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { loadConfig } from '@ent/common/config';
-import { publishArrangement } from '@ent/common/metering/arrangement';
-import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
-import { createRedis } from '@ent/common/redis/connect';
-import { redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import { snapshotStore } from '@ent/common/snapshots/store';
+import { periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
-import { createEvalMeter, gateArguments } from '../../src/metering/meter.ts';
+import { createEvalMeter } from '../../src/metering/meter.ts';
 import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
 import {
   meteredOperation,
@@ -17,58 +11,27 @@ import {
   type MeteredOperation,
 } from '../../src/metering/metered-operations.ts';
 import type { RedisClock } from '../../src/metering/redis-clock.ts';
-import {
-  CALL_EXPIRED,
-  GATE_REPLY_HEADER,
-  withMeteringCommands,
-  type MeteringRedis,
-} from '../../src/metering/scripts.ts';
+import { CALL_EXPIRED, GATE_REPLY_HEADER } from '../../src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
+import {
+  SEEDED_VERSIONS,
+  gateBatchCall,
+  meteringTestRedis,
+  seededOrganizations,
+} from '../../../test-support/metering-redis.ts';
 
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
-let redis: MeteringRedis;
-let organizationCount = 0;
 
-const catalog = {
-  features: { calls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: { calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false } },
-    },
-  },
-} as unknown as CatalogDoc;
-const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+const catalog = proMeteredCatalog({ calls: { limit: 10 } });
+const alice = proSubscriber;
 
-beforeAll(() => {
-  redis = withMeteringCommands(createRedis(loadConfig()));
-});
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
-
-async function organization(options: { ready?: boolean } = {}) {
-  const org = `org_d${organizationCount++}`;
-  const store = snapshotStore(redis, keys);
-  await store.putCatalog(org, { version: 3, doc: catalog });
-  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await publishArrangement(redis, keys, org, {
-    plan: null,
-    evalLimit: null,
-    blocking: false,
-    burstPerSecond: 1000,
-  });
-  if (options.ready !== false) await redis.set(keys.meteredReady(org), '1');
-  return org;
-}
+const organization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
 
 const op = (kind: MeteredKind, amount: number, idempotencyKey = '') =>
   meteredOperation(
-    { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+    { catalog, subscriber: alice, ...SEEDED_VERSIONS },
     'alice',
     'calls',
     kind,
@@ -105,31 +68,14 @@ const gateBatch = (
   ops: MeteredOperation[] | undefined,
   deadline: number | '',
 ) =>
-  redis.evalGateBatch(
-    keys.arrangement(org),
-    keys.evalUsage(org, periodOf(clock.now())),
-    keys.burst(org),
-    keys.catalog(org),
-    keys.auth(org),
-    keys.gateBatch(org, batchId),
-    keys.subscriberVersions(org),
-    usageTtlMs(clock.now()),
-    GRACE_PERIOD_MS,
-    GATE_BATCH_MEMORY_MS,
-    '',
-    0,
-    ...gateArguments(
-      [{ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered: ops }],
-      0,
-      () => [
-        keys.meteredBalance(org, ''),
-        keys.usageIdempotency(org, ''),
-        keys.meteredDirty(org),
-        keys.meteredReady(org),
-      ],
-    ),
+  gateBatchCall(redis, keys, {
+    org,
+    batchId,
+    subscriberId: 'alice',
+    nowMs: clock.now(),
+    evals: [ops],
     deadline,
-  );
+  });
 const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
 
 describe('usage-apply-4.lua past its deadline', () => {

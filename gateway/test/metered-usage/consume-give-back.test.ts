@@ -1,68 +1,36 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
-import { publishArrangement } from '@ent/common/metering/arrangement';
-import { GRACE_PERIOD_MS, periodOf, usageTtlMs } from '@ent/common/metering/period';
+import { periodOf } from '@ent/common/metering/period';
 import { createRedis } from '@ent/common/redis/connect';
-import { creditDirtyMember, redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import { snapshotStore } from '@ent/common/snapshots/store';
+import { creditDirtyMember } from '@ent/common/redis/keys';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
-import { createEvalMeter, gateArguments } from '../../src/metering/meter.ts';
+import { createEvalMeter } from '../../src/metering/meter.ts';
 import { meteredOperation, type MeteredOperation } from '../../src/metering/metered-operations.ts';
 import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../src/metering/scripts.ts';
-import { GATE_BATCH_MEMORY_MS } from '../../src/metering/settlements.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import {
+  SEEDED_VERSIONS,
+  gateBatchCall,
+  meteringTestRedis,
+  seededOrganizations,
+  settleCall,
+} from '../../../test-support/metering-redis.ts';
+import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
 import { ownRedisAnswers, startOwnRedis, startRedis } from '../processes.ts';
 
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const START = Date.parse('2026-03-10T00:00:00Z');
 const MARCH = Date.parse('2026-03-01T00:00:00Z');
 const HOUR = 3_600_000;
 const clock = new ManualClock(START + 2 * HOUR);
-let redis: MeteringRedis;
-let organizationCount = 0;
 
-const catalog = {
-  features: { calls: 'metered', soft: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        calls: {
-          kind: 'metered',
-          limit: 10,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        soft: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({ calls: { limit: 10 }, soft: { limit: 10, soft: true } });
 /** Spent first (priority 1), live from START + 1 h to START + 3 h; then a top-up that never expires. */
-const promo: CreditDoc = {
-  id: 'cr_promo',
-  amount: 5,
-  priority: 1,
-  effectiveAt: START + HOUR,
-  expiresAt: START + 3 * HOUR,
-  createdAt: START - HOUR,
-};
-const topUp: CreditDoc = {
-  id: 'cr_topup',
-  amount: 3,
-  priority: 10,
-  effectiveAt: START - HOUR,
-  expiresAt: null,
-  createdAt: START - 2 * HOUR,
-};
+const { promo, topUp } = promotionAndTopUp(START);
 const alice: SubscriberDoc = {
   exists: true,
   plans: ['pro'],
@@ -73,32 +41,12 @@ const CALLS = `alice|calls|${MARCH}`;
 const SOFT = `alice|soft|${MARCH}`;
 const CREDITS = creditDirtyMember('alice', 'calls');
 
-beforeAll(() => {
-  redis = withMeteringCommands(createRedis(loadConfig()));
-});
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
-
-async function organization(client: MeteringRedis = redis) {
-  const org = `org_g${organizationCount++}`;
-  const store = snapshotStore(client, keys);
-  await store.putCatalog(org, { version: 3, doc: catalog });
-  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await publishArrangement(client, keys, org, {
-    plan: null,
-    evalLimit: null,
-    blocking: false,
-    burstPerSecond: 1000,
-  });
-  await client.set(keys.meteredReady(org), '1');
-  return org;
-}
+const seededOrganization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
+const organization = (client: MeteringRedis = redis) => seededOrganization({ redis: client });
 
 const consume = (org: string, feature: string, amount: number, idempotencyKey = '') =>
   meteredOperation(
-    { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+    { catalog, subscriber: alice, ...SEEDED_VERSIONS },
     'alice',
     feature,
     'c',
@@ -111,45 +59,17 @@ const consume = (org: string, feature: string, amount: number, idempotencyKey = 
 
 /** The gate script as the meter calls it: one eval of alice per entry of `evals`, each carrying its operations. */
 const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) =>
-  redis.evalGateBatch(
-    keys.arrangement(org),
-    keys.evalUsage(org, periodOf(clock.now())),
-    keys.burst(org),
-    keys.catalog(org),
-    keys.auth(org),
-    keys.gateBatch(org, batchId),
-    keys.subscriberVersions(org),
-    usageTtlMs(clock.now()),
-    GRACE_PERIOD_MS,
-    GATE_BATCH_MEMORY_MS,
-    '',
-    0,
-    ...gateArguments(
-      evals.map((metered) => ({ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered })),
-      0,
-      () => [
-        keys.meteredBalance(org, ''),
-        keys.usageIdempotency(org, ''),
-        keys.meteredDirty(org),
-        keys.meteredReady(org),
-      ],
-    ),
-    Date.now() + 60_000,
-  );
+  gateBatchCall(redis, keys, {
+    org,
+    batchId,
+    subscriberId: 'alice',
+    nowMs: clock.now(),
+    evals,
+    deadline: Date.now() + 60_000,
+  });
 /** The settle of a failed call whose evals were all answered non-2xx (a consume's 503). */
 const settle = (org: string, batchId: string) =>
-  redis.evalSettle(
-    keys.arrangement(org),
-    keys.evalUsage(org, periodOf(clock.now())),
-    keys.gateBatch(org, batchId),
-    keys.meteredDirty(org),
-    0,
-    clock.now(),
-    usageTtlMs(clock.now()),
-    GATE_BATCH_MEMORY_MS,
-    keys.meteredBalance(org, ''),
-    keys.usageIdempotency(org, ''),
-  );
+  settleCall(redis, keys, { org, batchId, nowMs: clock.now(), answered: 0 });
 /** The metered pairs (status, value) of a gate reply of `evals` evals. */
 const meteredPairs = (reply: readonly unknown[], evals: number) => reply.slice(GATE_REPLY_HEADER + evals);
 

@@ -1,70 +1,35 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { loadConfig } from '@ent/common/config';
-import { publishArrangement } from '@ent/common/metering/arrangement';
 import { rolloverCreditId } from '@ent/common/metering/credits';
 import { withScripts } from '@ent/common/redis/commands';
-import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { creditDirtyMember, redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import { snapshotStore } from '@ent/common/snapshots/store';
-import { createEvalMeter } from '../../src/metering/meter.ts';
-import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
+import { creditDirtyMember } from '@ent/common/redis/keys';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   answerOf,
   meteredOperation,
   type MeteredKind,
   type MeteredOutcome,
 } from '../../src/metering/metered-operations.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
+import {
+  SEEDED_VERSIONS,
+  meteringTestRedis,
+  openEvalMeter,
+  seededOrganizations,
+  unpersistedBalances,
+} from '../../../test-support/metering-redis.ts';
 
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const START = Date.parse('2026-03-10T00:00:00Z');
 const MARCH = Date.parse('2026-03-01T00:00:00Z');
 const APRIL = Date.parse('2026-04-01T00:00:00Z');
 const HOUR = 3_600_000;
 const clock = new ManualClock(START);
-let redis: RedisClient;
-let organizationCount = 0;
 
-const catalog = {
-  features: { calls: 'metered', rolls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        calls: {
-          kind: 'metered',
-          limit: 10,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        rolls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false, rollover: 4 },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({ calls: { limit: 10 }, rolls: { limit: 10, rollover: 4 } });
 
 /** A promotional credit live from START + 1 h to START + 3 h, spent first; a top-up that never expires. */
-const promo: CreditDoc = {
-  id: 'cr_promo',
-  amount: 5,
-  priority: 1,
-  effectiveAt: START + HOUR,
-  expiresAt: START + 3 * HOUR,
-  createdAt: START - HOUR,
-};
-const topUp: CreditDoc = {
-  id: 'cr_topup',
-  amount: 3,
-  priority: 10,
-  effectiveAt: START - HOUR,
-  expiresAt: null,
-  createdAt: START - 2 * HOUR,
-};
+const { promo, topUp } = promotionAndTopUp(START);
 const alice: SubscriberDoc = {
   exists: true,
   plans: ['pro'],
@@ -73,32 +38,13 @@ const alice: SubscriberDoc = {
   credits: { calls: [topUp, promo] },
 };
 
-beforeAll(() => {
-  redis = createRedis(loadConfig());
-});
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
-
-async function organization(subscriber: SubscriberDoc = alice) {
-  const org = `org_c${organizationCount++}`;
-  const store = snapshotStore(redis, keys);
-  await store.putCatalog(org, { version: 3, doc: catalog });
-  await store.putSubscriber(org, 'alice', { version: 5, doc: subscriber });
-  await publishArrangement(redis, keys, org, {
-    plan: null,
-    evalLimit: null,
-    blocking: false,
-    burstPerSecond: 1000,
-  });
-  await redis.set(keys.meteredReady(org), '1');
-  return org;
-}
+const seededOrganization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
+const organization = (subscriber: SubscriberDoc = alice) =>
+  seededOrganization({ subscribers: { alice: subscriber } });
 
 const op = (org: string, kind: MeteredKind, feature: string, amount: number, subscriber = alice) =>
   meteredOperation(
-    { catalog, subscriber, catalogVersion: 3, subscriberVersion: 5 },
+    { catalog, subscriber, ...SEEDED_VERSIONS },
     'alice',
     feature,
     kind,
@@ -109,13 +55,8 @@ const op = (org: string, kind: MeteredKind, feature: string, amount: number, sub
     org,
   );
 
-const gateMeter = () =>
-  createEvalMeter({
-    redis,
-    keys,
-    loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
-  });
-const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
+const gateMeter = () => openEvalMeter({ redis, keys });
+const balances = () => unpersistedBalances({ redis, keys, clock });
 
 /** A consume through the gate call (the eval path), answered as the check route answers it. */
 async function consume(org: string, feature: string, amount: number, subscriber = alice) {

@@ -1,45 +1,26 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { loadConfig } from '@ent/common/config';
-import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { creditDirtyMember, redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import { creditDirtyMember } from '@ent/common/redis/keys';
+import type { CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
 import { answerOf, meteredOperation, type MeteredKind } from '../../src/metering/metered-operations.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { proMeteredCatalog } from '../../../test-support/metered-documents.ts';
+import { meteringTestRedis, unpersistedBalances } from '../../../test-support/metering-redis.ts';
 import { applyModel, modelAnswer, modelState, type ModelOperation } from './credit-model.ts';
 
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const org = 'org_credits';
 const START = Date.parse('2026-03-10T00:00:00Z');
 const clock = new ManualClock(START);
-let redis: RedisClient;
 
 /** Limits of every kind: hard, soft, unlimited, none left; all monthly, so the test's days stay in one period. */
-const catalog = {
-  features: { hard: 'metered', soft: 'metered', open: 'metered', none: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        hard: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
-        soft: { kind: 'metered', limit: 3, reset: 'month', anchor: 'calendar', soft: true, rollover: null },
-        open: {
-          kind: 'metered',
-          limit: null,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-        none: { kind: 'metered', limit: 0, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
+const catalog = proMeteredCatalog({
+  hard: { limit: 5 },
+  soft: { limit: 3, soft: true },
+  open: { limit: null },
+  none: { limit: 0 },
+});
 const TERMS = {
   hard: { limit: 5, soft: false },
   soft: { limit: 3, soft: true },
@@ -51,16 +32,11 @@ type Feature = keyof typeof TERMS;
 const HOUR = 3_600_000;
 
 beforeAll(async () => {
-  redis = createRedis(loadConfig());
   await snapshotStore(redis, keys).putCatalog(org, { version: 3, doc: catalog });
   await redis.set(keys.meteredReady(org), '1');
 });
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
 
-const balances = () => createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
+const balances = () => unpersistedBalances({ redis, keys, clock });
 
 const subscriberOf = (feature: Feature, credits: CreditDoc[]): SubscriberDoc => ({
   exists: true,

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
 import { publishArrangement } from '@ent/common/metering/arrangement';
-import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { ManualClock } from '@ent/common/clock';
 import { createEvalMeter } from '../../src/metering/meter.ts';
 import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
 import { meteredOperation } from '../../src/metering/metered-operations.ts';
+import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
 import { testRedisPrefix } from '../../../test-support/redis-keys.ts';
 import { redisCluster } from '../../../test-support/redis-setups.ts';
 
@@ -15,16 +15,8 @@ import { redisCluster } from '../../../test-support/redis-setups.ts';
  * The metered scripts build balance and idempotency keys from the organization's prefix (not declared as KEYS): on a
  * Redis Cluster they stay in the organization's slot, so the gate call and the usage script run there as on one Redis.
  */
-const catalog = {
-  features: { calls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: { calls: { kind: 'metered', limit: 5, reset: 'month', anchor: 'calendar', soft: false } },
-    },
-  },
-} as unknown as CatalogDoc;
-const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+const catalog = proMeteredCatalog({ calls: { limit: 5 } });
+const alice = proSubscriber;
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
 const keys = redisKeys(testRedisPrefix());
 let stop: () => Promise<void>;

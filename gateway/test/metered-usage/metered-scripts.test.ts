@@ -1,26 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { loadConfig } from '@ent/common/config';
-import { publishArrangement } from '@ent/common/metering/arrangement';
-import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { redisKeys } from '@ent/common/redis/keys';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import { snapshotStore } from '@ent/common/snapshots/store';
-import { createEvalMeter } from '../../src/metering/meter.ts';
 import { createMeteredBalances, type PersistedBalance } from '../../src/metering/metered-balances.ts';
 import {
   gateOperationArguments,
   meteredOperation,
   type MeteredKind,
 } from '../../src/metering/metered-operations.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import {
+  meteringTestRedis,
+  openEvalMeter,
+  seededOrganizations,
+} from '../../../test-support/metering-redis.ts';
 
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
-let redis: RedisClient;
 let persisted: PersistedBalance[] = [];
-let organizationCount = 0;
 
 const catalog: CatalogDoc = {
   features: { calls: 'metered', soft: 'metered', open: 'metered', sso: 'flag' },
@@ -38,29 +33,8 @@ const catalog: CatalogDoc = {
 } as unknown as CatalogDoc;
 const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
 
-beforeAll(() => {
-  redis = createRedis(loadConfig());
-});
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
-
 /** A fresh organization with the catalog (version 3) and alice (version 5) in Redis; ready unless asked. */
-async function organization(options: { ready?: boolean; burst?: number } = {}) {
-  const org = `org_m${organizationCount++}`;
-  const store = snapshotStore(redis, keys);
-  await store.putCatalog(org, { version: 3, doc: catalog });
-  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await publishArrangement(redis, keys, org, {
-    plan: null,
-    evalLimit: null,
-    blocking: false,
-    burstPerSecond: options.burst ?? 1000,
-  });
-  if (options.ready !== false) await redis.set(keys.meteredReady(org), '1');
-  return org;
-}
+const organization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
 
 const balances = () =>
   createMeteredBalances({
@@ -200,12 +174,7 @@ describe('the metered balance rule (metered-balance.fragment.lua, through usage-
 });
 
 describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
-  const gateMeter = () =>
-    createEvalMeter({
-      redis,
-      keys,
-      loadArrangement: async () => ({ plan: null, evalLimit: null, blocking: false, burstPerSecond: 1000 }),
-    });
+  const gateMeter = () => openEvalMeter({ redis, keys });
   const gate = (meter: ReturnType<typeof gateMeter>, org: string, ops: ReturnType<typeof op>[]) =>
     meter.gate({ organizationId: org, subscriberId: 'alice', nowMs: clock.now(), metered: ops });
 
@@ -311,7 +280,7 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
   });
 
   it('refuses stale versions and a missing readiness marker, and skips the operations of evals not counted', async () => {
-    const org = await organization({ ready: false, burst: 1 });
+    const org = await organization({ ready: false, burstPerSecond: 1 });
     const meter = gateMeter();
     const [first, second] = await Promise.all([
       gate(meter, org, [op('c', 'calls', 1)]),

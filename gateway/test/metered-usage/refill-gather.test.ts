@@ -1,44 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { loadConfig } from '@ent/common/config';
-import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { createMeteredBalances, type PersistedFigures } from '../../src/metering/metered-balances.ts';
 import { meteredOperation } from '../../src/metering/metered-operations.ts';
-import { deleteKeys, testRedisPrefix } from '../../../test-support/redis-keys.ts';
+import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
+import { meteringTestRedis } from '../../../test-support/metering-redis.ts';
 
 // After Redis comes back empty, the last usage may have gone through any gateway: each one that serves the
 // organization merges its own last figures before any answers resume (metered-balances.ts, the gathering).
 
-const prefix = testRedisPrefix();
-const keys = redisKeys(prefix);
+const { keys, redis } = meteringTestRedis();
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
 const org = 'org_gather';
-let redis: RedisClient;
 
-const catalog: CatalogDoc = {
-  features: { calls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: { calls: { kind: 'metered', limit: 10, reset: 'month', anchor: 'calendar', soft: false } },
-    },
-  },
-} as unknown as CatalogDoc;
-const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
+const catalog = proMeteredCatalog({ calls: { limit: 10 } });
+const alice = proSubscriber;
 
 beforeAll(async () => {
-  redis = createRedis(loadConfig());
   const store = snapshotStore(redis, keys);
   await store.putCatalog(org, { version: 3, doc: catalog });
   await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
   await redis.set(keys.meteredReady(org), '1');
-});
-afterAll(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
 });
 
 const consume = (amount: number) =>
