@@ -5,7 +5,12 @@ import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
-import { creditsSpec, NO_OPERATION_CREDITS, type OperationCredit } from './operation-credits.ts';
+import {
+  creditsSpec,
+  CreditSpecs,
+  NO_OPERATION_CREDITS,
+  type OperationCredit,
+} from './operation-credits.ts';
 
 /**
  * One metered operation as the Lua scripts take it (metered-balance.fragment.lua): the balance it acts on, and the
@@ -79,10 +84,12 @@ const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
 
 /**
  * eval-gate-batch-8.lua's metered section after its four keys: the number of term sets, 7 values per term set
- * (catalog version, member tail, limit, soft, period end, ttl, terms), then 8 per operation (eval index, term set,
- * kind, amount, subscriber version, idempotency key, fingerprint, credits). The script makes each member from its
- * eval's subscriber id and the set's tail. A batch's operations on one feature's period share a set, so each one
- * sends 8 short values rather than its 14 (the command's size was most of a metered eval's cost to the gateway).
+ * (catalog version, member tail, limit, soft, period end, ttl, terms), the number of credit specs and each spec once,
+ * then 8 values per operation (eval index, term set, kind, amount, subscriber version, idempotency key, fingerprint,
+ * credit spec: 0 = none, else its place among the specs). The script makes each member from its eval's subscriber id
+ * and the set's tail. A batch's operations on one feature's period share a set, so each one sends 8 short values
+ * rather than its 14 (the command's size was most of a metered eval's cost to the gateway); a subscriber's operations
+ * on one feature share its credit spec (a few hundred bytes), sent and parsed once per call.
  * A set's ttl is its first operation's: the instants of one batch lie milliseconds apart, and the expiry (period end
  * + 35 days) is set only when a balance is made or its period end changes.
  */
@@ -92,6 +99,7 @@ export function gateOperationArguments(
   const sets: GateTermSet[] = [];
   const shared: (string | number)[] = [];
   const own: (string | number)[] = [];
+  const creditSpecs = new CreditSpecs();
   for (let i = 0; i < evals.length; i++) {
     const ops = evals[i]!.metered;
     if (ops === undefined) continue;
@@ -126,12 +134,13 @@ export function gateOperationArguments(
         op.subscriberVersion,
         op.idempotencyKey,
         op.fingerprint,
-        op.credits,
+        creditSpecs.indexOf(op.credits),
       );
     }
   }
   const args: (string | number)[] = [sets.length];
   for (const value of shared) args.push(value);
+  creditSpecs.pushTo(args);
   for (const value of own) args.push(value);
   return args;
 }
