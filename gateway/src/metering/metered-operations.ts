@@ -1,16 +1,11 @@
-import { meteredResult } from '@ent/common/resolve/resolve';
+import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/common/resolve/resolve';
 import { checkCreditsOf, type CreditFigures } from '@ent/common/metering/credit-answer';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
-import {
-  creditsSpec,
-  CreditSpecs,
-  NO_OPERATION_CREDITS,
-  type OperationCredit,
-} from './operation-credits.ts';
+import { creditsSpec, CreditSpecs, NO_OPERATION_CREDITS, type OperationCredit } from './operation-credits.ts';
 
 /**
  * One metered operation as the Lua scripts take it (metered-balance.fragment.lua): the balance it acts on, and the
@@ -225,8 +220,34 @@ type EncodedTerms = [
   credits?: readonly OperationCredit[],
 ];
 
-/** The credits an answer lists (shared with admin's usage answers: common/src/metering/credit-answer.ts). */
-export const meteredCreditsOf = checkCreditsOf;
+/** Each credit list's latest answer and the figures it was built from. */
+const latestCredits = new WeakMap<
+  readonly OperationCredit[],
+  { figures: CreditFigures; credits: MeteredCredits }
+>();
+
+const sameFigures = (a: CreditFigures, b: CreditFigures) =>
+  a.covered === b.covered &&
+  a.rollover === b.rollover &&
+  a.spent.length === b.spent.length &&
+  a.spent.every((spent, i) => spent === b.spent[i]);
+
+/**
+ * The credits an answer lists (common/src/metering/credit-answer.ts, shared with admin's usage answers). Built once
+ * per credit list and figures: while only the allowance is spent, the figures stay as they were, and the answers of a
+ * subscriber's consumes share one list rather than building it each time. Answers never change their list.
+ */
+export function meteredCreditsOf(
+  list: readonly OperationCredit[],
+  figures: CreditFigures | undefined,
+): MeteredCredits {
+  if (figures === undefined) return NO_METERED_CREDITS;
+  const latest = latestCredits.get(list);
+  if (latest !== undefined && sameFigures(latest.figures, figures)) return latest.credits;
+  const credits = checkCreditsOf(list, figures);
+  latestCredits.set(list, { figures, credits });
+  return credits;
+}
 
 /** A replayed answer from the terms its record kept. */
 function render(

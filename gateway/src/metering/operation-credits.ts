@@ -120,7 +120,9 @@ export function creditsSpec(
     cache.set(docs.subscriber, byFeature);
   }
   byFeature.set(feature, {
-    ...built,
+    spec: built.spec,
+    list: built.list,
+    listJson: built.listJson,
     catalog: docs.catalog,
     organizationId,
     subscriberId,
