@@ -7,7 +7,7 @@ const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.
  * where it reads and writes (Redis, or a batch's buffer).
  */
 const withMeteredBalance = (name: string) =>
-  `${lua('metered-store.fragment.lua')}\n${lua('metered-balance.fragment.lua')}\n${lua(name)}`;
+  `${lua('metered-store.fragment.lua')}\n${lua('metered-credits.fragment.lua')}\n${lua('metered-balance.fragment.lua')}\n${lua(name)}`;
 
 /** Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`. */
 const SCRIPTS = {

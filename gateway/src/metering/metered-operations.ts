@@ -1,11 +1,11 @@
-import { meteredResult } from '@ent/common/resolve/resolve';
+import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/common/resolve/resolve';
 import { checkCreditsOf, type CreditFigures } from '@ent/common/metering/credit-answer';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
-import { creditsSpec, NO_OPERATION_CREDITS, type OperationCredit } from './operation-credits.ts';
+import { creditsSpec, CreditSpecs, NO_OPERATION_CREDITS, type OperationCredit } from './operation-credits.ts';
 
 /**
  * One metered operation as the Lua scripts take it (metered-balance.fragment.lua): the balance it acts on, and the
@@ -79,10 +79,12 @@ const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
 
 /**
  * eval-gate-batch-8.lua's metered section after its four keys: the number of term sets, 7 values per term set
- * (catalog version, member tail, limit, soft, period end, ttl, terms), then 8 per operation (eval index, term set,
- * kind, amount, subscriber version, idempotency key, fingerprint, credits). The script makes each member from its
- * eval's subscriber id and the set's tail. A batch's operations on one feature's period share a set, so each one
- * sends 8 short values rather than its 14 (the command's size was most of a metered eval's cost to the gateway).
+ * (catalog version, member tail, limit, soft, period end, ttl, terms), the number of credit specs and each spec once,
+ * then 8 values per operation (eval index, term set, kind, amount, subscriber version, idempotency key, fingerprint,
+ * credit spec: 0 = none, else its place among the specs). The script makes each member from its eval's subscriber id
+ * and the set's tail. A batch's operations on one feature's period share a set, so each one sends 8 short values
+ * rather than its 14 (the command's size was most of a metered eval's cost to the gateway); a subscriber's operations
+ * on one feature share its credit spec (a few hundred bytes), sent and parsed once per call.
  * A set's ttl is its first operation's: the instants of one batch lie milliseconds apart, and the expiry (period end
  * + 35 days) is set only when a balance is made or its period end changes.
  */
@@ -92,6 +94,7 @@ export function gateOperationArguments(
   const sets: GateTermSet[] = [];
   const shared: (string | number)[] = [];
   const own: (string | number)[] = [];
+  const creditSpecs = new CreditSpecs();
   for (let i = 0; i < evals.length; i++) {
     const ops = evals[i]!.metered;
     if (ops === undefined) continue;
@@ -126,12 +129,13 @@ export function gateOperationArguments(
         op.subscriberVersion,
         op.idempotencyKey,
         op.fingerprint,
-        op.credits,
+        creditSpecs.indexOf(op.credits),
       );
     }
   }
   const args: (string | number)[] = [sets.length];
   for (const value of shared) args.push(value);
+  creditSpecs.pushTo(args);
   for (const value of own) args.push(value);
   return args;
 }
@@ -216,8 +220,34 @@ type EncodedTerms = [
   credits?: readonly OperationCredit[],
 ];
 
-/** The credits an answer lists (shared with admin's usage answers: common/src/metering/credit-answer.ts). */
-export const meteredCreditsOf = checkCreditsOf;
+/** Each credit list's latest answer and the figures it was built from. */
+const latestCredits = new WeakMap<
+  readonly OperationCredit[],
+  { figures: CreditFigures; credits: MeteredCredits }
+>();
+
+const sameFigures = (a: CreditFigures, b: CreditFigures) =>
+  a.covered === b.covered &&
+  a.rollover === b.rollover &&
+  a.spent.length === b.spent.length &&
+  a.spent.every((spent, i) => spent === b.spent[i]);
+
+/**
+ * The credits an answer lists (common/src/metering/credit-answer.ts, shared with admin's usage answers). Built once
+ * per credit list and figures: while only the allowance is spent, the figures stay as they were, and the answers of a
+ * subscriber's consumes share one list rather than building it each time. Answers never change their list.
+ */
+export function meteredCreditsOf(
+  list: readonly OperationCredit[],
+  figures: CreditFigures | undefined,
+): MeteredCredits {
+  if (figures === undefined) return NO_METERED_CREDITS;
+  const latest = latestCredits.get(list);
+  if (latest !== undefined && sameFigures(latest.figures, figures)) return latest.credits;
+  const credits = checkCreditsOf(list, figures);
+  latestCredits.set(list, { figures, credits });
+  return credits;
+}
 
 /** A replayed answer from the terms its record kept. */
 function render(

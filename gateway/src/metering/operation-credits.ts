@@ -61,7 +61,7 @@ interface Documents {
 
 /**
  * The rollover lines of the spec: where the previous period's balance is and what it allowed, so the script can make
- * this period's rollover when it first creates the balance. Empty when no subscription of the grant's plan covered
+ * this period's rollover when it first creates the balance. None when no subscription of the grant's plan covered
  * the previous period (a subscriber that subscribed this period gets no rollover from before it).
  */
 function rolloverLines(
@@ -73,7 +73,7 @@ function rolloverLines(
   creditId: string,
 ): string[] {
   const subscribedAt = terms.planId === null ? undefined : docs.subscriber.subscribedAt?.[terms.planId];
-  if (subscribedAt === undefined || subscribedAt >= period.startMs) return ['', '', '', creditId, '', ''];
+  if (subscribedAt === undefined || subscribedAt >= period.startMs) return [];
   const previous = meteredPeriodAt(terms.reset, terms.anchorMs, period.startMs - 1);
   const previousLimit = meteredTermsOf(docs.catalog, docs.subscriber, feature, period.startMs - 1).limit;
   return [
@@ -120,7 +120,9 @@ export function creditsSpec(
     cache.set(docs.subscriber, byFeature);
   }
   byFeature.set(feature, {
-    ...built,
+    spec: built.spec,
+    list: built.list,
+    listJson: built.listJson,
     catalog: docs.catalog,
     organizationId,
     subscriberId,
@@ -150,22 +152,52 @@ function buildCreditsSpec(
     nowMs,
   );
   if (ordered.length === 0) return NONE;
-  const rollover = rollsOver
-    ? rolloverLines(
+  const list = spendingCreditsOf(ordered, placeholder);
+  // metered-credits.fragment.lua's layout: the ids and the amounts one line each, the rollover lines last and only
+  // when a rollover may be made, so the script splits little for the operations that spend nothing.
+  const lines = [
+    keys.creditSpent(organizationId, subscriberId, feature),
+    creditDirtyMember(subscriberId, feature),
+    list.map(([id]) => id).join(' '),
+    list.map(([, amount]) => (amount === null ? '-' : String(amount))).join(' '),
+  ];
+  if (rollsOver)
+    lines.push(
+      ...rolloverLines(
         docs,
         subscriberId,
         feature,
         terms,
         period,
         rolloverCreditId(subscriberId, feature, period.startMs),
-      )
-    : ['', '', '', '', '', ''];
-  const lines = [
-    keys.creditSpent(organizationId, subscriberId, feature),
-    creditDirtyMember(subscriberId, feature),
-    ...rollover,
-  ];
-  const list = spendingCreditsOf(ordered, placeholder);
-  for (const [id, amount] of list) lines.push(id, amount === null ? '' : String(amount));
+      ),
+    );
   return { spec: lines.join('\n'), list, listJson: list.length === 0 ? '' : JSON.stringify(list) };
+}
+
+/**
+ * The credits section of a gate call (eval-gate-batch-8.lua): each distinct spec once, in order of first use, and an
+ * operation's reference to its spec (0 = none, else the spec's place from 1). A spec is the subscriber's (its ids,
+ * its hash), so only a subscriber's own operations share one: a call carrying several consumes of one busy subscriber
+ * sends and parses its credits once.
+ */
+export class CreditSpecs {
+  private readonly places = new Map<string, number>();
+  private readonly specs: string[] = [];
+
+  indexOf(spec: string): number {
+    if (spec === '') return 0;
+    let place = this.places.get(spec);
+    if (place === undefined) {
+      place = this.specs.push(spec);
+      this.places.set(spec, place);
+    }
+    return place;
+  }
+
+  /** The section's arguments: the number of specs, then each spec. */
+  pushTo(args: (string | number)[]): void {
+    args.push(this.specs.length);
+    for (const spec of this.specs) args.push(spec);
+  }
 }

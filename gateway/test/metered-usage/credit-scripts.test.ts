@@ -6,6 +6,7 @@ import { creditDirtyMember } from '@ent/common/redis/keys';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   answerOf,
+  gateOperationArguments,
   meteredOperation,
   type MeteredKind,
   type MeteredOutcome,
@@ -152,6 +153,49 @@ describe('credits in the gate call (metered-balance.fragment.lua through eval-ga
       cr_topup: '0',
     });
     expect(await redis.hmget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'u', 'k')).toEqual(['1', '0']);
+  });
+});
+
+describe('the credits section of the gate call (each spec once per call)', () => {
+  it("sends a subscriber's credits once for all its operations in one call, which answer as if sent one a call", async () => {
+    clock.set(START + 2 * HOUR);
+    const amounts = [6, 5, 4, 3];
+    const ops = (org: string) => [
+      ...amounts.map((amount) => op(org, 'c', 'calls', amount)),
+      op(org, 'c', 'rolls', 2),
+      op(org, 'r', 'calls', 0),
+    ];
+    const org = await organization();
+    const batched = ops(org);
+    const args = gateOperationArguments(
+      batched.map((operation) => ({ subscriberId: 'alice', metered: [operation] })),
+    );
+    const termSets = Number(args[0]);
+    const specs = args.slice(2 + termSets * 7, 2 + termSets * 7 + Number(args[1 + termSets * 7]));
+    expect(specs).toEqual([batched[0]!.credits, batched[4]!.credits]);
+    expect(args.slice(-6 * 8).filter((_, i) => i % 8 === 7)).toEqual([1, 1, 1, 1, 2, 1]);
+
+    // The evals of one organization that arrive while its call is in flight share the next call.
+    const gateOf = (
+      meter: ReturnType<typeof gateMeter>,
+      organizationId: string,
+      operation: (typeof batched)[number],
+    ) => meter.gate({ organizationId, subscriberId: 'alice', nowMs: clock.now(), metered: [operation] });
+    const meter = gateMeter();
+    const together = await Promise.all(batched.map((operation) => gateOf(meter, org, operation)));
+    const alone: unknown[] = [];
+    const aloneOrg = await organization();
+    for (const operation of ops(aloneOrg)) {
+      const result = await gateOf(gateMeter(), aloneOrg, operation);
+      alone.push(result.outcome === 'counted' ? result.metered : result.outcome);
+    }
+    expect(
+      together.map((result) => (result.outcome === 'counted' ? result.metered : result.outcome)),
+    ).toEqual(alone);
+    expect(alone.map((metered) => (metered as { used: number }[])[0]!.used)).toEqual([6, 11, 15, 18, 2, 18]);
+    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual(
+      await redis.hgetall(keys.creditSpent(aloneOrg, 'alice', 'calls')),
+    );
   });
 });
 

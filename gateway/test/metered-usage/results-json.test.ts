@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '@ent/common/errors/app-error';
 import { meteredResultIn } from '@ent/common/resolve/resolve';
 import { usageEventsJson } from '../../src/features/metered-usage/results-json.ts';
+import { meteredResultJson } from '../../src/features/shared/metered-json.ts';
 
 const instant = fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms).toISOString());
 const resultArbitrary = fc
@@ -62,6 +63,23 @@ describe('the batch route body (results-json.ts)', () => {
           expect(usageEventsJson(runs)).toBe(JSON.stringify({ results: runs }));
         },
       ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("the check route's metered body (metered-json.ts)", () => {
+  it('is exactly what JSON.stringify writes, also when answers share a credit list whose text is kept', () => {
+    fc.assert(
+      fc.property(resultArbitrary, resultArbitrary, (first, second) => {
+        // The second answer shares the first one's list, as the answers of consumes of the allowance do.
+        const sharing = { ...second, credits: first.credits };
+        for (const result of [first, sharing, first]) {
+          const before = JSON.stringify(result);
+          expect(meteredResultJson(result)).toBe(before);
+          expect(JSON.stringify(result)).toBe(before);
+        }
+      }),
       { numRuns: 300 },
     );
   });

@@ -40,11 +40,13 @@
                 prefix, the dirty set, the readiness marker (all of this organization), the number of term sets,
                 7 values per term set (what the operations on one period of one feature share, sent once: the
                 catalog version its terms were resolved from, member tail '|<feature>|<period start ms>', limit
-                ('' = unlimited), soft, period end, ttl, terms), and 8 per operation: eval index (1..N), term set
-                (from 1), kind ('r' read / 'c' consume), amount, the subscriber version its terms were resolved
-                from, idempotency key (''), fingerprint, credits ('' = none) (metered-balance.fragment.lua). Its
-                member is its eval's subscriber id followed by the set's tail. An operation of an eval not counted
-                is skipped; one whose versions are not current applies nothing (stale).
+                ('' = unlimited), soft, period end, ttl, terms), the number of credit specs and each spec once (a
+                subscriber's credits on one feature, metered-credits.fragment.lua), and 8 per operation: eval index
+                (1..N), term set (from 1), kind ('r' read / 'c' consume), amount, the subscriber version its terms
+                were resolved from, idempotency key (''), fingerprint, credit spec (0 = none, else its place from 1)
+                (metered-balance.fragment.lua). Its member is its eval's subscriber id followed by the set's tail. An
+                operation of an eval not counted is skipped; one whose versions are not current applies nothing
+                (stale).
     ARGV[#ARGV] always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the batch may
                 still apply anything ('' = none, sent when it carries no metered operation). Past it, the gateway
                 may already have answered 503 for its consumes: the batch changes nothing and is not remembered,
@@ -294,7 +296,10 @@ if m < #ARGV then
         terms = ARGV[at + 7]},
     }
   end
-  for base = m + 4 + termCount * TERM_ARITY, #ARGV - 1 - ARITY, ARITY do
+  -- The credit specs, each once: an operation names its own by place (0: none).
+  local specsAt = m + 5 + termCount * TERM_ARITY
+  local specCount = tonumber(ARGV[specsAt])
+  for base = specsAt + specCount, #ARGV - 1 - ARITY, ARITY do
     local evalIndex = tonumber(ARGV[base + 1])
     local set = termSets[tonumber(ARGV[base + 2])]
     local status, value
@@ -312,7 +317,8 @@ if m < #ARGV then
       op.amount = tonumber(ARGV[base + 4])
       op.idem = ARGV[base + 6]
       op.fingerprint = ARGV[base + 7]
-      op.credits = ARGV[base + 8]
+      local spec = tonumber(ARGV[base + 8])
+      op.credits = spec == 0 and '' or ARGV[specsAt + spec]
       -- No dirty key: the members changed are marked with one SADD after the loop.
       status, value = meteredApply(ARGV[m], ARGV[m + 1], false, op)
       if status == 0 and op.kind == "c" then

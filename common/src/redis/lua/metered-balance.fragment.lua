@@ -23,15 +23,7 @@
     op.buffer     true: other operations of the call touch the same balance, so its hashes are kept in the call's
                   memory until meteredFlush() (metered-store.fragment.lua); nil or false: straight to Redis
     op.credits    '' (no credits and no rollover: nothing more is read or written), or the credits of the balance
-                  (issue 35), lines joined by '\n':
-                    1 the credit-spent hash of (subscriber, feature) {credit id -> spent; 'ro:<id>' -> a rollover
-                      credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}
-                    2 the dirty-set member that names it ('credit|<subscriber>|<feature>')
-                    3 rollover: the previous period's member ('' = no rollover is created here), 4 the limit then
-                      ('' = unlimited: nothing rolls over), 5 rollover max, 6 the rollover credit's id, 7 the
-                      previous period's start ms, 8 this period's start ms
-                    then two lines per live credit in spending order: id, amount ('' = this period's rollover,
-                    field 'ro' of the balance)
+                  (issue 35) as metered-credits.fragment.lua describes them (prepended before this file)
   The balance also holds k (usage of the period that credits covered: the allowance used is u - k) and ro (the
   period's rollover amount, set once when a call first creates the hash). A positive change spends the allowance
   (limit - (u - k)) first, then the credits in the order given; a hard consume that does not fit both is refused
@@ -43,7 +35,7 @@
     5, text   an idempotent replay: the first answer as '<status>\n<used>\n<terms>'
     6, 0      the idempotency key holds another request's fingerprint; nothing changed
   With credits (op.credits not '', or k not 0) the value of 0 and 1 is a table {used, k, ro, spent of each credit
-  given, in order}, and a replay's <used> is those figures joined by spaces.
+  given, in order, the trailing zeros left out}, and a replay's <used> is those figures joined by spaces.
   Versions and readiness are checked by the including script, before calling this.
 ]]
 local METERED_IDEMPOTENCY_MS = 86400000
@@ -71,29 +63,15 @@ local function meteredMarkDirty(dirtyKey)
   meteredDirtyMembers = {}
 end
 
-local function meteredLines(text)
-  local lines, n, from = {}, 0, 1
-  while true do
-    local at = string.find(text, '\n', from, true)
-    n = n + 1
-    if not at then
-      lines[n] = string.sub(text, from)
-      return lines, n
-    end
-    lines[n] = string.sub(text, from, at - 1)
-    from = at + 1
-  end
-end
-
 -- A period's first touch with a rollover grant: the hash is created here with ro = min(max, the previous period's
 -- unused allowance). Lua creates a hash once, so the credit is made once, however many calls race to the boundary.
-local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
+local function meteredRollover(dirtyKey, balancePrefix, key, op, spec, rollover)
   local ro = 0
-  local previousLimit = tonumber(spec[4])
+  local previousLimit = tonumber(rollover[2])
   if previousLimit ~= nil then
-    local previous = meteredHashRead(op.buffer, balancePrefix .. spec[3], 'u', 'k')
+    local previous = meteredHashRead(op.buffer, balancePrefix .. rollover[1], 'u', 'k')
     local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
-    ro = math.max(0, math.min(tonumber(spec[5]), unused))
+    ro = math.max(0, math.min(tonumber(rollover[3]), unused))
   end
   meteredHashWrite(op.buffer, key, {'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd})
   if op.ttl ~= '' then
@@ -101,9 +79,9 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec)
   end
   meteredDirty(dirtyKey, op.member)
   if ro > 0 then
-    meteredHashWrite(op.buffer, spec[1], {'ro:' .. spec[6],
-      meteredInteger(ro) .. '|' .. spec[7] .. '|' .. spec[8] .. '|' .. op.periodEnd})
-    meteredDirty(dirtyKey, spec[2])
+    meteredHashWrite(op.buffer, spec.hash, {'ro:' .. rollover[4],
+      meteredInteger(ro) .. '|' .. rollover[5] .. '|' .. rollover[6] .. '|' .. op.periodEnd})
+    meteredDirty(dirtyKey, spec.member)
   end
   return ro
 end
@@ -136,24 +114,20 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local spec = nil
   local ro = 0
   local count = 0
-  local amounts, spent = nil, nil
+  local spent = nil
   if op.credits ~= '' then
-    local lines
-    spec, lines = meteredLines(op.credits)
+    spec = meteredCreditSpec(op.credits)
     ro = tonumber(state[3]) or 0
-    if state[1] == false and spec[3] ~= '' then
-      ro = meteredRollover(dirtyKey, balancePrefix, key, op, spec)
-      revision, periodEnd = 1, op.periodEnd
+    if state[1] == false then
+      local rollover = meteredCreditRollover(spec)
+      if rollover and rollover[1] ~= '' then
+        ro = meteredRollover(dirtyKey, balancePrefix, key, op, spec, rollover)
+        revision, periodEnd = 1, op.periodEnd
+      end
     end
-    local ids = {}
-    amounts = {}
-    for i = 9, lines - 1, 2 do
-      count = count + 1
-      ids[count] = spec[i]
-      amounts[count] = spec[i + 1] == '' and ro or tonumber(spec[i + 1])
-    end
+    count = spec.count
     if count > 0 then
-      spent = meteredHashRead(op.buffer, spec[1], unpack(ids))
+      spent = meteredHashRead(op.buffer, spec.hash, unpack(spec.ids))
       for i = 1, count do
         spent[i] = tonumber(spent[i]) or 0
       end
@@ -180,6 +154,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
         rest = rest - math.min(rest, allowanceLeft)
       end
       if rest > 0 and count > 0 then
+        local amounts = meteredCreditAmounts(spec, ro)
         takes = {}
         for i = 1, count do
           local left = amounts[i] - spent[i]
@@ -246,17 +221,23 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   if changed then
     local fields = {}
     for i in pairs(changed) do
-      fields[#fields + 1] = spec[7 + 2 * i]
+      fields[#fields + 1] = spec.ids[i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
-    meteredHashWrite(op.buffer, spec[1], fields)
-    meteredDirty(dirtyKey, spec[2])
+    meteredHashWrite(op.buffer, spec.hash, fields)
+    meteredDirty(dirtyKey, spec.member)
   end
 
   local value = after
   if spec or afterCovered ~= 0 then
+    -- Trailing credits that spent nothing are left out (the gateway reads a missing figure as 0): credits are spent in
+    -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used.
     value = {after, afterCovered, ro}
-    for i = 1, count do
+    local last = count
+    while last > 0 and spent[last] == 0 do
+      last = last - 1
+    end
+    for i = 1, last do
       value[3 + i] = spent[i]
     end
   end

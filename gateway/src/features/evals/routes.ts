@@ -14,6 +14,7 @@ import {
 import type { Answer, MeteredRequest } from '../shared/answer.ts';
 import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
+import { meteredResultJson } from '../shared/metered-json.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
 
@@ -43,7 +44,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
         feature,
         consume,
         idempotencyKey: consume === undefined ? '' : idempotencyKeyOf(request),
-        render: (_entry, answers) => JSON.stringify(answers.get(feature)),
+        render: (_entry, answers) => meteredResultJson(answers.get(feature)!),
       };
       return evaluator.evaluate(
         request,
