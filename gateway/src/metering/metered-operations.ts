@@ -18,6 +18,8 @@ export interface MeteredOperation {
   subscriberId: string;
   feature: string;
   member: string;
+  /** `|<feature>|<period start ms>`: the member after the subscriber id, what the scripts' term sets send. */
+  memberTail: string;
   amount: number;
   limit: number | null;
   soft: boolean;
@@ -67,6 +69,20 @@ interface GateTermSet {
 /** A batch's operations mostly share a handful of term sets: the newest few are searched, older ones made again. */
 const TERM_SETS_SEARCHED = 8;
 
+/**
+ * The 7 values of a term set, as eval-gate-batch-8.lua and usage-apply-4.lua both take them: catalog version, member
+ * tail, limit ('' = unlimited), soft, period end ('' = never), ttl ('' = forever), terms.
+ */
+const termSetValues = (op: MeteredOperation): (string | number)[] => [
+  op.catalogVersion,
+  op.memberTail,
+  op.limit === null ? '' : op.limit,
+  op.soft ? '1' : '0',
+  op.periodEndMs === null ? '' : op.periodEndMs,
+  op.ttlMs === null ? '' : op.ttlMs,
+  op.terms,
+];
+
 /** True when `op` has every value of the term set `set.first` opened (its ttl aside: see gateOperationArguments). */
 const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
   set.period === op.period &&
@@ -108,15 +124,7 @@ export function gateOperationArguments(
       if (set === undefined) {
         set = { first: op, index: sets.length + 1 };
         sets.push(set);
-        shared.push(
-          op.catalogVersion,
-          `|${op.feature}|${op.period.startMs}`,
-          op.limit === null ? '' : op.limit,
-          op.soft ? '1' : '0',
-          op.periodEndMs === null ? '' : op.periodEndMs,
-          op.ttlMs === null ? '' : op.ttlMs,
-          op.terms,
-        );
+        shared.push(...termSetValues(op));
       }
       own.push(
         i + 1,
@@ -149,16 +157,15 @@ export function usageApplyArguments(
   const termSets = new Map<string, number>();
   const shared: (string | number)[] = [];
   const own: (string | number)[] = [];
-  let last: { op: MeteredOperation; tail: string; set: number } | undefined;
+  let last: { op: MeteredOperation; set: number } | undefined;
   for (const op of ops) {
-    // A member is the subscriber id followed by '|<feature>|<period start>' (meteredMember).
-    const tail = op.member.slice(op.subscriberId.length);
+    const tail = op.memberTail;
     let set: number | undefined;
     // A batch's events on one feature follow each other with the same terms: compared before any key is built.
     if (
       last !== undefined &&
       last.op.terms === op.terms &&
-      last.tail === tail &&
+      last.op.memberTail === tail &&
       last.op.limit === op.limit &&
       last.op.soft === op.soft &&
       last.op.periodEndMs === op.periodEndMs &&
@@ -174,17 +181,9 @@ export function usageApplyArguments(
       if (set === undefined) {
         set = termSets.size + 1;
         termSets.set(key, set);
-        shared.push(
-          op.catalogVersion,
-          tail,
-          op.limit === null ? '' : op.limit,
-          op.soft ? '1' : '0',
-          op.periodEndMs === null ? '' : op.periodEndMs,
-          op.ttlMs === null ? '' : op.ttlMs,
-          op.terms,
-        );
+        shared.push(...termSetValues(op));
       }
-      last = { op, tail, set };
+      last = { op, set };
     }
     // One argument per operation (usage-apply-4.lua splits it): the key last, as it may hold the separator.
     own.push(
@@ -336,6 +335,7 @@ export function meteredOperation(
     subscriberId,
     feature,
     member: subscriberId + memberTail,
+    memberTail,
     amount,
     limit: terms.limit,
     soft: terms.soft,
