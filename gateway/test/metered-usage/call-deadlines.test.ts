@@ -127,7 +127,7 @@ const gateBatch = (
         keys.meteredDirty(org),
         keys.meteredReady(org),
       ],
-    ),
+    ).args,
     deadline,
   );
 const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');

@@ -133,7 +133,7 @@ const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) =>
         keys.meteredDirty(org),
         keys.meteredReady(org),
       ],
-    ),
+    ).args,
     Date.now() + 60_000,
   );
 /** The settle of a failed call whose evals were all answered non-2xx (a consume's 503). */
