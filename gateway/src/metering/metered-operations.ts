@@ -238,8 +238,9 @@ function render(
   );
 }
 
-/** A script's figures with credits: {used, covered, rollover, spent...} (a table reply, or a replay's words). */
-function creditFiguresOf(values: readonly unknown[]): { used: number; figures: CreditFigures } {
+/** A script's figures with credits: 'used covered rollover spent...' (an applied or refused value, or a replay's). */
+function creditFiguresOf(text: string): { used: number; figures: CreditFigures } {
+  const values = text.split(' ');
   return {
     used: Number(values[0]),
     figures: {
@@ -258,7 +259,7 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
   switch (name) {
     case 'applied':
     case 'refused': {
-      if (!Array.isArray(value)) return { status: name, used: Number(value) };
+      if (typeof value !== 'string') return { status: name, used: Number(value) };
       const { used, figures } = creditFiguresOf(value);
       return { status: name, used, credits: figures };
     }
@@ -269,7 +270,7 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
       const firstStatus = text.slice(0, first) === '0' ? 'applied' : 'refused';
       const recorded = text.slice(first + 1, second);
       const { used, figures } = recorded.includes(' ')
-        ? creditFiguresOf(recorded.split(' '))
+        ? creditFiguresOf(recorded)
         : { used: Number(recorded), figures: undefined };
       return {
         status: 'replayed',

@@ -42,8 +42,9 @@
     1, used   a consume refused (did not fit a hard limit); nothing changed
     5, text   an idempotent replay: the first answer as '<status>\n<used>\n<terms>'
     6, 0      the idempotency key holds another request's fingerprint; nothing changed
-  With credits (op.credits not '', or k not 0) the value of 0 and 1 is a table {used, k, ro, spent of each credit
-  given, in order}, and a replay's <used> is those figures joined by spaces.
+  With credits (op.credits not '', or k not 0) the value of 0 and 1 is the text of the figures used, k, ro and the
+  spent of each credit given, in order, joined by spaces (not a table: the reply stays one flat array), and a
+  replay's <used> is that same text.
   Versions and readiness are checked by the including script, before calling this.
 ]]
 local METERED_IDEMPOTENCY_MS = 86400000
@@ -273,18 +274,15 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
 
   local value = after
   if spec or afterCovered ~= 0 then
-    value = {after, afterCovered, ro}
+    value = meteredFormat('%d %d %d', after, afterCovered, ro)
     for i = 1, count do
-      value[3 + i] = spent[i]
+      value = value .. ' ' .. meteredFormat('%d', spent[i])
     end
   end
   if idemKey then
-    local recorded = meteredInteger(after)
-    if spec or afterCovered ~= 0 then
-      recorded = recorded .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
-      for i = 1, count do
-        recorded = recorded .. ' ' .. meteredInteger(spent[i])
-      end
+    local recorded = value
+    if recorded == after then
+      recorded = meteredFormat('%d', after)
     end
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)
