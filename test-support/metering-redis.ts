@@ -129,7 +129,7 @@ export function gateBatchCall(
         keys.meteredDirty(org),
         keys.meteredReady(org),
       ],
-    ),
+    ).args,
     call.deadline,
   );
 }

@@ -59,7 +59,7 @@ const batches = createGateBatcher(async (batch) => {
     keys.catalog(batch.organizationId),
     keys.auth(batch.organizationId),
     keys.subscriberVersions(batch.organizationId),
-    ...gateArguments(batch.evals, knownStamps.get(batch.organizationId) ?? 0),
+    ...gateArguments(batch.evals, knownStamps.get(batch.organizationId) ?? 0).args,
   );
   knownStamps.set(batch.organizationId, reply[6] ?? 0);
   lastVersions.set(batch.organizationId, { catalog: reply[3] ?? 0, auth: reply[4] ?? 0 });

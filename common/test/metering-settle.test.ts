@@ -58,7 +58,7 @@ describe.each([singleRedis, redisCluster])('gate batch ids and settlements on $n
       ...gateArguments(
         Array.from({ length: evals }, (_, i) => ({ organizationId: org, subscriberId: `cus_${i}`, nowMs: NOW })),
         0,
-      ),
+      ).args,
       // No deadline: the batch carries no metered operation.
       '',
     );

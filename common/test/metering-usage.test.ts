@@ -278,10 +278,15 @@ describe('gate arguments', () => {
 
   it('trusts only evals verified at the stamp last seen, and sends the instants as runs', () => {
     const evals = [evalOf('a', 100, 7), evalOf('b', 100), evalOf('c', 101, 6), evalOf('d', 101, 7), evalOf('e', 100, 7)];
-    expect(gateArguments(evals, 7)).toEqual([7, '10011', 'a', 'b', 'c', 'd', 'e', 2, 100, 2, 101, 1, 100]);
+    expect(gateArguments(evals, 7).args).toEqual([7, '10011', 'a', 'b', 'c', 'd', 'e', 2, 100, 2, 101, 1, 100]);
   });
 
   it('trusts nothing while no stamp is known', () => {
-    expect(gateArguments([evalOf('a', 5, 0), evalOf('b', 5, 3)], 0)).toEqual(['', '00', 'a', 'b', 2, 5]);
+    expect(gateArguments([evalOf('a', 5, 0), evalOf('b', 5, 3)], 0).args).toEqual(['', '00', 'a', 'b', 2, 5]);
+  });
+
+  it('says whether any eval carries metered operations (such a call needs a deadline)', () => {
+    expect(gateArguments([evalOf('a', 5), evalOf('b', 5)], 0).withMetered).toBe(false);
+    expect(gateArguments([evalOf('a', 5), { ...evalOf('b', 5), metered: [] }], 0).withMetered).toBe(true);
   });
 });

@@ -132,13 +132,14 @@ export function decodeGateReply(
 /**
  * The gate script's arguments after its keys: the last stamp this meter saw, one trust flag per eval ('1': its
  * `verified` stamp is that stamp), the subscriber ids, and the instants as runs of (count, now): a batch's evals
- * mostly share a millisecond, and each argument costs Redis and the client a little.
+ * mostly share a millisecond, and each argument costs Redis and the client a little. `withMetered`: some eval
+ * carries a metered operation (the call then needs a deadline).
  */
 export function gateArguments(
   evals: readonly EvalGateInput[],
   knownStamp: number,
   meteredKeys?: () => string[],
-): (string | number)[] {
+): { args: (string | number)[]; withMetered: boolean } {
   let trusted = '';
   let withMetered = false;
   const ids: string[] = new Array(evals.length);
@@ -160,7 +161,7 @@ export function gateArguments(
     for (const value of meteredKeys()) args.push(value);
     for (const value of gateOperationArguments(evals)) args.push(value);
   }
-  return args;
+  return { args, withMetered };
 }
 
 /** How often a probe asks a Redis that stopped answering whether it answers again. */
@@ -308,7 +309,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
-    const evalArguments = gateArguments(evals, knownStamps.get(organizationId) ?? 0, () => [
+    const { args: evalArguments, withMetered } = gateArguments(evals, knownStamps.get(organizationId) ?? 0, () => [
       keys.meteredBalance(organizationId, ''),
       keys.usageIdempotency(organizationId, ''),
       keys.meteredDirty(organizationId),
@@ -316,7 +317,6 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     ]);
     const seen = seenUsage.get(organizationId);
     const sameMonth = seen !== undefined && seen.period === batch.period;
-    const withMetered = evals.some((evalInput) => evalInput.metered !== undefined);
     const callNumber = ++callsSent;
     const reply = await withArrangement<EvalGateBatchReply>(organizationId, evals[0]!.nowMs, async () => {
       // Taken as the call is sent (again for a retry): a batch Redis runs later than that applies nothing.

@@ -18,6 +18,8 @@ export interface MeteredOperation {
   subscriberId: string;
   feature: string;
   member: string;
+  /** `|<feature>|<period start ms>`: the member after the subscriber id, what the scripts' term sets send. */
+  memberTail: string;
   amount: number;
   limit: number | null;
   soft: boolean;
@@ -67,6 +69,20 @@ interface GateTermSet {
 /** A batch's operations mostly share a handful of term sets: the newest few are searched, older ones made again. */
 const TERM_SETS_SEARCHED = 8;
 
+/**
+ * The 7 values of a term set, as eval-gate-batch-8.lua and usage-apply-4.lua both take them: catalog version, member
+ * tail, limit ('' = unlimited), soft, period end ('' = never), ttl ('' = forever), terms.
+ */
+const termSetValues = (op: MeteredOperation): (string | number)[] => [
+  op.catalogVersion,
+  op.memberTail,
+  op.limit === null ? '' : op.limit,
+  op.soft ? '1' : '0',
+  op.periodEndMs === null ? '' : op.periodEndMs,
+  op.ttlMs === null ? '' : op.ttlMs,
+  op.terms,
+];
+
 /** True when `op` has every value of the term set `set.first` opened (its ttl aside: see gateOperationArguments). */
 const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
   set.period === op.period &&
@@ -111,15 +127,7 @@ export function gateOperationArguments(
       if (set === undefined) {
         set = { first: op, index: sets.length + 1 };
         sets.push(set);
-        shared.push(
-          op.catalogVersion,
-          `|${op.feature}|${op.period.startMs}`,
-          op.limit === null ? '' : op.limit,
-          op.soft ? '1' : '0',
-          op.periodEndMs === null ? '' : op.periodEndMs,
-          op.ttlMs === null ? '' : op.ttlMs,
-          op.terms,
-        );
+        shared.push(...termSetValues(op));
       }
       own.push(
         i + 1,
@@ -153,16 +161,15 @@ export function usageApplyArguments(
   const termSets = new Map<string, number>();
   const shared: (string | number)[] = [];
   const own: (string | number)[] = [];
-  let last: { op: MeteredOperation; tail: string; set: number } | undefined;
+  let last: { op: MeteredOperation; set: number } | undefined;
   for (const op of ops) {
-    // A member is the subscriber id followed by '|<feature>|<period start>' (meteredMember).
-    const tail = op.member.slice(op.subscriberId.length);
+    const tail = op.memberTail;
     let set: number | undefined;
     // A batch's events on one feature follow each other with the same terms: compared before any key is built.
     if (
       last !== undefined &&
       last.op.terms === op.terms &&
-      last.tail === tail &&
+      last.op.memberTail === tail &&
       last.op.limit === op.limit &&
       last.op.soft === op.soft &&
       last.op.periodEndMs === op.periodEndMs &&
@@ -178,17 +185,9 @@ export function usageApplyArguments(
       if (set === undefined) {
         set = termSets.size + 1;
         termSets.set(key, set);
-        shared.push(
-          op.catalogVersion,
-          tail,
-          op.limit === null ? '' : op.limit,
-          op.soft ? '1' : '0',
-          op.periodEndMs === null ? '' : op.periodEndMs,
-          op.ttlMs === null ? '' : op.ttlMs,
-          op.terms,
-        );
+        shared.push(...termSetValues(op));
       }
-      last = { op, tail, set };
+      last = { op, set };
     }
     // One argument per operation (usage-apply-4.lua splits it): the key last, as it may hold the separator.
     own.push(
@@ -269,8 +268,9 @@ function render(
   );
 }
 
-/** A script's figures with credits: {used, covered, rollover, spent...} (a table reply, or a replay's words). */
-function creditFiguresOf(values: readonly unknown[]): { used: number; figures: CreditFigures } {
+/** A script's figures with credits: 'used covered rollover spent...' (an applied or refused value, or a replay's). */
+function creditFiguresOf(text: string): { used: number; figures: CreditFigures } {
+  const values = text.split(' ');
   return {
     used: Number(values[0]),
     figures: {
@@ -289,7 +289,7 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
   switch (name) {
     case 'applied':
     case 'refused': {
-      if (!Array.isArray(value)) return { status: name, used: Number(value) };
+      if (typeof value !== 'string') return { status: name, used: Number(value) };
       const { used, figures } = creditFiguresOf(value);
       return { status: name, used, credits: figures };
     }
@@ -300,7 +300,7 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
       const firstStatus = text.slice(0, first) === '0' ? 'applied' : 'refused';
       const recorded = text.slice(first + 1, second);
       const { used, figures } = recorded.includes(' ')
-        ? creditFiguresOf(recorded.split(' '))
+        ? creditFiguresOf(recorded)
         : { used: Number(recorded), figures: undefined };
       return {
         status: 'replayed',
@@ -366,6 +366,7 @@ export function meteredOperation(
     subscriberId,
     feature,
     member: subscriberId + memberTail,
+    memberTail,
     amount,
     limit: terms.limit,
     soft: terms.soft,

@@ -93,8 +93,8 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     // Before: 8 of the allowance of 10 used, by a call that was answered.
     expect(meteredPairs(await gateBatch(org, 'answered', [[consume(org, 'calls', 8)]]), 1)).toEqual([
       0,
-      // {used, k, ro, spent...}: credits that spent nothing at the end are left out of the reply.
-      [8, 0, 0],
+      // 'used k ro spent...': credits that spent nothing at the end are left out of the reply.
+      '8 0 0',
     ]);
     const before = await figures(org);
     expect(before).toEqual([8, 0, 0, 0, 0]);
@@ -109,13 +109,13 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     ]);
     expect(meteredPairs(reply, 3)).toEqual([
       0,
-      [11, 1, 0, 1],
+      '11 1 0 1',
       0,
-      [17, 7, 0, 5, 2],
+      '17 7 0 5 2',
       0,
       12,
       1,
-      [17, 7, 0, 5, 2],
+      '17 7 0 5 2',
     ]);
     expect(await figures(org)).toEqual([17, 7, 5, 2, 12]);
     await redis.del(keys.meteredDirty(org));
@@ -146,14 +146,14 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
   it('deletes the record of an idempotent consume it gives back: a retry under its key applies afresh', async () => {
     const org = await organization();
     const keyed = consume(org, 'calls', 4, 'retry-me');
-    expect(meteredPairs(await gateBatch(org, 'lost', [[keyed]]), 1)).toEqual([0, [4, 0, 0]]);
+    expect(meteredPairs(await gateBatch(org, 'lost', [[keyed]]), 1)).toEqual([0, '4 0 0']);
     expect(await redis.exists(keys.usageIdempotency(org, 'retry-me'))).toBe(1);
 
     await settle(org, 'lost');
     expect(await redis.exists(keys.usageIdempotency(org, 'retry-me'))).toBe(0);
     expect(await figures(org)).toEqual([0, 0, 0, 0, 0]);
     // The client's retry (it was told 503) is applied once, not replayed as applied.
-    expect(meteredPairs(await gateBatch(org, 'retry', [[keyed]]), 1)).toEqual([0, [4, 0, 0]]);
+    expect(meteredPairs(await gateBatch(org, 'retry', [[keyed]]), 1)).toEqual([0, '4 0 0']);
     expect(meteredPairs(await gateBatch(org, 'replay', [[keyed]]), 1)[0]).toBe(5);
     expect(await figures(org)).toEqual([4, 0, 0, 0, 0]);
   });

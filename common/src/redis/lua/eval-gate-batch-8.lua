@@ -20,8 +20,9 @@
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
     KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran. When the batch
-                applied consumes, the count is followed by '\n' and, as JSON, what giving them back needs, in
-                their order: [member, amount, period end, ttl, credits, idempotency key] each (eval-settle-4.lua)
+                applied consumes, the count is followed by '\n' and, as one flat JSON list, what giving them back
+                needs, in their order, six strings each: member, amount, period end, ttl, credits, idempotency key
+                (eval-settle-4.lua)
     KEYS[7]     subscriber-version index (hash: subscriber id -> version, written by subscriber-put-2.lua), and
                 its field `#w`: the subscriber-write stamp, moved with every change of the index
 
@@ -274,7 +275,8 @@ if firstOverAtArg ~= storedFirstOverAt then
   end
 end
 local counted = count - (storedCount or 0) - restored
-rcall("SET", KEYS[6], counted, "PX", ARGV[3])
+-- The batch memory is written once, at the end, with the consumes applied (if any): nothing else runs meanwhile.
+local memory = counted
 
 -- Metered operations (metered-balance.fragment.lua), only when the batch carries any: after the last run.
 local m = run + 2
@@ -282,7 +284,7 @@ if m < #ARGV then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
   -- The consumes applied, for a settle of this batch to give back: the gateway answers them all 503 when the
   -- reply does not reach it (a Redis shut down before sending it).
-  local consumed = {}
+  local consumed, consumedSize = {}, 0
   local TERM_ARITY, ARITY = 7, 8
   local termCount = tonumber(ARGV[m + 4])
   -- One operation table per term set, its shared fields set once: meteredApply keeps no reference to it.
@@ -322,7 +324,14 @@ if m < #ARGV then
       -- No dirty key: the members changed are marked with one SADD after the loop.
       status, value = meteredApply(ARGV[m], ARGV[m + 1], false, op)
       if status == 0 and op.kind == "c" then
-        consumed[#consumed + 1] = {op.member, meteredInteger(op.amount), op.periodEnd, op.ttl, op.credits, op.idem}
+        -- Flat, not a table per consume: one list for cjson, six strings a consume.
+        consumed[consumedSize + 1] = op.member
+        consumed[consumedSize + 2] = ARGV[base + 4]
+        consumed[consumedSize + 3] = op.periodEnd
+        consumed[consumedSize + 4] = op.ttl
+        consumed[consumedSize + 5] = op.credits
+        consumed[consumedSize + 6] = op.idem
+        consumedSize = consumedSize + 6
       end
     end
     size = size + 1
@@ -331,9 +340,10 @@ if m < #ARGV then
     out[size] = value
   end
   meteredMarkDirty(ARGV[m + 2])
-  if #consumed > 0 then
-    rcall("SET", KEYS[6], counted .. "\n" .. cjson.encode(consumed), "PX", ARGV[3])
+  if consumedSize > 0 then
+    memory = counted .. "\n" .. cjson.encode(consumed)
   end
 end
+rcall("SET", KEYS[6], memory, "PX", ARGV[3])
 
 return out

@@ -15,7 +15,9 @@
     KEYS[1] arrangement hash   {limit ('' = unlimited), blocking, burst, plan}
     KEYS[2] usage hash of the batch's UTC month   {count, first_over_at (ms)}
     KEYS[3] batch memory (string) written by eval-gate-batch-8.lua: evals it counted (then, when it applied
-            consumes, '\n' and their JSON list), or "settled"
+            consumes, '\n' and their JSON list: flat, six strings a consume), or "settled". Only the gateway
+            process that sent a batch settles it (settlements.ts keeps them in its memory), so the memory is
+            always read by the same version of the scripts that wrote it
     KEYS[4] the organization's metered dirty set: the balances and credits given back are named in it
 
     ARGV[1] what the gateway stands for: the batch's evals it answered 2xx, or -1 for a refund
@@ -63,8 +65,8 @@ rcall("SET", KEYS[3], "settled", "PX", ARGV[4])
 local givenBack = 0
 if consumed then
   local balancePrefix, idempotencyPrefix = ARGV[5], ARGV[6]
-  for i = #consumed, 1, -1 do
-    local member, amount, periodEnd, ttl, credits, idem = unpack(consumed[i])
+  for at = #consumed - 5, 1, -6 do
+    local member, amount, periodEnd, ttl, credits, idem = unpack(consumed, at, at + 5)
     -- Checked first: the change would otherwise create the balance (and its period's rollover) to take nothing.
     if rcall("EXISTS", balancePrefix .. member) == 1 then
       meteredApply(balancePrefix, idempotencyPrefix, false, {

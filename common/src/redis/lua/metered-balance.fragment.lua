@@ -34,14 +34,18 @@
     1, used   a consume refused (did not fit a hard limit); nothing changed
     5, text   an idempotent replay: the first answer as '<status>\n<used>\n<terms>'
     6, 0      the idempotency key holds another request's fingerprint; nothing changed
-  With credits (op.credits not '', or k not 0) the value of 0 and 1 is a table {used, k, ro, spent of each credit
-  given, in order, the trailing zeros left out}, and a replay's <used> is those figures joined by spaces.
+  With credits (op.credits not '', or k not 0) the value of 0 and 1 is the text of the figures used, k, ro and the
+  spent of each credit given, in order, the trailing zeros left out, joined by spaces (not a table: the reply stays
+  one flat array), and a replay's <used> is that same text.
   Versions and readiness are checked by the including script, before calling this.
 ]]
 local METERED_IDEMPOTENCY_MS = 86400000
 
+-- '%d', not tostring or a number argument: Lua's '%.14g' (and Redis 7.2's conversion of numbers) write exponents.
+local meteredFormat = string.format
+
 local function meteredInteger(n)
-  return string.format('%d', n)
+  return meteredFormat('%d', n)
 end
 
 -- The members changed by calls given no dirty key, for meteredMarkDirty.
@@ -73,17 +77,32 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec, rollover)
     local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
     ro = math.max(0, math.min(tonumber(rollover[3]), unused))
   end
-  meteredHashWrite(op.buffer, key, {'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd})
+  meteredHashWrite(op.buffer, key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
   if op.ttl ~= '' then
     meteredHashExpire(key, op.ttl)
   end
   meteredDirty(dirtyKey, op.member)
   if ro > 0 then
-    meteredHashWrite(op.buffer, spec.hash, {'ro:' .. rollover[4],
-      meteredInteger(ro) .. '|' .. rollover[5] .. '|' .. rollover[6] .. '|' .. op.periodEnd})
+    meteredHashWrite(op.buffer, spec.hash, 'ro:' .. rollover[4],
+      meteredInteger(ro) .. '|' .. rollover[5] .. '|' .. rollover[6] .. '|' .. op.periodEnd)
     meteredDirty(dirtyKey, spec.member)
   end
   return ro
+end
+
+-- One HSET of a balance's change, its fields as arguments (no table): u and r always, k and e (false: unchanged)
+-- only when they moved.
+local function meteredWriteBalance(buffer, key, used, revision, covered, periodEnd)
+  if covered then
+    if periodEnd then
+      return meteredHashWrite(buffer, key, 'u', used, 'r', revision, 'k', covered, 'e', periodEnd)
+    end
+    return meteredHashWrite(buffer, key, 'u', used, 'r', revision, 'k', covered)
+  end
+  if periodEnd then
+    return meteredHashWrite(buffer, key, 'u', used, 'r', revision, 'e', periodEnd)
+  end
+  return meteredHashWrite(buffer, key, 'u', used, 'r', revision)
 end
 
 local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
@@ -106,18 +125,25 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       return 0, tonumber(read[1]) or 0
     end
   end
-  local state = meteredHashRead(op.buffer, key, 'u', 'k', 'ro', 'r', 'e')
+  -- Each field asked for costs Redis about as much as a fifth of the HMGET: ro only where credits are spent.
+  local withCredits = op.credits ~= ''
+  local state
+  if withCredits then
+    state = meteredHashRead(op.buffer, key, 'u', 'k', 'r', 'e', 'ro')
+  else
+    state = meteredHashRead(op.buffer, key, 'u', 'k', 'r', 'e')
+  end
   local used = tonumber(state[1]) or 0
   local covered = tonumber(state[2]) or 0
-  local revision = tonumber(state[4]) or 0
-  local periodEnd = state[5]
+  local revision = tonumber(state[3]) or 0
+  local periodEnd = state[4]
   local spec = nil
   local ro = 0
   local count = 0
   local spent = nil
-  if op.credits ~= '' then
+  if withCredits then
     spec = meteredCreditSpec(op.credits)
-    ro = tonumber(state[3]) or 0
+    ro = tonumber(state[5]) or 0
     if state[1] == false then
       local rollover = meteredCreditRollover(spec)
       if rollover and rollover[1] ~= '' then
@@ -203,16 +229,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
 
   if after ~= used or afterCovered ~= covered then
-    local fields = {'u', meteredInteger(after), 'r', meteredInteger(revision + 1)}
-    if afterCovered ~= covered then
-      fields[5], fields[6] = 'k', meteredInteger(afterCovered)
-    end
     local newEnd = periodEnd ~= op.periodEnd
-    if newEnd then
-      fields[#fields + 1] = 'e'
-      fields[#fields + 1] = op.periodEnd
-    end
-    meteredHashWrite(op.buffer, key, fields)
+    meteredWriteBalance(op.buffer, key, meteredFormat('%d', after), meteredFormat('%d', revision + 1),
+      afterCovered ~= covered and meteredFormat('%d', afterCovered), newEnd and op.periodEnd)
     if newEnd and op.ttl ~= '' then
       meteredHashExpire(key, op.ttl)
     end
@@ -224,7 +243,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = spec.ids[i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
-    meteredHashWrite(op.buffer, spec.hash, fields)
+    meteredHashWrite(op.buffer, spec.hash, unpack(fields))
     meteredDirty(dirtyKey, spec.member)
   end
 
@@ -232,22 +251,19 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   if spec or afterCovered ~= 0 then
     -- Trailing credits that spent nothing are left out (the gateway reads a missing figure as 0): credits are spent in
     -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used.
-    value = {after, afterCovered, ro}
+    value = meteredFormat('%d %d %d', after, afterCovered, ro)
     local last = count
     while last > 0 and spent[last] == 0 do
       last = last - 1
     end
     for i = 1, last do
-      value[3 + i] = spent[i]
+      value = value .. ' ' .. meteredFormat('%d', spent[i])
     end
   end
   if idemKey then
-    local recorded = meteredInteger(after)
-    if spec or afterCovered ~= 0 then
-      recorded = recorded .. ' ' .. meteredInteger(afterCovered) .. ' ' .. meteredInteger(ro)
-      for i = 1, count do
-        recorded = recorded .. ' ' .. meteredInteger(spent[i])
-      end
+    local recorded = value
+    if recorded == after then
+      recorded = meteredFormat('%d', after)
     end
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)

@@ -55,12 +55,13 @@ local function meteredHashRead(buffer, key, ...)
   return out
 end
 
--- HSET key field value [field value ...], the pairs given as one list.
-local function meteredHashWrite(buffer, key, fieldValues)
+-- HSET key field value [field value ...]. The pairs come as arguments, not a list: a change that goes straight to
+-- Redis (most of them) then builds no table.
+local function meteredHashWrite(buffer, key, ...)
   local hash = meteredHashes and meteredHashes[key]
   if not hash then
     if not (buffer and meteredHashes) then
-      redis.call('HSET', key, unpack(fieldValues))
+      redis.call('HSET', key, ...)
       return
     end
     -- Only written so far (a rollover's record): what Redis holds of its other fields is read when asked for.
@@ -72,6 +73,7 @@ local function meteredHashWrite(buffer, key, fieldValues)
     meteredChangedHashes[#meteredChangedHashes + 1] = key
   end
   local values, changed = hash.values, hash.changed
+  local fieldValues = {...}
   for i = 1, #fieldValues, 2 do
     local field = fieldValues[i]
     if not changed[field] then

@@ -110,6 +110,7 @@ function eventOperation(
     subscriberId: event.subscriber_id,
     feature: event.feature,
     member: event.subscriber_id + resolved.memberTail,
+    memberTail: resolved.memberTail,
     amount,
     limit: terms.limit,
     soft: terms.soft,
