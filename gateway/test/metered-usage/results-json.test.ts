@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '@ent/common/errors/app-error';
 import { meteredResultIn } from '@ent/common/resolve/resolve';
 import { usageEventsJson } from '../../src/features/metered-usage/results-json.ts';
+import { createMeteredResultWriter } from '../../src/features/shared/metered-result-json.ts';
 
 const instant = fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms).toISOString());
 const resultArbitrary = fc
@@ -60,6 +61,23 @@ describe('the batch route body (results-json.ts)', () => {
           // Runs of equal shared fields, as a batch on one feature makes them.
           const runs = results.flatMap((result) => Array.from({ length: 1 + (repeats % 3) }, () => result));
           expect(usageEventsJson(runs)).toBe(JSON.stringify({ results: runs }));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("a check's metered answer (metered-result-json.ts)", () => {
+  it('is exactly what JSON.stringify writes, whatever the writer kept from the answers before', () => {
+    fc.assert(
+      fc.property(
+        fc.array(resultArbitrary, { maxLength: 30 }),
+        fc.integer({ min: 1, max: 3 }),
+        (results, max) => {
+          // A small bound makes the writer start over now and then, as a full one does.
+          const write = createMeteredResultWriter(max);
+          for (const result of [...results, ...results]) expect(write(result)).toBe(JSON.stringify(result));
         },
       ),
       { numRuns: 300 },
