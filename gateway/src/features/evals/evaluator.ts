@@ -4,6 +4,7 @@ import { notFound, rateLimited } from '@ent/common/errors/app-error';
 import { EvalGateUnavailableError, type EvalGateResult } from '../../metering/contract.ts';
 import {
   is2xx,
+  OneMeteredAnswer,
   send,
   setUsageHeaders,
   type Answer,
@@ -273,15 +274,19 @@ export const evaluator = fp(
       features: readonly string[],
       answers: readonly MeteredAnswer[],
     ): string {
-      const byFeature = new Map<string, MeteredCheckResult>();
       let replayed = false;
       for (let i = 0; i < answers.length; i++) {
         const answer = answers[i]!;
         if ('error' in answer) throw answer.error;
-        byFeature.set(features[i]!, answer.result);
         if (answer.replayed) replayed = true;
       }
       if (replayed) reply.header('idempotent-replayed', 'true');
+      // Past the loop every answer is a result (an error was thrown).
+      const results = answers as readonly { result: MeteredCheckResult }[];
+      if (results.length === 1)
+        return metered.render(entry, new OneMeteredAnswer(features[0]!, results[0]!.result));
+      const byFeature = new Map<string, MeteredCheckResult>();
+      for (let i = 0; i < results.length; i++) byFeature.set(features[i]!, results[i]!.result);
       return metered.render(entry, byFeature);
     }
 
