@@ -340,7 +340,8 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       keys.subscriberVersions(organizationId),
       keys.meteredDirty(organizationId),
       keys.meteredReady(organizationId),
-      ...args,
+      // One array, flattened once by ioredis (a batch's thousand operations were copied three times more spread).
+      args,
     );
     // Applied nothing: the caller answers 503, as for a call that timed out.
     if (reply.length === 1 && reply[0] === CALL_EXPIRED)

@@ -34,7 +34,9 @@ export interface MeteringCommands {
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
   /** usage-apply-4.lua (its last argument the deadline): status, value per operation, or `[CALL_EXPIRED]`. */
-  usageApply(...keysAndArgs: (string | number)[]): Promise<(number | string)[]>;
+  usageApply(
+    ...keysAndArgs: (string | number | readonly (string | number)[])[]
+  ): Promise<(number | string)[]>;
   /** metered-refill-2.lua: the number of balances raised. */
   meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;
   /** usage-rate-2.lua: 0 when taken, else ms until the window closes. */
