@@ -338,7 +338,9 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         GATE_BATCH_MEMORY_MS,
         sameMonth ? seen.epoch : '',
         sameMonth ? seen.count : 0,
-        ...evalArguments,
+        // Handed over as one array, which ioredis flattens once when it makes the command: spread here, the batch's
+        // arguments (most of them the metered operations') were copied three times more on the way.
+        evalArguments,
         deadline,
       );
     });

@@ -118,8 +118,8 @@ interface Figure {
   covered: number;
   rollover: number;
   periodEndMs: number | null;
-  subscriberId: string;
-  feature: string;
+  readonly subscriberId: string;
+  readonly feature: string;
   /** The operation's credits in its order, and what each had spent (null: the reply named no credits). */
   credits: readonly OperationCredit[] | null;
   spent: readonly number[] | null;
@@ -191,16 +191,28 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
         )
           continue;
       }
-      figures.set(key, {
-        used: outcome.used,
-        covered,
-        rollover,
-        periodEndMs: op.periodEndMs,
-        subscriberId: op.subscriberId,
-        feature: op.feature,
-        credits: credits ? op.creditList : null,
-        spent,
-      });
+      // A balance seen before (the key names it: subscriber and feature are the same) takes the new figure in place:
+      // one lookup that also makes it the most recent, and no object per consume or event. Figures are read only
+      // synchronously (the refill's merge), so none is seen half written.
+      const seen = figures.get(key);
+      if (seen !== undefined) {
+        seen.used = outcome.used;
+        seen.covered = covered;
+        seen.rollover = rollover;
+        seen.periodEndMs = op.periodEndMs;
+        seen.credits = credits ? op.creditList : null;
+        seen.spent = spent;
+      } else
+        figures.set(key, {
+          used: outcome.used,
+          covered,
+          rollover,
+          periodEndMs: op.periodEndMs,
+          subscriberId: op.subscriberId,
+          feature: op.feature,
+          credits: credits ? op.creditList : null,
+          spent,
+        });
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;
@@ -328,7 +340,8 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       keys.subscriberVersions(organizationId),
       keys.meteredDirty(organizationId),
       keys.meteredReady(organizationId),
-      ...args,
+      // One array, flattened once by ioredis (a batch's thousand operations were copied three times more spread).
+      args,
     );
     // Applied nothing: the caller answers 503, as for a call that timed out.
     if (reply.length === 1 && reply[0] === CALL_EXPIRED)

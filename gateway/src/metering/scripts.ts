@@ -25,13 +25,18 @@ export type EvalSettleReply = [number, number, number, number, number];
 export interface MeteringCommands {
   /**
    * Seven keys, seven arguments (the last: one trust flag per eval), the evals' subscriber ids, then their instants
-   * as runs of (count, now), the metered operations if any, and last the deadline (eval-gate-batch-8.lua).
+   * as runs of (count, now), the metered operations if any, and last the deadline (eval-gate-batch-8.lua). An array
+   * among them stands for its values (ioredis flattens one level when it makes the command); keys are never in one.
    */
-  evalGateBatch(...keysAndArgs: (string | number)[]): Promise<EvalGateBatchReply>;
+  evalGateBatch(
+    ...keysAndArgs: (string | number | readonly (string | number)[])[]
+  ): Promise<EvalGateBatchReply>;
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
   /** usage-apply-4.lua (its last argument the deadline): status, value per operation, or `[CALL_EXPIRED]`. */
-  usageApply(...keysAndArgs: (string | number)[]): Promise<(number | string)[]>;
+  usageApply(
+    ...keysAndArgs: (string | number | readonly (string | number)[])[]
+  ): Promise<(number | string)[]>;
   /** metered-refill-2.lua: the number of balances raised. */
   meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;
   /** usage-rate-2.lua: 0 when taken, else ms until the window closes. */

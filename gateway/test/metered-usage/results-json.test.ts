@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '@ent/common/errors/app-error';
 import { meteredResultIn } from '@ent/common/resolve/resolve';
 import { usageEventsJson } from '../../src/features/metered-usage/results-json.ts';
-import { meteredResultJson } from '../../src/features/shared/metered-json.ts';
+import { createMeteredResultWriter } from '../../src/features/shared/metered-result-json.ts';
 
 const instant = fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms).toISOString());
 const resultArbitrary = fc
@@ -68,17 +68,29 @@ describe('the batch route body (results-json.ts)', () => {
   });
 });
 
-describe("the check route's metered body (metered-json.ts)", () => {
-  it('is exactly what JSON.stringify writes, also when answers share a credit list whose text is kept', () => {
+describe("a check's metered answer (metered-result-json.ts)", () => {
+  it('is exactly what JSON.stringify writes, whatever the writer kept from the answers before', () => {
+    fc.assert(
+      fc.property(
+        fc.array(resultArbitrary, { maxLength: 30 }),
+        fc.integer({ min: 1, max: 3 }),
+        (results, max) => {
+          // A small bound makes the writer start over now and then, as a full one does.
+          const write = createMeteredResultWriter(max);
+          for (const result of [...results, ...results]) expect(write(result)).toBe(JSON.stringify(result));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes a credit list whose text it kept as JSON.stringify does, when answers share the list', () => {
     fc.assert(
       fc.property(resultArbitrary, resultArbitrary, (first, second) => {
         // The second answer shares the first one's list, as the answers of consumes of the allowance do.
+        const write = createMeteredResultWriter();
         const sharing = { ...second, credits: first.credits };
-        for (const result of [first, sharing, first]) {
-          const before = JSON.stringify(result);
-          expect(meteredResultJson(result)).toBe(before);
-          expect(JSON.stringify(result)).toBe(before);
-        }
+        for (const result of [first, sharing, first]) expect(write(result)).toBe(JSON.stringify(result));
       }),
       { numRuns: 300 },
     );

@@ -4,6 +4,7 @@ import { notFound, rateLimited } from '@ent/common/errors/app-error';
 import { EvalGateUnavailableError, type EvalGateResult } from '../../metering/contract.ts';
 import {
   is2xx,
+  OneMeteredAnswer,
   send,
   setUsageHeaders,
   type Answer,
@@ -57,15 +58,19 @@ const meteredFeaturesOf = (catalog: CatalogEntry, metered: MeteredRequest): read
   return catalog.doc.features[metered.feature] === 'metered' ? [metered.feature] : NO_FEATURES;
 };
 
-const meteredItems = (entry: SubscriberEntry, subscriberId: string, metered: MeteredRequest): MeteredItem[] =>
-  meteredFeaturesOf(entry.catalog, metered).map((feature) => ({
-    subscriberId,
-    entry,
-    feature,
-    kind: metered.consume === undefined ? 'r' : 'c',
-    amount: metered.consume ?? 0,
-    idempotencyKey: metered.consume === undefined ? '' : metered.idempotencyKey,
-  }));
+const meteredItem = (
+  entry: SubscriberEntry,
+  subscriberId: string,
+  metered: MeteredRequest,
+  feature: string,
+): MeteredItem => ({
+  subscriberId,
+  entry,
+  feature,
+  kind: metered.consume === undefined ? 'r' : 'c',
+  amount: metered.consume ?? 0,
+  idempotencyKey: metered.consume === undefined ? '' : metered.idempotencyKey,
+});
 
 /**
  * The eval hot path shared by the eval routes and OFREP. Warm path: the key from the LRU, one Redis round trip
@@ -103,14 +108,26 @@ export const evaluator = fp(
       let held: SubscriberEntry | undefined;
       const metered = options?.metered;
       let operations: MeteredOperation[] | undefined;
+      // The metered features as the held entry's catalog defines them: the answer's, unless the catalog moved.
+      let featuresCatalog: CatalogEntry | undefined;
+      let features: readonly string[] = NO_FEATURES;
       try {
         gateRoundTrips.inc();
         // Its verified stamp (0 when never verified) spares Redis reading its version while no subscriber changed.
         held = snapshotCache.cached(organizationId, subscriberId, nowMs);
         if (metered !== undefined && held !== undefined && held.forgetAt === null) {
-          const items = meteredItems(held, subscriberId, metered);
-          if (items.length > 0)
-            operations = items.map((item) => operationOf(item, nowMs, redisKeys, organizationId));
+          featuresCatalog = held.catalog;
+          features = meteredFeaturesOf(held.catalog, metered);
+          if (features.length > 0) {
+            operations = new Array<MeteredOperation>(features.length);
+            for (let i = 0; i < features.length; i++)
+              operations[i] = operationOf(
+                meteredItem(held, subscriberId, metered, features[i]!),
+                nowMs,
+                redisKeys,
+                organizationId,
+              );
+          }
         }
         gate = await meter.gate({ organizationId, subscriberId, nowMs, verified: held, metered: operations });
       } catch (error) {
@@ -167,10 +184,22 @@ export const evaluator = fp(
         if (!entry.subscriber.exists) throw (options?.unknownSubscriber ?? subscriberNotFound)(subscriberId);
         if (operations !== undefined && gate.metered !== undefined)
           meteredBalances.observe(organizationId, operations, gate.metered);
+        if (metered !== undefined && entry.catalog !== featuresCatalog)
+          features = meteredFeaturesOf(entry.catalog, metered);
         const made =
-          metered === undefined || meteredFeaturesOf(entry.catalog, metered).length === 0
+          metered === undefined || features.length === 0
             ? answer(entry)
-            : meteredBody(reply, organizationId, subscriberId, entry, metered, operations, gate.metered, nowMs);
+            : meteredBody(
+                reply,
+                organizationId,
+                subscriberId,
+                entry,
+                metered,
+                features,
+                operations,
+                gate.metered,
+                nowMs,
+              );
         // Awaited only when something was applied again: the warm metered eval stays on the synchronous path.
         const body = typeof made === 'string' ? made : await made;
         send(request, reply, entry, body, options, gate.usage);
@@ -192,15 +221,15 @@ export const evaluator = fp(
       subscriberId: string,
       entry: SubscriberEntry,
       metered: MeteredRequest,
+      features: readonly string[],
       operations: MeteredOperation[] | undefined,
       outcomes: MeteredOutcome[] | undefined,
       nowMs: number,
     ): string | Promise<string> {
-      const items = meteredItems(entry, subscriberId, metered);
-      const answers: (MeteredAnswer | undefined)[] = new Array(items.length);
+      const answers: (MeteredAnswer | undefined)[] = new Array(features.length);
       let missing = 0;
-      for (let i = 0; i < items.length; i++) {
-        const feature = items[i]!.feature;
+      for (let i = 0; i < features.length; i++) {
+        const feature = features[i]!;
         // Operations and items follow the catalog's metered features in the same order: the same index when the
         // entry did not change under the gate call.
         const index =
@@ -217,12 +246,23 @@ export const evaluator = fp(
         answers[i] = current ? answerOfOutcome(op, outcome) : undefined;
         if (answers[i] === undefined) missing += 1;
       }
-      if (missing === 0) return render(reply, entry, metered, items, answers as MeteredAnswer[]);
-      const redo = items.filter((_, i) => answers[i] === undefined);
+      if (missing === 0) return render(reply, entry, metered, features, answers as MeteredAnswer[]);
+      // Items are made only for what is applied again; the usage script may move them to a newer entry.
+      const redo: MeteredItem[] = [];
+      for (let i = 0; i < features.length; i++)
+        if (answers[i] === undefined) redo.push(meteredItem(entry, subscriberId, metered, features[i]!));
+      const firstRedone = answers[0] === undefined;
       return applyMetered(app, organizationId, redo, nowMs).then((redone) => {
         let k = 0;
         for (let i = 0; i < answers.length; i++) if (answers[i] === undefined) answers[i] = redone[k++];
-        return render(reply, entry, metered, items, answers as MeteredAnswer[]);
+        // Rendered with the entry the first metered feature was answered from (a redo may have moved it on).
+        return render(
+          reply,
+          firstRedone ? redo[0]!.entry : entry,
+          metered,
+          features,
+          answers as MeteredAnswer[],
+        );
       });
     }
 
@@ -231,19 +271,23 @@ export const evaluator = fp(
       reply: FastifyReply,
       entry: SubscriberEntry,
       metered: MeteredRequest,
-      items: readonly MeteredItem[],
+      features: readonly string[],
       answers: readonly MeteredAnswer[],
     ): string {
-      const byFeature = new Map<string, MeteredCheckResult>();
       let replayed = false;
       for (let i = 0; i < answers.length; i++) {
         const answer = answers[i]!;
         if ('error' in answer) throw answer.error;
-        byFeature.set(items[i]!.feature, answer.result);
         if (answer.replayed) replayed = true;
       }
       if (replayed) reply.header('idempotent-replayed', 'true');
-      return metered.render(items[0]?.entry ?? entry, byFeature);
+      // Past the loop every answer is a result (an error was thrown).
+      const results = answers as readonly { result: MeteredCheckResult }[];
+      if (results.length === 1)
+        return metered.render(entry, new OneMeteredAnswer(features[0]!, results[0]!.result));
+      const byFeature = new Map<string, MeteredCheckResult>();
+      for (let i = 0; i < results.length; i++) byFeature.set(features[i]!, results[i]!.result);
+      return metered.render(entry, byFeature);
     }
 
     app.decorate('evaluator', { ...requestAuthentication(principals, sessions), evaluate });

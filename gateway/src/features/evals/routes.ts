@@ -14,7 +14,7 @@ import {
 import type { Answer, MeteredRequest } from '../shared/answer.ts';
 import { idempotencyKeyOf } from '../shared/idempotency-key.ts';
 import { xApiKeyOf } from '../shared/api-key-header.ts';
-import { meteredResultJson } from '../shared/metered-json.ts';
+import { createMeteredResultWriter } from '../shared/metered-result-json.ts';
 
 const toJson = (result: CheckResult): string => JSON.stringify(result);
 
@@ -29,6 +29,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { evaluator } = app;
   const authenticate = evaluator.authentication(xApiKeyOf);
+  const meteredJson = createMeteredResultWriter();
 
   app.post(
     '/org/subscribers/:subscriber_id/entitlements/check',
@@ -44,7 +45,7 @@ export async function evalRoutes(fastify: FastifyInstance): Promise<void> {
         feature,
         consume,
         idempotencyKey: consume === undefined ? '' : idempotencyKeyOf(request),
-        render: (_entry, answers) => meteredResultJson(answers.get(feature)!),
+        render: (_entry, answers) => meteredJson(answers.get(feature)!),
       };
       return evaluator.evaluate(
         request,

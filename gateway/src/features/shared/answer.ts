@@ -27,7 +27,25 @@ export interface MeteredRequest {
   /** The `Idempotency-Key` of a consume ('' = none). */
   idempotencyKey: string;
   /** The body, given the entry and the metered features' answers by key; used when the answer holds any. */
-  render(entry: SubscriberEntry, answers: ReadonlyMap<string, MeteredCheckResult>): string;
+  render(entry: SubscriberEntry, answers: MeteredAnswersByFeature): string;
+}
+
+/** The metered features' answers of one request, by feature key. */
+export type MeteredAnswersByFeature = Pick<ReadonlyMap<string, MeteredCheckResult>, 'get'>;
+
+/**
+ * The answers of a request that holds one metered feature (a check, a flag): one small object where a Map and its
+ * table were made per consume.
+ */
+export class OneMeteredAnswer implements MeteredAnswersByFeature {
+  constructor(
+    private readonly feature: string,
+    private readonly result: MeteredCheckResult,
+  ) {}
+
+  get(feature: string): MeteredCheckResult | undefined {
+    return feature === this.feature ? this.result : undefined;
+  }
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
