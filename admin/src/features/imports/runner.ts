@@ -76,7 +76,9 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
   async function publish(organizationId: string, outcome: BatchOutcome): Promise<void> {
     if (outcome.catalogChanged) await publisher.publishCatalog(organizationId);
     if (outcome.subscribersChanged.size > 0)
-      await publisher.publishSubscribers(organizationId, [...outcome.subscribersChanged]);
+      await publisher.publishSubscribers(organizationId, [...outcome.subscribersChanged], {
+        entries: outcome.subscriberEntries,
+      });
   }
 
   type Step =
