@@ -146,12 +146,30 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     if (await archiveImportedPlans(db, organizationId, keys)) await publisher.publishCatalog(organizationId);
   }
 
+  /**
+   * Each batch's publish runs while the next batch is applied (they use different connections, and Redis), at most
+   * one publish in flight: the next batch's publish starts once it is done, and the import ends only after the last, so
+   * `succeeded` still means every gateway can serve every batch. A failed publish fails the import after the batch
+   * being applied meanwhile (whose entry the relay publishes, as it does any entry its runner did not).
+   */
   async function applyAll(importId: string): Promise<Step> {
+    let publishing: Promise<void> = Promise.resolve();
     for (;;) {
-      if (stopping) return { kind: 'lost' };
+      if (stopping) {
+        await publishing;
+        return { kind: 'lost' };
+      }
       const { step: done, published } = await transact(db, (trx) => step(trx, importId, trx));
-      if (published) await publish(published.organizationId, published.outcome);
-      if (done.kind !== 'batch') return done;
+      await publishing;
+      if (published) {
+        publishing = publish(published.organizationId, published.outcome);
+        // Awaited once the next batch has committed, or at the end; until then its rejection is held, not unhandled.
+        publishing.catch(() => {});
+      }
+      if (done.kind !== 'batch') {
+        await publishing;
+        return done;
+      }
     }
   }
 
