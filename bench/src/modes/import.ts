@@ -122,7 +122,7 @@ async function importStatus(adminUrl: string, apiKey: string, id: string) {
 
 export async function runImport(): Promise<ImportResult> {
   const subscribers = envNumber('BENCH_IMPORT_SUBSCRIBERS', 1_000_000);
-  const batchSize = envNumber('IMPORT_BATCH_SIZE', 2000);
+  const batchSize = envNumber('IMPORT_BATCH_SIZE', 5000);
   const checkRate = envNumber('BENCH_CHECK_RATE', 500);
   const startLoad = loadavg()[0]!;
   const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', 10_000) };

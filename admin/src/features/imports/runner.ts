@@ -32,7 +32,7 @@ export interface ImportRunnerOptions {
 }
 
 const defaultImportRunnerOptions: ImportRunnerOptions = {
-  batchSize: 2000,
+  batchSize: 5000,
   leaseMs: 30_000,
   analyzeAtLines: 10_000,
 };
