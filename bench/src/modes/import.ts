@@ -43,6 +43,9 @@ export interface ImportResult {
   gatewayCpuUsPerSubscriber?: number;
   /** From the POST to its 202: the body read, checked and staged. */
   stagedSeconds?: number;
+  /** The part of admin's and Postgres's CPU per subscriber spent before the 202 (staging). */
+  stagingAdminCpuUsPerSubscriber?: number;
+  stagingPostgresCpuUsPerSubscriber?: number;
   gatewayDuringImport: { slices: number; p99Median: number; p99Max: number; non2xx: number };
 }
 
@@ -168,6 +171,8 @@ export async function runImport(): Promise<ImportResult> {
     })();
     const id = await postImport(world.adminUrl, world.apiKey, subscribers);
     const stagedSeconds = (Date.now() - started) / 1000;
+    const stagingAdminUsed = processCpuSeconds(admin.pid) - adminCpu;
+    const stagingPostgresUsed = (await backendCpuSeconds(world.env.DATABASE_OWNER_URL!)) - postgresCpu;
     log(`202 after ${Math.round(stagedSeconds * 1000)} ms (body staged); applying`);
     let status = await importStatus(world.adminUrl, world.apiKey, id);
     while (status.status === 'running') {
@@ -203,6 +208,8 @@ export async function runImport(): Promise<ImportResult> {
       redisCpuUsPerSubscriber: (redisUsed / subscribers) * 1e6,
       gatewayCpuUsPerSubscriber: (gatewayUsed / subscribers) * 1e6,
       stagedSeconds,
+      stagingAdminCpuUsPerSubscriber: (stagingAdminUsed / subscribers) * 1e6,
+      stagingPostgresCpuUsPerSubscriber: (stagingPostgresUsed / subscribers) * 1e6,
       gatewayDuringImport: {
         slices: slices.length,
         p99Median: p99s.length ? median(p99s) : 0,
@@ -224,7 +231,11 @@ export function renderImport(result: ImportResult): string {
       (result.redisCpuUsPerSubscriber === undefined
         ? ''
         : `, worker ${result.workerCpuUsPerSubscriber!.toFixed(0)} µs, Redis ${result.redisCpuUsPerSubscriber.toFixed(0)} µs, gateway ${result.gatewayCpuUsPerSubscriber!.toFixed(0)} µs (its checks included)`),
-    ...(result.stagedSeconds === undefined ? [] : [`  body staged (202) after ${result.stagedSeconds.toFixed(1)} s`]),
+    ...(result.stagedSeconds === undefined
+      ? []
+      : [
+          `  body staged (202) after ${result.stagedSeconds.toFixed(1)} s, CPU per subscriber until then: admin ${result.stagingAdminCpuUsPerSubscriber!.toFixed(0)} µs, Postgres ${result.stagingPostgresCpuUsPerSubscriber!.toFixed(0)} µs`,
+        ]),
     `  gateway checks at ${result.settings.checkRate}/s meanwhile: p99 ${g.p99Median.toFixed(1)} ms (median of ${g.slices} 2 s slices), worst ${g.p99Max.toFixed(1)} ms, ${g.non2xx} non-2xx`,
   ].join('\n');
 }
