@@ -17,6 +17,7 @@ const SCRIPTS = {
   entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
   entSubscriberPut: { numberOfKeys: 2, lua: lua('subscriber-put-2.lua') },
   entSubscribersPut: { lua: lua('subscribers-put-n.lua') },
+  entSubscribersBehind: { lua: lua('subscribers-behind-n.lua') },
   entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
   evalGateBatch: { numberOfKeys: 7, lua: withMeteredBalance('eval-gate-batch-8.lua') },
   usageApply: { numberOfKeys: 4, lua: withMeteredBalance('usage-apply-4.lua') },

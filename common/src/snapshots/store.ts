@@ -50,10 +50,10 @@ const parseHash = <T>(fields: (string | null)[]): Versioned<T | null> | null => 
 const randomStampStart = () => randomInt(1, 2 ** 48);
 
 /**
- * Subscribers written per script call by `putSubscribers`: a call blocks Redis while it runs (about 2 µs per
+ * Subscribers per script call of `putSubscribers` and `subscribersBehind`: a call blocks Redis while it runs (about 2 µs per
  * subscriber), so gate calls queue behind it for at most about a millisecond.
  */
-const SUBSCRIBERS_PER_PUT = 500;
+const SUBSCRIBERS_PER_CALL = 500;
 
 /** Reads and version-guarded writes of snapshot documents in Redis. */
 export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
@@ -87,18 +87,47 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
     ): Promise<number> => {
       const all = [...snapshots];
       const calls: Promise<number | (number | string)[]>[] = [];
-      for (let start = 0; start < all.length; start += SUBSCRIBERS_PER_PUT) {
-        const chunk = all.slice(start, start + SUBSCRIBERS_PER_PUT);
+      for (let start = 0; start < all.length; start += SUBSCRIBERS_PER_CALL) {
+        const chunk = all.slice(start, start + SUBSCRIBERS_PER_CALL);
         const args: (string | number)[] = [chunk.length + 1, keys.subscriberVersions(organizationId)];
         for (const [subscriberId] of chunk) args.push(keys.subscriber(organizationId, subscriberId));
         args.push(randomStampStart());
         for (const [subscriberId, snapshot] of chunk)
-          args.push(snapshot.version, snapshot.doc === null ? '' : JSON.stringify(snapshot.doc), subscriberId);
+          args.push(
+            snapshot.version,
+            snapshot.doc === null ? '' : JSON.stringify(snapshot.doc),
+            subscriberId,
+          );
         calls.push(withScripts(redis).entSubscribersPut(...args));
       }
       return (await Promise.all(calls)).reduce<number>((sum, written) => sum + Number(written), 0);
     },
-    putAuthVersion: (organizationId: string, version: number) => put(keys.auth(organizationId), version, null),
+    /**
+     * Which of `expected` (subscriber id and snapshot version) Redis holds behind, document or index entry: one script
+     * call per SUBSCRIBERS_PER_CALL subscribers.
+     */
+    subscribersBehind: async (
+      organizationId: string,
+      expected: readonly { subscriberId: string; version: number }[],
+    ): Promise<string[]> => {
+      const calls: Promise<string[]>[] = [];
+      for (let start = 0; start < expected.length; start += SUBSCRIBERS_PER_CALL) {
+        const chunk = expected.slice(start, start + SUBSCRIBERS_PER_CALL);
+        const args: (string | number)[] = [chunk.length + 1, keys.subscriberVersions(organizationId)];
+        for (const { subscriberId } of chunk) args.push(keys.subscriber(organizationId, subscriberId));
+        for (const { subscriberId, version } of chunk) args.push(subscriberId, version);
+        calls.push(
+          withScripts(redis)
+            .entSubscribersBehind(...args)
+            .then((positions) =>
+              (positions as number[]).map((position) => chunk[position - 1]!.subscriberId),
+            ),
+        );
+      }
+      return (await Promise.all(calls)).flat();
+    },
+    putAuthVersion: (organizationId: string, version: number) =>
+      put(keys.auth(organizationId), version, null),
     /**
      * A null doc is a tombstone: the key is refused (revoked, or its member not active), and an older live
      * copy can never be written back. The organization is kept beside it, so a gateway holding the refusal
@@ -114,8 +143,13 @@ export function snapshotStore(redis: RedisClient, keys: RedisKeys) {
       const snapshot = parseHash<CatalogDoc>(await redis.hmget(keys.catalog(organizationId), 'v', 'doc'));
       return snapshot?.doc ? (snapshot as Versioned<CatalogDoc>) : null;
     },
-    readSubscriber: async (organizationId: string, subscriberId: string): Promise<Versioned<SubscriberDoc> | null> => {
-      const snapshot = parseHash<SubscriberDoc>(await redis.hmget(keys.subscriber(organizationId, subscriberId), 'v', 'doc'));
+    readSubscriber: async (
+      organizationId: string,
+      subscriberId: string,
+    ): Promise<Versioned<SubscriberDoc> | null> => {
+      const snapshot = parseHash<SubscriberDoc>(
+        await redis.hmget(keys.subscriber(organizationId, subscriberId), 'v', 'doc'),
+      );
       return snapshot?.doc ? (snapshot as Versioned<SubscriberDoc>) : null;
     },
     /** null: not in Redis; `{doc: null}`: a tombstone (refused), with the key's organization. */

@@ -61,7 +61,8 @@ class DryRunRollback extends Error {}
 /**
  * Applies imports in this process (DESIGN.md §5): batch after batch, each in one transaction with the lines' results
  * and the import's cursor, so a process killed anywhere leaves whole batches only; after each commit, what the batch
- * changed is published before the next batch starts, so `succeeded` means every gateway can serve the import. The
+ * changed is published (while the next batch is applied, see applyAll), all of it before the import ends, so
+ * `succeeded` means every gateway can serve the import. The
  * lease (renewed by each batch) says which process applies an import; one whose holder died is resumed from its
  * cursor by `resumeAbandoned` (admin at start, then periodically, and the worker).
  */
