@@ -213,7 +213,7 @@ function redisInfo(redisUrl: string, section: string): string {
 }
 
 /** CPU seconds a Redis server has used so far. */
-function redisCpuSeconds(redisUrl: string): number {
+export function redisCpuSeconds(redisUrl: string): number {
   const info = redisInfo(redisUrl, 'cpu');
   const value = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
   return value('used_cpu_user') + value('used_cpu_sys');

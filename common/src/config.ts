@@ -191,7 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     imports: {
       leaseMs: integerIn(env, 'IMPORT_LEASE_MS', 30_000, 1000, 3_600_000, 'milliseconds between 1000 and 3600000'),
-      batchSize: integerIn(env, 'IMPORT_BATCH_SIZE', 2000, 1, 10_000, 'an integer between 1 and 10000'),
+      batchSize: integerIn(env, 'IMPORT_BATCH_SIZE', 5000, 1, 10_000, 'an integer between 1 and 10000'),
     },
     gatewayCacheBytes:
       integerIn(env, 'GATEWAY_CACHE_MB', 512, 1, 1_048_576, 'MiB between 1 and 1048576') * 1024 * 1024,

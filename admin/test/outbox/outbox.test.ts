@@ -246,6 +246,46 @@ describe('the relay', () => {
     expect(await relay.drainOnce()).toEqual({ published: 1, failed: 0 });
   });
 
+  it("publishes an import batch's one entry for all its subscribers, announced in one message (a runner that died before publishing)", async () => {
+    await drainEverything();
+    await api.subscriber('bo');
+    await api.subscriber('cy');
+    const ids = ['ann', 'bo', 'cy'];
+    // What an import batch commits (bumpSubscribers): the versions moved, one `subscribers` entry naming them.
+    await sql`
+      UPDATE subscribers SET version = version + 1
+      WHERE organization_id = ${org.organization_id} AND subscriber_id = ANY(${ids}::text[])
+    `.execute(ctx.db);
+    await sql`
+      INSERT INTO outbox (organization_id, kind, subjects, version)
+      VALUES (${org.organization_id}, 'subscribers', ${ids}::text[], 0)
+    `.execute(ctx.db);
+    const listener = ctx.redis.duplicate();
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe(keys().invalidationChannel);
+    try {
+      expect(await createOutboxRelay({ db: ctx.db, publisher: ctx.app.snapshots }).drainOnce()).toEqual({
+        published: 1,
+        failed: 0,
+      });
+      expect(await undone()).toEqual([]);
+      const versions = new Map<string, number>();
+      for (const id of ids) {
+        const inRedis = await redisVersion(keys().subscriber(org.organization_id, id));
+        expect(inRedis).toBe((await subscriberInPostgres(id)) + 1);
+        expect(Number(await ctx.redis.hget(keys().subscriberVersions(org.organization_id), id))).toBe(inRedis);
+        versions.set(id, inRedis);
+      }
+      await expect.poll(() => messages.length).toBe(1);
+      const announced = JSON.parse(messages[0]!) as { kind: string; subscriberIds: string[]; versions: number[] };
+      expect(announced.kind).toBe('subscribers');
+      expect(new Map(announced.subscriberIds.map((id, i) => [id, announced.versions[i]]))).toEqual(versions);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it('prunes done entries once they are old', async () => {
     const relay = createOutboxRelay({ db: ctx.db, publisher: ctx.app.snapshots });
     await api.override('ann', 'seats', { kind: 'limit', limit: 11 }); // at least one done entry, whatever ran before

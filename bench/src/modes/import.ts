@@ -18,7 +18,9 @@ import {
   log,
   median,
   processCpuSeconds,
+  redisCpuSeconds,
   startNode,
+  startPrivateRedis,
 } from '../harness.ts';
 import { drive, type LoadFigures } from '../load.ts';
 import { DEFAULT_SHAPE } from '../seed.ts';
@@ -35,6 +37,15 @@ export interface ImportResult {
   subscribersPerSecond: number;
   adminCpuUsPerSubscriber: number;
   postgresCpuUsPerSubscriber: number;
+  /** The worker's, Redis's and the gateway's (its checks at checkRate included) CPU per subscriber meanwhile. */
+  workerCpuUsPerSubscriber?: number;
+  redisCpuUsPerSubscriber?: number;
+  gatewayCpuUsPerSubscriber?: number;
+  /** From the POST to its 202: the body read, checked and staged. */
+  stagedSeconds?: number;
+  /** The part of admin's and Postgres's CPU per subscriber spent before the 202 (staging). */
+  stagingAdminCpuUsPerSubscriber?: number;
+  stagingPostgresCpuUsPerSubscriber?: number;
   gatewayDuringImport: { slices: number; p99Median: number; p99Max: number; non2xx: number };
 }
 
@@ -114,11 +125,12 @@ async function importStatus(adminUrl: string, apiKey: string, id: string) {
 
 export async function runImport(): Promise<ImportResult> {
   const subscribers = envNumber('BENCH_IMPORT_SUBSCRIBERS', 1_000_000);
-  const batchSize = envNumber('IMPORT_BATCH_SIZE', 2000);
+  const batchSize = envNumber('IMPORT_BATCH_SIZE', 5000);
   const checkRate = envNumber('BENCH_CHECK_RATE', 500);
   const startLoad = loadavg()[0]!;
   const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', 10_000) };
-  const world = await createWorld(shape);
+  // A Redis of its own, so its CPU is the import's (and the gateway's checks') alone.
+  const world = await createWorld(shape, { redisUrl: await startPrivateRedis() });
   try {
     const env = { ...world.env, IMPORT_BATCH_SIZE: String(batchSize) };
     const gatewayPort = await freePort();
@@ -127,8 +139,8 @@ export async function runImport(): Promise<ImportResult> {
       ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] }
       : {};
     const admin = startNode('admin/src/server.ts', env, cpuProfile);
-    startNode('admin/src/worker.ts', env, cpuProfile);
-    startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(gatewayPort) });
+    const worker = startNode('admin/src/worker.ts', env, cpuProfile);
+    const gateway = startNode('gateway/src/server.ts', { ...env, GATEWAY_PORT: String(gatewayPort) });
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     await Promise.all([world.adminUrl, gatewayUrl].map((u) => healthy(`${u}/healthz`)));
     const load = {
@@ -144,6 +156,9 @@ export async function runImport(): Promise<ImportResult> {
 
     log(`importing ${subscribers} subscribers with their subscription (${subscribers * 2} lines)`);
     const adminCpu = processCpuSeconds(admin.pid);
+    const workerCpu = processCpuSeconds(worker.pid);
+    const gatewayCpu = processCpuSeconds(gateway.pid);
+    const redisCpu = redisCpuSeconds(world.env.REDIS_URL!);
     const postgresCpu = await backendCpuSeconds(world.env.DATABASE_OWNER_URL!);
     const started = Date.now();
     let finished = false;
@@ -155,7 +170,10 @@ export async function runImport(): Promise<ImportResult> {
       }
     })();
     const id = await postImport(world.adminUrl, world.apiKey, subscribers);
-    log(`202 after ${Date.now() - started} ms (body staged); applying`);
+    const stagedSeconds = (Date.now() - started) / 1000;
+    const stagingAdminUsed = processCpuSeconds(admin.pid) - adminCpu;
+    const stagingPostgresUsed = (await backendCpuSeconds(world.env.DATABASE_OWNER_URL!)) - postgresCpu;
+    log(`202 after ${Math.round(stagedSeconds * 1000)} ms (body staged); applying`);
     let status = await importStatus(world.adminUrl, world.apiKey, id);
     while (status.status === 'running') {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -163,6 +181,9 @@ export async function runImport(): Promise<ImportResult> {
     }
     const seconds = (Date.now() - started) / 1000;
     const adminUsed = processCpuSeconds(admin.pid) - adminCpu;
+    const workerUsed = processCpuSeconds(worker.pid) - workerCpu;
+    const gatewayUsed = processCpuSeconds(gateway.pid) - gatewayCpu;
+    const redisUsed = redisCpuSeconds(world.env.REDIS_URL!) - redisCpu;
     const postgresUsed = (await backendCpuSeconds(world.env.DATABASE_OWNER_URL!)) - postgresCpu;
     finished = true;
     await during;
@@ -183,6 +204,12 @@ export async function runImport(): Promise<ImportResult> {
       subscribersPerSecond: subscribers / seconds,
       adminCpuUsPerSubscriber: (adminUsed / subscribers) * 1e6,
       postgresCpuUsPerSubscriber: (postgresUsed / subscribers) * 1e6,
+      workerCpuUsPerSubscriber: (workerUsed / subscribers) * 1e6,
+      redisCpuUsPerSubscriber: (redisUsed / subscribers) * 1e6,
+      gatewayCpuUsPerSubscriber: (gatewayUsed / subscribers) * 1e6,
+      stagedSeconds,
+      stagingAdminCpuUsPerSubscriber: (stagingAdminUsed / subscribers) * 1e6,
+      stagingPostgresCpuUsPerSubscriber: (stagingPostgresUsed / subscribers) * 1e6,
       gatewayDuringImport: {
         slices: slices.length,
         p99Median: p99s.length ? median(p99s) : 0,
@@ -200,7 +227,15 @@ export function renderImport(result: ImportResult): string {
   return [
     `import of ${result.settings.subscribers} subscribers with their subscription (${result.settings.lines} lines, batches of ${result.settings.batchSize}):`,
     `  ${result.status} in ${result.seconds.toFixed(1)} s: ${Math.round(result.subscribersPerSecond)} subscribers/s (load average ${result.loadAverage.start.toFixed(1)} → ${result.loadAverage.end.toFixed(1)})`,
-    `  CPU per subscriber: admin ${result.adminCpuUsPerSubscriber.toFixed(0)} µs, Postgres backends ${result.postgresCpuUsPerSubscriber.toFixed(0)} µs`,
+    `  CPU per subscriber: admin ${result.adminCpuUsPerSubscriber.toFixed(0)} µs, Postgres backends ${result.postgresCpuUsPerSubscriber.toFixed(0)} µs` +
+      (result.redisCpuUsPerSubscriber === undefined
+        ? ''
+        : `, worker ${result.workerCpuUsPerSubscriber!.toFixed(0)} µs, Redis ${result.redisCpuUsPerSubscriber.toFixed(0)} µs, gateway ${result.gatewayCpuUsPerSubscriber!.toFixed(0)} µs (its checks included)`),
+    ...(result.stagedSeconds === undefined
+      ? []
+      : [
+          `  body staged (202) after ${result.stagedSeconds.toFixed(1)} s, CPU per subscriber until then: admin ${result.stagingAdminCpuUsPerSubscriber!.toFixed(0)} µs, Postgres ${result.stagingPostgresCpuUsPerSubscriber!.toFixed(0)} µs`,
+        ]),
     `  gateway checks at ${result.settings.checkRate}/s meanwhile: p99 ${g.p99Median.toFixed(1)} ms (median of ${g.slices} 2 s slices), worst ${g.p99Max.toFixed(1)} ms, ${g.non2xx} non-2xx`,
   ].join('\n');
 }

@@ -282,7 +282,8 @@ export interface WebhookDeliveriesTable {
   updated_at: Timestamp;
 }
 
-export type OutboxKind = 'catalog' | 'subscriber' | 'auth' | 'arrangement';
+/** `subscribers`: one entry for an import batch's subscribers (named in `subjects`), not one `subscriber` row each. */
+export type OutboxKind = 'catalog' | 'subscriber' | 'subscribers' | 'auth' | 'arrangement';
 
 /**
  * What a committed write must cause in Redis, recorded in the write's own transaction: the relay republishes
@@ -294,7 +295,9 @@ export interface OutboxTable {
   kind: OutboxKind;
   /** The subscriber id for `subscriber` rows; null otherwise. */
   subject: string | null;
-  /** The Postgres version the write produced (the snapshot that covers it has version + 1). */
+  /** The subscriber ids of a `subscribers` row; null otherwise. */
+  subjects: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
+  /** The Postgres version the write produced (the snapshot that covers it has version + 1); 0 on `subscribers`. */
   version: number;
   created_at: CreatedAt;
   attempts: ColumnType<number, number | undefined, number>;

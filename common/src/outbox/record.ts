@@ -46,6 +46,17 @@ export async function markOutboxDone(db: Kysely<Database>, entry: OutboxEntry): 
   return Number(result.numUpdatedRows);
 }
 
+/** Entries named by id (a relay's lease, an import batch's `subscribers` entries) marked done. */
+export async function markEntriesDone(db: Kysely<Database>, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('outbox')
+    .set({ done_at: sql`now()` })
+    .where('id', 'in', ids)
+    .where('done_at', 'is', null)
+    .execute();
+}
+
 /** `markOutboxDone` for many subscribers of one organization in one statement. */
 export async function markSubscribersDone(
   db: Kysely<Database>,

@@ -9,10 +9,15 @@ const lua = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.
 const withMeteredBalance = (name: string) =>
   `${lua('metered-store.fragment.lua')}\n${lua('metered-credits.fragment.lua')}\n${lua('metered-balance.fragment.lua')}\n${lua(name)}`;
 
-/** Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`. */
+/**
+ * Every Lua script of the services, by command name: the files in `lua/`, named `<name>-<numberOfKeys>.lua`, or
+ * `<name>-n.lua` for a script called with a variable number of keys (no `numberOfKeys`: the caller passes numkeys).
+ */
 const SCRIPTS = {
   entSnapshotPut: { numberOfKeys: 1, lua: lua('snapshot-put-1.lua') },
   entSubscriberPut: { numberOfKeys: 2, lua: lua('subscriber-put-2.lua') },
+  entSubscribersPut: { lua: lua('subscribers-put-n.lua') },
+  entSubscribersBehind: { lua: lua('subscribers-behind-n.lua') },
   entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
   evalGateBatch: { numberOfKeys: 7, lua: withMeteredBalance('eval-gate-batch-8.lua') },
   usageApply: { numberOfKeys: 4, lua: withMeteredBalance('usage-apply-4.lua') },

@@ -15,6 +15,12 @@ import {
 
 type Db = Kysely<Database>;
 
+/**
+ * `column = ANY($1)` with the ids as one array parameter: a batch's thousand ids as an `IN` list were a thousand bind
+ * parameters for Kysely to compile, node-pg to send and Postgres to parse and plan, four times per publish.
+ */
+const isOneOf = (column: string, ids: readonly string[]) => sql<boolean>`${sql.ref(column)} = ANY(${ids}::text[])`;
+
 /** Every document is read inside one REPEATABLE READ transaction, so the version matches the content. */
 const consistentRead = <T>(db: Db, read: (trx: Transaction<Database>) => Promise<T>): Promise<T> =>
   db.transaction().setIsolationLevel('repeatable read').execute(read);
@@ -103,13 +109,13 @@ export async function buildSubscribers(
         .selectFrom('subscribers')
         .select(['subscriber_id', 'version'])
         .where('organization_id', '=', organizationId)
-        .where('subscriber_id', 'in', ids)
+        .where(isOneOf('subscriber_id', ids))
         .execute(),
       trx
         .selectFrom('subscriptions')
         .select(['subscriber_id', 'plan_id', 'anchored_at'])
         .where('organization_id', '=', organizationId)
-        .where('subscriber_id', 'in', ids)
+        .where(isOneOf('subscriber_id', ids))
         .where('status', '=', 'active')
         .orderBy('id')
         .execute(),
@@ -118,7 +124,7 @@ export async function buildSubscribers(
         .innerJoin('features as f', 'f.id', 'o.feature_id')
         .select(['o.subscriber_id', 'f.key', 'o.feature_kind', 'o.allowed', 'o.limit_value', 'o.expires_at'])
         .where('o.organization_id', '=', organizationId)
-        .where('o.subscriber_id', 'in', ids)
+        .where(isOneOf('o.subscriber_id', ids))
         .execute(),
       unexpiredCredits(trx, organizationId, ids),
     ]);
@@ -177,7 +183,7 @@ const unexpiredCredits = (trx: Transaction<Database>, organizationId: string, id
       'c.created_at',
     ])
     .where('c.organization_id', '=', organizationId)
-    .where('c.subscriber_id', 'in', ids)
+    .where(isOneOf('c.subscriber_id', ids))
     .where('c.voided_at', 'is', null)
     .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', sql<Date>`now()`)]))
     .orderBy('c.priority')

@@ -13,6 +13,7 @@ import { waitFor } from '../processes.ts';
 
 let ctx: AdminTestContext;
 let gateway: GatewayApp;
+let second: GatewayApp;
 let org: TestOrganization;
 let api: ReturnType<typeof catalogClient>;
 
@@ -25,10 +26,11 @@ const check = (subscriber: string) =>
   });
 const announce = (invalidation: Invalidation) =>
   ctx.redis.publish(ctx.app.redisKeys.invalidationChannel, JSON.stringify(invalidation));
-const cached = (subscriber: string) => gateway.snapshotCache.cached(org.organization_id, subscriber, Date.now());
-/** The seats limit in the gateway's cached entry, without an eval. */
-const seatsOf = (subscriber: string) => {
-  const result = cached(subscriber)?.result('seats');
+const cached = (subscriber: string, on: GatewayApp = gateway) =>
+  on.snapshotCache.cached(org.organization_id, subscriber, Date.now());
+/** The seats limit in a gateway's cached entry, without an eval. */
+const seatsOf = (subscriber: string, on: GatewayApp = gateway) => {
+  const result = cached(subscriber, on)?.result('seats');
   return result?.kind === 'limit' ? result.limit : undefined;
 };
 const snapshotVersion = async (subscriber: string) => (await subscriberVersion(ctx.db, org.organization_id, subscriber)) + 1;
@@ -36,6 +38,7 @@ const snapshotVersion = async (subscriber: string) => (await subscriberVersion(c
 beforeAll(async () => {
   ctx = await createAdminContext();
   gateway = await gatewayOverAdmin(ctx);
+  second = await gatewayOverAdmin(ctx);
   org = await createTestOrganization(ctx.db, 'Invalidation org');
   api = catalogClient(injector(gateway), org.headers);
   await api.feature('seats', 'limit');
@@ -48,6 +51,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.close();
+  await second?.close();
   await ctx?.close();
 });
 
@@ -78,5 +82,46 @@ describe('invalidation announcements carry versions', () => {
     await api.override('bob', 'seats', { kind: 'limit', limit: 100 });
     await waitFor(async () => seatsOf('bob') === 100, "bob's entry refreshed", 5000);
     expect(cached('alice')).toBe(alice);
+  });
+
+  it("an import batch's one announcement for all its subscribers refreshes them on every gateway", async () => {
+    await api.plan('team', [{ feature: 'seats', kind: 'limit', limit: 40 }]);
+    const ids = ['carol', 'dave'];
+    for (const id of ids) {
+      await api.subscriber(id);
+      await api.subscribe(id, 'basic');
+    }
+    for (const on of [gateway, second])
+      for (const id of ids) {
+        const res = await on.inject({
+          method: 'POST',
+          url: `/org/subscribers/${id}/entitlements/check`,
+          headers: org.headers,
+          payload: { feature: 'seats' },
+        });
+        expect(res.statusCode).toBe(200);
+      }
+    const entries = [gateway, second].map((on) => cached('carol', on));
+    expect(entries.every((entry) => entry !== undefined)).toBe(true);
+
+    const posted = await ctx.app.inject({
+      method: 'POST',
+      url: '/org/imports',
+      headers: { ...org.headers, 'content-type': 'application/x-ndjson' },
+      payload: ids
+        .map((id) => JSON.stringify({ type: 'subscription', subscriber_id: id, plan_id: 'team' }))
+        .join('\n'),
+    });
+    expect(posted.statusCode, posted.body).toBe(202);
+    await ctx.app.imports.runner.idle();
+    const done = await ctx.app.inject({ method: 'GET', url: posted.headers.location as string, headers: org.headers });
+    expect(done.json()).toMatchObject({ status: 'succeeded', applied: 2 });
+
+    // No eval: each gateway read both documents again when the batch's one `subscribers` message arrived.
+    for (const on of [gateway, second])
+      for (const id of ids)
+        await waitFor(async () => seatsOf(id, on) === 40, `${id}'s entry refreshed on both gateways`, 5000);
+    // Replaced in place, never evicted meanwhile (what a gateway answers from if Redis goes away).
+    expect([gateway, second].map((on) => cached('carol', on))).not.toEqual(entries);
   });
 });

@@ -33,6 +33,8 @@ export interface BatchOutcome {
   results: Map<number, AppliedResult>;
   catalogChanged: boolean;
   subscribersChanged: Set<string>;
+  /** The outbox entries (kind `subscribers`) naming what the bulk part changed: the runner marks them done. */
+  subscriberEntries: number[];
   /** Spent figures of the credits the batch created, for Redis before the batch commits (runner.ts). */
   creditSeeds: CreditSpentSeed[];
 }
@@ -157,6 +159,7 @@ export async function applyBatch(
     results: new Map(),
     catalogChanged: false,
     subscribersChanged: new Set(),
+    subscriberEntries: [],
     creditSeeds: [],
   };
   const byType = new Map<ImportRecordLine['type'], BatchLine[]>();
@@ -243,7 +246,9 @@ async function flushBulk(
   written: SubscribersWritten,
 ) {
   if (changed.size === 0) return;
-  await bumpSubscribers(trx, ctx.organizationId, [...changed], written.versions, ctx.relayAfterMs);
+  batch.subscriberEntries.push(
+    await bumpSubscribers(trx, ctx.organizationId, [...changed], written.versions, ctx.relayAfterMs),
+  );
   for (const id of changed) batch.subscribersChanged.add(id);
   changed.clear();
   // Written rows are this transaction's still, but a later change to them (an override, a credit) bumps again.

@@ -175,33 +175,32 @@ export async function applySubscriptions(
 }
 
 /**
- * One version bump and one outbox entry per changed subscriber (versions.ts's rule, for a batch at once); those in
- * `bumped` (written by the subscriber lines, versions.ts's bump included) only get their outbox entry. The entries
- * are due to the relay after `relayAfterMs` only: the runner publishes them itself right after the commit, and the
- * relay racing it would publish every subscriber twice (it still does when the runner dies before publishing).
+ * One version bump per changed subscriber (versions.ts's rule, for a batch at once; those in `bumped` were bumped by
+ * their subscriber line's write already) and ONE outbox entry for all of them (kind `subscribers`): the relay
+ * publishes the entry's subscribers from the current Postgres state, whatever their versions. The entry is due to the
+ * relay after `relayAfterMs` only: the runner publishes it itself right after the commit, and the relay racing it
+ * would publish every subscriber twice (it still does when the runner dies before publishing). Answers the entry's
+ * id, which the runner marks done once it has published.
  */
 export async function bumpSubscribers(
   trx: Transaction<Database>,
   organizationId: string,
   subscriberIds: readonly string[],
-  bumped: ReadonlyMap<string, number>,
+  bumped: Pick<ReadonlySet<string>, 'has'>,
   relayAfterMs: number,
-): Promise<void> {
-  const changed = new Set(subscriberIds);
-  const ids = subscriberIds.filter((id) => !bumped.has(id)).sort();
-  const already = [...bumped].filter(([id]) => changed.has(id));
-  const due = sql`now() + make_interval(secs => ${relayAfterMs / 1000})`;
-  await sql`
-    WITH bumped AS (
+): Promise<number> {
+  const toBump = subscriberIds.filter((id) => !bumped.has(id)).sort();
+  if (toBump.length > 0) {
+    await sql`
       UPDATE subscribers SET version = version + 1, updated_at = now()
-      WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${ids}::text[])
-      RETURNING subscriber_id, version
-    )
-    INSERT INTO outbox (organization_id, kind, subject, version, next_attempt_at)
-    SELECT ${organizationId}, 'subscriber', subscriber_id, version, ${due} FROM bumped
-    UNION ALL
-    SELECT ${organizationId}, 'subscriber', w.subject, w.version, ${due}
-    FROM unnest(${already.map(([id]) => id)}::text[], ${already.map(([, version]) => version)}::bigint[])
-      AS w(subject, version)
+      WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${toBump}::text[])
+    `.execute(trx);
+  }
+  const { rows } = await sql<{ id: number }>`
+    INSERT INTO outbox (organization_id, kind, subjects, version, next_attempt_at)
+    VALUES (${organizationId}, 'subscribers', ${[...subscriberIds].sort()}::text[], 0,
+      now() + make_interval(secs => ${relayAfterMs / 1000}))
+    RETURNING id
   `.execute(trx);
+  return Number(rows[0]!.id);
 }

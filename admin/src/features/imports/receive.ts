@@ -7,8 +7,8 @@ import { AppError } from '@ent/common/errors/app-error';
 import { MAX_LINE_BYTES, parseLine } from './parse-line.ts';
 import { stageLines, type StagedLine } from './store.ts';
 
-/** Lines staged per insert while the body streams in. */
-const STAGE_CHUNK = 2000;
+/** Lines staged per insert while the body streams in (as many as a batch applies: fewer statements per line). */
+const STAGE_CHUNK = 5000;
 
 export interface ReceiveContext {
   db: Kysely<Database>;
@@ -47,9 +47,10 @@ const lineTooLong = new AppError(
 );
 
 /**
- * Reads an NDJSON body chunk by chunk (never whole: at most one line and one chunk of staged lines are held), hashes
+ * Reads an NDJSON body chunk by chunk (never whole: at most one line and two chunks of staged lines are held), hashes
  * it, checks each line as its single route would (parse-line.ts) and stages it in import_lines: valid records to
- * apply, refused lines with their error. Waits on each staging insert, so a slow database slows the upload.
+ * apply, refused lines with their error. One staging insert runs while the next chunk is checked, and the chunk
+ * after waits for it, so a slow database slows the upload.
  */
 export async function receiveImport(body: AsyncIterable<Buffer>, ctx: ReceiveContext): Promise<Received> {
   const hash = createHash('sha256');
@@ -61,9 +62,15 @@ export async function receiveImport(body: AsyncIterable<Buffer>, ctx: ReceiveCon
   let oversized = false;
   let staged: StagedLine[] = [];
 
+  // One insert in flight while the next chunk is read and checked: Postgres stages one chunk while admin parses the
+  // next, and a slow database still slows the upload (a chunk waits for the insert before it).
+  let staging: Promise<void> = Promise.resolve();
   const flush = async () => {
+    await staging;
     if (staged.length === 0) return;
-    await stageLines(ctx.db, ctx.importId, staged, ctx.leaseMs);
+    staging = stageLines(ctx.db, ctx.importId, staged, ctx.leaseMs);
+    // Awaited by the next flush, or the last one; until then its rejection is held, not unhandled.
+    staging.catch(() => {});
     staged = [];
   };
   const failedLine = (
@@ -110,30 +117,37 @@ export async function receiveImport(body: AsyncIterable<Buffer>, ctx: ReceiveCon
     if (staged.length >= STAGE_CHUNK) await flush();
   };
 
-  for await (const chunk of body) {
-    bytes += chunk.length;
-    if (bytes > ctx.maxBytes) throw bodyTooLarge(ctx.maxBytes);
-    hash.update(chunk);
-    let start = 0;
-    for (;;) {
-      const newline = chunk.indexOf(10, start);
-      const end = newline === -1 ? chunk.length : newline;
-      if (!oversized && end > start) {
-        if (partBytes + (end - start) > MAX_LINE_BYTES) {
-          oversized = true;
-          parts = [];
-          partBytes = 0;
-        } else {
-          parts.push(chunk.subarray(start, end));
-          partBytes += end - start;
+  try {
+    for await (const chunk of body) {
+      bytes += chunk.length;
+      if (bytes > ctx.maxBytes) throw bodyTooLarge(ctx.maxBytes);
+      hash.update(chunk);
+      let start = 0;
+      for (;;) {
+        const newline = chunk.indexOf(10, start);
+        const end = newline === -1 ? chunk.length : newline;
+        if (!oversized && end > start) {
+          if (partBytes + (end - start) > MAX_LINE_BYTES) {
+            oversized = true;
+            parts = [];
+            partBytes = 0;
+          } else {
+            parts.push(chunk.subarray(start, end));
+            partBytes += end - start;
+          }
         }
+        if (newline === -1) break;
+        await endLine();
+        start = newline + 1;
       }
-      if (newline === -1) break;
-      await endLine();
-      start = newline + 1;
     }
+    if (partBytes > 0 || oversized) await endLine();
+    await flush();
+    await staging;
+  } catch (error) {
+    // Nothing of this request may still be writing once it answers (the route removes what it staged).
+    await staging.catch(() => {});
+    throw error;
   }
-  if (partBytes > 0 || oversized) await endLine();
-  await flush();
   return { sha256: hash.digest('hex'), bytes, lines };
 }

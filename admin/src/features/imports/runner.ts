@@ -32,7 +32,7 @@ export interface ImportRunnerOptions {
 }
 
 const defaultImportRunnerOptions: ImportRunnerOptions = {
-  batchSize: 2000,
+  batchSize: 5000,
   leaseMs: 30_000,
   analyzeAtLines: 10_000,
 };
@@ -61,7 +61,8 @@ class DryRunRollback extends Error {}
 /**
  * Applies imports in this process (DESIGN.md §5): batch after batch, each in one transaction with the lines' results
  * and the import's cursor, so a process killed anywhere leaves whole batches only; after each commit, what the batch
- * changed is published before the next batch starts, so `succeeded` means every gateway can serve the import. The
+ * changed is published (while the next batch is applied, see applyAll), all of it before the import ends, so
+ * `succeeded` means every gateway can serve the import. The
  * lease (renewed by each batch) says which process applies an import; one whose holder died is resumed from its
  * cursor by `resumeAbandoned` (admin at start, then periodically, and the worker).
  */
@@ -76,7 +77,9 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
   async function publish(organizationId: string, outcome: BatchOutcome): Promise<void> {
     if (outcome.catalogChanged) await publisher.publishCatalog(organizationId);
     if (outcome.subscribersChanged.size > 0)
-      await publisher.publishSubscribers(organizationId, [...outcome.subscribersChanged]);
+      await publisher.publishSubscribers(organizationId, [...outcome.subscribersChanged], {
+        entries: outcome.subscriberEntries,
+      });
   }
 
   type Step =
@@ -144,12 +147,30 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     if (await archiveImportedPlans(db, organizationId, keys)) await publisher.publishCatalog(organizationId);
   }
 
+  /**
+   * Each batch's publish runs while the next batch is applied (they use different connections, and Redis), at most
+   * one publish in flight: the next batch's publish starts once it is done, and the import ends only after the last, so
+   * `succeeded` still means every gateway can serve every batch. A failed publish fails the import after the batch
+   * being applied meanwhile (whose entry the relay publishes, as it does any entry its runner did not).
+   */
   async function applyAll(importId: string): Promise<Step> {
+    let publishing: Promise<void> = Promise.resolve();
     for (;;) {
-      if (stopping) return { kind: 'lost' };
+      if (stopping) {
+        await publishing;
+        return { kind: 'lost' };
+      }
       const { step: done, published } = await transact(db, (trx) => step(trx, importId, trx));
-      if (published) await publish(published.organizationId, published.outcome);
-      if (done.kind !== 'batch') return done;
+      await publishing;
+      if (published) {
+        publishing = publish(published.organizationId, published.outcome);
+        // Awaited once the next batch has committed, or at the end; until then its rejection is held, not unhandled.
+        publishing.catch(() => {});
+      }
+      if (done.kind !== 'batch') {
+        await publishing;
+        return done;
+      }
     }
   }
 

@@ -46,7 +46,7 @@ export const outbox = fp<OutboxOptions>(
         auth: write.authChanged,
       };
       if (!write.unchanged) return named;
-      const undone = await undoneOf(app.db, organizationId).catch(() => null);
+      const undone = await undoneOf(app.db, organizationId, named.subscribers).catch(() => null);
       if (!undone) return named;
       return {
         catalog: named.catalog && undone.kinds.has('catalog'),

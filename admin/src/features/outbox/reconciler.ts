@@ -3,6 +3,7 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import { snapshotVersionOf } from '@ent/common/snapshots/documents';
+import { snapshotStore } from '@ent/common/snapshots/store';
 import type { SnapshotPublisher } from '../snapshots/publisher.ts';
 
 export interface ReconcilerDeps {
@@ -42,6 +43,7 @@ export function createReconciler(deps: ReconcilerDeps) {
   const { db, redis, redisKeys: keys, publisher } = deps;
 
   const hgetVersion = (key: string) => redis.hget(key, 'v').then(versionIn);
+  const store = snapshotStore(redis, keys);
 
   async function reconcileSubscribers(organizationId: string, full: boolean): Promise<number> {
     let repaired = 0;
@@ -62,15 +64,13 @@ export function createReconciler(deps: ReconcilerDeps) {
         );
       const page = await query.execute();
       if (page.length === 0) return repaired;
-      // Both the document and the version index the gate reads (written together, so only a lost key parts them).
-      const [indexed, documents] = await Promise.all([
-        redis.hmget(keys.subscriberVersions(organizationId), ...page.map((row) => row.subscriber_id)),
-        Promise.all(page.map((row) => hgetVersion(keys.subscriber(organizationId, row.subscriber_id)))),
-      ]);
-      const inRedis = documents.map((version, i) => Math.min(version, versionIn(indexed[i] ?? null)));
-      const behind = page
-        .filter((row, i) => inRedis[i]! < snapshotVersionOf(row.version))
-        .map((row) => row.subscriber_id);
+      // Both the document and the version index the gate reads (written together, so only a lost key parts them),
+      // compared in Redis: one script call per 500 subscribers, not one command each. A routine pass reads every
+      // subscriber changed in the window, so after an import of a million that was two million commands a pass.
+      const behind = await store.subscribersBehind(
+        organizationId,
+        page.map((row) => ({ subscriberId: row.subscriber_id, version: snapshotVersionOf(row.version) })),
+      );
       if (behind.length > 0) {
         await publisher.publishSubscribers(organizationId, behind);
         repaired += behind.length;

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import type { SnapshotPublisher } from '../snapshots/publisher.ts';
-import { leaseDue, markDone, markFailed, pruneDone, type OutboxRow } from './store.ts';
+import { markEntriesDone } from '@ent/common/outbox/record';
+import { leaseDue, markFailed, pruneDone, type OutboxRow } from './store.ts';
 
 export interface OutboxRelayDeps {
   db: Kysely<Database>;
@@ -40,7 +41,11 @@ export interface DrainResult {
   failed: number;
 }
 
-/** One publish covers every entry of a group: the publisher always writes the current Postgres state. */
+/**
+ * One publish covers every entry of a group: the publisher always writes the current Postgres state. A `subscribers`
+ * entry (an import batch's, up to a batch of subscribers) is a group of its own, so a publish never grows beyond one
+ * batch.
+ */
 interface Group {
   organizationId: string;
   kind: OutboxRow['kind'];
@@ -50,7 +55,7 @@ interface Group {
 function groupsOf(rows: OutboxRow[]): Group[] {
   const groups = new Map<string, Group>();
   for (const row of rows) {
-    const key = `${row.kind}\n${row.organization_id}`;
+    const key = row.kind === 'subscribers' ? `#${row.id}` : `${row.kind}\n${row.organization_id}`;
     let group = groups.get(key);
     if (!group) {
       group = { organizationId: row.organization_id, kind: row.kind, rows: [] };
@@ -92,6 +97,9 @@ export function createOutboxRelay(deps: OutboxRelayDeps, overrides: Partial<Outb
           ...new Set(group.rows.map((row) => row.subject!)),
         ]);
         return;
+      case 'subscribers':
+        await publisher.publishSubscribers(organizationId, group.rows.flatMap((row) => row.subjects ?? []));
+        return;
     }
   }
 
@@ -104,7 +112,7 @@ export function createOutboxRelay(deps: OutboxRelayDeps, overrides: Partial<Outb
         const ids = group.rows.map((row) => row.id);
         try {
           await publish(group);
-          await markDone(db, ids);
+          await markEntriesDone(db, ids);
           result.published += ids.length;
         } catch (error) {
           const attempts = Math.max(...group.rows.map((row) => row.attempts));

@@ -6,6 +6,8 @@ export interface OutboxRow {
   organization_id: string;
   kind: OutboxKind;
   subject: string | null;
+  /** The subscribers of a `subscribers` entry. */
+  subjects: string[] | null;
   version: number;
   attempts: number;
 }
@@ -25,19 +27,9 @@ export async function leaseDue(db: Kysely<Database>, limit: number, leaseMs: num
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, organization_id, kind, subject, version, attempts
+    RETURNING id, organization_id, kind, subject, subjects, version, attempts
   `.execute(db);
   return result.rows.sort((a, b) => a.id - b.id);
-}
-
-export async function markDone(db: Kysely<Database>, ids: readonly number[]): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('outbox')
-    .set({ done_at: sql`now()` })
-    .where('id', 'in', ids)
-    .where('done_at', 'is', null)
-    .execute();
 }
 
 export async function markFailed(
@@ -59,23 +51,26 @@ export async function markFailed(
     .execute();
 }
 
-/** What an organization's undone outbox entries are for: their kinds, and the subscribers among them. */
+/**
+ * What an organization's undone outbox entries are for: their kinds, and which of `subscriberIds` they name (in a
+ * `subscriber` entry or among a `subscribers` entry's).
+ */
 export async function undoneOf(
   db: Kysely<Database>,
   organizationId: string,
+  subscriberIds: readonly string[],
 ): Promise<{ kinds: Set<OutboxKind>; subscribers: Set<string> }> {
-  const rows = await db
-    .selectFrom('outbox')
-    .select(['kind', 'subject'])
-    .distinct()
-    .where('organization_id', '=', organizationId)
-    .where('done_at', 'is', null)
-    .execute();
+  const { rows } = await sql<{ kind: OutboxKind; subject: string | null }>`
+    SELECT DISTINCT o.kind, named.subject FROM outbox o
+    LEFT JOIN LATERAL (
+      SELECT s AS subject FROM unnest(coalesce(o.subjects, ARRAY[o.subject])) AS s
+      WHERE s = ANY(${subscriberIds}::text[])
+    ) named ON true
+    WHERE o.organization_id = ${organizationId} AND o.done_at IS NULL
+  `.execute(db);
   return {
     kinds: new Set(rows.map((row) => row.kind)),
-    subscribers: new Set(
-      rows.flatMap((row) => (row.kind === 'subscriber' && row.subject ? [row.subject] : [])),
-    ),
+    subscribers: new Set(rows.flatMap((row) => (row.subject === null ? [] : [row.subject]))),
   };
 }
 

@@ -17,7 +17,8 @@ import {
   publishArrangement,
   type VersionedArrangement,
 } from '@ent/common/metering/arrangement';
-import { markOutboxDone, markSubscribersDone } from '@ent/common/outbox/record';
+import { markEntriesDone, markOutboxDone, markSubscribersDone } from '@ent/common/outbox/record';
+import type { Invalidation } from '@ent/common/snapshots/store';
 
 export interface SnapshotPublisherDeps {
   db: Kysely<Database>;
@@ -33,6 +34,22 @@ const SUBSCRIBER_BATCH = 1000;
 
 /** A snapshot version is the Postgres version + 1 (documents.ts): what an outbox entry's version is compared with. */
 const databaseVersionOf = (snapshotVersion: number) => snapshotVersion - 1;
+
+/** One subscriber: its own message (what every gateway version reads); several: one message naming them all. */
+function announcementOf(
+  organizationId: string,
+  built: ReadonlyMap<string, Versioned<SubscriberDoc>>,
+): Invalidation {
+  const subscriberIds: string[] = [];
+  const versions: number[] = [];
+  for (const [subscriberId, { version }] of built) {
+    subscriberIds.push(subscriberId);
+    versions.push(version);
+  }
+  return subscriberIds.length === 1
+    ? { kind: 'subscriber', organizationId, subscriberId: subscriberIds[0]!, version: versions[0]! }
+    : { kind: 'subscribers', organizationId, subscriberIds, versions };
+}
 
 /**
  * Rebuilds snapshot documents from Postgres and writes them to Redis (never over a newer version), announces the
@@ -59,25 +76,20 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
     return catalog;
   }
 
+  /**
+   * The subscribers' documents (a few script calls, however many), one announcement (per subscriber for one, one
+   * `subscribers` message for several), then the outbox entries this publish covers marked done: each subscriber's
+   * `subscriber` entries up to its version, and `entries` (the `subscribers` entries naming them, by id).
+   */
   async function publishSubscribers(
     organizationId: string,
     subscriberIds: readonly string[],
-    { announce = true }: { announce?: boolean } = {},
+    { announce = true, entries = [] }: { announce?: boolean; entries?: readonly number[] } = {},
   ): Promise<Map<string, Versioned<SubscriberDoc>>> {
     const built = await buildSubscribers(db, organizationId, subscriberIds);
-    await Promise.all(
-      [...built].map(([subscriberId, snapshot]) => {
-        rebuilt('subscriber');
-        return store.putSubscriber(organizationId, subscriberId, snapshot);
-      }),
-    );
-    if (announce) {
-      await Promise.all(
-        [...built].map(([subscriberId, { version }]) =>
-          store.publishInvalidation({ kind: 'subscriber', organizationId, subscriberId, version }),
-        ),
-      );
-    }
+    for (let i = 0; i < built.size; i++) rebuilt('subscriber');
+    await store.putSubscribers(organizationId, built);
+    if (announce && built.size > 0) await store.publishInvalidation(announcementOf(organizationId, built));
     await markSubscribersDone(
       db,
       organizationId,
@@ -86,6 +98,7 @@ export function createSnapshotPublisher(deps: SnapshotPublisherDeps) {
         version: databaseVersionOf(version),
       })),
     );
+    await markEntriesDone(db, entries);
     return built;
   }
 

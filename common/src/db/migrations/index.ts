@@ -15,6 +15,7 @@ import * as idempotencyKeys from './2026-11-27T0300_idempotency_keys.ts';
 import * as credits from './2026-11-27T0420_credits.ts';
 import * as imports from './2026-11-27T0500_imports.ts';
 import * as meteredUsageCredits from './2026-11-27T0700_metered_usage_credits.ts';
+import * as outboxSubscriberBatches from './2026-11-27T1100_outbox_subscriber_batches.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T0420_credits': credits,
   '2026-11-27T0500_imports': imports,
   '2026-11-27T0700_metered_usage_credits': meteredUsageCredits,
+  '2026-11-27T1100_outbox_subscriber_batches': outboxSubscriberBatches,
 };

@@ -254,6 +254,14 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
       }
     }
 
+    /** A subscriber's newer version was announced: an unknown-subscriber memory goes, an older entry is refreshed. */
+    function announced(organizationId: string, subscriberId: string, version: number) {
+      const entry = entries.peek(organizationId, subscriberId);
+      if (!entry) return;
+      if (entry.forgetAt !== null) entries.delete(organizationId, subscriberId);
+      else if (entry.subscriberVersion < version) void refresh(organizationId, subscriberId, entry, version);
+    }
+
     if (options.subscribeInvalidations === false) return;
     // Announcements (write-through and rebuild-job completions) evict at once; the version check in the
     // gate call is what guarantees freshness, so a lost message costs nothing but a round trip.
@@ -266,14 +274,13 @@ export const snapshotCache = fp<SnapshotCacheOptions>(
       // republishing what this gateway already holds) must not evict a fresh entry, which is what a gateway
       // answers from while Redis is unreachable.
       switch (invalidation.kind) {
-        case 'subscriber': {
-          const { organizationId, subscriberId } = invalidation;
-          const entry = entries.peek(organizationId, subscriberId);
-          if (!entry) break;
-          if (entry.forgetAt !== null) entries.delete(organizationId, subscriberId);
-          else if (entry.subscriberVersion < invalidation.version) {
-            void refresh(organizationId, subscriberId, entry, invalidation.version);
-          }
+        case 'subscriber':
+          announced(invalidation.organizationId, invalidation.subscriberId, invalidation.version);
+          break;
+        case 'subscribers': {
+          const { organizationId, subscriberIds, versions } = invalidation;
+          for (let i = 0; i < subscriberIds.length; i++)
+            announced(organizationId, subscriberIds[i]!, versions[i]!);
           break;
         }
         case 'catalog':
