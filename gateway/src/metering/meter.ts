@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import { publishArrangement, type Arrangement } from '@ent/common/metering/arrangement';
@@ -20,7 +19,7 @@ import {
   type EvalGateBatchReply,
   type EvalSettleReply,
 } from './scripts.ts';
-import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
+import { createCallIds, createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
 import { decodeOutcome, gateOperationArguments, type MeteredOutcome } from './metered-operations.ts';
 
@@ -207,10 +206,7 @@ function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'eval' | 'statu
 export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const redis = withMeteringCommands(options.redis);
   const { keys } = options;
-  // Batch ids only need to be unique among the calls Redis remembers: this meter's own prefix and a sequence.
-  const idPrefix = randomBytes(6).toString('base64url');
-  let sequence = 0;
-  const newId = () => `${idPrefix}.${(sequence++).toString(36)}`;
+  const newId = createCallIds();
   const unresponsive = createUnresponsiveRedisBreaker(redis);
   const redisClock = options.redisClock ?? createRedisClock(redis);
   const connected = () => redis.status === 'ready' && !unresponsive.open();
@@ -392,6 +388,8 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     },
 
     addOfflineCount: (organizationId, count, nowMs) => adjust(organizationId, count, nowMs),
+
+    settleLater: (settlement) => settlements.owe(settlement),
 
     async settlePending() {
       if (settlements.pending() === 0 || !connected()) return;

@@ -11,7 +11,8 @@ import {
   type MeteredOutcome,
 } from './metered-operations.ts';
 import { createRedisClock, type RedisClock } from './redis-clock.ts';
-import { CALL_EXPIRED, withMeteringCommands } from './scripts.ts';
+import { CALL_EXPIRED, CALL_SETTLED_BEFORE, withMeteringCommands } from './scripts.ts';
+import { createCallIds, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 
 /** One balance as Postgres last persisted it (admin's `GET /internal/metered/balances`). */
 export interface PersistedBalance {
@@ -52,6 +53,12 @@ export interface MeteredBalancesOptions {
   redisClock?: RedisClock;
   /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 1 s). */
   refillGatherMs?: number;
+  /**
+   * Settles, once and later, a usage call that failed on this side after it was sent (it may have run): the eval
+   * meter's settlements, which give back what the call's memory lists (decisions.md, "A usage call answered 503 is
+   * given back when it ran").
+   */
+  settleLater: (settlement: Settlement) => void;
 }
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
@@ -144,6 +151,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
   const { keys, clock } = options;
   const redisClock = options.redisClock ?? createRedisClock(redis);
   const gatherMs = options.refillGatherMs ?? DEFAULT_REFILL_GATHER_MS;
+  const newCallId = createCallIds();
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
@@ -322,17 +330,28 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     );
     // Taken as the call is sent: a call Redis runs later than the deadline applies nothing.
     const known = redisClock.deadline();
-    args.push(typeof known === 'number' ? known : await known);
-    const reply = await redis.usageApply(
-      keys.catalog(organizationId),
-      keys.subscriberVersions(organizationId),
-      keys.meteredDirty(organizationId),
-      keys.meteredReady(organizationId),
-      ...args,
-    );
+    args.push(GATE_BATCH_MEMORY_MS, typeof known === 'number' ? known : await known);
+    const callId = newCallId();
+    let reply: (number | string)[];
+    try {
+      reply = await redis.usageApply(
+        keys.catalog(organizationId),
+        keys.subscriberVersions(organizationId),
+        keys.meteredDirty(organizationId),
+        keys.meteredReady(organizationId),
+        keys.gateBatch(organizationId, callId),
+        ...args,
+      );
+    } catch (error) {
+      // The caller answers 503 ("nothing applied"), which the settle makes true if the call ran after all.
+      options.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0 });
+      throw error;
+    }
     // Applied nothing: the caller answers 503, as for a call that timed out.
-    if (reply.length === 1 && reply[0] === CALL_EXPIRED)
-      throw new Error('The usage call reached Redis after its deadline.');
+    if (reply.length === 1 && (reply[0] === CALL_EXPIRED || reply[0] === CALL_SETTLED_BEFORE))
+      throw new Error(
+        `The usage call reached Redis ${reply[0] === CALL_EXPIRED ? 'after its deadline' : 'after its settle'}.`,
+      );
     return ops.map((op, i) => decodeOutcome(op, reply[2 * i], reply[2 * i + 1]));
   }
 

@@ -78,6 +78,7 @@ export const meter = fp<{ meter?: EvalMeter }>(
         redisClock,
         refillGatherMs: app.config.meteredRefillGatherMs,
         loadBalances: (organizationId) => app.adminClient.meteredBalances(organizationId),
+        settleLater: (settlement) => evalMeter.settleLater(settlement),
       }),
     );
     app.addHook('onClose', async () => {

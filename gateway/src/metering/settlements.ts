@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { periodOf } from '@ent/common/metering/period';
 
 /**
@@ -7,6 +8,16 @@ import { periodOf } from '@ent/common/metering/period';
  */
 export const GATE_BATCH_MEMORY_MS = 60_000;
 
+/**
+ * Ids for calls Redis remembers (gate batches, usage calls): unique among the calls it remembers, so a random prefix
+ * per maker and a sequence.
+ */
+export function createCallIds(): () => string {
+  const prefix = randomBytes(6).toString('base64url');
+  let sequence = 0;
+  return () => `${prefix}.${(sequence++).toString(36)}`;
+}
+
 /** One adjustment owed to Redis: the 2xx answers of a failed gate call (or of several never sent), or a refund. */
 export interface Settlement {
   /** The batch id the gate script remembered (or a fresh id the settle script marks settled). */
@@ -14,7 +25,7 @@ export interface Settlement {
   organizationId: string;
   /** An instant of the settlement's UTC month (the evals' own clock). */
   nowMs: number;
-  /** Evals answered 2xx, or -1 for a refund. */
+  /** Evals answered 2xx, or -1 for a refund (0 for a usage call: it counts no evals, its memory lists what to give back). */
   answered: number;
 }
 
@@ -36,7 +47,7 @@ export interface Settlements {
     size: number,
     sent: boolean,
   ): (answered2xx: boolean) => void;
-  /** A refund that Redis did not take now. */
+  /** A refund that Redis did not take now, or a usage call that failed (it may have run). */
   owe(settlement: Settlement): void;
   /** Applies each ready settlement once, oldest first; stops at the first failure (retried next time). */
   settle(): Promise<void>;

@@ -10,11 +10,14 @@
   first, which gives back what credits covered (the last credit spent first) and then the allowance
   (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
   afresh instead of replaying "applied". A balance that is gone has nothing to give back.
+  A failed usage call (usage-apply-5.lua) is settled the same way, with 0 evals answered: its memory counted none
+  and lists each operation's change of used, which may be negative (a report that lowered it: given back as a rise
+  of used with no limit, so credits keep what the lowering gave them) or 0 (a record to delete, nothing to undo).
 
   Input:
     KEYS[1] arrangement hash   {limit ('' = unlimited), blocking, burst, plan}
     KEYS[2] usage hash of the batch's UTC month   {count, first_over_at (ms)}
-    KEYS[3] batch memory (string) written by eval-gate-batch-8.lua: evals it counted (then, when it applied
+    KEYS[3] batch memory (string) written by eval-gate-batch-8.lua (or usage-apply-5.lua): evals it counted (then, when it applied
             consumes, '\n' and their JSON list: flat, six strings a consume), or "settled". Only the gateway
             process that sent a batch settles it (settlements.ts keeps them in its memory), so the memory is
             always read by the same version of the scripts that wrote it
@@ -68,7 +71,7 @@ if consumed then
   for at = #consumed - 5, 1, -6 do
     local member, amount, periodEnd, ttl, credits, idem = unpack(consumed, at, at + 5)
     -- Checked first: the change would otherwise create the balance (and its period's rollover) to take nothing.
-    if rcall("EXISTS", balancePrefix .. member) == 1 then
+    if amount ~= "0" and rcall("EXISTS", balancePrefix .. member) == 1 then
       meteredApply(balancePrefix, idempotencyPrefix, false, {
         kind = "d", member = member, amount = -tonumber(amount), limit = "", soft = "0", periodEnd = periodEnd,
         ttl = ttl, idem = "", fingerprint = "", terms = "", credits = credits,

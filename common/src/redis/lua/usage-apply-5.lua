@@ -7,6 +7,12 @@
   KEYS[2]  subscriber-version index (subscriber id -> version)
   KEYS[3]  the organization's dirty set
   KEYS[4]  the organization's readiness marker
+  KEYS[5]  the call's memory (string, the gate batch memory's key and format, eval-gate-batch-8.lua's KEYS[6]): absent
+           = never ran; written at the end when the call changed a balance or wrote an idempotency record: '0' (no evals
+           counted), '\n', and a flat JSON list of six strings per such operation: member, the change it made to used
+           (after - before, negative for a report that lowered it), period end, ttl, credits, idempotency key ('' =
+           none). eval-settle-4.lua gives them back when the call failed on the gateway's side (decisions.md, "A usage
+           call answered 503 is given back when it ran"); "settled" = settled before this call ran: it applies nothing
   ARGV[1]  balance key prefix ('<prefix>:{org}:m:')
   ARGV[2]  idempotency key prefix ('<prefix>:{org}:idem:')
   ARGV[3]  the number of term sets that follow
@@ -17,13 +23,15 @@
     each argument as on the operation, Redis a little more on one match than on eight arguments): subscriber id,
     subscriber version, term set (from 1), kind ('r'/'c'/'d'/'s'), amount, fingerprint ('' without a key), credits
     ('' = none; the subscriber's own, so per operation), idempotency key ('' = none; last: it may hold any byte)
+  ARGV[#ARGV - 1]  how long the call's memory is kept (ms)
   ARGV[#ARGV]  always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the call may
     still apply anything. Past it, the gateway may already have answered 503: nothing is applied, read or recorded
     (decisions.md, "A metered call that reaches Redis late applies nothing").
 
   Returns status, value per operation (the fragment's, or 2 stale: the catalog or the subscriber moved on since
   the versions given, nothing applied; 3 not ready: the readiness marker is missing, nothing applied), or the
-  single number { 6 } when the deadline had passed (never a reply of operations: those come in pairs).
+  single number { 6 } when the deadline had passed, or { 4 } when the call was settled before it ran (never a reply of
+  operations: those come in pairs); either changed nothing.
 ]]
 local deadline = tonumber(ARGV[#ARGV])
 if not deadline then
@@ -33,12 +41,15 @@ local time = redis.call('TIME')
 if time[1] * 1000 + time[2] / 1000 > deadline then
   return {6}
 end
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return {4}
+end
 local out = {}
 local TERM_ARITY = 7
 local OPERATION = '^([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31(.*)$'
 local termCount = tonumber(ARGV[3])
 local first = 3 + termCount * TERM_ARITY
-local count = #ARGV - 1 - first
+local count = #ARGV - 2 - first
 if redis.call('EXISTS', KEYS[4]) == 0 then
   for i = 1, count do
     out[2 * i - 1] = METERED_NOT_READY
@@ -92,6 +103,7 @@ end
 meteredBuffer()
 -- One table for every operation: meteredApply keeps none of it.
 local op = {}
+local applied, appliedSize = {}, 0
 for i = 1, count do
   local set = opSets[i]
   local status, value
@@ -111,11 +123,25 @@ for i = 1, count do
     op.terms = set.terms
     op.credits = opCredits[i]
     op.buffer = touches[member] > 1
+    meteredApplied = 0
     status, value = meteredApply(ARGV[1], ARGV[2], false, op)
+    -- What a give-back needs: a change of used, or an idempotency record written (a refused consume's too).
+    if status <= 1 and op.kind ~= 'r' and (meteredApplied ~= 0 or op.idem ~= '') then
+      applied[appliedSize + 1] = member
+      applied[appliedSize + 2] = meteredFormat('%d', meteredApplied)
+      applied[appliedSize + 3] = set.periodEnd
+      applied[appliedSize + 4] = set.ttl
+      applied[appliedSize + 5] = op.credits
+      applied[appliedSize + 6] = op.idem
+      appliedSize = appliedSize + 6
+    end
   end
   out[2 * i - 1] = status
   out[2 * i] = value
 end
 meteredFlush()
 meteredMarkDirty(KEYS[3])
+if appliedSize > 0 then
+  redis.call('SET', KEYS[5], '0\n' .. cjson.encode(applied), 'PX', ARGV[#ARGV - 1])
+end
 return out
