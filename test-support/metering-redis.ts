@@ -11,7 +11,11 @@ import {
   createMeteredBalances,
   type MeteredBalancesOptions,
 } from '../gateway/src/metering/metered-balances.ts';
-import { usageApplyArguments, type MeteredOperation } from '../gateway/src/metering/metered-operations.ts';
+import {
+  giveBackArguments,
+  usageApplyArguments,
+  type MeteredOperation,
+} from '../gateway/src/metering/metered-operations.ts';
 import { withMeteringCommands, type MeteringRedis } from '../gateway/src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../gateway/src/metering/settlements.ts';
 import { deleteKeys, testRedisPrefix } from './redis-keys.ts';
@@ -159,11 +163,20 @@ export const usageApplyCall = (
     call.deadline,
   );
 
-/** eval-settle-4.lua for a batch, as the meter calls it once `answered` of its evals were answered 2xx. */
+/**
+ * eval-settle-4.lua for a batch, as the meter calls it once `answered` of its evals were answered 2xx; for a usage
+ * call, with its operations.
+ */
 export const settleCall = (
   redis: MeteringRedis,
   keys: RedisKeys,
-  call: { org: string; batchId: string; nowMs: number; answered: number },
+  call: {
+    org: string;
+    batchId: string;
+    nowMs: number;
+    answered: number;
+    operations?: readonly MeteredOperation[];
+  },
 ) =>
   redis.evalSettle(
     keys.arrangement(call.org),
@@ -176,4 +189,5 @@ export const settleCall = (
     GATE_BATCH_MEMORY_MS,
     keys.meteredBalance(call.org, ''),
     keys.usageIdempotency(call.org, ''),
+    ...giveBackArguments(call.operations ?? []),
   );

@@ -21,7 +21,12 @@ import {
 } from './scripts.ts';
 import { createCallIds, createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
-import { decodeOutcome, gateOperationArguments, type MeteredOutcome } from './metered-operations.ts';
+import {
+  decodeOutcome,
+  gateOperationArguments,
+  giveBackArguments,
+  type MeteredOutcome,
+} from './metered-operations.ts';
 
 export interface EvalMeterOptions {
   redis: RedisClient;
@@ -247,7 +252,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     );
   };
 
-  const settleOnce = async ({ id, organizationId, nowMs, answered }: Settlement): Promise<void> => {
+  const settleOnce = async ({
+    id,
+    organizationId,
+    nowMs,
+    answered,
+    operations,
+  }: Settlement): Promise<void> => {
     if (!connected()) throw new MeteringError('Redis is not connected.');
     const reply = await withArrangement<EvalSettleReply>(organizationId, nowMs, () =>
       redis.evalSettle(
@@ -261,6 +272,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         GATE_BATCH_MEMORY_MS,
         keys.meteredBalance(organizationId, ''),
         keys.usageIdempotency(organizationId, ''),
+        ...(operations ? giveBackArguments(operations) : []),
       ),
     );
     // Consumes given back are balance changes like any: the worker looks at organizations named here. A failed mark

@@ -344,7 +344,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       );
     } catch (error) {
       // The caller answers 503 ("nothing applied"), which the settle makes true if the call ran after all.
-      options.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0 });
+      options.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0, operations: ops });
       throw error;
     }
     // Applied nothing: the caller answers 503, as for a call that timed out.

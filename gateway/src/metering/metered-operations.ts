@@ -201,6 +201,17 @@ export function usageApplyArguments(
   return args;
 }
 
+/**
+ * What eval-settle-4.lua needs of a usage call's operations besides the change each made (which the call's memory
+ * holds): five values per operation, in the call's order.
+ */
+export function giveBackArguments(ops: readonly MeteredOperation[]): (string | number)[] {
+  const args: (string | number)[] = [];
+  for (const op of ops)
+    args.push(op.member, op.periodEndMs ?? '', op.ttlMs ?? '', op.credits, op.idempotencyKey);
+  return args;
+}
+
 /** What an idempotency key's record is compared by (MeteredOperation.fingerprint). */
 export const meteredFingerprint = (
   kind: MeteredKind,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { periodOf } from '@ent/common/metering/period';
+import type { MeteredOperation } from './metered-operations.ts';
 
 /**
  * How long Redis remembers a gate batch (what it counted) and a settled mark. A failed call is settled
@@ -25,8 +26,10 @@ export interface Settlement {
   organizationId: string;
   /** An instant of the settlement's UTC month (the evals' own clock). */
   nowMs: number;
-  /** Evals answered 2xx, or -1 for a refund (0 for a usage call: it counts no evals, its memory lists what to give back). */
+  /** Evals answered 2xx, or -1 for a refund (0 for a usage call: it counts no evals). */
   answered: number;
+  /** A usage call's operations, in its order: its memory holds only what each changed, the settle needs the rest. */
+  operations?: readonly MeteredOperation[];
 }
 
 interface Owed extends Settlement {
@@ -111,8 +114,9 @@ export function createSettlements(apply: (settlement: Settlement) => Promise<voi
         openUnsent.clear();
         for (const entry of [...owed]) {
           if (!entry.sealed || entry.waiting > 0) continue;
-          const { id, organizationId, nowMs, answered } = entry;
-          if (entry.mayHaveRun || answered !== 0) await apply({ id, organizationId, nowMs, answered });
+          const { id, organizationId, nowMs, answered, operations } = entry;
+          if (entry.mayHaveRun || answered !== 0)
+            await apply({ id, organizationId, nowMs, answered, operations });
           owed.delete(entry);
         }
       })().finally(() => {

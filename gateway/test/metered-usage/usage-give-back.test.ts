@@ -61,8 +61,8 @@ const operation = (org: string, kind: MeteredKind, feature: string, amount: numb
 const usageCall = (org: string, callId: string, ops: MeteredOperation[]) =>
   usageApplyCall(redis, keys, { org, callId, ops, deadline: Date.now() + 60_000 });
 /** The settle of a failed usage call: no eval of it was answered 2xx (it counts none). */
-const settle = (org: string, callId: string) =>
-  settleCall(redis, keys, { org, batchId: callId, nowMs: clock.now(), answered: 0 });
+const settle = (org: string, callId: string, operations: MeteredOperation[] = []) =>
+  settleCall(redis, keys, { org, batchId: callId, nowMs: clock.now(), answered: 0, operations });
 
 /** Used and covered of calls, each credit's spent, used of soft (a missing field is 0). */
 async function figures(org: string, client: MeteringRedis = redis) {
@@ -81,6 +81,7 @@ const records = (org: string, client: MeteringRedis, ...idempotencyKeys: string[
 /** A report batch of every kind: rises into credits, a set either way, a lowering below 0, a refused keyed consume. */
 const reportBatch = (org: string) => [
   operation(org, 'd', 'calls', 5, 'k1'), // 13: 2 of the allowance, 3 of the promotion
+  { ...operation(org, 'd', 'calls', 50, 'k-stale'), subscriberVersion: 4 }, // stale: applies and records nothing
   operation(org, 's', 'soft', 12), // +8
   operation(org, 'd', 'calls', -20), // -13: to 0, the promotion's 3 given back
   operation(org, 'd', 'calls', 6, 'k2'), // 6
@@ -97,12 +98,12 @@ describe('a failed usage call that ran: its settle gives back what it applied (u
     await redis.del(keys.meteredDirty(org));
 
     const reply = await usageCall(org, 'lost', reportBatch(org));
-    expect(reply.filter((_, i) => i % 2 === 0)).toEqual([0, 0, 0, 0, 0, 1]);
+    expect(reply.filter((_, i) => i % 2 === 0)).toEqual([0, 2, 0, 0, 0, 0, 1]);
     expect(await figures(org)).toEqual([6, 0, 0, 0, 1]);
-    expect(await records(org, redis, 'k1', 'k2', 'k3')).toBe(3);
+    expect(await records(org, redis, 'k1', 'k-stale', 'k2', 'k3')).toBe(3);
     await redis.del(keys.meteredDirty(org));
 
-    const settled = await settle(org, 'lost');
+    const settled = await settle(org, 'lost', reportBatch(org));
     expect(settled.slice(0, 3)).toEqual([0, 0, 0]); // no eval count changed
     expect(settled[4]).toBe(6);
     expect(await figures(org)).toEqual(before);
@@ -111,7 +112,7 @@ describe('a failed usage call that ran: its settle gives back what it applied (u
     expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS, SOFT].sort());
 
     // Once: a second settle, and the call arriving again, change nothing.
-    expect(await settle(org, 'lost')).toEqual([5, 0, 0]);
+    expect(await settle(org, 'lost', reportBatch(org))).toEqual([5, 0, 0]);
     expect(await usageCall(org, 'lost', reportBatch(org))).toEqual([4]);
     expect(await figures(org)).toEqual(before);
     expect(await records(org, redis, 'k1', 'k2', 'k3')).toBe(0);
@@ -119,16 +120,18 @@ describe('a failed usage call that ran: its settle gives back what it applied (u
 
   it('gives back only its own change when another call changed the balance since', async () => {
     const org = await organization();
-    await usageCall(org, 'lost', [operation(org, 's', 'soft', 7)]);
+    const lost = [operation(org, 's', 'soft', 7)];
+    await usageCall(org, 'lost', lost);
     await usageCall(org, 'answered', [operation(org, 'd', 'soft', 2)]);
-    await settle(org, 'lost');
+    await settle(org, 'lost', lost);
     expect((await figures(org))[4]).toBe(2);
   });
 
   it('marks a call that never ran settled: arriving late, it applies and records nothing', async () => {
     const org = await organization();
-    expect(await settle(org, 'never-ran')).toEqual([0, 0, 0, 0, 0]);
-    expect(await usageCall(org, 'never-ran', [operation(org, 'd', 'calls', 3, 'late')])).toEqual([4]);
+    const late = [operation(org, 'd', 'calls', 3, 'late')];
+    expect(await settle(org, 'never-ran', late)).toEqual([0, 0, 0, 0, 0]);
+    expect(await usageCall(org, 'never-ran', late)).toEqual([4]);
     expect(await redis.exists(keys.meteredBalance(org, CALLS), keys.usageIdempotency(org, 'late'))).toBe(0);
     expect(await redis.scard(keys.meteredDirty(org))).toBe(0);
   });
