@@ -98,7 +98,7 @@ export const unpersistedBalances = (
 ) =>
   createMeteredBalances({
     loadBalances: async () => ({ balances: [], credits: [] }),
-    settleLater: openEvalMeter({ redis: options.redis, keys: options.keys }).settleLater,
+    settlements: openEvalMeter({ redis: options.redis, keys: options.keys }),
     ...options,
   });
 

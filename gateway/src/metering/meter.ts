@@ -401,7 +401,12 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
     addOfflineCount: (organizationId, count, nowMs) => adjust(organizationId, count, nowMs),
 
-    settleLater: (settlement) => settlements.owe(settlement),
+    settleLater(settlement) {
+      settlements.owe(settlement);
+      // At once rather than at the next tick of the settle timer: the sooner it is settled, the less a retry of the
+      // call through another gateway can meet its records before they are taken back.
+      if (connected()) settlements.settle().catch(() => undefined);
+    },
 
     async settlePending() {
       if (settlements.pending() === 0 || !connected()) return;

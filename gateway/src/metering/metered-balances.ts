@@ -12,7 +12,8 @@ import {
 } from './metered-operations.ts';
 import { createRedisClock, type RedisClock } from './redis-clock.ts';
 import { CALL_EXPIRED, CALL_SETTLED_BEFORE, withMeteringCommands } from './scripts.ts';
-import { createCallIds, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
+import type { EvalMeter } from './contract.ts';
+import { createCallIds, GATE_BATCH_MEMORY_MS } from './settlements.ts';
 
 /** One balance as Postgres last persisted it (admin's `GET /internal/metered/balances`). */
 export interface PersistedBalance {
@@ -54,11 +55,12 @@ export interface MeteredBalancesOptions {
   /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 1 s). */
   refillGatherMs?: number;
   /**
-   * Settles, once and later, a usage call that failed on this side after it was sent (it may have run): the eval
-   * meter's settlements, which give back what the call's memory lists (decisions.md, "A usage call answered 503 is
-   * given back when it ran").
+   * The eval meter's settlements: a usage call that failed on this side after it was sent (it may have run) is settled
+   * once through them, which gives back what it applied (decisions.md, "A usage call answered 503 is given back when
+   * it ran"); while any is pending, a usage call waits for them first, so a retry through this gateway meets the
+   * give-back done (not a replay of "applied" that the settle then takes back).
    */
-  settleLater: (settlement: Settlement) => void;
+  settlements: Pick<EvalMeter, 'settleLater' | 'settlePending' | 'pendingSettlements'>;
 }
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
@@ -152,6 +154,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
   const redisClock = options.redisClock ?? createRedisClock(redis);
   const gatherMs = options.refillGatherMs ?? DEFAULT_REFILL_GATHER_MS;
   const newCallId = createCallIds();
+  const { settlements } = options;
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
@@ -331,6 +334,8 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     // Taken as the call is sent: a call Redis runs later than the deadline applies nothing.
     const known = redisClock.deadline();
     args.push(GATE_BATCH_MEMORY_MS, typeof known === 'number' ? known : await known);
+    // A failure here leaves them pending: the call goes ahead (it fails too while Redis does not answer).
+    if (settlements.pendingSettlements() > 0) await settlements.settlePending().catch(() => undefined);
     const callId = newCallId();
     let reply: (number | string)[];
     try {
@@ -344,7 +349,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       );
     } catch (error) {
       // The caller answers 503 ("nothing applied"), which the settle makes true if the call ran after all.
-      options.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0, operations: ops });
+      settlements.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0, operations: ops });
       throw error;
     }
     // Applied nothing: the caller answers 503, as for a call that timed out.
