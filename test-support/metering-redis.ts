@@ -11,7 +11,11 @@ import {
   createMeteredBalances,
   type MeteredBalancesOptions,
 } from '../gateway/src/metering/metered-balances.ts';
-import type { MeteredOperation } from '../gateway/src/metering/metered-operations.ts';
+import {
+  giveBackArguments,
+  usageApplyArguments,
+  type MeteredOperation,
+} from '../gateway/src/metering/metered-operations.ts';
 import { withMeteringCommands, type MeteringRedis } from '../gateway/src/metering/scripts.ts';
 import { GATE_BATCH_MEMORY_MS } from '../gateway/src/metering/settlements.ts';
 import { deleteKeys, testRedisPrefix } from './redis-keys.ts';
@@ -85,10 +89,18 @@ export const openEvalMeter = (
   options: Pick<EvalMeterOptions, 'redis' | 'keys'> & Partial<EvalMeterOptions>,
 ) => createEvalMeter({ loadArrangement: async () => OPEN_ARRANGEMENT, ...options });
 
-/** Metered balances as the gateway builds them, with nothing persisted in Postgres unless given. */
+/**
+ * Metered balances as the gateway builds them, with nothing persisted in Postgres unless given, their failed calls
+ * settled through an open gate meter's settlements (as the gateway wires them) unless given.
+ */
 export const unpersistedBalances = (
   options: Pick<MeteredBalancesOptions, 'redis' | 'keys' | 'clock'> & Partial<MeteredBalancesOptions>,
-) => createMeteredBalances({ loadBalances: async () => ({ balances: [], credits: [] }), ...options });
+) =>
+  createMeteredBalances({
+    loadBalances: async () => ({ balances: [], credits: [] }),
+    settlements: openEvalMeter({ redis: options.redis, keys: options.keys }),
+    ...options,
+  });
 
 /**
  * eval-gate-batch-8.lua called as the meter calls it: one eval of `subscriberId` at `nowMs` per entry of `evals`,
@@ -134,11 +146,37 @@ export function gateBatchCall(
   );
 }
 
-/** eval-settle-4.lua for a batch, as the meter calls it once `answered` of its evals were answered 2xx. */
+/** usage-apply-5.lua called as metered balances call it, its memory under `callId`. */
+export const usageApplyCall = (
+  redis: MeteringRedis,
+  keys: RedisKeys,
+  call: { org: string; callId: string; ops: readonly MeteredOperation[]; deadline: number },
+) =>
+  redis.usageApply(
+    keys.catalog(call.org),
+    keys.subscriberVersions(call.org),
+    keys.meteredDirty(call.org),
+    keys.meteredReady(call.org),
+    keys.gateBatch(call.org, call.callId),
+    ...usageApplyArguments(keys.meteredBalance(call.org, ''), keys.usageIdempotency(call.org, ''), call.ops),
+    GATE_BATCH_MEMORY_MS,
+    call.deadline,
+  );
+
+/**
+ * eval-settle-4.lua for a batch, as the meter calls it once `answered` of its evals were answered 2xx; for a usage
+ * call, with its operations.
+ */
 export const settleCall = (
   redis: MeteringRedis,
   keys: RedisKeys,
-  call: { org: string; batchId: string; nowMs: number; answered: number },
+  call: {
+    org: string;
+    batchId: string;
+    nowMs: number;
+    answered: number;
+    operations?: readonly MeteredOperation[];
+  },
 ) =>
   redis.evalSettle(
     keys.arrangement(call.org),
@@ -151,4 +189,5 @@ export const settleCall = (
     GATE_BATCH_MEMORY_MS,
     keys.meteredBalance(call.org, ''),
     keys.usageIdempotency(call.org, ''),
+    ...giveBackArguments(call.operations ?? []),
   );

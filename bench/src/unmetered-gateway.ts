@@ -85,6 +85,7 @@ const unmetered: EvalMeter = {
   },
   refund: async () => {},
   addOfflineCount: async () => {},
+  settleLater: () => {},
   settlePending: async () => {},
   pendingSettlements: () => 0,
 };

@@ -1,5 +1,6 @@
 import type { EvalUsageHeaders } from '@ent/common/metering/usage';
 import type { MeteredOperation, MeteredOutcome } from './metered-operations.ts';
+import type { Settlement } from './settlements.ts';
 
 /**
  * The contract between the gateway (issue: eval gateway) and metering (issue: eval metering). The gateway
@@ -87,6 +88,11 @@ export interface EvalMeter {
   refund(organizationId: string, nowMs: number): Promise<void>;
   /** Adds evals counted elsewhere (tools, tests); not idempotent, the gateway never uses it. */
   addOfflineCount(organizationId: string, count: number, nowMs: number): Promise<void>;
+  /**
+   * Settles a call once, later, through the same settlements as failed gate calls: a usage call that failed on this
+   * side (it may have run) is settled with 0 answered, which gives back what its memory lists (eval-settle-4.lua).
+   */
+  settleLater(settlement: Settlement): void;
   /** Applies, once each, what failed gate calls and refunds still owe Redis; a no-op while it is unreachable. */
   settlePending(): Promise<void>;
   /** Failed gate calls and refunds not yet settled. */

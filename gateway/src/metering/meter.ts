@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import { publishArrangement, type Arrangement } from '@ent/common/metering/arrangement';
@@ -20,9 +19,14 @@ import {
   type EvalGateBatchReply,
   type EvalSettleReply,
 } from './scripts.ts';
-import { createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
+import { createCallIds, createSettlements, GATE_BATCH_MEMORY_MS, type Settlement } from './settlements.ts';
 import { headerWarn, type EvalUsageHeaders } from '@ent/common/metering/usage';
-import { decodeOutcome, gateOperationArguments, type MeteredOutcome } from './metered-operations.ts';
+import {
+  decodeOutcome,
+  gateOperationArguments,
+  giveBackArguments,
+  type MeteredOutcome,
+} from './metered-operations.ts';
 
 export interface EvalMeterOptions {
   redis: RedisClient;
@@ -207,10 +211,7 @@ function createUnresponsiveRedisBreaker(redis: Pick<RedisClient, 'eval' | 'statu
 export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
   const redis = withMeteringCommands(options.redis);
   const { keys } = options;
-  // Batch ids only need to be unique among the calls Redis remembers: this meter's own prefix and a sequence.
-  const idPrefix = randomBytes(6).toString('base64url');
-  let sequence = 0;
-  const newId = () => `${idPrefix}.${(sequence++).toString(36)}`;
+  const newId = createCallIds();
   const unresponsive = createUnresponsiveRedisBreaker(redis);
   const redisClock = options.redisClock ?? createRedisClock(redis);
   const connected = () => redis.status === 'ready' && !unresponsive.open();
@@ -251,7 +252,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     );
   };
 
-  const settleOnce = async ({ id, organizationId, nowMs, answered }: Settlement): Promise<void> => {
+  const settleOnce = async ({
+    id,
+    organizationId,
+    nowMs,
+    answered,
+    operations,
+  }: Settlement): Promise<void> => {
     if (!connected()) throw new MeteringError('Redis is not connected.');
     const reply = await withArrangement<EvalSettleReply>(organizationId, nowMs, () =>
       redis.evalSettle(
@@ -265,6 +272,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         GATE_BATCH_MEMORY_MS,
         keys.meteredBalance(organizationId, ''),
         keys.usageIdempotency(organizationId, ''),
+        ...(operations ? giveBackArguments(operations) : []),
       ),
     );
     // Consumes given back are balance changes like any: the worker looks at organizations named here. A failed mark
@@ -394,6 +402,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     },
 
     addOfflineCount: (organizationId, count, nowMs) => adjust(organizationId, count, nowMs),
+
+    settleLater(settlement) {
+      settlements.owe(settlement);
+      // At once rather than at the next tick of the settle timer: the sooner it is settled, the less a retry of the
+      // call through another gateway can meet its records before they are taken back.
+      if (connected()) settlements.settle().catch(() => undefined);
+    },
 
     async settlePending() {
       if (settlements.pending() === 0 || !connected()) return;

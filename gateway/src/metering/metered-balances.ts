@@ -11,7 +11,9 @@ import {
   type MeteredOutcome,
 } from './metered-operations.ts';
 import { createRedisClock, type RedisClock } from './redis-clock.ts';
-import { CALL_EXPIRED, withMeteringCommands } from './scripts.ts';
+import { CALL_EXPIRED, CALL_SETTLED_BEFORE, withMeteringCommands } from './scripts.ts';
+import type { EvalMeter } from './contract.ts';
+import { createCallIds, GATE_BATCH_MEMORY_MS } from './settlements.ts';
 
 /** One balance as Postgres last persisted it (admin's `GET /internal/metered/balances`). */
 export interface PersistedBalance {
@@ -52,6 +54,13 @@ export interface MeteredBalancesOptions {
   redisClock?: RedisClock;
   /** How long a refill with figures to merge gathers the other gateways' before marking ready (default 1 s). */
   refillGatherMs?: number;
+  /**
+   * The eval meter's settlements: a usage call that failed on this side after it was sent (it may have run) is settled
+   * once through them, which gives back what it applied (decisions.md, "A usage call answered 503 is given back when
+   * it ran"); while any is pending, a usage call waits for them first, so a retry through this gateway meets the
+   * give-back done (not a replay of "applied" that the settle then takes back).
+   */
+  settlements: Pick<EvalMeter, 'settleLater' | 'settlePending' | 'pendingSettlements'>;
 }
 
 /** What a caller answers when a metered operation cannot be applied exactly: never fail open (DESIGN.md §5). */
@@ -144,6 +153,8 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
   const { keys, clock } = options;
   const redisClock = options.redisClock ?? createRedisClock(redis);
   const gatherMs = options.refillGatherMs ?? DEFAULT_REFILL_GATHER_MS;
+  const newCallId = createCallIds();
+  const { settlements } = options;
   // By organization and member: what this gateway last saw of each balance, so a Redis that came back empty gets
   // back what it had reached even before the worker persisted it.
   const figures = new LRUCache<string, Figure>({ max: options.maxFigures ?? 100_000 });
@@ -334,18 +345,31 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     );
     // Taken as the call is sent: a call Redis runs later than the deadline applies nothing.
     const known = redisClock.deadline();
-    args.push(typeof known === 'number' ? known : await known);
-    const reply = await redis.usageApply(
-      keys.catalog(organizationId),
-      keys.subscriberVersions(organizationId),
-      keys.meteredDirty(organizationId),
-      keys.meteredReady(organizationId),
-      // One array, flattened once by ioredis (a batch's thousand operations were copied three times more spread).
-      args,
-    );
+    args.push(GATE_BATCH_MEMORY_MS, typeof known === 'number' ? known : await known);
+    // A failure here leaves them pending: the call goes ahead (it fails too while Redis does not answer).
+    if (settlements.pendingSettlements() > 0) await settlements.settlePending().catch(() => undefined);
+    const callId = newCallId();
+    let reply: (number | string)[];
+    try {
+      reply = await redis.usageApply(
+        keys.catalog(organizationId),
+        keys.subscriberVersions(organizationId),
+        keys.meteredDirty(organizationId),
+        keys.meteredReady(organizationId),
+        keys.gateBatch(organizationId, callId),
+        // One array, flattened once by ioredis (a batch's thousand operations were copied three times more spread).
+        args,
+      );
+    } catch (error) {
+      // The caller answers 503 ("nothing applied"), which the settle makes true if the call ran after all.
+      settlements.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0, operations: ops });
+      throw error;
+    }
     // Applied nothing: the caller answers 503, as for a call that timed out.
-    if (reply.length === 1 && reply[0] === CALL_EXPIRED)
-      throw new Error('The usage call reached Redis after its deadline.');
+    if (reply.length === 1 && (reply[0] === CALL_EXPIRED || reply[0] === CALL_SETTLED_BEFORE))
+      throw new Error(
+        `The usage call reached Redis ${reply[0] === CALL_EXPIRED ? 'after its deadline' : 'after its settle'}.`,
+      );
     return ops.map((op, i) => decodeOutcome(op, reply[2 * i], reply[2 * i + 1]));
   }
 

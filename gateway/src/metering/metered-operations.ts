@@ -70,7 +70,7 @@ interface GateTermSet {
 const TERM_SETS_SEARCHED = 8;
 
 /**
- * The 7 values of a term set, as eval-gate-batch-8.lua and usage-apply-4.lua both take them: catalog version, member
+ * The 7 values of a term set, as eval-gate-batch-8.lua and usage-apply-5.lua both take them: catalog version, member
  * tail, limit ('' = unlimited), soft, period end ('' = never), ttl ('' = forever), terms.
  */
 const termSetValues = (op: MeteredOperation): (string | number)[] => [
@@ -149,7 +149,7 @@ export function gateOperationArguments(
 }
 
 /**
- * usage-apply-4.lua's arguments after its keys: the prefixes, then what the operations on one feature's period share
+ * usage-apply-5.lua's arguments after its keys: the prefixes, then what the operations on one feature's period share
  * (terms, period, ttl: the same for every event of a batch on that feature), once, then each operation's own values
  * (its credits among them: they are the subscriber's) as one argument.
  */
@@ -189,7 +189,7 @@ export function usageApplyArguments(
       }
       last = { op, set };
     }
-    // One argument per operation (usage-apply-4.lua splits it): the key last, as it may hold the separator.
+    // One argument per operation (usage-apply-5.lua splits it): the key last, as it may hold the separator.
     own.push(
       `${op.subscriberId}\x1f${op.subscriberVersion}\x1f${set}\x1f${op.kind}\x1f${op.amount}\x1f${op.fingerprint}` +
         `\x1f${op.credits}\x1f${op.idempotencyKey}`,
@@ -198,6 +198,17 @@ export function usageApplyArguments(
   const args: (string | number)[] = [balancePrefix, idempotencyPrefix, termSets.size];
   for (const value of shared) args.push(value);
   for (const value of own) args.push(value);
+  return args;
+}
+
+/**
+ * What eval-settle-4.lua needs of a usage call's operations besides the change each made (which the call's memory
+ * holds): five values per operation, in the call's order.
+ */
+export function giveBackArguments(ops: readonly MeteredOperation[]): (string | number)[] {
+  const args: (string | number)[] = [];
+  for (const op of ops)
+    args.push(op.member, op.periodEndMs ?? '', op.ttlMs ?? '', op.credits, op.idempotencyKey);
   return args;
 }
 

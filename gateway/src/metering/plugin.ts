@@ -78,6 +78,7 @@ export const meter = fp<{ meter?: EvalMeter }>(
         redisClock,
         refillGatherMs: app.config.meteredRefillGatherMs,
         loadBalances: (organizationId) => app.adminClient.meteredBalances(organizationId),
+        settlements: evalMeter,
       }),
     );
     app.addHook('onClose', async () => {

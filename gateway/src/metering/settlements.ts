@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { periodOf } from '@ent/common/metering/period';
+import type { MeteredOperation } from './metered-operations.ts';
 
 /**
  * How long Redis remembers a gate batch (what it counted) and a settled mark. A failed call is settled
@@ -7,6 +9,16 @@ import { periodOf } from '@ent/common/metering/period';
  */
 export const GATE_BATCH_MEMORY_MS = 60_000;
 
+/**
+ * Ids for calls Redis remembers (gate batches, usage calls): unique among the calls it remembers, so a random prefix
+ * per maker and a sequence.
+ */
+export function createCallIds(): () => string {
+  const prefix = randomBytes(6).toString('base64url');
+  let sequence = 0;
+  return () => `${prefix}.${(sequence++).toString(36)}`;
+}
+
 /** One adjustment owed to Redis: the 2xx answers of a failed gate call (or of several never sent), or a refund. */
 export interface Settlement {
   /** The batch id the gate script remembered (or a fresh id the settle script marks settled). */
@@ -14,8 +26,10 @@ export interface Settlement {
   organizationId: string;
   /** An instant of the settlement's UTC month (the evals' own clock). */
   nowMs: number;
-  /** Evals answered 2xx, or -1 for a refund. */
+  /** Evals answered 2xx, or -1 for a refund (0 for a usage call: it counts no evals). */
   answered: number;
+  /** A usage call's operations, in its order: its memory holds only what each changed, the settle needs the rest. */
+  operations?: readonly MeteredOperation[];
 }
 
 interface Owed extends Settlement {
@@ -36,7 +50,7 @@ export interface Settlements {
     size: number,
     sent: boolean,
   ): (answered2xx: boolean) => void;
-  /** A refund that Redis did not take now. */
+  /** A refund that Redis did not take now, or a usage call that failed (it may have run). */
   owe(settlement: Settlement): void;
   /** Applies each ready settlement once, oldest first; stops at the first failure (retried next time). */
   settle(): Promise<void>;
@@ -100,8 +114,9 @@ export function createSettlements(apply: (settlement: Settlement) => Promise<voi
         openUnsent.clear();
         for (const entry of [...owed]) {
           if (!entry.sealed || entry.waiting > 0) continue;
-          const { id, organizationId, nowMs, answered } = entry;
-          if (entry.mayHaveRun || answered !== 0) await apply({ id, organizationId, nowMs, answered });
+          const { id, organizationId, nowMs, answered, operations } = entry;
+          if (entry.mayHaveRun || answered !== 0)
+            await apply({ id, organizationId, nowMs, answered, operations });
           owed.delete(entry);
         }
       })().finally(() => {

@@ -3,7 +3,6 @@ import { ManualClock } from '@ent/common/clock';
 import { periodOf, usageTtlMs } from '@ent/common/metering/period';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
 import { createEvalMeter } from '../../src/metering/meter.ts';
-import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
 import {
   meteredOperation,
   usageApplyArguments,
@@ -19,6 +18,8 @@ import {
   gateBatchCall,
   meteringTestRedis,
   seededOrganizations,
+  unpersistedBalances,
+  usageApplyCall,
 } from '../../../test-support/metering-redis.ts';
 
 const { keys, redis } = meteringTestRedis();
@@ -51,15 +52,9 @@ async function redisNow(): Promise<number> {
 const passed = async () => Math.floor(await redisNow()) - 1000;
 const ahead = async () => Math.floor(await redisNow()) + 60_000;
 
+let calls = 0;
 const usageApply = (org: string, ops: MeteredOperation[], deadline: number) =>
-  redis.usageApply(
-    keys.catalog(org),
-    keys.subscriberVersions(org),
-    keys.meteredDirty(org),
-    keys.meteredReady(org),
-    ...usageApplyArguments(keys.meteredBalance(org, ''), keys.usageIdempotency(org, ''), ops),
-    deadline,
-  );
+  usageApplyCall(redis, keys, { org, callId: `call-${calls++}`, ops, deadline });
 
 /** The gate script as the meter calls it, for one eval of alice carrying `ops`. */
 const gateBatch = (
@@ -78,7 +73,7 @@ const gateBatch = (
   });
 const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
 
-describe('usage-apply-4.lua past its deadline', () => {
+describe('usage-apply-5.lua past its deadline', () => {
   it('applies, reads and records nothing and answers the expiry code; within its deadline it applies as before', async () => {
     const org = await organization();
     const ops = [op('c', 3, 'k1'), op('d', 2, 'k2'), op('r', 0)];
@@ -117,6 +112,7 @@ describe('usage-apply-4.lua past its deadline', () => {
         keys.subscriberVersions(org),
         keys.meteredDirty(org),
         keys.meteredReady(org),
+        keys.gateBatch(org, 'no-deadline'),
         ...withoutDeadline,
       ),
     ).rejects.toThrow('the last argument must be the deadline');
@@ -211,13 +207,7 @@ describe('the gateway meeting an expired call', () => {
 
   it('answers a usage call that expired with the 503 of a Redis that did not answer', async () => {
     const org = await organization();
-    const balances = createMeteredBalances({
-      redis,
-      keys,
-      clock,
-      redisClock: alwaysLate,
-      loadBalances: async () => ({ balances: [], credits: [] }),
-    });
+    const balances = unpersistedBalances({ redis, keys, clock, redisClock: alwaysLate });
     await expect(balances.apply(org, [op('d', 4, 'k9')])).rejects.toMatchObject({
       status: 503,
       code: 'SERVICE_UNAVAILABLE',

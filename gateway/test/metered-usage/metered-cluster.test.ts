@@ -5,11 +5,11 @@ import { publishArrangement } from '@ent/common/metering/arrangement';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { ManualClock } from '@ent/common/clock';
 import { createEvalMeter } from '../../src/metering/meter.ts';
-import { createMeteredBalances } from '../../src/metering/metered-balances.ts';
 import { meteredOperation } from '../../src/metering/metered-operations.ts';
 import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
 import { testRedisPrefix } from '../../../test-support/redis-keys.ts';
 import { redisCluster } from '../../../test-support/redis-setups.ts';
+import { unpersistedBalances } from '../../../test-support/metering-redis.ts';
 
 /**
  * The metered scripts build balance and idempotency keys from the organization's prefix (not declared as KEYS): on a
@@ -55,7 +55,7 @@ describe('metered scripts on a Redis Cluster', () => {
         keys,
         org,
       );
-    const balances = createMeteredBalances({ redis, keys, clock, loadBalances: async () => ({ balances: [], credits: [] }) });
+    const balances = unpersistedBalances({ redis, keys, clock });
     expect(await balances.apply(org, [op('d', 2, 'k')])).toEqual([{ status: 'applied', used: 2 }]);
     expect((await balances.apply(org, [op('d', 2, 'k')]))[0]!.status).toBe('replayed');
     const meter = createEvalMeter({

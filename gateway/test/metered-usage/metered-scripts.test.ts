@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
-import { createMeteredBalances, type PersistedBalance } from '../../src/metering/metered-balances.ts';
+import type { PersistedBalance } from '../../src/metering/metered-balances.ts';
 import {
   gateOperationArguments,
   meteredOperation,
@@ -10,6 +10,7 @@ import {
 import {
   meteringTestRedis,
   openEvalMeter,
+  unpersistedBalances,
   seededOrganizations,
 } from '../../../test-support/metering-redis.ts';
 
@@ -37,7 +38,7 @@ const alice: SubscriberDoc = { exists: true, plans: ['pro'], overrides: {} };
 const organization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
 
 const balances = () =>
-  createMeteredBalances({
+  unpersistedBalances({
     redis,
     keys,
     clock,
@@ -64,7 +65,7 @@ const op = (
     'org_unused',
   );
 
-describe('the metered balance rule (metered-balance.fragment.lua, through usage-apply-4.lua)', () => {
+describe('the metered balance rule (metered-balance.fragment.lua, through usage-apply-5.lua)', () => {
   it('consumes while it fits a hard limit, refuses what does not fit and changes nothing then', async () => {
     const org = await organization();
     const meter = balances();

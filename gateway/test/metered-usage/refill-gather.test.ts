@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { snapshotStore } from '@ent/common/snapshots/store';
-import { createMeteredBalances, type PersistedFigures } from '../../src/metering/metered-balances.ts';
+import type { PersistedFigures } from '../../src/metering/metered-balances.ts';
 import { meteredOperation } from '../../src/metering/metered-operations.ts';
 import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
-import { meteringTestRedis } from '../../../test-support/metering-redis.ts';
+import { meteringTestRedis, unpersistedBalances } from '../../../test-support/metering-redis.ts';
 
 // After Redis comes back empty, the last usage may have gone through any gateway: each one that serves the
 // organization merges its own last figures before any answers resume (metered-balances.ts, the gathering).
@@ -53,7 +53,7 @@ describe('a refill after Redis came back empty', () => {
       credits: [],
     };
     const gateway = () =>
-      createMeteredBalances({ redis, keys, clock, loadBalances: async () => persisted, refillGatherMs: 300 });
+      unpersistedBalances({ redis, keys, clock, loadBalances: async () => persisted, refillGatherMs: 300 });
     const [a, b] = [gateway(), gateway()];
     await redis.hset(keys.meteredBalance(org, consume(0).member), { u: 1, r: 1 });
     expect(await a.apply(org, [consume(2)])).toEqual([{ status: 'applied', used: 3 }]);
@@ -79,7 +79,7 @@ describe('an organization no gateway and no Postgres knows a balance of', () => 
     const store = snapshotStore(redis, keys);
     await store.putCatalog(fresh, { version: 3, doc: catalog });
     await store.putSubscriber(fresh, 'alice', { version: 5, doc: alice });
-    const gateway = createMeteredBalances({
+    const gateway = unpersistedBalances({
       redis,
       keys,
       clock,

@@ -10,12 +10,17 @@
   first, which gives back what credits covered (the last credit spent first) and then the allowance
   (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
   afresh instead of replaying "applied". A balance that is gone has nothing to give back.
+  A failed usage call (usage-apply-5.lua) is settled the same way, with 0 evals answered: its memory counted none
+  and holds each operation's change of used, the gateway sends the rest (ARGV[7...]). A change may be negative (a
+  report that lowered used: given back as a rise with no limit, so credits keep what the lowering gave them) or 0
+  (a record to delete, nothing to undo).
 
   Input:
     KEYS[1] arrangement hash   {limit ('' = unlimited), blocking, burst, plan}
     KEYS[2] usage hash of the batch's UTC month   {count, first_over_at (ms)}
     KEYS[3] batch memory (string) written by eval-gate-batch-8.lua: evals it counted (then, when it applied
-            consumes, '\n' and their JSON list: flat, six strings a consume), or "settled". Only the gateway
+            consumes, '\n' and their JSON list: flat, six strings a consume), or written by usage-apply-5.lua: '0\n'
+            and one change (or 'x') per operation, separated by spaces; or "settled". Only the gateway
             process that sent a batch settles it (settlements.ts keeps them in its memory), so the memory is
             always read by the same version of the scripts that wrote it
     KEYS[4] the organization's metered dirty set: the balances and credits given back are named in it
@@ -25,6 +30,8 @@
     ARGV[3] usage time to live (ms): set when KEYS[2] is created
     ARGV[4] how long the settled mark is kept (ms)
     ARGV[5] the organization's metered balance key prefix, ARGV[6] its idempotency key prefix
+    ARGV[7...] for a usage call, five per operation in the call's order: member, period end, ttl, credits,
+            idempotency key (what its six strings would have repeated; the gateway keeps its operations until settled)
 
   Output: { code, count, delta applied, usage epoch (0 = none), consumes given back } (the last two only
   with code 0)
@@ -50,7 +57,21 @@ if memory then
   local newline = string.find(memory, "\n", 1, true)
   if newline then
     counted = string.sub(memory, 1, newline - 1)
-    consumed = cjson.decode(string.sub(memory, newline + 1))
+    if string.sub(memory, newline + 1, newline + 1) == "[" then
+      consumed = cjson.decode(string.sub(memory, newline + 1))
+    else
+      -- A usage call's: the same six strings per operation that changed something, from its change and ARGV.
+      consumed = {}
+      local at = 7
+      for change in string.gmatch(string.sub(memory, newline + 1), "%S+") do
+        if change ~= "x" and ARGV[at] then
+          local n = #consumed
+          consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], change, ARGV[at + 1]
+          consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+        end
+        at = at + 5
+      end
+    end
   end
 end
 
@@ -68,7 +89,7 @@ if consumed then
   for at = #consumed - 5, 1, -6 do
     local member, amount, periodEnd, ttl, credits, idem = unpack(consumed, at, at + 5)
     -- Checked first: the change would otherwise create the balance (and its period's rollover) to take nothing.
-    if rcall("EXISTS", balancePrefix .. member) == 1 then
+    if amount ~= "0" and rcall("EXISTS", balancePrefix .. member) == 1 then
       meteredApply(balancePrefix, idempotencyPrefix, false, {
         kind = "d", member = member, amount = -tonumber(amount), limit = "", soft = "0", periodEnd = periodEnd,
         ttl = ttl, idem = "", fingerprint = "", terms = "", credits = credits,
