@@ -28,12 +28,32 @@ async function rowsOf(pool: pg.Pool, organizationId: string): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+/** What every gateway answers for an imported subscriber once the import says `succeeded` (read-your-writes). */
+async function servedByEveryGateway(services: Services, apiKey: string, subscriberId: string): Promise<void> {
+  for (const url of services.gatewayUrls) {
+    const res = await fetch(`${url}/org/subscribers/${subscriberId}/entitlements/check`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ feature: 'seats' }),
+    });
+    const body = (await res.json()) as { kind?: string; limit?: number | null; source?: string };
+    if (res.status !== 200 || body.kind !== 'limit' || body.limit !== 5 || body.source !== 'plan')
+      throw new Error(`${url} answered ${res.status} ${JSON.stringify(body)} for ${subscriberId} after succeeded`);
+  }
+}
+
 /**
- * Admin kill -9 in the middle of an import (DESIGN.md §5): in Postgres only whole batches (every applied line's row
- * and nothing else), then the restarted admin resumes it once its lease has expired, to `succeeded` with every line
- * applied once. Throws, failing the row, when either does not hold.
+ * Admin or worker kill -9 in the middle of an import (DESIGN.md §5): in Postgres only whole batches (every applied
+ * line's row and nothing else); then, restarted, the import resumes (admin: once its lease has expired) or goes on,
+ * to `succeeded` with every line applied once, and every gateway serves the last subscriber imported under its plan.
+ * Throws, failing the row, when any of these does not hold.
  */
-export async function killAdminMidImport(services: Services, appUrl: string, pool: pg.Pool): Promise<void> {
+export async function killMidImport(
+  services: Services,
+  appUrl: string,
+  pool: pg.Pool,
+  victim: 'admin' | 'worker',
+): Promise<void> {
   const db = createDb(appUrl, { max: 1 });
   const org = await createOrganization(db, 'Import killed').finally(() => db.destroy());
   const lines = [
@@ -65,7 +85,7 @@ export async function killAdminMidImport(services: Services, appUrl: string, poo
     if (Date.now() > deadline) throw new Error('the import applied nothing before its bound');
     await sleep(20);
   }
-  await services.admin.kill9();
+  await services[victim].kill9();
   const { rows } = await pool.query<{ applied: number; status: string }>(
     'SELECT applied, status FROM imports WHERE id = $1',
     [id],
@@ -76,7 +96,7 @@ export async function killAdminMidImport(services: Services, appUrl: string, poo
   if (present !== killed.applied - 2)
     throw new Error(`after the kill: ${present} rows for ${killed.applied} applied lines (a half batch)`);
   await sleep(1000);
-  await services.admin.start();
+  await services[victim].start();
   let state = await importState(services.adminUrl, org.api_key, id);
   while (state.status === 'running') {
     if (Date.now() > deadline) throw new Error(`the import did not resume within ${BOUND_MS} ms`);
@@ -87,4 +107,5 @@ export async function killAdminMidImport(services: Services, appUrl: string, poo
     throw new Error(`the resumed import ended ${JSON.stringify(state)}`);
   if ((await rowsOf(pool, org.organization_id)) !== SUBSCRIBERS * 2)
     throw new Error('the resumed import left another number of rows than its lines');
+  await servedByEveryGateway(services, org.api_key, `imp-${SUBSCRIBERS - 1}`);
 }

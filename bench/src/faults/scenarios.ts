@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { sleep } from './http.ts';
-import { killAdminMidImport } from './import-kill.ts';
+import { killMidImport } from './import-kill.ts';
 import type { CountRule } from './invariants.ts';
 import type { PrivatePostgres } from './postgres.ts';
 import type { FaultRedis } from './redis.ts';
@@ -152,7 +152,19 @@ const faults: Scenario[] = [
     injected: 'admin kill -9 in the middle of an import of 20,000 subscribers, restarted: it resumes (DESIGN.md §5)',
     async inject({ services, appUrl, pool }, writer) {
       const revocation = writer.revoke();
-      await killAdminMidImport(services, appUrl, pool);
+      await killMidImport(services, appUrl, pool, 'admin');
+      await revocation;
+      return { recoveredAt: Date.now(), countRule: all };
+    },
+  },
+  {
+    name: 'worker-kill-import',
+    injected:
+      'worker kill -9 in the middle of an import of 20,000 subscribers (its batches announced to gateways meanwhile), ' +
+      'restarted: whole batches only, then succeeded and served by every gateway',
+    async inject({ services, appUrl, pool }, writer) {
+      const revocation = writer.revoke();
+      await killMidImport(services, appUrl, pool, 'worker');
       await revocation;
       return { recoveredAt: Date.now(), countRule: all };
     },
