@@ -1,6 +1,9 @@
 /** The README's headline figures: a few same-run ratios and totals from the results the full tables come from. */
 import type { FaultsDocument } from './faults/table.ts';
 import type { AgingResult } from './modes/aging.ts';
+import type { CreditsResult } from './modes/credits.ts';
+import type { ExportResult } from './modes/export.ts';
+import type { ImportResult } from './modes/import.ts';
 import type { MemoryResult } from './modes/memory.ts';
 import type { MeteringResult } from './modes/metering.ts';
 import type { PinnedResult } from './modes/pinned.ts';
@@ -15,6 +18,9 @@ export interface HeadlineInputs {
   faults: FaultsDocument | null;
   aging: AgingResult | null;
   metering: MeteringResult | null;
+  imported: ImportResult | null;
+  exported: ExportResult | null;
+  credits: CreditsResult | null;
 }
 
 const count = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -28,6 +34,9 @@ export function renderHeadline({
   faults,
   aging,
   metering,
+  imported,
+  exported,
+  credits,
 }: HeadlineInputs): string | null {
   const rows: string[] = [];
   if (throughput) {
@@ -47,18 +56,36 @@ export function renderHeadline({
   }
   if (metering) {
     const { ratios: r } = metering;
+    const withCredits = credits
+      ? `; ${credits.ratios.heldThroughput.toFixed(2)}× the throughput with the allowance left, ` +
+        `${credits.ratios.spentThroughput.toFixed(2)}× spending credits`
+      : '';
     rows.push(
-      `| \`consume\` of 1 against the plain check (same run; targets at least 0.9× and at most 1.15×) | ` +
-        `${r.consumeThroughputVsCheck.toFixed(2)}× the throughput, ${r.consumeCpuVsCheck.toFixed(2)}× the CPU per request | ` +
-        '`npm run bench -- metering` |',
+      `| \`consume\` of 1 against the plain check (same run; targets at least 0.9× and at most 1.15×)` +
+        `${credits ? '; consume with five live credits against none (target at least 0.9×)' : ''} | ` +
+        `${r.consumeThroughputVsCheck.toFixed(2)}× the throughput, ${r.consumeCpuVsCheck.toFixed(2)}× the CPU per request` +
+        `${withCredits} | \`npm run bench -- metering\`${credits ? ', `-- credits`' : ''} |`,
     );
     const lone = metering.batches.filter((b) => b.connections === 1);
     if (lone.length)
       rows.push(
-        `| a batch of 1,000 usage events from one connection (target p99 under 20 ms) | p50 ` +
-          `${Math.max(...lone.map((b) => b.p50)).toFixed(1)} ms, p99 ${Math.max(...lone.map((b) => b.p99)).toFixed(1)} ms | ` +
-          '`npm run bench -- metering` |',
+        `| a batch of 1,000 usage events from one connection, without and with an idempotency key per event ` +
+          `(target p99 under 20 ms) | p50 ${lone.map((b) => b.p50.toFixed(1)).join(' and ')} ms, p99 ` +
+          `${lone.map((b) => b.p99.toFixed(1)).join(' and ')} ms | \`npm run bench -- metering\` |`,
       );
+  }
+  if (imported) {
+    const exportFigure = exported
+      ? `; export ${count(exported.median.recordsPerSecond)} records/s (target 50,000) of ` +
+        `${count(exported.settings.subscribers)} subscribers`
+      : '';
+    rows.push(
+      `| import of ${count(imported.settings.subscribers)} subscribers with their subscription, gateways answering ` +
+        `checks meanwhile (targets: 10,000/s, a million under 3 minutes)${exported ? '; export' : ''} | ` +
+        `${imported.status} in ${imported.seconds.toFixed(1)} s, ${count(imported.subscribersPerSecond)}/s; gateway ` +
+        `p99 ${imported.gatewayDuringImport.p99Median.toFixed(1)} ms, ${imported.gatewayDuringImport.non2xx} non-2xx` +
+        `${exportFigure} | \`npm run bench -- import\`${exported ? ', `-- export`' : ''} |`,
+    );
   }
   const check = pinned?.figures.find((f) => f.route === 'check');
   if (pinned && check)
@@ -118,6 +145,9 @@ export function renderHeadline({
     scale?.date,
     aging?.date,
     metering?.date,
+    credits?.date,
+    imported?.date,
+    exported?.date,
     faults?.started_at,
   ]
     .filter((date): date is string => date !== undefined)

@@ -14,6 +14,7 @@ import { renderMemory, type MemoryResult } from './modes/memory.ts';
 import { renderCredits, type CreditsResult } from './modes/credits.ts';
 import { renderMetering, type MeteringResult } from './modes/metering.ts';
 import { renderExport, type ExportResult } from './modes/export.ts';
+import { renderImport, type ImportResult } from './modes/import.ts';
 import { renderPinned, type PinnedResult } from './modes/pinned.ts';
 import { renderProfile, type ProfileResult } from './modes/profile.ts';
 import { renderScale, type ScaleResult } from './modes/scale.ts';
@@ -32,8 +33,25 @@ function readmeSections(): [string, string | null][] {
   const faults = readLatestFaults(root);
   const aging = readResult<AgingResult>('aging');
   const metering = readResult<MeteringResult>('metering');
+  const imported = readResult<ImportResult>('import');
+  const exported = readResult<ExportResult>('export');
+  const credits = readResult<CreditsResult>('credits');
   return [
-    ['headline', renderHeadline({ throughput, pinned, memory, scale, faults, aging, metering })],
+    [
+      'headline',
+      renderHeadline({
+        throughput,
+        pinned,
+        memory,
+        scale,
+        faults,
+        aging,
+        metering,
+        imported,
+        exported,
+        credits,
+      }),
+    ],
     ['throughput', throughput && renderThroughput(throughput)],
     ['memory', memory && renderMemory(memory)],
     ['pinned', pinned && renderPinned(pinned)],
@@ -47,18 +65,9 @@ function readmeSections(): [string, string | null][] {
       'metering',
       metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.',
     ],
-    [
-      'export',
-      ((r) => (r ? renderExport(r) : 'Not measured yet: `npm run bench -- export` writes it.'))(
-        readResult<ExportResult>('export'),
-      ),
-    ],
-    [
-      'credits',
-      ((r) => (r ? renderCredits(r) : 'Not measured yet: `npm run bench -- credits` writes it.'))(
-        readResult<CreditsResult>('credits'),
-      ),
-    ],
+    ['import', imported ? renderImport(imported) : 'Not measured yet: `npm run bench -- import` writes it.'],
+    ['export', exported ? renderExport(exported) : 'Not measured yet: `npm run bench -- export` writes it.'],
+    ['credits', credits ? renderCredits(credits) : 'Not measured yet: `npm run bench -- credits` writes it.'],
   ];
 }
 
