@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { periodOf } from '@ent/common/metering/period';
@@ -20,7 +17,7 @@ import {
   settleCall,
 } from '../../../test-support/metering-redis.ts';
 import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
-import { ownRedisAnswers, startOwnRedis, startRedis } from '../processes.ts';
+import { redisShutDownMidReply } from './redis-shut-down-mid-reply.ts';
 
 const { keys, redis } = meteringTestRedis();
 const START = Date.parse('2026-03-10T00:00:00Z');
@@ -107,16 +104,7 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
       [consume(org, 'soft', 12)],
       [consume(org, 'calls', 5)],
     ]);
-    expect(meteredPairs(reply, 3)).toEqual([
-      0,
-      '11 1 0 1',
-      0,
-      '17 7 0 5 2',
-      0,
-      12,
-      1,
-      '17 7 0 5 2',
-    ]);
+    expect(meteredPairs(reply, 3)).toEqual([0, '11 1 0 1', 0, '17 7 0 5 2', 0, 12, 1, '17 7 0 5 2']);
     expect(await figures(org)).toEqual([17, 7, 5, 2, 12]);
     await redis.del(keys.meteredDirty(org));
     const revision = Number(await redis.hget(keys.meteredBalance(org, CALLS), 'r'));
@@ -227,42 +215,8 @@ describe('the meter meeting a call whose connection dropped after Redis ran it',
 
 describe('a Redis shut down (SIGTERM) with a consume in flight, back with its data', () => {
   it('answers the consume unavailable, and once Redis is back the settle gives it back', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ent-give-back-'));
-    const persisted = [
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--dir',
-      dir,
-      '--enable-debug-command',
-      'local',
-    ];
-    const started = await startOwnRedis(persisted);
-    const port = started.port;
-    let server = started.server;
-    const client = withMeteringCommands(
-      createRedis({ redisUrl: `redis://127.0.0.1:${port}`, redisClusterNodes: [] }),
-    );
-    // Redis runs a client's pipelined commands in one event-loop turn and exits from the cron that follows it when a
-    // SIGTERM came meanwhile, before that turn's replies are sent (decisions.md). The gate call is followed, in the
-    // same write, by a second of DEBUG SLEEP, so the SIGTERM surely comes after the call ran and before its reply.
-    let busyAfter: (() => void) | null = null;
-    const gateThenSleep = (...keysAndArgs: (string | number)[]) => {
-      const call = client.evalGateBatch(...keysAndArgs);
-      if (busyAfter) {
-        client.call('DEBUG', 'SLEEP', '1').catch(() => undefined);
-        busyAfter();
-      }
-      return call;
-    };
-    const busyClient = new Proxy(client, {
-      get(target, property) {
-        if (property === 'evalGateBatch') return gateThenSleep;
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const redisShutDown = await redisShutDownMidReply('evalGateBatch', 'ent-give-back-');
+    const { client, busyClient } = redisShutDown;
     try {
       const org = await organization(client);
       const meter = createEvalMeter({
@@ -279,22 +233,15 @@ describe('a Redis shut down (SIGTERM) with a consume in flight, back with its da
         });
       expect((await gate(1)).outcome).toBe('counted');
 
-      const sent = new Promise<void>((resolve) => (busyAfter = resolve));
+      const sent = redisShutDown.nextCallSent();
       const inFlight = gate(12).catch((error: unknown) => error);
       await sent;
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      process.kill(server.child.pid!, 'SIGTERM');
+      await redisShutDown.shutDown();
       const failure = await inFlight;
-      await new Promise<void>((resolve) =>
-        server.child.exitCode !== null ? resolve() : server.child.once('exit', () => resolve()),
-      );
       expect(failure).toBeInstanceOf(EvalGateUnavailableError);
       (failure as EvalGateUnavailableError).report(false); // answered 503
-      busyAfter = null;
 
-      server = startRedis(port, persisted);
-      await ownRedisAnswers(server, port);
-      await vi.waitFor(() => expect(client.status).toBe('ready'), { timeout: 10_000 });
+      await redisShutDown.restart();
       // It ran before Redis exited (and was persisted): deducted, until the settle.
       expect(await figures(org, client)).toEqual([13, 3, 3, 0, 0]);
       await meter.settlePending();
@@ -302,9 +249,7 @@ describe('a Redis shut down (SIGTERM) with a consume in flight, back with its da
       expect(await figures(org, client)).toEqual([1, 0, 0, 0, 0]);
       expect(await evalCount(org, client)).toBe('1');
     } finally {
-      client.disconnect();
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      await redisShutDown.close();
     }
   });
 });

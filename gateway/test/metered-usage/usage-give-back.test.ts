@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { createRedis } from '@ent/common/redis/connect';
@@ -22,7 +19,7 @@ import {
   usageApplyCall,
 } from '../../../test-support/metering-redis.ts';
 import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
-import { ownRedisAnswers, startOwnRedis, startRedis } from '../processes.ts';
+import { redisShutDownMidReply } from './redis-shut-down-mid-reply.ts';
 
 const { keys, redis } = meteringTestRedis();
 const START = Date.parse('2026-03-10T00:00:00Z');
@@ -182,41 +179,8 @@ describe('metered balances meeting a usage call whose connection dropped after R
 
 describe('a Redis shut down (SIGTERM) with a report batch in flight, back with its data', () => {
   it('answers the batch 503, and once Redis is back the settle gives it back', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ent-usage-give-back-'));
-    const persisted = [
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--dir',
-      dir,
-      '--enable-debug-command',
-      'local',
-    ];
-    const started = await startOwnRedis(persisted);
-    const port = started.port;
-    let server = started.server;
-    const client = withMeteringCommands(
-      createRedis({ redisUrl: `redis://127.0.0.1:${port}`, redisClusterNodes: [] }),
-    );
-    // As in consume-give-back.test.ts: the call followed, in the same write, by a second of DEBUG SLEEP, so the
-    // SIGTERM comes after the call ran and before its reply was sent.
-    let busyAfter: (() => void) | null = null;
-    const applyThenSleep = (...keysAndArgs: (string | number)[]) => {
-      const call = client.usageApply(...keysAndArgs);
-      if (busyAfter) {
-        client.call('DEBUG', 'SLEEP', '1').catch(() => undefined);
-        busyAfter();
-      }
-      return call;
-    };
-    const busyClient = new Proxy(client, {
-      get(target, property) {
-        if (property === 'usageApply') return applyThenSleep;
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const redisShutDown = await redisShutDownMidReply('usageApply', 'ent-usage-give-back-');
+    const { client, busyClient } = redisShutDown;
     try {
       const org = await organization(client);
       const meter = openEvalMeter({ redis: client, keys });
@@ -228,23 +192,16 @@ describe('a Redis shut down (SIGTERM) with a report batch in flight, back with i
       });
       await balances.apply(org, [operation(org, 'd', 'calls', 1)]);
 
-      const sent = new Promise<void>((resolve) => (busyAfter = resolve));
+      const sent = redisShutDown.nextCallSent();
       const inFlight = balances
         .apply(org, [operation(org, 'd', 'calls', 12, 'batch-1'), operation(org, 's', 'soft', 9, 'batch-2')])
         .catch((error: unknown) => error);
       await sent;
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      process.kill(server.child.pid!, 'SIGTERM');
+      await redisShutDown.shutDown();
       const failure = await inFlight;
-      await new Promise<void>((resolve) =>
-        server.child.exitCode !== null ? resolve() : server.child.once('exit', () => resolve()),
-      );
       expect(failure).toMatchObject({ status: 503 });
-      busyAfter = null;
 
-      server = startRedis(port, persisted);
-      await ownRedisAnswers(server, port);
-      await vi.waitFor(() => expect(client.status).toBe('ready'), { timeout: 10_000 });
+      await redisShutDown.restart();
       // It ran before Redis exited (and was persisted): counted, until the settle.
       expect(await figures(org, client)).toEqual([13, 3, 3, 0, 9]);
       expect(await records(org, client, 'batch-1', 'batch-2')).toBe(2);
@@ -253,9 +210,7 @@ describe('a Redis shut down (SIGTERM) with a report batch in flight, back with i
       expect(await figures(org, client)).toEqual([1, 0, 0, 0, 0]);
       expect(await records(org, client, 'batch-1', 'batch-2')).toBe(0);
     } finally {
-      client.disconnect();
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      await redisShutDown.close();
     }
   });
 });
