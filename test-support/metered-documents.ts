@@ -60,3 +60,27 @@ export function promotionAndTopUp(startMs: number): { promo: CreditDoc; topUp: C
     },
   };
 }
+
+/**
+ * The give-back tests' world: plan pro's calls (hard, 10) and soft (soft, 10) in March 2026, and alice holding the
+ * promotion (spent first, live from start + 1 h to start + 3 h) and the top-up (never expires) on calls.
+ */
+export function aliceWithCredits(): {
+  start: number;
+  catalog: CatalogDoc;
+  alice: SubscriberDoc;
+  /** alice's balance members of calls and soft in March. */
+  calls: string;
+  soft: string;
+} {
+  const start = Date.parse('2026-03-10T00:00:00Z');
+  const march = Date.parse('2026-03-01T00:00:00Z');
+  const { promo, topUp } = promotionAndTopUp(start);
+  return {
+    start,
+    catalog: proMeteredCatalog({ calls: { limit: 10 }, soft: { limit: 10, soft: true } }),
+    alice: { exists: true, plans: ['pro'], overrides: {}, credits: { calls: [topUp, promo] } },
+    calls: `alice|calls|${march}`,
+    soft: `alice|soft|${march}`,
+  };
+}

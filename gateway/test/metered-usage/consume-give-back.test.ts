@@ -4,7 +4,6 @@ import { loadConfig } from '@ent/common/config';
 import { periodOf } from '@ent/common/metering/period';
 import { createRedis } from '@ent/common/redis/connect';
 import { creditDirtyMember } from '@ent/common/redis/keys';
-import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
 import { createEvalMeter } from '../../src/metering/meter.ts';
 import { meteredOperation, type MeteredOperation } from '../../src/metering/metered-operations.ts';
@@ -16,26 +15,13 @@ import {
   seededOrganizations,
   settleCall,
 } from '../../../test-support/metering-redis.ts';
-import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
+import { aliceWithCredits } from '../../../test-support/metered-documents.ts';
 import { redisShutDownMidReply } from './redis-shut-down-mid-reply.ts';
 
 const { keys, redis } = meteringTestRedis();
-const START = Date.parse('2026-03-10T00:00:00Z');
-const MARCH = Date.parse('2026-03-01T00:00:00Z');
+const { start: START, catalog, alice, calls: CALLS, soft: SOFT } = aliceWithCredits();
 const HOUR = 3_600_000;
 const clock = new ManualClock(START + 2 * HOUR);
-
-const catalog = proMeteredCatalog({ calls: { limit: 10 }, soft: { limit: 10, soft: true } });
-/** Spent first (priority 1), live from START + 1 h to START + 3 h; then a top-up that never expires. */
-const { promo, topUp } = promotionAndTopUp(START);
-const alice: SubscriberDoc = {
-  exists: true,
-  plans: ['pro'],
-  overrides: {},
-  credits: { calls: [topUp, promo] },
-};
-const CALLS = `alice|calls|${MARCH}`;
-const SOFT = `alice|soft|${MARCH}`;
 const CREDITS = creditDirtyMember('alice', 'calls');
 
 const seededOrganization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { createRedis } from '@ent/common/redis/connect';
-import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   meteredOperation,
   type MeteredKind,
@@ -18,26 +17,13 @@ import {
   unpersistedBalances,
   usageApplyCall,
 } from '../../../test-support/metering-redis.ts';
-import { promotionAndTopUp, proMeteredCatalog } from '../../../test-support/metered-documents.ts';
+import { aliceWithCredits } from '../../../test-support/metered-documents.ts';
 import { redisShutDownMidReply } from './redis-shut-down-mid-reply.ts';
 
 const { keys, redis } = meteringTestRedis();
-const START = Date.parse('2026-03-10T00:00:00Z');
-const MARCH = Date.parse('2026-03-01T00:00:00Z');
+const { start: START, catalog, alice, calls: CALLS, soft: SOFT } = aliceWithCredits();
 const HOUR = 3_600_000;
 const clock = new ManualClock(START + 2 * HOUR);
-
-const catalog = proMeteredCatalog({ calls: { limit: 10 }, soft: { limit: 10, soft: true } });
-/** The promotion (5, spent first) and the top-up (3): alice's credits on calls. */
-const { promo, topUp } = promotionAndTopUp(START);
-const alice: SubscriberDoc = {
-  exists: true,
-  plans: ['pro'],
-  overrides: {},
-  credits: { calls: [topUp, promo] },
-};
-const CALLS = `alice|calls|${MARCH}`;
-const SOFT = `alice|soft|${MARCH}`;
 
 const seededOrganization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
 const organization = (client: MeteringRedis = redis) => seededOrganization({ redis: client });
