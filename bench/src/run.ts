@@ -5,6 +5,7 @@
  *   pinned               the gateway on one core, load and Redis on the other; 350 features
  *   scale                three gateways: aggregate throughput, exact metering, read-your-writes under load
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
+ *   profile-consume      the same for a consume of 1 against the plain check, on one gateway
  *   instructions         instructions per request under callgrind: the gateway's check against the bare route
  *   aging                a gateway aged by many organizations, a soak with writes and a large cache, against a fresh one
  *                        and an A/A control (a second fresh one)
@@ -24,7 +25,7 @@ import { runExport, renderExport } from './modes/export.ts';
 import { runImport, renderImport } from './modes/import.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
 import { runInstructions, renderInstructions } from './modes/instructions.ts';
-import { runProfile, renderProfile } from './modes/profile.ts';
+import { runConsumeProfile, runProfile, renderProfile } from './modes/profile.ts';
 import { runScale, renderScale } from './modes/scale.ts';
 import { runThroughput, renderThroughput } from './modes/throughput.ts';
 import { writeResult } from './results.ts';
@@ -35,6 +36,7 @@ export const modes = {
   pinned: { run: runPinned, render: renderPinned },
   scale: { run: runScale, render: renderScale },
   profile: { run: runProfile, render: renderProfile },
+  'profile-consume': { run: runConsumeProfile, render: renderProfile },
   instructions: { run: runInstructions, render: renderInstructions },
   aging: { run: runAging, render: renderAging },
   metering: { run: runMetering, render: renderMetering },

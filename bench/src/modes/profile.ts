@@ -18,8 +18,8 @@ import {
   log,
   startNode,
 } from '../harness.ts';
-import { drive } from '../load.ts';
-import { DEFAULT_SHAPE } from '../seed.ts';
+import { drive, type RouteKind } from '../load.ts';
+import { DEFAULT_SHAPE, LARGE_LIMIT, METERED_FEATURE } from '../seed.ts';
 
 export interface ProfiledTarget {
   name: string;
@@ -130,13 +130,38 @@ export function combine(segments: ProfiledTarget[]): ProfiledTarget {
   };
 }
 
-export async function runProfile(): Promise<ProfileResult> {
+interface ProfileTarget {
+  name: string;
+  /** The bare route's server, or the gateway's. */
+  server: 'bare' | 'gateway';
+  route: RouteKind;
+}
+
+const CHECK_AGAINST_BARE: readonly [ProfileTarget, ProfileTarget] = [
+  { name: 'bare fastify', server: 'bare', route: 'check' },
+  { name: 'gateway check', server: 'gateway', route: 'check' },
+];
+const CONSUME_AGAINST_CHECK: readonly [ProfileTarget, ProfileTarget] = [
+  { name: 'gateway check', server: 'gateway', route: 'check' },
+  { name: 'gateway consume 1', server: 'gateway', route: 'consume' },
+];
+
+/** `npm run bench -- profile`: the gateway's check against the bare route. */
+export const runProfile = () => profile(CHECK_AGAINST_BARE);
+/** `npm run bench -- profile-consume`: a consume of 1 against the plain check, on the same gateway (issue 34). */
+export const runConsumeProfile = () => profile(CONSUME_AGAINST_CHECK);
+
+async function profile([baseline, subject]: readonly [ProfileTarget, ProfileTarget]): Promise<ProfileResult> {
   if (spawnSync('perf', ['--version']).status !== 0) {
     throw new Error("perf is missing: install Debian's linux-perf (apt-get install -y linux-perf)");
   }
   const seconds = envNumber('BENCH_SECONDS', 10);
   const connections = envNumber('BENCH_CONNECTIONS', 64);
-  const shape = { ...DEFAULT_SHAPE, subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000) };
+  const shape = {
+    ...DEFAULT_SHAPE,
+    subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000),
+    metered: [{ key: METERED_FEATURE, limits: [LARGE_LIMIT] }],
+  };
   // The servers run from a scratch directory: V8 writes its JIT dumps (and perf its injected objects) there.
   const scratch = mkdtempSync(join(tmpdir(), 'ent-profile-'));
   const world = await createWorld(shape);
@@ -148,23 +173,25 @@ export async function runProfile(): Promise<ProfileResult> {
     const bare = startNode('bench/src/bare-server.ts', { ...world.env, BARE_PORT: String(barePort) }, profiled);
     const url = (port: number) => `http://127.0.0.1:${port}`;
     await Promise.all([world.adminUrl, url(gatewayPort), url(barePort)].map((u) => healthy(`${u}/healthz`)));
-    const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections, route: 'check' as const };
-    log(`warming: every subscriber three times on the gateway, ${seconds} s on the bare route`);
-    await drive({ ...load, url: url(gatewayPort), amount: shape.subscribers * 3 });
-    await drive({ ...load, url: url(barePort), seconds });
+    const load = { apiKey: world.apiKey, subscribers: shape.subscribers, features: shape.features, connections };
+    log(`warming: every subscriber three times on the gateway with each route, ${seconds} s on the bare route`);
+    for (const route of new Set([baseline.route, subject.route]))
+      await drive({ ...load, route, url: url(gatewayPort), amount: shape.subscribers * 3 });
+    await drive({ ...load, route: 'check', url: url(barePort), seconds });
 
     // Each target is profiled twice, in the order bare, gateway, gateway, bare, half the time each: on a shared
     // machine whose speed drifts, a drift that is steady over the run weighs on both targets alike.
-    const servers = { 'bare fastify': { pid: bare.pid, port: barePort }, 'gateway check': { pid: gateway.pid, port: gatewayPort } };
+    const servers = { bare: { pid: bare.pid, port: barePort }, gateway: { pid: gateway.pid, port: gatewayPort } };
     const segments: ProfiledTarget[] = [];
-    for (const name of ['bare fastify', 'gateway check', 'gateway check', 'bare fastify'] as const) {
-      const { pid, port } = servers[name];
+    for (const target of [baseline, subject, subject, baseline]) {
+      const { name, route } = target;
+      const { pid, port } = servers[target.server];
       const dataFile = join(scratch, `${pid}-${segments.length}.perf`);
       const perf = spawn('perf', ['record', '--no-buildid-cache', '-k', 'mono', '-e', 'cpu-clock', '-F', '1999', '-g', '-p', String(pid), '-o', dataFile], {
         stdio: 'ignore',
       });
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const measured = await driveMeasured(pid, world.redisUrl, { ...load, url: url(port), seconds: seconds / 2 });
+      const measured = await driveMeasured(pid, world.redisUrl, { ...load, route, url: url(port), seconds: seconds / 2 });
       const { serverCpuUs, redisCpuUs } = measured;
       const stopped = new Promise((resolve) => perf.once('exit', resolve));
       perf.kill('SIGINT');
@@ -173,7 +200,7 @@ export async function runProfile(): Promise<ProfileResult> {
       log(`${name}: ${measured.rps.toFixed(0)}/s, ${serverCpuUs.toFixed(1)} µs CPU per request (+ ${redisCpuUs.toFixed(1)} Redis), ${samples} samples`);
       segments.push({ name, rps: measured.rps, serverCpuUs, redisCpuUs, samples, groups, sources });
     }
-    const targets = (['bare fastify', 'gateway check'] as const).map((name) => combine(segments.filter((s) => s.name === name)));
+    const targets = [baseline, subject].map(({ name }) => combine(segments.filter((s) => s.name === name)));
     return {
       mode: 'profile',
       date: new Date().toISOString(),
@@ -197,6 +224,7 @@ const GROUP_NAMES: Record<(typeof GROUPS)[number], string> = {
 
 export function renderProfile(result: ProfileResult): string {
   const [bare, gateway] = result.targets as [ProfiledTarget, ProfiledTarget];
+  const columns = `| where | ${bare.name} | ${gateway.name} | difference |`;
   const us = (value: number) => value.toFixed(1);
   const rows = GROUPS.map(
     (group) =>
@@ -207,7 +235,7 @@ export function renderProfile(result: ProfileResult): string {
       `${result.settings.seconds} s in two runs in the order bare, gateway, gateway, bare, ${result.date.slice(0, 10)}), ` +
       'µs of server CPU per request:',
     '',
-    '| where | bare route | gateway check | difference |',
+    columns,
     '|---|---|---|---|',
     ...rows,
     `| **server total** | **${us(bare.serverCpuUs)}** | **${us(gateway.serverCpuUs)}** | **${us(gateway.serverCpuUs - bare.serverCpuUs)}** |`,
