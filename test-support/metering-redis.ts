@@ -175,7 +175,7 @@ export const settleCall = (
     batchId: string;
     nowMs: number;
     answered: number;
-    operations?: readonly MeteredOperation[];
+    operations?: readonly MeteredOperation[] | undefined;
   },
 ) =>
   redis.evalSettle(

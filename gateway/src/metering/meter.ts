@@ -25,6 +25,7 @@ import {
   decodeOutcome,
   gateOperationArguments,
   giveBackArguments,
+  type MeteredOperation,
   type MeteredOutcome,
 } from './metered-operations.ts';
 
@@ -166,6 +167,20 @@ export function gateArguments(
     for (const value of gateOperationArguments(evals)) args.push(value);
   }
   return { args, withMetered };
+}
+
+/**
+ * A gate batch's metered operations in the order its arguments list them (gateOperationArguments), for the settle of
+ * a failed call: its memory names the consumes it applied by their place in this list. Undefined: none.
+ */
+function meteredOperationsOf(evals: readonly EvalGateInput[]): MeteredOperation[] | undefined {
+  let operations: MeteredOperation[] | undefined;
+  for (const evalInput of evals) {
+    if (evalInput.metered === undefined) continue;
+    operations ??= [];
+    for (const op of evalInput.metered) operations.push(op);
+  }
+  return operations;
 }
 
 /** How often a probe asks a Redis that stopped answering whether it answers again. */
@@ -378,6 +393,7 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
         batch.evals[0]!.nowMs,
         batch.evals.length,
         sent,
+        sent ? meteredOperationsOf(batch.evals) : undefined,
       );
       throw new EvalGateUnavailableError(
         `The eval gate call did not answer: ${(error as Error).message}`,

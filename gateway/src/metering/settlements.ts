@@ -28,8 +28,11 @@ export interface Settlement {
   nowMs: number;
   /** Evals answered 2xx, or -1 for a refund (0 for a usage call: it counts no evals). */
   answered: number;
-  /** A usage call's operations, in its order: its memory holds only what each changed, the settle needs the rest. */
-  operations?: readonly MeteredOperation[];
+  /**
+   * The call's metered operations, in its order (a gate batch's, or a usage call's): its memory names only which
+   * applied (or what each changed), the settle needs the rest to give them back.
+   */
+  operations?: readonly MeteredOperation[] | undefined;
 }
 
 interface Owed extends Settlement {
@@ -42,13 +45,17 @@ interface Owed extends Settlement {
 }
 
 export interface Settlements {
-  /** A gate call of `size` evals that failed; `sent` = it may have reached Redis. Returns each eval's report. */
+  /**
+   * A gate call of `size` evals that failed; `sent` = it may have reached Redis, with its metered `operations` (if
+   * any) for the consumes it may have applied. Returns each eval's report.
+   */
   failedCall(
     id: string,
     organizationId: string,
     nowMs: number,
     size: number,
     sent: boolean,
+    operations?: readonly MeteredOperation[],
   ): (answered2xx: boolean) => void;
   /** A refund that Redis did not take now, or a usage call that failed (it may have run). */
   owe(settlement: Settlement): void;
@@ -79,13 +86,14 @@ export function createSettlements(apply: (settlement: Settlement) => Promise<voi
   };
 
   return {
-    failedCall(id, organizationId, nowMs, size, sent) {
+    failedCall(id, organizationId, nowMs, size, sent, operations) {
       if (sent) {
         const entry: Owed = {
           id,
           organizationId,
           nowMs,
           answered: 0,
+          operations,
           waiting: 0,
           sealed: true,
           mayHaveRun: true,

@@ -40,9 +40,12 @@ const consume = (org: string, feature: string, amount: number, idempotencyKey = 
     org,
   );
 
+/** Each batch's operations in its order, as the meter keeps a failed call's for its settle. */
+const sentOperations = new Map<string, MeteredOperation[]>();
 /** The gate script as the meter calls it: one eval of alice per entry of `evals`, each carrying its operations. */
-const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) =>
-  gateBatchCall(redis, keys, {
+const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) => {
+  sentOperations.set(`${org}/${batchId}`, evals.flat());
+  return gateBatchCall(redis, keys, {
     org,
     batchId,
     subscriberId: 'alice',
@@ -50,9 +53,16 @@ const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) =>
     evals,
     deadline: Date.now() + 60_000,
   });
-/** The settle of a failed call whose evals were all answered non-2xx (a consume's 503). */
+};
+/** The settle of a failed call whose evals were all answered non-2xx (a consume's 503), with its operations. */
 const settle = (org: string, batchId: string) =>
-  settleCall(redis, keys, { org, batchId, nowMs: clock.now(), answered: 0 });
+  settleCall(redis, keys, {
+    org,
+    batchId,
+    nowMs: clock.now(),
+    answered: 0,
+    operations: sentOperations.get(`${org}/${batchId}`),
+  });
 /** The metered pairs (status, value) of a gate reply of `evals` evals. */
 const meteredPairs = (reply: readonly unknown[], evals: number) => reply.slice(GATE_REPLY_HEADER + evals);
 
@@ -104,6 +114,34 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     // Changed like any change: a new revision, and named for the worker (the balances and the credits).
     expect(Number(await redis.hget(keys.meteredBalance(org, CALLS), 'r'))).toBeGreaterThan(revision);
     expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS, SOFT, CREDITS].sort());
+  });
+
+  it("gives back the consumes by their place among the batch's operations, reads and refusals among them", async () => {
+    const org = await organization();
+    const read = (feature: string) =>
+      meteredOperation(
+        { catalog, subscriber: alice, ...SEEDED_VERSIONS },
+        'alice',
+        feature,
+        'r',
+        0,
+        clock.now(),
+        '',
+        keys,
+        org,
+      );
+    await gateBatch(org, 'answered', [[consume(org, 'soft', 2)]]);
+    await gateBatch(org, 'lost', [
+      [read('calls'), consume(org, 'soft', 5)],
+      [consume(org, 'calls', 40), read('soft')],
+      [consume(org, 'calls', 4)],
+    ]);
+    expect(await figures(org)).toEqual([4, 0, 0, 0, 7]);
+    await redis.del(keys.meteredDirty(org));
+
+    expect((await settle(org, 'lost'))[4]).toBe(2);
+    expect(await figures(org)).toEqual([0, 0, 0, 0, 2]);
+    expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS, SOFT].sort());
   });
 
   it('gives back into credits partly spent before, leaving what earlier consumes spent', async () => {

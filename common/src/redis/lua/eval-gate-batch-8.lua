@@ -20,8 +20,9 @@
     KEYS[4]     catalog hash   {v}
     KEYS[5]     auth hash   {v}
     KEYS[6]     batch memory (string): evals this batch counted, or "settled"; absent = never ran. When the batch
-                applied consumes, the count is followed by '\n' and, as one flat JSON list, what giving them back
-                needs, in their order, six strings each: member, amount, period end, ttl, credits, idempotency key
+                applied consumes, the count is followed by '\n#' and their places among the batch's operations (from
+                1), separated by spaces: the rest of what giving them back needs (member, amount, period end, ttl,
+                credits, idempotency key) the gateway that sent the batch still holds, and sends with its settle
                 (eval-settle-4.lua)
     KEYS[7]     subscriber-version index (hash: subscriber id -> version, written by subscriber-put-2.lua), and
                 its field `#w`: the subscriber-write stamp, moved with every change of the index
@@ -282,9 +283,9 @@ local memory = counted
 local m = run + 2
 if m < #ARGV then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
-  -- The consumes applied, for a settle of this batch to give back: the gateway answers them all 503 when the
-  -- reply does not reach it (a Redis shut down before sending it).
-  local consumed, consumedSize = {}, 0
+  -- The places of the consumes applied, for a settle of this batch to give back: the gateway answers them all 503
+  -- when the reply does not reach it (a Redis shut down before sending it).
+  local applied, appliedSize, place = {}, 0, 0
   local TERM_ARITY, ARITY = 7, 8
   local termCount = tonumber(ARGV[m + 4])
   -- One operation table per term set, its shared fields set once: meteredApply keeps no reference to it.
@@ -302,6 +303,7 @@ if m < #ARGV then
   local specsAt = m + 5 + termCount * TERM_ARITY
   local specCount = tonumber(ARGV[specsAt])
   for base = specsAt + specCount, #ARGV - 1 - ARITY, ARITY do
+    place = place + 1
     local evalIndex = tonumber(ARGV[base + 1])
     local set = termSets[tonumber(ARGV[base + 2])]
     local status, value
@@ -324,14 +326,8 @@ if m < #ARGV then
       -- No dirty key: the members changed are marked with one SADD after the loop.
       status, value = meteredApply(ARGV[m], ARGV[m + 1], false, op)
       if status == 0 and op.kind == "c" then
-        -- Flat, not a table per consume: one list for cjson, six strings a consume.
-        consumed[consumedSize + 1] = op.member
-        consumed[consumedSize + 2] = ARGV[base + 4]
-        consumed[consumedSize + 3] = op.periodEnd
-        consumed[consumedSize + 4] = op.ttl
-        consumed[consumedSize + 5] = op.credits
-        consumed[consumedSize + 6] = op.idem
-        consumedSize = consumedSize + 6
+        appliedSize = appliedSize + 1
+        applied[appliedSize] = place
       end
     end
     size = size + 1
@@ -340,8 +336,8 @@ if m < #ARGV then
     out[size] = value
   end
   meteredMarkDirty(ARGV[m + 2])
-  if consumedSize > 0 then
-    memory = counted .. "\n" .. cjson.encode(consumed)
+  if appliedSize > 0 then
+    memory = counted .. "\n#" .. table.concat(applied, " ")
   end
 end
 rcall("SET", KEYS[6], memory, "PX", ARGV[3])

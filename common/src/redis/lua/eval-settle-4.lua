@@ -4,9 +4,9 @@
   adds (what the gateway stands for) - (what the batch counted, 0 if it never ran), then marks the batch
   settled so that a retried settle, or the batch itself arriving late, changes nothing.
   Keeps first_over_at exact as eval-adjust-2.lua does.
-  Gives back, in the same step, the consumes the batch applied (the batch memory lists them): the gateway
-  answered each 503, "nothing applied" (decisions.md, "A consume answered 503 is given back when its call
-  ran"). Each is undone by the negative change of its amount with the credits it was applied with, last
+  Gives back, in the same step, the consumes the batch applied (the batch memory names them, the gateway
+  sends the rest): the gateway answered each 503, "nothing applied" (decisions.md, "A consume answered 503
+  is given back when its call ran"). Each is undone by the negative change of its amount with the credits it was applied with, last
   first, which gives back what credits covered (the last credit spent first) and then the allowance
   (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
   afresh instead of replaying "applied". A balance that is gone has nothing to give back.
@@ -19,10 +19,11 @@
     KEYS[1] arrangement hash   {limit ('' = unlimited), blocking, burst, plan}
     KEYS[2] usage hash of the batch's UTC month   {count, first_over_at (ms)}
     KEYS[3] batch memory (string) written by eval-gate-batch-8.lua: evals it counted (then, when it applied
-            consumes, '\n' and their JSON list: flat, six strings a consume), or written by usage-apply-5.lua: '0\n'
-            and one change (or 'x') per operation, separated by spaces; or "settled". Only the gateway
-            process that sent a batch settles it (settlements.ts keeps them in its memory), so the memory is
-            always read by the same version of the scripts that wrote it
+            consumes, '\n#' and their places among its operations, from 1, separated by spaces), or written by
+            usage-apply-5.lua: '0\n' and one change (or 'x') per operation, separated by spaces; or "settled".
+            Only the gateway process that sent a batch settles it (settlements.ts keeps them in its memory), so
+            the memory is always read by the same version of the scripts that wrote it (decisions.md, "A gate
+            batch remembers the places of its consumes")
     KEYS[4] the organization's metered dirty set: the balances and credits given back are named in it
 
     ARGV[1] what the gateway stands for: the batch's evals it answered 2xx, or -1 for a refund
@@ -30,8 +31,9 @@
     ARGV[3] usage time to live (ms): set when KEYS[2] is created
     ARGV[4] how long the settled mark is kept (ms)
     ARGV[5] the organization's metered balance key prefix, ARGV[6] its idempotency key prefix
-    ARGV[7...] for a usage call, five per operation in the call's order: member, period end, ttl, credits,
-            idempotency key (what its six strings would have repeated; the gateway keeps its operations until settled)
+    ARGV[7...] the call's metered operations (a gate batch's or a usage call's), six per operation in the call's
+            order: member, amount, period end, ttl, credits, idempotency key (the gateway keeps them until settled;
+            a usage call's change of used is its memory's, not the amount)
 
   Output: { code, count, delta applied, usage epoch (0 = none), consumes given back } (the last two only
   with code 0)
@@ -52,24 +54,39 @@ if not arrangement[2] then
 end
 local limit = tonumber(arrangement[1])
 
+-- What to give back, in the order applied: six strings each (member, amount, period end, ttl, credits, key).
 local counted, consumed = memory, nil
 if memory then
   local newline = string.find(memory, "\n", 1, true)
   if newline then
     counted = string.sub(memory, 1, newline - 1)
-    if string.sub(memory, newline + 1, newline + 1) == "[" then
-      consumed = cjson.decode(string.sub(memory, newline + 1))
-    else
-      -- A usage call's: the same six strings per operation that changed something, from its change and ARGV.
-      consumed = {}
-      local at = 7
-      for change in string.gmatch(string.sub(memory, newline + 1), "%S+") do
-        if change ~= "x" and ARGV[at] then
+    local listed = string.sub(memory, newline + 1)
+    local form = string.sub(listed, 1, 1)
+    consumed = {}
+    if form == "#" then
+      -- A gate batch's: the places of the consumes it applied among its operations, which ARGV holds.
+      for place in string.gmatch(listed, "%d+") do
+        local at = 1 + 6 * tonumber(place)
+        if ARGV[at + 5] then
           local n = #consumed
-          consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], change, ARGV[at + 1]
-          consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+          for k = 0, 5 do
+            consumed[n + 1 + k] = ARGV[at + k]
+          end
         end
-        at = at + 5
+      end
+    elseif form == "[" then
+      -- Written by the gate script before the places (the six strings as JSON): read as it was meant.
+      consumed = cjson.decode(listed)
+    else
+      -- A usage call's: each operation's change of used, or 'x' (nothing changed), in the order of ARGV's.
+      local at = 7
+      for change in string.gmatch(listed, "%S+") do
+        if change ~= "x" and ARGV[at + 5] then
+          local n = #consumed
+          consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], change, ARGV[at + 2]
+          consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+        end
+        at = at + 6
       end
     end
   end

@@ -1,0 +1,216 @@
+/**
+ * Redis CPU of eval-gate-batch-8.lua per metered operation, A/B: two source trees' scripts and argument builders
+ * (e.g. a `git archive` of the base commit and the worktree), alternated on one private redis-server, so a change of
+ * the script or of its arguments is judged by the same run's ratio (the machine is shared: wall time is noise).
+ *
+ *   node --import tsx bench/src/gate-script-cpu.ts <treeA> <treeB> [port]
+ *
+ * Per shape and tree: EVALSHA µs per operation (INFO commandstats: the script alone) and used_cpu µs per operation
+ * (the whole server: protocol parsing of the arguments and the reply included).
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { redisKeys } from '@ent/common/redis/keys';
+import type { EvalGateInput } from '../../gateway/src/metering/contract.ts';
+import type { MeteredKind, MeteredOperation } from '../../gateway/src/metering/metered-operations.ts';
+
+type GateArguments = (
+  evals: readonly EvalGateInput[],
+  knownStamp: number,
+  meteredKeys?: () => string[],
+) => { args: (string | number)[] };
+
+const [treeA, treeB, portArg] = process.argv.slice(2);
+if (!treeA || !treeB) throw new Error('usage: gate-script-cpu.ts <treeA> <treeB> [port]');
+const port = Number(portArg ?? 6431);
+const ROUNDS = Number(process.env.ROUNDS ?? 8);
+const BATCHES = Number(process.env.BATCHES ?? 1_000);
+const SUBSCRIBERS = 20_000;
+const STAMP = 7;
+const VERSION = 5;
+const CATALOG_VERSION = 3;
+
+const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
+  stdio: 'ignore',
+});
+const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
+redis.on('error', () => undefined);
+
+const lua = (tree: string, name: string) => readFileSync(`${tree}/common/src/redis/lua/${name}`, 'utf8');
+async function loadTree(tree: string) {
+  const source = ['metered-store.fragment.lua', 'metered-credits.fragment.lua', 'metered-balance.fragment.lua']
+    .map((name) => lua(tree, name))
+    .concat(lua(tree, 'eval-gate-batch-8.lua'))
+    .join('\n');
+  const sha = (await redis.script('LOAD', source)) as string;
+  const { gateArguments } = (await import(`${tree}/gateway/src/metering/meter.ts`)) as {
+    gateArguments: GateArguments;
+  };
+  return { tree, sha, gateArguments };
+}
+
+const keys = redisKeys('bench');
+const ORG = 'o1';
+const START = Date.UTC(2026, 10, 1);
+const END = Date.UTC(2026, 11, 1);
+
+function operation(subscriberId: string, kind: MeteredKind): MeteredOperation {
+  return {
+    kind,
+    subscriberId,
+    feature: 'calls',
+    member: `${subscriberId}|calls|${START}`,
+    memberTail: `|calls|${START}`,
+    amount: 1,
+    limit: 1_000_000_000,
+    soft: false,
+    source: 'plan',
+    period: { startMs: START, endMs: END } as MeteredOperation['period'],
+    periodEndMs: END,
+    ttlMs: END + 35 * 86_400_000 - Date.now(),
+    catalogVersion: CATALOG_VERSION,
+    subscriberVersion: VERSION,
+    idempotencyKey: '',
+    fingerprint: '',
+    terms: '',
+    credits: '',
+    creditList: [],
+  };
+}
+
+async function seed() {
+  await redis.flushall();
+  await redis.hset(keys.arrangement(ORG), 'limit', '', 'blocking', '0', 'burst', '100000000', 'plan', '');
+  await redis.hset(keys.catalog(ORG), 'v', CATALOG_VERSION);
+  await redis.hset(keys.auth(ORG), 'v', 1);
+  const versions: (string | number)[] = ['#w', STAMP];
+  for (let i = 0; i < SUBSCRIBERS; i++) versions.push(`s${i}`, VERSION);
+  await redis.hset(keys.subscriberVersions(ORG), ...versions);
+  await redis.set(keys.meteredReady(ORG), '1');
+}
+
+let nextSubscriber = 0;
+let nextBatch = 0;
+function call(tree: Awaited<ReturnType<typeof loadTree>>, size: number, kind: MeteredKind | null) {
+  const nowMs = Date.now();
+  const evals: EvalGateInput[] = [];
+  for (let i = 0; i < size; i++) {
+    const subscriberId = `s${nextSubscriber++ % SUBSCRIBERS}`;
+    evals.push({
+      organizationId: ORG,
+      subscriberId,
+      nowMs,
+      verified: { verifiedVersion: VERSION, verifiedStamp: STAMP },
+      metered: kind === null ? undefined : [operation(subscriberId, kind)],
+    });
+  }
+  const { args } = tree.gateArguments(evals, STAMP, () => [
+    keys.meteredBalance(ORG, ''),
+    keys.usageIdempotency(ORG, ''),
+    keys.meteredDirty(ORG),
+    keys.meteredReady(ORG),
+  ]);
+  return redis.evalsha(
+    tree.sha,
+    7,
+    keys.arrangement(ORG),
+    keys.evalUsage(ORG, '2026-11'),
+    keys.burst(ORG),
+    keys.catalog(ORG),
+    keys.auth(ORG),
+    keys.gateBatch(ORG, `b${nextBatch++}`),
+    keys.subscriberVersions(ORG),
+    86_400_000 * 40,
+    86_400_000,
+    60_000,
+    '',
+    0,
+    ...args,
+    kind === null ? '' : Date.now() + 60_000,
+  );
+}
+
+const info = async (section: string) => {
+  const text = await redis.info(section);
+  const fields = new Map<string, string>();
+  for (const line of text.split('\r\n')) {
+    const at = line.indexOf(':');
+    if (at > 0) fields.set(line.slice(0, at), line.slice(at + 1));
+  }
+  return fields;
+};
+const usedCpuUs = async () => {
+  const cpu = await info('cpu');
+  return (Number(cpu.get('used_cpu_sys')) + Number(cpu.get('used_cpu_user'))) * 1e6;
+};
+
+async function measure(tree: Awaited<ReturnType<typeof loadTree>>, size: number, kind: MeteredKind | null) {
+  const first = (await call(tree, size, kind)) as unknown[];
+  if (first[0] !== 0) throw new Error(`gate reply ${JSON.stringify(first)}`);
+  await redis.config('RESETSTAT');
+  const cpuBefore = await usedCpuUs();
+  const inFlight = 16;
+  for (let b = 0; b < BATCHES; b += inFlight) {
+    const calls = [];
+    for (let k = 0; k < inFlight; k++) calls.push(call(tree, size, kind));
+    await Promise.all(calls);
+  }
+  const cpu = (await usedCpuUs()) - cpuBefore;
+  const stats = (await info('commandstats')).get('cmdstat_evalsha') ?? '';
+  const usec = Number(/usec=(\d+)/.exec(stats)?.[1]);
+  const calls = Number(/calls=(\d+)/.exec(stats)?.[1]);
+  const ops = calls * size;
+  return { script: usec / ops, server: cpu / ops };
+}
+
+async function main() {
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await redis.connect();
+  // Only a server this run started is flushed and shut down: a port taken by another's Redis ends the run here.
+  const serverPid = Number((await info('server')).get('process_id'));
+  if (serverPid !== server.pid) {
+    redis.disconnect();
+    server.kill();
+    throw new Error(`Port ${port} is another process's Redis (pid ${serverPid}): pick a free port.`);
+  }
+  try {
+    const trees = [await loadTree(treeA!), await loadTree(treeB!)];
+    await seed();
+    // SHAPES='16c 16r 1c 16-': batch size, then c (consumes), r (reads) or - (plain evals).
+    const shapes = (process.env.SHAPES ?? '1c 16c 16r 16-').split(' ').map((shape): [number, MeteredKind | null] => {
+      const kind = shape.slice(-1);
+      return [Number(shape.slice(0, -1)), kind === '-' ? null : (kind as MeteredKind)];
+    });
+    // Every balance exists, as in a steady month: a first pass of each tree's consumes makes them.
+    for (const tree of trees) for (let i = 0; i < SUBSCRIBERS / 16; i++) await call(tree, 16, 'c');
+    for (const [size, kind] of shapes) {
+      const sums = trees.map(() => ({ script: 0, server: 0 }));
+      const ratios: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const figures = [];
+        for (let t = 0; t < trees.length; t++) {
+          const figure = await measure(trees[t]!, size, kind);
+          sums[t]!.script += figure.script;
+          sums[t]!.server += figure.server;
+          figures.push(figure);
+        }
+        ratios.push(figures[1]!.server / figures[0]!.server);
+      }
+      const line = trees.map(
+        (tree, t) =>
+          `${t === 0 ? 'A' : 'B'} script ${(sums[t]!.script / ROUNDS).toFixed(2)} server ${(sums[t]!.server / ROUNDS).toFixed(2)}`,
+      );
+      ratios.sort((a, b) => a - b);
+      console.log(
+        `batch ${size} ${kind ?? 'plain'} (µs/op): ${line.join(' | ')} | B/A server median ${ratios[ROUNDS >> 1]!.toFixed(3)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`,
+      );
+    }
+  } finally {
+    await redis.shutdown('NOSAVE').catch(() => undefined);
+    redis.disconnect();
+    server.kill();
+  }
+}
+
+await main();
