@@ -94,13 +94,21 @@ const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
   set.terms === op.terms;
 
 /**
+ * An operation's character in eval-gate-batch-8.lua's kinds string: its kind, upper case when it sends an idempotency
+ * key and fingerprint after its values (a read never does: the rule ignores a read's key).
+ */
+const gateKindOf = (op: MeteredOperation) =>
+  op.idempotencyKey === '' || op.kind === 'r' ? op.kind : op.kind.toUpperCase();
+
+/**
  * eval-gate-batch-8.lua's metered section after its four keys: the number of term sets, 7 values per term set
  * (catalog version, member tail, limit, soft, period end, ttl, terms), the number of credit specs and each spec once,
- * then 8 values per operation (eval index, term set, kind, amount, subscriber version, idempotency key, fingerprint,
- * credit spec: 0 = none, else its place among the specs). The script makes each member from its eval's subscriber id
- * and the set's tail. A batch's operations on one feature's period share a set, so each one sends 8 short values
- * rather than its 14 (the command's size was most of a metered eval's cost to the gateway); a subscriber's operations
- * on one feature share its credit spec (a few hundred bytes), sent and parsed once per call.
+ * the operations' kinds as one string (a character each, gateKindOf), then 5 values per operation (eval index, term
+ * set, amount, subscriber version, credit spec: 0 = none, else its place among the specs) and, for an upper-case kind,
+ * its idempotency key and fingerprint. The script makes each member from its eval's subscriber id and the set's tail.
+ * A batch's operations on one feature's period share a set, so each one sends 5 short values rather than its 14 (each
+ * argument costs the gateway, and Redis a Lua string); a subscriber's operations on one feature share its credit spec
+ * (a few hundred bytes), sent and parsed once per call.
  * A set's ttl is its first operation's: the instants of one batch lie milliseconds apart, and the expiry (period end
  * + 35 days) is set only when a balance is made or its period end changes.
  */
@@ -111,6 +119,7 @@ export function gateOperationArguments(
   const shared: (string | number)[] = [];
   const own: (string | number)[] = [];
   const creditSpecs = new CreditSpecs();
+  let kinds = '';
   for (let i = 0; i < evals.length; i++) {
     const ops = evals[i]!.metered;
     if (ops === undefined) continue;
@@ -129,21 +138,16 @@ export function gateOperationArguments(
         sets.push(set);
         shared.push(...termSetValues(op));
       }
-      own.push(
-        i + 1,
-        set.index,
-        op.kind,
-        op.amount,
-        op.subscriberVersion,
-        op.idempotencyKey,
-        op.fingerprint,
-        creditSpecs.indexOf(op.credits),
-      );
+      const kind = gateKindOf(op);
+      kinds += kind;
+      own.push(i + 1, set.index, op.amount, op.subscriberVersion, creditSpecs.indexOf(op.credits));
+      if (kind !== op.kind) own.push(op.idempotencyKey, op.fingerprint);
     }
   }
   const args: (string | number)[] = [sets.length];
   for (const value of shared) args.push(value);
   creditSpecs.pushTo(args);
+  args.push(kinds);
   for (const value of own) args.push(value);
   return args;
 }

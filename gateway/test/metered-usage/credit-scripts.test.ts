@@ -173,7 +173,7 @@ describe('the credits section of the gate call (each spec once per call)', () =>
     const termSets = Number(args[0]);
     const specs = args.slice(2 + termSets * 7, 2 + termSets * 7 + Number(args[1 + termSets * 7]));
     expect(specs).toEqual([batched[0]!.credits, batched[4]!.credits]);
-    expect(args.slice(-6 * 8).filter((_, i) => i % 8 === 7)).toEqual([1, 1, 1, 1, 2, 1]);
+    expect(args.slice(-6 * 5).filter((_, i) => i % 5 === 4)).toEqual([1, 1, 1, 1, 2, 1]);
 
     // The evals of one organization that arrive while its call is in flight share the next call.
     const gateOf = (

@@ -242,17 +242,19 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
       subscriberId: 'alice',
       metered,
     }));
-    // Term sets: calls (catalog 3), soft, calls under catalog 2, calls with a key's terms; then 8 values each.
+    // Term sets: calls (catalog 3), soft, calls under catalog 2, calls with a key's terms; then 7 values each.
     const args = gateOperationArguments(evals);
     expect(args.slice(0, 8)).toEqual([4, 3, `|calls|${first.period.startMs}`, 10, '0', first.periodEndMs, first.ttlMs, '']);
-    // No credit specs (0), then 8 values per operation, the last naming no spec.
+    // No credit specs (0), the kinds (upper case: keyed), then 5 values per operation, the last naming no spec, and
+    // the keyed one's key and fingerprint.
     expect(args.slice(1 + 4 * 7)).toEqual([
       0,
-      ...[1, 1, 'c', 2, 5, '', '', 0],
-      ...[1, 2, 'c', 1, 5, '', '', 0],
-      ...[2, 3, 'c', 1, 5, '', '', 0],
-      ...[3, 4, 'c', 3, 5, 'k1', third.fingerprint, 0],
-      ...[3, 1, 'r', 0, 5, '', '', 0],
+      'cccCr',
+      ...[1, 1, 2, 5, 0],
+      ...[1, 2, 1, 5, 0],
+      ...[2, 3, 1, 5, 0],
+      ...[3, 4, 3, 5, 0, 'k1', third.fingerprint],
+      ...[3, 1, 0, 5, 0],
     ]);
     const results = await Promise.all(evals.map(({ metered }) => gate(meter, org, metered)));
     expect(results.map((result) => (result.outcome === 'counted' ? result.metered : null))).toEqual([

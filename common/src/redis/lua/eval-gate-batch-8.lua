@@ -43,12 +43,13 @@
                 7 values per term set (what the operations on one period of one feature share, sent once: the
                 catalog version its terms were resolved from, member tail '|<feature>|<period start ms>', limit
                 ('' = unlimited), soft, period end, ttl, terms), the number of credit specs and each spec once (a
-                subscriber's credits on one feature, metered-credits.fragment.lua), and 8 per operation: eval index
-                (1..N), term set (from 1), kind ('r' read / 'c' consume), amount, the subscriber version its terms
-                were resolved from, idempotency key (''), fingerprint, credit spec (0 = none, else its place from 1)
-                (metered-balance.fragment.lua). Its member is its eval's subscriber id followed by the set's tail. An
-                operation of an eval not counted is skipped; one whose versions are not current applies nothing
-                (stale).
+                subscriber's credits on one feature, metered-credits.fragment.lua), the operations' kinds as one
+                string, a character each ('r' read, 'c' consume, and 'd', 's' as metered-balance.fragment.lua takes
+                them; upper case when the operation has an idempotency key), and 5 per operation: eval index (1..N),
+                term set (from 1), amount, the subscriber version its terms were resolved from, credit spec (0 =
+                none, else its place from 1), then, for an upper-case kind, its idempotency key and fingerprint. Its member is its eval's subscriber id followed by the
+                set's tail. An operation of an eval not counted is skipped; one whose versions are not current applies
+                nothing (stale).
     ARGV[#ARGV] always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the batch may
                 still apply anything ('' = none, sent when it carries no metered operation). Past it, the gateway
                 may already have answered 503 for its consumes: the batch changes nothing and is not remembered,
@@ -285,8 +286,8 @@ if m < #ARGV then
   local ready = rcall("EXISTS", ARGV[m + 3]) == 1
   -- The places of the consumes applied, for a settle of this batch to give back: the gateway answers them all 503
   -- when the reply does not reach it (a Redis shut down before sending it).
-  local applied, appliedSize, place = {}, 0, 0
-  local TERM_ARITY, ARITY = 7, 8
+  local applied, appliedSize = {}, 0
+  local TERM_ARITY = 7
   local termCount = tonumber(ARGV[m + 4])
   -- One operation table per term set, its shared fields set once: meteredApply keeps no reference to it.
   local termSets = {}
@@ -296,44 +297,58 @@ if m < #ARGV then
       current = tonumber(ARGV[at + 1]) == catalogVersion,
       tail = ARGV[at + 2],
       op = {limit = ARGV[at + 3], soft = ARGV[at + 4], periodEnd = ARGV[at + 5], ttl = ARGV[at + 6],
-        terms = ARGV[at + 7]},
+        terms = ARGV[at + 7], idem = "", fingerprint = ""},
     }
   end
   -- The credit specs, each once: an operation names its own by place (0: none).
   local specsAt = m + 5 + termCount * TERM_ARITY
   local specCount = tonumber(ARGV[specsAt])
-  for base = specsAt + specCount, #ARGV - 1 - ARITY, ARITY do
-    place = place + 1
-    local evalIndex = tonumber(ARGV[base + 1])
-    local set = termSets[tonumber(ARGV[base + 2])]
+  -- Each argument costs Redis a Lua string: the kinds come as one, and only a keyed consume sends its key.
+  local kinds = ARGV[specsAt + specCount + 1]
+  local argv, byte = ARGV, string.byte
+  -- A kind's character (its byte) -> the kind meteredApply takes; upper case: keyed.
+  local KIND_OF = {[114] = "r", [99] = "c", [100] = "d", [115] = "s", [82] = "r", [67] = "c", [68] = "d", [83] = "s"}
+  local balancePrefix, idempotencyPrefix = ARGV[m], ARGV[m + 1]
+  local base = specsAt + specCount + 1
+  for place = 1, #kinds do
+    local kind = byte(kinds, place)
+    local evalIndex = tonumber(argv[base + 1])
     local status, value
     if out[8 + evalIndex] % 4 ~= 0 then
       status, value = METERED_SKIPPED, 0
     elseif not ready then
       status, value = METERED_NOT_READY, 0
-    elseif not set.current
-      or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(ARGV[base + 5])) then
-      status, value = METERED_STALE, 0
     else
-      local op = set.op
-      op.kind = ARGV[base + 3]
-      op.member = ARGV[7 + evalIndex] .. set.tail
-      op.amount = tonumber(ARGV[base + 4])
-      op.idem = ARGV[base + 6]
-      op.fingerprint = ARGV[base + 7]
-      local spec = tonumber(ARGV[base + 8])
-      op.credits = spec == 0 and '' or ARGV[specsAt + spec]
-      -- No dirty key: the members changed are marked with one SADD after the loop.
-      status, value = meteredApply(ARGV[m], ARGV[m + 1], false, op)
-      if status == 0 and op.kind == "c" then
-        appliedSize = appliedSize + 1
-        applied[appliedSize] = place
+      local set = termSets[tonumber(argv[base + 2])]
+      if not set.current
+        or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(argv[base + 4])) then
+        status, value = METERED_STALE, 0
+      else
+        local op = set.op
+        op.member = argv[7 + evalIndex] .. set.tail
+        op.amount = tonumber(argv[base + 3])
+        local spec = tonumber(argv[base + 5])
+        op.credits = spec == 0 and "" or argv[specsAt + spec]
+        op.kind = KIND_OF[kind]
+        -- No dirty key: the members changed are marked with one SADD after the loop.
+        if kind < 97 then -- upper case: keyed
+          op.idem, op.fingerprint = argv[base + 6], argv[base + 7]
+          status, value = meteredApply(balancePrefix, idempotencyPrefix, false, op)
+          op.idem, op.fingerprint = "", ""
+        else
+          status, value = meteredApply(balancePrefix, idempotencyPrefix, false, op)
+        end
+        if status == 0 and (kind == 99 or kind == 67) then -- 'c', 'C'
+          appliedSize = appliedSize + 1
+          applied[appliedSize] = place
+        end
       end
     end
     size = size + 1
     out[size] = status
     size = size + 1
     out[size] = value
+    base = base + (kind < 97 and 7 or 5)
   end
   meteredMarkDirty(ARGV[m + 2])
   if appliedSize > 0 then
