@@ -310,6 +310,7 @@ if m < #ARGV then
   local KIND_OF = {[114] = "r", [99] = "c", [100] = "d", [115] = "s", [82] = "r", [67] = "c", [68] = "d", [83] = "s"}
   local balancePrefix, idempotencyPrefix = ARGV[m], ARGV[m + 1]
   local base = specsAt + specCount + 1
+  local lastSetArgument, set = nil, nil
   for place = 1, #kinds do
     local kind = byte(kinds, place)
     local evalIndex = tonumber(argv[base + 1])
@@ -319,7 +320,11 @@ if m < #ARGV then
     elseif not ready then
       status, value = METERED_NOT_READY, 0
     else
-      local set = termSets[tonumber(argv[base + 2])]
+      -- Interned strings: the same set as the operation before (the usual case) is one comparison, no tonumber.
+      local setArgument = argv[base + 2]
+      if setArgument ~= lastSetArgument then
+        lastSetArgument, set = setArgument, termSets[tonumber(setArgument)]
+      end
       if not set.current
         or (readVersions[evalIndex] ~= nil and readVersions[evalIndex] ~= tonumber(argv[base + 4])) then
         status, value = METERED_STALE, 0
@@ -327,8 +332,8 @@ if m < #ARGV then
         local op = set.op
         op.member = argv[7 + evalIndex] .. set.tail
         op.amount = tonumber(argv[base + 3])
-        local spec = tonumber(argv[base + 5])
-        op.credits = spec == 0 and "" or argv[specsAt + spec]
+        local spec = argv[base + 5]
+        op.credits = spec == "0" and "" or argv[specsAt + tonumber(spec)]
         op.kind = KIND_OF[kind]
         -- No dirty key: the members changed are marked with one SADD after the loop.
         if kind < 97 then -- upper case: keyed
