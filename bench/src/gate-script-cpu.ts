@@ -54,6 +54,9 @@ const keys = redisKeys('bench');
 const ORG = 'o1';
 const START = Date.UTC(2026, 10, 1);
 const END = Date.UTC(2026, 11, 1);
+const TTL_MS = END + 35 * 86_400_000 - Date.now();
+// One object, as the gateway's period cache shares it: operations share a term set only with the same period.
+const PERIOD = { startMs: START, endMs: END } as MeteredOperation['period'];
 
 function operation(subscriberId: string, kind: MeteredKind): MeteredOperation {
   return {
@@ -66,9 +69,9 @@ function operation(subscriberId: string, kind: MeteredKind): MeteredOperation {
     limit: 1_000_000_000,
     soft: false,
     source: 'plan',
-    period: { startMs: START, endMs: END } as MeteredOperation['period'],
+    period: PERIOD,
     periodEndMs: END,
-    ttlMs: END + 35 * 86_400_000 - Date.now(),
+    ttlMs: TTL_MS,
     catalogVersion: CATALOG_VERSION,
     subscriberVersion: VERSION,
     idempotencyKey: '',
