@@ -303,7 +303,7 @@ if m < #ARGV then
   -- The credit specs, each once: an operation names its own by place (0: none).
   local specsAt = m + 5 + termCount * TERM_ARITY
   local specCount = tonumber(ARGV[specsAt])
-  -- Each argument costs Redis a Lua string: the kinds come as one, and only a keyed consume sends its key.
+  -- Each argument costs Redis a Lua string: the kinds come as one, and only a keyed operation sends its key.
   local kinds = ARGV[specsAt + specCount + 1]
   local argv, byte = ARGV, string.byte
   -- A kind's character (its byte) -> the kind meteredApply takes; upper case: keyed.
