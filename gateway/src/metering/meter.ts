@@ -173,7 +173,9 @@ export function gateArguments(
  * A gate batch's metered operations in the order its arguments list them (gateOperationArguments), for the settle of
  * a failed call: its memory names the consumes it applied by their place in this list. Undefined: none.
  */
-function meteredOperationsOf(evals: readonly EvalGateInput[]): MeteredOperation[] | undefined {
+export function meteredOperationsOf(
+  evals: readonly { metered?: readonly MeteredOperation[] | undefined }[],
+): MeteredOperation[] | undefined {
   let operations: MeteredOperation[] | undefined;
   for (const evalInput of evals) {
     if (evalInput.metered === undefined) continue;
@@ -292,6 +294,13 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
     );
     // Consumes given back are balance changes like any: the worker looks at organizations named here. A failed mark
     // leaves them in the organization's dirty set, which its next change names again (metered-balances.ts).
+    // Only a fault of this gateway (fewer operations kept than the batch applied) leaves places unmatched: those consumes
+    // stay applied although answered 503, so it is said loudly rather than counted silently.
+    if ((reply[5] ?? 0) > 0)
+      process.emitWarning(
+        `settle of ${organizationId}/${id}: ${reply[5]} applied operation(s) had no operation sent to give back`,
+        'MeteringSettleWarning',
+      );
     if ((reply[4] ?? 0) > 0)
       await redis.sadd(keys.meteredDirtyOrganizations, organizationId).catch(() => undefined);
     if (answered === -1 && reply[0] === GateCode.Counted) {

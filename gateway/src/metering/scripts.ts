@@ -22,7 +22,7 @@ export type EvalAdjustReply = [number, number];
  * Code (0 settled now, 3 no arrangement, 5 settled before), count, delta applied, usage epoch (0 = none), consumes of
  * the batch given back now (the last two only with code 0).
  */
-export type EvalSettleReply = [number, number, number, number, number];
+export type EvalSettleReply = [number, number, number, number, number, number];
 
 export interface MeteringCommands {
   /**

@@ -5,7 +5,7 @@ import { periodOf } from '@ent/common/metering/period';
 import { createRedis } from '@ent/common/redis/connect';
 import { creditDirtyMember } from '@ent/common/redis/keys';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
-import { createEvalMeter } from '../../src/metering/meter.ts';
+import { createEvalMeter, meteredOperationsOf } from '../../src/metering/meter.ts';
 import { meteredOperation, type MeteredOperation } from '../../src/metering/metered-operations.ts';
 import { GATE_REPLY_HEADER, withMeteringCommands, type MeteringRedis } from '../../src/metering/scripts.ts';
 import {
@@ -40,11 +40,11 @@ const consume = (org: string, feature: string, amount: number, idempotencyKey = 
     org,
   );
 
-/** Each batch's operations in its order, as the meter keeps a failed call's for its settle. */
+/** Each batch's operations in its order, kept by the meter's own function as for a failed call's settle. */
 const sentOperations = new Map<string, MeteredOperation[]>();
 /** The gate script as the meter calls it: one eval of alice per entry of `evals`, each carrying its operations. */
 const gateBatch = (org: string, batchId: string, evals: MeteredOperation[][]) => {
-  sentOperations.set(`${org}/${batchId}`, evals.flat());
+  sentOperations.set(`${org}/${batchId}`, meteredOperationsOf(evals.map((metered) => ({ metered }))) ?? []);
   return gateBatchCall(redis, keys, {
     org,
     batchId,
@@ -182,9 +182,19 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     expect(await evalCount(org)).toBe('0');
   });
 
+  it('counts the applied consumes it was sent no operation for, rather than skipping them silently', async () => {
+    const org = await organization();
+    await gateBatch(org, 'short', [[consume(org, 'calls', 2)], [consume(org, 'calls', 3)]]);
+    const kept = sentOperations.get(`${org}/short`)!;
+    sentOperations.set(`${org}/short`, kept.slice(0, 1));
+    const [code, , , , givenBack, unmatched] = await settle(org, 'short');
+    expect([code, givenBack, unmatched]).toEqual([0, 1, 1]);
+    expect((await figures(org))[0]).toBe(3);
+  });
+
   it('marks a batch that never ran settled: arriving late, it changes nothing', async () => {
     const org = await organization();
-    expect(await settle(org, 'never-ran')).toEqual([0, 0, 0, 0, 0]);
+    expect(await settle(org, 'never-ran')).toEqual([0, 0, 0, 0, 0, 0]);
     expect(await gateBatch(org, 'never-ran', [[consume(org, 'calls', 3, 'late')]])).toEqual([4]);
     expect(await redis.exists(keys.meteredBalance(org, CALLS), keys.usageIdempotency(org, 'late'))).toBe(0);
     expect(await redis.scard(keys.meteredDirty(org))).toBe(0);

@@ -113,7 +113,7 @@ describe('a failed usage call that ran: its settle gives back what it applied (u
   it('marks a call that never ran settled: arriving late, it applies and records nothing', async () => {
     const org = await organization();
     const late = [operation(org, 'd', 'calls', 3, 'late')];
-    expect(await settle(org, 'never-ran', late)).toEqual([0, 0, 0, 0, 0]);
+    expect(await settle(org, 'never-ran', late)).toEqual([0, 0, 0, 0, 0, 0]);
     expect(await usageCall(org, 'never-ran', late)).toEqual([4]);
     expect(await redis.exists(keys.meteredBalance(org, CALLS), keys.usageIdempotency(org, 'late'))).toBe(0);
     expect(await redis.scard(keys.meteredDirty(org))).toBe(0);

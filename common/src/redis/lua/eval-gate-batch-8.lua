@@ -45,10 +45,10 @@
                 ('' = unlimited), soft, period end, ttl, terms), the number of credit specs and each spec once (a
                 subscriber's credits on one feature, metered-credits.fragment.lua), the operations' kinds as one
                 string, a character each ('r' read, 'c' consume, and 'd', 's' as metered-balance.fragment.lua takes
-                them; upper case when the operation has an idempotency key), and 5 per operation: eval index (1..N),
-                term set (from 1), amount, the subscriber version its terms were resolved from, credit spec (0 =
-                none, else its place from 1), then, for an upper-case kind, its idempotency key and fingerprint. Its member is its eval's subscriber id followed by the
-                set's tail. An operation of an eval not counted is skipped; one whose versions are not current applies
+                them; upper case when the operation sends an idempotency key: a keyed write, never a read), and 5 per
+                operation: eval index (1..N), term set (from 1), amount, the subscriber version its terms were
+                resolved from, credit spec (0 = none, else its place from 1), then, for an upper-case kind, its
+                idempotency key and fingerprint. Its member is its eval's subscriber id followed by the set's tail. An operation of an eval not counted is skipped; one whose versions are not current applies
                 nothing (stale).
     ARGV[#ARGV] always last: the deadline, the latest instant on Redis's clock (ms, as TIME) at which the batch may
                 still apply anything ('' = none, sent when it carries no metered operation). Past it, the gateway

@@ -35,8 +35,9 @@
             order: member, amount, period end, ttl, credits, idempotency key (the gateway keeps them until settled;
             a usage call's change of used is its memory's, not the amount)
 
-  Output: { code, count, delta applied, usage epoch (0 = none), consumes given back } (the last two only
-  with code 0)
+  Output: { code, count, delta applied, usage epoch (0 = none), consumes given back, places without an operation }
+  (the last three only with code 0; the last is 0 unless the gateway sent fewer operations than the memory names,
+  a fault of the gateway that it reports: those consumes cannot be given back)
     code 0  settled now
     code 3  no arrangement in Redis (nothing changed; the caller publishes it and retries)
     code 5  settled before (nothing changed)
@@ -56,6 +57,7 @@ local limit = tonumber(arrangement[1])
 
 -- What to give back, in the order applied: six strings each (member, amount, period end, ttl, credits, key).
 local counted, consumed = memory, nil
+local unmatched = 0
 if memory then
   local newline = string.find(memory, "\n", 1, true)
   if newline then
@@ -72,19 +74,22 @@ if memory then
           for k = 0, 5 do
             consumed[n + 1 + k] = ARGV[at + k]
           end
+        else
+          unmatched = unmatched + 1
         end
       end
-    elseif form == "[" then
-      -- Written by the gate script before the places (the six strings as JSON): read as it was meant.
-      consumed = cjson.decode(listed)
     else
       -- A usage call's: each operation's change of used, or 'x' (nothing changed), in the order of ARGV's.
       local at = 7
       for change in string.gmatch(listed, "%S+") do
-        if change ~= "x" and ARGV[at + 5] then
-          local n = #consumed
-          consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], change, ARGV[at + 2]
-          consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+        if change ~= "x" then
+          if ARGV[at + 5] then
+            local n = #consumed
+            consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], change, ARGV[at + 2]
+            consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+          else
+            unmatched = unmatched + 1
+          end
         end
         at = at + 6
       end
@@ -123,7 +128,7 @@ end
 -- The usage epoch (0 = none yet), so a gateway knows which hash its refund went into (eval-gate-batch-8.lua).
 local epoch = tonumber(rcall("HGET", KEYS[2], "epoch")) or 0
 if delta == 0 then
-  return {0, count, 0, epoch, givenBack}
+  return {0, count, 0, epoch, givenBack, unmatched}
 end
 
 local created = rcall("EXISTS", KEYS[2]) == 0
@@ -138,4 +143,4 @@ else
   rcall("HDEL", KEYS[2], "first_over_at")
 end
 
-return {0, count, delta, epoch, givenBack}
+return {0, count, delta, epoch, givenBack, unmatched}
