@@ -146,7 +146,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local count = 0
   local spent = nil
   if withCredits then
-    spec = meteredCreditSpec(op.credits)
+    spec = meteredCreditSpec(op.credits, balancePrefix)
     ro = tonumber(state[5]) or 0
     if state[1] == false then
       local rollover = meteredCreditRollover(spec)

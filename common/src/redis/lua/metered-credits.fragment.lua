@@ -1,14 +1,17 @@
 --[[
   The credits of a metered balance as the scripts take them (issue 35), prepended before metered-balance.fragment.lua
   at load time. A spec is text, lines joined by '\n' (gateway/src/metering/operation-credits.ts builds it):
-    1 the credit-spent hash of (subscriber, feature) {credit id -> spent; 'ro:<id>' -> a rollover credit's record
-      for the worker: '<amount>|<source period start>|<start>|<end>'}
-    2 the dirty-set member that names it ('credit|<subscriber>|<feature>')
-    3 the live credits' ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
-    4 their amounts in the same order, joined by ' ' ('-' = this period's rollover, field 'ro' of the balance)
-    then, only when the grant rolls over from a previous period the subscription covered, six more lines:
-    5 the previous period's member, 6 the limit then ('' = unlimited: nothing rolls over), 7 rollover max,
-    8 the rollover credit's id, 9 the previous period's start ms, 10 this period's start ms
+    1 the owner, '<subscriber>|<feature>': the credit-spent hash of (subscriber, feature) is the balance prefix's
+      '<prefix>:{<org>}:' then 'credit-spent:<owner>' (common/src/redis/keys.ts), {credit id -> spent; 'ro:<id>' ->
+      a rollover credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}, and the dirty-set
+      member that names it is 'credit|<owner>'
+    2 the live credits' ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
+    3 their amounts in the same order, joined by ' ' ('-' = this period's rollover, field 'ro' of the balance)
+    then, only when the grant rolls over from a previous period the subscription covered, five more lines:
+    4 the limit of the previous period ('' = unlimited: nothing rolls over), 5 rollover max, 6 the rollover credit's
+    id, 7 the previous period's start ms, 8 this period's start ms
+  The spec names no key: what the gateway sends (and the gate call's memory keeps) per consume is the ids and amounts
+  and a short owner, not the organization's key prefix twice.
   A spec is parsed once per call, however many operations carry it (a subscriber's operations in one call share
   it), and only what an operation needs: the ids always (the spent figures are read for every answer), the amounts
   only to spend, the rollover lines only when the balance is created.
@@ -30,22 +33,24 @@ local function meteredWords(text, from, to, list, n)
   return n
 end
 
-local function meteredCreditSpec(text)
+-- balancePrefix: the balances' key prefix '<prefix>:{<org>}:m:' the including script was given.
+local function meteredCreditSpec(text, balancePrefix)
   local spec = meteredCreditSpecs[text]
   if spec then
     return spec
   end
-  local hashEnd = string.find(text, '\n', 1, true)
-  local memberEnd = string.find(text, '\n', hashEnd + 1, true)
-  local idsEnd = string.find(text, '\n', memberEnd + 1, true)
+  local ownerEnd = string.find(text, '\n', 1, true)
+  local idsEnd = string.find(text, '\n', ownerEnd + 1, true)
   local amountsEnd = string.find(text, '\n', idsEnd + 1, true) or #text + 1
+  local owner = string.sub(text, 1, ownerEnd - 1)
   local ids = {}
   spec = {
     text = text,
-    hash = string.sub(text, 1, hashEnd - 1),
-    member = string.sub(text, hashEnd + 1, memberEnd - 1),
+    owner = owner,
+    hash = string.sub(balancePrefix, 1, -3) .. 'credit-spent:' .. owner,
+    member = 'credit|' .. owner,
     ids = ids,
-    count = meteredWords(text, memberEnd + 1, idsEnd - 1, ids, 0),
+    count = meteredWords(text, ownerEnd + 1, idsEnd - 1, ids, 0),
     amountsFrom = idsEnd + 1,
     amountsTo = amountsEnd - 1,
   }
@@ -53,7 +58,6 @@ local function meteredCreditSpec(text)
   return spec
 end
 
--- The credits' amounts in spending order, the period's rollover counting as `ro`.
 local function meteredCreditAmounts(spec, ro)
   local words = spec.amountWords
   if not words then
@@ -68,7 +72,7 @@ local function meteredCreditAmounts(spec, ro)
   return amounts
 end
 
--- Lines 5 to 10 of the spec as a list (nil: no rollover is made here).
+-- The rollover as a list (nil: no rollover is made here): the previous period's balance member, then lines 4 to 8.
 local function meteredCreditRollover(spec)
   local text = spec.text
   if spec.amountsTo + 1 >= #text then
@@ -77,7 +81,7 @@ local function meteredCreditRollover(spec)
   local lines = spec.rollover
   if not lines then
     lines = {}
-    local n, from = 0, spec.amountsTo + 2
+    local n, from = 1, spec.amountsTo + 2
     while true do
       local at = string.find(text, '\n', from, true)
       n = n + 1
@@ -87,6 +91,7 @@ local function meteredCreditRollover(spec)
       end
       from = at + 1
     end
+    lines[1] = spec.owner .. '|' .. lines[5]
     spec.rollover = lines
   end
   return lines
