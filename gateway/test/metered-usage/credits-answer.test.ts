@@ -57,18 +57,22 @@ describe("an answer's credits as JSON (ListedCredit.listJsonText)", () => {
 
   it('is what JSON.stringify writes and lists plain credits, however the answers before shared their credits', () => {
     fc.assert(
-      fc.property(listArbitrary, fc.array(figuresArbitrary, { minLength: 1, maxLength: 12 }), (list, figures) => {
-        for (const figure of [...figures, ...figures]) {
-          const { credits } = meteredCreditsOf(list, figure);
-          const plain = list.flatMap(([id, amount, expiresAt], i) => {
-            const remaining = (amount ?? figure.rollover) - (figure.spent[i] ?? 0);
-            return remaining > 0 ? [{ credit_id: id, remaining, expires_at: expiresAt }] : [];
-          });
-          expect(credits).toEqual(plain);
-          expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(plain));
-          expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(credits));
-        }
-      }),
+      fc.property(
+        listArbitrary,
+        fc.array(figuresArbitrary, { minLength: 1, maxLength: 12 }),
+        (list, figures) => {
+          for (const figure of [...figures, ...figures]) {
+            const { credits } = meteredCreditsOf(list, figure);
+            const plain = list.flatMap(([id, amount, expiresAt], i) => {
+              const remaining = (amount ?? figure.rollover) - (figure.spent[i] ?? 0);
+              return remaining > 0 ? [{ credit_id: id, remaining, expires_at: expiresAt }] : [];
+            });
+            expect(credits).toEqual(plain);
+            expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(plain));
+            expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(credits));
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
