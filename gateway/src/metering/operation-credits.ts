@@ -175,10 +175,11 @@ function buildCreditsSpec(
   if (ordered.length === 0) return NONE;
   const list = spendingCreditsOf(ordered, placeholder);
   // metered-credits.fragment.lua's layout: the owner (the script makes the credit-spent hash and its dirty member from
-  // it: no key prefix sent), the ids and the amounts one line each, the rollover lines last and only when a rollover
-  // may be made, so the script splits little for the operations that spend nothing.
+  // it: no key prefix sent), the count (so the ids are split only when read or spent), the ids and the amounts one
+  // line each, the rollover lines last and only when a rollover may be made.
   const lines = [
     `${subscriberId}|${feature}`,
+    String(list.length),
     list.map(([id]) => id).join(' '),
     list.map(([, amount]) => (amount === null ? '-' : String(amount))).join(' '),
   ];

@@ -157,10 +157,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
     count = spec.count
     if count > 0 then
-      spent = meteredHashRead(op.buffer, spec.hash, unpack(spec.ids))
-      for i = 1, count do
-        spent[i] = tonumber(spent[i]) or 0
-      end
+      spent = meteredCreditSpent(spec, op.buffer)
     end
   end
 
@@ -245,7 +242,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   if changed then
     local fields = {}
     for i in pairs(changed) do
-      fields[#fields + 1] = spec.ids[i]
+      fields[#fields + 1] = meteredCreditIds(spec)[i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
     meteredHashWrite(op.buffer, spec.hash, unpack(fields))

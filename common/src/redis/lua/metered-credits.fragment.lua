@@ -5,16 +5,18 @@
       '<prefix>:{<org>}:' then 'credit-spent:<owner>' (common/src/redis/keys.ts), {credit id -> spent; 'ro:<id>' ->
       a rollover credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}, and the dirty-set
       member that names it is 'credit|<owner>'
-    2 the live credits' ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
-    3 their amounts in the same order, joined by ' ' ('-' = this period's rollover, field 'ro' of the balance)
+    2 how many live credits there are
+    3 their ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
+    4 their amounts in the same order, joined by ' ' ('-' = this period's rollover, field 'ro' of the balance)
     then, only when the grant rolls over from a previous period the subscription covered, five more lines:
-    4 the limit of the previous period ('' = unlimited: nothing rolls over), 5 rollover max, 6 the rollover credit's
-    id, 7 the previous period's start ms, 8 this period's start ms
+    5 the limit of the previous period ('' = unlimited: nothing rolls over), 6 rollover max, 7 the rollover credit's
+    id, 8 the previous period's start ms, 9 this period's start ms
   The spec names no key: what the gateway sends (and the gate call's memory keeps) per consume is the ids and amounts
   and a short owner, not the organization's key prefix twice.
   A spec is parsed once per call, however many operations carry it (a subscriber's operations in one call share
-  it), and only what an operation needs: the ids always (the spent figures are read for every answer), the amounts
-  only to spend, the rollover lines only when the balance is created.
+  it), and only what an operation needs: the ids when the credit-spent hash exists (the spent figures are read for
+  every answer; a hash that does not exist holds none) or a credit is spent, the amounts only to spend, the rollover
+  lines only when the balance is created.
 ]]
 local meteredCreditSpecs = {} -- spec text -> parsed, for this call
 
@@ -40,17 +42,18 @@ local function meteredCreditSpec(text, balancePrefix)
     return spec
   end
   local ownerEnd = string.find(text, '\n', 1, true)
-  local idsEnd = string.find(text, '\n', ownerEnd + 1, true)
+  local countEnd = string.find(text, '\n', ownerEnd + 1, true)
+  local idsEnd = string.find(text, '\n', countEnd + 1, true)
   local amountsEnd = string.find(text, '\n', idsEnd + 1, true) or #text + 1
   local owner = string.sub(text, 1, ownerEnd - 1)
-  local ids = {}
   spec = {
     text = text,
     owner = owner,
     hash = string.sub(balancePrefix, 1, -3) .. 'credit-spent:' .. owner,
     member = 'credit|' .. owner,
-    ids = ids,
-    count = meteredWords(text, ownerEnd + 1, idsEnd - 1, ids, 0),
+    count = tonumber(string.sub(text, ownerEnd + 1, countEnd - 1)),
+    idsFrom = countEnd + 1,
+    idsTo = idsEnd - 1,
     amountsFrom = idsEnd + 1,
     amountsTo = amountsEnd - 1,
   }
@@ -58,21 +61,69 @@ local function meteredCreditSpec(text, balancePrefix)
   return spec
 end
 
-local function meteredCreditAmounts(spec, ro)
-  local words = spec.amountWords
-  if not words then
-    words = {}
-    meteredWords(spec.text, spec.amountsFrom, spec.amountsTo, words, 0)
-    spec.amountWords = words
+-- The credits' ids in spending order (split once per call, when first asked for).
+local function meteredCreditIds(spec)
+  local ids = spec.ids
+  if not ids then
+    ids = {}
+    meteredWords(spec.text, spec.idsFrom, spec.idsTo, ids, 0)
+    spec.ids = ids
   end
-  local amounts = {}
-  for i = 1, spec.count do
-    amounts[i] = words[i] == '-' and ro or tonumber(words[i])
-  end
-  return amounts
+  return ids
 end
 
--- The rollover as a list (nil: no rollover is made here): the previous period's balance member, then lines 4 to 8.
+-- What each credit has spent, in spending order (0 for none). A credit-spent hash that does not exist (no credit of
+-- the subscriber's feature was ever spent, the common case while the allowance lasts) is one EXISTS: splitting the
+-- ids to ask for each cost several times that. A hash the call buffers is read through the buffer.
+local function meteredCreditSpent(spec, buffer)
+  local spent
+  if not (meteredHashes and meteredHashes[spec.hash]) and redis.call('EXISTS', spec.hash) == 0 then
+    spent = {}
+    for i = 1, spec.count do
+      spent[i] = 0
+    end
+    return spent
+  end
+  spent = meteredHashRead(buffer, spec.hash, unpack(meteredCreditIds(spec)))
+  for i = 1, spec.count do
+    spent[i] = tonumber(spent[i]) or 0
+  end
+  return spent
+end
+
+-- The credits' amounts in spending order, the period's rollover counting as `ro`. Read as numbers straight from the
+-- text (a list of words first cost as much again), kept for the call; without a rollover among them (mostly) the
+-- kept list itself is answered, so only a spec with one copies it per operation. Callers only read it.
+local function meteredCreditAmounts(spec, ro)
+  local amounts = spec.amounts
+  if not amounts then
+    amounts = {}
+    local text, from, to, n = spec.text, spec.amountsFrom, spec.amountsTo, 0
+    while from <= to do
+      local at = string.find(text, ' ', from, true)
+      if not at or at > to then
+        at = to + 1
+      end
+      n = n + 1
+      amounts[n] = tonumber(string.sub(text, from, at - 1)) or false -- '-': the rollover
+      if not amounts[n] then
+        spec.withRollover = true
+      end
+      from = at + 1
+    end
+    spec.amounts = amounts
+  end
+  if not spec.withRollover then
+    return amounts
+  end
+  local withRollover = {}
+  for i = 1, spec.count do
+    withRollover[i] = amounts[i] or ro
+  end
+  return withRollover
+end
+
+-- The rollover as a list (nil: no rollover is made here): the previous period's balance member, then lines 5 to 9.
 local function meteredCreditRollover(spec)
   local text = spec.text
   if spec.amountsTo + 1 >= #text then
