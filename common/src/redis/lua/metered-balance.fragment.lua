@@ -181,10 +181,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
         rest = rest - math.min(rest, allowanceLeft)
       end
       if rest > 0 and count > 0 then
-        local amounts = meteredCreditAmounts(spec, ro)
         takes = {}
         for i = 1, count do
-          local left = amounts[i] - spent[i]
+          local left = meteredCreditAmount(spec, i, ro) - spent[i]
           if left > 0 then
             local take = math.min(rest, left)
             takes[i] = take

@@ -15,8 +15,8 @@
   and a short owner, not the organization's key prefix twice.
   A spec is parsed once per call, however many operations carry it (a subscriber's operations in one call share
   it), and only what an operation needs: the ids when the credit-spent hash exists (the spent figures are read for
-  every answer; a hash that does not exist holds none) or a credit is spent, the amounts only to spend, the rollover
-  lines only when the balance is created.
+  every answer; a hash that does not exist holds none) or a credit is spent, the amounts only to spend and only as
+  far as spent, the rollover lines only when the balance is created.
 ]]
 local meteredCreditSpecs = {} -- spec text -> parsed, for this call
 
@@ -91,36 +91,37 @@ local function meteredCreditSpent(spec, buffer)
   return spent
 end
 
--- The credits' amounts in spending order, the period's rollover counting as `ro`. Read as numbers straight from the
--- text (a list of words first cost as much again), kept for the call; without a rollover among them (mostly) the
--- kept list itself is answered, so only a spec with one copies it per operation. Callers only read it.
-local function meteredCreditAmounts(spec, ro)
+-- The amount of the i-th credit in spending order, the period's rollover counting as `ro`. The amounts are read as
+-- numbers from the text only as far as asked, and kept for the call: a consume beyond the allowance mostly reaches
+-- the first credit with something left, so it reads one amount, not all of them.
+local function meteredCreditAmount(spec, i, ro)
   local amounts = spec.amounts
   if not amounts then
     amounts = {}
-    local text, from, to, n = spec.text, spec.amountsFrom, spec.amountsTo, 0
-    while from <= to do
-      local at = string.find(text, ' ', from, true)
-      if not at or at > to then
-        at = to + 1
-      end
-      n = n + 1
-      amounts[n] = tonumber(string.sub(text, from, at - 1)) or false -- '-': the rollover
-      if not amounts[n] then
-        spec.withRollover = true
-      end
-      from = at + 1
+    spec.amounts, spec.amountsRead, spec.amountsAt = amounts, 0, spec.amountsFrom
+  end
+  local text, to = spec.text, spec.amountsTo
+  while spec.amountsRead < i do
+    local from = spec.amountsAt
+    local at = string.find(text, ' ', from, true)
+    if not at or at > to then
+      at = to + 1
     end
-    spec.amounts = amounts
+    local n = spec.amountsRead + 1
+    amounts[n] = tonumber(string.sub(text, from, at - 1)) or false -- '-': the rollover
+    spec.amountsRead, spec.amountsAt = n, at + 1
   end
-  if not spec.withRollover then
-    return amounts
-  end
-  local withRollover = {}
+  return amounts[i] or ro
+end
+
+-- The credits' amounts in spending order, the period's rollover counting as `ro` (all of them: meteredCreditAmount
+-- reads only those it is asked for).
+local function meteredCreditAmounts(spec, ro)
+  local all = {}
   for i = 1, spec.count do
-    withRollover[i] = amounts[i] or ro
+    all[i] = meteredCreditAmount(spec, i, ro)
   end
-  return withRollover
+  return all
 end
 
 -- The rollover as a list (nil: no rollover is made here): the previous period's balance member, then lines 5 to 9.
