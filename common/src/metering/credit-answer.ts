@@ -52,18 +52,97 @@ export const spendingCreditsOf = (
   ]);
 
 /**
+ * A credit as an answer lists it: the contract's three fields, its own and only enumerable ones (JSON, equality and
+ * copies see a plain CheckCredit), and its JSON text, written once. A consume that spends a credit changes one
+ * credit's remaining, so the next answer of the same list reuses the others as they were, text included, and the one
+ * that changed shares its text's ends: writing an answer's credits then costs one number, not five objects.
+ */
+export class ListedCredit implements CheckCredit {
+  readonly credit_id: string;
+  readonly remaining: number;
+  readonly expires_at: string | null;
+  /** `{"credit_id":…,"remaining":` and `,"expires_at":…}`, the same whatever the remaining. */
+  #ends: readonly [string, string] | undefined;
+  #text: string | undefined;
+  /** The last list written that ends with this credit, and its text (ListedCredit.listJsonText). */
+  #endsList: readonly CheckCredit[] | undefined;
+  #endsListText = '';
+
+  constructor(creditId: string, remaining: number, expiresAt: string | null) {
+    this.credit_id = creditId;
+    this.remaining = remaining;
+    this.expires_at = expiresAt;
+  }
+
+  /** The same credit with another remaining. */
+  withRemaining(remaining: number): ListedCredit {
+    const credit = new ListedCredit(this.credit_id, remaining, this.expires_at);
+    credit.#ends = this.#ends;
+    return credit;
+  }
+
+  /** What `JSON.stringify` writes for this credit (its fields in the schema's order; remaining is finite). */
+  jsonText(): string {
+    if (this.#text === undefined) {
+      this.#ends ??= [
+        `{"credit_id":${JSON.stringify(this.credit_id)},"remaining":`,
+        `,"expires_at":${this.expires_at === null ? 'null' : JSON.stringify(this.expires_at)}}`,
+      ];
+      this.#text = `${this.#ends[0]}${this.remaining}${this.#ends[1]}`;
+    }
+    return this.#text;
+  }
+
+  /**
+   * What `JSON.stringify` writes for `credits`. A list's text is kept by its last credit, which the answers of one
+   * credit list share while only the allowance or an earlier credit is spent: an answer that reuses a list writes
+   * nothing again, and keeping it costs no WeakMap key per list (a spending consume makes a list per answer).
+   */
+  static listJsonText(credits: readonly CheckCredit[]): string {
+    if (credits.length === 0) return '[]';
+    const last = credits[credits.length - 1];
+    if (last instanceof ListedCredit && last.#endsList === credits) return last.#endsListText;
+    // join, not +=: a flat string, which each answer that reuses it copies as it is (a rope is walked every time).
+    const texts: string[] = new Array(credits.length);
+    for (let i = 0; i < credits.length; i++) {
+      const credit = credits[i]!;
+      texts[i] = credit instanceof ListedCredit ? credit.jsonText() : JSON.stringify(credit);
+    }
+    texts[0] = `[${texts[0]!}`;
+    texts[texts.length - 1] += ']';
+    const text = texts.join(',');
+    if (last instanceof ListedCredit) {
+      last.#endsList = credits;
+      last.#endsListText = text;
+    }
+    return text;
+  }
+}
+
+/**
  * The credits an answer lists: those of `list` with something left, with what is left, in the order given, and
- * what credits covered (the answer's `remaining` counts both). No figures: no credits.
+ * what credits covered (the answer's `remaining` counts both). No figures: no credits. `previous`, an earlier
+ * answer's credits of the same list, lends the credits whose figures did not move (the same objects).
  */
 export function checkCreditsOf(
   list: readonly SpendingCredit[],
   figures: CreditFigures | undefined,
+  previous: readonly CheckCredit[] = [],
 ): MeteredCredits {
   if (figures === undefined) return NO_METERED_CREDITS;
   const credits: CheckCredit[] = [];
-  list.forEach(([id, amount, expiresAt], i) => {
+  let from = 0; // both list in the same order: previous is searched from after the last credit it lent
+  for (let i = 0; i < list.length; i++) {
+    const [id, amount, expiresAt] = list[i]!;
     const remaining = (amount ?? figures.rollover) - (figures.spent[i] ?? 0);
-    if (remaining > 0) credits.push({ credit_id: id, remaining, expires_at: expiresAt });
-  });
+    if (remaining <= 0) continue;
+    let at = from;
+    while (at < previous.length && previous[at]!.credit_id !== id) at++;
+    const before = previous[at];
+    if (before instanceof ListedCredit && before.expires_at === expiresAt) {
+      from = at + 1;
+      credits.push(before.remaining === remaining ? before : before.withRemaining(remaining));
+    } else credits.push(new ListedCredit(id, remaining, expiresAt));
+  }
   return { covered: figures.covered, credits };
 }

@@ -258,7 +258,7 @@ export function meteredCreditsOf(
   if (figures === undefined) return NO_METERED_CREDITS;
   const latest = latestCredits.get(list);
   if (latest !== undefined && sameFigures(latest.figures, figures)) return latest.credits;
-  const credits = checkCreditsOf(list, figures);
+  const credits = checkCreditsOf(list, figures, latest?.credits.credits);
   latestCredits.set(list, { figures, credits });
   return credits;
 }

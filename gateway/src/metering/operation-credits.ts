@@ -5,7 +5,7 @@ import {
   type SpendingCredit,
 } from '@ent/common/metering/credit-answer';
 import { meteredPeriodAt, type MeteredPeriod } from '@ent/common/metering/metered-period';
-import { creditDirtyMember, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import { creditDirtyMember, type RedisKeys } from '@ent/common/redis/keys';
 import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 
@@ -60,13 +60,13 @@ interface Documents {
 }
 
 /**
- * The rollover lines of the spec: where the previous period's balance is and what it allowed, so the script can make
- * this period's rollover when it first creates the balance. None when no subscription of the grant's plan covered
- * the previous period (a subscriber that subscribed this period gets no rollover from before it).
+ * The rollover lines of the spec: what the previous period allowed and where it started (its balance is the owner's
+ * member of that start), so the script can make this period's rollover when it first creates the balance. None when
+ * no subscription of the grant's plan covered the previous period (a subscriber that subscribed this period gets no
+ * rollover from before it).
  */
 function rolloverLines(
   docs: Documents,
-  subscriberId: string,
   feature: string,
   terms: MeteredTerms,
   period: MeteredPeriod,
@@ -77,13 +77,35 @@ function rolloverLines(
   const previous = meteredPeriodAt(terms.reset, terms.anchorMs, period.startMs - 1);
   const previousLimit = meteredTermsOf(docs.catalog, docs.subscriber, feature, period.startMs - 1).limit;
   return [
-    meteredMember(subscriberId, feature, previous.startMs),
     previousLimit === null ? '' : String(previousLimit),
     String(terms.rollover),
     creditId,
     String(previous.startMs),
     String(period.startMs),
   ];
+}
+
+/** The key sets whose credit-spent hashes are where metered-credits.fragment.lua makes them, checked once each. */
+const checkedKeys = new WeakSet<RedisKeys>();
+
+/**
+ * The script makes a credit-spent hash's key from the balance prefix and the spec's owner, and its dirty member from
+ * the owner, so that the spec names no key; a key layout that no longer allows that fails here, at a gateway's first
+ * credits, not in Redis's figures.
+ */
+function checkCreditSpentKey(keys: RedisKeys, organizationId: string, subscriberId: string, feature: string) {
+  if (checkedKeys.has(keys)) return;
+  const balancePrefix = keys.meteredBalance(organizationId, '');
+  const made = `${balancePrefix.slice(0, -2)}credit-spent:${subscriberId}|${feature}`;
+  if (
+    !balancePrefix.endsWith(':m:') ||
+    made !== keys.creditSpent(organizationId, subscriberId, feature) ||
+    creditDirtyMember(subscriberId, feature) !== `credit|${subscriberId}|${feature}`
+  )
+    throw new Error(
+      `The credit-spent hash or its dirty member is not where metered-credits.fragment.lua makes it.`,
+    );
+  checkedKeys.add(keys);
 }
 
 /**
@@ -114,7 +136,8 @@ export function creditsSpec(
     nowMs < cached.until
   )
     return cached;
-  const built = buildCreditsSpec(docs, subscriberId, feature, terms, period, nowMs, keys, organizationId);
+  const built = buildCreditsSpec(docs, subscriberId, feature, terms, period, nowMs);
+  checkCreditSpentKey(keys, organizationId, subscriberId, feature);
   if (byFeature === undefined) {
     byFeature = new Map();
     cache.set(docs.subscriber, byFeature);
@@ -140,8 +163,6 @@ function buildCreditsSpec(
   terms: MeteredTerms,
   period: MeteredPeriod,
   nowMs: number,
-  keys: RedisKeys,
-  organizationId: string,
 ): OperationCredits {
   const rollsOver = terms.rollover !== null && period.endMs !== null;
   const { ordered, placeholder } = creditsInSpendingOrder(
@@ -153,24 +174,18 @@ function buildCreditsSpec(
   );
   if (ordered.length === 0) return NONE;
   const list = spendingCreditsOf(ordered, placeholder);
-  // metered-credits.fragment.lua's layout: the ids and the amounts one line each, the rollover lines last and only
-  // when a rollover may be made, so the script splits little for the operations that spend nothing.
+  // metered-credits.fragment.lua's layout: the owner (the script makes the credit-spent hash and its dirty member from
+  // it: no key prefix sent), the count (so the ids are split only when read or spent), the ids and the amounts one
+  // line each, the rollover lines last and only when a rollover may be made.
   const lines = [
-    keys.creditSpent(organizationId, subscriberId, feature),
-    creditDirtyMember(subscriberId, feature),
+    `${subscriberId}|${feature}`,
+    String(list.length),
     list.map(([id]) => id).join(' '),
     list.map(([, amount]) => (amount === null ? '-' : String(amount))).join(' '),
   ];
   if (rollsOver)
     lines.push(
-      ...rolloverLines(
-        docs,
-        subscriberId,
-        feature,
-        terms,
-        period,
-        rolloverCreditId(subscriberId, feature, period.startMs),
-      ),
+      ...rolloverLines(docs, feature, terms, period, rolloverCreditId(subscriberId, feature, period.startMs)),
     );
   return { spec: lines.join('\n'), list, listJson: list.length === 0 ? '' : JSON.stringify(list) };
 }

@@ -199,6 +199,28 @@ describe('the credits section of the gate call (each spec once per call)', () =>
   });
 });
 
+describe("a usage batch's operations on one balance with credits (usage-apply-5.lua, the call's buffer)", () => {
+  it('spend and give back as the same operations sent one a call, the credit-spent hash made within the call', async () => {
+    clock.set(START + 2 * HOUR);
+    const amounts = [6, 5, 4, -4, 3, 2];
+    const ops = (org: string) => amounts.map((amount) => op(org, 'd', 'calls', amount));
+    const together = await organization();
+    const batched = await balances().apply(together, ops(together));
+    const aloneOrg = await organization();
+    const alone: unknown[] = [];
+    for (const operation of ops(aloneOrg)) alone.push(...(await balances().apply(aloneOrg, [operation])));
+    expect(batched).toEqual(alone);
+    expect(alone.map((outcome) => (outcome as { used: number }).used)).toEqual([6, 11, 15, 11, 14, 16]);
+    expect(await redis.hgetall(keys.creditSpent(together, 'alice', 'calls'))).toEqual({
+      [promo.id]: '5',
+      [topUp.id]: '1',
+    });
+    expect(await redis.hgetall(keys.creditSpent(aloneOrg, 'alice', 'calls'))).toEqual(
+      await redis.hgetall(keys.creditSpent(together, 'alice', 'calls')),
+    );
+  });
+});
+
 describe('a correction (metered-correct-2.lua)', () => {
   it('keeps what credits spent, unless the figure drops below what they covered: then gives back in reverse', async () => {
     const org = await organization();

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ListedCredit } from '@ent/common/metering/credit-answer';
 import { meteredCreditsOf } from '../../src/metering/metered-operations.ts';
 import type { OperationCredit } from '../../src/metering/operation-credits.ts';
 
@@ -34,5 +36,50 @@ describe("an answer's credits (meteredCreditsOf)", () => {
     expect(meteredCreditsOf(list, { covered: 0, rollover: 4, spent: [] })).toEqual(untouched);
     // No figures: the reply named no credits.
     expect(meteredCreditsOf(list, undefined).credits).toEqual([]);
+  });
+});
+
+describe("an answer's credits as JSON (ListedCredit.listJsonText)", () => {
+  const instant = fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms).toISOString());
+  const listArbitrary = fc.uniqueArray(
+    fc.tuple(
+      fc.string({ minLength: 1, maxLength: 8 }).map((id) => `cr_${id}`),
+      fc.option(fc.integer({ min: 1, max: 200_000_000_000 }), { nil: null }),
+      fc.option(instant, { nil: null }),
+    ),
+    { maxLength: 5, selector: ([id]) => id },
+  );
+  const figuresArbitrary = fc.record({
+    covered: fc.nat({ max: 50 }),
+    rollover: fc.nat({ max: 10 }),
+    spent: fc.array(fc.oneof(fc.constant(0), fc.nat({ max: 300_000_000_000 })), { maxLength: 6 }),
+  });
+
+  it('is what JSON.stringify writes and lists plain credits, however the answers before shared their credits', () => {
+    fc.assert(
+      fc.property(
+        listArbitrary,
+        fc.array(figuresArbitrary, { minLength: 1, maxLength: 12 }),
+        (list, figures) => {
+          for (const figure of [...figures, ...figures]) {
+            const { credits } = meteredCreditsOf(list, figure);
+            const plain = list.flatMap(([id, amount, expiresAt], i) => {
+              const remaining = (amount ?? figure.rollover) - (figure.spent[i] ?? 0);
+              return remaining > 0 ? [{ credit_id: id, remaining, expires_at: expiresAt }] : [];
+            });
+            expect(credits).toEqual(plain);
+            expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(plain));
+            expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(credits));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes a plain credit as JSON.stringify does', () => {
+    const credits = [{ credit_id: 'cr_"q"', remaining: 2, expires_at: null }];
+    expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(credits));
+    expect(ListedCredit.listJsonText([])).toBe('[]');
   });
 });

@@ -146,7 +146,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local count = 0
   local spent = nil
   if withCredits then
-    spec = meteredCreditSpec(op.credits)
+    spec = meteredCreditSpec(op.credits, balancePrefix)
     ro = tonumber(state[5]) or 0
     if state[1] == false then
       local rollover = meteredCreditRollover(spec)
@@ -157,10 +157,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
     count = spec.count
     if count > 0 then
-      spent = meteredHashRead(op.buffer, spec.hash, unpack(spec.ids))
-      for i = 1, count do
-        spent[i] = tonumber(spent[i]) or 0
-      end
+      spent = meteredCreditSpent(spec, op.buffer)
     end
   end
 
@@ -184,10 +181,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
         rest = rest - math.min(rest, allowanceLeft)
       end
       if rest > 0 and count > 0 then
-        local amounts = meteredCreditAmounts(spec, ro)
         takes = {}
         for i = 1, count do
-          local left = amounts[i] - spent[i]
+          local left = meteredCreditAmount(spec, i, ro) - spent[i]
           if left > 0 then
             local take = math.min(rest, left)
             takes[i] = take
@@ -245,7 +241,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   if changed then
     local fields = {}
     for i in pairs(changed) do
-      fields[#fields + 1] = spec.ids[i]
+      fields[#fields + 1] = meteredCreditIds(spec)[i]
       fields[#fields + 1] = meteredInteger(spent[i])
     end
     meteredHashWrite(op.buffer, spec.hash, unpack(fields))

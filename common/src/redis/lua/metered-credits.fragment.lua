@@ -1,17 +1,22 @@
 --[[
   The credits of a metered balance as the scripts take them (issue 35), prepended before metered-balance.fragment.lua
   at load time. A spec is text, lines joined by '\n' (gateway/src/metering/operation-credits.ts builds it):
-    1 the credit-spent hash of (subscriber, feature) {credit id -> spent; 'ro:<id>' -> a rollover credit's record
-      for the worker: '<amount>|<source period start>|<start>|<end>'}
-    2 the dirty-set member that names it ('credit|<subscriber>|<feature>')
-    3 the live credits' ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
+    1 the owner, '<subscriber>|<feature>': the credit-spent hash of (subscriber, feature) is the balance prefix's
+      '<prefix>:{<org>}:' then 'credit-spent:<owner>' (common/src/redis/keys.ts), {credit id -> spent; 'ro:<id>' ->
+      a rollover credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}, and the dirty-set
+      member that names it is 'credit|<owner>'
+    2 how many live credits there are
+    3 their ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
     4 their amounts in the same order, joined by ' ' ('-' = this period's rollover, field 'ro' of the balance)
-    then, only when the grant rolls over from a previous period the subscription covered, six more lines:
-    5 the previous period's member, 6 the limit then ('' = unlimited: nothing rolls over), 7 rollover max,
-    8 the rollover credit's id, 9 the previous period's start ms, 10 this period's start ms
+    then, only when the grant rolls over from a previous period the subscription covered, five more lines:
+    5 the limit of the previous period ('' = unlimited: nothing rolls over), 6 rollover max, 7 the rollover credit's
+    id, 8 the previous period's start ms, 9 this period's start ms
+  The spec names no key: what the gateway sends (and the gate call's memory keeps) per consume is the ids and amounts
+  and a short owner, not the organization's key prefix twice.
   A spec is parsed once per call, however many operations carry it (a subscriber's operations in one call share
-  it), and only what an operation needs: the ids always (the spent figures are read for every answer), the amounts
-  only to spend, the rollover lines only when the balance is created.
+  it), and only what an operation needs: the ids when the credit-spent hash exists (the spent figures are read for
+  every answer; a hash that does not exist holds none) or a credit is spent, the amounts only to spend and only as
+  far as spent, the rollover lines only when the balance is created.
 ]]
 local meteredCreditSpecs = {} -- spec text -> parsed, for this call
 
@@ -30,22 +35,25 @@ local function meteredWords(text, from, to, list, n)
   return n
 end
 
-local function meteredCreditSpec(text)
+-- balancePrefix: the balances' key prefix '<prefix>:{<org>}:m:' the including script was given.
+local function meteredCreditSpec(text, balancePrefix)
   local spec = meteredCreditSpecs[text]
   if spec then
     return spec
   end
-  local hashEnd = string.find(text, '\n', 1, true)
-  local memberEnd = string.find(text, '\n', hashEnd + 1, true)
-  local idsEnd = string.find(text, '\n', memberEnd + 1, true)
+  local ownerEnd = string.find(text, '\n', 1, true)
+  local countEnd = string.find(text, '\n', ownerEnd + 1, true)
+  local idsEnd = string.find(text, '\n', countEnd + 1, true)
   local amountsEnd = string.find(text, '\n', idsEnd + 1, true) or #text + 1
-  local ids = {}
+  local owner = string.sub(text, 1, ownerEnd - 1)
   spec = {
     text = text,
-    hash = string.sub(text, 1, hashEnd - 1),
-    member = string.sub(text, hashEnd + 1, memberEnd - 1),
-    ids = ids,
-    count = meteredWords(text, memberEnd + 1, idsEnd - 1, ids, 0),
+    owner = owner,
+    hash = string.sub(balancePrefix, 1, -3) .. 'credit-spent:' .. owner,
+    member = 'credit|' .. owner,
+    count = tonumber(string.sub(text, ownerEnd + 1, countEnd - 1)),
+    idsFrom = countEnd + 1,
+    idsTo = idsEnd - 1,
     amountsFrom = idsEnd + 1,
     amountsTo = amountsEnd - 1,
   }
@@ -53,22 +61,70 @@ local function meteredCreditSpec(text)
   return spec
 end
 
--- The credits' amounts in spending order, the period's rollover counting as `ro`.
-local function meteredCreditAmounts(spec, ro)
-  local words = spec.amountWords
-  if not words then
-    words = {}
-    meteredWords(spec.text, spec.amountsFrom, spec.amountsTo, words, 0)
-    spec.amountWords = words
+-- The credits' ids in spending order (split once per call, when first asked for).
+local function meteredCreditIds(spec)
+  local ids = spec.ids
+  if not ids then
+    ids = {}
+    meteredWords(spec.text, spec.idsFrom, spec.idsTo, ids, 0)
+    spec.ids = ids
   end
-  local amounts = {}
-  for i = 1, spec.count do
-    amounts[i] = words[i] == '-' and ro or tonumber(words[i])
-  end
-  return amounts
+  return ids
 end
 
--- Lines 5 to 10 of the spec as a list (nil: no rollover is made here).
+-- What each credit has spent, in spending order (0 for none). A credit-spent hash that does not exist (no credit of
+-- the subscriber's feature was ever spent, the common case while the allowance lasts) is one EXISTS: splitting the
+-- ids to ask for each cost several times that. A hash the call buffers is read through the buffer.
+local function meteredCreditSpent(spec, buffer)
+  local spent
+  if not (meteredHashes and meteredHashes[spec.hash]) and redis.call('EXISTS', spec.hash) == 0 then
+    spent = {}
+    for i = 1, spec.count do
+      spent[i] = 0
+    end
+    return spent
+  end
+  spent = meteredHashRead(buffer, spec.hash, unpack(meteredCreditIds(spec)))
+  for i = 1, spec.count do
+    spent[i] = tonumber(spent[i]) or 0
+  end
+  return spent
+end
+
+-- The amount of the i-th credit in spending order, the period's rollover counting as `ro`. The amounts are read as
+-- numbers from the text only as far as asked, and kept for the call: a consume beyond the allowance mostly reaches
+-- the first credit with something left, so it reads one amount, not all of them.
+local function meteredCreditAmount(spec, i, ro)
+  local amounts = spec.amounts
+  if not amounts then
+    amounts = {}
+    spec.amounts, spec.amountsRead, spec.amountsAt = amounts, 0, spec.amountsFrom
+  end
+  local text, to = spec.text, spec.amountsTo
+  while spec.amountsRead < i do
+    local from = spec.amountsAt
+    local at = string.find(text, ' ', from, true)
+    if not at or at > to then
+      at = to + 1
+    end
+    local n = spec.amountsRead + 1
+    amounts[n] = tonumber(string.sub(text, from, at - 1)) or false -- '-': the rollover
+    spec.amountsRead, spec.amountsAt = n, at + 1
+  end
+  return amounts[i] or ro
+end
+
+-- The credits' amounts in spending order, the period's rollover counting as `ro` (all of them: meteredCreditAmount
+-- reads only those it is asked for).
+local function meteredCreditAmounts(spec, ro)
+  local all = {}
+  for i = 1, spec.count do
+    all[i] = meteredCreditAmount(spec, i, ro)
+  end
+  return all
+end
+
+-- The rollover as a list (nil: no rollover is made here): the previous period's balance member, then lines 5 to 9.
 local function meteredCreditRollover(spec)
   local text = spec.text
   if spec.amountsTo + 1 >= #text then
@@ -77,7 +133,7 @@ local function meteredCreditRollover(spec)
   local lines = spec.rollover
   if not lines then
     lines = {}
-    local n, from = 0, spec.amountsTo + 2
+    local n, from = 1, spec.amountsTo + 2
     while true do
       local at = string.find(text, '\n', from, true)
       n = n + 1
@@ -87,6 +143,7 @@ local function meteredCreditRollover(spec)
       end
       from = at + 1
     end
+    lines[1] = spec.owner .. '|' .. lines[5]
     spec.rollover = lines
   end
   return lines

@@ -1,5 +1,5 @@
-import type { CheckCredit } from '@ent/contract/credits';
 import type { MeteredCheckResult } from '@ent/contract/evals';
+import { ListedCredit } from '@ent/common/metering/credit-answer';
 
 /**
  * A metered check result as JSON text, written exactly as `JSON.stringify` writes meteredResultIn's object (its fields
@@ -40,28 +40,11 @@ export const sharesResultText = (text: SharedResultText, result: MeteredCheckRes
   text.resetsAt === result.resets_at &&
   text.source === result.source;
 
-/**
- * A credit list's text, written once per list: the answers of a subscriber's consumes that spend only the allowance
- * share one list (meteredCreditsOf), and writing its objects with their instants was about a third of what five
- * credits added to such an answer's gateway CPU.
- */
-const creditsTexts = new WeakMap<readonly CheckCredit[], string>();
-
-function creditsJson(credits: readonly CheckCredit[]): string {
-  if (credits.length === 0) return '[]';
-  let text = creditsTexts.get(credits);
-  if (text === undefined) {
-    text = JSON.stringify(credits);
-    creditsTexts.set(credits, text);
-  }
-  return text;
-}
-
 /** `result`'s text, its shared fields from `shared` (which must share them: sharesResultText). */
 export function meteredResultJson(result: MeteredCheckResult, shared: SharedResultText): string {
   let json = `${shared.head}${result.used},"remaining":${result.remaining},"allowed":${result.allowed}${shared.tail}`;
   if (result.overage !== undefined) json += `,"overage":${result.overage}`;
-  return `${json},"credits":${creditsJson(result.credits)}}`;
+  return `${json},"credits":${ListedCredit.listJsonText(result.credits)}}`;
 }
 
 /** Features whose shared text a writer keeps at once; a full writer starts over (the features in use come back). */
