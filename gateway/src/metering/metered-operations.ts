@@ -31,6 +31,11 @@ export interface MeteredOperation {
   ttlMs: number | null;
   catalogVersion: number;
   subscriberVersion: number;
+  /**
+   * The organization's subscriber-write stamp at which `subscriberVersion` was the index's (the entry's verifiedStamp;
+   * 0 or absent: not known). The usage call does not read again a version read at the stamp Redis still holds.
+   */
+  subscriberStamp?: number;
   idempotencyKey: string;
   /**
    * What an idempotency key's record is compared by: subscriber, feature, operation, amount ('' without a key: the
@@ -116,7 +121,9 @@ export function gateOperationArguments(
     if (ops === undefined) continue;
     for (const op of ops) {
       if (op.subscriberId !== evals[i]!.subscriberId)
-        throw new Error(`A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`);
+        throw new Error(
+          `A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`,
+        );
       let set: GateTermSet | undefined;
       for (let k = sets.length - 1; k >= 0 && k >= sets.length - TERM_SETS_SEARCHED; k--) {
         if (sharesTerms(sets[k]!.first, op)) {
@@ -151,9 +158,9 @@ export function gateOperationArguments(
 /**
  * usage-apply-6.lua's arguments after its keys (its last two, the memory's time to live and the deadline, are the
  * caller's): the prefixes, then what the operations on one feature's period share (terms, period, ttl: the same for
- * every event of a batch on that feature), once, then three arguments for all the operations (the subscribers once
- * each, the versions read of them, the operations' records: a thousand arguments cost as much to write as the rest of
- * the call), then the operations' idempotency keys, one argument each (a key may hold any byte).
+ * every event of a batch on that feature), once, then five arguments for all the operations (the stamp the trusted
+ * versions were read at and which are, the subscribers once each, the versions read of them, the operations' records:
+ * a thousand arguments cost as much to write as the rest of the call), then the operations' idempotency keys, one argument each (a key may hold any byte).
  */
 export function usageApplyArguments(
   balancePrefix: string,
@@ -169,6 +176,9 @@ export function usageApplyArguments(
   const subscribers: string[] = [];
   const versions: number[] = [];
   const touches: number[] = [];
+  // The stamp the call trusts: the first one an operation names (a batch's entries were mostly verified by one read).
+  let stamp = 0;
+  let trusted = '';
   const opPlaces = new Array<number>(ops.length);
   const opSets = new Array<number>(ops.length);
   let last: { op: MeteredOperation; set: number } | undefined;
@@ -178,6 +188,9 @@ export function usageApplyArguments(
     if (place === undefined || versions[place - 1] !== op.subscriberVersion) {
       place = subscribers.push(op.subscriberId);
       versions.push(op.subscriberVersion);
+      const opStamp = op.subscriberStamp ?? 0;
+      if (stamp === 0 && opStamp !== 0) stamp = opStamp;
+      trusted += opStamp !== 0 && opStamp === stamp ? '1' : '0';
       touches.push(0);
       places.set(op.subscriberId, place);
     }
@@ -226,7 +239,13 @@ export function usageApplyArguments(
   }
   const args: (string | number)[] = [balancePrefix, idempotencyPrefix, termSets.size];
   for (const value of shared) args.push(value);
-  args.push(subscribers.join('\x1f'), versions.join('\x1f'), records.join('\x1e'));
+  args.push(
+    stamp === 0 ? '' : stamp,
+    trusted,
+    subscribers.join('\x1f'),
+    versions.join('\x1f'),
+    records.join('\x1e'),
+  );
   for (const key of keys) args.push(key);
   return args;
 }
@@ -377,6 +396,8 @@ export interface ResolvedSnapshot {
   subscriber: SubscriberDoc;
   catalogVersion: number;
   subscriberVersion: number;
+  /** The stamp `subscriberVersion` was read at (MeteredOperation.subscriberStamp); absent: not known. */
+  subscriberStamp?: number;
 }
 
 /**
@@ -417,6 +438,7 @@ export function meteredOperation(
     ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
+    subscriberStamp: snapshot.subscriberStamp ?? 0,
     idempotencyKey,
     fingerprint: keyed ? meteredFingerprint(kind, subscriberId, feature, amount) : '',
     // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,

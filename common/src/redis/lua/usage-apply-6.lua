@@ -21,8 +21,13 @@
   then 7 per term set (what the operations on one feature's period share, sent once): catalog version, member tail
     ('|<feature>|<period start ms>'), limit ('' = unlimited), soft ('1'/'0'), period end ('' = never), ttl ('' =
     none), terms
-  then three arguments for every operation of the call (a thousand arguments cost the gateway about as much to write
-    as the rest of a batch's call, and Redis about 0.6 µs of Lua each; decisions.md, "usage-apply-6.lua"):
+  then five arguments for every operation of the call (a thousand arguments cost the gateway about as much to write
+    as the rest of a batch's call; decisions.md, "usage-apply-6.lua"):
+    the subscriber-write stamp (KEYS[2]'s field '#w', subscriber-put-2.lua) the trusted versions were read at ('' =
+    none);
+    one character per subscriber below: '1' when the gateway read its version from the index at that stamp: while
+    the index still holds the stamp, no subscriber's version has moved since, and it is not read again (as in
+    eval-gate-batch-8.lua);
     the subscribers, each once, joined by byte 31 (subscriber ids never hold it: SUBSCRIBER_ID_PATTERN);
     the version the gateway read of each, in that order, joined by byte 31;
     the operations, one record each, joined by byte 30, a record's values joined by byte 31: its subscriber's place
@@ -57,8 +62,9 @@ local out = {}
 local TERM_ARITY = 7
 local termCount = tonumber(ARGV[3])
 local at = 4 + termCount * TERM_ARITY
-local subscriberText, versionText, records = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-local nextKey = at + 3
+local stampSeen, trusted = ARGV[at], ARGV[at + 1]
+local subscriberText, versionText, records = ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+local nextKey = at + 5
 
 -- The text's values between the separator, in order (string.find, not a pattern: half the Lua time).
 local function split(text, separator)
@@ -102,16 +108,33 @@ for t = 1, termCount do
     terms = ARGV[base + 7],
   }
 end
--- Each subscriber's version read once (one HMGET per 1,000) and compared once: as text first (both are written as
--- integers), as numbers when the texts differ (a missing version reads as 0).
+-- A subscriber read at the stamp the index still holds is current; every other one's version is read (one HMGET per
+-- 1,000) and compared once: as text first (both are written as integers), as numbers when the texts differ (a
+-- missing version reads as 0).
 local ids, subscriberCount = split(subscriberText, '\31')
 local expected = split(versionText, '\31')
 local fresh = {}
-for from = 1, subscriberCount, 1000 do
-  local to = math.min(from + 999, subscriberCount)
-  local read = redis.call('HMGET', KEYS[2], unpack(ids, from, to))
-  for k = from, to do
-    local version = read[k - from + 1]
+local unread, unreadCount = {}, 0
+local stamp = redis.call('HGET', KEYS[2], '#w')
+local stampHolds = stamp and stamp == stampSeen
+for k = 1, subscriberCount do
+  if stampHolds and string.byte(trusted, k) == 49 then -- '1'
+    fresh[tostring(k)] = true
+  else
+    unreadCount = unreadCount + 1
+    unread[unreadCount] = k
+  end
+end
+for from = 1, unreadCount, 1000 do
+  local to = math.min(from + 999, unreadCount)
+  local asked = {}
+  for j = from, to do
+    asked[j - from + 1] = ids[unread[j]]
+  end
+  local read = redis.call('HMGET', KEYS[2], unpack(asked))
+  for j = from, to do
+    local k = unread[j]
+    local version = read[j - from + 1]
     fresh[tostring(k)] = version == expected[k] or (tonumber(version) or 0) == tonumber(expected[k])
   end
 end
