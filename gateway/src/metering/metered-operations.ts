@@ -121,9 +121,7 @@ export function gateOperationArguments(
     if (ops === undefined) continue;
     for (const op of ops) {
       if (op.subscriberId !== evals[i]!.subscriberId)
-        throw new Error(
-          `A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`,
-        );
+        throw new Error(`A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`);
       let set: GateTermSet | undefined;
       for (let k = sets.length - 1; k >= 0 && k >= sets.length - TERM_SETS_SEARCHED; k--) {
         if (sharesTerms(sets[k]!.first, op)) {
@@ -160,7 +158,8 @@ export function gateOperationArguments(
  * caller's): the prefixes, then what the operations on one feature's period share (terms, period, ttl: the same for
  * every event of a batch on that feature), once, then five arguments for all the operations (the stamp the trusted
  * versions were read at and which are, the subscribers once each, the versions read of them, the operations' records:
- * a thousand arguments cost as much to write as the rest of the call), then the operations' idempotency keys, one argument each (a key may hold any byte).
+ * a thousand arguments cost as much to write as the rest of the call), then the operations' idempotency keys, one
+ * argument each (a key may hold any byte).
  */
 export function usageApplyArguments(
   balancePrefix: string,
