@@ -146,7 +146,7 @@ export function gateBatchCall(
   );
 }
 
-/** usage-apply-5.lua called as metered balances call it, its memory under `callId`. */
+/** usage-apply-6.lua called as metered balances call it, its memory under `callId`. */
 export const usageApplyCall = (
   redis: MeteringRedis,
   keys: RedisKeys,

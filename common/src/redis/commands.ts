@@ -20,7 +20,7 @@ const SCRIPTS = {
   entSubscribersBehind: { lua: lua('subscribers-behind-n.lua') },
   entArrangementPut: { numberOfKeys: 2, lua: lua('arrangement-put-2.lua') },
   evalGateBatch: { numberOfKeys: 7, lua: withMeteredBalance('eval-gate-batch-8.lua') },
-  usageApply: { numberOfKeys: 5, lua: withMeteredBalance('usage-apply-5.lua') },
+  usageApply: { numberOfKeys: 5, lua: withMeteredBalance('usage-apply-6.lua') },
   meteredRefill: { numberOfKeys: 2, lua: lua('metered-refill-2.lua') },
   usageRate: { numberOfKeys: 2, lua: lua('usage-rate-2.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },

@@ -31,6 +31,11 @@ export interface MeteredOperation {
   ttlMs: number | null;
   catalogVersion: number;
   subscriberVersion: number;
+  /**
+   * The organization's subscriber-write stamp at which `subscriberVersion` was the index's (the entry's verifiedStamp;
+   * 0 or absent: not known). The usage call does not read again a version read at the stamp Redis still holds.
+   */
+  subscriberStamp?: number;
   idempotencyKey: string;
   /**
    * What an idempotency key's record is compared by: subscriber, feature, operation, amount ('' without a key: the
@@ -70,7 +75,7 @@ interface GateTermSet {
 const TERM_SETS_SEARCHED = 8;
 
 /**
- * The 7 values of a term set, as eval-gate-batch-8.lua and usage-apply-5.lua both take them: catalog version, member
+ * The 7 values of a term set, as eval-gate-batch-8.lua and usage-apply-6.lua both take them: catalog version, member
  * tail, limit ('' = unlimited), soft, period end ('' = never), ttl ('' = forever), terms.
  */
 const termSetValues = (op: MeteredOperation): (string | number)[] => [
@@ -153,9 +158,12 @@ export function gateOperationArguments(
 }
 
 /**
- * usage-apply-5.lua's arguments after its keys: the prefixes, then what the operations on one feature's period share
- * (terms, period, ttl: the same for every event of a batch on that feature), once, then each operation's own values
- * (its credits among them: they are the subscriber's) as one argument.
+ * usage-apply-6.lua's arguments after its keys (its last two, the memory's time to live and the deadline, are the
+ * caller's): the prefixes, then what the operations on one feature's period share (terms, period, ttl: the same for
+ * every event of a batch on that feature), once, then five arguments for all the operations (the stamp the trusted
+ * versions were read at and which are, the subscribers once each, the versions read of them, the operations' records:
+ * a thousand arguments cost as much to write as the rest of the call), then the operations' idempotency keys, one
+ * argument each (a key may hold any byte).
  */
 export function usageApplyArguments(
   balancePrefix: string,
@@ -164,9 +172,33 @@ export function usageApplyArguments(
 ): (string | number)[] {
   const termSets = new Map<string, number>();
   const shared: (string | number)[] = [];
-  const own: (string | number)[] = [];
+  const keys: string[] = [];
+  // A subscriber's place among those the call names, by id: a second version of one id (an operation redone on a
+  // fresher entry beside one that was not) takes a place of its own.
+  const places = new Map<string, number>();
+  const subscribers: string[] = [];
+  const versions: number[] = [];
+  const touches: number[] = [];
+  // The stamp the call trusts: the first one an operation names (a batch's entries were mostly verified by one read).
+  let stamp = 0;
+  let trusted = '';
+  const opPlaces = new Array<number>(ops.length);
+  const opSets = new Array<number>(ops.length);
   let last: { op: MeteredOperation; set: number } | undefined;
-  for (const op of ops) {
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    let place = places.get(op.subscriberId);
+    if (place === undefined || versions[place - 1] !== op.subscriberVersion) {
+      place = subscribers.push(op.subscriberId);
+      versions.push(op.subscriberVersion);
+      const opStamp = op.subscriberStamp ?? 0;
+      if (stamp === 0 && opStamp !== 0) stamp = opStamp;
+      trusted += opStamp !== 0 && opStamp === stamp ? '1' : '0';
+      touches.push(0);
+      places.set(op.subscriberId, place);
+    }
+    touches[place - 1]!++;
+    opPlaces[i] = place;
     const tail = op.memberTail;
     let set: number | undefined;
     // A batch's events on one feature follow each other with the same terms: compared before any key is built.
@@ -193,15 +225,31 @@ export function usageApplyArguments(
       }
       last = { op, set };
     }
-    // One argument per operation (usage-apply-5.lua splits it): the key last, as it may hold the separator.
-    own.push(
-      `${op.subscriberId}\x1f${op.subscriberVersion}\x1f${set}\x1f${op.kind}\x1f${op.amount}\x1f${op.fingerprint}` +
-        `\x1f${op.credits}\x1f${op.idempotencyKey}`,
-    );
+    opSets[i] = set;
+  }
+  const records: string[] = new Array(ops.length);
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    const place = opPlaces[i]!;
+    // Buffered when its subscriber has another operation in the call (the same balance or not: a copy of a balance
+    // touched once costs a little, and answers the same).
+    const buffered = touches[place - 1]! > 1 ? '1' : '0';
+    const keyed = op.idempotencyKey === '' ? '0' : '1';
+    if (keyed === '1') keys.push(op.idempotencyKey);
+    records[i] =
+      `${place}\x1f${opSets[i]}\x1f${op.kind}\x1f${op.amount}\x1f${buffered}\x1f${op.fingerprint}` +
+      `\x1f${op.credits}\x1f${keyed}`;
   }
   const args: (string | number)[] = [balancePrefix, idempotencyPrefix, termSets.size];
   for (const value of shared) args.push(value);
-  for (const value of own) args.push(value);
+  args.push(
+    stamp === 0 ? '' : stamp,
+    trusted,
+    subscribers.join('\x1f'),
+    versions.join('\x1f'),
+    records.join('\x1e'),
+  );
+  for (const key of keys) args.push(key);
   return args;
 }
 
@@ -351,6 +399,8 @@ export interface ResolvedSnapshot {
   subscriber: SubscriberDoc;
   catalogVersion: number;
   subscriberVersion: number;
+  /** The stamp `subscriberVersion` was read at (MeteredOperation.subscriberStamp); absent: not known. */
+  subscriberStamp?: number;
 }
 
 /**
@@ -391,6 +441,7 @@ export function meteredOperation(
     ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
+    subscriberStamp: snapshot.subscriberStamp ?? 0,
     idempotencyKey,
     fingerprint: keyed ? meteredFingerprint(kind, subscriberId, feature, amount) : '',
     // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,

@@ -11,11 +11,11 @@ import type { RedisClient } from '@ent/common/redis/connect';
 export type EvalGateBatchReply = [number, ...number[]];
 export const GATE_REPLY_HEADER = 8;
 /**
- * The whole reply of eval-gate-batch-8.lua and usage-apply-5.lua when Redis ran them past the deadline their last
+ * The whole reply of eval-gate-batch-8.lua and usage-apply-6.lua when Redis ran them past the deadline their last
  * argument named: nothing was changed, and the caller answers as for a call that timed out.
  */
 export const CALL_EXPIRED = 6;
-/** usage-apply-5.lua's whole reply when its call was settled before it ran: nothing was changed. */
+/** usage-apply-6.lua's whole reply when its call was settled before it ran: nothing was changed. */
 export const CALL_SETTLED_BEFORE = 4;
 export type EvalAdjustReply = [number, number];
 /**
@@ -36,7 +36,7 @@ export interface MeteringCommands {
   evalAdjust(...keysAndArgs: (string | number)[]): Promise<EvalAdjustReply>;
   evalSettle(...keysAndArgs: (string | number)[]): Promise<EvalSettleReply>;
   /**
-   * usage-apply-5.lua (its last two arguments the memory's time to live and the deadline): status, value per
+   * usage-apply-6.lua (its last two arguments the memory's time to live and the deadline): status, value per
    * operation, or `[CALL_EXPIRED]`, or `[CALL_SETTLED_BEFORE]`. An array among the arguments stands for its values.
    */
   usageApply(

@@ -19,7 +19,7 @@ import {
 } from '../../../test-support/metering-redis.ts';
 
 /**
- * usage-apply-5.lua buffers a batch (metered-store.fragment.lua): each balance, credit hash and idempotency record is
+ * usage-apply-6.lua buffers a batch (metered-store.fragment.lua): each balance, credit hash and idempotency record is
  * read once and written once, however many events touch it. Whatever the events, one call must answer and leave the
  * balances, credits, records and dirty set exactly as the same operations applied one command at a time: one gate
  * call each (eval-gate-batch-8.lua, which does not buffer), in order.
@@ -67,7 +67,7 @@ const subscribers: Record<string, SubscriberDoc> = {
   },
 };
 const SUBSCRIBERS = Object.keys(subscribers);
-/** Idempotency keys; the third holds the byte usage-apply-5.lua separates an operation's values with. */
+/** Idempotency keys; the third holds a byte usage-apply-6.lua separates values with (a key is an argument of its own). */
 const KEYS = ['k1', 'k2', 'k\u001f3'];
 
 const ARRANGEMENT = { ...OPEN_ARRANGEMENT, burstPerSecond: 1_000_000 };
@@ -174,7 +174,7 @@ const stepsArbitrary = fc
   })
   .filter((steps) => steps.length > 0);
 
-describe('a buffered batch (usage-apply-5.lua through metered-store.fragment.lua)', () => {
+describe('a buffered batch (usage-apply-6.lua through metered-store.fragment.lua)', () => {
   it('answers and leaves Redis exactly as the same operations one gate call each, in order', async () => {
     const meter = usage();
     const gate = gateMeter();

@@ -73,7 +73,7 @@ const gateBatch = (
   });
 const evalCount = (org: string) => redis.hget(keys.evalUsage(org, periodOf(clock.now())), 'count');
 
-describe('usage-apply-5.lua past its deadline', () => {
+describe('usage-apply-6.lua past its deadline', () => {
   it('applies, reads and records nothing and answers the expiry code; within its deadline it applies as before', async () => {
     const org = await organization();
     const ops = [op('c', 3, 'k1'), op('d', 2, 'k2'), op('r', 0)];

@@ -199,7 +199,7 @@ describe('the credits section of the gate call (each spec once per call)', () =>
   });
 });
 
-describe("a usage batch's operations on one balance with credits (usage-apply-5.lua, the call's buffer)", () => {
+describe("a usage batch's operations on one balance with credits (usage-apply-6.lua, the call's buffer)", () => {
   it('spend and give back as the same operations sent one a call, the credit-spent hash made within the call', async () => {
     clock.set(START + 2 * HOUR);
     const amounts = [6, 5, 4, -4, 3, 2];

@@ -371,6 +371,49 @@ describe('metered features on the gateway', () => {
     });
   });
 
+  it("answers a batch with a subscriber's new plan once its document moved, though the others are not read again", async () => {
+    const { org, subscriber, call } = await organization();
+    const [a] = call as [ReturnType<typeof catalogClient>['send']];
+    await publishCatalog(org.organization_id, {
+      pro: { calls: grant(10) },
+      team: { calls: grant(30) },
+    });
+    const other = `sub${subscriberCount++}`;
+    await a('POST', '/org/subscribers', { subscriber_id: other, name: other }, 201);
+    const store = snapshotStore(ctx.redis, redisKeys(ctx.config.redisKeyPrefix));
+    await store.putSubscriber(org.organization_id, other, {
+      version: 5000,
+      doc: { exists: true, plans: ['pro'], overrides: {} },
+    });
+    const batch = async () => {
+      const answer = await a('POST', '/org/usage-events', {
+        events: [
+          { subscriber_id: subscriber, feature: 'calls', delta: 1 },
+          { subscriber_id: other, feature: 'calls', delta: 1 },
+        ],
+      });
+      expect(answer.statusCode).toBe(200);
+      return answer.json().results.map((r: { limit: number; used: number }) => [r.limit, r.used]);
+    };
+    expect(await batch()).toEqual([
+      [10, 1],
+      [10, 1],
+    ]);
+    // Both entries are now verified at the organization's stamp; a write of one subscriber moves it.
+    await store.putSubscriber(org.organization_id, subscriber, {
+      version: 6000,
+      doc: { exists: true, plans: ['team'], overrides: {} },
+    });
+    expect(await batch()).toEqual([
+      [30, 2],
+      [10, 2],
+    ]);
+    expect(await batch()).toEqual([
+      [30, 3],
+      [10, 3],
+    ]);
+  });
+
   it("refills balances Redis lost before answering: Postgres figures merged with the gateway's own", async () => {
     clock.set(Date.parse('2026-05-10T00:00:00Z'));
     const { org, subscriber, call } = await organization();

@@ -65,7 +65,7 @@ const op = (
     'org_unused',
   );
 
-describe('the metered balance rule (metered-balance.fragment.lua, through usage-apply-5.lua)', () => {
+describe('the metered balance rule (metered-balance.fragment.lua, through usage-apply-6.lua)', () => {
   it('consumes while it fits a hard limit, refuses what does not fit and changes nothing then', async () => {
     const org = await organization();
     const meter = balances();

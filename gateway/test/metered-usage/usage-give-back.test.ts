@@ -72,7 +72,7 @@ const reportBatch = (org: string) => [
   operation(org, 'c', 'calls', 1_000_000, 'k3'), // refused: its record is written all the same
 ];
 
-describe('a failed usage call that ran: its settle gives back what it applied (usage-apply-5.lua, eval-settle-4.lua)', () => {
+describe('a failed usage call that ran: its settle gives back what it applied (usage-apply-6.lua, eval-settle-4.lua)', () => {
   it('restores used, covered and the credits, and deletes the records it wrote, once', async () => {
     const org = await organization();
     await usageCall(org, 'answered', [operation(org, 'd', 'calls', 8), operation(org, 'd', 'soft', 4)]);

@@ -10,7 +10,7 @@
   first, which gives back what credits covered (the last credit spent first) and then the allowance
   (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
   afresh instead of replaying "applied". A balance that is gone has nothing to give back.
-  A failed usage call (usage-apply-5.lua) is settled the same way, with 0 evals answered: its memory counted none
+  A failed usage call (usage-apply-6.lua) is settled the same way, with 0 evals answered: its memory counted none
   and holds each operation's change of used, the gateway sends the rest (ARGV[7...]). A change may be negative (a
   report that lowered used: given back as a rise with no limit, so credits keep what the lowering gave them) or 0
   (a record to delete, nothing to undo).
@@ -20,7 +20,7 @@
     KEYS[2] usage hash of the batch's UTC month   {count, first_over_at (ms)}
     KEYS[3] batch memory (string) written by eval-gate-batch-8.lua: evals it counted (then, when it applied
             consumes, '\n#' and their places among its operations, from 1, separated by spaces), or written by
-            usage-apply-5.lua: '0\n' and one change (or 'x') per operation, separated by spaces; or "settled".
+            usage-apply-6.lua: '0\n' and one change (or 'x') per operation, separated by spaces; or "settled".
             Only the gateway process that sent a batch settles it (settlements.ts keeps them in its memory), so
             the memory is always read by the same version of the scripts that wrote it (decisions.md, "A gate
             batch remembers the places of its consumes")

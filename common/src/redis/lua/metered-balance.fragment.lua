@@ -1,5 +1,5 @@
 --[[
-  Metered balances (DESIGN.md §5), shared by eval-gate-batch-8.lua and usage-apply-5.lua: commands.ts prepends this
+  Metered balances (DESIGN.md §5), shared by eval-gate-batch-8.lua and usage-apply-6.lua: commands.ts prepends this
   file to both at load time, so a consume, a report and a read follow one rule wherever they run. Its hash reads and
   writes go through metered-store.fragment.lua (prepended before it): straight to Redis, or buffered for a batch.
 
@@ -42,7 +42,7 @@
 local METERED_IDEMPOTENCY_MS = 86400000
 
 -- What the last meteredApply that reached the balance rule changed used by (after - before; 0 when refused or
--- unchanged): the usage call remembers it so that a failed call can be given back (usage-apply-5.lua).
+-- unchanged): the usage call remembers it so that a failed call can be given back (usage-apply-6.lua).
 local meteredApplied = 0
 
 -- '%d', not tostring or a number argument: Lua's '%.14g' (and Redis 7.2's conversion of numbers) write exponents.

@@ -1,6 +1,6 @@
 --[[
   Where the metered balance rule (metered-balance.fragment.lua, which follows this file at load time) reads and
-  writes hashes: straight to Redis, or, for a batch (usage-apply-5.lua), partly through the call's own memory.
+  writes hashes: straight to Redis, or, for a batch (usage-apply-6.lua), partly through the call's own memory.
 
   After meteredBuffer(), a hash the rule reads with `buffer` true (an operation on a balance that other operations of
   the batch also touch) is read once (only the fields not yet known are asked for), every later access to it, buffered

@@ -5,6 +5,7 @@ import type { UsageEvent } from '@ent/contract/metered-usage';
 import { meteredUnavailable } from '../../metering/metered-balances.ts';
 import { readCurrentVersions } from '../shared/current-versions.ts';
 import type { SubscriberEntry } from '../shared/entries.ts';
+import type { SnapshotVersions } from '../../metering/contract.ts';
 import {
   answerOfOutcome,
   applyMetered,
@@ -34,7 +35,12 @@ interface CreditPlace {
   organizationId: string;
 }
 
-/** The subscribers' entries at the organization's current versions, after the key is confirmed at them. */
+/**
+ * The subscribers' entries at the organization's current versions, after the key is confirmed at them. A held entry
+ * verified at the subscriber-write stamp the others were (SubscriberEntry.verifiedStamp) is not asked about: while the
+ * index holds that stamp, no subscriber's version has moved since (subscriber-put-2.lua), so a batch of subscribers
+ * seen before reads the stamp, not a thousand versions. When the stamp moved, they are read too (a second round trip).
+ */
 export async function currentEntries(
   app: Gateway,
   request: FastifyRequest,
@@ -44,15 +50,32 @@ export async function currentEntries(
   scope: Scope,
   taken?: Promise<void>,
 ): Promise<Map<string, SubscriberEntry>> {
-  const reading = readCurrentVersions(app.redis, app.redisKeys, organizationId, subscriberIds);
+  const held: (SubscriberEntry | undefined)[] = new Array(subscriberIds.length);
+  let stamp = 0;
+  for (let i = 0; i < subscriberIds.length; i++) {
+    const entry = app.snapshotCache.cached(organizationId, subscriberIds[i]!, nowMs);
+    held[i] = entry;
+    if (stamp === 0 && entry !== undefined && entry.forgetAt === null) stamp = entry.verifiedStamp;
+  }
+  const trusted = (entry: SubscriberEntry | undefined): entry is SubscriberEntry =>
+    stamp !== 0 && entry !== undefined && entry.forgetAt === null && entry.verifiedStamp === stamp;
+  const asked = subscriberIds.filter((_, i) => !trusted(held[i]));
+  const reading = readCurrentVersions(app.redis, app.redisKeys, organizationId, asked);
   if (taken) {
     // The rate's answer comes first (a 429 before anything else); the read is then already on its way.
     reading.catch(() => {});
     await taken;
   }
+  const versionsOf = new Map<string, SnapshotVersions>();
   let current;
   try {
     current = await reading;
+    if (current.subscriberStamp !== stamp && asked.length < subscriberIds.length) {
+      current = await readCurrentVersions(app.redis, app.redisKeys, organizationId, subscriberIds);
+      subscriberIds.forEach((id, i) => versionsOf.set(id, current!.subscribers[i]!));
+    } else {
+      asked.forEach((id, i) => versionsOf.set(id, current!.subscribers[i]!));
+    }
   } catch (error) {
     request.log.warn({ err: error }, 'metered usage: Redis unreachable');
     throw meteredUnavailable();
@@ -61,11 +84,18 @@ export async function currentEntries(
   const entries = new Map<string, SubscriberEntry>();
   const loading: Promise<void>[] = [];
   subscriberIds.forEach((id, i) => {
-    const held = app.snapshotCache.cached(organizationId, id, nowMs);
-    const entry = app.snapshotCache.entitlements(organizationId, id, current.subscribers[i]!, nowMs, held);
+    const entry = held[i];
+    // A trusted entry's version is the index's: what reading it would have given.
+    const versions = versionsOf.get(id) ?? {
+      catalog: current.catalog,
+      subscriber: entry!.subscriberVersion,
+      auth: current.auth,
+      subscriberStamp: current.subscriberStamp,
+    };
+    const made = app.snapshotCache.entitlements(organizationId, id, versions, nowMs, entry);
     // A cached entry answers at once: only the subscribers not held wait for their documents.
-    if (entry instanceof Promise) loading.push(entry.then((loaded) => void entries.set(id, loaded)));
-    else entries.set(id, entry);
+    if (made instanceof Promise) loading.push(made.then((loaded) => void entries.set(id, loaded)));
+    else entries.set(id, made);
   });
   if (loading.length > 0) await Promise.all(loading);
   return entries;
@@ -118,6 +148,7 @@ function eventOperation(
     ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
     catalogVersion: entry.catalogVersion,
     subscriberVersion: entry.subscriberVersion,
+    subscriberStamp: entry.verifiedStamp,
     idempotencyKey,
     // Only a key's record compares it (metered-balance.fragment.lua): not built for the events without one.
     fingerprint:

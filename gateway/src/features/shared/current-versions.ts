@@ -3,7 +3,10 @@ import type { RedisKeys } from '@ent/common/redis/keys';
 import type { SnapshotVersions } from '../../metering/contract.ts';
 
 export interface CurrentVersions {
+  catalog: number;
   auth: number;
+  /** The organization's subscriber-write stamp (0: Redis has none), read with the subscribers' versions. */
+  subscriberStamp: number;
   /** By subscriber, in the order asked: the versions an entitlements lookup takes. */
   subscribers: SnapshotVersions[];
 }
@@ -26,7 +29,9 @@ export async function readCurrentVersions(
   const catalogVersion = Number(catalog ?? 0);
   const subscriberStamp = Number(indexed[0] ?? 0);
   return {
+    catalog: catalogVersion,
     auth: Number(auth ?? 0),
+    subscriberStamp,
     subscribers: subscriberIds.map((_, i) => ({
       catalog: catalogVersion,
       subscriber: Number(indexed[i + 1] ?? 0),

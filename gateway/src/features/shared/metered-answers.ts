@@ -53,6 +53,7 @@ export const operationOf = (
       subscriber: item.entry.subscriber,
       catalogVersion: item.entry.catalogVersion,
       subscriberVersion: item.entry.subscriberVersion,
+      subscriberStamp: item.entry.verifiedStamp,
     },
     item.subscriberId,
     item.feature,
