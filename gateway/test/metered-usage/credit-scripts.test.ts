@@ -304,6 +304,15 @@ describe('rollover (a grant with rollover: {max})', () => {
     expect(await read(org, 'rolls')).toMatchObject({ used: 14, remaining: 0, credits: [] });
   });
 
+  it("reads the previous period's own balance: what February left unused, under the max, rolls into March", async () => {
+    const org = await organization();
+    clock.set(Date.parse('2026-02-10T00:00:00Z'));
+    await consume(org, 'rolls', 8);
+    clock.set(START);
+    expect(await consume(org, 'rolls', 1)).toMatchObject({ used: 1, remaining: 10 - 1 + 2 });
+    expect(await redis.hget(keys.meteredBalance(org, `alice|rolls|${MARCH}`), 'ro')).toBe('2');
+  });
+
   it('makes none for a period before the subscription, and never counts a persisted rollover twice', async () => {
     const newcomer: SubscriberDoc = { ...alice, subscribedAt: { pro: MARCH + HOUR }, credits: {} };
     const org = await organization(newcomer);

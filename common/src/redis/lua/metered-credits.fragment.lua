@@ -114,16 +114,6 @@ local function meteredCreditAmount(spec, i, ro)
   return amounts[i] or ro
 end
 
--- The credits' amounts in spending order, the period's rollover counting as `ro` (all of them: meteredCreditAmount
--- reads only those it is asked for).
-local function meteredCreditAmounts(spec, ro)
-  local all = {}
-  for i = 1, spec.count do
-    all[i] = meteredCreditAmount(spec, i, ro)
-  end
-  return all
-end
-
 -- The rollover as a list (nil: no rollover is made here): the previous period's balance member, then lines 5 to 9.
 local function meteredCreditRollover(spec)
   local text = spec.text
