@@ -7,9 +7,10 @@
  * Redis commands the drain ran. Round 1 finds the worker's subscriber documents cold; the rounds after it (each a
  * change of every balance, one revision up) are what a running worker sees. BENCH_PERSIST_CREDIT_SHARE (0..1): the
  * share of balances whose consume spent a credit (k, the credit-spent hash and its dirty member written as the
- * gateway's Lua writes them).
+ * gateway's Lua writes them). BENCH_PERSIST_CPU_PROFILE=<file>: a V8 CPU profile of the warm rounds' persisting.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -109,6 +110,10 @@ export async function runPersist(): Promise<PersistResult> {
     const startMs = monthStart(Date.now());
     const endMs = monthStart(Date.now(), 1);
     const results: PersistRound[] = [];
+    const profileFile = process.env.BENCH_PERSIST_CPU_PROFILE;
+    const profiler = profileFile ? new Session() : null;
+    profiler?.connect();
+    await profiler?.post('Profiler.enable');
     for (let round = 1; round <= rounds; round++) {
       // Every subscriber's balance changes once (used = round, one revision up), as one consume each would.
       for (let from = 0; from < subscribers; from += 1000) {
@@ -137,6 +142,7 @@ export async function runPersist(): Promise<PersistResult> {
         ).rows.map((row) => row.pid);
       const pgBefore = new Map((await backends()).map((pid) => [pid, cpuSecondsOf(pid)]));
       const redisBefore = await redisInfo(writer);
+      if (round === 2) await profiler?.post('Profiler.start');
       const cpuBefore = process.cpuUsage();
       const started = Date.now();
       let persisted = 0;
@@ -176,6 +182,11 @@ export async function runPersist(): Promise<PersistResult> {
           `postgres ${figures.postgresCpuUs.toFixed(1)} µs, redis ${figures.redisCpuUs.toFixed(1)} µs ` +
           `(${JSON.stringify(redisCalls)}), load ${loadavg()[0]!.toFixed(2)}`,
       );
+    }
+    if (profiler && rounds > 1) {
+      const { profile } = await profiler.post('Profiler.stop');
+      writeFileSync(profileFile!, JSON.stringify(profile));
+      log(`wrote the warm rounds' CPU profile to ${profileFile}`);
     }
     const warm = results.slice(1);
     const medianOf = (pick: (round: PersistRound) => number) => (warm.length ? median(warm.map(pick)) : 0);

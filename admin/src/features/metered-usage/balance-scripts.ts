@@ -3,7 +3,6 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import {
   creditDirtyMember,
   meteredMember,
-  parseCreditDirtyMember,
   parseMeteredMember,
   type RedisKeys,
 } from '@ent/common/redis/keys';
@@ -33,14 +32,14 @@ export interface DrainedCreditHash {
 }
 
 export interface Drained {
-  /** Members taken out of the dirty set (0: it was empty). */
+  /** Members taken out of the dirty set (0: it was empty), credit members taken with their balances included. */
   taken: number;
   /** Every member taken, to mark dirty again should the write fail. */
   members: string[];
   balances: DrainedBalance[];
   /**
-   * The credit-spent hash of every (subscriber, feature) the drain took a balance or a credit member of, read in
-   * the same MULTI as the balances: the spent figures persisted with a balance are those of the same instant.
+   * The credit-spent hashes the drain read with the balances, in the same instant (metered-drain-1.lua): those whose
+   * credit member it took, and those of balances with credits in play. Empty hashes are left out.
    */
   creditHashes: DrainedCreditHash[];
   /** Members the drain took whose balance is gone from Redis: nothing to persist. */
@@ -55,87 +54,88 @@ const BALANCE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 interface BalanceCommands {
   meteredCorrect(...keysAndArgs: string[]): Promise<[number, number, number]>;
   meteredCorrectUndo(...keysAndArgs: string[]): Promise<[number, number]>;
+  meteredDrain(...keysAndArgs: (string | number)[]): Promise<(string | number)[]>;
 }
 
 const commandsOf = (redis: RedisClient) => withScripts(redis) as unknown as BalanceCommands;
 
-const allBalances = (members: readonly string[]) => ({ balances: [...members], others: [] });
+const figure = (value: string) => (value === '' ? 0 : Number(value));
 
-const figure = (value: string | null | undefined) => (value == null || value === '' ? 0 : Number(value));
+/** The prefix metered-drain-1.lua puts before '<subscriber>|<feature>' to name a credit-spent hash. */
+function creditSpentPrefix(keys: RedisKeys, organizationId: string): string {
+  const named = keys.creditSpent(organizationId, 's', 'f');
+  if (!named.endsWith(':s|f')) throw new Error(`Unexpected credit-spent key ${named}.`);
+  return named.slice(0, -'s|f'.length);
+}
 
 /**
- * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
- * to the one drain that popped it), then one MULTI (one instant of Redis) with an HMGET per balance member, an
- * HGETALL of the credit-spent hash of each (subscriber, feature) named by a balance or credit member, and the set's
- * size. A change after the pop marks its member dirty again, so a later drain persists it; one read here already is
- * written twice, the second time over an equal revision, which writes nothing. A read that fails puts the members
- * back.
+ * Takes up to `count` members out of the organization's dirty set and reads their figures, in one call of
+ * metered-drain-1.lua (one instant of Redis; each member goes to the one drain that popped it): each balance
+ * member's `u r e k ro`, the credit-spent hash of each (subscriber, feature) whose credit member it took (popped, or
+ * still dirty: taken with them) or whose balance has credits in play, and the set's size. A hash whose credit member
+ * is not dirty holds what Postgres holds, so it is not read: the spent figures Postgres holds with a balance are still
+ * those of the same instant. A change after the drain marks its member dirty again, so a later drain persists it;
+ * one read here already is written twice, the second time over an equal revision, which writes nothing. A read that
+ * fails puts the members back (those it popped; the call is atomic, so a failed one took nothing else).
  */
 export async function drainBalances(
   redis: RedisClient,
   keys: RedisKeys,
   organizationId: string,
   count: number,
-  split: (members: readonly string[]) => { balances: string[]; others: string[] } = allBalances,
 ): Promise<Drained> {
   const dirtyKey = keys.meteredDirty(organizationId);
-  const popped = await redis.spop(dirtyKey, count);
-  const { balances: members, others } = split(popped);
+  const reply = await commandsOf(redis).meteredDrain(
+    dirtyKey,
+    count,
+    keys.meteredBalance(organizationId, ''),
+    creditSpentPrefix(keys, organizationId),
+  );
+  const text = reply as string[];
+  const popped = Number(reply[1]);
+  const members = text.slice(2, 2 + popped);
   const drained: Drained = {
-    taken: popped.length,
-    members: popped,
+    taken: popped,
+    members,
     balances: [],
     creditHashes: [],
     vanished: 0,
-    remaining: 0,
+    remaining: Number(reply[0]),
   };
-  if (popped.length === 0) return drained;
-  const owners = new Map<string, { subscriberId: string; feature: string }>();
-  for (const member of members) {
-    const { subscriberId, feature } = parseMeteredMember(member);
-    owners.set(creditDirtyMember(subscriberId, feature), { subscriberId, feature });
-  }
-  for (const member of others) owners.set(member, parseCreditDirtyMember(member)!);
-  const multi = redis.multi();
-  for (const member of members)
-    multi.hmget(keys.meteredBalance(organizationId, member), 'u', 'r', 'e', 'k', 'ro');
-  for (const { subscriberId, feature } of owners.values())
-    multi.hgetall(keys.creditSpent(organizationId, subscriberId, feature));
-  multi.scard(dirtyKey);
-  const expected = members.length + owners.size + 1;
-  let replies: [Error | null, unknown][];
-  try {
-    replies = (await multi.exec()) ?? [];
-    const failed = replies.find(([error]) => error !== null);
-    if (failed || replies.length !== expected) throw failed?.[0] ?? new Error('No reply to the drain.');
-  } catch (error) {
-    // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
-    await markDirty(redis, keys, organizationId, popped).catch(() => undefined);
-    throw error;
-  }
-  for (let i = 0; i < members.length; i++) {
-    const member = members[i]!;
-    const [used, revision, end, covered, rollover] = replies[i]![1] as (string | null)[];
-    if (used == null || revision == null) {
+  let at = 2 + popped;
+  for (let i = 0; i < popped; i++, at += 5) {
+    const used = text[at]!;
+    if (used === '-') continue; // a credit member only
+    const revision = text[at + 1]!;
+    if (used === '' || revision === '') {
       drained.vanished += 1;
       continue;
     }
+    const member = members[i]!;
+    const end = text[at + 2]!;
     drained.balances.push({
       member,
       ...parseMeteredMember(member),
-      periodEndMs: end == null || end === '' ? null : Number(end),
+      periodEndMs: end === '' ? null : Number(end),
       used: Number(used),
       revision: Number(revision),
-      covered: figure(covered),
-      rollover: figure(rollover),
+      covered: figure(text[at + 3]!),
+      rollover: figure(text[at + 4]!),
     });
   }
-  let at = members.length;
-  for (const owner of owners.values()) {
-    const fields = (replies[at++]![1] ?? {}) as Record<string, string>;
-    if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
+  const hashes = Number(reply[at++]);
+  for (let i = 0; i < hashes; i++) {
+    const owner = text[at]!;
+    const pairs = Number(reply[at + 1]);
+    at += 2;
+    const fields: Record<string, string> = {};
+    for (let j = 0; j < pairs; j++, at += 2) fields[text[at]!] = text[at + 1]!;
+    const bar = owner.indexOf('|');
+    drained.creditHashes.push({ subscriberId: owner.slice(0, bar), feature: owner.slice(bar + 1), fields });
   }
-  drained.remaining = Number(replies[at]![1]);
+  const alsoTaken = Number(reply[at++]);
+  for (let i = 0; i < alsoTaken; i++) members.push(text[at + i]!);
+  drained.taken += alsoTaken;
   return drained;
 }
 
