@@ -7,7 +7,7 @@
  * Redis commands the drain ran. Round 1 finds the worker's subscriber documents cold; the rounds after it (each a
  * change of every balance, one revision up) are what a running worker sees. BENCH_PERSIST_CREDIT_SHARE (0..1): the
  * share of balances whose consume spent a credit (k, the credit-spent hash and its dirty member written as the
- * gateway's Lua writes them). BENCH_PERSIST_CPU_PROFILE=<file>: a V8 CPU profile of the warm rounds' persisting.
+ * gateway's Lua writes them). BENCH_PERSIST_CPU_PROFILE=<file>: a V8 CPU profile of round 2's persisting.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -155,6 +155,11 @@ export async function runPersist(): Promise<PersistResult> {
       }
       const cpu = process.cpuUsage(cpuBefore);
       const ms = Date.now() - started;
+      if (round === 2 && profiler) {
+        const { profile } = await profiler.post('Profiler.stop');
+        writeFileSync(profileFile!, JSON.stringify(profile));
+        log(`wrote round 2's CPU profile to ${profileFile}`);
+      }
       const redisAfter = await redisInfo(writer);
       let pgCpu = 0;
       for (const pid of await backends()) pgCpu += cpuSecondsOf(pid) - (pgBefore.get(pid) ?? 0);
@@ -182,11 +187,6 @@ export async function runPersist(): Promise<PersistResult> {
           `postgres ${figures.postgresCpuUs.toFixed(1)} µs, redis ${figures.redisCpuUs.toFixed(1)} µs ` +
           `(${JSON.stringify(redisCalls)}), load ${loadavg()[0]!.toFixed(2)}`,
       );
-    }
-    if (profiler && rounds > 1) {
-      const { profile } = await profiler.post('Profiler.stop');
-      writeFileSync(profileFile!, JSON.stringify(profile));
-      log(`wrote the warm rounds' CPU profile to ${profileFile}`);
     }
     const warm = results.slice(1);
     const medianOf = (pick: (round: PersistRound) => number) => (warm.length ? median(warm.map(pick)) : 0);
