@@ -101,11 +101,15 @@ describe('credit spent from the dirty set', () => {
       periodStartMs: period.startMs,
       periodEndMs: period.endMs,
     };
-    // A give-back: used and k back to 0, the credit's spent down from 6 to 0 in the same call; k says nothing of it.
+    // A give-back: used and k back to 0, the credit's spent down from 6 to 0 in the same call.
     await spendInRedis({ [credit]: 6 });
     await createMeteredPersister(deps).persistOnce();
     expect(await persistedSpent(credit)).toBe(6);
-    await changeBalance(ctx.redis, keys(), org.organization_id, alice, { used: 0, revision: 9 });
+    const member = await changeBalance(ctx.redis, keys(), org.organization_id, alice, {
+      used: 0,
+      revision: 9,
+    });
+    await ctx.redis.hset(keys().meteredBalance(org.organization_id, member), 'k', 0);
     await spendInRedis({ [credit]: 0 });
     const persister = createMeteredPersister(deps, { batchSize: 1, maxBatches: 1 });
     for (

@@ -10,6 +10,7 @@ import {
   retireIfClean,
   undoCorrection,
 } from '../../src/features/metered-usage/balance-scripts.ts';
+import { splitDirtyMembers } from '../../src/features/credits/worker/persist.ts';
 import { changeBalance } from './balances.ts';
 
 const DECEMBER = Date.UTC(2026, 11, 1);
@@ -92,13 +93,14 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     await redis.sadd(keys.meteredDirty(org), creditDirtyMember(subscriberId, 'api-calls'));
   };
 
-  it('a drain that takes a balance reads its credit-spent hash while its credit member is dirty, taking it too', async () => {
+  it('a drain that takes a balance that met credits reads its credit-spent hash in the same instant, taking its member too', async () => {
     // SPOP picks at random: organizations until the first drain of one member takes the balance, not the credit
     // member (one in two each; the bound makes a miss a 2^-20 chance).
     for (let attempt = 0; attempt < 20; attempt++) {
       const org = newOrganization();
-      // A give-back to k = 0: nothing on the balance says credits are in play, yet the hash changed with it.
+      // A give-back to k = 0: the balance met credits (k is there), and the hash changed with it.
       const member = await changeBalance(redis, keys, org, balance(org, 'alice'), { used: 4, revision: 7 });
+      await redis.hset(keys.meteredBalance(org, member), 'k', 0);
       await spendCredits(org, 'alice', { cr_a: 2 });
       const first = await drainBalances(redis, keys, org, 1);
       if (first.balances.length === 0) continue;
@@ -115,9 +117,9 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     throw new Error('no drain took the balance first in 20 organizations');
   });
 
-  it('a credit-spent hash Postgres already holds is read only for balances with credits in play', async () => {
+  it('a balance that never met credits (no k, no ro) is drained without its credit-spent hash', async () => {
     const org = newOrganization();
-    // Persisted before (members not dirty): bob's balance has no credits in play, carol's has k.
+    // bob's balance never met credits (no k: his hash is another period's), carol's has k.
     await redis.hset(keys.creditSpent(org, 'bob', 'api-calls'), { cr_b: 1 });
     await redis.hset(keys.creditSpent(org, 'carol', 'api-calls'), { cr_c: 3 });
     await changeBalance(redis, keys, org, balance(org, 'bob'), { used: 9, revision: 2 });
@@ -144,7 +146,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
       { used: 1, revision: 1 },
     );
     await redis.hset(keys.creditSpent(org, '7', String(NOVEMBER)), { cr_e: 5 });
-    const drained = await drainBalances(redis, keys, org, 10);
+    const drained = await drainBalances(redis, keys, org, 10, splitDirtyMembers);
     expect(drained.taken).toBe(2);
     expect(drained.balances).toEqual([
       expect.objectContaining({ member: both, subscriberId: 'credit', used: 1 }),

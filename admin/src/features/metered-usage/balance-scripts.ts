@@ -3,6 +3,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import {
   creditDirtyMember,
   meteredMember,
+  parseCreditDirtyMember,
   parseMeteredMember,
   type RedisKeys,
 } from '@ent/common/redis/keys';
@@ -38,8 +39,8 @@ export interface Drained {
   members: string[];
   balances: DrainedBalance[];
   /**
-   * The credit-spent hashes the drain read with the balances, in the same instant (metered-drain-1.lua): those whose
-   * credit member it took, and those of balances with credits in play. Empty hashes are left out.
+   * The credit-spent hashes the drain read, each in the same instant as the balances of its (subscriber, feature) it
+   * took: those whose credit member it popped, and those of balances that met credits. Empty hashes are left out.
    */
   creditHashes: DrainedCreditHash[];
   /** Members the drain took whose balance is gone from Redis: nothing to persist. */
@@ -54,89 +55,145 @@ const BALANCE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 interface BalanceCommands {
   meteredCorrect(...keysAndArgs: string[]): Promise<[number, number, number]>;
   meteredCorrectUndo(...keysAndArgs: string[]): Promise<[number, number]>;
-  meteredDrain(...keysAndArgs: (string | number)[]): Promise<(string | number)[]>;
 }
 
 const commandsOf = (redis: RedisClient) => withScripts(redis) as unknown as BalanceCommands;
 
-const figure = (value: string) => (value === '' ? 0 : Number(value));
+const allBalances = (members: readonly string[]) => ({ balances: [...members], others: [] });
 
-/** The prefix metered-drain-1.lua puts before '<subscriber>|<feature>' to name a credit-spent hash. */
-function creditSpentPrefix(keys: RedisKeys, organizationId: string): string {
-  const named = keys.creditSpent(organizationId, 's', 'f');
-  if (!named.endsWith(':s|f')) throw new Error(`Unexpected credit-spent key ${named}.`);
-  return named.slice(0, -'s|f'.length);
+const figure = (value: string | undefined) => (value === undefined || value === '' ? 0 : Number(value));
+
+type Owner = { subscriberId: string; feature: string };
+type Replies = [Error | null, unknown][];
+
+async function execAll(batch: ReturnType<RedisClient['pipeline']>, expected: number): Promise<Replies> {
+  const replies = (await batch.exec()) ?? [];
+  const failed = replies.find(([error]) => error !== null);
+  if (failed || replies.length !== expected) throw failed?.[0] ?? new Error('No reply to the drain.');
+  return replies;
 }
 
 /**
- * Takes up to `count` members out of the organization's dirty set and reads their figures, in one call of
- * metered-drain-1.lua (one instant of Redis; each member goes to the one drain that popped it): each balance
- * member's `u r e k ro`, the credit-spent hash of each (subscriber, feature) whose credit member it took (popped, or
- * still dirty: taken with them) or whose balance has credits in play, and the set's size. A hash whose credit member
- * is not dirty holds what Postgres holds, so it is not read: the spent figures Postgres holds with a balance are still
- * those of the same instant. A change after the drain marks its member dirty again, so a later drain persists it;
- * one read here already is written twice, the second time over an equal revision, which writes nothing. A read that
- * fails puts the members back (those it popped; the call is atomic, so a failed one took nothing else).
+ * A balance hash as the drain reads it (HGETALL: two arguments, where HMGET of its fields took seven); null when it
+ * is gone. `metCredits`: it holds k or ro, which the gateway's scripts write only once credits or a rollover touch
+ * the balance (the refill keeps them absent otherwise).
+ */
+function balanceOf(member: string, fields: Record<string, string>) {
+  if (fields.u === undefined || fields.r === undefined) return null;
+  const balance: DrainedBalance = {
+    member,
+    ...parseMeteredMember(member),
+    periodEndMs: fields.e === undefined || fields.e === '' ? null : Number(fields.e),
+    used: Number(fields.u),
+    revision: Number(fields.r),
+    covered: figure(fields.k),
+    rollover: figure(fields.ro),
+  };
+  return { balance, metCredits: fields.k !== undefined || fields.ro !== undefined };
+}
+
+/**
+ * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
+ * to the one drain that popped it), then each balance's hash, the credit-spent hash of each credit member popped, and
+ * the set's size, in one round trip (a MULTI when a credit member was popped: its hash and its balances are then of
+ * one instant). A balance that never met credits (no k, no ro) persists covered = 0, which claims nothing of any
+ * credit, so its credit-spent hash is not read: it waits for its own member. A balance that met credits is read again
+ * with its credit-spent hash in a second MULTI, which also takes the hash's member out of the dirty set (listed in
+ * `members`, to go back should the write fail): what Postgres holds of a balance is thus never ahead of the spent
+ * figures it holds. Balances without credits (nearly all) cost Redis one command each, and no MULTI. A change after
+ * a read marks its member dirty again, so a later drain persists it; one read here already is written twice, the
+ * second time over an equal revision, which writes nothing. A read that fails puts the members back.
  */
 export async function drainBalances(
   redis: RedisClient,
   keys: RedisKeys,
   organizationId: string,
   count: number,
+  split: (members: readonly string[]) => { balances: string[]; others: string[] } = allBalances,
 ): Promise<Drained> {
   const dirtyKey = keys.meteredDirty(organizationId);
-  const reply = await commandsOf(redis).meteredDrain(
-    dirtyKey,
-    count,
-    keys.meteredBalance(organizationId, ''),
-    creditSpentPrefix(keys, organizationId),
-  );
-  const text = reply as string[];
-  const popped = Number(reply[1]);
-  const members = text.slice(2, 2 + popped);
+  const popped = await redis.spop(dirtyKey, count);
   const drained: Drained = {
-    taken: popped,
-    members,
+    taken: popped.length,
+    members: popped,
     balances: [],
     creditHashes: [],
     vanished: 0,
-    remaining: Number(reply[0]),
+    remaining: 0,
   };
-  let at = 2 + popped;
-  for (let i = 0; i < popped; i++, at += 5) {
-    const used = text[at]!;
-    if (used === '-') continue; // a credit member only
-    const revision = text[at + 1]!;
-    if (used === '' || revision === '') {
-      drained.vanished += 1;
-      continue;
+  if (popped.length === 0) return drained;
+  const { balances: members, others } = split(popped);
+  const poppedOwners = new Map<string, Owner>();
+  for (const member of others) {
+    const owner = parseCreditDirtyMember(member)!;
+    poppedOwners.set(creditDirtyMember(owner.subscriberId, owner.feature), owner);
+  }
+  const creditHashOf = (owner: Owner, fields: Record<string, string>) => {
+    if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
+  };
+  const putBack = [...popped];
+  try {
+    const first = poppedOwners.size > 0 ? redis.multi() : redis.pipeline();
+    for (const member of members) first.hgetall(keys.meteredBalance(organizationId, member));
+    for (const { subscriberId, feature } of poppedOwners.values())
+      first.hgetall(keys.creditSpent(organizationId, subscriberId, feature));
+    first.scard(dirtyKey);
+    const replies = await execAll(first, members.length + poppedOwners.size + 1);
+    // Balances that met credits and whose hash this read did not take: owner -> its members here.
+    const again = new Map<string, { owner: Owner; members: string[] }>();
+    for (let i = 0; i < members.length; i++) {
+      const member = members[i]!;
+      const read = balanceOf(member, replies[i]![1] as Record<string, string>);
+      if (read === null) {
+        drained.vanished += 1;
+        continue;
+      }
+      const { subscriberId, feature } = read.balance;
+      const ownerMember = creditDirtyMember(subscriberId, feature);
+      if (read.metCredits && !poppedOwners.has(ownerMember)) {
+        const entry = again.get(ownerMember) ?? { owner: { subscriberId, feature }, members: [] };
+        entry.members.push(member);
+        again.set(ownerMember, entry);
+        continue;
+      }
+      drained.balances.push(read.balance);
     }
-    const member = members[i]!;
-    const end = text[at + 2]!;
-    drained.balances.push({
-      member,
-      ...parseMeteredMember(member),
-      periodEndMs: end === '' ? null : Number(end),
-      used: Number(used),
-      revision: Number(revision),
-      covered: figure(text[at + 3]!),
-      rollover: figure(text[at + 4]!),
-    });
+    let at = members.length;
+    for (const owner of poppedOwners.values())
+      creditHashOf(owner, replies[at++]![1] as Record<string, string>);
+    drained.remaining = Number(replies[at]![1]);
+    if (again.size === 0) return drained;
+
+    const second = redis.multi();
+    let expected = 1;
+    for (const { owner, members: ofOwner } of again.values()) {
+      for (const member of ofOwner) second.hgetall(keys.meteredBalance(organizationId, member));
+      second.hgetall(keys.creditSpent(organizationId, owner.subscriberId, owner.feature));
+      expected += ofOwner.length + 1;
+    }
+    const creditMembers = [...again.keys()];
+    second.srem(dirtyKey, ...creditMembers);
+    putBack.push(...creditMembers);
+    const more = await execAll(second, expected);
+    at = 0;
+    for (const { owner, members: ofOwner } of again.values()) {
+      for (const member of ofOwner) {
+        const read = balanceOf(member, more[at++]![1] as Record<string, string>);
+        if (read === null) drained.vanished += 1;
+        else drained.balances.push(read.balance);
+      }
+      creditHashOf(owner, more[at++]![1] as Record<string, string>);
+    }
+    const alsoTaken = Number(more[at]![1]);
+    drained.members = putBack;
+    drained.taken += alsoTaken;
+    drained.remaining = Math.max(0, drained.remaining - alsoTaken);
+    return drained;
+  } catch (error) {
+    // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
+    await markDirty(redis, keys, organizationId, putBack).catch(() => undefined);
+    throw error;
   }
-  const hashes = Number(reply[at++]);
-  for (let i = 0; i < hashes; i++) {
-    const owner = text[at]!;
-    const pairs = Number(reply[at + 1]);
-    at += 2;
-    const fields: Record<string, string> = {};
-    for (let j = 0; j < pairs; j++, at += 2) fields[text[at]!] = text[at + 1]!;
-    const bar = owner.indexOf('|');
-    drained.creditHashes.push({ subscriberId: owner.slice(0, bar), feature: owner.slice(bar + 1), fields });
-  }
-  const alsoTaken = Number(reply[at++]);
-  for (let i = 0; i < alsoTaken; i++) members.push(text[at + i]!);
-  drained.taken += alsoTaken;
-  return drained;
 }
 
 /**

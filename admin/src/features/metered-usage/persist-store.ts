@@ -36,7 +36,10 @@ async function upsert(
   organizationId: string,
   balances: readonly DrainedBalance[],
   returning: boolean,
-): Promise<{ count: number; rows: { subscriber_id: string; feature_key: string; period_start_ms: number }[] }> {
+): Promise<{
+  count: number;
+  rows: { subscriber_id: string; feature_key: string; period_start_ms: number }[];
+}> {
   const sorted = [...balances].sort(byKey);
   const result = await sql<{ subscriber_id: string; feature_key: string; period_start_ms: number }>`
     INSERT INTO metered_usage AS m

@@ -4,6 +4,7 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
+import { splitDirtyMembers } from '../credits/worker/persist.ts';
 import { persistCreditHashes } from '../credits/worker/spent.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
@@ -139,7 +140,13 @@ export function createMeteredPersister(
           SELECT pg_try_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`})) AS locked
         `.execute(trx);
         if (!rows[0]?.locked) return null;
-        const drained = await drainBalances(redis, keys, organizationId, options.batchSize);
+        const drained = await drainBalances(
+          redis,
+          keys,
+          organizationId,
+          options.batchSize,
+          splitDirtyMembers,
+        );
         popped = drained.members;
         if (drained.taken === 0) return { drained, written: null, deliveryIds: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);
