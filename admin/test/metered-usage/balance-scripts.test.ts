@@ -88,7 +88,11 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
   });
 
   /** What a consume that changed credits leaves: the figures in the credit-spent hash, its member dirty. */
-  const spendCredits = async (org: string, subscriberId: string, figures: Record<string, number>) => {
+  const spendCredits = async (
+    org: string,
+    subscriberId: string,
+    figures: Record<string, number | string>,
+  ) => {
     await redis.hset(keys.creditSpent(org, subscriberId, 'api-calls'), figures);
     await redis.sadd(keys.meteredDirty(org), creditDirtyMember(subscriberId, 'api-calls'));
   };

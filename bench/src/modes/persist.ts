@@ -124,7 +124,10 @@ export async function runPersist(): Promise<PersistResult> {
           const member = meteredMember(subscriber, METERED_FEATURE, startMs);
           const spends = s < subscribers * creditShare;
           members.push(member);
-          pipeline.hset(keys.meteredBalance(org, member), 'u', round, 'r', round, 'e', endMs, 'k', spends ? round : 0);
+          // As the gateway's scripts write it: k only once credits covered something.
+          const balanceKey = keys.meteredBalance(org, member);
+          if (spends) pipeline.hset(balanceKey, 'u', round, 'r', round, 'e', endMs, 'k', round);
+          else pipeline.hset(balanceKey, 'u', round, 'r', round, 'e', endMs);
           if (spends) {
             pipeline.hset(keys.creditSpent(org, subscriber, METERED_FEATURE), creditIds(s), round);
             members.push(creditDirtyMember(subscriber, METERED_FEATURE));
