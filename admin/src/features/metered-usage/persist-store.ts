@@ -5,7 +5,7 @@ import type { UsageThreshold } from './thresholds.ts';
 
 type Trx = Transaction<Database>;
 
-export interface UpsertedBalances {
+interface UpsertedBalances {
   /** Rows written (inserted, or updated over an older revision). */
   persisted: number;
   /** The watched balances among them (those whose write may reach a threshold). */
