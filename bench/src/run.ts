@@ -12,6 +12,7 @@
  *   metering             consume against the plain check, batches of 1,000 usage events, exact usage (DESIGN.md §5)
  *   import               POST /org/imports of a million subscribers with their subscription, gateway p99 meanwhile
  *   credits              consume with five live credits against consume with none, nothing double-spent (issue 35)
+ *   persist              the worker's metered persister: worker, Postgres and Redis CPU per persisted balance
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
  * stops what it started by PID. Settings: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_SUBSCRIBERS.
@@ -24,6 +25,7 @@ import { runMetering, renderMetering } from './modes/metering.ts';
 import { runExport, renderExport } from './modes/export.ts';
 import { runImport, renderImport } from './modes/import.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
+import { runPersist, renderPersist } from './modes/persist.ts';
 import { runInstructions, renderInstructions } from './modes/instructions.ts';
 import { runConsumeProfile, runProfile, renderProfile } from './modes/profile.ts';
 import { runScale, renderScale } from './modes/scale.ts';
@@ -43,6 +45,7 @@ export const modes = {
   export: { run: runExport, render: renderExport },
   import: { run: runImport, render: renderImport },
   credits: { run: runCredits, render: renderCredits },
+  persist: { run: runPersist, render: renderPersist },
 } as const;
 
 export type Mode = keyof typeof modes;

@@ -16,7 +16,7 @@ import {
   createMeteredPersister,
   type MeteredPersisterDeps,
 } from '../../src/features/metered-usage/persister.ts';
-import { meteredSubscriber } from '../metered-usage/balances.ts';
+import { changeBalance, meteredSubscriber } from '../metered-usage/balances.ts';
 
 const NOW = Date.parse('2027-03-15T12:00:00.000Z');
 const HOUR = 3_600_000;
@@ -90,6 +90,43 @@ describe('credit spent from the dirty set', () => {
     await createMeteredPersister(deps).persistOnce();
     expect(await persistedSpent(a)).toBe(1);
     expect(await ctx.redis.scard(keys().meteredDirty(org.organization_id))).toBe(0);
+  });
+
+  it('a balance is never persisted ahead of its credits: one drain at a time, whatever SPOP takes first', async () => {
+    const credit = await createCredit({ feature: 'api-calls', amount: 10 });
+    const period = meteredPeriodAt('month', null, NOW);
+    const alice = {
+      subscriberId: 'alice',
+      feature: 'api-calls',
+      periodStartMs: period.startMs,
+      periodEndMs: period.endMs,
+    };
+    // A give-back: used and k back to 0, the credit's spent down from 6 to 0 in the same call.
+    await spendInRedis({ [credit]: 6 });
+    await createMeteredPersister(deps).persistOnce();
+    expect(await persistedSpent(credit)).toBe(6);
+    const member = await changeBalance(ctx.redis, keys(), org.organization_id, alice, {
+      used: 0,
+      revision: 9,
+    });
+    await ctx.redis.hset(keys().meteredBalance(org.organization_id, member), 'k', 0);
+    await spendInRedis({ [credit]: 0 });
+    const persister = createMeteredPersister(deps, { batchSize: 1, maxBatches: 1 });
+    for (
+      let pass = 0;
+      pass < 4 && (await ctx.redis.scard(keys().meteredDirty(org.organization_id))) > 0;
+      pass++
+    ) {
+      await persister.persistOnce();
+      const row = await ctx.db
+        .selectFrom('metered_usage')
+        .select('revision')
+        .where('organization_id', '=', org.organization_id)
+        .executeTakeFirst();
+      if (row) expect(await persistedSpent(credit)).toBe(0);
+    }
+    expect(await ctx.redis.scard(keys().meteredDirty(org.organization_id))).toBe(0);
+    expect(await persistedSpent(credit)).toBe(0);
   });
 
   it('voiding keeps what was spent, in Postgres and in the answers', async () => {

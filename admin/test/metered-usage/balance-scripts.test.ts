@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { redisKeys, type RedisKeys } from '@ent/common/redis/keys';
+import { creditDirtyMember, redisKeys, type RedisKeys } from '@ent/common/redis/keys';
 import { deleteKeys } from '../../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../../test-support/redis-setups.ts';
 import {
@@ -10,6 +10,7 @@ import {
   retireIfClean,
   undoCorrection,
 } from '../../src/features/metered-usage/balance-scripts.ts';
+import { splitDirtyMembers } from '../../src/features/credits/worker/persist.ts';
 import { changeBalance } from './balances.ts';
 
 const DECEMBER = Date.UTC(2026, 11, 1);
@@ -73,12 +74,94 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     expect(await retireIfClean(redis, keys, org)).toBe(false);
     expect(await redis.sismember(keys.meteredDirtyOrganizations, org)).toBe(1);
     // A balance gone from Redis (expired) is taken and counted, with nothing to persist.
-    await redis.del(keys.meteredBalance(org, members.find((m) => !drained.some((d) => d.member === m))!));
+    await redis.del(
+      keys.meteredBalance(
+        org,
+        members.find((m) => !drained.some((d) => d.member === m))!,
+      ),
+    );
     const rest = await drainBalances(redis, keys, org, 10);
     expect(rest).toMatchObject({ taken: 1, balances: [], remaining: 0, vanished: 1 });
     expect(await drainBalances(redis, keys, org, 10)).toMatchObject({ taken: 0, balances: [] });
     expect(await retireIfClean(redis, keys, org)).toBe(true);
     expect(await redis.sismember(keys.meteredDirtyOrganizations, org)).toBe(0);
+  });
+
+  /** What a consume that changed credits leaves: the figures in the credit-spent hash, its member dirty. */
+  const spendCredits = async (
+    org: string,
+    subscriberId: string,
+    figures: Record<string, number | string>,
+  ) => {
+    await redis.hset(keys.creditSpent(org, subscriberId, 'api-calls'), figures);
+    await redis.sadd(keys.meteredDirty(org), creditDirtyMember(subscriberId, 'api-calls'));
+  };
+
+  it('a drain that takes a balance that met credits reads its credit-spent hash in the same instant, taking its member too', async () => {
+    // SPOP picks at random: organizations until the first drain of one member takes the balance, not the credit
+    // member (one in two each; the bound makes a miss a 2^-20 chance).
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const org = newOrganization();
+      // A give-back to k = 0: the balance met credits (k is there), and the hash changed with it.
+      const member = await changeBalance(redis, keys, org, balance(org, 'alice'), { used: 4, revision: 7 });
+      await redis.hset(keys.meteredBalance(org, member), 'k', 0);
+      await spendCredits(org, 'alice', { cr_a: 2 });
+      const first = await drainBalances(redis, keys, org, 1);
+      if (first.balances.length === 0) continue;
+      expect(first).toMatchObject({
+        taken: 2,
+        members: [member, creditDirtyMember('alice', 'api-calls')],
+        balances: [expect.objectContaining({ member, used: 4, revision: 7, covered: 0 })],
+        creditHashes: [{ subscriberId: 'alice', feature: 'api-calls', fields: { cr_a: '2' } }],
+        remaining: 0,
+      });
+      expect(await redis.scard(keys.meteredDirty(org))).toBe(0);
+      return;
+    }
+    throw new Error('no drain took the balance first in 20 organizations');
+  });
+
+  it('a balance that never met credits (no k, no ro) is drained without its credit-spent hash', async () => {
+    const org = newOrganization();
+    // bob's balance never met credits (no k: his hash is another period's), carol's has k.
+    await redis.hset(keys.creditSpent(org, 'bob', 'api-calls'), { cr_b: 1 });
+    await redis.hset(keys.creditSpent(org, 'carol', 'api-calls'), { cr_c: 3 });
+    await changeBalance(redis, keys, org, balance(org, 'bob'), { used: 9, revision: 2 });
+    const carol = await changeBalance(redis, keys, org, balance(org, 'carol'), { used: 5, revision: 3 });
+    await redis.hset(keys.meteredBalance(org, carol), 'k', 3);
+    const drained = await drainBalances(redis, keys, org, 10);
+    expect(drained.taken).toBe(2);
+    expect(drained.balances).toHaveLength(2);
+    expect(drained.balances.find((entry) => entry.member === carol)).toMatchObject({ covered: 3 });
+    expect(drained.creditHashes).toEqual([
+      { subscriberId: 'carol', feature: 'api-calls', fields: { cr_c: '3' } },
+    ]);
+  });
+
+  it('a credit member drained alone brings its hash, and a member of both kinds is read both ways', async () => {
+    const org = newOrganization();
+    await spendCredits(org, 'dave', { cr_d: 1, 'ro:cr_r': '4|1|2|3' });
+    // Subscriber `credit`, feature `7`: its balance member 'credit|7|<start>' also names the hash of (7, <start>).
+    const both = await changeBalance(
+      redis,
+      keys,
+      org,
+      { subscriberId: 'credit', feature: '7', periodStartMs: NOVEMBER, periodEndMs: DECEMBER },
+      { used: 1, revision: 1 },
+    );
+    await redis.hset(keys.creditSpent(org, '7', String(NOVEMBER)), { cr_e: 5 });
+    const drained = await drainBalances(redis, keys, org, 10, splitDirtyMembers);
+    expect(drained.taken).toBe(2);
+    expect(drained.balances).toEqual([
+      expect.objectContaining({ member: both, subscriberId: 'credit', used: 1 }),
+    ]);
+    expect(drained.creditHashes).toHaveLength(2);
+    expect(drained.creditHashes).toEqual(
+      expect.arrayContaining([
+        { subscriberId: 'dave', feature: 'api-calls', fields: { cr_d: '1', 'ro:cr_r': '4|1|2|3' } },
+        { subscriberId: '7', feature: String(NOVEMBER), fields: { cr_e: '5' } },
+      ]),
+    );
   });
 
   it('a correction and its undo', async () => {

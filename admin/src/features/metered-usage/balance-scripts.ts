@@ -33,14 +33,14 @@ export interface DrainedCreditHash {
 }
 
 export interface Drained {
-  /** Members taken out of the dirty set (0: it was empty). */
+  /** Members taken out of the dirty set (0: it was empty), credit members taken with their balances included. */
   taken: number;
   /** Every member taken, to mark dirty again should the write fail. */
   members: string[];
   balances: DrainedBalance[];
   /**
-   * The credit-spent hash of every (subscriber, feature) the drain took a balance or a credit member of, read in
-   * the same MULTI as the balances: the spent figures persisted with a balance are those of the same instant.
+   * The credit-spent hashes the drain read, each in the same instant as the balances of its (subscriber, feature) it
+   * took: those whose credit member it popped, and those of balances that met credits. Empty hashes are left out.
    */
   creditHashes: DrainedCreditHash[];
   /** Members the drain took whose balance is gone from Redis: nothing to persist. */
@@ -61,15 +61,48 @@ const commandsOf = (redis: RedisClient) => withScripts(redis) as unknown as Bala
 
 const allBalances = (members: readonly string[]) => ({ balances: [...members], others: [] });
 
-const figure = (value: string | null | undefined) => (value == null || value === '' ? 0 : Number(value));
+const figure = (value: string | undefined) => (value === undefined || value === '' ? 0 : Number(value));
+
+type Owner = { subscriberId: string; feature: string };
+type Replies = [Error | null, unknown][];
+
+async function execAll(batch: ReturnType<RedisClient['pipeline']>, expected: number): Promise<Replies> {
+  const replies = (await batch.exec()) ?? [];
+  const failed = replies.find(([error]) => error !== null);
+  if (failed || replies.length !== expected) throw failed?.[0] ?? new Error('No reply to the drain.');
+  return replies;
+}
+
+/**
+ * A balance hash as the drain reads it (HGETALL: two arguments, where HMGET of its fields took seven); null when it
+ * is gone. `metCredits`: it holds k or ro, which the gateway's scripts write only once credits or a rollover touch
+ * the balance (the refill keeps them absent otherwise).
+ */
+function balanceOf(member: string, fields: Record<string, string>) {
+  if (fields.u === undefined || fields.r === undefined) return null;
+  const balance: DrainedBalance = {
+    member,
+    ...parseMeteredMember(member),
+    periodEndMs: fields.e === undefined || fields.e === '' ? null : Number(fields.e),
+    used: Number(fields.u),
+    revision: Number(fields.r),
+    covered: figure(fields.k),
+    rollover: figure(fields.ro),
+  };
+  return { balance, metCredits: fields.k !== undefined || fields.ro !== undefined };
+}
 
 /**
  * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
- * to the one drain that popped it), then one MULTI (one instant of Redis) with an HMGET per balance member, an
- * HGETALL of the credit-spent hash of each (subscriber, feature) named by a balance or credit member, and the set's
- * size. A change after the pop marks its member dirty again, so a later drain persists it; one read here already is
- * written twice, the second time over an equal revision, which writes nothing. A read that fails puts the members
- * back.
+ * to the one drain that popped it), then each balance's hash, the credit-spent hash of each credit member popped, and
+ * the set's size, in one round trip (a MULTI when a credit member was popped: its hash and its balances are then of
+ * one instant). A balance that never met credits (no k, no ro) persists covered = 0, which claims nothing of any
+ * credit, so its credit-spent hash is not read: it waits for its own member. A balance that met credits is read again
+ * with its credit-spent hash in a second MULTI, which also takes the hash's member out of the dirty set (listed in
+ * `members`, to go back should the write fail): what Postgres holds of a balance is thus never ahead of the spent
+ * figures it holds. Balances without credits (nearly all) cost Redis one command each, and no MULTI. A change after
+ * a read marks its member dirty again, so a later drain persists it; one read here already is written twice, the
+ * second time over an equal revision, which writes nothing. A read that fails puts the members back.
  */
 export async function drainBalances(
   redis: RedisClient,
@@ -80,7 +113,6 @@ export async function drainBalances(
 ): Promise<Drained> {
   const dirtyKey = keys.meteredDirty(organizationId);
   const popped = await redis.spop(dirtyKey, count);
-  const { balances: members, others } = split(popped);
   const drained: Drained = {
     taken: popped.length,
     members: popped,
@@ -90,53 +122,78 @@ export async function drainBalances(
     remaining: 0,
   };
   if (popped.length === 0) return drained;
-  const owners = new Map<string, { subscriberId: string; feature: string }>();
-  for (const member of members) {
-    const { subscriberId, feature } = parseMeteredMember(member);
-    owners.set(creditDirtyMember(subscriberId, feature), { subscriberId, feature });
+  const { balances: members, others } = split(popped);
+  const poppedOwners = new Map<string, Owner>();
+  for (const member of others) {
+    const owner = parseCreditDirtyMember(member)!;
+    poppedOwners.set(creditDirtyMember(owner.subscriberId, owner.feature), owner);
   }
-  for (const member of others) owners.set(member, parseCreditDirtyMember(member)!);
-  const multi = redis.multi();
-  for (const member of members)
-    multi.hmget(keys.meteredBalance(organizationId, member), 'u', 'r', 'e', 'k', 'ro');
-  for (const { subscriberId, feature } of owners.values())
-    multi.hgetall(keys.creditSpent(organizationId, subscriberId, feature));
-  multi.scard(dirtyKey);
-  const expected = members.length + owners.size + 1;
-  let replies: [Error | null, unknown][];
+  const creditHashOf = (owner: Owner, fields: Record<string, string>) => {
+    if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
+  };
+  const putBack = [...popped];
   try {
-    replies = (await multi.exec()) ?? [];
-    const failed = replies.find(([error]) => error !== null);
-    if (failed || replies.length !== expected) throw failed?.[0] ?? new Error('No reply to the drain.');
+    const first = poppedOwners.size > 0 ? redis.multi() : redis.pipeline();
+    for (const member of members) first.hgetall(keys.meteredBalance(organizationId, member));
+    for (const { subscriberId, feature } of poppedOwners.values())
+      first.hgetall(keys.creditSpent(organizationId, subscriberId, feature));
+    first.scard(dirtyKey);
+    const replies = await execAll(first, members.length + poppedOwners.size + 1);
+    // Balances that met credits and whose hash this read did not take: owner -> its members here.
+    const again = new Map<string, { owner: Owner; members: string[] }>();
+    for (let i = 0; i < members.length; i++) {
+      const member = members[i]!;
+      const read = balanceOf(member, replies[i]![1] as Record<string, string>);
+      if (read === null) {
+        drained.vanished += 1;
+        continue;
+      }
+      const { subscriberId, feature } = read.balance;
+      const ownerMember = creditDirtyMember(subscriberId, feature);
+      if (read.metCredits && !poppedOwners.has(ownerMember)) {
+        const entry = again.get(ownerMember) ?? { owner: { subscriberId, feature }, members: [] };
+        entry.members.push(member);
+        again.set(ownerMember, entry);
+        continue;
+      }
+      drained.balances.push(read.balance);
+    }
+    let at = members.length;
+    for (const owner of poppedOwners.values())
+      creditHashOf(owner, replies[at++]![1] as Record<string, string>);
+    drained.remaining = Number(replies[at]![1]);
+    if (again.size === 0) return drained;
+
+    const second = redis.multi();
+    let expected = 1;
+    for (const { owner, members: ofOwner } of again.values()) {
+      for (const member of ofOwner) second.hgetall(keys.meteredBalance(organizationId, member));
+      second.hgetall(keys.creditSpent(organizationId, owner.subscriberId, owner.feature));
+      expected += ofOwner.length + 1;
+    }
+    const creditMembers = [...again.keys()];
+    second.srem(dirtyKey, ...creditMembers);
+    putBack.push(...creditMembers);
+    const more = await execAll(second, expected);
+    at = 0;
+    for (const { owner, members: ofOwner } of again.values()) {
+      for (const member of ofOwner) {
+        const read = balanceOf(member, more[at++]![1] as Record<string, string>);
+        if (read === null) drained.vanished += 1;
+        else drained.balances.push(read.balance);
+      }
+      creditHashOf(owner, more[at++]![1] as Record<string, string>);
+    }
+    const alsoTaken = Number(more[at]![1]);
+    drained.members = putBack;
+    drained.taken += alsoTaken;
+    drained.remaining = Math.max(0, drained.remaining - alsoTaken);
+    return drained;
   } catch (error) {
     // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
-    await markDirty(redis, keys, organizationId, popped).catch(() => undefined);
+    await markDirty(redis, keys, organizationId, putBack).catch(() => undefined);
     throw error;
   }
-  for (let i = 0; i < members.length; i++) {
-    const member = members[i]!;
-    const [used, revision, end, covered, rollover] = replies[i]![1] as (string | null)[];
-    if (used == null || revision == null) {
-      drained.vanished += 1;
-      continue;
-    }
-    drained.balances.push({
-      member,
-      ...parseMeteredMember(member),
-      periodEndMs: end == null || end === '' ? null : Number(end),
-      used: Number(used),
-      revision: Number(revision),
-      covered: figure(covered),
-      rollover: figure(rollover),
-    });
-  }
-  let at = members.length;
-  for (const owner of owners.values()) {
-    const fields = (replies[at++]![1] ?? {}) as Record<string, string>;
-    if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
-  }
-  drained.remaining = Number(replies[at]![1]);
-  return drained;
 }
 
 /**

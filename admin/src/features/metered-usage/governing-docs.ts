@@ -44,14 +44,22 @@ export function createGoverningDocs(db: Kysely<Database>, max = MAX_SUBSCRIBERS)
     return built?.doc ?? null;
   }
 
-  async function subscribersOf(organizationId: string, ids: readonly string[]): Promise<Map<string, SubscriberDoc>> {
-    const { rows } = await sql<{ subscriber_id: string; version: number }>`
-      SELECT subscriber_id, version FROM subscribers
-      WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${ids}::text[])
+  async function subscribersOf(
+    organizationId: string,
+    ids: readonly string[],
+  ): Promise<Map<string, SubscriberDoc>> {
+    // One primary-key probe per id (a scalar subquery): `subscriber_id = ANY(...)` let the planner scan the whole
+    // table when it is small enough to sit in memory, 12 µs of Postgres CPU per id at 50,000 subscribers against 3.
+    const { rows } = await sql<{ subscriber_id: string; version: number | null }>`
+      SELECT i.id AS subscriber_id,
+        (SELECT s.version FROM subscribers s WHERE s.organization_id = ${organizationId} AND s.subscriber_id = i.id)
+          AS version
+      FROM unnest(${ids}::text[]) AS i (id)
     `.execute(db);
     const docs = new Map<string, SubscriberDoc>();
     const stale: string[] = [];
     for (const row of rows) {
+      if (row.version === null) continue; // no such subscriber
       const kept = subscribers.get(keyOf(organizationId, row.subscriber_id));
       if (kept && kept.version === snapshotVersionOf(row.version)) docs.set(row.subscriber_id, kept.doc);
       else stale.push(row.subscriber_id);

@@ -5,12 +5,11 @@ import type { UsageThreshold } from './thresholds.ts';
 
 type Trx = Transaction<Database>;
 
-export interface WrittenBalance {
-  subscriberId: string;
-  feature: string;
-  periodStartMs: number;
-  periodEndMs: number | null;
-  used: number;
+interface UpsertedBalances {
+  /** Rows written (inserted, or updated over an older revision). */
+  persisted: number;
+  /** The watched balances among them (those whose write may reach a threshold). */
+  written: DrainedBalance[];
 }
 
 /** Primary-key order, so concurrent writers lock rows in one order and cannot deadlock each other. */
@@ -25,25 +24,24 @@ const byKey = <T extends { subscriberId: string; feature: string; periodStartMs:
           ? 1
           : a.periodStartMs - b.periodStartMs;
 
+const identityOf = (subscriberId: string, feature: string, periodStartMs: number) =>
+  `${subscriberId}\n${feature}\n${periodStartMs}`;
+
 /**
- * Upserts balances into metered_usage, each only over an older revision (a drain that lost a race to a newer one
- * writes nothing). Answers the rows it wrote. One statement with one array per column (unnest), so its text and its
- * parameters stay the same size whatever the batch: nine parameters, not nine per row.
+ * One upsert statement (unnest: one array per column, so its text and its nine parameters stay the same whatever the
+ * batch), each row only over an older revision. RETURNING only when asked: most batches need the count alone.
  */
-export async function upsertBalances(
+async function upsert(
   trx: Trx,
   organizationId: string,
   balances: readonly DrainedBalance[],
-): Promise<WrittenBalance[]> {
-  if (balances.length === 0) return [];
+  returning: boolean,
+): Promise<{
+  count: number;
+  rows: { subscriber_id: string; feature_key: string; period_start_ms: number }[];
+}> {
   const sorted = [...balances].sort(byKey);
-  const { rows } = await sql<{
-    subscriber_id: string;
-    feature_key: string;
-    period_start_ms: number;
-    period_end_ms: number | null;
-    used: number;
-  }>`
+  const result = await sql<{ subscriber_id: string; feature_key: string; period_start_ms: number }>`
     INSERT INTO metered_usage AS m
       (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision, covered, rollover)
     SELECT ${organizationId}, b.subscriber_id, b.feature_key,
@@ -65,18 +63,43 @@ export async function upsertBalances(
       SET used = excluded.used, revision = excluded.revision, period_end = excluded.period_end,
         covered = excluded.covered, rollover = excluded.rollover, updated_at = now()
       WHERE m.revision < excluded.revision
-    RETURNING m.subscriber_id, m.feature_key,
-      (extract(epoch FROM m.period_start) * 1000)::bigint AS period_start_ms,
-      (extract(epoch FROM m.period_end) * 1000)::bigint AS period_end_ms,
-      m.used
+    ${
+      returning
+        ? sql`RETURNING m.subscriber_id, m.feature_key,
+      (extract(epoch FROM m.period_start) * 1000)::bigint AS period_start_ms`
+        : sql``
+    }
   `.execute(trx);
-  return rows.map((row) => ({
-    subscriberId: row.subscriber_id,
-    feature: row.feature_key,
-    periodStartMs: row.period_start_ms,
-    periodEndMs: row.period_end_ms,
-    used: row.used,
-  }));
+  return { count: Number(result.numAffectedRows ?? result.rows.length), rows: result.rows };
+}
+
+/**
+ * Upserts balances into metered_usage, each only over an older revision (a drain that lost a race to a newer one
+ * writes nothing). Answers how many rows it wrote, and which of the `watched` balances it wrote: those are told
+ * apart with RETURNING, in a statement of their own, so a batch with no threshold in reach (nearly every one)
+ * returns no rows at all. Rows of one organization are written by one drain at a time (its drain lock), so two
+ * statements, each in key order, cannot deadlock against another writer.
+ */
+export async function upsertBalances(
+  trx: Trx,
+  organizationId: string,
+  balances: readonly DrainedBalance[],
+  watched: (balance: DrainedBalance) => boolean = () => false,
+): Promise<UpsertedBalances> {
+  const watchedBalances: DrainedBalance[] = [];
+  const others: DrainedBalance[] = [];
+  for (const balance of balances) (watched(balance) ? watchedBalances : others).push(balance);
+  let persisted = 0;
+  if (others.length > 0) persisted += (await upsert(trx, organizationId, others, false)).count;
+  if (watchedBalances.length === 0) return { persisted, written: [] };
+  const { count, rows } = await upsert(trx, organizationId, watchedBalances, true);
+  const writtenKeys = new Set(
+    rows.map((row) => identityOf(row.subscriber_id, row.feature_key, Number(row.period_start_ms))),
+  );
+  const written = watchedBalances.filter((balance) =>
+    writtenKeys.has(identityOf(balance.subscriberId, balance.feature, balance.periodStartMs)),
+  );
+  return { persisted: persisted + count, written };
 }
 
 export interface ReachedThreshold {

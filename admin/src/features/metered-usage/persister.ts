@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
-import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import type { RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
 import { splitDirtyMembers } from '../credits/worker/persist.ts';
 import { persistCreditHashes } from '../credits/worker/spent.ts';
@@ -14,12 +14,7 @@ import {
   type Drained,
   type DrainedBalance,
 } from './balance-scripts.ts';
-import {
-  recordReachedThresholds,
-  upsertBalances,
-  type ReachedThreshold,
-  type WrittenBalance,
-} from './persist-store.ts';
+import { recordReachedThresholds, upsertBalances, type ReachedThreshold } from './persist-store.ts';
 import { governingLimit, thresholdsReached } from './thresholds.ts';
 import { createGoverningDocs } from './governing-docs.ts';
 
@@ -107,11 +102,24 @@ export function createMeteredPersister(
     return limits;
   }
 
-  const reachedBy = (written: readonly WrittenBalance[], limits: Map<string, number>): ReachedThreshold[] =>
-    written.flatMap((balance) => {
-      const limit = limits.get(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs));
+  /** Whether a balance's figure reaches a threshold of its limit (the write then tells whether it is new). */
+  const inReach = (limits: Map<string, number>) => (balance: DrainedBalance) => {
+    const limit = limits.get(balance.member);
+    return limit !== undefined && thresholdsReached(balance.used, limit).length > 0;
+  };
+
+  const reachedBy = (written: readonly DrainedBalance[], limits: Map<string, number>): ReachedThreshold[] =>
+    written.flatMap(({ member, subscriberId, feature, periodStartMs, used }) => {
+      const limit = limits.get(member);
       if (limit === undefined) return [];
-      return thresholdsReached(balance.used, limit).map((threshold) => ({ ...balance, threshold, limit }));
+      return thresholdsReached(used, limit).map((threshold) => ({
+        subscriberId,
+        feature,
+        periodStartMs,
+        used,
+        threshold,
+        limit,
+      }));
     });
 
   /**
@@ -142,14 +150,18 @@ export function createMeteredPersister(
         popped = drained.members;
         if (drained.taken === 0) return { drained, written: null, deliveryIds: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);
-        const balances = await upsertBalances(trx, organizationId, drained.balances);
-        const reached = await recordReachedThresholds(trx, organizationId, reachedBy(balances, limits));
+        const balances = await upsertBalances(trx, organizationId, drained.balances, inReach(limits));
+        const reached = await recordReachedThresholds(
+          trx,
+          organizationId,
+          reachedBy(balances.written, limits),
+        );
         const credits = await persistCreditHashes(trx, organizationId, drained.creditHashes, nowMs);
         const events = [...reached.map(thresholdEvent), ...credits.events];
         const ids = await recordDeliveries(trx, organizationId, events, new Date(nowMs));
         return {
           drained,
-          written: { persisted: balances.length, thresholds: reached.length, credits: credits.persisted },
+          written: { persisted: balances.persisted, thresholds: reached.length, credits: credits.persisted },
           deliveryIds: ids,
         };
       });

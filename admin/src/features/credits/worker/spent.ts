@@ -26,8 +26,8 @@ function figuresOf(hashes: readonly DrainedCreditHash[]): {
 }
 
 /**
- * Persists credit-spent hashes the metered drain read with its balances (one MULTI, so with the balances of the
- * same instant): rollover credits first (recorded once each), then every spent figure into `credits.spent` (one
+ * Persists credit-spent hashes the metered drain read with its balances (one script call, so with the balances of
+ * the same instant): rollover credits first (recorded once each), then every spent figure into `credits.spent` (one
  * UPDATE for the batch). The caller holds the organization's drain lock from before the drain to the commit, so
  * drains land in Postgres in the order they read Redis and an older figure never overwrites a newer one. Answers
  * the rows changed and the `credit.created` events of the rollovers this call recorded.
