@@ -224,7 +224,8 @@ const GROUP_NAMES: Record<(typeof GROUPS)[number], string> = {
 
 export function renderProfile(result: ProfileResult): string {
   const [bare, gateway] = result.targets as [ProfiledTarget, ProfiledTarget];
-  const columns = `| where | ${bare.name} | ${gateway.name} | difference |`;
+  const label = ({ name }: ProfiledTarget) => (name === 'bare fastify' ? 'bare route' : name);
+  const columns = `| where | ${label(bare)} | ${label(gateway)} | difference |`;
   const us = (value: number) => value.toFixed(1);
   const rows = GROUPS.map(
     (group) =>
