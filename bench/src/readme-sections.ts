@@ -11,6 +11,7 @@ import { renderHeadline } from './headline.ts';
 import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
+import { renderConsumeFloor, type ConsumeFloorResult } from './modes/consume-floor.ts';
 import { renderCredits, type CreditsResult } from './modes/credits.ts';
 import { renderMetering, type MeteringResult } from './modes/metering.ts';
 import { renderExport, type ExportResult } from './modes/export.ts';
@@ -64,6 +65,12 @@ function readmeSections(): [string, string | null][] {
     [
       'metering',
       metering ? renderMetering(metering) : 'Not measured yet: `npm run bench -- metering` writes it.',
+    ],
+    [
+      'consume-floor',
+      ((r) => (r ? renderConsumeFloor(r) : 'Not measured yet: `npm run bench -- consume-floor` writes it.'))(
+        readResult<ConsumeFloorResult>('consume-floor'),
+      ),
     ],
     ['import', imported ? renderImport(imported) : 'Not measured yet: `npm run bench -- import` writes it.'],
     ['export', exported ? renderExport(exported) : 'Not measured yet: `npm run bench -- export` writes it.'],

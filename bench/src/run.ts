@@ -12,6 +12,7 @@
  *   metering             consume against the plain check, batches of 1,000 usage events, exact usage (DESIGN.md §5)
  *   import               POST /org/imports of a million subscribers with their subscription, gateway p99 meanwhile
  *   credits              consume with five live credits against consume with none, nothing double-spent (issue 35)
+ *   consume-floor        the least Redis CPU a consume adds in this design: balance commands and the drain, no gateway
  *   persist              the worker's metered persister: worker, Postgres and Redis CPU per persisted balance
  * Each writes bench/results/<mode>.json; `npm run bench:readme` makes the tables of docs/benchmarks.md from those files.
  * Every mode uses a fresh database and Redis key prefix, targets 127.0.0.1 only, is bounded in time, and
@@ -20,6 +21,7 @@
 import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runAging, renderAging } from './modes/aging.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
+import { runConsumeFloor, renderConsumeFloor } from './modes/consume-floor.ts';
 import { runCredits, renderCredits } from './modes/credits.ts';
 import { runMetering, renderMetering } from './modes/metering.ts';
 import { runExport, renderExport } from './modes/export.ts';
@@ -45,6 +47,7 @@ export const modes = {
   export: { run: runExport, render: renderExport },
   import: { run: runImport, render: renderImport },
   credits: { run: runCredits, render: renderCredits },
+  'consume-floor': { run: runConsumeFloor, render: renderConsumeFloor },
   persist: { run: runPersist, render: renderPersist },
 } as const;
 

@@ -1,0 +1,112 @@
+/**
+ * `npm run bench -- consume-floor`: the least Redis CPU a consume can add to a check in this design (DESIGN.md §5:
+ * Redis holds the hot balance, the worker persists every changed one), measured on a private redis-server with the
+ * same key shape as the gateway's: 100,000 distinct balances, operations in script calls of 50 as the gate batches
+ * them, and the drain as the worker runs it (SPOP of 500, then one pipelined read per balance). No gateway: these are
+ * the commands any implementation of the design must run, without the rest of ours around them.
+ */
+import { Redis } from 'ioredis';
+import { envNumber, log, startPrivateRedis } from '../harness.ts';
+
+export interface ConsumeFloorResult {
+  mode: 'consume-floor';
+  date: string;
+  settings: { balances: number; operationsPerCall: number; rounds: number };
+  /** Redis CPU µs per operation (script shapes) or per drained balance (drain shapes), median of the rounds. */
+  shapes: { name: string; description: string; us: number; rounds: number[] }[];
+}
+
+const SCRIPTS: Record<string, { description: string; source: string }> = {
+  'arguments only': {
+    description: 'a script call that only reads its arguments: the per-operation cost of sending one',
+    source: 'local n = 0 for i = 1, #ARGV do n = n + #ARGV[i] end return n',
+  },
+  'counter + dirty mark': {
+    description: 'HINCRBY of the balance, one SADD of the call\'s members: an unconditional counter, the least a consume does',
+    source: "for i = 1, #ARGV do redis.call('HINCRBY', 'b:' .. ARGV[i], 'u', 1) end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
+  },
+  'one-field read and write + dirty mark': {
+    description: 'HGET and HSET of one field holding the whole balance: a conditional consume with the best layout',
+    source: "for i = 1, #ARGV do local b = redis.call('HGET', 'h:' .. ARGV[i], 'b') redis.call('HSET', 'h:' .. ARGV[i], 'b', '1|2|3|4') end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
+  },
+  'four-field read, two-field write + dirty mark': {
+    description: 'HMGET u k r e and HSET u r: the layout the scripts use today',
+    source: "for i = 1, #ARGV do local s = redis.call('HMGET', 'b:' .. ARGV[i], 'u', 'k', 'r', 'e') redis.call('HSET', 'b:' .. ARGV[i], 'u', (tonumber(s[1]) or 0) + 1, 'r', (tonumber(s[3]) or 0) + 1) end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
+  },
+};
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return field('used_cpu_sys') + field('used_cpu_user');
+}
+
+export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
+  const balances = envNumber('BENCH_SUBSCRIBERS', 100_000);
+  const rounds = envNumber('BENCH_ROUNDS', 5);
+  const perCall = 50;
+  const redis = new Redis(await startPrivateRedis());
+  try {
+    const member = (i: number) => `sub-${i % balances}|metered|1764547200000`;
+    const shas = new Map<string, string>();
+    for (const [name, { source }] of Object.entries(SCRIPTS))
+      shas.set(name, (await redis.script('LOAD', source)) as string);
+    const measured = new Map<string, number[]>([...shas.keys(), 'drain'].map((name) => [name, []]));
+    let next = 0;
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, sha] of shas) {
+        const calls = (2 * balances) / perCall;
+        const before = await redisCpuSeconds(redis);
+        for (let call = 0; call < calls; call += 20) {
+          await Promise.all(
+            Array.from({ length: 20 }, () =>
+              redis.evalsha(sha, 0, ...Array.from({ length: perCall }, () => member(next++))),
+            ),
+          );
+        }
+        measured.get(name)!.push((((await redisCpuSeconds(redis)) - before) * 1e6) / (calls * perCall));
+      }
+      // The worker's drain of every balance marked: the dirty set is full after the scripts above.
+      await redis.sadd('dirty', ...Array.from({ length: 1000 }, (_, i) => member(i)));
+      const dirty = await redis.scard('dirty');
+      const before = await redisCpuSeconds(redis);
+      for (let drained = 0; drained <= dirty; drained += 500) {
+        const members = (await redis.spop('dirty', 500)) as string[];
+        if (members.length === 0) break;
+        const pipeline = redis.pipeline();
+        for (const m of members) pipeline.hgetall(`b:${m}`);
+        await pipeline.exec();
+      }
+      measured.get('drain')!.push((((await redisCpuSeconds(redis)) - before) * 1e6) / dirty);
+      log(`round ${round + 1}: ${[...measured].map(([name, v]) => `${name} ${v.at(-1)!.toFixed(2)}`).join(', ')} µs`);
+    }
+    return {
+      mode: 'consume-floor',
+      date: new Date().toISOString(),
+      settings: { balances, operationsPerCall: perCall, rounds },
+      shapes: [...measured].map(([name, values]) => ({
+        name,
+        description:
+          SCRIPTS[name]?.description ?? 'SPOP of 500 and a pipelined HGETALL per balance: reading a changed balance once to persist it',
+        us: median(values),
+        rounds: values,
+      })),
+    };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export function renderConsumeFloor(result: ConsumeFloorResult): string {
+  return [
+    `Redis CPU per operation on a private redis-server, ${result.settings.balances.toLocaleString('en-US')} distinct ` +
+      `balances, script calls of ${result.settings.operationsPerCall} (\`npm run bench -- consume-floor\`, medians of ` +
+      `${result.settings.rounds} rounds, ${result.date.slice(0, 10)}):`,
+    '',
+    '| shape | µs | what it is |',
+    '|---|---|---|',
+    ...result.shapes.map((shape) => `| ${shape.name} | ${shape.us.toFixed(2)} | ${shape.description} |`),
+  ].join('\n');
+}
