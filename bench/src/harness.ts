@@ -91,19 +91,47 @@ const portAnswers = (port: number) =>
     socket.on('error', () => resolve(false));
   });
 
+/** The process id of the redis-server answering on `port` (null: none answers, or not as a Redis). */
+async function redisProcessIdOn(port: number): Promise<number | null> {
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  try {
+    await client.connect();
+    return Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1] ?? NaN) || null;
+  } catch {
+    return null;
+  } finally {
+    client.disconnect();
+  }
+}
+
 /**
- * A redis-server of the mode's own on a free port (no persistence), optionally under a wrapper (taskset), stopped
- * with the other children; its URL once it accepts connections (waits up to 10 s).
+ * A redis-server of the mode's own on a free port (no persistence), optionally under a wrapper (taskset, which execs
+ * it: same pid), stopped with the other children; its URL once it accepts connections (waits up to 10 s). The server
+ * that answers must be the one started here: a port taken between the free-port probe and the start would otherwise
+ * hand the mode someone else's Redis, which its cleanup then flushes. Such a start is tried again on another port.
  */
 export async function startPrivateRedis(wrapper: string[] = []): Promise<string> {
-  const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-  if (wrapper.length) startCommand(wrapper[0]!, [...wrapper.slice(1), 'redis-server', ...args]);
-  else startCommand('redis-server', args);
-  for (let attempt = 0; attempt < 100 && !(await portAnswers(port)); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let start = 0; start < 5; start++) {
+    const port = await freePort();
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    const child = wrapper.length
+      ? startCommand(wrapper[0]!, [...wrapper.slice(1), 'redis-server', ...args])
+      : startCommand('redis-server', args);
+    for (let attempt = 0; attempt < 100 && !(await portAnswers(port)); attempt++) {
+      if (child.process.exitCode !== null) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if ((await redisProcessIdOn(port)) === child.pid) return `redis://127.0.0.1:${port}`;
+    log(`private Redis: port ${port} answered with another server; starting again on another port`);
+    if (child.process.exitCode === null) child.process.kill('SIGTERM');
   }
-  return `redis://127.0.0.1:${port}`;
+  throw new Error('no private redis-server of its own could be started (five ports were taken meanwhile)');
 }
 
 /** Cleanups of the worlds still in use: an interrupted run (Ctrl-C) drops their databases and keys too. */
@@ -122,7 +150,9 @@ export async function stopChildren(): Promise<void> {
 }
 
 async function stopAll(started: ChildProcess[]): Promise<void> {
-  const running = started.filter((child) => child.pid && child.exitCode === null && child.signalCode === null);
+  const running = started.filter(
+    (child) => child.pid && child.exitCode === null && child.signalCode === null,
+  );
   await Promise.all(
     running.map(
       (child) =>
