@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readLatestFaults, renderMarkdown as renderFaults } from './faults/table.ts';
 import { root } from './harness.ts';
-import { renderHeadline } from './headline.ts';
+import { renderHeadline, type HeadlineInputs } from './headline.ts';
 import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
@@ -27,32 +27,21 @@ export const documentsWithSections = ['README.md', 'docs/benchmarks.md', 'docs/o
 
 /** Each section's name and content; null where its results file does not exist yet. */
 function readmeSections(): [string, string | null][] {
-  const throughput = readResult<ThroughputResult>('throughput');
-  const memory = readResult<MemoryResult>('memory');
-  const pinned = readResult<PinnedResult>('pinned');
-  const scale = readResult<ScaleResult>('scale');
-  const faults = readLatestFaults(root);
-  const aging = readResult<AgingResult>('aging');
-  const metering = readResult<MeteringResult>('metering');
-  const imported = readResult<ImportResult>('import');
-  const exported = readResult<ExportResult>('export');
-  const credits = readResult<CreditsResult>('credits');
+  const results: HeadlineInputs = {
+    throughput: readResult<ThroughputResult>('throughput'),
+    pinned: readResult<PinnedResult>('pinned'),
+    memory: readResult<MemoryResult>('memory'),
+    scale: readResult<ScaleResult>('scale'),
+    faults: readLatestFaults(root),
+    aging: readResult<AgingResult>('aging'),
+    metering: readResult<MeteringResult>('metering'),
+    imported: readResult<ImportResult>('import'),
+    exported: readResult<ExportResult>('export'),
+    credits: readResult<CreditsResult>('credits'),
+  };
+  const { throughput, memory, pinned, scale, faults, aging, metering, imported, exported, credits } = results;
   return [
-    [
-      'headline',
-      renderHeadline({
-        throughput,
-        pinned,
-        memory,
-        scale,
-        faults,
-        aging,
-        metering,
-        imported,
-        exported,
-        credits,
-      }),
-    ],
+    ['headline', renderHeadline(results)],
     ['throughput', throughput && renderThroughput(throughput)],
     ['memory', memory && renderMemory(memory)],
     ['pinned', pinned && renderPinned(pinned)],
