@@ -6,7 +6,7 @@
  * the commands any implementation of the design must run, without the rest of ours around them.
  */
 import { Redis } from 'ioredis';
-import { envNumber, log, startPrivateRedis } from '../harness.ts';
+import { envNumber, log, median, startPrivateRedis } from '../harness.ts';
 
 export interface ConsumeFloorResult {
   mode: 'consume-floor';
@@ -22,20 +22,23 @@ const SCRIPTS: Record<string, { description: string; source: string }> = {
     source: 'local n = 0 for i = 1, #ARGV do n = n + #ARGV[i] end return n',
   },
   'counter + dirty mark': {
-    description: 'HINCRBY of the balance, one SADD of the call\'s members: an unconditional counter, the least a consume does',
-    source: "for i = 1, #ARGV do redis.call('HINCRBY', 'b:' .. ARGV[i], 'u', 1) end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
+    description:
+      "HINCRBY of the balance, one SADD of the call's members: an unconditional counter, the least a consume does",
+    source:
+      "for i = 1, #ARGV do redis.call('HINCRBY', 'b:' .. ARGV[i], 'u', 1) end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
   },
   'one-field read and write + dirty mark': {
-    description: 'HGET and HSET of one field holding the whole balance: a conditional consume with the best layout',
-    source: "for i = 1, #ARGV do local b = redis.call('HGET', 'h:' .. ARGV[i], 'b') redis.call('HSET', 'h:' .. ARGV[i], 'b', '1|2|3|4') end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
+    description:
+      'HGET and HSET of one field holding the whole balance: a conditional consume with the best layout',
+    source:
+      "for i = 1, #ARGV do local b = redis.call('HGET', 'h:' .. ARGV[i], 'b') redis.call('HSET', 'h:' .. ARGV[i], 'b', '1|2|3|4') end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
   },
   'four-field read, two-field write + dirty mark': {
     description: 'HMGET u k r e and HSET u r: the layout the scripts use today',
-    source: "for i = 1, #ARGV do local s = redis.call('HMGET', 'b:' .. ARGV[i], 'u', 'k', 'r', 'e') redis.call('HSET', 'b:' .. ARGV[i], 'u', (tonumber(s[1]) or 0) + 1, 'r', (tonumber(s[3]) or 0) + 1) end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
+    source:
+      "for i = 1, #ARGV do local s = redis.call('HMGET', 'b:' .. ARGV[i], 'u', 'k', 'r', 'e') redis.call('HSET', 'b:' .. ARGV[i], 'u', (tonumber(s[1]) or 0) + 1, 'r', (tonumber(s[3]) or 0) + 1) end redis.call('SADD', 'dirty', unpack(ARGV)) return 1",
   },
 };
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function redisCpuSeconds(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');
@@ -80,7 +83,9 @@ export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
         await pipeline.exec();
       }
       measured.get('drain')!.push((((await redisCpuSeconds(redis)) - before) * 1e6) / dirty);
-      log(`round ${round + 1}: ${[...measured].map(([name, v]) => `${name} ${v.at(-1)!.toFixed(2)}`).join(', ')} µs`);
+      log(
+        `round ${round + 1}: ${[...measured].map(([name, v]) => `${name} ${v.at(-1)!.toFixed(2)}`).join(', ')} µs`,
+      );
     }
     return {
       mode: 'consume-floor',
@@ -89,7 +94,8 @@ export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
       shapes: [...measured].map(([name, values]) => ({
         name,
         description:
-          SCRIPTS[name]?.description ?? 'SPOP of 500 and a pipelined HGETALL per balance: reading a changed balance once to persist it',
+          SCRIPTS[name]?.description ??
+          'SPOP of 500 and a pipelined HGETALL per balance: reading a changed balance once to persist it',
         us: median(values),
         rounds: values,
       })),

@@ -124,10 +124,13 @@ export class ListedCredit implements CheckCredit {
  * what credits covered (the answer's `remaining` counts both). No figures: no credits. `previous`, an earlier
  * answer's credits of the same list, lends the credits whose figures did not move (the same objects).
  */
+/** No earlier answer to lend credits from (shared: the default allocates nothing). */
+const NO_PREVIOUS_CREDITS: readonly CheckCredit[] = Object.freeze([]);
+
 export function checkCreditsOf(
   list: readonly SpendingCredit[],
   figures: CreditFigures | undefined,
-  previous: readonly CheckCredit[] = [],
+  previous: readonly CheckCredit[] = NO_PREVIOUS_CREDITS,
 ): MeteredCredits {
   if (figures === undefined) return NO_METERED_CREDITS;
   const credits: CheckCredit[] = [];

@@ -205,25 +205,27 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       // A balance seen before (the key names it: subscriber and feature are the same) takes the new figure in place:
       // one lookup that also makes it the most recent, and no object per consume or event. Figures are read only
       // synchronously (the refill's merge), so none is seen half written.
-      const seen = figures.get(key);
-      if (seen !== undefined) {
-        seen.used = outcome.used;
-        seen.covered = covered;
-        seen.rollover = rollover;
-        seen.periodEndMs = op.periodEndMs;
-        seen.credits = credits ? op.creditList : null;
-        seen.spent = spent;
-      } else
-        figures.set(key, {
-          used: outcome.used,
-          covered,
-          rollover,
-          periodEndMs: op.periodEndMs,
+      let figure = figures.get(key);
+      if (figure === undefined) {
+        // Every field in the order the cache's figures are always made (one shape).
+        figure = {
+          used: 0,
+          covered: 0,
+          rollover: 0,
+          periodEndMs: null,
           subscriberId: op.subscriberId,
           feature: op.feature,
-          credits: credits ? op.creditList : null,
+          credits: null,
           spent,
-        });
+        };
+        figures.set(key, figure);
+      }
+      figure.used = outcome.used;
+      figure.covered = covered;
+      figure.rollover = rollover;
+      figure.periodEndMs = op.periodEndMs;
+      figure.credits = credits ? op.creditList : null;
+      figure.spent = spent;
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;
@@ -362,7 +364,13 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       );
     } catch (error) {
       // The caller answers 503 ("nothing applied"), which the settle makes true if the call ran after all.
-      settlements.settleLater({ id: callId, organizationId, nowMs: clock.now(), answered: 0, operations: ops });
+      settlements.settleLater({
+        id: callId,
+        organizationId,
+        nowMs: clock.now(),
+        answered: 0,
+        operations: ops,
+      });
       throw error;
     }
     // Applied nothing: the caller answers 503, as for a call that timed out.

@@ -102,8 +102,11 @@ const sharesTerms = (set: MeteredOperation, op: MeteredOperation) =>
  * An operation's character in eval-gate-batch-8.lua's kinds string: its kind, upper case when it sends an idempotency
  * key and fingerprint after its values (a read never does: the rule ignores a read's key).
  */
+/** A keyed operation's kind as the gate script reads it: upper case. */
+const KEYED_KIND = { r: 'R', c: 'C', d: 'D', s: 'S' } as const;
+
 const gateKindOf = (op: MeteredOperation) =>
-  op.idempotencyKey === '' || op.kind === 'r' ? op.kind : op.kind.toUpperCase();
+  op.idempotencyKey === '' || op.kind === 'r' ? op.kind : KEYED_KIND[op.kind];
 
 /**
  * eval-gate-batch-8.lua's metered section after its four keys: the number of term sets, 7 values per term set
@@ -130,7 +133,9 @@ export function gateOperationArguments(
     if (ops === undefined) continue;
     for (const op of ops) {
       if (op.subscriberId !== evals[i]!.subscriberId)
-        throw new Error(`A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`);
+        throw new Error(
+          `A gate call's operation on "${op.subscriberId}" belongs to another subscriber's eval.`,
+        );
       let set: GateTermSet | undefined;
       for (let k = sets.length - 1; k >= 0 && k >= sets.length - TERM_SETS_SEARCHED; k--) {
         if (sharesTerms(sets[k]!.first, op)) {

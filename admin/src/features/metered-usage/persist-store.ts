@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
+import { meteredMember } from '@ent/common/redis/keys';
 import type { DrainedBalance } from './balance-scripts.ts';
 import type { UsageThreshold } from './thresholds.ts';
 
@@ -23,9 +24,6 @@ const byKey = <T extends { subscriberId: string; feature: string; periodStartMs:
         : a.feature > b.feature
           ? 1
           : a.periodStartMs - b.periodStartMs;
-
-const identityOf = (subscriberId: string, feature: string, periodStartMs: number) =>
-  `${subscriberId}\n${feature}\n${periodStartMs}`;
 
 /**
  * One upsert statement (unnest: one array per column, so its text and its nine parameters stay the same whatever the
@@ -94,11 +92,9 @@ export async function upsertBalances(
   if (watchedBalances.length === 0) return { persisted, written: [] };
   const { count, rows } = await upsert(trx, organizationId, watchedBalances, true);
   const writtenKeys = new Set(
-    rows.map((row) => identityOf(row.subscriber_id, row.feature_key, Number(row.period_start_ms))),
+    rows.map((row) => meteredMember(row.subscriber_id, row.feature_key, Number(row.period_start_ms))),
   );
-  const written = watchedBalances.filter((balance) =>
-    writtenKeys.has(identityOf(balance.subscriberId, balance.feature, balance.periodStartMs)),
-  );
+  const written = watchedBalances.filter((balance) => writtenKeys.has(balance.member));
   return { persisted: persisted + count, written };
 }
 

@@ -336,12 +336,13 @@ if m < #ARGV then
         op.credits = spec == "0" and "" or argv[specsAt + tonumber(spec)]
         op.kind = KIND_OF[kind]
         -- No dirty key: the members changed are marked with one SADD after the loop.
-        if kind < 97 then -- upper case: keyed
+        local keyed = kind < 97 -- upper case
+        if keyed then
           op.idem, op.fingerprint = argv[base + 6], argv[base + 7]
-          status, value = meteredApply(balancePrefix, idempotencyPrefix, false, op)
+        end
+        status, value = meteredApply(balancePrefix, idempotencyPrefix, false, op)
+        if keyed then
           op.idem, op.fingerprint = "", ""
-        else
-          status, value = meteredApply(balancePrefix, idempotencyPrefix, false, op)
         end
         if status == 0 and (kind == 99 or kind == 67) then -- 'c', 'C'
           appliedSize = appliedSize + 1
