@@ -6,7 +6,7 @@
  * the commands any implementation of the design must run, without the rest of ours around them.
  */
 import { Redis } from 'ioredis';
-import { envNumber, log, median, startPrivateRedis } from '../harness.ts';
+import { envNumber, log, median, redisCpuSeconds, startPrivateRedis } from '../harness.ts';
 
 export interface ConsumeFloorResult {
   mode: 'consume-floor';
@@ -40,17 +40,12 @@ const SCRIPTS: Record<string, { description: string; source: string }> = {
   },
 };
 
-async function redisCpuSeconds(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
-  return field('used_cpu_sys') + field('used_cpu_user');
-}
-
 export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
   const balances = envNumber('BENCH_SUBSCRIBERS', 100_000);
   const rounds = envNumber('BENCH_ROUNDS', 5);
   const perCall = 50;
-  const redis = new Redis(await startPrivateRedis());
+  const redisUrl = await startPrivateRedis();
+  const redis = new Redis(redisUrl);
   try {
     const member = (i: number) => `sub-${i % balances}|metered|1764547200000`;
     const shas = new Map<string, string>();
@@ -61,7 +56,7 @@ export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
     for (let round = 0; round < rounds; round++) {
       for (const [name, sha] of shas) {
         const calls = (2 * balances) / perCall;
-        const before = await redisCpuSeconds(redis);
+        const before = redisCpuSeconds(redisUrl);
         for (let call = 0; call < calls; call += 20) {
           await Promise.all(
             Array.from({ length: 20 }, () =>
@@ -69,12 +64,12 @@ export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
             ),
           );
         }
-        measured.get(name)!.push((((await redisCpuSeconds(redis)) - before) * 1e6) / (calls * perCall));
+        measured.get(name)!.push(((redisCpuSeconds(redisUrl) - before) * 1e6) / (calls * perCall));
       }
       // The worker's drain of every balance marked: the dirty set is full after the scripts above.
       await redis.sadd('dirty', ...Array.from({ length: 1000 }, (_, i) => member(i)));
       const dirty = await redis.scard('dirty');
-      const before = await redisCpuSeconds(redis);
+      const before = redisCpuSeconds(redisUrl);
       for (let drained = 0; drained <= dirty; drained += 500) {
         const members = (await redis.spop('dirty', 500)) as string[];
         if (members.length === 0) break;
@@ -82,7 +77,7 @@ export async function runConsumeFloor(): Promise<ConsumeFloorResult> {
         for (const m of members) pipeline.hgetall(`b:${m}`);
         await pipeline.exec();
       }
-      measured.get('drain')!.push((((await redisCpuSeconds(redis)) - before) * 1e6) / dirty);
+      measured.get('drain')!.push(((redisCpuSeconds(redisUrl) - before) * 1e6) / dirty);
       log(
         `round ${round + 1}: ${[...measured].map(([name, v]) => `${name} ${v.at(-1)!.toFixed(2)}`).join(', ')} µs`,
       );

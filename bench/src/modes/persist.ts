@@ -9,7 +9,7 @@
  * share of balances whose consume spent a credit (k, the credit-spent hash and its dirty member written as the
  * gateway's Lua writes them). BENCH_PERSIST_CPU_PROFILE=<file>: a V8 CPU profile of round 2's persisting.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
@@ -20,7 +20,7 @@ import { creditDirtyMember, meteredMember, redisKeys } from '@ent/common/redis/k
 import { createMeteredPersister } from '../../../admin/src/features/metered-usage/persister.ts';
 import { createQueues, closeQueues } from '../../../admin/src/jobs/queues.ts';
 import { queueNames } from '../../../admin/src/job-registry.ts';
-import { createWorld, envNumber, log, median, startPrivateRedis } from '../harness.ts';
+import { createWorld, envNumber, log, median, processCpuSeconds, startPrivateRedis } from '../harness.ts';
 import { DEFAULT_SHAPE, LARGE_LIMIT, METERED_FEATURE } from '../seed.ts';
 
 export interface PersistRound {
@@ -46,12 +46,10 @@ export interface PersistResult {
   warm: { workerCpuUs: number; postgresCpuUs: number; redisCpuUs: number };
 }
 
-const TICKS = 100;
-
+/** A Postgres backend's CPU seconds so far (0 once it has exited). */
 function cpuSecondsOf(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+    return processCpuSeconds(pid);
   } catch {
     return 0;
   }
