@@ -58,38 +58,34 @@ local limit = tonumber(arrangement[1])
 -- What to give back, in the order applied: six strings each (member, amount, period end, ttl, credits, key).
 local counted, consumed = memory, nil
 local unmatched = 0
+-- The operation the gateway sent at ARGV[at..at+5], with `amount` as what to undo; none sent there: counted unmatched.
+local function giveBack(at, amount)
+  if not ARGV[at + 5] then
+    unmatched = unmatched + 1
+    return
+  end
+  local n = #consumed
+  consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], amount, ARGV[at + 2]
+  consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+end
 if memory then
   local newline = string.find(memory, "\n", 1, true)
   if newline then
     counted = string.sub(memory, 1, newline - 1)
     local listed = string.sub(memory, newline + 1)
-    local form = string.sub(listed, 1, 1)
     consumed = {}
-    if form == "#" then
+    if string.sub(listed, 1, 1) == "#" then
       -- A gate batch's: the places of the consumes it applied among its operations, which ARGV holds.
       for place in string.gmatch(listed, "%d+") do
         local at = 1 + 6 * tonumber(place)
-        if ARGV[at + 5] then
-          local n = #consumed
-          for k = 0, 5 do
-            consumed[n + 1 + k] = ARGV[at + k]
-          end
-        else
-          unmatched = unmatched + 1
-        end
+        giveBack(at, ARGV[at + 1])
       end
     else
       -- A usage call's: each operation's change of used, or 'x' (nothing changed), in the order of ARGV's.
       local at = 7
       for change in string.gmatch(listed, "%S+") do
         if change ~= "x" then
-          if ARGV[at + 5] then
-            local n = #consumed
-            consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], change, ARGV[at + 2]
-            consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
-          else
-            unmatched = unmatched + 1
-          end
+          giveBack(at, change)
         end
         at = at + 6
       end
