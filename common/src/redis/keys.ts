@@ -35,7 +35,7 @@ export function redisKeys(prefix: string) {
      * dirty set by `creditDirtyMember`, for the worker to persist `spent` to Postgres.
      */
     creditSpent: (organizationId: string, subscriberId: string, feature: string) =>
-      `${org(organizationId)}:credit-spent:${subscriberId}|${feature}`,
+      `${org(organizationId)}:credit-spent:${creditOwner(subscriberId, feature)}`,
     /** Set of `meteredMember`s changed since the worker last persisted them to Postgres. */
     meteredDirty: (organizationId: string) => `${org(organizationId)}:mdirty`,
     /**
@@ -97,9 +97,15 @@ export function parseMeteredMember(member: string): {
   return { subscriberId: subscriberId!, feature: feature!, periodStartMs: Number(start) };
 }
 
+/**
+ * Whose credits on which feature: the tail of a credit-spent hash's key (`creditSpent`) and of its dirty member, and
+ * what the gateway's credits spec names (metered-credits.fragment.lua makes both from it).
+ */
+export const creditOwner = (subscriberId: string, feature: string): string => `${subscriberId}|${feature}`;
+
 /** The dirty-set member naming a subscriber's credit-spent hash for one feature (`creditSpent`). */
 export const creditDirtyMember = (subscriberId: string, feature: string): string =>
-  `credit|${subscriberId}|${feature}`;
+  `credit|${creditOwner(subscriberId, feature)}`;
 
 /**
  * The subscriber and feature of a `creditDirtyMember`; undefined for a balance member. A member may be both (a

@@ -5,7 +5,7 @@ import {
   type SpendingCredit,
 } from '@ent/common/metering/credit-answer';
 import { meteredPeriodAt, type MeteredPeriod } from '@ent/common/metering/metered-period';
-import { creditDirtyMember, type RedisKeys } from '@ent/common/redis/keys';
+import { creditDirtyMember, creditOwner, type RedisKeys } from '@ent/common/redis/keys';
 import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 
@@ -96,11 +96,12 @@ const checkedKeys = new WeakSet<RedisKeys>();
 function checkCreditSpentKey(keys: RedisKeys, organizationId: string, subscriberId: string, feature: string) {
   if (checkedKeys.has(keys)) return;
   const balancePrefix = keys.meteredBalance(organizationId, '');
-  const made = `${balancePrefix.slice(0, -2)}credit-spent:${subscriberId}|${feature}`;
+  const owner = creditOwner(subscriberId, feature);
+  const made = `${balancePrefix.slice(0, -2)}credit-spent:${owner}`;
   if (
     !balancePrefix.endsWith(':m:') ||
     made !== keys.creditSpent(organizationId, subscriberId, feature) ||
-    creditDirtyMember(subscriberId, feature) !== `credit|${subscriberId}|${feature}`
+    creditDirtyMember(subscriberId, feature) !== `credit|${owner}`
   )
     throw new Error(
       `The credit-spent hash or its dirty member is not where metered-credits.fragment.lua makes it.`,
@@ -178,7 +179,7 @@ function buildCreditsSpec(
   // it: no key prefix sent), the count (so the ids are split only when read or spent), the ids and the amounts one
   // line each, the rollover lines last and only when a rollover may be made.
   const lines = [
-    `${subscriberId}|${feature}`,
+    creditOwner(subscriberId, feature),
     String(list.length),
     list.map(([id]) => id).join(' '),
     list.map(([, amount]) => (amount === null ? '-' : String(amount))).join(' '),
