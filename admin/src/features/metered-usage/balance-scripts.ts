@@ -131,7 +131,6 @@ export async function drainBalances(
   const creditHashOf = (owner: Owner, fields: Record<string, string>) => {
     if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
   };
-  const putBack = [...popped];
   try {
     const first = poppedOwners.size > 0 ? redis.multi() : redis.pipeline();
     for (const member of members) first.hgetall(keys.meteredBalance(organizationId, member));
@@ -173,7 +172,8 @@ export async function drainBalances(
     }
     const creditMembers = [...again.keys()];
     second.srem(dirtyKey, ...creditMembers);
-    putBack.push(...creditMembers);
+    // Taken with the balances: put back with them should the write fail.
+    drained.members.push(...creditMembers);
     const more = await execAll(second, expected);
     at = 0;
     for (const { owner, members: ofOwner } of again.values()) {
@@ -185,13 +185,12 @@ export async function drainBalances(
       creditHashOf(owner, more[at++]![1] as Record<string, string>);
     }
     const alsoTaken = Number(more[at]![1]);
-    drained.members = putBack;
     drained.taken += alsoTaken;
     drained.remaining = Math.max(0, drained.remaining - alsoTaken);
     return drained;
   } catch (error) {
     // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
-    await markDirty(redis, keys, organizationId, putBack).catch(() => undefined);
+    await markDirty(redis, keys, organizationId, drained.members).catch(() => undefined);
     throw error;
   }
 }
