@@ -230,6 +230,29 @@ export async function driveMeasured(
   };
 }
 
+/** CPU seconds of the Postgres backends serving one database (admin's pool keeps its connections). */
+export async function backendCpuSeconds(ownerUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: ownerUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    let total = 0;
+    for (const { pid } of rows) {
+      try {
+        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        total += (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch {
+        // A backend that ended meanwhile.
+      }
+    }
+    return total;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Resident memory of a process, bytes. */
 export function residentBytes(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
-import { creditDirtyMember, redisKeys, type RedisKeys } from '@ent/common/redis/keys';
+import {
+  creditBalanceDirtyMember,
+  creditDirtyMember,
+  redisKeys,
+  type RedisKeys,
+} from '@ent/common/redis/keys';
 import { deleteKeys } from '../../../test-support/redis-keys.ts';
 import { redisCluster, singleRedis } from '../../../test-support/redis-setups.ts';
 import {
@@ -15,6 +20,7 @@ import { changeBalance } from './balances.ts';
 
 const DECEMBER = Date.UTC(2026, 11, 1);
 const NOVEMBER = Date.UTC(2026, 10, 1);
+const OCTOBER = Date.UTC(2026, 9, 1);
 
 describe.each([singleRedis, redisCluster])('the metered balance scripts on $name', (setup) => {
   let stopRedis: () => Promise<void>;
@@ -162,6 +168,45 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
         { subscriberId: '7', feature: String(NOVEMBER), fields: { cr_e: '5' } },
       ]),
     );
+  });
+
+  it("a balance's credit member brings the balance and its credit-spent hash in one step, each read once", async () => {
+    const org = newOrganization();
+    // Two periods of erin's balance met credits (the gateway's scripts name each as 'credit|<member>'); the
+    // November one is also named plainly, by a change from before it met them.
+    const november = await changeBalance(redis, keys, org, balance(org, 'erin'), { used: 6, revision: 4 });
+    const october = await changeBalance(
+      redis,
+      keys,
+      org,
+      { ...balance(org, 'erin'), periodStartMs: OCTOBER, periodEndMs: NOVEMBER },
+      { used: 2, revision: 9 },
+    );
+    await redis.srem(keys.meteredDirty(org), october);
+    await redis.hset(keys.meteredBalance(org, november), 'k', 6);
+    await redis.hset(keys.meteredBalance(org, october), 'k', 2);
+    await redis.hset(keys.creditSpent(org, 'erin', 'api-calls'), { cr_e: 8 });
+    await redis.sadd(
+      keys.meteredDirty(org),
+      creditBalanceDirtyMember(november),
+      creditBalanceDirtyMember(october),
+    );
+    const drained = await drainBalances(redis, keys, org, 10, splitDirtyMembers);
+    expect(drained.taken).toBe(3);
+    expect(drained.members.sort()).toEqual(
+      [november, creditBalanceDirtyMember(november), creditBalanceDirtyMember(october)].sort(),
+    );
+    expect(drained.balances).toHaveLength(2);
+    expect(drained.balances).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ member: november, used: 6, covered: 6 }),
+        expect.objectContaining({ member: october, used: 2, covered: 2 }),
+      ]),
+    );
+    expect(drained.creditHashes).toEqual([
+      { subscriberId: 'erin', feature: 'api-calls', fields: { cr_e: '8' } },
+    ]);
+    expect(drained.remaining).toBe(0);
   });
 
   it('a correction and its undo', async () => {

@@ -13,12 +13,14 @@ import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { redisKeys } from '@ent/common/redis/keys';
 import {
+  backendCpuSeconds,
   createWorld,
   envNumber,
   freePort,
   healthy,
   log,
   median,
+  processCpuSeconds,
   startNode,
   startPrivateRedis,
   type BenchWorld,
@@ -56,6 +58,11 @@ export interface CreditsResult {
   loadAverage: { start: number; end: number };
   targets: TargetFigures[];
   rounds: TargetFigures[][];
+  /**
+   * Per target (medians over the rounds), µs per consume answered: the worker's and the Postgres backends' CPU from
+   * the start of the target's drive to a second after it (the worker persists what a round changed within that).
+   */
+  persisting: { name: string; workerCpuUs: number; postgresCpuUs: number }[];
   /** Medians of per-round ratios against the consume without credits. */
   ratios: {
     heldThroughput: number;
@@ -155,7 +162,7 @@ export async function runCredits(): Promise<CreditsResult> {
   try {
     const gatewayPort = await freePort();
     startNode('admin/src/server.ts', world.env);
-    startNode('admin/src/worker.ts', world.env);
+    const worker = startNode('admin/src/worker.ts', world.env);
     const gateway = startNode('gateway/src/server.ts', { ...world.env, GATEWAY_PORT: String(gatewayPort) });
     const url = `http://127.0.0.1:${gatewayPort}`;
     await Promise.all([world.adminUrl, url].map((u) => healthy(`${u}/healthz`)));
@@ -175,9 +182,21 @@ export async function runCredits(): Promise<CreditsResult> {
       { name: CONTROL, port: gatewayPort, pid: gateway.pid, route: 'consume' },
     ];
     log(`measuring: ${connections} connections, ${rounds} alternating rounds of ${seconds} s per target`);
-    const byRound = await alternatingRounds(targets, rounds, (target) =>
-      measureTarget(target, world.redisUrl, load, connections, seconds),
-    );
+    const persistingByName = new Map<string, { workerCpuUs: number; postgresCpuUs: number }[]>();
+    const byRound = await alternatingRounds(targets, rounds, async (target) => {
+      const workerBefore = processCpuSeconds(worker.pid);
+      const postgresBefore = await backendCpuSeconds(world.env.DATABASE_OWNER_URL!);
+      const figures = await measureTarget(target, world.redisUrl, load, connections, seconds);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const perConsume = (cpuSeconds: number) => (cpuSeconds / Math.max(1, figures.requests)) * 1e6;
+      const rows = persistingByName.get(target.name) ?? [];
+      rows.push({
+        workerCpuUs: perConsume(processCpuSeconds(worker.pid) - workerBefore),
+        postgresCpuUs: perConsume((await backendCpuSeconds(world.env.DATABASE_OWNER_URL!)) - postgresBefore),
+      });
+      persistingByName.set(target.name, rows);
+      return figures;
+    });
     for (const round of byRound)
       for (const [i, figures] of round.entries())
         counted[targets[i]!.route] = (counted[targets[i]!.route] ?? 0) + ok(figures.statuses);
@@ -206,6 +225,14 @@ export async function runCredits(): Promise<CreditsResult> {
       loadAverage: { start: startLoad, end: loadavg()[0]! },
       targets: mediansOf(targets, byRound),
       rounds: byRound,
+      persisting: targets.map(({ name }) => {
+        const rows = persistingByName.get(name) ?? [];
+        return {
+          name,
+          workerCpuUs: median(rows.map((row) => row.workerCpuUs)),
+          postgresCpuUs: median(rows.map((row) => row.postgresCpuUs)),
+        };
+      }),
       ratios: {
         heldThroughput: ratio(1, rps),
         heldCpu: ratio(1, totalCpu),
@@ -227,11 +254,16 @@ const meets = (holds: boolean) => (holds ? 'met' : 'NOT met');
 
 export function renderCredits(result: CreditsResult): string {
   const { settings: s, ratios: r, exactness: e } = result;
-  const rows = result.targets.map(
-    (t) =>
+  const rows = result.targets.map((t, i) => {
+    const persisting = result.persisting?.[i];
+    const background = persisting
+      ? `${us(persisting.workerCpuUs)} + ${us(persisting.postgresCpuUs)}`
+      : 'not measured';
+    return (
       `| ${t.name} | ${fmt(t.rps)} | ${t.p50.toFixed(1)} ms | ${t.p99.toFixed(1)} ms | ${us(t.serverCpuUs)} + ` +
-      `${us(t.redisCpuUs)} Redis | ${t.non2xx} |`,
-  );
+      `${us(t.redisCpuUs)} Redis | ${background} | ${t.non2xx} |`
+    );
+  });
   return [
     `Medians of ${s.rounds} alternating rounds of ${s.seconds} s, ${s.connections} connections, ${fmt(s.subscribers)} ` +
       `subscribers each holding ${s.creditsPerSubscriber} live credits on two metered features (mixed priorities ` +
@@ -239,8 +271,8 @@ export function renderCredits(result: CreditsResult): string {
       `${result.date.slice(0, 10)}; load average ${result.loadAverage.start.toFixed(1)} at the start, ` +
       `${result.loadAverage.end.toFixed(1)} at the end (2 cores):`,
     '',
-    '| target | req/s | p50 | p99 | CPU per request | non-2xx |',
-    '|---|---|---|---|---|---|',
+    '| target | req/s | p50 | p99 | CPU per request | worker + Postgres per request | non-2xx |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
     '',
     `Same-run ratios against the consume without credits (medians of per-round ratios): with five credits and the ` +

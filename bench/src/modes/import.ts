@@ -8,9 +8,8 @@
  */
 import { request } from 'node:http';
 import { loadavg } from 'node:os';
-import { readFileSync } from 'node:fs';
-import pg from 'pg';
 import {
+  backendCpuSeconds,
   createWorld,
   envNumber,
   freePort,
@@ -93,29 +92,6 @@ function postImport(adminUrl: string, apiKey: string, subscribers: number): Prom
     };
     write();
   });
-}
-
-/** CPU seconds of the Postgres backends serving one database (admin's pool keeps its connections). */
-async function backendCpuSeconds(ownerUrl: string): Promise<number> {
-  const client = new pg.Client({ connectionString: ownerUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-    );
-    let total = 0;
-    for (const { pid } of rows) {
-      try {
-        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        total += (Number(fields[11]) + Number(fields[12])) / 100;
-      } catch {
-        // A backend that ended meanwhile.
-      }
-    }
-    return total;
-  } finally {
-    await client.end();
-  }
 }
 
 async function importStatus(adminUrl: string, apiKey: string, id: string) {

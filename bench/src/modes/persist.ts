@@ -16,7 +16,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createDb } from '@ent/common/db/connect';
 import { createRedis } from '@ent/common/redis/connect';
-import { creditDirtyMember, meteredMember, redisKeys } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember, meteredMember, redisKeys } from '@ent/common/redis/keys';
 import { createMeteredPersister } from '../../../admin/src/features/metered-usage/persister.ts';
 import { createQueues, closeQueues } from '../../../admin/src/jobs/queues.ts';
 import { queueNames } from '../../../admin/src/job-registry.ts';
@@ -121,14 +121,14 @@ export async function runPersist(): Promise<PersistResult> {
           const subscriber = `sub-${s}`;
           const member = meteredMember(subscriber, METERED_FEATURE, startMs);
           const spends = s < subscribers * creditShare;
-          members.push(member);
+          // As the gateway's scripts name it: with its credit-spent hash once credits covered something.
+          members.push(spends ? creditBalanceDirtyMember(member) : member);
           // As the gateway's scripts write it: k only once credits covered something.
           const balanceKey = keys.meteredBalance(org, member);
           if (spends) pipeline.hset(balanceKey, 'u', round, 'r', round, 'e', endMs, 'k', round);
           else pipeline.hset(balanceKey, 'u', round, 'r', round, 'e', endMs);
           if (spends) {
             pipeline.hset(keys.creditSpent(org, subscriber, METERED_FEATURE), creditIds(s), round);
-            members.push(creditDirtyMember(subscriber, METERED_FEATURE));
           }
         }
         pipeline.sadd(keys.meteredDirty(org), ...members);

@@ -5,7 +5,7 @@ import {
   type SpendingCredit,
 } from '@ent/common/metering/credit-answer';
 import { meteredPeriodAt, type MeteredPeriod } from '@ent/common/metering/metered-period';
-import { creditDirtyMember, creditOwner, type RedisKeys } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember, creditOwner, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 
@@ -89,8 +89,8 @@ function rolloverLines(
 const checkedKeys = new WeakSet<RedisKeys>();
 
 /**
- * The script makes a credit-spent hash's key from the balance prefix and the spec's owner, and its dirty member from
- * the owner, so that the spec names no key; a key layout that no longer allows that fails here, at a gateway's first
+ * The script makes a credit-spent hash's key from the balance prefix and the spec's owner, and the dirty member of a
+ * balance that met credits from the balance's member, so that the spec names no key; a key layout that no longer allows that fails here, at a gateway's first
  * credits, not in Redis's figures.
  */
 function checkCreditSpentKey(keys: RedisKeys, organizationId: string, subscriberId: string, feature: string) {
@@ -101,7 +101,7 @@ function checkCreditSpentKey(keys: RedisKeys, organizationId: string, subscriber
   if (
     !balancePrefix.endsWith(':m:') ||
     made !== keys.creditSpent(organizationId, subscriberId, feature) ||
-    creditDirtyMember(subscriberId, feature) !== `credit|${owner}`
+    creditBalanceDirtyMember(meteredMember(subscriberId, feature, 0)) !== `credit|${owner}|0`
   )
     throw new Error(
       `The credit-spent hash or its dirty member is not where metered-credits.fragment.lua makes it.`,

@@ -3,7 +3,7 @@ import { ManualClock } from '@ent/common/clock';
 import { loadConfig } from '@ent/common/config';
 import { periodOf } from '@ent/common/metering/period';
 import { createRedis } from '@ent/common/redis/connect';
-import { creditDirtyMember } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember } from '@ent/common/redis/keys';
 import { EvalGateUnavailableError } from '../../src/metering/contract.ts';
 import { createEvalMeter, meteredOperationsOf } from '../../src/metering/meter.ts';
 import { meteredOperation, type MeteredOperation } from '../../src/metering/metered-operations.ts';
@@ -22,7 +22,8 @@ const { keys, redis } = meteringTestRedis();
 const { start: START, catalog, alice, calls: CALLS, soft: SOFT } = aliceWithCredits();
 const HOUR = 3_600_000;
 const clock = new ManualClock(START + 2 * HOUR);
-const CREDITS = creditDirtyMember('alice', 'calls');
+// The calls balance met credits: it is named with its credit-spent hash.
+const CALLS_WITH_CREDITS = creditBalanceDirtyMember(CALLS);
 
 const seededOrganization = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
 const organization = (client: MeteringRedis = redis) => seededOrganization({ redis: client });
@@ -113,7 +114,7 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     expect(await evalCount(org)).toBe('1');
     // Changed like any change: a new revision, and named for the worker (the balances and the credits).
     expect(Number(await redis.hget(keys.meteredBalance(org, CALLS), 'r'))).toBeGreaterThan(revision);
-    expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS, SOFT, CREDITS].sort());
+    expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS_WITH_CREDITS, SOFT].sort());
   });
 
   it("gives back the consumes by their place among the batch's operations, reads and refusals among them", async () => {
@@ -240,7 +241,7 @@ describe('the meter meeting a call whose connection dropped after Redis ran it',
       expect(await figures(org)).toEqual([0, 0, 0, 0, 0]);
       expect(await evalCount(org)).toBe('0');
       expect(await redis.sismember(keys.meteredDirtyOrganizations, org)).toBe(1);
-      expect(await redis.sismember(keys.meteredDirty(org), CALLS)).toBe(1);
+      expect(await redis.sismember(keys.meteredDirty(org), CALLS_WITH_CREDITS)).toBe(1);
     } finally {
       client.disconnect();
     }

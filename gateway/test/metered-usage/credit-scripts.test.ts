@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
 import { rolloverCreditId } from '@ent/common/metering/credits';
 import { withScripts } from '@ent/common/redis/commands';
-import { creditDirtyMember } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember, creditDirtyMember } from '@ent/common/redis/keys';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   answerOf,
@@ -100,7 +100,9 @@ describe('credits in the gate call (metered-balance.fragment.lua through eval-ga
       cr_topup: '1',
     });
     expect(await redis.hget(keys.meteredBalance(org, `alice|calls|${MARCH}`), 'k')).toBe('6');
-    expect(await redis.sismember(keys.meteredDirty(org), creditDirtyMember('alice', 'calls'))).toBe(1);
+    expect(
+      await redis.sismember(keys.meteredDirty(org), creditBalanceDirtyMember(`alice|calls|${MARCH}`)),
+    ).toBe(1);
   });
 
   it('a credit counts from its effective instant, and no longer at its expiry instant (the app clock)', async () => {

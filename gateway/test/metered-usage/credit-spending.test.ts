@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { creditDirtyMember } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember, meteredMember } from '@ent/common/redis/keys';
 import type { CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import { answerOf, meteredOperation, type MeteredKind } from '../../src/metering/metered-operations.ts';
@@ -12,6 +12,7 @@ import { applyModel, modelAnswer, modelState, type ModelOperation } from './cred
 const { keys, redis } = meteringTestRedis();
 const org = 'org_credits';
 const START = Date.parse('2026-03-10T00:00:00Z');
+const MARCH = Date.parse('2026-03-01T00:00:00Z'); // the one period the test's days stay in
 const clock = new ManualClock(START);
 
 /** Limits of every kind: hard, soft, unlimited, none left; all monthly, so the test's days stay in one period. */
@@ -144,7 +145,10 @@ describe('credits spent in the documented order (metered-balance.fragment.lua ag
           }
           if (state.spent.size > 0 && [...state.spent.values()].some((n) => n > 0)) {
             expect(
-              await redis.sismember(keys.meteredDirty(org), creditDirtyMember(subscriberId, feature)),
+              await redis.sismember(
+                keys.meteredDirty(org),
+                creditBalanceDirtyMember(meteredMember(subscriberId, feature, MARCH)),
+              ),
             ).toBe(1);
           }
         },

@@ -94,7 +94,8 @@ function balanceOf(member: string, fields: Record<string, string>) {
 
 /**
  * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
- * to the one drain that popped it), then each balance's hash, the credit-spent hash of each credit member popped, and
+ * to the one drain that popped it), then each balance's hash, the credit-spent hash of each credit member popped (a
+ * balance's credit member, `credit|<balance member>`, names both: what the gateway marks once credits met it), and
  * the set's size, in one round trip (a MULTI when a credit member was popped: its hash and its balances are then of
  * one instant). A balance that never met credits (no k, no ro) persists covered = 0, which claims nothing of any
  * credit, so its credit-spent hash is not read: it waits for its own member. A balance that met credits is read again
@@ -125,8 +126,8 @@ export async function drainBalances(
   const { balances: members, others } = split(popped);
   const poppedOwners = new Map<string, Owner>();
   for (const member of others) {
-    const owner = parseCreditDirtyMember(member)!;
-    poppedOwners.set(creditDirtyMember(owner.subscriberId, owner.feature), owner);
+    const { subscriberId, feature } = parseCreditDirtyMember(member)!;
+    poppedOwners.set(creditDirtyMember(subscriberId, feature), { subscriberId, feature });
   }
   const creditHashOf = (owner: Owner, fields: Record<string, string>) => {
     if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });

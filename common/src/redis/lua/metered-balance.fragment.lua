@@ -4,7 +4,8 @@
   writes go through metered-store.fragment.lua (prepended before it): straight to Redis, or buffered for a batch.
 
   A balance is the hash `<balance prefix><member>`: u (used), r (revision, +1 per change), e (period end ms, '' for
-  "never"). Every change adds the member to the organization's dirty set, for the worker: at once when dirtyKey is
+  "never"). Every change adds the member to the organization's dirty set, for the worker ('credit|' .. member once
+  the balance has met credits: the worker then reads its credit-spent hash with it): at once when dirtyKey is
   given, else (dirtyKey false) in one SADD when the including script calls meteredMarkDirty(dirtyKey) at its end
   (each redis.call costs about as much as the rule around it). A change is one HMGET and one HSET (the revision
   computed here); the expiry (period end + 35 days on the app's clock, the same instant at every change of a
@@ -85,11 +86,12 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec, rollover)
   if op.ttl ~= '' then
     meteredHashExpire(key, op.ttl)
   end
-  meteredDirty(dirtyKey, op.member)
   if ro > 0 then
     meteredHashWrite(op.buffer, spec.hash, 'ro:' .. rollover[4],
       meteredInteger(ro) .. '|' .. rollover[5] .. '|' .. rollover[6] .. '|' .. op.periodEnd)
-    meteredDirty(dirtyKey, spec.member)
+    meteredDirty(dirtyKey, 'credit|' .. op.member)
+  else
+    meteredDirty(dirtyKey, op.member)
   end
   return ro
 end
@@ -236,7 +238,13 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     if newEnd and op.ttl ~= '' then
       meteredHashExpire(key, op.ttl)
     end
-    meteredDirty(dirtyKey, op.member)
+    -- A balance that met credits is named with its credit-spent hash ('credit|' .. member): the worker reads both in
+    -- one step, and the spent figures this change moved (never without moving k) need no member of their own.
+    if covered ~= 0 or afterCovered ~= 0 or ro ~= 0 then
+      meteredDirty(dirtyKey, 'credit|' .. op.member)
+    else
+      meteredDirty(dirtyKey, op.member)
+    end
   end
   if changed then
     local fields = {}
@@ -245,7 +253,6 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       fields[#fields + 1] = meteredInteger(spent[i])
     end
     meteredHashWrite(op.buffer, spec.hash, unpack(fields))
-    meteredDirty(dirtyKey, spec.member)
   end
 
   local value = after

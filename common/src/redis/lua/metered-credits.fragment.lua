@@ -3,8 +3,8 @@
   at load time. A spec is text, lines joined by '\n' (gateway/src/metering/operation-credits.ts builds it):
     1 the owner, '<subscriber>|<feature>': the credit-spent hash of (subscriber, feature) is the balance prefix's
       '<prefix>:{<org>}:' then 'credit-spent:<owner>' (common/src/redis/keys.ts), {credit id -> spent; 'ro:<id>' ->
-      a rollover credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}, and the dirty-set
-      member that names it is 'credit|<owner>'
+      a rollover credit's record for the worker: '<amount>|<source period start>|<start>|<end>'}; a change that
+      moves it is marked dirty as 'credit|<balance member>', the balance and this hash together
     2 how many live credits there are
     3 their ids in spending order, joined by ' ' (ids hold no spaces: CREDIT_ID_PATTERN)
     4 their amounts in the same order, joined by ' ' ('-' = this period's rollover, field 'ro' of the balance)
@@ -50,7 +50,6 @@ local function meteredCreditSpec(text, balancePrefix)
     text = text,
     owner = owner,
     hash = string.sub(balancePrefix, 1, -3) .. 'credit-spent:' .. owner,
-    member = 'credit|' .. owner,
     count = tonumber(string.sub(text, ownerEnd + 1, countEnd - 1)),
     idsFrom = countEnd + 1,
     idsTo = idsEnd - 1,
