@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Clock } from '@ent/common/clock';
 import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
-import type { RedisKeys } from '@ent/common/redis/keys';
+import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
 import { splitDirtyMembers } from '../credits/worker/persist.ts';
 import { persistCreditHashes } from '../credits/worker/spent.ts';
@@ -15,6 +15,7 @@ import {
   type DrainedBalance,
 } from './balance-scripts.ts';
 import { recordReachedThresholds, upsertBalances, type ReachedThreshold } from './persist-store.ts';
+import { createRecordedThresholds } from './recorded-thresholds.ts';
 import { governingLimit, thresholdsReached } from './thresholds.ts';
 import { createGoverningDocs } from './governing-docs.ts';
 
@@ -74,6 +75,7 @@ export function createMeteredPersister(
   const options = { ...defaultPersisterOptions, ...overrides };
   const { db, redis, redisKeys: keys, clock, log } = deps;
   const governingDocs = createGoverningDocs(db);
+  const recorded = createRecordedThresholds();
 
   /**
    * What governs each balance's thresholds. Read inside the write's transaction on a connection of its own (the
@@ -102,17 +104,32 @@ export function createMeteredPersister(
     return limits;
   }
 
-  /** Whether a balance's figure reaches a threshold of its limit (the write then tells whether it is new). */
-  const inReach = (limits: Map<string, number>) => (balance: DrainedBalance) => {
+  /** The thresholds a balance's figure reaches that this worker has not seen recorded yet. */
+  const unrecordedThresholds = (organizationId: string, member: string, used: number, limit: number) =>
+    thresholdsReached(used, limit).filter((threshold) => !recorded.has(organizationId, member, threshold));
+
+  /**
+   * Whether a balance's figure reaches a threshold of its limit not known to be recorded (the write then tells
+   * whether it is new). A balance past its limit (every one spending credits) reaches 100 % at each change: once
+   * recorded, it is written like any other.
+   */
+  const inReach = (organizationId: string, limits: Map<string, number>) => (balance: DrainedBalance) => {
     const limit = limits.get(balance.member);
-    return limit !== undefined && thresholdsReached(balance.used, limit).length > 0;
+    return (
+      limit !== undefined &&
+      unrecordedThresholds(organizationId, balance.member, balance.used, limit).length > 0
+    );
   };
 
-  const reachedBy = (written: readonly DrainedBalance[], limits: Map<string, number>): ReachedThreshold[] =>
+  const reachedBy = (
+    organizationId: string,
+    written: readonly DrainedBalance[],
+    limits: Map<string, number>,
+  ): ReachedThreshold[] =>
     written.flatMap(({ member, subscriberId, feature, periodStartMs, used }) => {
       const limit = limits.get(member);
       if (limit === undefined) return [];
-      return thresholdsReached(used, limit).map((threshold) => ({
+      return unrecordedThresholds(organizationId, member, used, limit).map((threshold) => ({
         subscriberId,
         feature,
         periodStartMs,
@@ -148,14 +165,16 @@ export function createMeteredPersister(
           splitDirtyMembers,
         );
         popped = drained.members;
-        if (drained.taken === 0) return { drained, written: null, deliveryIds: [] };
+        if (drained.taken === 0) return { drained, written: null, deliveryIds: [], attempted: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);
-        const balances = await upsertBalances(trx, organizationId, drained.balances, inReach(limits));
-        const reached = await recordReachedThresholds(
+        const balances = await upsertBalances(
           trx,
           organizationId,
-          reachedBy(balances.written, limits),
+          drained.balances,
+          inReach(organizationId, limits),
         );
+        const attempted = reachedBy(organizationId, balances.written, limits);
+        const reached = await recordReachedThresholds(trx, organizationId, attempted);
         const credits = await persistCreditHashes(trx, organizationId, drained.creditHashes, nowMs);
         const events = [...reached.map(thresholdEvent), ...credits.events];
         const ids = await recordDeliveries(trx, organizationId, events, new Date(nowMs));
@@ -163,10 +182,18 @@ export function createMeteredPersister(
           drained,
           written: { persisted: balances.persisted, thresholds: reached.length, credits: credits.persisted },
           deliveryIds: ids,
+          attempted,
         };
       });
       if (outcome === null) return null;
       const { drained, written, deliveryIds } = outcome;
+      // Committed: every threshold attempted is in Postgres now, recorded by this write or an earlier one.
+      for (const entry of outcome.attempted)
+        recorded.add(
+          organizationId,
+          meteredMember(entry.subscriberId, entry.feature, entry.periodStartMs),
+          entry.threshold,
+        );
       if (written) {
         result.persisted += written.persisted;
         result.thresholds += written.thresholds;
