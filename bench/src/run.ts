@@ -6,6 +6,8 @@
  *   scale                three gateways: aggregate throughput, exact metering, read-your-writes under load
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
  *   profile-consume      the same for a consume of 1 against the plain check, on one gateway
+ *   profile-credits      the same for a consume holding five credits against one holding none
+ *                        (BENCH_PROFILE_CREDITS=spent: each spends a credit)
  *   instructions         instructions per request under callgrind: the gateway's check against the bare route
  *   aging                a gateway aged by many organizations, a soak with writes and a large cache, against a fresh one
  *                        and an A/A control (a second fresh one)
@@ -29,7 +31,7 @@ import { runImport, renderImport } from './modes/import.ts';
 import { runPinned, renderPinned } from './modes/pinned.ts';
 import { runPersist, renderPersist } from './modes/persist.ts';
 import { runInstructions, renderInstructions } from './modes/instructions.ts';
-import { runConsumeProfile, runProfile, renderProfile } from './modes/profile.ts';
+import { runConsumeProfile, runCreditsProfile, runProfile, renderProfile } from './modes/profile.ts';
 import { runScale, renderScale } from './modes/scale.ts';
 import { runThroughput, renderThroughput } from './modes/throughput.ts';
 import { writeResult } from './results.ts';
@@ -41,6 +43,7 @@ export const modes = {
   scale: { run: runScale, render: renderScale },
   profile: { run: runProfile, render: renderProfile },
   'profile-consume': { run: runConsumeProfile, render: renderProfile },
+  'profile-credits': { run: runCreditsProfile, render: renderProfile },
   instructions: { run: runInstructions, render: renderInstructions },
   aging: { run: runAging, render: renderAging },
   metering: { run: runMetering, render: renderMetering },

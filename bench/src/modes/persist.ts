@@ -6,8 +6,8 @@
  * of the Postgres backends of the run's database (/proc/<pid>/stat) and of the private Redis (INFO cpu), and the
  * Redis commands the drain ran. Round 1 finds the worker's subscriber documents cold; the rounds after it (each a
  * change of every balance, one revision up) are what a running worker sees. BENCH_PERSIST_CREDIT_SHARE (0..1): the
- * share of balances whose consume spent a credit (k, the credit-spent hash and its dirty member written as the
- * gateway's Lua writes them). BENCH_PERSIST_CPU_PROFILE=<file>: a V8 CPU profile of round 2's persisting.
+ * share of balances whose consume spent a credit (k and the credit-spent hash written as the gateway's Lua writes
+ * them, the balance named with its hash). BENCH_PERSIST_CPU_PROFILE=<file>: a V8 CPU profile of round 2's persisting.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';

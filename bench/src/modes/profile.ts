@@ -19,7 +19,14 @@ import {
   startNode,
 } from '../harness.ts';
 import { drive, type RouteKind } from '../load.ts';
-import { DEFAULT_SHAPE, LARGE_LIMIT, METERED_FEATURE } from '../seed.ts';
+import {
+  CREDITS_HELD_FEATURE,
+  CREDITS_SPENT_FEATURE,
+  DEFAULT_SHAPE,
+  LARGE_LIMIT,
+  METERED_FEATURE,
+  type SeedShape,
+} from '../seed.ts';
 
 export interface ProfiledTarget {
   name: string;
@@ -146,12 +153,42 @@ const CONSUME_AGAINST_CHECK: readonly [ProfileTarget, ProfileTarget] = [
   { name: 'gateway consume 1', server: 'gateway', route: 'consume' },
 ];
 
+const CREDITS_AGAINST_CONSUME = (route: 'consume-credits-held' | 'consume-credits-spent') =>
+  [
+    { name: 'gateway consume 1', server: 'gateway', route: 'consume' },
+    {
+      name: route === 'consume-credits-held' ? 'consume, five credits held' : 'consume, a credit spent',
+      server: 'gateway',
+      route,
+    },
+  ] as const;
+
+const METERED_ONLY: NonNullable<SeedShape['metered']> = [{ key: METERED_FEATURE, limits: [LARGE_LIMIT] }];
+
 /** `npm run bench -- profile`: the gateway's check against the bare route. */
 export const runProfile = () => profile(CHECK_AGAINST_BARE);
 /** `npm run bench -- profile-consume`: a consume of 1 against the plain check, on the same gateway (issue 34). */
 export const runConsumeProfile = () => profile(CONSUME_AGAINST_CHECK);
+/**
+ * `npm run bench -- profile-credits`: a consume of 1 holding five live credits against one holding none, on the same
+ * gateway (issue 35); BENCH_PROFILE_CREDITS=spent: each consume spends a credit (an allowance of 0).
+ */
+export const runCreditsProfile = () =>
+  profile(
+    CREDITS_AGAINST_CONSUME(
+      process.env.BENCH_PROFILE_CREDITS === 'spent' ? 'consume-credits-spent' : 'consume-credits-held',
+    ),
+    [
+      ...METERED_ONLY,
+      { key: CREDITS_HELD_FEATURE, limits: [LARGE_LIMIT], credits: 5 },
+      { key: CREDITS_SPENT_FEATURE, limits: [0], credits: 5 },
+    ],
+  );
 
-async function profile([baseline, subject]: readonly [ProfileTarget, ProfileTarget]): Promise<ProfileResult> {
+async function profile(
+  [baseline, subject]: readonly [ProfileTarget, ProfileTarget],
+  metered: SeedShape['metered'] = METERED_ONLY,
+): Promise<ProfileResult> {
   if (spawnSync('perf', ['--version']).status !== 0) {
     throw new Error("perf is missing: install Debian's linux-perf (apt-get install -y linux-perf)");
   }
@@ -160,7 +197,7 @@ async function profile([baseline, subject]: readonly [ProfileTarget, ProfileTarg
   const shape = {
     ...DEFAULT_SHAPE,
     subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000),
-    metered: [{ key: METERED_FEATURE, limits: [LARGE_LIMIT] }],
+    metered,
   };
   // The servers run from a scratch directory: V8 writes its JIT dumps (and perf its injected objects) there.
   const scratch = mkdtempSync(join(tmpdir(), 'ent-profile-'));
