@@ -3,7 +3,7 @@
  * (e.g. a `git archive` of the base commit and the worktree), alternated on one private redis-server, so a change of
  * the script or of its arguments is judged by the same run's ratio (the machine is shared: wall time is noise).
  *
- *   node --import tsx bench/src/gate-script-cpu.ts <treeA> <treeB> [port]
+ *   [ROUNDS=8] [BATCHES=1000] [BLOCKS=1] [SHAPES=...] node --import tsx bench/src/gate-script-cpu.ts <treeA> <treeB> [port]
  *
  * Per shape and tree: EVALSHA µs per operation (INFO commandstats: the script alone) and used_cpu µs per operation
  * (the whole server: protocol parsing of the arguments and the reply included).
@@ -32,6 +32,8 @@ if (!treeA || !treeB) throw new Error('usage: gate-script-cpu.ts <treeA> <treeB>
 const port = Number(portArg ?? 6431);
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const BATCHES = Number(process.env.BATCHES ?? 1_000);
+// Blocks per round (BATCHES / BLOCKS calls each), the trees alternated ABBA by block.
+const BLOCKS = Number(process.env.BLOCKS ?? 1);
 const SUBSCRIBERS = 20_000;
 const STAMP = 7;
 const VERSION = 5;
@@ -240,13 +242,13 @@ const usedCpuUs = async () => {
   return (Number(cpu.get('used_cpu_sys')) + Number(cpu.get('used_cpu_user'))) * 1e6;
 };
 
-async function measure(tree: Tree, size: number, kind: Shape) {
+async function measure(tree: Tree, size: number, kind: Shape, batches: number) {
   const first = (await call(tree, size, kind)) as unknown[];
   if (first[0] !== 0) throw new Error(`gate reply ${JSON.stringify(first)}`);
   await redis.config('RESETSTAT');
   const cpuBefore = await usedCpuUs();
   const inFlight = 16;
-  for (let b = 0; b < BATCHES; b += inFlight) {
+  for (let b = 0; b < batches; b += inFlight) {
     const calls = [];
     for (let k = 0; k < inFlight; k++) calls.push(call(tree, size, kind));
     await Promise.all(calls);
@@ -289,12 +291,18 @@ async function main() {
       const sums = trees.map(() => ({ script: 0, server: 0 }));
       const ratios: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        const figures = [];
+        // A round alternates the trees by block, ABBA, so a drift of the shared machine's speed weighs on both alike.
+        const figures = trees.map(() => ({ script: 0, server: 0 }));
+        for (let block = 0; block < BLOCKS; block++) {
+          for (const t of block % 2 === 0 ? [0, 1] : [1, 0]) {
+            const figure = await measure(trees[t]!, size, kind, BATCHES / BLOCKS);
+            figures[t]!.script += figure.script / BLOCKS;
+            figures[t]!.server += figure.server / BLOCKS;
+          }
+        }
         for (let t = 0; t < trees.length; t++) {
-          const figure = await measure(trees[t]!, size, kind);
-          sums[t]!.script += figure.script;
-          sums[t]!.server += figure.server;
-          figures.push(figure);
+          sums[t]!.script += figures[t]!.script;
+          sums[t]!.server += figures[t]!.server;
         }
         ratios.push(figures[1]!.server / figures[0]!.server);
       }
