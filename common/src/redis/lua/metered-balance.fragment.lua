@@ -277,19 +277,28 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     -- Trailing credits that spent nothing are left out (the gateway reads a missing figure as 0): credits are spent in
     -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used. A figure not
     -- read as a number is written as the hash holds it (an integer's text: the gateway reads the same number).
-    value = meteredFormat('%d %d %d', after, afterCovered, ro)
     local last = count
-    while last > 0 and meteredSpentNone(spent[last]) do
+    while last > 0 do
+      local figure = spent[last]
+      if figure and figure ~= 0 and figure ~= '0' then
+        break
+      end
       last = last - 1
     end
-    for i = 1, last do
-      local figure = spent[i]
-      if type(figure) == 'number' then
-        figure = meteredFormat('%d', figure)
-      elseif not figure then
-        figure = '0'
+    local first = last > 0 and spent[1]
+    if last == 1 and type(first) == 'number' then
+      value = meteredFormat('%d %d %d %d', after, afterCovered, ro, first) -- the usual spend: one format
+    else
+      value = meteredFormat('%d %d %d', after, afterCovered, ro)
+      for i = 1, last do
+        local figure = spent[i]
+        if type(figure) == 'number' then
+          figure = meteredFormat('%d', figure)
+        elseif not figure then
+          figure = '0'
+        end
+        value = value .. ' ' .. figure
       end
-      value = value .. ' ' .. figure
     end
   end
   if idemKey then

@@ -46,6 +46,7 @@ local function meteredCreditSpec(text, balancePrefix)
   local idsEnd = string.find(text, '\n', countEnd + 1, true)
   local amountsEnd = string.find(text, '\n', idsEnd + 1, true) or #text + 1
   local owner = string.sub(text, 1, ownerEnd - 1)
+  -- Every field the call may set later is made here (false: not yet): a table grown field by field is rehashed.
   spec = {
     text = text,
     owner = owner,
@@ -53,8 +54,12 @@ local function meteredCreditSpec(text, balancePrefix)
     count = tonumber(string.sub(text, ownerEnd + 1, countEnd - 1)),
     idsFrom = countEnd + 1,
     idsTo = idsEnd - 1,
-    amountsFrom = idsEnd + 1,
     amountsTo = amountsEnd - 1,
+    ids = false,
+    amounts = false,
+    amountsRead = 0,
+    amountsAt = idsEnd + 1,
+    rollover = false,
   }
   meteredCreditSpecs[text] = spec
   return spec
@@ -111,11 +116,6 @@ local function meteredSpentAt(spent, i)
   return figure
 end
 
--- True when the figure (as meteredCreditSpent gives it, or read) is none.
-local function meteredSpentNone(figure)
-  return not figure or figure == 0 or figure == '0'
-end
-
 -- The amount of the i-th credit in spending order, the period's rollover counting as `ro`. The amounts are read as
 -- numbers from the text only as far as asked, and kept for the call: a consume beyond the allowance mostly reaches
 -- the first credit with something left, so it reads one amount, not all of them.
@@ -123,7 +123,7 @@ local function meteredCreditAmount(spec, i, ro)
   local amounts = spec.amounts
   if not amounts then
     amounts = {}
-    spec.amounts, spec.amountsRead, spec.amountsAt = amounts, 0, spec.amountsFrom
+    spec.amounts = amounts
   end
   local text, to = spec.text, spec.amountsTo
   while spec.amountsRead < i do
