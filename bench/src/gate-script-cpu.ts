@@ -3,10 +3,14 @@
  * (e.g. a `git archive` of the base commit and the worktree), alternated on one private redis-server, so a change of
  * the script or of its arguments is judged by the same run's ratio (the machine is shared: wall time is noise).
  *
- *   node --import tsx bench/src/gate-script-cpu.ts <treeA> <treeB> [port]
+ *   [ROUNDS=8] [BATCHES=1000] [BLOCKS=1] [SHAPES=...] node --import tsx bench/src/gate-script-cpu.ts <treeA> <treeB> [port]
  *
  * Per shape and tree: EVALSHA µs per operation (INFO commandstats: the script alone) and used_cpu µs per operation
  * (the whole server: protocol parsing of the arguments and the reply included).
+ * SHAPES (default '1c 16c 16r 16-'): batch size, then c (consumes), r (reads), - (plain evals), or, with five live
+ * credits per subscriber (issue 35), ch (consumes with the allowance left: the credits are read, none spent) and cs
+ * (consumes with an allowance of 0: each spends a credit). Credit operations are made by each tree's own
+ * meteredOperation, so their spec is exactly what that tree's gateway sends.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -14,6 +18,8 @@ import { Redis } from 'ioredis';
 import { redisKeys } from '@ent/common/redis/keys';
 import type { EvalGateInput } from '../../gateway/src/metering/contract.ts';
 import type { MeteredKind, MeteredOperation } from '../../gateway/src/metering/metered-operations.ts';
+import type { meteredOperation as MeteredOperationOf } from '../../gateway/src/metering/metered-operations.ts';
+import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 
 type GateArguments = (
   evals: readonly EvalGateInput[],
@@ -26,6 +32,8 @@ if (!treeA || !treeB) throw new Error('usage: gate-script-cpu.ts <treeA> <treeB>
 const port = Number(portArg ?? 6431);
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const BATCHES = Number(process.env.BATCHES ?? 1_000);
+// Blocks per round (BATCHES / BLOCKS calls each), the trees alternated ABBA by block.
+const BLOCKS = Number(process.env.BLOCKS ?? 1);
 const SUBSCRIBERS = 20_000;
 const STAMP = 7;
 const VERSION = 5;
@@ -39,7 +47,11 @@ redis.on('error', () => undefined);
 
 const lua = (tree: string, name: string) => readFileSync(`${tree}/common/src/redis/lua/${name}`, 'utf8');
 async function loadTree(tree: string) {
-  const source = ['metered-store.fragment.lua', 'metered-credits.fragment.lua', 'metered-balance.fragment.lua']
+  const source = [
+    'metered-store.fragment.lua',
+    'metered-credits.fragment.lua',
+    'metered-balance.fragment.lua',
+  ]
     .map((name) => lua(tree, name))
     .concat(lua(tree, 'eval-gate-batch-8.lua'))
     .join('\n');
@@ -47,8 +59,12 @@ async function loadTree(tree: string) {
   const { gateArguments } = (await import(`${tree}/gateway/src/metering/meter.ts`)) as {
     gateArguments: GateArguments;
   };
-  return { tree, sha, gateArguments };
+  const { meteredOperation } = (await import(`${tree}/gateway/src/metering/metered-operations.ts`)) as {
+    meteredOperation: typeof MeteredOperationOf;
+  };
+  return { tree, sha, gateArguments, meteredOperation };
 }
+type Tree = Awaited<ReturnType<typeof loadTree>>;
 
 const keys = redisKeys('bench');
 const ORG = 'o1';
@@ -82,6 +98,75 @@ function operation(subscriberId: string, kind: MeteredKind): MeteredOperation {
   };
 }
 
+// Credits: 'held' has an allowance no consume reaches, 'spent' none (every consume spends the first credit with
+// something left). Five credits of 10^11 each, priorities and expiries mixed as bench/src/seed.ts makes them.
+const CREDIT_FEATURES = { ch: 'held', cs: 'spent' } as const;
+type CreditShape = keyof typeof CREDIT_FEATURES;
+const creditCatalog: CatalogDoc = {
+  features: { held: 'metered', spent: 'metered' },
+  plans: {
+    pro: {
+      archived: false,
+      grants: {
+        held: {
+          kind: 'metered',
+          limit: 1_000_000_000_000,
+          reset: 'month',
+          anchor: 'calendar',
+          soft: false,
+          rollover: null,
+        },
+        spent: { kind: 'metered', limit: 0, reset: 'month', anchor: 'calendar', soft: false, rollover: null },
+      },
+    },
+  },
+};
+const DAY = 86_400_000;
+const creditsOf = (subscriber: number, feature: string): CreditDoc[] =>
+  [0, 1, 2, 3, 4].map((c) => ({
+    id: `cr_${feature}_${subscriber}_${c}`,
+    amount: 100_000_000_000,
+    priority: 5 + 5 * (c % 3),
+    effectiveAt: START - DAY,
+    expiresAt: c % 2 === 0 ? null : END + 30 * (c + 1) * DAY,
+    createdAt: START - 2 * DAY,
+  }));
+// One document per subscriber, kept: the gateway caches a spec per document.
+const creditSubscribers: SubscriberDoc[] = [];
+for (let i = 0; i < SUBSCRIBERS; i++)
+  creditSubscribers.push({
+    exists: true,
+    plans: ['pro'],
+    overrides: {},
+    credits: { held: creditsOf(i, 'held'), spent: creditsOf(i, 'spent') },
+  });
+
+function creditOperation(
+  tree: Tree,
+  subscriber: number,
+  shape: CreditShape,
+  nowMs: number,
+): MeteredOperation {
+  const snapshot = {
+    catalog: creditCatalog,
+    subscriber: creditSubscribers[subscriber]!,
+    catalogVersion: CATALOG_VERSION,
+    subscriberVersion: VERSION,
+    subscriberStamp: STAMP,
+  };
+  return tree.meteredOperation(
+    snapshot,
+    `s${subscriber}`,
+    CREDIT_FEATURES[shape],
+    'c',
+    1,
+    nowMs,
+    '',
+    keys,
+    ORG,
+  );
+}
+
 async function seed() {
   await redis.flushall();
   await redis.hset(keys.arrangement(ORG), 'limit', '', 'blocking', '0', 'burst', '100000000', 'plan', '');
@@ -95,17 +180,26 @@ async function seed() {
 
 let nextSubscriber = 0;
 let nextBatch = 0;
-function call(tree: Awaited<ReturnType<typeof loadTree>>, size: number, kind: MeteredKind | null) {
+type Shape = MeteredKind | CreditShape | null;
+function call(tree: Tree, size: number, kind: Shape) {
   const nowMs = Date.now();
   const evals: EvalGateInput[] = [];
   for (let i = 0; i < size; i++) {
-    const subscriberId = `s${nextSubscriber++ % SUBSCRIBERS}`;
+    const subscriber = nextSubscriber++ % SUBSCRIBERS;
+    const subscriberId = `s${subscriber}`;
     evals.push({
       organizationId: ORG,
       subscriberId,
       nowMs,
       verified: { verifiedVersion: VERSION, verifiedStamp: STAMP },
-      metered: kind === null ? undefined : [operation(subscriberId, kind)],
+      metered:
+        kind === null
+          ? undefined
+          : [
+              kind === 'ch' || kind === 'cs'
+                ? creditOperation(tree, subscriber, kind, nowMs)
+                : operation(subscriberId, kind),
+            ],
     });
   }
   const { args } = tree.gateArguments(evals, STAMP, () => [
@@ -148,13 +242,13 @@ const usedCpuUs = async () => {
   return (Number(cpu.get('used_cpu_sys')) + Number(cpu.get('used_cpu_user'))) * 1e6;
 };
 
-async function measure(tree: Awaited<ReturnType<typeof loadTree>>, size: number, kind: MeteredKind | null) {
+async function measure(tree: Tree, size: number, kind: Shape, batches: number) {
   const first = (await call(tree, size, kind)) as unknown[];
   if (first[0] !== 0) throw new Error(`gate reply ${JSON.stringify(first)}`);
   await redis.config('RESETSTAT');
   const cpuBefore = await usedCpuUs();
   const inFlight = 16;
-  for (let b = 0; b < BATCHES; b += inFlight) {
+  for (let b = 0; b < batches; b += inFlight) {
     const calls = [];
     for (let k = 0; k < inFlight; k++) calls.push(call(tree, size, kind));
     await Promise.all(calls);
@@ -180,23 +274,35 @@ async function main() {
   try {
     const trees = [await loadTree(treeA!), await loadTree(treeB!)];
     await seed();
-    // SHAPES='16c 16r 1c 16-': batch size, then c (consumes), r (reads) or - (plain evals).
-    const shapes = (process.env.SHAPES ?? '1c 16c 16r 16-').split(' ').map((shape): [number, MeteredKind | null] => {
-      const kind = shape.slice(-1);
-      return [Number(shape.slice(0, -1)), kind === '-' ? null : (kind as MeteredKind)];
+    // SHAPES='16c 16r 1c 16- 16ch 16cs': batch size, then the kind (see the header).
+    const shapes = (process.env.SHAPES ?? '1c 16c 16r 16-').split(' ').map((shape): [number, Shape] => {
+      const [, size, kind] = /^(\d+)(.+)$/.exec(shape) ?? [];
+      return [Number(size), kind === '-' ? null : (kind as Shape)];
     });
-    // Every balance exists, as in a steady month: a first pass of each tree's consumes makes them.
-    for (const tree of trees) for (let i = 0; i < SUBSCRIBERS / 16; i++) await call(tree, 16, 'c');
+    // Every balance exists, as in a steady month: a first pass of each tree's consumes makes them (and, with credits,
+    // the credit-spent hashes a consume past the allowance writes).
+    const warm = new Set<Shape>([
+      'c',
+      ...shapes.map(([, kind]) => kind).filter((kind) => kind === 'ch' || kind === 'cs'),
+    ]);
+    for (const kind of warm)
+      for (const tree of trees) for (let i = 0; i < SUBSCRIBERS / 16; i++) await call(tree, 16, kind);
     for (const [size, kind] of shapes) {
       const sums = trees.map(() => ({ script: 0, server: 0 }));
       const ratios: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        const figures = [];
+        // A round alternates the trees by block, ABBA, so a drift of the shared machine's speed weighs on both alike.
+        const figures = trees.map(() => ({ script: 0, server: 0 }));
+        for (let block = 0; block < BLOCKS; block++) {
+          for (const t of block % 2 === 0 ? [0, 1] : [1, 0]) {
+            const figure = await measure(trees[t]!, size, kind, BATCHES / BLOCKS);
+            figures[t]!.script += figure.script / BLOCKS;
+            figures[t]!.server += figure.server / BLOCKS;
+          }
+        }
         for (let t = 0; t < trees.length; t++) {
-          const figure = await measure(trees[t]!, size, kind);
-          sums[t]!.script += figure.script;
-          sums[t]!.server += figure.server;
-          figures.push(figure);
+          sums[t]!.script += figures[t]!.script;
+          sums[t]!.server += figures[t]!.server;
         }
         ratios.push(figures[1]!.server / figures[0]!.server);
       }

@@ -159,7 +159,7 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     end
     count = spec.count
     if count > 0 then
-      spent = meteredCreditSpent(spec, op.buffer)
+      spent = meteredCreditSpent(spec, op.buffer, covered)
     end
   end
 
@@ -172,23 +172,27 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   local status = 0
   local after = used
   local afterCovered = covered
-  local changed = nil -- credit index -> true, for the credits whose spent moved
+  -- The credits whose spent moved: mostly one (changedAt), the others (index -> true) only when a change spans several,
+  -- so the usual spend builds no table.
+  local changedAt, changedMore = nil, nil
   if change > 0 then
     local limit = tonumber(op.limit)
     local rest = change
-    local takes = nil
+    local takeAt, take, takes = nil, 0, nil -- the last credit taken from and its take; the earlier ones' (index -> take)
     if limit ~= nil then
       local allowanceLeft = limit - (used - covered)
       if allowanceLeft > 0 then
         rest = rest - math.min(rest, allowanceLeft)
       end
       if rest > 0 and count > 0 then
-        takes = {}
         for i = 1, count do
-          local left = meteredCreditAmount(spec, i, ro) - spent[i]
+          local left = meteredCreditAmount(spec, i, ro) - meteredSpentAt(spent, i)
           if left > 0 then
-            local take = math.min(rest, left)
-            takes[i] = take
+            if takeAt then
+              takes = takes or {}
+              takes[takeAt] = take
+            end
+            takeAt, take = i, math.min(rest, left)
             rest = rest - take
             if rest == 0 then
               break
@@ -201,11 +205,15 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       status = 1
     else
       after = used + change
-      if takes and next(takes) then
-        changed = takes
-        for i, take in pairs(takes) do
-          spent[i] = spent[i] + take
-          afterCovered = afterCovered + take
+      if takeAt then
+        changedAt, changedMore = takeAt, takes
+        spent[takeAt] = spent[takeAt] + take
+        afterCovered = afterCovered + take
+        if takes then
+          for i, earlier in pairs(takes) do
+            spent[i] = spent[i] + earlier
+            afterCovered = afterCovered + earlier
+          end
         end
       end
     end
@@ -218,10 +226,14 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       if give == 0 then
         break
       end
-      local take = math.min(give, spent[i])
+      local take = math.min(give, meteredSpentAt(spent, i))
       if take > 0 then
-        changed = changed or {}
-        changed[i] = true
+        if changedAt then
+          changedMore = changedMore or {}
+          changedMore[i] = true
+        else
+          changedAt = i
+        end
         spent[i] = spent[i] - take
         give = give - take
         absorbed = absorbed + take
@@ -246,26 +258,47 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       meteredDirty(dirtyKey, op.member)
     end
   end
-  if changed then
-    local fields = {}
-    for i in pairs(changed) do
-      fields[#fields + 1] = meteredCreditIds(spec)[i]
-      fields[#fields + 1] = meteredInteger(spent[i])
+  if changedAt then
+    local ids = meteredCreditIds(spec)
+    if changedMore then
+      local fields = {ids[changedAt], meteredInteger(spent[changedAt])}
+      for i in pairs(changedMore) do
+        fields[#fields + 1] = ids[i]
+        fields[#fields + 1] = meteredInteger(spent[i])
+      end
+      meteredHashWrite(op.buffer, spec.hash, unpack(fields))
+    else
+      meteredHashWrite(op.buffer, spec.hash, ids[changedAt], meteredInteger(spent[changedAt]))
     end
-    meteredHashWrite(op.buffer, spec.hash, unpack(fields))
   end
 
   local value = after
   if spec or afterCovered ~= 0 then
     -- Trailing credits that spent nothing are left out (the gateway reads a missing figure as 0): credits are spent in
-    -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used.
-    value = meteredFormat('%d %d %d', after, afterCovered, ro)
+    -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used. A figure not
+    -- read as a number is written as the hash holds it (an integer's text: the gateway reads the same number).
     local last = count
-    while last > 0 and spent[last] == 0 do
+    while last > 0 do
+      local figure = spent[last]
+      if figure and figure ~= 0 and figure ~= '0' then
+        break
+      end
       last = last - 1
     end
-    for i = 1, last do
-      value = value .. ' ' .. meteredFormat('%d', spent[i])
+    local first = last > 0 and spent[1]
+    if last == 1 and type(first) == 'number' then
+      value = meteredFormat('%d %d %d %d', after, afterCovered, ro, first) -- the usual spend: one format
+    else
+      value = meteredFormat('%d %d %d', after, afterCovered, ro)
+      for i = 1, last do
+        local figure = spent[i]
+        if type(figure) == 'number' then
+          figure = meteredFormat('%d', figure)
+        elseif not figure then
+          figure = '0'
+        end
+        value = value .. ' ' .. figure
+      end
     end
   end
   if idemKey then

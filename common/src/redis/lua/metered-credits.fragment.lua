@@ -14,7 +14,7 @@
   The spec names no key: what the gateway sends (and the gate call's memory keeps) per consume is the ids and amounts
   and a short owner, not the organization's key prefix twice.
   A spec is parsed once per call, however many operations carry it (a subscriber's operations in one call share
-  it), and only what an operation needs: the ids when the credit-spent hash exists (the spent figures are read for
+  it), and only what an operation needs: the ids when the credit-spent hash may exist (the spent figures are read for
   every answer; a hash that does not exist holds none) or a credit is spent, the amounts only to spend and only as
   far as spent, the rollover lines only when the balance is created.
 ]]
@@ -35,59 +35,90 @@ local function meteredWords(text, from, to, list, n)
   return n
 end
 
+-- The credit-spent hashes' key prefix '<prefix>:{<org>}:credit-spent:', made once per call from the balance prefix.
+local meteredSpentPrefix, meteredSpentPrefixOf = nil, nil
+
 -- balancePrefix: the balances' key prefix '<prefix>:{<org>}:m:' the including script was given.
 local function meteredCreditSpec(text, balancePrefix)
   local spec = meteredCreditSpecs[text]
   if spec then
     return spec
   end
-  local ownerEnd = string.find(text, '\n', 1, true)
-  local countEnd = string.find(text, '\n', ownerEnd + 1, true)
-  local idsEnd = string.find(text, '\n', countEnd + 1, true)
+  if balancePrefix ~= meteredSpentPrefixOf then
+    meteredSpentPrefix, meteredSpentPrefixOf = string.sub(balancePrefix, 1, -3) .. 'credit-spent:', balancePrefix
+  end
+  -- The owner, the count and where the ids start in one match (a fifth less Lua time than finding and cutting them).
+  local owner, count, idsFrom = string.match(text, '^([^\n]*)\n(%d+)\n()')
+  local idsEnd = string.find(text, '\n', idsFrom, true)
   local amountsEnd = string.find(text, '\n', idsEnd + 1, true) or #text + 1
-  local owner = string.sub(text, 1, ownerEnd - 1)
+  -- Every field the call may set later is made here (false: not yet): a table grown field by field is rehashed.
   spec = {
     text = text,
     owner = owner,
-    hash = string.sub(balancePrefix, 1, -3) .. 'credit-spent:' .. owner,
-    count = tonumber(string.sub(text, ownerEnd + 1, countEnd - 1)),
-    idsFrom = countEnd + 1,
+    hash = meteredSpentPrefix .. owner,
+    count = tonumber(count),
+    idsFrom = idsFrom,
     idsTo = idsEnd - 1,
-    amountsFrom = idsEnd + 1,
     amountsTo = amountsEnd - 1,
+    ids = false,
+    amounts = false,
+    amountsRead = 0,
+    amountsAt = idsEnd + 1,
+    rollover = false,
   }
   meteredCreditSpecs[text] = spec
   return spec
 end
 
+-- count -> the pattern matching that many ids, for this call. One string.match takes them all (about half the Lua time
+-- of finding and cutting them one by one); Lua allows 32 captures, so more ids are split word by word.
+local meteredIdPatterns = {}
+
 -- The credits' ids in spending order (split once per call, when first asked for).
 local function meteredCreditIds(spec)
   local ids = spec.ids
-  if not ids then
+  if ids then
+    return ids
+  end
+  local count = spec.count
+  if count >= 1 and count <= 32 then
+    local pattern = meteredIdPatterns[count]
+    if not pattern then
+      pattern = '^([^ \n]+)' .. string.rep(' ([^ \n]+)', count - 1)
+      meteredIdPatterns[count] = pattern
+    end
+    ids = {string.match(spec.text, pattern, spec.idsFrom)}
+  end
+  if not ids or #ids ~= count then
     ids = {}
     meteredWords(spec.text, spec.idsFrom, spec.idsTo, ids, 0)
-    spec.ids = ids
   end
+  spec.ids = ids
   return ids
 end
 
--- What each credit has spent, in spending order (0 for none). A credit-spent hash that does not exist (no credit of
--- the subscriber's feature was ever spent, the common case while the allowance lasts) is one EXISTS: splitting the
--- ids to ask for each cost several times that. A hash the call buffers is read through the buffer.
-local function meteredCreditSpent(spec, buffer)
-  local spent
-  if not (meteredHashes and meteredHashes[spec.hash]) and redis.call('EXISTS', spec.hash) == 0 then
-    spent = {}
-    for i = 1, spec.count do
-      spent[i] = 0
-    end
-    return spent
+-- What each credit has spent, in spending order, as the hash holds it: a string, or false or nil for none (0). The
+-- figures are read as numbers only as far as the rule reaches (meteredSpentAt); the answer's text repeats the others
+-- as stored. A credit-spent hash that does not exist (no credit of the subscriber's feature was ever spent, the common
+-- case while the allowance lasts) is one EXISTS: splitting the ids to ask for each cost several times that. That
+-- check is left out when the balance has covered usage (`covered` not 0: a spent figure moved with it, so the hash is
+-- there; and were it not, the HMGET of a missing hash reads none either). A hash the call buffers is read through the
+-- buffer.
+local function meteredCreditSpent(spec, buffer, covered)
+  if covered == 0 and not (meteredHashes and meteredHashes[spec.hash]) and redis.call('EXISTS', spec.hash) == 0 then
+    return {}
   end
-  spent = meteredHashRead(buffer, spec.hash, unpack(meteredCreditIds(spec)))
-  for i = 1, spec.count do
-    spent[i] = tonumber(spent[i]) or 0
+  return meteredHashRead(buffer, spec.hash, unpack(meteredCreditIds(spec)))
+end
+
+-- The i-th credit's spent as a number, kept so in the list once read.
+local function meteredSpentAt(spent, i)
+  local figure = spent[i]
+  if type(figure) ~= 'number' then
+    figure = figure and tonumber(figure) or 0
+    spent[i] = figure
   end
-  return spent
+  return figure
 end
 
 -- The amount of the i-th credit in spending order, the period's rollover counting as `ro`. The amounts are read as
@@ -97,7 +128,7 @@ local function meteredCreditAmount(spec, i, ro)
   local amounts = spec.amounts
   if not amounts then
     amounts = {}
-    spec.amounts, spec.amountsRead, spec.amountsAt = amounts, 0, spec.amountsFrom
+    spec.amounts = amounts
   end
   local text, to = spec.text, spec.amountsTo
   while spec.amountsRead < i do
