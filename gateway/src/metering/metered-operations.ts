@@ -308,6 +308,7 @@ interface LatestCredits {
   lender: readonly CheckCredit[];
 }
 const latestCredits = new WeakMap<readonly OperationCredit[], LatestCredits>();
+const NO_CHECK_CREDITS: readonly CheckCredit[] = Object.freeze([]);
 
 function sameFigures(latest: LatestCredits, figures: CreditFigures): boolean {
   if (latest.covered !== figures.covered || latest.rollover !== figures.rollover) return false;
@@ -317,10 +318,19 @@ function sameFigures(latest: LatestCredits, figures: CreditFigures): boolean {
   return true;
 }
 
-function keepAnswer(latest: LatestCredits, answer: MeteredCredits): void {
+/**
+ * `built` as it is kept: a copy of its list and wrapper, made here rather than where every answer's are made. V8
+ * decides per allocation site whether to allocate straight into the old generation: had the kept answers (each list's
+ * first) come from checkCreditsOf's own site, all of them surviving made V8 allocate every later answer's list old,
+ * and each young credit such a list points to then survived its collections too (most of what a spending consume
+ * still promoted).
+ */
+function keptAnswer(latest: LatestCredits, built: MeteredCredits): MeteredCredits {
+  const answer: MeteredCredits = { covered: built.covered, credits: built.credits.slice() };
   latest.answer = answer;
   latest.lender = answer.credits;
   ListedCredit.keepListText(answer.credits);
+  return answer;
 }
 
 /**
@@ -336,23 +346,19 @@ export function meteredCreditsOf(
   if (figures === undefined) return NO_METERED_CREDITS;
   const latest = latestCredits.get(list);
   if (latest === undefined) {
-    const answer = checkCreditsOf(list, figures);
     const made: LatestCredits = {
       covered: figures.covered,
       rollover: figures.rollover,
       spent: figures.spent.slice(),
-      answer,
-      lender: answer.credits,
+      answer: undefined,
+      lender: NO_CHECK_CREDITS,
     };
     latestCredits.set(list, made);
-    ListedCredit.keepListText(answer.credits);
-    return answer;
+    return keptAnswer(made, checkCreditsOf(list, figures));
   }
   if (sameFigures(latest, figures)) {
     if (latest.answer !== undefined) return latest.answer;
-    const answer = checkCreditsOf(list, figures, latest.lender);
-    keepAnswer(latest, answer);
-    return answer;
+    return keptAnswer(latest, checkCreditsOf(list, figures, latest.lender));
   }
   latest.covered = figures.covered;
   latest.rollover = figures.rollover;
