@@ -64,9 +64,9 @@ export class ListedCredit implements CheckCredit {
   /** `{"credit_id":…,"remaining":` and `,"expires_at":…}`, the same whatever the remaining. */
   #ends: readonly [string, string] | undefined;
   #text: string | undefined;
-  /** The last list written that ends with this credit, and its text (ListedCredit.listJsonText). */
+  /** The kept list that ends with this credit (ListedCredit.keepListText), and its text once written. */
   #endsList: readonly CheckCredit[] | undefined;
-  #endsListText = '';
+  #endsListText: string | undefined;
 
   constructor(creditId: string, remaining: number, expiresAt: string | null) {
     this.credit_id = creditId;
@@ -94,30 +94,46 @@ export class ListedCredit implements CheckCredit {
   }
 
   /**
-   * What `JSON.stringify` writes for `credits`. A list's text is kept by its last credit, which the answers of one
-   * credit list share while only the allowance or an earlier credit is spent: an answer that reuses a list writes
-   * nothing again, and keeping it costs no WeakMap key per list (a spending consume makes a list per answer).
+   * Keeps `credits`' text, once written, with its last credit: for a list that answers again and again (a
+   * subscriber's list while only the allowance is spent). Only such lists: a consume that spends makes a new list per
+   * answer, and its text kept by a long-lived credit would live until that subscriber's next answer, seconds later,
+   * long enough to be promoted to the old generation (most of what spending a credit cost the gateway was that GC).
+   */
+  static keepListText(credits: readonly CheckCredit[]): void {
+    const last = credits[credits.length - 1];
+    if (!(last instanceof ListedCredit) || last.#endsList === credits) return;
+    last.#endsList = credits;
+    last.#endsListText = undefined;
+  }
+
+  /**
+   * What `JSON.stringify` writes for `credits`. A kept list's text (keepListText) is written once: the answers that
+   * share that list write nothing again, and keeping it costs no WeakMap key per list.
    */
   static listJsonText(credits: readonly CheckCredit[]): string {
     if (credits.length === 0) return '[]';
     const last = credits[credits.length - 1];
-    if (last instanceof ListedCredit && last.#endsList === credits) return last.#endsListText;
+    const kept = last instanceof ListedCredit && last.#endsList === credits;
+    if (kept && last.#endsListText !== undefined) return last.#endsListText;
+    if (!kept) {
+      // Written once: a rope, flattened only as the answer is written out (no array, no flat copy of its own).
+      let text = `[${textOf(credits[0]!)}`;
+      for (let i = 1; i < credits.length; i++) text += `,${textOf(credits[i]!)}`;
+      return `${text}]`;
+    }
     // join, not +=: a flat string, which each answer that reuses it copies as it is (a rope is walked every time).
     const texts: string[] = new Array(credits.length);
-    for (let i = 0; i < credits.length; i++) {
-      const credit = credits[i]!;
-      texts[i] = credit instanceof ListedCredit ? credit.jsonText() : JSON.stringify(credit);
-    }
+    for (let i = 0; i < credits.length; i++) texts[i] = textOf(credits[i]!);
     texts[0] = `[${texts[0]!}`;
     texts[texts.length - 1] += ']';
     const text = texts.join(',');
-    if (last instanceof ListedCredit) {
-      last.#endsList = credits;
-      last.#endsListText = text;
-    }
+    last.#endsListText = text;
     return text;
   }
 }
+
+const textOf = (credit: CheckCredit) =>
+  credit instanceof ListedCredit ? credit.jsonText() : JSON.stringify(credit);
 
 /**
  * The credits an answer lists: those of `list` with something left, with what is left, in the order given, and

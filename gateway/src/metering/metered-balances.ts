@@ -148,6 +148,22 @@ function sameSpent(a: readonly number[] | null, b: readonly number[] | null): bo
   return a.every((value, i) => value === b[i]);
 }
 
+/**
+ * `spent` as a kept figure holds it: written into the figure's own array when it has as many figures. A figure lives
+ * long (it is old by its balance's next answer), and the reply's array it would point to otherwise, one per consume
+ * that meets credits, would be kept alive and promoted, then collected as old garbage.
+ */
+function keptSpent(
+  kept: readonly number[] | null,
+  spent: readonly number[] | null,
+): readonly number[] | null {
+  if (spent === null) return null;
+  if (kept === null || kept.length !== spent.length) return spent.slice();
+  const own = kept as number[];
+  for (let i = 0; i < spent.length; i++) own[i] = spent[i]!;
+  return own;
+}
+
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
   const redis = withMeteringCommands(options.redis);
   const { keys, clock } = options;
@@ -216,7 +232,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
           subscriberId: op.subscriberId,
           feature: op.feature,
           credits: null,
-          spent,
+          spent: null,
         };
         figures.set(key, figure);
       }
@@ -225,7 +241,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       figure.rollover = rollover;
       figure.periodEndMs = op.periodEndMs;
       figure.credits = credits ? op.creditList : null;
-      figure.spent = spent;
+      figure.spent = keptSpent(figure.spent, spent);
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;

@@ -1,5 +1,6 @@
 import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/common/resolve/resolve';
-import { checkCreditsOf, type CreditFigures } from '@ent/common/metering/credit-answer';
+import { checkCreditsOf, ListedCredit, type CreditFigures } from '@ent/common/metering/credit-answer';
+import type { CheckCredit } from '@ent/contract/credits';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
@@ -287,22 +288,56 @@ type EncodedTerms = [
   credits?: readonly OperationCredit[],
 ];
 
-/** Each credit list's latest answer and the figures it was built from. */
-const latestCredits = new WeakMap<
-  readonly OperationCredit[],
-  { figures: CreditFigures; credits: MeteredCredits }
->();
+/**
+ * What each credit list last answered: its figures (written over in place) and, while they hold, the answer built
+ * from them. One entry per list for its lifetime: a consume that spends a credit changes the figures every time, and
+ * a new entry, figures or answer kept per consume would live until that subscriber's next answer (seconds later at a
+ * busy gateway), long enough to be promoted and collected as old garbage. So a changed answer is kept only once the
+ * same figures answer again (a refused consume repeated, a metered check after a consume).
+ */
+interface LatestCredits {
+  covered: number;
+  rollover: number;
+  spent: number[];
+  /** The answer of these figures, once they answered twice (undefined: not kept). */
+  answer: MeteredCredits | undefined;
+  /**
+   * The last answer kept: it lends its credits to the next answers (checkCreditsOf), those whose remaining did not
+   * move, so an answer that spends makes one credit, not five, even from an older answer.
+   */
+  lender: readonly CheckCredit[];
+}
+const latestCredits = new WeakMap<readonly OperationCredit[], LatestCredits>();
+const NO_CHECK_CREDITS: readonly CheckCredit[] = Object.freeze([]);
 
-const sameFigures = (a: CreditFigures, b: CreditFigures) =>
-  a.covered === b.covered &&
-  a.rollover === b.rollover &&
-  a.spent.length === b.spent.length &&
-  a.spent.every((spent, i) => spent === b.spent[i]);
+function sameFigures(latest: LatestCredits, figures: CreditFigures): boolean {
+  if (latest.covered !== figures.covered || latest.rollover !== figures.rollover) return false;
+  const { spent } = figures;
+  if (latest.spent.length !== spent.length) return false;
+  for (let i = 0; i < spent.length; i++) if (latest.spent[i] !== spent[i]) return false;
+  return true;
+}
+
+/**
+ * `built` as it is kept: a copy of its list and wrapper, made here rather than where every answer's are made. V8
+ * decides per allocation site whether to allocate straight into the old generation: had the kept answers (each list's
+ * first) come from checkCreditsOf's own site, all of them surviving made V8 allocate every later answer's list old,
+ * and each young credit such a list points to then survived its collections too (most of what a spending consume
+ * still promoted).
+ */
+function keptAnswer(latest: LatestCredits, built: MeteredCredits): MeteredCredits {
+  const answer: MeteredCredits = { covered: built.covered, credits: built.credits.slice() };
+  latest.answer = answer;
+  latest.lender = answer.credits;
+  ListedCredit.keepListText(answer.credits);
+  return answer;
+}
 
 /**
  * The credits an answer lists (common/src/metering/credit-answer.ts, shared with admin's usage answers). Built once
- * per credit list and figures: while only the allowance is spent, the figures stay as they were, and the answers of a
- * subscriber's consumes share one list rather than building it each time. Answers never change their list.
+ * per credit list and figures while those figures answer again: while only the allowance is spent, the figures stay
+ * as they were, and the answers of a subscriber's consumes share one list rather than building it each time. Answers
+ * never change their list.
  */
 export function meteredCreditsOf(
   list: readonly OperationCredit[],
@@ -310,10 +345,29 @@ export function meteredCreditsOf(
 ): MeteredCredits {
   if (figures === undefined) return NO_METERED_CREDITS;
   const latest = latestCredits.get(list);
-  if (latest !== undefined && sameFigures(latest.figures, figures)) return latest.credits;
-  const credits = checkCreditsOf(list, figures, latest?.credits.credits);
-  latestCredits.set(list, { figures, credits });
-  return credits;
+  if (latest === undefined) {
+    const made: LatestCredits = {
+      covered: figures.covered,
+      rollover: figures.rollover,
+      spent: figures.spent.slice(),
+      answer: undefined,
+      lender: NO_CHECK_CREDITS,
+    };
+    latestCredits.set(list, made);
+    return keptAnswer(made, checkCreditsOf(list, figures));
+  }
+  if (sameFigures(latest, figures)) {
+    if (latest.answer !== undefined) return latest.answer;
+    return keptAnswer(latest, checkCreditsOf(list, figures, latest.lender));
+  }
+  latest.covered = figures.covered;
+  latest.rollover = figures.rollover;
+  const { spent } = figures;
+  // Copied, not shared: the entry is old by now, and a young array it pointed to would be kept alive and promoted.
+  if (latest.spent.length !== spent.length) latest.spent = spent.slice();
+  else for (let i = 0; i < spent.length; i++) latest.spent[i] = spent[i]!;
+  latest.answer = undefined;
+  return checkCreditsOf(list, figures, latest.lender);
 }
 
 /** A replayed answer from the terms its record kept. */
@@ -336,17 +390,41 @@ function render(
   );
 }
 
+/**
+ * The number written in `text` from `from` to `to`, as `Number` reads it: the digits of a whole figure (what the
+ * scripts write) read in place, anything else by `Number` (no split into strings, one per figure, per answer).
+ */
+function figureIn(text: string, from: number, to: number): number {
+  // 15 digits stay below 2^53: summed exactly, as Number reads them.
+  if (to - from > 15 || to === from) return Number(text.slice(from, to));
+  let value = 0;
+  for (let i = from; i < to; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return Number(text.slice(from, to));
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
 /** A script's figures with credits: 'used covered rollover spent...' (an applied or refused value, or a replay's). */
 function creditFiguresOf(text: string): { used: number; figures: CreditFigures } {
-  const values = text.split(' ');
-  return {
-    used: Number(values[0]),
-    figures: {
-      covered: Number(values[1]),
-      rollover: Number(values[2]),
-      spent: values.slice(3).map(Number),
-    },
-  };
+  // A figure the text leaves out reads as NaN, as Number(undefined) did.
+  let used = NaN;
+  let covered = NaN;
+  let rollover = NaN;
+  const spent: number[] = [];
+  let from = 0;
+  for (let place = 0; from <= text.length; place++) {
+    let to = text.indexOf(' ', from);
+    if (to === -1) to = text.length;
+    const figure = figureIn(text, from, to);
+    if (place === 0) used = figure;
+    else if (place === 1) covered = figure;
+    else if (place === 2) rollover = figure;
+    else spent.push(figure);
+    from = to + 1;
+  }
+  return { used, figures: { covered, rollover, spent } };
 }
 
 const STATUS = ['applied', 'refused', 'stale', 'not_ready', 'skipped', 'replayed', 'key_reused'] as const;

@@ -37,6 +37,25 @@ describe("an answer's credits (meteredCreditsOf)", () => {
     // No figures: the reply named no credits.
     expect(meteredCreditsOf(list, undefined).credits).toEqual([]);
   });
+
+  it('keeps a changed answer only once its figures answer again, and lends the credits that did not move', () => {
+    const own: readonly OperationCredit[] = [
+      ['cr_a', 5, null],
+      ['cr_b', 3, null],
+    ];
+    const first = meteredCreditsOf(own, { covered: 0, rollover: 0, spent: [] });
+    const spending = meteredCreditsOf(own, { covered: 1, rollover: 0, spent: [1] });
+    expect(spending.credits.map((credit) => credit.remaining)).toEqual([4, 3]);
+    expect(spending.credits[1]).toBe(first.credits[1]);
+    const again = meteredCreditsOf(own, { covered: 1, rollover: 0, spent: [1] });
+    expect(again).not.toBe(spending);
+    expect(again).toEqual(spending);
+    expect(again.credits[1]).toBe(first.credits[1]);
+    expect(meteredCreditsOf(own, { covered: 1, rollover: 0, spent: [1] })).toBe(again);
+    const next = meteredCreditsOf(own, { covered: 2, rollover: 0, spent: [2] });
+    expect(next.credits[0]!.remaining).toBe(3);
+    expect(next.credits[1]).toBe(first.credits[1]);
+  });
 });
 
 describe("an answer's credits as JSON (ListedCredit.listJsonText)", () => {
