@@ -46,14 +46,14 @@ export async function persistCreditHashes(
     const sorted = [...figures].sort((a, b) =>
       a.creditId < b.creditId ? -1 : a.creditId > b.creditId ? 1 : 0,
     );
-    const result = await sql<{ id: string }>`
+    // No RETURNING: the count is all the caller reports.
+    const result = await sql`
       UPDATE credits AS c SET spent = f.spent
       FROM unnest(${sorted.map((figure) => figure.creditId)}::text[], ${sorted.map((figure) => figure.spent)}::bigint[])
         AS f(id, spent)
       WHERE c.organization_id = ${organizationId} AND c.id = f.id AND c.spent <> f.spent
-      RETURNING c.id
     `.execute(trx);
-    updated = result.rows.length;
+    updated = Number(result.numAffectedRows ?? 0);
   }
   return { persisted: updated + events.length, events };
 }
