@@ -315,6 +315,18 @@ describe('rollover (a grant with rollover: {max})', () => {
     expect(await redis.hget(keys.meteredBalance(org, `alice|rolls|${MARCH}`), 'ro')).toBe('2');
   });
 
+  it('a period whose predecessor left nothing unused holds no ro: named and drained as a balance without credits', async () => {
+    const org = await organization();
+    clock.set(Date.parse('2026-02-10T00:00:00Z'));
+    await consume(org, 'rolls', 14); // February's allowance of 10 and its 4 rolled over from January, all used
+    clock.set(START);
+    expect(await consume(org, 'rolls', 1)).toMatchObject({ used: 1, remaining: 9, credits: [] });
+    const march = `alice|rolls|${MARCH}`;
+    expect(await redis.hgetall(keys.meteredBalance(org, march))).not.toHaveProperty('ro');
+    expect(await redis.sismember(keys.meteredDirty(org), march)).toBe(1);
+    expect(await redis.sismember(keys.meteredDirty(org), creditBalanceDirtyMember(march))).toBe(0);
+  });
+
   it('makes none for a period before the subscription, and never counts a persisted rollover twice', async () => {
     const newcomer: SubscriberDoc = { ...alice, subscribedAt: { pro: MARCH + HOUR }, credits: {} };
     const org = await organization(newcomer);

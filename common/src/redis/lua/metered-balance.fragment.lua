@@ -82,7 +82,13 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec, rollover)
     local unused = previousLimit - ((tonumber(previous[1]) or 0) - (tonumber(previous[2]) or 0))
     ro = math.max(0, math.min(tonumber(rollover[3]), unused))
   end
-  meteredHashWrite(op.buffer, key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
+  -- ro only when something rolled over: an absent ro reads as 0 everywhere, and a balance holding neither k nor ro is
+  -- drained without its credit-spent hash (balance-scripts.ts), as the refill leaves one.
+  if ro > 0 then
+    meteredHashWrite(op.buffer, key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
+  else
+    meteredHashWrite(op.buffer, key, 'u', '0', 'r', '1', 'e', op.periodEnd)
+  end
   if op.ttl ~= '' then
     meteredHashExpire(key, op.ttl)
   end
