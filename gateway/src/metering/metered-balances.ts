@@ -6,6 +6,8 @@ import { creditDirtyMember, meteredMember, type RedisKeys } from '@ent/common/re
 import type { OperationCredit } from './operation-credits.ts';
 import {
   decodeOutcome,
+  keptSpent,
+  sameSpent,
   usageApplyArguments,
   type MeteredOperation,
   type MeteredOutcome,
@@ -131,7 +133,7 @@ interface Figure {
   readonly feature: string;
   /** The operation's credits in its order, and what each had spent (null: the reply named no credits). */
   credits: readonly OperationCredit[] | null;
-  spent: readonly number[] | null;
+  spent: number[] | null;
 }
 
 interface Merged {
@@ -140,28 +142,6 @@ interface Merged {
   periodEndMs: number | null;
   covered: number;
   rollover: number;
-}
-
-function sameSpent(a: readonly number[] | null, b: readonly number[] | null): boolean {
-  if (a === b) return true;
-  if (a === null || b === null || a.length !== b.length) return false;
-  return a.every((value, i) => value === b[i]);
-}
-
-/**
- * `spent` as a kept figure holds it: written into the figure's own array when it has as many figures. A figure lives
- * long (it is old by its balance's next answer), and the reply's array it would point to otherwise, one per consume
- * that meets credits, would be kept alive and promoted, then collected as old garbage.
- */
-function keptSpent(
-  kept: readonly number[] | null,
-  spent: readonly number[] | null,
-): readonly number[] | null {
-  if (spent === null) return null;
-  if (kept === null || kept.length !== spent.length) return spent.slice();
-  const own = kept as number[];
-  for (let i = 0; i < spent.length; i++) own[i] = spent[i]!;
-  return own;
 }
 
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
@@ -241,7 +221,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       figure.rollover = rollover;
       figure.periodEndMs = op.periodEndMs;
       figure.credits = credits ? op.creditList : null;
-      figure.spent = keptSpent(figure.spent, spent);
+      figure.spent = spent === null ? null : keptSpent(figure.spent, spent);
       if (op.kind !== 'r' && outcome.status === 'applied') changed = true;
     }
     if (!changed) return;

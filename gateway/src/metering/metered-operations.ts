@@ -310,12 +310,28 @@ interface LatestCredits {
 const latestCredits = new WeakMap<readonly OperationCredit[], LatestCredits>();
 const NO_CHECK_CREDITS: readonly CheckCredit[] = Object.freeze([]);
 
-function sameFigures(latest: LatestCredits, figures: CreditFigures): boolean {
-  if (latest.covered !== figures.covered || latest.rollover !== figures.rollover) return false;
-  const { spent } = figures;
-  if (latest.spent.length !== spent.length) return false;
-  for (let i = 0; i < spent.length; i++) if (latest.spent[i] !== spent[i]) return false;
+/** Whether two lists of spent figures (null: none named) are equal, figure by figure. */
+export function sameSpent(a: readonly number[] | null, b: readonly number[] | null): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+const sameFigures = (latest: LatestCredits, figures: CreditFigures): boolean =>
+  latest.covered === figures.covered &&
+  latest.rollover === figures.rollover &&
+  sameSpent(latest.spent, figures.spent);
+
+/**
+ * `spent` as a long-lived holder keeps it (a kept figure, a list's latest figures): written into the holder's own
+ * array when it has as many figures. The holder is old by its next write, and a young array it pointed to, one per
+ * consume that meets credits, would be kept alive and promoted, then collected as old garbage.
+ */
+export function keptSpent(kept: number[] | null, spent: readonly number[]): number[] {
+  if (kept === null || kept.length !== spent.length) return spent.slice();
+  for (let i = 0; i < spent.length; i++) kept[i] = spent[i]!;
+  return kept;
 }
 
 /**
@@ -362,10 +378,7 @@ export function meteredCreditsOf(
   }
   latest.covered = figures.covered;
   latest.rollover = figures.rollover;
-  const { spent } = figures;
-  // Copied, not shared: the entry is old by now, and a young array it pointed to would be kept alive and promoted.
-  if (latest.spent.length !== spent.length) latest.spent = spent.slice();
-  else for (let i = 0; i < spent.length; i++) latest.spent[i] = spent[i]!;
+  latest.spent = keptSpent(latest.spent, figures.spent);
   latest.answer = undefined;
   return checkCreditsOf(list, figures, latest.lender);
 }
