@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { creditSpentNow } from '@ent/common/db/credit-columns';
 import {
   ManualClock,
   type AdminTestContext,
@@ -53,10 +54,10 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
     const deps = meteredPersisterDeps(ctx);
     expect((await createMeteredPersister(deps).persistOnce()).failed).toBe(0);
     const row = await ctx.db
-      .selectFrom('credits')
-      .select('spent')
-      .where('organization_id', '=', org.organization_id)
-      .where('id', '=', creditId)
+      .selectFrom('credits as c')
+      .select(creditSpentNow)
+      .where('c.organization_id', '=', org.organization_id)
+      .where('c.id', '=', creditId)
       .executeTakeFirstOrThrow();
     expect(row.spent).toBe(2);
     const voided = await env.api.delete(`/org/subscribers/alice/credits/${creditId}`);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { creditSpentNow } from '@ent/common/db/credit-columns';
 import {
   ManualClock,
   type AdminTestContext,
@@ -62,9 +63,9 @@ const persisted = async () => ({
   credits: Object.fromEntries(
     (
       await ctx.db
-        .selectFrom('credits')
-        .select(['id', 'spent'])
-        .where('organization_id', '=', org.organization_id)
+        .selectFrom('credits as c')
+        .select(['c.id', creditSpentNow])
+        .where('c.organization_id', '=', org.organization_id)
         .execute()
     ).map((row) => [row.id, row.spent]),
   ),

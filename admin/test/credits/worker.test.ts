@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import { creditSpentNow } from '@ent/common/db/credit-columns';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { meteredPeriodAt } from '@ent/common/metering/metered-period';
-import { creditDirtyMember, meteredMember } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember, creditDirtyMember, meteredMember } from '@ent/common/redis/keys';
 import {
   ManualClock,
   createAdminContext,
@@ -53,10 +54,10 @@ const createCredit = async (payload: object): Promise<string> => {
 const persistedSpent = async (creditId: string) =>
   (
     await ctx.db
-      .selectFrom('credits')
-      .select('spent')
-      .where('organization_id', '=', org.organization_id)
-      .where('id', '=', creditId)
+      .selectFrom('credits as c')
+      .select(creditSpentNow)
+      .where('c.organization_id', '=', org.organization_id)
+      .where('c.id', '=', creditId)
       .executeTakeFirstOrThrow()
   ).spent;
 /** What the gateway's Lua leaves after spending from credits: the figures, the member dirty, the org dirty. */
@@ -141,6 +142,90 @@ describe('credit spent from the dirty set', () => {
     await ctx.redis.del(keys().creditSpent(org.organization_id, 'alice', 'api-calls'));
     const listed = await api().get('/org/subscribers/alice/credits');
     expect(listed.json().credits[0]).toMatchObject({ credit_id: credit, spent: 6, status: 'voided' });
+  });
+});
+
+describe("a credit's spent persisted in its balance's row", () => {
+  const period = meteredPeriodAt('month', null, NOW);
+  const alice = {
+    subscriberId: 'alice',
+    feature: 'api-calls',
+    periodStartMs: period.startMs,
+    periodEndMs: period.endMs,
+  };
+  /** What a consume that spent credits leaves: the balance with k, the figures, the balance named with its hash. */
+  const spendWithBalance = async (figures: Record<string, number>, used: number, revision: number) => {
+    const member = await changeBalance(ctx.redis, keys(), org.organization_id, alice, { used, revision });
+    await ctx.redis.srem(keys().meteredDirty(org.organization_id), member);
+    await ctx.redis.hset(keys().meteredBalance(org.organization_id, member), 'k', used);
+    await ctx.redis.hset(keys().creditSpent(org.organization_id, 'alice', 'api-calls'), figures);
+    await ctx.redis.sadd(keys().meteredDirty(org.organization_id), creditBalanceDirtyMember(member));
+    await ctx.redis.sadd(keys().meteredDirtyOrganizations, org.organization_id);
+    return member;
+  };
+  const rowOf = () =>
+    ctx.db
+      .selectFrom('metered_usage')
+      .select(['used', 'covered', 'credit_spent', 'credit_spent_seq'])
+      .where('organization_id', '=', org.organization_id)
+      .executeTakeFirstOrThrow();
+  const columnSpent = async (creditId: string) =>
+    await ctx.db
+      .selectFrom('credits')
+      .select(['spent', 'spent_seq'])
+      .where('organization_id', '=', org.organization_id)
+      .where('id', '=', creditId)
+      .executeTakeFirstOrThrow();
+
+  it('writes the figures into the balance row only, and the latest write wins whichever row holds it', async () => {
+    const a = await createCredit({ feature: 'api-calls', amount: 10 });
+    const b = await createCredit({ feature: 'api-calls', amount: 20 });
+    await spendWithBalance({ [a]: 4 }, 4, 3);
+    expect((await createMeteredPersister(deps).persistOnce()).failed).toBe(0);
+    const first = await rowOf();
+    expect(first).toMatchObject({ used: 4, covered: 4, credit_spent: { [a]: 4 } });
+    expect(first.credit_spent_seq).toBeGreaterThan(0);
+    // The credit's own row is not written: one row per drained balance, as without credits.
+    expect(await columnSpent(a)).toEqual({ spent: 0, spent_seq: 0 });
+    expect([await persistedSpent(a), await persistedSpent(b)]).toEqual([4, 0]);
+
+    // A write that moved spent without the balance (a correction's give-back): written to the credit, newer.
+    await spendInRedis({ [a]: 1, [b]: 2 });
+    await createMeteredPersister(deps).persistOnce();
+    expect((await columnSpent(a)).spent_seq).toBeGreaterThan(first.credit_spent_seq!);
+    expect([await persistedSpent(a), await persistedSpent(b)]).toEqual([1, 2]);
+
+    // Spending again through the balance: its row is the latest again.
+    await spendWithBalance({ [a]: 9, [b]: 2 }, 11, 4);
+    await createMeteredPersister(deps).persistOnce();
+    expect(await rowOf()).toMatchObject({ used: 11, credit_spent: { [a]: 9, [b]: 2 } });
+    expect([await persistedSpent(a), await persistedSpent(b)]).toEqual([9, 2]);
+    expect(await ctx.redis.scard(keys().meteredDirty(org.organization_id))).toBe(0);
+  });
+
+  it('a later drain of the balance without its hash keeps the figures its row holds', async () => {
+    const a = await createCredit({ feature: 'api-calls', amount: 10 });
+    await spendWithBalance({ [a]: 5 }, 5, 2);
+    await createMeteredPersister(deps).persistOnce();
+    // Everything given back (k gone from the hash, as a refill leaves it), then a plain change of the balance.
+    const member = await changeBalance(ctx.redis, keys(), org.organization_id, alice, {
+      used: 7,
+      revision: 3,
+    });
+    await ctx.redis.hdel(keys().meteredBalance(org.organization_id, member), 'k');
+    await ctx.redis.sadd(keys().meteredDirtyOrganizations, org.organization_id);
+    await createMeteredPersister(deps).persistOnce();
+    expect(await rowOf()).toMatchObject({ used: 7, credit_spent: { [a]: 5 } });
+    expect(await persistedSpent(a)).toBe(5);
+  });
+
+  it("a balance gone from Redis leaves its hash's figures to the credits", async () => {
+    const a = await createCredit({ feature: 'api-calls', amount: 10 });
+    const member = await spendWithBalance({ [a]: 6 }, 6, 2);
+    await ctx.redis.del(keys().meteredBalance(org.organization_id, member));
+    await createMeteredPersister(deps).persistOnce();
+    expect(await columnSpent(a)).toMatchObject({ spent: 6 });
+    expect(await persistedSpent(a)).toBe(6);
   });
 });
 

@@ -139,9 +139,16 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     expect(drained.taken).toBe(2);
     expect(drained.balances).toHaveLength(2);
     expect(drained.balances.find((entry) => entry.member === carol)).toMatchObject({ covered: 3 });
-    expect(drained.creditHashes).toEqual([
-      { subscriberId: 'carol', feature: 'api-calls', fields: { cr_c: '3' } },
-    ]);
+    // Read again with it (its own member taken too): written to the credit, and carried by her row.
+    const carolHash = {
+      subscriberId: 'carol',
+      feature: 'api-calls',
+      fields: { cr_c: '3' },
+      standalone: true,
+    };
+    expect(drained.creditHashes).toEqual([carolHash]);
+    expect(drained.balances.find((entry) => entry.member === carol)?.creditHash).toEqual(carolHash);
+    expect(drained.balances.find((entry) => entry.member !== carol)?.creditHash).toBeUndefined();
   });
 
   it('a credit member drained alone brings its hash, and a member of both kinds is read both ways', async () => {
@@ -164,8 +171,13 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     expect(drained.creditHashes).toHaveLength(2);
     expect(drained.creditHashes).toEqual(
       expect.arrayContaining([
-        { subscriberId: 'dave', feature: 'api-calls', fields: { cr_d: '1', 'ro:cr_r': '4|1|2|3' } },
-        { subscriberId: '7', feature: String(NOVEMBER), fields: { cr_e: '5' } },
+        {
+          subscriberId: 'dave',
+          feature: 'api-calls',
+          fields: { cr_d: '1', 'ro:cr_r': '4|1|2|3' },
+          standalone: true,
+        },
+        { subscriberId: '7', feature: String(NOVEMBER), fields: { cr_e: '5' }, standalone: true },
       ]),
     );
   });
@@ -203,9 +215,10 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
         expect.objectContaining({ member: october, used: 2, covered: 2 }),
       ]),
     );
-    expect(drained.creditHashes).toEqual([
-      { subscriberId: 'erin', feature: 'api-calls', fields: { cr_e: '8' } },
-    ]);
+    // Named by balance members only: its figures go into those balances' rows, not the credit's.
+    const erinHash = { subscriberId: 'erin', feature: 'api-calls', fields: { cr_e: '8' }, standalone: false };
+    expect(drained.creditHashes).toEqual([erinHash]);
+    for (const read of drained.balances) expect(read.creditHash).toEqual(erinHash);
     expect(drained.remaining).toBe(0);
   });
 

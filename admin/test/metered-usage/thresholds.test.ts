@@ -175,7 +175,9 @@ describe('usage.threshold_reached', () => {
     });
     expect(lowered.statusCode).toBeLessThan(300);
     await change(51);
-    expect(await thresholdEvents(org)).toEqual([expect.objectContaining({ threshold: 80, used: 51, limit: 60 })]);
+    expect(await thresholdEvents(org)).toEqual([
+      expect.objectContaining({ threshold: 80, used: 51, limit: 60 }),
+    ]);
   });
 
   it('is recorded once even when the webhook is disabled, and not sent later', async () => {

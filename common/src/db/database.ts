@@ -171,6 +171,13 @@ export interface MeteredUsageTable {
   covered: ColumnType<number, number | undefined, number>;
   /** The period's rollover amount (the balance hash's `ro`). */
   rollover: ColumnType<number, number | undefined, number>;
+  /**
+   * The subscriber's credit-spent figures for this feature (credit id -> spent) read with this balance by the drain
+   * that wrote it, and that drain's transaction id; null when the balance met no credits. Read through
+   * `credit_spent_now(credits)`, never alone.
+   */
+  credit_spent: ColumnType<Record<string, number> | null, string | null | undefined, string | null>;
+  credit_spent_seq: ColumnType<number | null, number | null | undefined, number | null>;
   updated_at: Timestamp;
 }
 
@@ -213,7 +220,7 @@ export interface OverridesTable {
 
 export type CreditSource = 'manual' | 'rollover';
 
-/** A credit on one subscriber's metered feature (DESIGN.md §5, "Credits"); `spent` is written by the worker. */
+/** A credit on one subscriber's metered feature (DESIGN.md §5, "Credits"). */
 export interface CreditsTable {
   id: string;
   organization_id: string;
@@ -221,7 +228,12 @@ export interface CreditsTable {
   feature_id: string;
   name: string | null;
   amount: ColumnType<number, number, never>;
+  /**
+   * Spent as last written to the credit itself (created, imported, or a drain of its hash alone), at `spent_seq`; what
+   * it has spent is `credit_spent_now(credits)`, the latest of this and its balances' rows (decisions.md).
+   */
   spent: ColumnType<number, number | undefined, number>;
+  spent_seq: ColumnType<number, number | undefined, number>;
   priority: ColumnType<number, number, never>;
   effective_at: ColumnType<Date, Date, never>;
   expires_at: ColumnType<Date | null, Date | null, never>;

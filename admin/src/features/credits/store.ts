@@ -1,4 +1,10 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import {
+  CREDIT_COLUMN_NAMES,
+  CREDIT_COLUMNS,
+  creditSpentNow,
+  updatedCreditSpentNow,
+} from '@ent/common/db/credit-columns';
 import type { Credit, CreditSource, Database } from '@ent/common/db/database';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -10,8 +16,7 @@ const withFeatureKey = (db: Db, organizationId: string) =>
   db
     .selectFrom('credits as c')
     .innerJoin('features as f', 'f.id', 'c.feature_id')
-    .selectAll('c')
-    .select('f.key as feature_key')
+    .select([...CREDIT_COLUMNS, creditSpentNow, 'f.key as feature_key'])
     .where('c.organization_id', '=', organizationId);
 
 export function findCredit(
@@ -98,7 +103,7 @@ export function voidCreditRow(
     .where('organization_id', '=', organizationId)
     .where('id', '=', creditId)
     .where('voided_at', 'is', null)
-    .returningAll()
+    .returning([...CREDIT_COLUMN_NAMES, updatedCreditSpentNow])
     .executeTakeFirst();
 }
 

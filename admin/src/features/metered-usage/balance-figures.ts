@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { creditSpentNow } from '@ent/common/db/credit-columns';
 import type { Database } from '@ent/common/db/database';
 import {
   checkCreditsOf,
@@ -136,10 +137,10 @@ async function spentOf(
 ): Promise<Map<string, number>> {
   if (ids.length === 0) return new Map();
   const rows = await db
-    .selectFrom('credits')
-    .select(['id', 'spent'])
-    .where('organization_id', '=', organizationId)
-    .where('id', 'in', [...new Set(ids)])
+    .selectFrom('credits as c')
+    .select(['c.id', creditSpentNow])
+    .where('c.organization_id', '=', organizationId)
+    .where('c.id', 'in', [...new Set(ids)])
     .execute();
   return new Map(rows.map((row) => [row.id, row.spent]));
 }

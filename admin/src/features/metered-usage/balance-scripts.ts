@@ -22,6 +22,11 @@ export interface DrainedBalance {
   covered: number;
   /** The period's rollover amount (`ro`). */
   rollover: number;
+  /**
+   * Its subscriber's credit-spent hash for the feature, when the drain read it in the same instant as this balance
+   * (one MULTI): its figures are then persisted in this balance's row.
+   */
+  creditHash?: DrainedCreditHash;
 }
 
 /** A subscriber's credit-spent hash for one feature, read in the drain's one step with the balances (issue 35). */
@@ -30,6 +35,12 @@ export interface DrainedCreditHash {
   feature: string;
   /** credit id -> spent, and 'ro:<id>' -> a rollover credit's record. */
   fields: Record<string, string>;
+  /**
+   * Its figures must be written to the credits themselves: a `credit|<subscriber>|<feature>` member named it (a
+   * write that moved spent without a balance: a refill, a correction's give-back, an import's seed), or no balance of
+   * its owner was read with it. Otherwise the rows of the balances read with it carry them.
+   */
+  standalone: boolean;
 }
 
 export interface Drained {
@@ -124,13 +135,38 @@ export async function drainBalances(
   };
   if (popped.length === 0) return drained;
   const { balances: members, others } = split(popped);
-  const poppedOwners = new Map<string, Owner>();
+  // Owner member -> the owner and whether a `credit|<subscriber>|<feature>` member of its own was popped.
+  const poppedOwners = new Map<string, Owner & { named: boolean }>();
   for (const member of others) {
-    const { subscriberId, feature } = parseCreditDirtyMember(member)!;
-    poppedOwners.set(creditDirtyMember(subscriberId, feature), { subscriberId, feature });
+    const { subscriberId, feature, balanceMember } = parseCreditDirtyMember(member)!;
+    const ownerMember = creditDirtyMember(subscriberId, feature);
+    const known = poppedOwners.get(ownerMember);
+    const named = balanceMember === undefined || (known?.named ?? false);
+    poppedOwners.set(ownerMember, { subscriberId, feature, named });
   }
-  const creditHashOf = (owner: Owner, fields: Record<string, string>) => {
-    if (Object.keys(fields).length > 0) drained.creditHashes.push({ ...owner, fields });
+  // The hashes read, by owner member, and the balances read with each (in the same MULTI).
+  const hashes = new Map<string, DrainedCreditHash>();
+  const readWith = new Map<string, DrainedBalance[]>();
+  const hashOf = (ownerMember: string, owner: Owner, named: boolean, fields: Record<string, string>) => {
+    hashes.set(ownerMember, {
+      subscriberId: owner.subscriberId,
+      feature: owner.feature,
+      fields,
+      standalone: named,
+    });
+  };
+  const settleHashes = () => {
+    for (const [ownerMember, hash] of hashes) {
+      const withIt = readWith.get(ownerMember) ?? [];
+      if (withIt.length === 0) hash.standalone = true;
+      for (const balance of withIt) balance.creditHash = hash;
+      if (Object.keys(hash.fields).length > 0 || withIt.length > 0) drained.creditHashes.push(hash);
+    }
+  };
+  const readWithHash = (ownerMember: string, balance: DrainedBalance) => {
+    const list = readWith.get(ownerMember);
+    if (list) list.push(balance);
+    else readWith.set(ownerMember, [balance]);
   };
   try {
     const first = poppedOwners.size > 0 ? redis.multi() : redis.pipeline();
@@ -150,7 +186,8 @@ export async function drainBalances(
       }
       const { subscriberId, feature } = read.balance;
       const ownerMember = creditDirtyMember(subscriberId, feature);
-      if (read.metCredits && !poppedOwners.has(ownerMember)) {
+      if (poppedOwners.has(ownerMember)) readWithHash(ownerMember, read.balance);
+      else if (read.metCredits) {
         const entry = again.get(ownerMember) ?? { owner: { subscriberId, feature }, members: [] };
         entry.members.push(member);
         again.set(ownerMember, entry);
@@ -159,10 +196,13 @@ export async function drainBalances(
       drained.balances.push(read.balance);
     }
     let at = members.length;
-    for (const owner of poppedOwners.values())
-      creditHashOf(owner, replies[at++]![1] as Record<string, string>);
+    for (const [ownerMember, owner] of poppedOwners)
+      hashOf(ownerMember, owner, owner.named, replies[at++]![1] as Record<string, string>);
     drained.remaining = Number(replies[at]![1]);
-    if (again.size === 0) return drained;
+    if (again.size === 0) {
+      settleHashes();
+      return drained;
+    }
 
     const second = redis.multi();
     let expected = 1;
@@ -177,14 +217,19 @@ export async function drainBalances(
     drained.members.push(...creditMembers);
     const more = await execAll(second, expected);
     at = 0;
-    for (const { owner, members: ofOwner } of again.values()) {
+    for (const [ownerMember, { owner, members: ofOwner }] of again) {
       for (const member of ofOwner) {
         const read = balanceOf(member, more[at++]![1] as Record<string, string>);
         if (read === null) drained.vanished += 1;
-        else drained.balances.push(read.balance);
+        else {
+          drained.balances.push(read.balance);
+          readWithHash(ownerMember, read.balance);
+        }
       }
-      creditHashOf(owner, more[at++]![1] as Record<string, string>);
+      // Its own member was taken out of the set here: whatever it stood for is persisted with this read.
+      hashOf(ownerMember, owner, true, more[at++]![1] as Record<string, string>);
     }
+    settleHashes();
     const alsoTaken = Number(more[at]![1]);
     drained.taken += alsoTaken;
     drained.remaining = Math.max(0, drained.remaining - alsoTaken);

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { creditSpentNow } from '@ent/common/db/credit-columns';
 import type { Database } from '@ent/common/db/database';
 
 /** One persisted balance as a gateway's refill takes it. */
@@ -83,18 +84,12 @@ export async function refillFigures(
       .orderBy('period_start', 'desc')
       .execute(),
     db
-      .selectFrom('credits')
-      .innerJoin('features', 'features.id', 'credits.feature_id')
-      .select([
-        'credits.subscriber_id',
-        'features.key as feature',
-        'credits.id as credit_id',
-        'credits.spent',
-      ])
-      .where('credits.organization_id', '=', organizationId)
-      .where('credits.voided_at', 'is', null)
-      .where('credits.spent', '>', 0)
-      .where((eb) => eb.or([eb('credits.expires_at', 'is', null), eb('credits.expires_at', '>', now)]))
+      .selectFrom('credits as c')
+      .innerJoin('features', 'features.id', 'c.feature_id')
+      .select(['c.subscriber_id', 'features.key as feature', 'c.id as credit_id', creditSpentNow])
+      .where('c.organization_id', '=', organizationId)
+      .where('c.voided_at', 'is', null)
+      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
       .execute(),
   ]);
   return {
@@ -108,11 +103,14 @@ export async function refillFigures(
       covered: row.covered,
       rollover: row.rollover,
     })),
-    credits: credits.map((row) => ({
-      subscriber_id: row.subscriber_id,
-      feature: row.feature,
-      credit_id: row.credit_id,
-      spent: row.spent,
-    })),
+    // What spent nothing needs no figure in Redis (an absent one reads as 0).
+    credits: credits
+      .filter((row) => row.spent > 0)
+      .map((row) => ({
+        subscriber_id: row.subscriber_id,
+        feature: row.feature,
+        credit_id: row.credit_id,
+        spent: row.spent,
+      })),
   };
 }

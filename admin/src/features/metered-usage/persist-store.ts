@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { meteredMember } from '@ent/common/redis/keys';
+import { spentFiguresJson } from '../credits/worker/spent.ts';
 import type { DrainedBalance } from './balance-scripts.ts';
 import type { UsageThreshold } from './thresholds.ts';
 
@@ -26,8 +27,10 @@ const byKey = <T extends { subscriberId: string; feature: string; periodStartMs:
           : a.periodStartMs - b.periodStartMs;
 
 /**
- * One upsert statement (unnest: one array per column, so its text and its nine parameters stay the same whatever the
- * batch), each row only over an older revision. RETURNING only when asked: most batches need the count alone.
+ * One upsert statement (unnest: one array per column, so its text and its ten parameters stay the same whatever the
+ * batch), each row only over an older revision. RETURNING only when asked: most batches need the count alone. A
+ * balance read with its credit-spent hash keeps that hash's figures (`credit_spent`, at the transaction's id); one
+ * read without it keeps the figures its row already holds.
  */
 async function upsert(
   trx: Trx,
@@ -41,11 +44,13 @@ async function upsert(
   const sorted = [...balances].sort(byKey);
   const result = await sql<{ subscriber_id: string; feature_key: string; period_start_ms: number }>`
     INSERT INTO metered_usage AS m
-      (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision, covered, rollover)
+      (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision, covered, rollover,
+        credit_spent, credit_spent_seq)
     SELECT ${organizationId}, b.subscriber_id, b.feature_key,
       'epoch'::timestamptz + b.start_ms * interval '1 millisecond',
       'epoch'::timestamptz + b.end_ms * interval '1 millisecond',
-      b.used, b.revision, b.covered, b.rollover
+      b.used, b.revision, b.covered, b.rollover,
+      b.credit_spent, CASE WHEN b.credit_spent IS NULL THEN NULL ELSE pg_current_xact_id()::text::bigint END
     FROM unnest(
       ${sorted.map((b) => b.subscriberId)}::text[],
       ${sorted.map((b) => b.feature)}::text[],
@@ -54,12 +59,16 @@ async function upsert(
       ${sorted.map((b) => b.used)}::bigint[],
       ${sorted.map((b) => b.revision)}::bigint[],
       ${sorted.map((b) => b.covered)}::bigint[],
-      ${sorted.map((b) => b.rollover)}::bigint[]
-    ) WITH ORDINALITY AS b (subscriber_id, feature_key, start_ms, end_ms, used, revision, covered, rollover, n)
+      ${sorted.map((b) => b.rollover)}::bigint[],
+      ${sorted.map((b) => (b.creditHash ? spentFiguresJson(b.creditHash.fields) : null))}::jsonb[]
+    ) WITH ORDINALITY AS b (subscriber_id, feature_key, start_ms, end_ms, used, revision, covered, rollover, credit_spent,
+      n)
     ORDER BY b.n
     ON CONFLICT (organization_id, subscriber_id, feature_key, period_start) DO UPDATE
       SET used = excluded.used, revision = excluded.revision, period_end = excluded.period_end,
-        covered = excluded.covered, rollover = excluded.rollover, updated_at = now()
+        covered = excluded.covered, rollover = excluded.rollover,
+        credit_spent = COALESCE(excluded.credit_spent, m.credit_spent),
+        credit_spent_seq = COALESCE(excluded.credit_spent_seq, m.credit_spent_seq), updated_at = now()
       WHERE m.revision < excluded.revision
     ${
       returning

@@ -18,6 +18,7 @@ import * as meteredUsageCredits from './2026-11-27T0700_metered_usage_credits.ts
 import * as outboxSubscriberBatches from './2026-11-27T1100_outbox_subscriber_batches.ts';
 import * as meteredUsageFillfactor from './2026-11-27T1500_metered_usage_fillfactor.ts';
 import * as creditsFillfactor from './2026-11-27T1700_credits_fillfactor.ts';
+import * as creditSpentInBalances from './2026-11-27T2000_credit_spent_in_balances.ts';
 
 /** Every migration, by sortable name. Add new files here; never edit a shipped one. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T1100_outbox_subscriber_batches': outboxSubscriberBatches,
   '2026-11-27T1500_metered_usage_fillfactor': meteredUsageFillfactor,
   '2026-11-27T1700_credits_fillfactor': creditsFillfactor,
+  '2026-11-27T2000_credit_spent_in_balances': creditSpentInBalances,
 };

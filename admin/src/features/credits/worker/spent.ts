@@ -4,33 +4,58 @@ import type { DomainEvent } from '../../shared/write/outcome.ts';
 import type { DrainedCreditHash } from '../../metered-usage/balance-scripts.ts';
 import { isRolloverField, parseRolloverField, recordRollovers, type Rollover } from './rollovers.ts';
 
-/** The spent figures and rollover records of drained credit-spent hashes. */
+/** A spent figure as the credit-spent hash holds it, or null for a field that is not one (a rollover record). */
+function spentFigure(field: string, value: string): number | null {
+  if (isRolloverField(field)) return null;
+  const spent = Number(value);
+  return Number.isSafeInteger(spent) && spent >= 0 ? spent : null;
+}
+
+/** The rollover records of drained credit-spent hashes, and the spent figures of those to write to the credits. */
 function figuresOf(hashes: readonly DrainedCreditHash[]): {
   figures: { creditId: string; spent: number }[];
   rollovers: Rollover[];
 } {
   const figures: { creditId: string; spent: number }[] = [];
   const rollovers: Rollover[] = [];
-  for (const { subscriberId, feature, fields } of hashes) {
+  for (const { subscriberId, feature, fields, standalone } of hashes) {
     for (const [field, value] of Object.entries(fields)) {
       if (isRolloverField(field)) {
         const rollover = parseRolloverField(subscriberId, feature, field, value);
         if (rollover) rollovers.push(rollover);
         continue;
       }
-      const spent = Number(value);
-      if (Number.isSafeInteger(spent) && spent >= 0) figures.push({ creditId: field, spent });
+      const spent = standalone ? spentFigure(field, value) : null;
+      if (spent !== null) figures.push({ creditId: field, spent });
     }
   }
   return { figures, rollovers };
 }
 
 /**
- * Persists credit-spent hashes the metered drain read with its balances (one script call, so with the balances of
- * the same instant): rollover credits first (recorded once each), then every spent figure into `credits.spent` (one
- * UPDATE for the batch). The caller holds the organization's drain lock from before the drain to the commit, so
- * drains land in Postgres in the order they read Redis and an older figure never overwrites a newer one. Answers
- * the rows changed and the `credit.created` events of the rollovers this call recorded.
+ * A hash's spent figures as the JSON object a balance's row keeps (`metered_usage.credit_spent`), or null when it
+ * holds none. Built as text: the figures are integers and the ids hold no character JSON escapes (CREDIT_ID_PATTERN;
+ * a rollover credit's id is made by the gateway from digits and hex).
+ */
+export function spentFiguresJson(fields: Record<string, string>): string | null {
+  let json = '';
+  for (const field in fields) {
+    const spent = spentFigure(field, fields[field]!);
+    if (spent === null) continue;
+    json += `${json === '' ? '{' : ','}${JSON.stringify(field)}:${spent}`;
+  }
+  return json === '' ? null : `${json}}`;
+}
+
+/**
+ * Persists what the metered drain read of credit-spent hashes (one script call, so with the balances of the same
+ * instant): rollover credits first (recorded once each), then the spent figures of the hashes no balance row carries
+ * (`standalone`) into `credits.spent`, with the transaction's id as `spent_seq` (one UPDATE for the batch). The
+ * figures of a hash read with a balance go into that balance's row (persist-store.ts), the cheaper write: one row per
+ * drained balance, as without credits. The caller holds the organization's drain lock from before the drain to the
+ * commit, so drains land in Postgres in the order they read Redis, and a later drain's transaction id is larger:
+ * `credit_spent_now` answers the figure of the latest. Answers the rows changed and the `credit.created` events of
+ * the rollovers this call recorded.
  */
 export async function persistCreditHashes(
   trx: Transaction<Database>,
@@ -46,12 +71,13 @@ export async function persistCreditHashes(
     const sorted = [...figures].sort((a, b) =>
       a.creditId < b.creditId ? -1 : a.creditId > b.creditId ? 1 : 0,
     );
-    // No RETURNING: the count is all the caller reports.
+    // Every figure, even one equal to `spent`: its sequence must pass the rows' that hold an older one. No RETURNING:
+    // the count is all the caller reports.
     const result = await sql`
-      UPDATE credits AS c SET spent = f.spent
+      UPDATE credits AS c SET spent = f.spent, spent_seq = pg_current_xact_id()::text::bigint
       FROM unnest(${sorted.map((figure) => figure.creditId)}::text[], ${sorted.map((figure) => figure.spent)}::bigint[])
         AS f(id, spent)
-      WHERE c.organization_id = ${organizationId} AND c.id = f.id AND c.spent <> f.spent
+      WHERE c.organization_id = ${organizationId} AND c.id = f.id
     `.execute(trx);
     updated = Number(result.numAffectedRows ?? 0);
   }
