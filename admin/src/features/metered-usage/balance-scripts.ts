@@ -112,7 +112,9 @@ function balanceOf(member: string, fields: Record<string, string>) {
  * credit, so its credit-spent hash is not read: it waits for its own member. A balance that met credits is read again
  * with its credit-spent hash in a second MULTI, which also takes the hash's member out of the dirty set (listed in
  * `members`, to go back should the write fail): what Postgres holds of a balance is thus never ahead of the spent
- * figures it holds. Balances without credits (nearly all) cost Redis one command each, and no MULTI. A change after
+ * figures it holds. A balance read in the same instant as its owner's hash carries it (`creditHash`): its row keeps the
+ * figures; a hash no balance came with, or whose own member was taken, is `standalone`, written to the credits.
+ * Balances without credits (nearly all) cost Redis one command each, and no MULTI. A change after
  * a read marks its member dirty again, so a later drain persists it; one read here already is written twice, the
  * second time over an equal revision, which writes nothing. A read that fails puts the members back.
  */
