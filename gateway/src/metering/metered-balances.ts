@@ -302,13 +302,18 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     return gather;
   }
 
-  /** Marks the organization ready once the gathering that the first merge started has lasted `gather` ms. */
+  /**
+   * Marks the organization ready once the gathering that the first merge started has lasted `gather` ms, unless Redis
+   * lost the organization again meanwhile (restarted empty): its start is then gone from Redis (or another gathering's
+   * is there), and a mark set anyway would make an empty Redis answer before any gateway merged into it.
+   */
   async function readyAfterGathering(organizationId: string, gather: number): Promise<void> {
     const started = keys.meteredRefillStarted(organizationId);
     await redis.set(started, String(Date.now()), 'PX', gather * 10, 'NX');
-    const firstAt = Number(await redis.get(started)) || Date.now();
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstAt + gather - Date.now())));
-    await redis.set(keys.meteredReady(organizationId), '1');
+    const start = await redis.get(started);
+    if (start === null) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(start) + gather - Date.now())));
+    await redis.meteredReady(keys.meteredReady(organizationId), started, start);
   }
 
   /**
