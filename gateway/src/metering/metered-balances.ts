@@ -112,7 +112,7 @@ export interface MeteredBalances {
   apply(organizationId: string, ops: readonly MeteredOperation[]): Promise<MeteredOutcome[]>;
   /**
    * Puts the organization's balances and its credits' spent back (Postgres and this gateway's figures) and marks it
-   * ready.
+   * ready, unless Redis lost the organization again during the gathering (then the next "not ready" refills again).
    */
   refill(organizationId: string): Promise<void>;
   /** Keeps what a reply showed (the figures a refill merges) and marks the organization dirty after a change. */
@@ -318,7 +318,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
 
   /**
    * Starts (once per organization at a time) a refill: `merged` settles when this gateway's figures are in Redis,
-   * `done` when the organization is ready again. Operations wait for `merged` only: during the gathering they are
+   * `done` when the gathering is over (the organization ready, unless Redis lost it again meanwhile). Operations wait for `merged` only: during the gathering they are
    * answered 503 with Retry-After rather than held, so no client waits out its own timeout on a held request.
    */
   const refill = (organizationId: string): Refill => {
