@@ -112,7 +112,7 @@ export interface MeteredBalances {
   apply(organizationId: string, ops: readonly MeteredOperation[]): Promise<MeteredOutcome[]>;
   /**
    * Puts the organization's balances and its credits' spent back (Postgres and this gateway's figures) and marks it
-   * ready.
+   * ready, unless Redis lost the organization again during the gathering (then the next "not ready" refills again).
    */
   refill(organizationId: string): Promise<void>;
   /** Keeps what a reply showed (the figures a refill merges) and marks the organization dirty after a change. */
@@ -302,18 +302,23 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     return gather;
   }
 
-  /** Marks the organization ready once the gathering that the first merge started has lasted `gather` ms. */
+  /**
+   * Marks the organization ready once the gathering that the first merge started has lasted `gather` ms, unless Redis
+   * lost the organization again meanwhile (restarted empty): its start is then gone from Redis (or another gathering's
+   * is there), and a mark set anyway would make an empty Redis answer before any gateway merged into it.
+   */
   async function readyAfterGathering(organizationId: string, gather: number): Promise<void> {
     const started = keys.meteredRefillStarted(organizationId);
     await redis.set(started, String(Date.now()), 'PX', gather * 10, 'NX');
-    const firstAt = Number(await redis.get(started)) || Date.now();
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstAt + gather - Date.now())));
-    await redis.set(keys.meteredReady(organizationId), '1');
+    const start = await redis.get(started);
+    if (start === null) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(start) + gather - Date.now())));
+    await redis.meteredReady(keys.meteredReady(organizationId), started, start);
   }
 
   /**
    * Starts (once per organization at a time) a refill: `merged` settles when this gateway's figures are in Redis,
-   * `done` when the organization is ready again. Operations wait for `merged` only: during the gathering they are
+   * `done` when the gathering is over (the organization ready, unless Redis lost it again meanwhile). Operations wait for `merged` only: during the gathering they are
    * answered 503 with Retry-After rather than held, so no client waits out its own timeout on a held request.
    */
   const refill = (organizationId: string): Refill => {

@@ -44,6 +44,8 @@ export interface MeteringCommands {
   ): Promise<(number | string)[]>;
   /** metered-refill-2.lua: the number of balances raised. */
   meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;
+  /** metered-ready-2.lua: 1 when marked ready, 0 when Redis no longer holds the gathering's start. */
+  meteredReady(...keysAndArgs: (string | number)[]): Promise<number>;
   /** usage-rate-2.lua: 0 when taken, else ms until the window closes. */
   usageRate(...keysAndArgs: (string | number)[]): Promise<number>;
 }

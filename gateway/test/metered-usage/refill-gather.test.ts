@@ -104,3 +104,53 @@ describe('an organization no gateway and no Postgres knows a balance of', () => 
     expect(await redis.hget(keys.creditSpent(fresh, 'alice', 'calls'), 'cr_imported')).toBe('2');
   });
 });
+
+describe('a Redis that loses the organization again while a gathering lasts (restarted empty twice)', () => {
+  it('is not marked ready by that gathering: the gateway merges its figures into it again first', async () => {
+    const again = 'org_again';
+    const store = snapshotStore(redis, keys);
+    await store.putCatalog(again, { version: 3, doc: catalog });
+    await store.putSubscriber(again, 'alice', { version: 5, doc: alice });
+    await redis.set(keys.meteredReady(again), '1');
+    const op = (amount: number) =>
+      meteredOperation(
+        { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+        'alice',
+        'calls',
+        amount === 0 ? 'r' : 'c',
+        amount,
+        clock.now(),
+        '',
+        keys,
+        again,
+      );
+    const lost = () =>
+      redis.del(
+        keys.meteredReady(again),
+        keys.meteredRefillStarted(again),
+        keys.meteredDirty(again),
+        keys.meteredBalance(again, op(0).member),
+      );
+    const gateway = unpersistedBalances({
+      redis,
+      keys,
+      clock,
+      loadBalances: async () => ({ balances: [], credits: [] }),
+      refillGatherMs: 1000,
+    });
+    expect(await gateway.apply(again, [op(6)])).toEqual([{ status: 'applied', used: 6 }]);
+
+    // Redis comes back empty: the gateway merges its 6 and gathers; Redis loses it all again before the gathering ends.
+    await lost();
+    await expect(gateway.apply(again, [op(0)])).rejects.toMatchObject({ status: 503 });
+    const firstGathering = gateway.refill(again);
+    await lost();
+    await firstGathering;
+    // The gathering's mark would have made the empty Redis answer 0 (a consume of 5 applied on top of nothing).
+    expect(await redis.get(keys.meteredReady(again))).toBeNull();
+
+    await expect(gateway.apply(again, [op(0)])).rejects.toMatchObject({ status: 503 });
+    await gateway.refill(again);
+    expect(await gateway.apply(again, [op(5)])).toEqual([{ status: 'refused', used: 6 }]);
+  });
+});
