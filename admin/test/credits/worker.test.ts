@@ -13,6 +13,7 @@ import {
 import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts';
 import { caller } from '../../../test-support/identity-context.ts';
 import { raiseExpiredCredits } from '../../src/features/credits/expiry.job.ts';
+import { foldSettledCreditFigures } from '../../src/features/credits/worker/fold.ts';
 import {
   createMeteredPersister,
   type MeteredPersisterDeps,
@@ -217,6 +218,52 @@ describe("a credit's spent persisted in its balance's row", () => {
     await createMeteredPersister(deps).persistOnce();
     expect(await rowOf()).toMatchObject({ used: 7, credit_spent: { [a]: 5 } });
     expect(await persistedSpent(a)).toBe(5);
+  });
+
+  it('the sweep folds rows no drain can write again into the credits, each figure only forward', async () => {
+    const a = await createCredit({ feature: 'api-calls', amount: 50 });
+    const b = await createCredit({ feature: 'api-calls', amount: 50 });
+    const row = (monthsBack: number, figures: Record<string, number>, seq: number) => {
+      const start = meteredPeriodAt('month', null, NOW - monthsBack * 31 * 86_400_000);
+      return {
+        organization_id: org.organization_id,
+        subscriber_id: 'alice',
+        feature_key: 'api-calls',
+        period_start: new Date(start.startMs),
+        period_end: new Date(start.endMs!),
+        used: 1,
+        revision: 1,
+        credit_spent: JSON.stringify(figures),
+        credit_spent_seq: seq,
+      };
+    };
+    // Settled: January (seq 100) and December (seq 90); recent: February (seq 200, names b only).
+    await ctx.db
+      .insertInto('metered_usage')
+      .values([row(2, { [a]: 7, [b]: 1 }, 100), row(3, { [a]: 5 }, 90), row(1, { [b]: 9 }, 200)])
+      .execute();
+    await ctx.db
+      .updateTable('credits')
+      .set({ spent: 3, spent_seq: 95 })
+      .where('organization_id', '=', org.organization_id)
+      .where('id', '=', b)
+      .execute();
+    expect([await persistedSpent(a), await persistedSpent(b)]).toEqual([7, 9]);
+    const cleared = await foldSettledCreditFigures(ctx.db, NOW);
+    expect(cleared).toBe(2);
+    // a: January's figure, the latest settled one; b: January's 1 (seq 100) passes its own 3 (seq 95), and February,
+    // not settled, still holds the figure read.
+    expect(await columnSpent(a)).toEqual({ spent: 7, spent_seq: 100 });
+    expect(await columnSpent(b)).toEqual({ spent: 1, spent_seq: 100 });
+    expect([await persistedSpent(a), await persistedSpent(b)]).toEqual([7, 9]);
+    const left = await ctx.db
+      .selectFrom('metered_usage')
+      .select(['period_start', 'credit_spent'])
+      .where('organization_id', '=', org.organization_id)
+      .where('credit_spent', 'is not', null)
+      .execute();
+    expect(left).toHaveLength(1);
+    expect(left[0]!.credit_spent).toEqual({ [b]: 9 });
   });
 
   it("a balance gone from Redis leaves its hash's figures to the credits", async () => {

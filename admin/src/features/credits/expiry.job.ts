@@ -7,6 +7,7 @@ import type { Queues } from '../../jobs/queues.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import { toCreditBody } from './body.ts';
 import { currentSpent } from './spent.ts';
+import { foldSettledCreditFigures } from './worker/fold.ts';
 import type { CreditWithFeature } from './store.ts';
 
 declare module '../../jobs/queues.ts' {
@@ -92,8 +93,12 @@ function byOrganization(credits: readonly CreditWithFeature[]): Map<string, Cred
 
 export const creditExpiryJob: JobDefinition<'credit-expiry'> = {
   queue: 'credit-expiry',
-  processor: (deps) => async () =>
-    raiseExpiredCredits({ ...deps, redisKeyPrefix: deps.config.redisKeyPrefix }),
+  // The same sweep folds settled balance rows' credit figures into the credits (worker/fold.ts).
+  processor: (deps) => async () => {
+    const { expired } = await raiseExpiredCredits({ ...deps, redisKeyPrefix: deps.config.redisKeyPrefix });
+    const folded = await foldSettledCreditFigures(deps.db, deps.clock.now());
+    return { expired, folded };
+  },
   concurrency: 1,
   repeatEveryMs: 30_000,
   repeatPayload: {},

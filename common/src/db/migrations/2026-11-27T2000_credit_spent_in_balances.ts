@@ -8,7 +8,9 @@ import { sql, type Kysely } from 'kysely';
 // consume cost beyond one without credits. It now writes the hash's figures into the balance's own row
 // (`credit_spent`, credit id -> spent, with `credit_spent_seq`: the drain's transaction id, so the latest drain's
 // figures are told apart), and `credits.spent` keeps what was written to the credit itself (an import, a drain of
-// the hash alone) with `spent_seq` likewise. `credit_spent_now(credit)` answers the latest of them.
+// the hash alone) with `spent_seq` likewise. `credit_spent_now(credit)` answers the latest of them, reading the
+// subscriber's rows of the credit's feature (the primary key's prefix); the credit-expiry sweep folds the rows no
+// drain can write again into the credits, so those stay few (admin/src/features/credits/worker/fold.ts).
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     ALTER TABLE metered_usage
@@ -22,6 +24,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           (SELECT (m.credit_spent ->> c.id)::bigint
            FROM metered_usage m
            WHERE m.organization_id = c.organization_id AND m.subscriber_id = c.subscriber_id
+             AND m.feature_key = (SELECT f.key FROM features f WHERE f.id = c.feature_id)
              AND m.credit_spent_seq > c.spent_seq AND m.credit_spent ? c.id
            ORDER BY m.credit_spent_seq DESC
            LIMIT 1),

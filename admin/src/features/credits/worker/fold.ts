@@ -1,0 +1,52 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '@ent/common/db/database';
+
+/**
+ * A balance stays in Redis 35 days past its period's end (the gateway's BALANCE_AFTER_PERIOD_MS); a day more and no
+ * drain can write its row again.
+ */
+const SETTLED_AFTER_PERIOD_MS = 36 * 86_400_000;
+
+/**
+ * Moves the credit figures of rows no drain can write again (periods ended more than SETTLED_AFTER_PERIOD_MS ago)
+ * into the credits themselves, each where it is newer than the credit's own (`spent_seq`), and clears them from the
+ * rows: `credit_spent_now` then reads a subscriber's recent rows only, however long its history. One statement per
+ * batch of rows (FOR UPDATE SKIP LOCKED: several workers share the work); a credit's figure moves only forward in
+ * sequence, so a drain's newer write, before or after, stays the one read. Answers the rows cleared.
+ */
+export async function foldSettledCreditFigures(
+  db: Kysely<Database>,
+  nowMs: number,
+  options: { batchSize: number; maxBatches: number } = { batchSize: 1000, maxBatches: 20 },
+): Promise<number> {
+  const cutoff = new Date(nowMs - SETTLED_AFTER_PERIOD_MS);
+  let cleared = 0;
+  for (let batch = 0; batch < options.maxBatches; batch++) {
+    const result = await sql`
+      WITH settled AS (
+        SELECT organization_id, subscriber_id, feature_key, period_start, credit_spent, credit_spent_seq
+        FROM metered_usage
+        WHERE credit_spent IS NOT NULL AND period_end < ${cutoff}
+        LIMIT ${options.batchSize}
+        FOR UPDATE SKIP LOCKED
+      ), latest AS (
+        SELECT DISTINCT ON (s.organization_id, figure.key)
+          s.organization_id, figure.key AS credit_id, figure.value::bigint AS spent, s.credit_spent_seq AS seq
+        FROM settled s, jsonb_each_text(s.credit_spent) AS figure
+        ORDER BY s.organization_id, figure.key, s.credit_spent_seq DESC
+      ), folded AS (
+        UPDATE credits AS c SET spent = l.spent, spent_seq = l.seq
+        FROM latest l
+        WHERE c.organization_id = l.organization_id AND c.id = l.credit_id AND l.seq > c.spent_seq
+      )
+      UPDATE metered_usage AS m SET credit_spent = NULL, credit_spent_seq = NULL
+      FROM settled s
+      WHERE m.organization_id = s.organization_id AND m.subscriber_id = s.subscriber_id
+        AND m.feature_key = s.feature_key AND m.period_start = s.period_start
+    `.execute(db);
+    const rows = Number(result.numAffectedRows ?? 0);
+    cleared += rows;
+    if (rows < options.batchSize) break;
+  }
+  return cleared;
+}
