@@ -843,6 +843,57 @@ describe('the console', () => {
     // The longest case of the file (about 20 s on an idle machine): a budget of its own.
   }, 90_000);
 
+  it('reads the figures again when the read after a subscribe came before the subscribe reached the gateway', async () => {
+    // A write answers 2xx even when its write-through to Redis failed (the outbox relay publishes it within
+    // seconds): the read right after its answer is then the one from before the write. Here that read is answered
+    // with the figures from before the subscribe, as such a gateway would answer; the page must not keep them.
+    const backend = await backendOf('late backend', [
+      'catalog:write',
+      'subscribers:read',
+      'subscribers:write',
+    ]);
+    await backend.send(
+      'POST',
+      '/org/features',
+      { key: 'api_calls', name: 'API calls', kind: 'metered' },
+      [201, 409],
+    );
+    await backend.send('POST', '/org/plans', {
+      key: 'late',
+      name: 'Late',
+      kind: 'catalog',
+      grants: [{ feature: 'api_calls', kind: 'metered', limit: 2000 }],
+    });
+    await backend.send('POST', '/org/subscribers', { subscriber_id: 'late_1' });
+    const before = JSON.stringify(
+      await backend.send('GET', '/org/subscribers/late_1/usage', undefined, [200]),
+    );
+
+    let subscribed = false;
+    let staleServed = false;
+    await admin.route('**/org/subscribers/late_1/subscriptions', async (route) => {
+      const response = await route.fetch();
+      if (route.request().method() === 'POST' && response.ok()) subscribed = true;
+      await route.fulfill({ response });
+    });
+    await admin.route('**/org/subscribers/late_1/usage', async (route) => {
+      if (!subscribed || staleServed) return route.continue();
+      staleServed = true;
+      await route.fulfill({ status: 200, contentType: 'application/json', body: before });
+    });
+    try {
+      await admin.goto(url('/subscribers/late_1'));
+      const figures = admin.getByTestId('usage-figures-api_calls');
+      await eventually(() => figures.textContent()).toBe('0 of 0');
+      await admin.getByLabel('Plan to subscribe to').selectOption('late');
+      await admin.getByRole('button', { name: 'Subscribe' }).click();
+      await eventually(() => figures.textContent()).toMatch(/^0 of 2\D?000 \(0%\)$/);
+      expect(staleServed).toBe(true);
+    } finally {
+      await admin.unrouteAll({ behavior: 'wait' });
+    }
+  });
+
   it('adds a credit that the gateway spends after the allowance, and voids it keeping what it gave', async () => {
     // Its own subscriber and key, made through the API: 401 of an allowance of 5,000 a month (soft) used.
     const backend = await backendOf('credits backend', [
