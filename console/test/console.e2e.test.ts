@@ -296,9 +296,11 @@ describe('the console', () => {
     expect(await admin.getByTestId('entitlement-seats').textContent()).toContain('override');
     await screenshot(admin, 'subscriber');
 
-    // The counts come with the plan list (include=subscriber_count), not from a request per subscriber.
+    // The counts come with the plan list (include=subscriber_count), not from a request per subscriber. Recorded
+    // from a load of the plans page alone (the subscriber page left behind reads its own figures on its own time).
+    await admin.goto(url('/plans'));
     const requests = await apiRequests(admin, async () => {
-      await admin.goto(url('/plans'));
+      await admin.reload();
       await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('1');
     });
     const planLists = requests.filter((path) => path.startsWith('/org/plans?'));
@@ -842,6 +844,58 @@ describe('the console', () => {
     expect(await viewer.getByRole('button', { name: 'Correct usage' }).count()).toBe(0);
     // The longest case of the file (about 20 s on an idle machine): a budget of its own.
   }, 90_000);
+
+  it('reads again what was being read when a subscribe was answered: the page opened just before it', async () => {
+    // The page's first reads of the gateway's figures are sent before the subscribe and answered after it (a slow
+    // gateway under load): they answer what was there before. Nothing they answered may stay on the page.
+    const backend = await backendOf('race backend', ['catalog:write', 'subscribers:write']);
+    await backend.send(
+      'POST',
+      '/org/features',
+      { key: 'api_calls', name: 'API calls', kind: 'metered' },
+      [201, 409],
+    );
+    await backend.send('POST', '/org/plans', {
+      key: 'raced',
+      name: 'Raced',
+      kind: 'catalog',
+      grants: [{ feature: 'api_calls', kind: 'metered', limit: 3000 }],
+    });
+    await backend.send('POST', '/org/subscribers', { subscriber_id: 'race_1' });
+
+    let answered!: () => void;
+    const subscribeAnswered = new Promise<void>((resolve) => (answered = resolve));
+    const held: string[] = [];
+    await admin.route('**/org/subscribers/race_1/subscriptions', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response });
+      if (route.request().method() === 'POST') answered();
+    });
+    // The first read of each is made now (before the subscribe) and its answer held until the subscribe's is in.
+    for (const read of ['usage', 'entitlements?all=true']) {
+      await admin.route(`**/org/subscribers/race_1/${read}`, async (route) => {
+        if (held.includes(read)) return route.continue();
+        held.push(read);
+        const response = await route.fetch();
+        await subscribeAnswered;
+        await route.fulfill({ response });
+      });
+    }
+    try {
+      await admin.goto(url('/subscribers/race_1'));
+      await admin.getByLabel('Plan to subscribe to').selectOption('raced');
+      await eventually(async () => held.length).toBe(2);
+      await admin.getByRole('button', { name: 'Subscribe' }).click();
+      await eventually(() => admin.getByTestId('entitlement-value-api_calls').textContent()).toMatch(
+        /^0 of 3\D?000 used$/,
+      );
+      await eventually(() => admin.getByTestId('usage-figures-api_calls').textContent()).toMatch(
+        /^0 of 3\D?000 \(0%\)$/,
+      );
+    } finally {
+      await admin.unrouteAll({ behavior: 'wait' });
+    }
+  });
 
   it('reads the figures again when the read after a subscribe came before the subscribe reached the gateway', async () => {
     // A write answers 2xx even when its write-through to Redis failed (the outbox relay publishes it within

@@ -75,7 +75,8 @@ const GATEWAY_READS = ['entitlements', 'usage'] as const;
 export const FOLLOW_UP_READS_MS = [1_000, 4_000] as const;
 
 /**
- * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. A gateway-served
+ * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again, by reads sent
+ * after the write's answer (never an earlier read still on its way). A gateway-served
  * read whose answer is the same as before the write (React Query keeps the same object for an equal answer) may
  * have come before the write reached the gateways: it is read again at each FOLLOW_UP_READS_MS until it changes.
  * The plan list with subscriber counts is dropped rather than marked stale: a stale query still shows its data
@@ -87,6 +88,14 @@ export function useSubscriberChanged(id: string): () => Promise<void> {
   return async () => {
     const keyOf = (read: (typeof GATEWAY_READS)[number]) => [...subscriberKey(id), read];
     const before = GATEWAY_READS.map((read) => queryClient.getQueryData(keyOf(read)));
+    // A read still on its way was sent before this write's answer and may answer what was there before it. React
+    // Query's invalidation only cancels an in-flight read of a query that has data: one without (the page opened
+    // just before the write) would be joined, its old answer kept, and nothing read again. Cancelled first, every
+    // read below is sent after the write's answer.
+    await Promise.all([
+      queryClient.cancelQueries({ queryKey: subscriberKey(id) }),
+      queryClient.cancelQueries({ queryKey: SUBSCRIBERS_KEY }),
+    ]);
     await Promise.all([
       queryClient.invalidateQueries({ queryKey: subscriberKey(id) }),
       queryClient.invalidateQueries({ queryKey: SUBSCRIBERS_KEY }),
