@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, ConsoleMessage, Page, Request } from 'playwright-core';
 import { assertChromiumInstalled, launchChromium } from '../../test-support/chromium.ts';
+import { FailureRecorder } from './failure-record.ts';
 import { screenshot } from './screenshots.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
 import { builtScripts, devOnlyMarkers, ensureConsoleBuilt, startStack, type Stack } from './stack.ts';
@@ -11,7 +12,9 @@ import { seedUsageHistory } from './usage-seed.ts';
 /**
  * The console in Debian's Chromium against real admin, worker and gateway processes: an admin signs up and
  * manages the catalog, subscribers, access and the audit log through the pages; invited members see only what
- * their role allows. The cases run in order: each builds on what the one before it made.
+ * their role allows. The cases run in order: each builds on what the one before it made in the pages (the admin's
+ * session, the catalog), while what a case needs from the API side (a backend's key, a metered subscriber) it
+ * makes itself. A failed case leaves what its pages saw in console/test-output/<case>/ (failure-record.ts).
  */
 let stack: Stack;
 let receiver: Receiver;
@@ -28,8 +31,7 @@ const adminPassword = 'correct horse battery';
 
 const url = (path: string) => `${stack.base}/console${path}`;
 
-/** The metering case's service-account key (check, usage:write), for the cases after it to act as a backend. */
-let backendKey = '';
+const recorder = new FailureRecorder();
 
 /** The /org requests `page` makes while `run` runs, by path and query. */
 async function apiRequests(page: Page, run: () => Promise<void>): Promise<string[]> {
@@ -74,7 +76,52 @@ async function newPage(): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true });
   context.setDefaultTimeout(15_000);
   contexts.push(context);
+  recorder.track(context, contexts.length === 1 ? 'admin' : `page${contexts.length}`);
   return context.newPage();
+}
+
+/**
+ * A backend of the organization made through the API, not the pages: the admin signs in with a session of its own,
+ * makes a service account and a key with `scopes`; `send` calls the API with that key and fails on any status but
+ * the ones expected. A case that needs a key makes one: no case depends on a key another case made.
+ */
+async function backendOf(name: string, scopes: string[]) {
+  const signIn = await fetch(`${stack.base}/console/api/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: adminEmail, password: adminPassword, organization: slug }),
+  });
+  expect(signIn.status, await signIn.clone().text()).toBe(200);
+  const { csrf_token: csrf } = (await signIn.json()) as { csrf_token: string };
+  const cookie = /ent_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
+  const asAdmin = async <T>(path: string, body: object) => {
+    const response = await fetch(`${stack.base}${path}`, {
+      method: 'POST',
+      headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(response.status, `POST ${path}: ${await response.clone().text()}`).toBe(201);
+    return (await response.json()) as T;
+  };
+  const account = await asAdmin<{ service_account_id: string }>('/org/service-accounts', {
+    name,
+    role: 'developer',
+  });
+  const { api_key: apiKey } = await asAdmin<{ api_key: string }>(
+    `/org/service-accounts/${account.service_account_id}/api-keys`,
+    { name, scopes },
+  );
+  const send = async <T>(method: string, path: string, body?: object, expected: number[] = [200, 201]) => {
+    const response = await fetch(`${stack.base}${path}`, {
+      method,
+      headers: { 'x-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await response.text();
+    expect(expected, `${method} ${path}: ${response.status} ${text}`).toContain(response.status);
+    return (text ? JSON.parse(text) : null) as T;
+  };
+  return { apiKey, send };
 }
 
 beforeAll(async () => {
@@ -86,6 +133,15 @@ beforeAll(async () => {
   admin = await newPage();
   adminContext = admin.context();
 }, 180_000);
+
+beforeEach(() => recorder.startCase());
+
+// A failed case says which story it was: its pages' API answers, screenshots, error notices and the stack's logs.
+afterEach(async ({ task }) => {
+  if (task.result?.state !== 'fail') return;
+  const summary = await recorder.write(task.name, { stackOutput: stack?.output() });
+  console.error(summary);
+}, 30_000);
 
 afterAll(async () => {
   await Promise.all(contexts.map((context) => context.close().catch(() => {})));
@@ -240,9 +296,11 @@ describe('the console', () => {
     expect(await admin.getByTestId('entitlement-seats').textContent()).toContain('override');
     await screenshot(admin, 'subscriber');
 
-    // The counts come with the plan list (include=subscriber_count), not from a request per subscriber.
+    // The counts come with the plan list (include=subscriber_count), not from a request per subscriber. Recorded
+    // from a load of the plans page alone (the subscriber page left behind reads its own figures on its own time).
+    await admin.goto(url('/plans'));
     const requests = await apiRequests(admin, async () => {
-      await admin.goto(url('/plans'));
+      await admin.reload();
       await eventually(() => admin.getByTestId('plan-subscribers-pro').textContent()).toBe('1');
     });
     const planLists = requests.filter((path) => path.startsWith('/org/plans?'));
@@ -713,7 +771,6 @@ describe('the console', () => {
     await account.getByRole('button', { name: 'Create key' }).click();
     const key = (await admin.getByTestId('new-api-key-value').textContent()) ?? '';
     await admin.getByRole('button', { name: 'I have stored it' }).click();
-    backendKey = key;
     const asBackend = async (path: string, body: object) => {
       const response = await fetch(`${stack.base}/org/subscribers/meter_1${path}`, {
         method: 'POST',
@@ -788,17 +845,140 @@ describe('the console', () => {
     // The longest case of the file (about 20 s on an idle machine): a budget of its own.
   }, 90_000);
 
-  it('adds a credit that the gateway spends after the allowance, and voids it keeping what it gave', async () => {
-    const consume = async (amount: number) => {
-      const response = await fetch(`${stack.base}/org/subscribers/meter_1/entitlements/check`, {
-        method: 'POST',
-        headers: { 'x-api-key': backendKey, 'content-type': 'application/json' },
-        body: JSON.stringify({ feature: 'api_calls', consume: amount }),
+  it('reads again what was being read when a subscribe was answered: the page opened just before it', async () => {
+    // The page's first reads of the gateway's figures are sent before the subscribe and answered after it (a slow
+    // gateway under load): they answer what was there before. Nothing they answered may stay on the page.
+    const backend = await backendOf('race backend', ['catalog:write', 'subscribers:write']);
+    await backend.send(
+      'POST',
+      '/org/features',
+      { key: 'api_calls', name: 'API calls', kind: 'metered' },
+      [201, 409],
+    );
+    await backend.send('POST', '/org/plans', {
+      key: 'raced',
+      name: 'Raced',
+      kind: 'catalog',
+      grants: [{ feature: 'api_calls', kind: 'metered', limit: 3000 }],
+    });
+    await backend.send('POST', '/org/subscribers', { subscriber_id: 'race_1' });
+
+    let answered!: () => void;
+    const subscribeAnswered = new Promise<void>((resolve) => (answered = resolve));
+    const held: string[] = [];
+    await admin.route('**/org/subscribers/race_1/subscriptions', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response });
+      if (route.request().method() === 'POST') answered();
+    });
+    // The first read of each is made now (before the subscribe) and its answer held until the subscribe's is in.
+    for (const read of ['usage', 'entitlements?all=true']) {
+      await admin.route(`**/org/subscribers/race_1/${read}`, async (route) => {
+        if (held.includes(read)) return route.continue();
+        held.push(read);
+        const response = await route.fetch();
+        await subscribeAnswered;
+        await route.fulfill({ response });
       });
-      expect(response.status, await response.clone().text()).toBe(200);
-      return (await response.json()) as { used: number; remaining: number; credits: { remaining: number }[] };
-    };
-    await admin.goto(url('/subscribers/meter_1'));
+    }
+    try {
+      await admin.goto(url('/subscribers/race_1'));
+      await admin.getByLabel('Plan to subscribe to').selectOption('raced');
+      await eventually(async () => held.length).toBe(2);
+      await admin.getByRole('button', { name: 'Subscribe' }).click();
+      await eventually(() => admin.getByTestId('entitlement-value-api_calls').textContent()).toMatch(
+        /^0 of 3\D?000 used$/,
+      );
+      await eventually(() => admin.getByTestId('usage-figures-api_calls').textContent()).toMatch(
+        /^0 of 3\D?000 \(0%\)$/,
+      );
+    } finally {
+      await admin.unrouteAll({ behavior: 'wait' });
+    }
+  });
+
+  it('reads the figures again when the read after a subscribe came before the subscribe reached the gateway', async () => {
+    // A write answers 2xx even when its write-through to Redis failed (the outbox relay publishes it within
+    // seconds): the read right after its answer is then the one from before the write. Here that read is answered
+    // with the figures from before the subscribe, as such a gateway would answer; the page must not keep them.
+    const backend = await backendOf('late backend', [
+      'catalog:write',
+      'subscribers:read',
+      'subscribers:write',
+    ]);
+    await backend.send(
+      'POST',
+      '/org/features',
+      { key: 'api_calls', name: 'API calls', kind: 'metered' },
+      [201, 409],
+    );
+    await backend.send('POST', '/org/plans', {
+      key: 'late',
+      name: 'Late',
+      kind: 'catalog',
+      grants: [{ feature: 'api_calls', kind: 'metered', limit: 2000 }],
+    });
+    await backend.send('POST', '/org/subscribers', { subscriber_id: 'late_1' });
+    const before = JSON.stringify(
+      await backend.send('GET', '/org/subscribers/late_1/usage', undefined, [200]),
+    );
+
+    let subscribed = false;
+    let staleServed = false;
+    await admin.route('**/org/subscribers/late_1/subscriptions', async (route) => {
+      const response = await route.fetch();
+      if (route.request().method() === 'POST' && response.ok()) subscribed = true;
+      await route.fulfill({ response });
+    });
+    await admin.route('**/org/subscribers/late_1/usage', async (route) => {
+      if (!subscribed || staleServed) return route.continue();
+      staleServed = true;
+      await route.fulfill({ status: 200, contentType: 'application/json', body: before });
+    });
+    try {
+      await admin.goto(url('/subscribers/late_1'));
+      const figures = admin.getByTestId('usage-figures-api_calls');
+      await eventually(() => figures.textContent()).toBe('0 of 0');
+      await admin.getByLabel('Plan to subscribe to').selectOption('late');
+      await admin.getByRole('button', { name: 'Subscribe' }).click();
+      await eventually(() => figures.textContent()).toMatch(/^0 of 2\D?000 \(0%\)$/);
+      expect(staleServed).toBe(true);
+    } finally {
+      await admin.unrouteAll({ behavior: 'wait' });
+    }
+  });
+
+  it('adds a credit that the gateway spends after the allowance, and voids it keeping what it gave', async () => {
+    // Its own subscriber and key, made through the API: 401 of an allowance of 5,000 a month (soft) used.
+    const backend = await backendOf('credits backend', [
+      'check',
+      'usage:write',
+      'catalog:write',
+      'subscribers:write',
+    ]);
+    await backend.send(
+      'POST',
+      '/org/features',
+      { key: 'api_calls', name: 'API calls', kind: 'metered' },
+      [201, 409],
+    );
+    await backend.send('POST', '/org/plans', {
+      key: 'credited',
+      name: 'Credited',
+      kind: 'catalog',
+      grants: [{ feature: 'api_calls', kind: 'metered', limit: 5000, soft: true }],
+    });
+    await backend.send('POST', '/org/subscribers', { subscriber_id: 'credit_1' });
+    await backend.send('POST', '/org/subscribers/credit_1/subscriptions', { plan_id: 'credited' });
+    await backend.send('POST', '/org/subscribers/credit_1/usage', { feature: 'api_calls', delta: 401 });
+    const consume = async (amount: number) =>
+      backend.send<{ used: number; remaining: number; credits: { remaining: number }[] }>(
+        'POST',
+        '/org/subscribers/credit_1/entitlements/check',
+        { feature: 'api_calls', consume: amount },
+        [200],
+      );
+    await admin.goto(url('/subscribers/credit_1'));
     const panel = admin.getByTestId('credits-panel');
     await eventually(() => panel.textContent()).toContain('No credits.');
     await panel.getByLabel('Credit feature').selectOption('api_calls');

@@ -57,6 +57,8 @@ export interface Stack {
   /** The stack's database as its owner, and its Redis key prefix: for cases that set up data directly. */
   databaseOwnerUrl: string;
   redisPrefix: string;
+  /** The last output of admin, the worker and the gateway (for a failed case's record). */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -84,7 +86,10 @@ export async function startStack(): Promise<Stack> {
     started.push(startNode('admin/src/worker.ts', shared));
     started.push(startNode('gateway/src/server.ts', { ...shared, GATEWAY_PORT: String(gatewayPort) }));
     await healthy(base);
-    return { base, adminUrl, databaseOwnerUrl: database.ownerUrl, redisPrefix, stop };
+    const names = ['admin', 'worker', 'gateway'];
+    const output = () =>
+      started.map((process, i) => `===== ${names[i]} =====\n${process.output()}`).join('\n');
+    return { base, adminUrl, databaseOwnerUrl: database.ownerUrl, redisPrefix, output, stop };
   } catch (error) {
     const output = started.map((process) => process.output()).join('\n');
     await stop();

@@ -30,10 +30,19 @@ export const useEntitlements = (id: string) =>
     queryFn: () => subscribersApi.entitlements(id),
   });
 
+/**
+ * How often the open subscriber page reads its metered usage again. The figures live on the gateways: the
+ * customer's backend moves them at any time, and a write answered before its snapshot reached Redis (a write-through
+ * that failed, which the outbox relay delivers within seconds: docs/decisions.md) is read stale right after its
+ * answer. Reading the usage is not an eval, so it costs the organization nothing.
+ */
+export const USAGE_REFRESH_MS = 5_000;
+
 export const useSubscriberUsage = (id: string) =>
   useQuery({
     queryKey: [...subscriberKey(id), 'usage'],
     queryFn: () => subscribersApi.usage(id),
+    refetchInterval: USAGE_REFRESH_MS,
   });
 
 /** A metered feature's ended periods, newest first, a page at a time. */
@@ -54,18 +63,51 @@ export const useCredits = (id: string) =>
     getNextPageParam: (page) => (page.has_more ? page.credits.at(-1)?.credit_id : undefined),
   });
 
+/** The reads the gateways answer, from the snapshots admin publishes to Redis (the others are admin's, Postgres's). */
+const GATEWAY_READS = ['entitlements', 'usage'] as const;
+
 /**
- * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again. The plan list
- * with subscriber counts is dropped rather than marked stale: a stale query still shows its data while it is read
- * again, so the plans page opened next would show the counts from before the subscription until the new ones came.
+ * When a gateway-served read that came back unchanged after a write is read once more. A write is published to
+ * the gateways before its 2xx while Redis answers in time; when that write-through fails the write still answers
+ * 2xx and the outbox relay publishes it (admin's own pass 0.5 s later, the worker's every 0.5 s, backing off to
+ * 5 s), so the read made right after the answer can be the one from before the write.
+ */
+export const FOLLOW_UP_READS_MS = [1_000, 4_000] as const;
+
+/**
+ * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again, by reads sent
+ * after the write's answer (never an earlier read still on its way). A gateway-served
+ * read whose answer is the same as before the write (React Query keeps the same object for an equal answer) may
+ * have come before the write reached the gateways: it is read again at each FOLLOW_UP_READS_MS until it changes.
+ * The plan list with subscriber counts is dropped rather than marked stale: a stale query still shows its data
+ * while it is read again, so the plans page opened next would show the counts from before the subscription until
+ * the new ones came.
  */
 export function useSubscriberChanged(id: string): () => Promise<void> {
   const queryClient = useQueryClient();
   return async () => {
+    const keyOf = (read: (typeof GATEWAY_READS)[number]) => [...subscriberKey(id), read];
+    const before = GATEWAY_READS.map((read) => queryClient.getQueryData(keyOf(read)));
+    // A read still on its way was sent before this write's answer and may answer what was there before it. React
+    // Query's invalidation only cancels an in-flight read of a query that has data: one without (the page opened
+    // just before the write) would be joined, its old answer kept, and nothing read again. Cancelled first, every
+    // read below is sent after the write's answer.
+    await Promise.all([
+      queryClient.cancelQueries({ queryKey: subscriberKey(id) }),
+      queryClient.cancelQueries({ queryKey: SUBSCRIBERS_KEY }),
+    ]);
     await Promise.all([
       queryClient.invalidateQueries({ queryKey: subscriberKey(id) }),
       queryClient.invalidateQueries({ queryKey: SUBSCRIBERS_KEY }),
       queryClient.resetQueries({ queryKey: PLAN_COUNTS_KEY }),
     ]);
+    GATEWAY_READS.forEach((read, i) => {
+      const unchanged = () => before[i] !== undefined && queryClient.getQueryData(keyOf(read)) === before[i];
+      for (const ms of FOLLOW_UP_READS_MS) {
+        setTimeout(() => {
+          if (unchanged()) void queryClient.invalidateQueries({ queryKey: keyOf(read), exact: true });
+        }, ms);
+      }
+    });
   };
 }
