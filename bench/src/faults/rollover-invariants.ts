@@ -37,7 +37,8 @@ async function durableOf(pool: pg.Pool, organizationId: string, subscriber: stri
     source_ms: string;
     effective_ms: string;
   }>(
-    `SELECT c.id, c.amount, c.spent, (extract(epoch FROM c.source_period_start) * 1000)::bigint AS source_ms,
+    // What the credit has spent as Postgres knows it: the latest of its own figure and its balances' rows'.
+    `SELECT c.id, c.amount, credit_spent_now(c) AS spent, (extract(epoch FROM c.source_period_start) * 1000)::bigint AS source_ms,
        (extract(epoch FROM c.effective_at) * 1000)::bigint AS effective_ms
      FROM credits c JOIN features f ON f.id = c.feature_id
      WHERE c.organization_id = $1 AND c.subscriber_id = $2 AND f.key = $3 AND c.source = 'rollover'`,
