@@ -14,6 +14,7 @@ import { meteredPersisterDeps } from '../../../test-support/metered-persister.ts
 import { caller } from '../../../test-support/identity-context.ts';
 import { raiseExpiredCredits } from '../../src/features/credits/expiry.job.ts';
 import { foldSettledCreditFigures } from '../../src/features/credits/worker/fold.ts';
+import { refillFigures } from '../../src/features/metered-usage/open-balances.ts';
 import {
   createMeteredPersister,
   type MeteredPersisterDeps,
@@ -264,6 +265,38 @@ describe("a credit's spent persisted in its balance's row", () => {
       .execute();
     expect(left).toHaveLength(1);
     expect(left[0]!.credit_spent).toEqual({ [b]: 9 });
+  });
+
+  it('voiding and expiry keep the figure in the credit itself, and a refill still puts it back', async () => {
+    const voided = await createCredit({ feature: 'api-calls', amount: 10 });
+    const expiring = await createCredit({
+      feature: 'api-calls',
+      amount: 10,
+      expires_at: iso(NOW + HOUR),
+    });
+    await spendWithBalance({ [voided]: 6, [expiring]: 3 }, 9, 2);
+    await createMeteredPersister(deps).persistOnce();
+    const { credit_spent_seq: seq } = await rowOf();
+    expect((await api().delete(`/org/subscribers/alice/credits/${voided}`)).statusCode).toBe(200);
+    clock.set(NOW + 2 * HOUR);
+    await raiseExpiredCredits({ ...deps, redisKeyPrefix: ctx.app.config.redisKeyPrefix });
+    // At the sequence of the row they came from: a later drain's figure still passes them.
+    expect(await columnSpent(voided)).toEqual({ spent: 6, spent_seq: seq });
+    expect(await columnSpent(expiring)).toEqual({ spent: 3, spent_seq: seq });
+    // Redis comes back empty: the refill puts both back (they may still be named by rows of balances in Redis).
+    const refill = await refillFigures(ctx.db, org.organization_id, new Date(NOW + 2 * HOUR));
+    expect(refill.credits.map((credit) => [credit.credit_id, credit.spent]).sort()).toEqual(
+      [
+        [voided, 6],
+        [expiring, 3],
+      ].sort(),
+    );
+    // A hash without them (put back from an older refill) drops them from the row: the credits keep their figures.
+    await ctx.redis.del(keys().creditSpent(org.organization_id, 'alice', 'api-calls'));
+    await spendWithBalance({ other: 1 }, 9, 3);
+    await createMeteredPersister(deps).persistOnce();
+    expect((await rowOf()).credit_spent).toEqual({ other: 1 });
+    expect([await persistedSpent(voided), await persistedSpent(expiring)]).toEqual([6, 3]);
   });
 
   it("a balance gone from Redis leaves its hash's figures to the credits", async () => {

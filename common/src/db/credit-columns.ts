@@ -33,3 +33,18 @@ export const creditSpentNow = sql<number>`credit_spent_now(c)`.as('spent');
 
 /** The same, of the row an UPDATE of `credits` (not aliased) returns. */
 export const updatedCreditSpentNow = sql<number>`credit_spent_now(credits)`.as('spent');
+
+/**
+ * What an UPDATE of `credits` (aliased `alias`) sets to keep the credit's figure in its own row from now on: its
+ * figure now, at the sequence of the latest row naming it (never a new one, so a later drain's figure still passes
+ * it). Voiding and expiry set it: a credit that can no longer be spent may drop out of its subscriber's credit-spent
+ * hash (a refill puts back the live ones), and then out of the rows its later drains write.
+ */
+export const keptCreditFigures = (alias: 'c' | 'credits') => ({
+  spent: sql<number>`credit_spent_now(${sql.ref(alias)})`,
+  spent_seq: sql<number>`GREATEST(${sql.ref(`${alias}.spent_seq`)}, COALESCE((
+    SELECT max(m.credit_spent_seq) FROM metered_usage m
+    WHERE m.organization_id = ${sql.ref(`${alias}.organization_id`)}
+      AND m.subscriber_id = ${sql.ref(`${alias}.subscriber_id`)} AND m.credit_spent ? ${sql.ref(`${alias}.id`)}
+  ), 0))`,
+});

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { CREDIT_COLUMNS, creditSpentNow } from '@ent/common/db/credit-columns';
+import { CREDIT_COLUMNS, creditSpentNow, keptCreditFigures } from '@ent/common/db/credit-columns';
 import { transact } from '@ent/common/outbox/record';
 import { redisKeys } from '@ent/common/redis/keys';
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
@@ -56,8 +56,9 @@ export async function raiseExpiredCredits(
         .modifyEnd(sql`FOR UPDATE OF c SKIP LOCKED`)
         .execute();
       if (due.length === 0) return { count: 0, deliveryIds: [] };
+      const kept = keptCreditFigures('c');
       await sql`
-        UPDATE credits AS c SET expired_event_at = ${now}
+        UPDATE credits AS c SET expired_event_at = ${now}, spent = ${kept.spent}, spent_seq = ${kept.spent_seq}
         FROM unnest(${due.map((credit) => credit.organization_id)}::text[], ${due.map((credit) => credit.id)}::text[])
           AS d(organization_id, id)
         WHERE c.organization_id = d.organization_id AND c.id = d.id

@@ -3,6 +3,7 @@ import {
   CREDIT_COLUMN_NAMES,
   CREDIT_COLUMNS,
   creditSpentNow,
+  keptCreditFigures,
   updatedCreditSpentNow,
 } from '@ent/common/db/credit-columns';
 import type { Credit, CreditSource, Database } from '@ent/common/db/database';
@@ -99,7 +100,7 @@ export function voidCreditRow(
 ): Promise<Credit | undefined> {
   return trx
     .updateTable('credits')
-    .set({ voided_at: at })
+    .set({ voided_at: at, ...keptCreditFigures('credits') })
     .where('organization_id', '=', organizationId)
     .where('id', '=', creditId)
     .where('voided_at', 'is', null)

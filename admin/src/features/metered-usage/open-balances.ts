@@ -16,7 +16,7 @@ export interface OpenBalance {
   rollover: number;
 }
 
-/** What a live credit has spent, as the worker last persisted it: a refill puts it back into the credit-spent hash. */
+/** What a credit has spent, as Postgres knows it (`credit_spent_now`): a refill puts it back into the credit-spent hash. */
 export interface PersistedCreditSpent {
   subscriber_id: string;
   feature: string;
@@ -37,7 +37,8 @@ const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
  * - every balance whose period has not ended at `now`, with what credits covered and its rollover;
  * - for a feature some grant rolls over, each subscriber's latest ended period still kept in Redis (35 days):
  *   the balance a period's first touch reads to make its rollover, which would otherwise read as unused;
- * - what each credit still live (not voided, not expired) has spent, where it spent something.
+ * - what each credit has spent, where it spent something: the live ones, and those voided or expired while balances
+ *   that may have spent them are still kept in Redis.
  * The worker writes a balance and the spent figures of its credits from one read of Redis in one transaction, so
  * these are figures of one instant per balance. Ended periods otherwise stay in Postgres only.
  */
@@ -64,6 +65,7 @@ export async function refillFigures(
     .select('features.key')
     .where('features.organization_id', '=', organizationId)
     .where('plan_grants.rollover_max', 'is not', null);
+  const recently = new Date(now.getTime() - BALANCE_AFTER_PERIOD_MS - 86_400_000);
   const [open, ended, credits] = await Promise.all([
     db
       .selectFrom('metered_usage')
@@ -88,8 +90,11 @@ export async function refillFigures(
       .innerJoin('features', 'features.id', 'c.feature_id')
       .select(['c.subscriber_id', 'features.key as feature', 'c.id as credit_id', creditSpentNow])
       .where('c.organization_id', '=', organizationId)
-      .where('c.voided_at', 'is', null)
-      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
+      // Credits that can no longer be spent too, while rows of balances still in Redis may name them: a hash put back
+      // without them would drop them from those rows' next writes (decisions.md, "A credit's spent, persisted in its
+      // balance's row").
+      .where((eb) => eb.or([eb('c.voided_at', 'is', null), eb('c.voided_at', '>', recently)]))
+      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', recently)]))
       .execute(),
   ]);
   return {

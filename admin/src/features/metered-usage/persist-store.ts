@@ -37,11 +37,14 @@ async function upsert(
   organizationId: string,
   balances: readonly DrainedBalance[],
   returning: boolean,
+  figureSeq: number | null,
 ): Promise<{
   count: number;
   rows: { subscriber_id: string; feature_key: string; period_start_ms: number }[];
 }> {
   const sorted = [...balances].sort(byKey);
+  if (figureSeq === null && sorted.some((balance) => balance.creditHash))
+    throw new Error('credit figures to persist without a sequence number');
   const result = await sql<{ subscriber_id: string; feature_key: string; period_start_ms: number }>`
     INSERT INTO metered_usage AS m
       (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision, covered, rollover,
@@ -50,7 +53,7 @@ async function upsert(
       'epoch'::timestamptz + b.start_ms * interval '1 millisecond',
       'epoch'::timestamptz + b.end_ms * interval '1 millisecond',
       b.used, b.revision, b.covered, b.rollover,
-      b.credit_spent, CASE WHEN b.credit_spent IS NULL THEN NULL ELSE pg_current_xact_id()::text::bigint END
+      b.credit_spent, CASE WHEN b.credit_spent IS NULL THEN NULL ELSE ${figureSeq}::bigint END
     FROM unnest(
       ${sorted.map((b) => b.subscriberId)}::text[],
       ${sorted.map((b) => b.feature)}::text[],
@@ -92,14 +95,15 @@ export async function upsertBalances(
   organizationId: string,
   balances: readonly DrainedBalance[],
   watched: (balance: DrainedBalance) => boolean = () => false,
+  figureSeq: number | null = null,
 ): Promise<UpsertedBalances> {
   const watchedBalances: DrainedBalance[] = [];
   const others: DrainedBalance[] = [];
   for (const balance of balances) (watched(balance) ? watchedBalances : others).push(balance);
   let persisted = 0;
-  if (others.length > 0) persisted += (await upsert(trx, organizationId, others, false)).count;
+  if (others.length > 0) persisted += (await upsert(trx, organizationId, others, false, figureSeq)).count;
   if (watchedBalances.length === 0) return { persisted, written: [] };
-  const { count, rows } = await upsert(trx, organizationId, watchedBalances, true);
+  const { count, rows } = await upsert(trx, organizationId, watchedBalances, true, figureSeq);
   const writtenKeys = new Set(
     rows.map((row) => meteredMember(row.subscriber_id, row.feature_key, Number(row.period_start_ms))),
   );

@@ -5,7 +5,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
 import { splitDirtyMembers } from '../credits/worker/persist.ts';
-import { persistCreditHashes } from '../credits/worker/spent.ts';
+import { nextFigureSeq, persistCreditHashes } from '../credits/worker/spent.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
   drainBalances,
@@ -167,15 +167,23 @@ export function createMeteredPersister(
         popped = drained.members;
         if (drained.taken === 0) return { drained, written: null, deliveryIds: [], attempted: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);
+        const figureSeq = drained.creditHashes.length > 0 ? await nextFigureSeq(trx) : null;
         const balances = await upsertBalances(
           trx,
           organizationId,
           drained.balances,
           inReach(organizationId, limits),
+          figureSeq,
         );
         const attempted = reachedBy(organizationId, balances.written, limits);
         const reached = await recordReachedThresholds(trx, organizationId, attempted);
-        const credits = await persistCreditHashes(trx, organizationId, drained.creditHashes, nowMs);
+        const credits = await persistCreditHashes(
+          trx,
+          organizationId,
+          drained.creditHashes,
+          nowMs,
+          figureSeq,
+        );
         const events = [...reached.map(thresholdEvent), ...credits.events];
         const ids = await recordDeliveries(trx, organizationId, events, new Date(nowMs));
         return {

@@ -6,8 +6,9 @@ import { sql, type Kysely } from 'kysely';
 // row"). The worker drains a balance that met credits together with its subscriber's credit-spent hash, and used to
 // write each figure into its own `credits` row: a second row per drained balance, most of what persisting a spending
 // consume cost beyond one without credits. It now writes the hash's figures into the balance's own row
-// (`credit_spent`, credit id -> spent, with `credit_spent_seq`: the drain's transaction id, so the latest drain's
-// figures are told apart), and `credits.spent` keeps what was written to the credit itself (an import, a drain of
+// (`credit_spent`, credit id -> spent, with `credit_spent_seq`: a number the drain takes from `credit_figure_seq`
+// under the organization's drain lock, so the latest drain's figures are told apart; a sequence, not the transaction
+// id, since pg_dump keeps its value and a restore into a new cluster restarts transaction ids), and `credits.spent` keeps what was written to the credit itself (an import, a drain of
 // the hash alone) with `spent_seq` likewise. `credit_spent_now(credit)` answers the latest of them, reading the
 // subscriber's rows of the credit's feature (the primary key's prefix); the credit-expiry sweep folds the rows no
 // drain can write again into the credits, so those stay few (admin/src/features/credits/worker/fold.ts).
@@ -17,6 +18,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD COLUMN credit_spent jsonb,
       ADD COLUMN credit_spent_seq bigint;
     ALTER TABLE credits ADD COLUMN spent_seq bigint NOT NULL DEFAULT 0;
+    CREATE SEQUENCE credit_figure_seq;
     CREATE FUNCTION credit_spent_now(c credits) RETURNS bigint
       LANGUAGE sql STABLE PARALLEL SAFE
       AS $$
@@ -36,6 +38,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     DROP FUNCTION credit_spent_now(credits);
+    DROP SEQUENCE credit_figure_seq;
     ALTER TABLE credits DROP COLUMN spent_seq;
     ALTER TABLE metered_usage DROP COLUMN credit_spent_seq, DROP COLUMN credit_spent;
   `.execute(db);

@@ -33,6 +33,15 @@ function figuresOf(hashes: readonly DrainedCreditHash[]): {
 }
 
 /**
+ * The number that orders a drain's credit figures against every other's: taken under the organization's drain lock,
+ * after the drain's read of Redis, so a later read always has a larger one (`credit_spent_now`).
+ */
+export async function nextFigureSeq(trx: Transaction<Database>): Promise<number> {
+  const { rows } = await sql<{ seq: number }>`SELECT nextval('credit_figure_seq') AS seq`.execute(trx);
+  return Number(rows[0]!.seq);
+}
+
+/**
  * A hash's spent figures as the JSON object a balance's row keeps (`metered_usage.credit_spent`), or null when it
  * holds none. Built as text: the figures are integers and the ids hold no character JSON escapes (CREDIT_ID_PATTERN;
  * a rollover credit's id is made by the gateway from digits and hex).
@@ -62,19 +71,21 @@ export async function persistCreditHashes(
   organizationId: string,
   hashes: readonly DrainedCreditHash[],
   nowMs: number,
+  figureSeq: number | null,
 ): Promise<{ persisted: number; events: DomainEvent[] }> {
   if (hashes.length === 0) return { persisted: 0, events: [] };
   const { figures, rollovers } = figuresOf(hashes);
   const events = await recordRollovers(trx, organizationId, rollovers, nowMs);
   let updated = 0;
   if (figures.length > 0) {
+    if (figureSeq === null) throw new Error('credit figures to persist without a sequence number');
     const sorted = [...figures].sort((a, b) =>
       a.creditId < b.creditId ? -1 : a.creditId > b.creditId ? 1 : 0,
     );
     // Every figure, even one equal to `spent`: its sequence must pass the rows' that hold an older one. No RETURNING:
     // the count is all the caller reports.
     const result = await sql`
-      UPDATE credits AS c SET spent = f.spent, spent_seq = pg_current_xact_id()::text::bigint
+      UPDATE credits AS c SET spent = f.spent, spent_seq = ${figureSeq}::bigint
       FROM unnest(${sorted.map((figure) => figure.creditId)}::text[], ${sorted.map((figure) => figure.spent)}::bigint[])
         AS f(id, spent)
       WHERE c.organization_id = ${organizationId} AND c.id = f.id
