@@ -8,6 +8,13 @@ import type { Database } from '@ent/common/db/database';
 const SETTLED_AFTER_PERIOD_MS = 36 * 86_400_000;
 
 /**
+ * How far back from its cutoff the sweep looks (index `metered_usage_settling`), so a run reads a month of periods,
+ * not the whole history: a row it never folds (the sweep stopped for longer than this) stays right, only slower to
+ * read.
+ */
+const SWEEP_WINDOW_MS = 30 * 86_400_000;
+
+/**
  * Moves the credit figures of rows no drain can write again (periods ended more than SETTLED_AFTER_PERIOD_MS ago)
  * into the credits themselves, each where it is newer than the credit's own (`spent_seq`), and clears them from the
  * rows: `credit_spent_now` then reads a subscriber's recent rows only, however long its history. One statement per
@@ -20,13 +27,14 @@ export async function foldSettledCreditFigures(
   options: { batchSize: number; maxBatches: number } = { batchSize: 1000, maxBatches: 20 },
 ): Promise<number> {
   const cutoff = new Date(nowMs - SETTLED_AFTER_PERIOD_MS);
+  const windowStart = new Date(cutoff.getTime() - SWEEP_WINDOW_MS);
   let cleared = 0;
   for (let batch = 0; batch < options.maxBatches; batch++) {
     const result = await sql`
       WITH settled AS (
         SELECT organization_id, subscriber_id, feature_key, period_start, credit_spent, credit_spent_seq
         FROM metered_usage
-        WHERE credit_spent IS NOT NULL AND period_end < ${cutoff}
+        WHERE period_end < ${cutoff} AND period_end >= ${windowStart} AND credit_spent IS NOT NULL
         LIMIT ${options.batchSize}
         FOR UPDATE SKIP LOCKED
       ), latest AS (
