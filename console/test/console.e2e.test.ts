@@ -124,6 +124,35 @@ async function backendOf(name: string, scopes: string[]) {
   return { apiKey, send };
 }
 
+type Backend = Awaited<ReturnType<typeof backendOf>>;
+
+/** The metered feature `api_calls` (made once), a plan granting it, and a subscriber not yet on the plan. */
+async function meteredPlanFor(
+  backend: Backend,
+  plan: { key: string; name: string; limit: number; soft?: boolean },
+  subscriberId: string,
+) {
+  await backend.send(
+    'POST',
+    '/org/features',
+    { key: 'api_calls', name: 'API calls', kind: 'metered' },
+    [201, 409],
+  );
+  const grant = {
+    feature: 'api_calls',
+    kind: 'metered',
+    limit: plan.limit,
+    ...(plan.soft ? { soft: true } : {}),
+  };
+  await backend.send('POST', '/org/plans', {
+    key: plan.key,
+    name: plan.name,
+    kind: 'catalog',
+    grants: [grant],
+  });
+  await backend.send('POST', '/org/subscribers', { subscriber_id: subscriberId });
+}
+
 beforeAll(async () => {
   assertChromiumInstalled();
   ensureConsoleBuilt();
@@ -849,19 +878,7 @@ describe('the console', () => {
     // The page's first reads of the gateway's figures are sent before the subscribe and answered after it (a slow
     // gateway under load): they answer what was there before. Nothing they answered may stay on the page.
     const backend = await backendOf('race backend', ['catalog:write', 'subscribers:write']);
-    await backend.send(
-      'POST',
-      '/org/features',
-      { key: 'api_calls', name: 'API calls', kind: 'metered' },
-      [201, 409],
-    );
-    await backend.send('POST', '/org/plans', {
-      key: 'raced',
-      name: 'Raced',
-      kind: 'catalog',
-      grants: [{ feature: 'api_calls', kind: 'metered', limit: 3000 }],
-    });
-    await backend.send('POST', '/org/subscribers', { subscriber_id: 'race_1' });
+    await meteredPlanFor(backend, { key: 'raced', name: 'Raced', limit: 3000 }, 'race_1');
 
     let answered!: () => void;
     const subscribeAnswered = new Promise<void>((resolve) => (answered = resolve));
@@ -906,19 +923,7 @@ describe('the console', () => {
       'subscribers:read',
       'subscribers:write',
     ]);
-    await backend.send(
-      'POST',
-      '/org/features',
-      { key: 'api_calls', name: 'API calls', kind: 'metered' },
-      [201, 409],
-    );
-    await backend.send('POST', '/org/plans', {
-      key: 'late',
-      name: 'Late',
-      kind: 'catalog',
-      grants: [{ feature: 'api_calls', kind: 'metered', limit: 2000 }],
-    });
-    await backend.send('POST', '/org/subscribers', { subscriber_id: 'late_1' });
+    await meteredPlanFor(backend, { key: 'late', name: 'Late', limit: 2000 }, 'late_1');
     const before = JSON.stringify(
       await backend.send('GET', '/org/subscribers/late_1/usage', undefined, [200]),
     );
@@ -956,19 +961,7 @@ describe('the console', () => {
       'catalog:write',
       'subscribers:write',
     ]);
-    await backend.send(
-      'POST',
-      '/org/features',
-      { key: 'api_calls', name: 'API calls', kind: 'metered' },
-      [201, 409],
-    );
-    await backend.send('POST', '/org/plans', {
-      key: 'credited',
-      name: 'Credited',
-      kind: 'catalog',
-      grants: [{ feature: 'api_calls', kind: 'metered', limit: 5000, soft: true }],
-    });
-    await backend.send('POST', '/org/subscribers', { subscriber_id: 'credit_1' });
+    await meteredPlanFor(backend, { key: 'credited', name: 'Credited', limit: 5000, soft: true }, 'credit_1');
     await backend.send('POST', '/org/subscribers/credit_1/subscriptions', { plan_id: 'credited' });
     await backend.send('POST', '/org/subscribers/credit_1/usage', { feature: 'api_calls', delta: 401 });
     const consume = async (amount: number) =>

@@ -47,6 +47,14 @@ afterAll(async () => {
 });
 
 const api = () => caller(ctx, org.api_key);
+const thisMonth = meteredPeriodAt('month', null, NOW);
+/** alice's api-calls balance of NOW's month. */
+const alice = {
+  subscriberId: 'alice',
+  feature: 'api-calls',
+  periodStartMs: thisMonth.startMs,
+  periodEndMs: thisMonth.endMs,
+};
 const keys = () => ctx.app.redisKeys;
 const createCredit = async (payload: object): Promise<string> => {
   const res = await api().post('/org/subscribers/alice/credits', payload);
@@ -97,13 +105,6 @@ describe('credit spent from the dirty set', () => {
 
   it('a balance is never persisted ahead of its credits: one drain at a time, whatever SPOP takes first', async () => {
     const credit = await createCredit({ feature: 'api-calls', amount: 10 });
-    const period = meteredPeriodAt('month', null, NOW);
-    const alice = {
-      subscriberId: 'alice',
-      feature: 'api-calls',
-      periodStartMs: period.startMs,
-      periodEndMs: period.endMs,
-    };
     // A give-back: used and k back to 0, the credit's spent down from 6 to 0 in the same call.
     await spendInRedis({ [credit]: 6 });
     await createMeteredPersister(deps).persistOnce();
@@ -148,13 +149,6 @@ describe('credit spent from the dirty set', () => {
 });
 
 describe("a credit's spent persisted in its balance's row", () => {
-  const period = meteredPeriodAt('month', null, NOW);
-  const alice = {
-    subscriberId: 'alice',
-    feature: 'api-calls',
-    periodStartMs: period.startMs,
-    periodEndMs: period.endMs,
-  };
   /** What a consume that spent credits leaves: the balance with k, the figures, the balance named with its hash. */
   const spendWithBalance = async (figures: Record<string, number>, used: number, revision: number) => {
     const member = await changeBalance(ctx.redis, keys(), org.organization_id, alice, { used, revision });

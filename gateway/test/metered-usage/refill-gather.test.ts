@@ -23,7 +23,8 @@ beforeAll(async () => {
   await redis.set(keys.meteredReady(org), '1');
 });
 
-const consume = (amount: number) =>
+/** A consume of alice's calls (a read when `amount` is 0) in `organization`. */
+const consume = (amount: number, organization = org) =>
   meteredOperation(
     { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
     'alice',
@@ -33,7 +34,7 @@ const consume = (amount: number) =>
     clock.now(),
     '',
     keys,
-    org,
+    organization,
   );
 
 describe('a refill after Redis came back empty', () => {
@@ -112,18 +113,7 @@ describe('a Redis that loses the organization again while a gathering lasts (res
     await store.putCatalog(again, { version: 3, doc: catalog });
     await store.putSubscriber(again, 'alice', { version: 5, doc: alice });
     await redis.set(keys.meteredReady(again), '1');
-    const op = (amount: number) =>
-      meteredOperation(
-        { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
-        'alice',
-        'calls',
-        amount === 0 ? 'r' : 'c',
-        amount,
-        clock.now(),
-        '',
-        keys,
-        again,
-      );
+    const op = (amount: number) => consume(amount, again);
     const lost = () =>
       redis.del(
         keys.meteredReady(again),
