@@ -36,7 +36,7 @@ export const useEntitlements = (id: string) =>
  * that failed, which the outbox relay delivers within seconds: docs/decisions.md) is read stale right after its
  * answer. Reading the usage is not an eval, so it costs the organization nothing.
  */
-export const USAGE_REFRESH_MS = 5_000;
+const USAGE_REFRESH_MS = 5_000;
 
 export const useSubscriberUsage = (id: string) =>
   useQuery({
@@ -72,7 +72,7 @@ const GATEWAY_READS = ['entitlements', 'usage'] as const;
  * 2xx and the outbox relay publishes it (admin's own pass 0.5 s later, the worker's every 0.5 s, backing off to
  * 5 s), so the read made right after the answer can be the one from before the write.
  */
-export const FOLLOW_UP_READS_MS = [1_000, 4_000] as const;
+const FOLLOW_UP_READS_MS = [1_000, 4_000] as const;
 
 /**
  * After any write to a subscriber: its subscriptions, overrides and "what it gets" are read again, by reads sent
