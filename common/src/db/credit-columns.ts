@@ -25,11 +25,14 @@ export const CREDIT_COLUMN_NAMES = [
 
 type CreditColumnName = (typeof CREDIT_COLUMN_NAMES)[number];
 
-/** The same columns of `credits as c`. */
-export const CREDIT_COLUMNS = CREDIT_COLUMN_NAMES.map((name): `c.${CreditColumnName}` => `c.${name}`);
-
 /** `spent` of the credit aliased `c`, as CREDIT_COLUMNS describes it. */
 export const creditSpentNow = sql<number>`credit_spent_now(c)`.as('spent');
+
+/** The same columns of `credits as c`, and its `spent`: a whole credit. */
+export const CREDIT_COLUMNS = [
+  ...CREDIT_COLUMN_NAMES.map((name): `c.${CreditColumnName}` => `c.${name}`),
+  creditSpentNow,
+];
 
 /** The same, of the row an UPDATE of `credits` (not aliased) returns. */
 export const updatedCreditSpentNow = sql<number>`credit_spent_now(credits)`.as('spent');

@@ -318,8 +318,9 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
 
   /**
    * Starts (once per organization at a time) a refill: `merged` settles when this gateway's figures are in Redis,
-   * `done` when the gathering is over (the organization ready, unless Redis lost it again meanwhile). Operations wait for `merged` only: during the gathering they are
-   * answered 503 with Retry-After rather than held, so no client waits out its own timeout on a held request.
+   * `done` when the gathering is over (the organization ready, unless Redis lost it again meanwhile). Operations
+   * wait for `merged` only: during the gathering they are answered 503 with Retry-After rather than held, so no
+   * client waits out its own timeout on a held request.
    */
   const refill = (organizationId: string): Refill => {
     const pending = refilling.get(organizationId);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { CREDIT_COLUMNS, creditSpentNow, keptCreditFigures } from '@ent/common/db/credit-columns';
+import { CREDIT_COLUMNS, keptCreditFigures } from '@ent/common/db/credit-columns';
 import { transact } from '@ent/common/outbox/record';
 import { redisKeys } from '@ent/common/redis/keys';
 import type { JobDefinition, JobDependencies } from '../../jobs/job.ts';
@@ -47,7 +47,7 @@ export async function raiseExpiredCredits(
       const due = await trx
         .selectFrom('credits as c')
         .innerJoin('features as f', 'f.id', 'c.feature_id')
-        .select([...CREDIT_COLUMNS, creditSpentNow, 'f.key as feature_key'])
+        .select([...CREDIT_COLUMNS, 'f.key as feature_key'])
         .where('c.expired_event_at', 'is', null)
         .where('c.voided_at', 'is', null)
         .where('c.expires_at', '<=', now)

@@ -2,7 +2,6 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import {
   CREDIT_COLUMN_NAMES,
   CREDIT_COLUMNS,
-  creditSpentNow,
   keptCreditFigures,
   updatedCreditSpentNow,
 } from '@ent/common/db/credit-columns';
@@ -17,7 +16,7 @@ const withFeatureKey = (db: Db, organizationId: string) =>
   db
     .selectFrom('credits as c')
     .innerJoin('features as f', 'f.id', 'c.feature_id')
-    .select([...CREDIT_COLUMNS, creditSpentNow, 'f.key as feature_key'])
+    .select([...CREDIT_COLUMNS, 'f.key as feature_key'])
     .where('c.organization_id', '=', organizationId);
 
 export function findCredit(

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import { CREDIT_COLUMNS, creditSpentNow } from '@ent/common/db/credit-columns';
+import { CREDIT_COLUMNS } from '@ent/common/db/credit-columns';
 import type { Credit, Database, Feature, FeatureKind, Plan } from '@ent/common/db/database';
 import type { GrantRow } from '../plans/grants.ts';
 
@@ -150,7 +150,7 @@ export function creditsIn(
   let query = trx
     .selectFrom('credits as c')
     .innerJoin('features as f', 'f.id', 'c.feature_id')
-    .select([...CREDIT_COLUMNS, creditSpentNow, 'f.key as feature_key'])
+    .select([...CREDIT_COLUMNS, 'f.key as feature_key'])
     .where('c.organization_id', '=', organizationId)
     .where('c.voided_at', 'is', null)
     .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', sql<Date>`now()`)]));

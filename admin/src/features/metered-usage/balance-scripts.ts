@@ -37,8 +37,8 @@ export interface DrainedCreditHash {
   fields: Record<string, string>;
   /**
    * Its figures must be written to the credits themselves: a `credit|<subscriber>|<feature>` member named it (a
-   * write that moved spent without a balance: a refill, a correction's give-back, an import's seed), or no balance of
-   * its owner was read with it. Otherwise the rows of the balances read with it carry them.
+   * write that moved spent without a balance: a refill, a correction's give-back, a rollover record), or no balance
+   * of its owner was read with it. Otherwise the rows of the balances read with it carry them.
    */
   standalone: boolean;
 }
@@ -149,13 +149,9 @@ export async function drainBalances(
   // The hashes read, by owner member, and the balances read with each (in the same MULTI).
   const hashes = new Map<string, DrainedCreditHash>();
   const readWith = new Map<string, DrainedBalance[]>();
-  const hashOf = (ownerMember: string, owner: Owner, named: boolean, fields: Record<string, string>) => {
-    hashes.set(ownerMember, {
-      subscriberId: owner.subscriberId,
-      feature: owner.feature,
-      fields,
-      standalone: named,
-    });
+  const hashOf = (ownerMember: string, owner: Owner & { named: boolean }, fields: Record<string, string>) => {
+    const { subscriberId, feature, named } = owner;
+    hashes.set(ownerMember, { subscriberId, feature, fields, standalone: named });
   };
   const settleHashes = () => {
     for (const [ownerMember, hash] of hashes) {
@@ -199,7 +195,7 @@ export async function drainBalances(
     }
     let at = members.length;
     for (const [ownerMember, owner] of poppedOwners)
-      hashOf(ownerMember, owner, owner.named, replies[at++]![1] as Record<string, string>);
+      hashOf(ownerMember, owner, replies[at++]![1] as Record<string, string>);
     drained.remaining = Number(replies[at]![1]);
     if (again.size === 0) {
       settleHashes();
@@ -229,7 +225,7 @@ export async function drainBalances(
         }
       }
       // Its own member was taken out of the set here: whatever it stood for is persisted with this read.
-      hashOf(ownerMember, owner, true, more[at++]![1] as Record<string, string>);
+      hashOf(ownerMember, { ...owner, named: true }, more[at++]![1] as Record<string, string>);
     }
     settleHashes();
     const alsoTaken = Number(more[at]![1]);

@@ -29,7 +29,7 @@ const byKey = <T extends { subscriberId: string; feature: string; periodStartMs:
 /**
  * One upsert statement (unnest: one array per column, so its text and its ten parameters stay the same whatever the
  * batch), each row only over an older revision. RETURNING only when asked: most batches need the count alone. A
- * balance read with its credit-spent hash keeps that hash's figures (`credit_spent`, at the transaction's id); one
+ * balance read with its credit-spent hash keeps that hash's figures (`credit_spent`, at the drain's `figureSeq`); one
  * read without it keeps the figures its row already holds.
  */
 async function upsert(

@@ -59,10 +59,10 @@ export function spentFiguresJson(fields: Record<string, string>): string | null 
 /**
  * Persists what the metered drain read of credit-spent hashes (one script call, so with the balances of the same
  * instant): rollover credits first (recorded once each), then the spent figures of the hashes no balance row carries
- * (`standalone`) into `credits.spent`, with the transaction's id as `spent_seq` (one UPDATE for the batch). The
+ * (`standalone`) into `credits.spent`, with the drain's `figureSeq` as `spent_seq` (one UPDATE for the batch). The
  * figures of a hash read with a balance go into that balance's row (persist-store.ts), the cheaper write: one row per
  * drained balance, as without credits. The caller holds the organization's drain lock from before the drain to the
- * commit, so drains land in Postgres in the order they read Redis, and a later drain's transaction id is larger:
+ * commit and takes `figureSeq` after the drain's read (nextFigureSeq), so a later drain's number is larger:
  * `credit_spent_now` answers the figure of the latest. Answers the rows changed and the `credit.created` events of
  * the rollovers this call recorded.
  */
