@@ -15,7 +15,6 @@ import {
   retireIfClean,
   undoCorrection,
 } from '../../src/features/metered-usage/balance-scripts.ts';
-import { splitDirtyMembers } from '../../src/features/credits/worker/persist.ts';
 import { changeBalance } from './balances.ts';
 
 const DECEMBER = Date.UTC(2026, 11, 1);
@@ -163,7 +162,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
       { used: 1, revision: 1 },
     );
     await redis.hset(keys.creditSpent(org, '7', String(NOVEMBER)), { cr_e: 5 });
-    const drained = await drainBalances(redis, keys, org, 10, splitDirtyMembers);
+    const drained = await drainBalances(redis, keys, org, 10);
     expect(drained.taken).toBe(2);
     expect(drained.balances).toEqual([
       expect.objectContaining({ member: both, subscriberId: 'credit', used: 1 }),
@@ -203,7 +202,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
       creditBalanceDirtyMember(november),
       creditBalanceDirtyMember(october),
     );
-    const drained = await drainBalances(redis, keys, org, 10, splitDirtyMembers);
+    const drained = await drainBalances(redis, keys, org, 10);
     expect(drained.taken).toBe(3);
     expect(drained.members.sort()).toEqual(
       [november, creditBalanceDirtyMember(november), creditBalanceDirtyMember(october)].sort(),
@@ -220,6 +219,30 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     expect(drained.creditHashes).toEqual([erinHash]);
     for (const read of drained.balances) expect(read.creditHash).toEqual(erinHash);
     expect(drained.remaining).toBe(0);
+  });
+
+  it("a hash brought by one balance that met credits is not given to its owner's balance that never met them", async () => {
+    const org = newOrganization();
+    const november = await changeBalance(redis, keys, org, balance(org, 'fay'), { used: 3, revision: 2 });
+    const october = await changeBalance(
+      redis,
+      keys,
+      org,
+      { ...balance(org, 'fay'), periodStartMs: OCTOBER, periodEndMs: NOVEMBER },
+      { used: 7, revision: 5 },
+    );
+    await redis.hset(keys.meteredBalance(org, october), 'k', 7);
+    await redis.hset(keys.creditSpent(org, 'fay', 'api-calls'), { cr_f: 7 });
+    // Neither a credit member nor a balance (five parts): read as a balance, which is not there.
+    await redis.sadd(keys.meteredDirty(org), 'credit|fay|api-calls|1|2');
+    const drained = await drainBalances(redis, keys, org, 10);
+    expect(drained).toMatchObject({ taken: 3, vanished: 1, remaining: 0 });
+    const fayHash = { subscriberId: 'fay', feature: 'api-calls', fields: { cr_f: '7' }, standalone: true };
+    expect(drained.creditHashes).toEqual([fayHash]);
+    expect(drained.balances.find((entry) => entry.member === october)?.creditHash).toEqual(fayHash);
+    expect(drained.balances.find((entry) => entry.member === november)?.creditHash).toBeUndefined();
+    // The hash's own member was taken with October's balance: it goes back with them should the write fail.
+    expect(drained.members).toContain(creditDirtyMember('fay', 'api-calls'));
   });
 
   it('a correction and its undo', async () => {

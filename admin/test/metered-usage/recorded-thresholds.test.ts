@@ -20,4 +20,15 @@ describe("the worker's memory of recorded thresholds", () => {
     expect(recorded.has('org_a', 'm2', 80)).toBe(false);
     expect(recorded.has('org_a', 'm3', 80)).toBe(true);
   });
+
+  it("counts a balance once towards its bound, whichever of its thresholds it knows", () => {
+    const recorded = createRecordedThresholds(2);
+    recorded.add('org_a', 'm1', 80);
+    recorded.add('org_a', 'm1', 100);
+    recorded.add('org_b', 'm1', 100);
+    expect(recorded.has('org_a', 'm1', 80)).toBe(true);
+    expect(recorded.has('org_a', 'm1', 100)).toBe(true);
+    expect(recorded.has('org_b', 'm1', 100)).toBe(true);
+    expect(recorded.has('org_b', 'm1', 80)).toBe(false);
+  });
 });

@@ -23,6 +23,7 @@ const SCRIPTS = {
   usageApply: { numberOfKeys: 5, lua: withMeteredBalance('usage-apply-6.lua') },
   meteredRefill: { numberOfKeys: 2, lua: lua('metered-refill-2.lua') },
   meteredReady: { numberOfKeys: 2, lua: lua('metered-ready-2.lua') },
+  meteredDrain: { numberOfKeys: 1, lua: lua('metered-drain-1.lua') },
   usageRate: { numberOfKeys: 2, lua: lua('usage-rate-2.lua') },
   evalAdjust: { numberOfKeys: 2, lua: lua('eval-adjust-2.lua') },
   evalSettle: { numberOfKeys: 4, lua: withMeteredBalance('eval-settle-4.lua') },

@@ -110,25 +110,6 @@ export const creditDirtyMember = (subscriberId: string, feature: string): string
 /**
  * The dirty-set member naming a balance together with its owner's credit-spent hash: what a change that met credits
  * marks (metered-balance.fragment.lua), so the worker reads the balance and the hash in one step and one member, not
- * two, stands for both.
+ * two, stands for both. The worker's drain (metered-drain-1.lua) tells the three kinds of member apart.
  */
 export const creditBalanceDirtyMember = (balanceMember: string): string => `credit|${balanceMember}`;
-
-/**
- * The subscriber and feature of a `creditDirtyMember` or a `creditBalanceDirtyMember` (with the balance it names);
- * undefined for a balance member. A 3-part member may be both (a subscriber named `credit` and a feature key of
- * digits): `isMeteredMember` tells, and the worker then treats it as both.
- */
-export function parseCreditDirtyMember(
-  member: string,
-): { subscriberId: string; feature: string; balanceMember?: string } | undefined {
-  const parts = member.split('|');
-  if (parts[0] !== 'credit') return undefined;
-  if (parts.length === 3) return { subscriberId: parts[1]!, feature: parts[2]! };
-  if (parts.length === 4 && /^\d+$/.test(parts[3]!))
-    return { subscriberId: parts[1]!, feature: parts[2]!, balanceMember: member.slice('credit|'.length) };
-  return undefined;
-}
-
-/** Whether a dirty-set member can name a balance (`meteredMember`: its last part is a period start). */
-export const isMeteredMember = (member: string): boolean => /^[^|]+\|[^|]+\|\d+$/.test(member);

@@ -3,7 +3,6 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import {
   creditDirtyMember,
   meteredMember,
-  parseCreditDirtyMember,
   parseMeteredMember,
   type RedisKeys,
 } from '@ent/common/redis/keys';
@@ -66,177 +65,98 @@ const BALANCE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 interface BalanceCommands {
   meteredCorrect(...keysAndArgs: string[]): Promise<[number, number, number]>;
   meteredCorrectUndo(...keysAndArgs: string[]): Promise<[number, number]>;
+  meteredDrain(...keysAndArgs: (string | number)[]): Promise<DrainReply>;
 }
+
+/** metered-drain-1.lua's reply (its header says what each part holds). */
+type DrainReply = [
+  taken: string[],
+  balances: string[],
+  figures: (string | number | null)[],
+  owners: string[],
+  named: number[],
+  hashes: string[][],
+  alsoTaken: number,
+  remaining: number,
+];
+
+/** `named` in the drain's reply: the hash's own member was taken by the script, for a balance that met credits. */
+const TAKEN_WITH_BALANCE = 2;
 
 const commandsOf = (redis: RedisClient) => withScripts(redis) as unknown as BalanceCommands;
 
-const allBalances = (members: readonly string[]) => ({ balances: [...members], others: [] });
+const figure = (value: string | number | null | undefined) =>
+  value === null || value === undefined || value === '' ? 0 : Number(value);
 
-const figure = (value: string | undefined) => (value === undefined || value === '' ? 0 : Number(value));
-
-type Owner = { subscriberId: string; feature: string };
-type Replies = [Error | null, unknown][];
-
-async function execAll(batch: ReturnType<RedisClient['pipeline']>, expected: number): Promise<Replies> {
-  const replies = (await batch.exec()) ?? [];
-  const failed = replies.find(([error]) => error !== null);
-  if (failed || replies.length !== expected) throw failed?.[0] ?? new Error('No reply to the drain.');
-  return replies;
-}
+const fieldsOf = (flat: readonly string[]) => {
+  const fields: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+  return fields;
+};
 
 /**
- * A balance hash as the drain reads it (HGETALL: two arguments, where HMGET of its fields took seven); null when it
- * is gone. `metCredits`: it holds k or ro, which the gateway's scripts write only once credits or a rollover touch
- * the balance (the refill keeps them absent otherwise).
- */
-function balanceOf(member: string, fields: Record<string, string>) {
-  if (fields.u === undefined || fields.r === undefined) return null;
-  const balance: DrainedBalance = {
-    member,
-    ...parseMeteredMember(member),
-    periodEndMs: fields.e === undefined || fields.e === '' ? null : Number(fields.e),
-    used: Number(fields.u),
-    revision: Number(fields.r),
-    covered: figure(fields.k),
-    rollover: figure(fields.ro),
-  };
-  return { balance, metCredits: fields.k !== undefined || fields.ro !== undefined };
-}
-
-/**
- * Takes up to `count` members out of the organization's dirty set and reads their figures: one SPOP (each member goes
- * to the one drain that popped it), then each balance's hash, the credit-spent hash of each credit member popped (a
- * balance's credit member, `credit|<balance member>`, names both: what the gateway marks once credits met it), and
- * the set's size, in one round trip (a MULTI when a credit member was popped: its hash and its balances are then of
- * one instant). A balance that never met credits (no k, no ro) persists covered = 0, which claims nothing of any
- * credit, so its credit-spent hash is not read: it waits for its own member. A balance that met credits is read again
- * with its credit-spent hash in a second MULTI, which also takes the hash's member out of the dirty set (listed in
- * `members`, to go back should the write fail): what Postgres holds of a balance is thus never ahead of the spent
- * figures it holds. A balance read in the same instant as its owner's hash carries it (`creditHash`): its row keeps the
- * figures; a hash no balance came with, or whose own member was taken, is `standalone`, written to the credits.
- * Balances without credits (nearly all) cost Redis one command each, and no MULTI. A change after
- * a read marks its member dirty again, so a later drain persists it; one read here already is written twice, the
- * second time over an equal revision, which writes nothing. A read that fails puts the members back.
+ * Takes up to `count` members out of the organization's dirty set and reads their figures in one script call
+ * (metered-drain-1.lua: each member goes to the one drain that took it). A balance's credit member,
+ * `credit|<balance member>`, names the balance and its subscriber's credit-spent hash for the feature, read in the same
+ * instant; so does a balance that met credits (k or ro) with no member naming its hash, whose hash's own member is
+ * then taken too (listed in `members`, to go back should the write fail): what Postgres holds of a balance is thus
+ * never ahead of the spent figures it holds. A balance that never met credits persists covered = 0, which claims
+ * nothing of any credit, so its hash is not read: it waits for its own member. A balance read with its owner's hash
+ * carries it (`creditHash`): its row keeps the figures; a hash no balance came with, or whose own member was taken,
+ * is `standalone`, written to the credits. A change after the read marks its member dirty again, so a later drain
+ * persists it; one read here already is written twice, the second time over an equal revision, which writes nothing.
  */
 export async function drainBalances(
   redis: RedisClient,
   keys: RedisKeys,
   organizationId: string,
   count: number,
-  split: (members: readonly string[]) => { balances: string[]; others: string[] } = allBalances,
 ): Promise<Drained> {
-  const dirtyKey = keys.meteredDirty(organizationId);
-  const popped = await redis.spop(dirtyKey, count);
+  const [taken, members, figures, owners, named, hashFields, alsoTaken, remaining] = await commandsOf(
+    redis,
+  ).meteredDrain(keys.meteredDirty(organizationId), keys.meteredBalance(organizationId, ''), count);
+  const hashes = owners.map((owner, i): DrainedCreditHash => {
+    const [subscriberId, feature] = owner.split('|');
+    return { subscriberId: subscriberId!, feature: feature!, fields: fieldsOf(hashFields[i]!), standalone: named[i] !== 0 };
+  });
   const drained: Drained = {
-    taken: popped.length,
-    members: popped,
+    taken: taken.length + alsoTaken,
+    members: taken,
     balances: [],
     creditHashes: [],
     vanished: 0,
-    remaining: 0,
+    remaining,
   };
-  if (popped.length === 0) return drained;
-  const { balances: members, others } = split(popped);
-  // Owner member -> the owner and whether a `credit|<subscriber>|<feature>` member of its own was popped.
-  const poppedOwners = new Map<string, Owner & { named: boolean }>();
-  for (const member of others) {
-    const { subscriberId, feature, balanceMember } = parseCreditDirtyMember(member)!;
-    const ownerMember = creditDirtyMember(subscriberId, feature);
-    const known = poppedOwners.get(ownerMember);
-    const named = balanceMember === undefined || (known?.named ?? false);
-    poppedOwners.set(ownerMember, { subscriberId, feature, named });
+  const readWith = new Array<number>(hashes.length).fill(0);
+  for (let i = 0, at = 0; i < members.length; i++, at += 6) {
+    const [used, revision, end, covered, rollover, withHash] = figures.slice(at, at + 6);
+    if (used === null || revision === null) {
+      drained.vanished += 1;
+      continue;
+    }
+    const member = members[i]!;
+    const balance: DrainedBalance = {
+      member,
+      ...parseMeteredMember(member),
+      periodEndMs: end === null || end === '' ? null : Number(end),
+      used: Number(used),
+      revision: Number(revision),
+      covered: figure(covered),
+      rollover: figure(rollover),
+    };
+    if (withHash) {
+      balance.creditHash = hashes[Number(withHash) - 1]!;
+      readWith[Number(withHash) - 1]! += 1;
+    }
+    drained.balances.push(balance);
   }
-  // The hashes read, by owner member, and the balances read with each (in the same MULTI).
-  const hashes = new Map<string, DrainedCreditHash>();
-  const readWith = new Map<string, DrainedBalance[]>();
-  const hashOf = (ownerMember: string, owner: Owner & { named: boolean }, fields: Record<string, string>) => {
-    const { subscriberId, feature, named } = owner;
-    hashes.set(ownerMember, { subscriberId, feature, fields, standalone: named });
-  };
-  const settleHashes = () => {
-    for (const [ownerMember, hash] of hashes) {
-      const withIt = readWith.get(ownerMember) ?? [];
-      if (withIt.length === 0) hash.standalone = true;
-      for (const balance of withIt) balance.creditHash = hash;
-      if (Object.keys(hash.fields).length > 0 || withIt.length > 0) drained.creditHashes.push(hash);
-    }
-  };
-  const readWithHash = (ownerMember: string, balance: DrainedBalance) => {
-    const list = readWith.get(ownerMember);
-    if (list) list.push(balance);
-    else readWith.set(ownerMember, [balance]);
-  };
-  try {
-    const first = poppedOwners.size > 0 ? redis.multi() : redis.pipeline();
-    for (const member of members) first.hgetall(keys.meteredBalance(organizationId, member));
-    for (const { subscriberId, feature } of poppedOwners.values())
-      first.hgetall(keys.creditSpent(organizationId, subscriberId, feature));
-    first.scard(dirtyKey);
-    const replies = await execAll(first, members.length + poppedOwners.size + 1);
-    // Balances that met credits and whose hash this read did not take: owner -> its members here.
-    const again = new Map<string, { owner: Owner; members: string[] }>();
-    for (let i = 0; i < members.length; i++) {
-      const member = members[i]!;
-      const read = balanceOf(member, replies[i]![1] as Record<string, string>);
-      if (read === null) {
-        drained.vanished += 1;
-        continue;
-      }
-      const { subscriberId, feature } = read.balance;
-      const ownerMember = creditDirtyMember(subscriberId, feature);
-      if (poppedOwners.has(ownerMember)) readWithHash(ownerMember, read.balance);
-      else if (read.metCredits) {
-        const entry = again.get(ownerMember) ?? { owner: { subscriberId, feature }, members: [] };
-        entry.members.push(member);
-        again.set(ownerMember, entry);
-        continue;
-      }
-      drained.balances.push(read.balance);
-    }
-    let at = members.length;
-    for (const [ownerMember, owner] of poppedOwners)
-      hashOf(ownerMember, owner, replies[at++]![1] as Record<string, string>);
-    drained.remaining = Number(replies[at]![1]);
-    if (again.size === 0) {
-      settleHashes();
-      return drained;
-    }
-
-    const second = redis.multi();
-    let expected = 1;
-    for (const { owner, members: ofOwner } of again.values()) {
-      for (const member of ofOwner) second.hgetall(keys.meteredBalance(organizationId, member));
-      second.hgetall(keys.creditSpent(organizationId, owner.subscriberId, owner.feature));
-      expected += ofOwner.length + 1;
-    }
-    const creditMembers = [...again.keys()];
-    second.srem(dirtyKey, ...creditMembers);
-    // Taken with the balances: put back with them should the write fail.
-    drained.members.push(...creditMembers);
-    const more = await execAll(second, expected);
-    at = 0;
-    for (const [ownerMember, { owner, members: ofOwner }] of again) {
-      for (const member of ofOwner) {
-        const read = balanceOf(member, more[at++]![1] as Record<string, string>);
-        if (read === null) drained.vanished += 1;
-        else {
-          drained.balances.push(read.balance);
-          readWithHash(ownerMember, read.balance);
-        }
-      }
-      // Its own member was taken out of the set here: whatever it stood for is persisted with this read.
-      hashOf(ownerMember, { ...owner, named: true }, more[at++]![1] as Record<string, string>);
-    }
-    settleHashes();
-    const alsoTaken = Number(more[at]![1]);
-    drained.taken += alsoTaken;
-    drained.remaining = Math.max(0, drained.remaining - alsoTaken);
-    return drained;
-  } catch (error) {
-    // Redis gone as well: the put-back fails too, and the figures wait in their hashes (decisions.md).
-    await markDirty(redis, keys, organizationId, drained.members).catch(() => undefined);
-    throw error;
+  for (const [i, hash] of hashes.entries()) {
+    // Its member taken by the script, with the balance that met credits: put back with them should the write fail.
+    if (named[i] === TAKEN_WITH_BALANCE) drained.members.push(creditDirtyMember(hash.subscriberId, hash.feature));
+    if (readWith[i] === 0) hash.standalone = true;
+    if (Object.keys(hash.fields).length > 0 || readWith[i]! > 0) drained.creditHashes.push(hash);
   }
+  return drained;
 }
 
 /**

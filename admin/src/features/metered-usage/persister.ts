@@ -4,7 +4,6 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
-import { splitDirtyMembers } from '../credits/worker/persist.ts';
 import { nextFigureSeq, persistCreditHashes } from '../credits/worker/spent.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
@@ -157,13 +156,7 @@ export function createMeteredPersister(
           SELECT pg_try_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`})) AS locked
         `.execute(trx);
         if (!rows[0]?.locked) return null;
-        const drained = await drainBalances(
-          redis,
-          keys,
-          organizationId,
-          options.batchSize,
-          splitDirtyMembers,
-        );
+        const drained = await drainBalances(redis, keys, organizationId, options.batchSize);
         popped = drained.members;
         if (drained.taken === 0) return { drained, written: null, deliveryIds: [], attempted: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);

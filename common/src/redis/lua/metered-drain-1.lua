@@ -1,0 +1,115 @@
+--[[
+  One drain of an organization's dirty set, in one instant (admin/src/features/metered-usage/balance-scripts.ts,
+  drainBalances): takes up to ARGV[2] members and reads what they name. One script call rather than a SPOP and a
+  MULTI of one command per key: the worker then builds no command, and parses no hash reply into an object, per key.
+
+  What a member names:
+    '<subscriber>|<feature>|<period start>'            a balance
+    'credit|<subscriber>|<feature>'                     the credit-spent hash of (subscriber, feature), named: its
+                                                        figures go to the credits themselves (a write that moved spent
+                                                        without a balance); it also names a balance when it reads as
+                                                        one (subscriber 'credit', a feature key of digits)
+    'credit|<subscriber>|<feature>|<period start>'      the balance and its owner's credit-spent hash, read together
+    anything else                                       read as a balance (gone: nothing to persist)
+  A balance that met credits (it holds k or ro) and whose owner no member named is read with its owner's hash too, and
+  that hash's own member ('credit|<owner>') is taken out of the set here: Postgres must never hold a balance ahead of
+  the spent figures of its credits. Each balance and each hash is read once, however many members named it.
+
+  KEYS[1]  the organization's dirty set
+  ARGV[1]  the balances' key prefix '<prefix>:{<org>}:m:' (the credit-spent hashes' prefix is made from it, as the
+           gateway's scripts make it)
+  ARGV[2]  how many members to take
+
+  Returns {taken, balances, figures, owners, named, hashes, alsoTaken, remaining}:
+    taken      the members taken out of the set by the SPOP
+    balances   the balance members read, in the order taken
+    figures    per balance six values: u, r, e, k, ro (nil: absent), then the 1-based place in owners of the hash
+               read with it (0: none)
+    owners     '<subscriber>|<feature>' of each credit-spent hash read: first those members named, then those of
+               balances that met credits
+    named      per owner: 1 when the SPOP took a 'credit|<owner>' member, 2 when this script took it out of the set for
+               a balance that met credits, else 0 (only balances' credit members named the hash)
+    hashes     per owner, its HGETALL (field, value, ...)
+    alsoTaken  how many 'credit|<owner>' members were taken out of the set here
+    remaining  the set's size afterwards
+]]
+local taken = redis.call('SPOP', KEYS[1], ARGV[2])
+local balancePrefix = ARGV[1]
+local spentPrefix = string.sub(balancePrefix, 1, -3) .. 'credit-spent:'
+
+local balances, listed, balanceCount = {}, {}, 0
+local function addBalance(member)
+  if not listed[member] then
+    listed[member] = true
+    balanceCount = balanceCount + 1
+    balances[balanceCount] = member
+  end
+end
+
+local owners, named, ownerAt, ownerCount = {}, {}, {}, 0
+local function addOwner(owner, how)
+  local at = ownerAt[owner]
+  if not at then
+    ownerCount = ownerCount + 1
+    at = ownerCount
+    owners[at], named[at], ownerAt[owner] = owner, 0, at
+  end
+  if how > named[at] then
+    named[at] = how
+  end
+  return at
+end
+
+for i = 1, #taken do
+  local member = taken[i]
+  if string.sub(member, 1, 7) == 'credit|' then
+    local rest = string.sub(member, 8)
+    if string.find(rest, '^[^|]*|[^|]*$') then
+      addOwner(rest, 1)
+      if string.find(member, '^[^|]+|[^|]+|%d+$') then
+        addBalance(member)
+      end
+    else
+      local owner = string.match(rest, '^([^|]*|[^|]*)|%d+$')
+      if owner then
+        addOwner(owner, 0)
+        addBalance(rest)
+      else
+        addBalance(member)
+      end
+    end
+  else
+    addBalance(member)
+  end
+end
+
+local ownersOfMembers = ownerCount
+local alsoTaken = 0
+local figures, n = {}, 0
+for i = 1, balanceCount do
+  local member = balances[i]
+  local read = redis.call('HMGET', balancePrefix .. member, 'u', 'r', 'e', 'k', 'ro')
+  local withHash = 0
+  if read[1] and read[2] then
+    local owner = string.match(member, '^([^|]*|[^|]*)|')
+    local at = owner and ownerAt[owner]
+    if at and at <= ownersOfMembers then
+      withHash = at
+    elseif owner and (read[4] or read[5]) then
+      if not at then
+        at = addOwner(owner, 2)
+        alsoTaken = alsoTaken + redis.call('SREM', KEYS[1], 'credit|' .. owner)
+      end
+      withHash = at
+    end
+  end
+  figures[n + 1], figures[n + 2], figures[n + 3], figures[n + 4], figures[n + 5], figures[n + 6] =
+    read[1], read[2], read[3], read[4], read[5], withHash
+  n = n + 6
+end
+
+local hashes = {}
+for at = 1, ownerCount do
+  hashes[at] = redis.call('HGETALL', spentPrefix .. owners[at])
+end
+return {taken, balances, figures, owners, named, hashes, alsoTaken, redis.call('SCARD', KEYS[1])}
