@@ -62,7 +62,7 @@ end
 
 for i = 1, #taken do
   local member = taken[i]
-  if string.sub(member, 1, 7) == 'credit|' then
+  if string.byte(member, 1) == 99 and string.sub(member, 1, 7) == 'credit|' then -- 99: 'c', no new string
     local rest = string.sub(member, 8)
     if string.find(rest, '^[^|]*|[^|]*$') then
       addOwner(rest, 1)
@@ -90,7 +90,8 @@ for i = 1, balanceCount do
   local member = balances[i]
   local read = redis.call('HMGET', balancePrefix .. member, 'u', 'r', 'e', 'k', 'ro')
   local withHash = 0
-  if read[1] and read[2] then
+  -- Whose balance it is matters only when a hash is read in this drain or the balance met credits.
+  if read[1] and read[2] and (ownerCount > 0 or read[4] or read[5]) then
     local owner = string.match(member, '^([^|]*|[^|]*)|')
     local at = owner and ownerAt[owner]
     if at and at <= ownersOfMembers then
