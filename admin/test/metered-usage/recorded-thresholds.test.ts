@@ -21,7 +21,7 @@ describe("the worker's memory of recorded thresholds", () => {
     expect(recorded.has('org_a', 'm3', 80)).toBe(true);
   });
 
-  it("counts a balance once towards its bound, whichever of its thresholds it knows", () => {
+  it('counts a balance once towards its bound, whichever of its thresholds it knows', () => {
     const recorded = createRecordedThresholds(2);
     recorded.add('org_a', 'm1', 80);
     recorded.add('org_a', 'm1', 100);

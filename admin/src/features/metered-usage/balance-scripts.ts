@@ -1,11 +1,6 @@
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
-import {
-  creditDirtyMember,
-  meteredMember,
-  parseMeteredMember,
-  type RedisKeys,
-} from '@ent/common/redis/keys';
+import { creditDirtyMember, meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
 
 /** A balance's figures as Redis holds them (decisions.md, "Metered usage: how it is built"). */
 export interface DrainedBalance {
@@ -23,7 +18,7 @@ export interface DrainedBalance {
   rollover: number;
   /**
    * Its subscriber's credit-spent hash for the feature, when the drain read it in the same instant as this balance
-   * (one MULTI): its figures are then persisted in this balance's row.
+   * (one script call): its figures are then persisted in this balance's row.
    */
   creditHash?: DrainedCreditHash;
 }
@@ -117,7 +112,12 @@ export async function drainBalances(
   ).meteredDrain(keys.meteredDirty(organizationId), keys.meteredBalance(organizationId, ''), count);
   const hashes = owners.map((owner, i): DrainedCreditHash => {
     const [subscriberId, feature] = owner.split('|');
-    return { subscriberId: subscriberId!, feature: feature!, fields: fieldsOf(hashFields[i]!), standalone: named[i] !== 0 };
+    return {
+      subscriberId: subscriberId!,
+      feature: feature!,
+      fields: fieldsOf(hashFields[i]!),
+      standalone: named[i] !== 0,
+    };
   });
   const drained: Drained = {
     taken: taken.length + alsoTaken,
@@ -129,30 +129,34 @@ export async function drainBalances(
   };
   const readWith = new Array<number>(hashes.length).fill(0);
   for (let i = 0, at = 0; i < members.length; i++, at += 6) {
-    const [used, revision, end, covered, rollover, withHash] = figures.slice(at, at + 6);
+    const used = figures[at] ?? null;
+    const revision = figures[at + 1] ?? null;
     if (used === null || revision === null) {
       drained.vanished += 1;
       continue;
     }
     const member = members[i]!;
+    const end = figures[at + 2] ?? null;
+    const withHash = Number(figures[at + 5]);
     const balance: DrainedBalance = {
       member,
       ...parseMeteredMember(member),
       periodEndMs: end === null || end === '' ? null : Number(end),
       used: Number(used),
       revision: Number(revision),
-      covered: figure(covered),
-      rollover: figure(rollover),
+      covered: figure(figures[at + 3]),
+      rollover: figure(figures[at + 4]),
     };
-    if (withHash) {
-      balance.creditHash = hashes[Number(withHash) - 1]!;
-      readWith[Number(withHash) - 1]! += 1;
+    if (withHash > 0) {
+      balance.creditHash = hashes[withHash - 1]!;
+      readWith[withHash - 1]! += 1;
     }
     drained.balances.push(balance);
   }
   for (const [i, hash] of hashes.entries()) {
     // Its member taken by the script, with the balance that met credits: put back with them should the write fail.
-    if (named[i] === TAKEN_WITH_BALANCE) drained.members.push(creditDirtyMember(hash.subscriberId, hash.feature));
+    if (named[i] === TAKEN_WITH_BALANCE)
+      drained.members.push(creditDirtyMember(hash.subscriberId, hash.feature));
     if (readWith[i] === 0) hash.standalone = true;
     if (Object.keys(hash.fields).length > 0 || readWith[i]! > 0) drained.creditHashes.push(hash);
   }
