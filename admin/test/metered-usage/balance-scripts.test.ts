@@ -245,6 +245,24 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     expect(drained.members).toContain(creditDirtyMember('fay', 'api-calls'));
   });
 
+  it('a drain whose read fails puts every member it took back, and fails', async () => {
+    const org = newOrganization();
+    const members = [];
+    for (const subscriberId of ['gus', 'hal', 'ivy'])
+      members.push(
+        await changeBalance(redis, keys, org, balance(org, subscriberId), { used: 1, revision: 1 }),
+      );
+    await redis.hset(keys.meteredBalance(org, members[0]!), 'k', 1);
+    await redis.sadd(keys.meteredDirty(org), creditDirtyMember('gus', 'api-calls'));
+    // A key of another type where a balance should be: its HMGET fails after the SPOP took every member.
+    await redis.del(keys.meteredBalance(org, members[2]!));
+    await redis.set(keys.meteredBalance(org, members[2]!), 'not a hash');
+    await expect(drainBalances(redis, keys, org, 10)).rejects.toThrow(/drain failed, its members put back/);
+    expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual(
+      [...members, creditDirtyMember('gus', 'api-calls')].sort(),
+    );
+  });
+
   it('a correction and its undo', async () => {
     const org = newOrganization();
     await changeBalance(redis, keys, org, balance(org, 'alice'), { used: 40, revision: 3 });

@@ -36,6 +36,8 @@ export function redisKeys(prefix: string) {
      */
     creditSpent: (organizationId: string, subscriberId: string, feature: string) =>
       `${org(organizationId)}:credit-spent:${creditOwner(subscriberId, feature)}`,
+    /** What every `creditSpent` key of the organization starts with (a script adds the owner). */
+    creditSpentPrefix: (organizationId: string) => `${org(organizationId)}:credit-spent:`,
     /** Set of `meteredMember`s changed since the worker last persisted them to Postgres. */
     meteredDirty: (organizationId: string) => `${org(organizationId)}:mdirty`,
     /**

@@ -45,7 +45,8 @@ export interface Drained {
   balances: DrainedBalance[];
   /**
    * The credit-spent hashes the drain read, each in the same instant as the balances of its (subscriber, feature) it
-   * took: those whose credit member it popped, and those of balances that met credits. Empty hashes are left out.
+   * took: those whose credit member it popped, and those of balances that met credits. An empty hash is left out
+   * unless a balance was read with it.
    */
   creditHashes: DrainedCreditHash[];
   /** Members the drain took whose balance is gone from Redis: nothing to persist. */
@@ -107,9 +108,19 @@ export async function drainBalances(
   organizationId: string,
   count: number,
 ): Promise<Drained> {
-  const [taken, members, figures, owners, named, hashFields, alsoTaken, remaining] = await commandsOf(
-    redis,
-  ).meteredDrain(keys.meteredDirty(organizationId), keys.meteredBalance(organizationId, ''), count);
+  const reply = await commandsOf(redis).meteredDrain(
+    keys.meteredDirty(organizationId),
+    keys.meteredBalance(organizationId, ''),
+    count,
+    keys.creditSpentPrefix(organizationId),
+  );
+  const [taken, balanceMembers, figures, owners, named, hashFields, alsoTaken, remaining] = reply;
+  if (
+    figures.length !== 6 * balanceMembers.length ||
+    named.length !== owners.length ||
+    hashFields.length !== owners.length
+  )
+    throw new Error('metered-drain-1.lua answered a reply of another shape');
   const hashes = owners.map((owner, i): DrainedCreditHash => {
     const [subscriberId, feature] = owner.split('|');
     return {
@@ -121,21 +132,21 @@ export async function drainBalances(
   });
   const drained: Drained = {
     taken: taken.length + alsoTaken,
-    members: taken,
+    members: [...taken],
     balances: [],
     creditHashes: [],
     vanished: 0,
     remaining,
   };
   const readWith = new Array<number>(hashes.length).fill(0);
-  for (let i = 0, at = 0; i < members.length; i++, at += 6) {
+  for (let i = 0, at = 0; i < balanceMembers.length; i++, at += 6) {
     const used = figures[at] ?? null;
     const revision = figures[at + 1] ?? null;
     if (used === null || revision === null) {
       drained.vanished += 1;
       continue;
     }
-    const member = members[i]!;
+    const member = balanceMembers[i]!;
     const end = figures[at + 2] ?? null;
     const withHash = Number(figures[at + 5]);
     const balance: DrainedBalance = {

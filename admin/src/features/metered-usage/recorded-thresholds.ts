@@ -1,9 +1,10 @@
-import type { UsageThreshold } from './thresholds.ts';
+import { USAGE_THRESHOLDS, type UsageThreshold } from './thresholds.ts';
 
 /** How many balances' recorded thresholds a worker remembers before it starts over. */
 const REMEMBERED_BALANCES = 200_000;
 
-const bitOf = (threshold: UsageThreshold) => (threshold === 80 ? 1 : 2);
+/** Each threshold's own bit: its place in USAGE_THRESHOLDS. */
+const bitOf = (threshold: UsageThreshold) => 1 << USAGE_THRESHOLDS.indexOf(threshold);
 
 /**
  * The thresholds this worker has seen in `usage_thresholds_reached` (recorded by its own writes, or found there by

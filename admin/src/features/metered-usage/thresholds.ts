@@ -3,7 +3,7 @@ import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents'
 
 /** DESIGN.md §5: `usage.threshold_reached` at 80 % and 100 % of a period's limit. */
 export type UsageThreshold = 80 | 100;
-const USAGE_THRESHOLDS: readonly UsageThreshold[] = [80, 100];
+export const USAGE_THRESHOLDS: readonly UsageThreshold[] = [80, 100];
 
 /**
  * The thresholds `used` has reached against `limit`. An unlimited balance never reaches one; a limit of 0 (a

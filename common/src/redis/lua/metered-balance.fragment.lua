@@ -83,7 +83,7 @@ local function meteredRollover(dirtyKey, balancePrefix, key, op, spec, rollover)
     ro = math.max(0, math.min(tonumber(rollover[3]), unused))
   end
   -- ro only when something rolled over: an absent ro reads as 0 everywhere, and a balance holding neither k nor ro is
-  -- drained without its credit-spent hash (balance-scripts.ts), as the refill leaves one.
+  -- drained without its credit-spent hash (metered-drain-1.lua), as the refill leaves one.
   if ro > 0 then
     meteredHashWrite(op.buffer, key, 'u', '0', 'ro', meteredInteger(ro), 'r', '1', 'e', op.periodEnd)
   else

@@ -15,10 +15,14 @@
   that hash's own member ('credit|<owner>') is taken out of the set here: Postgres must never hold a balance ahead of
   the spent figures of its credits. Each balance and each hash is read once, however many members named it.
 
+  The keys it reads are not in KEYS: which balances and hashes they are is known only once the SPOP has taken their
+  members. They are made from the prefixes given, all under the organization's hash tag, as the gateway's metered
+  scripts make a balance's key from its member (Redis Cluster: one slot).
+
   KEYS[1]  the organization's dirty set
-  ARGV[1]  the balances' key prefix '<prefix>:{<org>}:m:' (the credit-spent hashes' prefix is made from it, as the
-           gateway's scripts make it)
+  ARGV[1]  the balances' key prefix '<prefix>:{<org>}:m:'
   ARGV[2]  how many members to take
+  ARGV[3]  the credit-spent hashes' key prefix '<prefix>:{<org>}:credit-spent:'
 
   Returns {taken, balances, figures, owners, named, hashes, alsoTaken, remaining}:
     taken      the members taken out of the set by the SPOP
@@ -32,10 +36,12 @@
     hashes     per owner, its HGETALL (field, value, ...)
     alsoTaken  how many 'credit|<owner>' members were taken out of the set here
     remaining  the set's size afterwards
+  A read that fails (a key of another type, a slot moved away mid-resharding) puts every member taken back, then
+  fails the call: Redis does not undo a script's writes, and a member lost would leave its change out of Postgres.
 ]]
-local taken = redis.call('SPOP', KEYS[1], ARGV[2])
-local balancePrefix = ARGV[1]
-local spentPrefix = string.sub(balancePrefix, 1, -3) .. 'credit-spent:'
+local rcall = redis.call
+local taken = rcall('SPOP', KEYS[1], ARGV[2])
+local balancePrefix, spentPrefix = ARGV[1], ARGV[3]
 
 local balances, listed, balanceCount = {}, {}, 0
 local function addBalance(member)
@@ -85,32 +91,50 @@ end
 
 local ownersOfMembers = ownerCount
 local alsoTaken = 0
+local takenHere = {} -- the 'credit|<owner>' members the SREM below took
 local figures, n = {}, 0
-for i = 1, balanceCount do
-  local member = balances[i]
-  local read = redis.call('HMGET', balancePrefix .. member, 'u', 'r', 'e', 'k', 'ro')
-  local withHash = 0
-  -- Whose balance it is matters only when a hash is read in this drain or the balance met credits.
-  if read[1] and read[2] and (ownerCount > 0 or read[4] or read[5]) then
-    local owner = string.match(member, '^([^|]*|[^|]*)|')
-    local at = owner and ownerAt[owner]
-    if at and at <= ownersOfMembers then
-      withHash = at
-    elseif owner and (read[4] or read[5]) then
-      if not at then
-        at = addOwner(owner, 2)
-        alsoTaken = alsoTaken + redis.call('SREM', KEYS[1], 'credit|' .. owner)
+local hashes = {}
+
+local function readTaken()
+  for i = 1, balanceCount do
+    local member = balances[i]
+    local fields = rcall('HMGET', balancePrefix .. member, 'u', 'r', 'e', 'k', 'ro')
+    local withHash = 0
+    -- Whose balance it is matters only when a hash is read in this drain or the balance met credits.
+    if fields[1] and fields[2] and (ownerCount > 0 or fields[4] or fields[5]) then
+      local owner = string.match(member, '^([^|]*|[^|]*)|')
+      local at = owner and ownerAt[owner]
+      if at and at <= ownersOfMembers then
+        withHash = at
+      elseif owner and (fields[4] or fields[5]) then
+        if not at then
+          at = addOwner(owner, 2)
+          if rcall('SREM', KEYS[1], 'credit|' .. owner) == 1 then
+            alsoTaken = alsoTaken + 1
+            takenHere[alsoTaken] = 'credit|' .. owner
+          end
+        end
+        withHash = at
       end
-      withHash = at
     end
+    figures[n + 1], figures[n + 2], figures[n + 3], figures[n + 4], figures[n + 5], figures[n + 6] =
+      fields[1], fields[2], fields[3], fields[4], fields[5], withHash
+    n = n + 6
   end
-  figures[n + 1], figures[n + 2], figures[n + 3], figures[n + 4], figures[n + 5], figures[n + 6] =
-    read[1], read[2], read[3], read[4], read[5], withHash
-  n = n + 6
+
+  for at = 1, ownerCount do
+    hashes[at] = rcall('HGETALL', spentPrefix .. owners[at])
+  end
 end
 
-local hashes = {}
-for at = 1, ownerCount do
-  hashes[at] = redis.call('HGETALL', spentPrefix .. owners[at])
+local ok, failure = pcall(readTaken)
+if not ok then
+  for _, members in ipairs({taken, takenHere}) do
+    for from = 1, #members, 1000 do -- unpack's stack is bounded
+      rcall('SADD', KEYS[1], unpack(members, from, math.min(from + 999, #members)))
+    end
+  end
+  local reason = type(failure) == 'table' and failure.err or failure
+  return redis.error_reply('drain failed, its members put back: ' .. tostring(reason))
 end
-return {taken, balances, figures, owners, named, hashes, alsoTaken, redis.call('SCARD', KEYS[1])}
+return {taken, balances, figures, owners, named, hashes, alsoTaken, rcall('SCARD', KEYS[1])}
