@@ -19,6 +19,12 @@ export interface MeteredPeriod {
 const DAY_MS = 86_400_000;
 const WEEK_MS = 7 * DAY_MS;
 
+/** A balance lives this long in Redis after its period ends, so the worker and late reads still find it. */
+export const BALANCE_AFTER_PERIOD_MS = 35 * DAY_MS;
+
+/** From this long after its period's end no drain can write a balance's row again: gone from Redis, a day's margin. */
+export const BALANCE_SETTLED_AFTER_PERIOD_MS = BALANCE_AFTER_PERIOD_MS + DAY_MS;
+
 /** Shorter periods first: the tie-break between grants of one limit (DESIGN.md §5). */
 export const RESET_ORDER: Record<MeteredReset, number> = { day: 0, week: 1, month: 2, year: 3, never: 4 };
 

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { BALANCE_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
 import { AppError } from '@ent/common/errors/app-error';
 import type { Clock } from '@ent/common/clock';
 import type { RedisClient } from '@ent/common/redis/connect';
@@ -77,7 +78,6 @@ export const meteredUnavailable = () =>
     },
   );
 
-const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 /**
  * How long a change waits before its organization is named in `mdirty-orgs`: one SADD per organization and interval
  * rather than one per gate reply. Each command is a write and a read of their own on both sides, which cost the

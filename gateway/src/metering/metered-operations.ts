@@ -2,7 +2,7 @@ import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/com
 import { checkCreditsOf, ListedCredit, type CreditFigures } from '@ent/common/metering/credit-answer';
 import type { CheckCredit } from '@ent/contract/credits';
 import type { RedisKeys } from '@ent/common/redis/keys';
-import type { MeteredPeriod } from '@ent/common/metering/metered-period';
+import { BALANCE_AFTER_PERIOD_MS, type MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
@@ -62,9 +62,6 @@ export type MeteredOutcome =
   | { status: 'applied' | 'refused'; used: number; credits?: CreditFigures }
   | { status: 'replayed'; answer: MeteredCheckResult }
   | { status: 'stale' | 'not_ready' | 'skipped' | 'key_reused' };
-
-/** A balance lives this long after its period ends, so the worker and late reads still find it. */
-export const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 
 /** What a gate call's operations on one period of one feature share: one term set of eval-gate-batch-8.lua. */
 interface GateTermSet {

@@ -1,3 +1,4 @@
+import { BALANCE_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { creditDirtyMember, meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
@@ -55,8 +56,6 @@ export interface Drained {
   remaining: number;
 }
 
-/** A balance hash lives 35 days past its period's end; a never-reset balance does not expire. */
-const BALANCE_RETENTION_MS = 35 * 24 * 60 * 60 * 1000;
 
 interface BalanceCommands {
   meteredCorrect(...keysAndArgs: string[]): Promise<[number, number, number]>;
@@ -244,7 +243,7 @@ export async function correctBalance(
     member,
     String(used),
     periodEndMs === null ? '' : String(periodEndMs),
-    periodEndMs === null ? '' : String(periodEndMs + BALANCE_RETENTION_MS),
+    periodEndMs === null ? '' : String(periodEndMs + BALANCE_AFTER_PERIOD_MS),
     durable ? String(durable.used) : '',
     durable ? String(durable.revision) : '',
     ...(creditIds.length === 0

@@ -1,4 +1,8 @@
 import type { Kysely } from 'kysely';
+import {
+  BALANCE_AFTER_PERIOD_MS,
+  BALANCE_SETTLED_AFTER_PERIOD_MS,
+} from '@ent/common/metering/metered-period';
 import { creditSpentNow } from '@ent/common/db/credit-columns';
 import type { Database } from '@ent/common/db/database';
 
@@ -28,9 +32,6 @@ export interface RefillFigures {
   balances: OpenBalance[];
   credits: PersistedCreditSpent[];
 }
-
-/** A balance lives this long in Redis after its period ends (the gateway's BALANCE_AFTER_PERIOD_MS). */
-const BALANCE_AFTER_PERIOD_MS = 35 * 86_400_000;
 
 /**
  * What a gateway puts back into a Redis that came back without the organization's balances (DESIGN.md §5):
@@ -65,7 +66,7 @@ export async function refillFigures(
     .select('features.key')
     .where('features.organization_id', '=', organizationId)
     .where('plan_grants.rollover_max', 'is not', null);
-  const recently = new Date(now.getTime() - BALANCE_AFTER_PERIOD_MS - 86_400_000);
+  const recently = new Date(now.getTime() - BALANCE_SETTLED_AFTER_PERIOD_MS);
   const [open, ended, credits] = await Promise.all([
     db
       .selectFrom('metered_usage')

@@ -14,8 +14,8 @@ import {
   type MeteredAnswer,
   type MeteredItem,
 } from '../shared/metered-answers.ts';
+import { BALANCE_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
 import {
-  BALANCE_AFTER_PERIOD_MS,
   meteredCreditsOf,
   meteredFingerprint,
   type MeteredOperation,

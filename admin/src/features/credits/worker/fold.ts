@@ -1,11 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '@ent/common/db/database';
-
-/**
- * A balance stays in Redis 35 days past its period's end (the gateway's BALANCE_AFTER_PERIOD_MS); a day more and no
- * drain can write its row again.
- */
-const SETTLED_AFTER_PERIOD_MS = 36 * 86_400_000;
+import { BALANCE_SETTLED_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
 
 /**
  * How far back from its cutoff the sweep looks (index `metered_usage_settling`), so a run reads a month of periods,
@@ -15,8 +10,8 @@ const SETTLED_AFTER_PERIOD_MS = 36 * 86_400_000;
 const SWEEP_WINDOW_MS = 30 * 86_400_000;
 
 /**
- * Moves the credit figures of rows no drain can write again (periods ended more than SETTLED_AFTER_PERIOD_MS ago)
- * into the credits themselves, each where it is newer than the credit's own (`spent_seq`), and clears them from the
+ * Moves the credit figures of rows no drain can write again (periods ended more than BALANCE_SETTLED_AFTER_PERIOD_MS
+ * ago) into the credits themselves, each where it is newer than the credit's own (`spent_seq`), and clears them from the
  * rows: `credit_spent_now` then reads a subscriber's recent rows only, however long its history. One statement per
  * batch of rows (FOR UPDATE SKIP LOCKED: several workers share the work); a credit's figure moves only forward in
  * sequence, so a drain's newer write, before or after, stays the one read. Answers the rows cleared.
@@ -26,7 +21,7 @@ export async function foldSettledCreditFigures(
   nowMs: number,
   options: { batchSize: number; maxBatches: number } = { batchSize: 1000, maxBatches: 20 },
 ): Promise<number> {
-  const cutoff = new Date(nowMs - SETTLED_AFTER_PERIOD_MS);
+  const cutoff = new Date(nowMs - BALANCE_SETTLED_AFTER_PERIOD_MS);
   const windowStart = new Date(cutoff.getTime() - SWEEP_WINDOW_MS);
   let cleared = 0;
   for (let batch = 0; batch < options.maxBatches; batch++) {
