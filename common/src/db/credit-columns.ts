@@ -5,7 +5,7 @@ import { sql } from 'kysely';
  * Postgres knows it, the latest of its own figure and those its balances' rows carry (`credit_spent_now`, migration
  * 2026-11-27T2000), never the column alone, which the worker no longer rewrites at every drain.
  */
-export const CREDIT_COLUMN_NAMES = [
+const CREDIT_COLUMN_NAMES = [
   'id',
   'organization_id',
   'subscriber_id',
@@ -33,9 +33,6 @@ export const CREDIT_COLUMNS = [
   ...CREDIT_COLUMN_NAMES.map((name): `c.${CreditColumnName}` => `c.${name}`),
   creditSpentNow,
 ];
-
-/** The same, of the row an UPDATE of `credits` (not aliased) returns. */
-export const updatedCreditSpentNow = sql<number>`credit_spent_now(credits)`.as('spent');
 
 /**
  * What an UPDATE of `credits` (aliased `alias`) sets to keep the credit's figure in its own row from now on: its

@@ -1,10 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import {
-  CREDIT_COLUMN_NAMES,
-  CREDIT_COLUMNS,
-  keptCreditFigures,
-  updatedCreditSpentNow,
-} from '@ent/common/db/credit-columns';
+import { CREDIT_COLUMNS, keptCreditFigures } from '@ent/common/db/credit-columns';
 import type { Credit, CreditSource, Database } from '@ent/common/db/database';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -103,7 +98,8 @@ export function voidCreditRow(
     .where('organization_id', '=', organizationId)
     .where('id', '=', creditId)
     .where('voided_at', 'is', null)
-    .returning([...CREDIT_COLUMN_NAMES, updatedCreditSpentNow])
+    // The row keeps its figure from now on (keptCreditFigures), so its own `spent` is the credit's.
+    .returningAll()
     .executeTakeFirst();
 }
 
