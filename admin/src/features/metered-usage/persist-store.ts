@@ -37,14 +37,12 @@ async function upsert(
   organizationId: string,
   balances: readonly DrainedBalance[],
   returning: boolean,
-  figureSeq: number | null,
+  figureSeq: number,
 ): Promise<{
   count: number;
   rows: { subscriber_id: string; feature_key: string; period_start_ms: number }[];
 }> {
   const sorted = [...balances].sort(byKey);
-  if (figureSeq === null && sorted.some((balance) => balance.creditHash))
-    throw new Error('credit figures to persist without a sequence number');
   const result = await sql<{ subscriber_id: string; feature_key: string; period_start_ms: number }>`
     INSERT INTO metered_usage AS m
       (organization_id, subscriber_id, feature_key, period_start, period_end, used, revision, covered, rollover,
@@ -94,8 +92,8 @@ export async function upsertBalances(
   trx: Trx,
   organizationId: string,
   balances: readonly DrainedBalance[],
-  watched: (balance: DrainedBalance) => boolean = () => false,
-  figureSeq: number | null = null,
+  watched: (balance: DrainedBalance) => boolean,
+  figureSeq: number,
 ): Promise<UpsertedBalances> {
   const watchedBalances: DrainedBalance[] = [];
   const others: DrainedBalance[] = [];

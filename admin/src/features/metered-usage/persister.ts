@@ -4,7 +4,7 @@ import type { Database } from '@ent/common/db/database';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { meteredMember, type RedisKeys } from '@ent/common/redis/keys';
 import type { Queues } from '../../jobs/queues.ts';
-import { nextFigureSeq, persistCreditHashes } from '../credits/worker/spent.ts';
+import { persistCreditHashes } from '../credits/worker/spent.ts';
 import { enqueueDeliveries, recordDeliveries } from '../webhook/dispatch.ts';
 import {
   drainBalances,
@@ -152,15 +152,18 @@ export function createMeteredPersister(
     const nowMs = clock.now();
     try {
       const outcome = await db.transaction().execute(async (trx) => {
-        const { rows } = await sql<{ locked: boolean }>`
-          SELECT pg_try_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`})) AS locked
+        // The drain's number for its credit figures comes with the lock: drains of the organization take the lock,
+        // and so their numbers, in the order they then read Redis (`credit_spent_now` answers the latest).
+        const { rows } = await sql<{ figure_seq: string | null }>`
+          SELECT CASE WHEN pg_try_advisory_xact_lock(hashtext(${`metered-drain:${organizationId}`}))
+            THEN nextval('credit_figure_seq') END AS figure_seq
         `.execute(trx);
-        if (!rows[0]?.locked) return null;
+        if (rows[0]?.figure_seq == null) return null;
+        const figureSeq = Number(rows[0].figure_seq);
         const drained = await drainBalances(redis, keys, organizationId, options.batchSize);
         popped = drained.members;
         if (drained.taken === 0) return { drained, written: null, deliveryIds: [], attempted: [] };
         const limits = await limitsOf(organizationId, drained.balances, nowMs);
-        const figureSeq = drained.creditHashes.length > 0 ? await nextFigureSeq(trx) : null;
         const balances = await upsertBalances(
           trx,
           organizationId,

@@ -33,15 +33,6 @@ function figuresOf(hashes: readonly DrainedCreditHash[]): {
 }
 
 /**
- * The number that orders a drain's credit figures against every other's: taken under the organization's drain lock,
- * after the drain's read of Redis, so a later read always has a larger one (`credit_spent_now`).
- */
-export async function nextFigureSeq(trx: Transaction<Database>): Promise<number> {
-  const { rows } = await sql<{ seq: number }>`SELECT nextval('credit_figure_seq') AS seq`.execute(trx);
-  return Number(rows[0]!.seq);
-}
-
-/**
  * A hash's spent figures as the JSON object a balance's row keeps (`metered_usage.credit_spent`), or null when it
  * holds none. Built as text: the figures are integers and the ids hold no character JSON escapes (CREDIT_ID_PATTERN;
  * a rollover credit's id is made by the gateway from digits and hex).
@@ -62,7 +53,7 @@ export function spentFiguresJson(fields: Record<string, string>): string | null 
  * (`standalone`) into `credits.spent`, with the drain's `figureSeq` as `spent_seq` (one UPDATE for the batch). The
  * figures of a hash read with a balance go into that balance's row (persist-store.ts), the cheaper write: one row per
  * drained balance, as without credits. The caller holds the organization's drain lock from before the drain to the
- * commit and takes `figureSeq` after the drain's read (nextFigureSeq), so a later drain's number is larger:
+ * commit and takes `figureSeq` with that lock (persister.ts), so a later drain's number is larger:
  * `credit_spent_now` answers the figure of the latest. Answers the rows changed and the `credit.created` events of
  * the rollovers this call recorded.
  */
@@ -71,14 +62,13 @@ export async function persistCreditHashes(
   organizationId: string,
   hashes: readonly DrainedCreditHash[],
   nowMs: number,
-  figureSeq: number | null,
+  figureSeq: number,
 ): Promise<{ persisted: number; events: DomainEvent[] }> {
   if (hashes.length === 0) return { persisted: 0, events: [] };
   const { figures, rollovers } = figuresOf(hashes);
   const events = await recordRollovers(trx, organizationId, rollovers, nowMs);
   let updated = 0;
   if (figures.length > 0) {
-    if (figureSeq === null) throw new Error('credit figures to persist without a sequence number');
     const sorted = [...figures].sort((a, b) =>
       a.creditId < b.creditId ? -1 : a.creditId > b.creditId ? 1 : 0,
     );
