@@ -4,6 +4,7 @@
  */
 export function redisKeys(prefix: string) {
   const org = (organizationId: string) => `${prefix}:{${organizationId}}`;
+  const creditSpentPrefix = (organizationId: string) => `${org(organizationId)}:credit-spent:`;
   return {
     /** Hash: `v` (catalog_version) and `doc` (JSON catalog document). */
     catalog: (organizationId: string) => `${org(organizationId)}:catalog`,
@@ -35,9 +36,9 @@ export function redisKeys(prefix: string) {
      * dirty set by `creditDirtyMember`, for the worker to persist `spent` to Postgres.
      */
     creditSpent: (organizationId: string, subscriberId: string, feature: string) =>
-      `${org(organizationId)}:credit-spent:${creditOwner(subscriberId, feature)}`,
+      `${creditSpentPrefix(organizationId)}${creditOwner(subscriberId, feature)}`,
     /** What every `creditSpent` key of the organization starts with (a script adds the owner). */
-    creditSpentPrefix: (organizationId: string) => `${org(organizationId)}:credit-spent:`,
+    creditSpentPrefix,
     /** Set of `meteredMember`s changed since the worker last persisted them to Postgres. */
     meteredDirty: (organizationId: string) => `${org(organizationId)}:mdirty`,
     /**

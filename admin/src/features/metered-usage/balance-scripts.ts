@@ -126,7 +126,7 @@ export async function drainBalances(
       subscriberId: subscriberId!,
       feature: feature!,
       fields: fieldsOf(hashFields[i]!),
-      standalone: named[i] !== 0,
+      standalone: false,
     };
   });
   const drained: Drained = {
@@ -167,8 +167,8 @@ export async function drainBalances(
     // Its member taken by the script, with the balance that met credits: put back with them should the write fail.
     if (named[i] === TAKEN_WITH_BALANCE)
       drained.members.push(creditDirtyMember(hash.subscriberId, hash.feature));
-    if (readWith[i] === 0) hash.standalone = true;
-    if (Object.keys(hash.fields).length > 0 || readWith[i]! > 0) drained.creditHashes.push(hash);
+    hash.standalone = named[i] !== 0 || readWith[i] === 0;
+    if (hashFields[i]!.length > 0 || readWith[i]! > 0) drained.creditHashes.push(hash);
   }
   return drained;
 }

@@ -130,7 +130,7 @@ end
 local ok, failure = pcall(readTaken)
 if not ok then
   for _, members in ipairs({taken, takenHere}) do
-    for from = 1, #members, 1000 do -- unpack's stack is bounded
+    for from = 1, #members, 1000 do -- unpack's stack is bounded (as meteredMarkDirty, metered-balance.fragment.lua)
       rcall('SADD', KEYS[1], unpack(members, from, math.min(from + 999, #members)))
     end
   end
