@@ -11,7 +11,8 @@ import { useSubscriberChanged } from './queries.ts';
 
 export function SubscriberName({ subscriber }: { subscriber: Subscriber }) {
   const can = usePermissions();
-  const changed = useSubscriberChanged(subscriber.subscriber_id);
+  // A name is admin's alone: no gateway read changes with it.
+  const changed = useSubscriberChanged(subscriber.subscriber_id, []);
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(subscriber.name ?? '');
   const save = useMutation({

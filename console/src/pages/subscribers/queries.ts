@@ -63,8 +63,12 @@ export const useCredits = (id: string) =>
     getNextPageParam: (page) => (page.has_more ? page.credits.at(-1)?.credit_id : undefined),
   });
 
-/** The reads the gateways answer, from the snapshots admin publishes to Redis (the others are admin's, Postgres's). */
-const GATEWAY_READS = ['entitlements', 'usage'] as const;
+/**
+ * The reads the gateways answer, from the snapshots admin publishes to Redis (the others are admin's, Postgres's), that
+ * a write may leave stale for a moment; the usage is read again every USAGE_REFRESH_MS anyway.
+ */
+const GATEWAY_READS = ['entitlements'] as const;
+type GatewayRead = (typeof GATEWAY_READS)[number];
 
 /**
  * When a gateway-served read that came back unchanged after a write is read once more. A write is published to
@@ -81,13 +85,16 @@ const FOLLOW_UP_READS_MS = [1_000, 4_000] as const;
  * have come before the write reached the gateways: it is read again at each FOLLOW_UP_READS_MS until it changes.
  * The plan list with subscriber counts is dropped rather than marked stale: a stale query still shows its data
  * while it is read again, so the plans page opened next would show the counts from before the subscription until
- * the new ones came.
+ * the new ones came. `followUps`: the gateway reads the write can change (none for a rename).
  */
-export function useSubscriberChanged(id: string): () => Promise<void> {
+export function useSubscriberChanged(
+  id: string,
+  followUps: readonly GatewayRead[] = GATEWAY_READS,
+): () => Promise<void> {
   const queryClient = useQueryClient();
   return async () => {
-    const keyOf = (read: (typeof GATEWAY_READS)[number]) => [...subscriberKey(id), read];
-    const before = GATEWAY_READS.map((read) => queryClient.getQueryData(keyOf(read)));
+    const keyOf = (read: GatewayRead) => [...subscriberKey(id), read];
+    const before = followUps.map((read) => queryClient.getQueryData(keyOf(read)));
     // A read still on its way was sent before this write's answer and may answer what was there before it. React
     // Query's invalidation only cancels an in-flight read of a query that has data: one without (the page opened
     // just before the write) would be joined, its old answer kept, and nothing read again. Cancelled first, every
@@ -101,7 +108,7 @@ export function useSubscriberChanged(id: string): () => Promise<void> {
       queryClient.invalidateQueries({ queryKey: SUBSCRIBERS_KEY }),
       queryClient.resetQueries({ queryKey: PLAN_COUNTS_KEY }),
     ]);
-    GATEWAY_READS.forEach((read, i) => {
+    followUps.forEach((read, i) => {
       const unchanged = () => before[i] !== undefined && queryClient.getQueryData(keyOf(read)) === before[i];
       for (const ms of FOLLOW_UP_READS_MS) {
         setTimeout(() => {
