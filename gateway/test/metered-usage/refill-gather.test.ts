@@ -1,32 +1,33 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
-import { snapshotStore } from '@ent/common/snapshots/store';
 import type { PersistedFigures } from '../../src/metering/metered-balances.ts';
 import { meteredOperation } from '../../src/metering/metered-operations.ts';
 import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
-import { meteringTestRedis, unpersistedBalances } from '../../../test-support/metering-redis.ts';
+import {
+  meteringTestRedis,
+  SEEDED_VERSIONS,
+  seededOrganizations,
+  unpersistedBalances,
+} from '../../../test-support/metering-redis.ts';
 
 // After Redis comes back empty, the last usage may have gone through any gateway: each one that serves the
 // organization merges its own last figures before any answers resume (metered-balances.ts, the gathering).
 
 const { keys, redis } = meteringTestRedis();
 const clock = new ManualClock(Date.parse('2026-03-10T12:00:00Z'));
-const org = 'org_gather';
-
 const catalog = proMeteredCatalog({ calls: { limit: 10 } });
 const alice = proSubscriber;
+const seeded = seededOrganizations({ redis, keys, catalog, subscribers: { alice } });
+let org: string;
 
 beforeAll(async () => {
-  const store = snapshotStore(redis, keys);
-  await store.putCatalog(org, { version: 3, doc: catalog });
-  await store.putSubscriber(org, 'alice', { version: 5, doc: alice });
-  await redis.set(keys.meteredReady(org), '1');
+  org = await seeded();
 });
 
 /** A consume of alice's calls (a read when `amount` is 0) in `organization`. */
 const consume = (amount: number, organization = org) =>
   meteredOperation(
-    { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
+    { catalog, subscriber: alice, ...SEEDED_VERSIONS },
     'alice',
     'calls',
     amount === 0 ? 'r' : 'c',
@@ -76,10 +77,7 @@ describe('a refill after Redis came back empty', () => {
 
 describe('an organization no gateway and no Postgres knows a balance of', () => {
   it('answers its first metered operation at once, even with credits persisted (a new or imported organization)', async () => {
-    const fresh = 'org_fresh';
-    const store = snapshotStore(redis, keys);
-    await store.putCatalog(fresh, { version: 3, doc: catalog });
-    await store.putSubscriber(fresh, 'alice', { version: 5, doc: alice });
+    const fresh = await seeded({ ready: false });
     const gateway = unpersistedBalances({
       redis,
       keys,
@@ -90,29 +88,14 @@ describe('an organization no gateway and no Postgres knows a balance of', () => 
       }),
       refillGatherMs: 60_000,
     });
-    const op = meteredOperation(
-      { catalog, subscriber: alice, catalogVersion: 3, subscriberVersion: 5 },
-      'alice',
-      'calls',
-      'c',
-      1,
-      clock.now(),
-      '',
-      keys,
-      fresh,
-    );
-    expect(await gateway.apply(fresh, [op])).toEqual([{ status: 'applied', used: 1 }]);
+    expect(await gateway.apply(fresh, [consume(1, fresh)])).toEqual([{ status: 'applied', used: 1 }]);
     expect(await redis.hget(keys.creditSpent(fresh, 'alice', 'calls'), 'cr_imported')).toBe('2');
   });
 });
 
 describe('a Redis that loses the organization again while a gathering lasts (restarted empty twice)', () => {
   it('is not marked ready by that gathering: the gateway merges its figures into it again first', async () => {
-    const again = 'org_again';
-    const store = snapshotStore(redis, keys);
-    await store.putCatalog(again, { version: 3, doc: catalog });
-    await store.putSubscriber(again, 'alice', { version: 5, doc: alice });
-    await redis.set(keys.meteredReady(again), '1');
+    const again = await seeded();
     const op = (amount: number) => consume(amount, again);
     const lost = () =>
       redis.del(
@@ -125,7 +108,6 @@ describe('a Redis that loses the organization again while a gathering lasts (res
       redis,
       keys,
       clock,
-      loadBalances: async () => ({ balances: [], credits: [] }),
       refillGatherMs: 1000,
     });
     expect(await gateway.apply(again, [op(6)])).toEqual([{ status: 'applied', used: 6 }]);
