@@ -6,8 +6,13 @@ import type { BrowserContext, Page, Request, Response } from 'playwright-core';
 /** Where a failed case leaves what it saw (gitignored): one folder per failed case. */
 const outputDir = fileURLToPath(new URL('../test-output/', import.meta.url));
 
+const pathAndQuery = (url: string) => {
+  const { pathname, search } = new URL(url);
+  return `${pathname}${search}`;
+};
+
 /** One answer (or failed request) to the console's API calls, as the page got it. */
-export interface Exchange {
+interface Exchange {
   /** Milliseconds since the recorder started, when the answer came (or the request failed). */
   at: number;
   /** Which page: the recorder's name for its context. */
@@ -83,6 +88,7 @@ export class FailureRecorder {
     } catch {
       body = undefined; // A page that navigated away took its body with it.
     }
+    const requestBody = request.postData();
     this.keep({
       at: now - this.started,
       page: name,
@@ -90,7 +96,7 @@ export class FailureRecorder {
       url: request.url(),
       status: response.status(),
       ms: now - (sentAt ?? now),
-      ...(request.postData() ? { requestBody: request.postData()!.slice(0, BODY_CHARS) } : {}),
+      ...(requestBody ? { requestBody: requestBody.slice(0, BODY_CHARS) } : {}),
       ...(body !== undefined ? { body } : {}),
       ...(response.headers()['x-request-id'] ? { requestId: response.headers()['x-request-id'] } : {}),
     });
@@ -101,11 +107,6 @@ export class FailureRecorder {
     if (this.exchanges.length > KEPT) this.exchanges.splice(0, this.exchanges.length - KEPT);
   }
 
-  /** The exchanges since the case started. */
-  caseExchanges(): Exchange[] {
-    return [...this.exchanges];
-  }
-
   /**
    * Saves what the failed case saw; returns the folder and a summary for the test output: every write and every
    * answer that was not a 2xx, with its status and body, and the last answer of each route read.
@@ -113,7 +114,7 @@ export class FailureRecorder {
   async write(caseName: string, extra: { stackOutput?: string } = {}): Promise<string> {
     const dir = join(outputDir, caseName.replace(/[^\w-]+/g, '-').slice(0, 80));
     mkdirSync(dir, { recursive: true });
-    const exchanges = this.caseExchanges();
+    const exchanges = [...this.exchanges];
     writeFileSync(join(dir, 'network.json'), JSON.stringify(exchanges, null, 2));
     const notices: string[] = [];
     for (const [i, { name, page }] of this.pages.entries()) {
@@ -134,7 +135,7 @@ export class FailureRecorder {
     }
     if (extra.stackOutput !== undefined) writeFileSync(join(dir, 'stack.log'), extra.stackOutput);
     const line = (e: Exchange) =>
-      `  +${e.at}ms ${e.page} ${e.method} ${new URL(e.url).pathname}${new URL(e.url).search} -> ${
+      `  +${e.at}ms ${e.page} ${e.method} ${pathAndQuery(e.url)} -> ${
         e.status ?? `failed (${e.failure})`
       } in ${e.ms}ms${e.status !== null && (e.status >= 300 || e.method !== 'GET') ? ` ${e.body ?? ''}` : ''}`;
     const writes = exchanges.filter((e) => e.method !== 'GET' || e.status === null || e.status >= 300);

@@ -69,9 +69,11 @@ export interface Stack {
  */
 export async function startStack(): Promise<Stack> {
   const database: TestDatabase = await createTestDatabase();
-  const started: Started[] = [];
+  const started: { name: string; process: Started }[] = [];
+  const output = () =>
+    started.map(({ name, process }) => `===== ${name} =====\n${process.output()}`).join('\n');
   const stop = async () => {
-    await Promise.all(started.map((process) => process.stop()));
+    await Promise.all(started.map(({ process }) => process.stop()));
     await database.drop();
   };
   try {
@@ -81,18 +83,16 @@ export async function startStack(): Promise<Stack> {
     const base = `http://127.0.0.1:${gatewayPort}`;
     // The webhook case points the webhook at a receiver of the test on 127.0.0.1.
     const shared = { ...env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
-    started.push(startNode('admin/src/server.ts', shared));
+    started.push({ name: 'admin', process: startNode('admin/src/server.ts', shared) });
     await healthy(adminUrl);
-    started.push(startNode('admin/src/worker.ts', shared));
-    started.push(startNode('gateway/src/server.ts', { ...shared, GATEWAY_PORT: String(gatewayPort) }));
+    started.push({ name: 'worker', process: startNode('admin/src/worker.ts', shared) });
+    const gatewayEnv = { ...shared, GATEWAY_PORT: String(gatewayPort) };
+    started.push({ name: 'gateway', process: startNode('gateway/src/server.ts', gatewayEnv) });
     await healthy(base);
-    const names = ['admin', 'worker', 'gateway'];
-    const output = () =>
-      started.map((process, i) => `===== ${names[i]} =====\n${process.output()}`).join('\n');
     return { base, adminUrl, databaseOwnerUrl: database.ownerUrl, redisPrefix, output, stop };
   } catch (error) {
-    const output = started.map((process) => process.output()).join('\n');
+    const record = output();
     await stop();
-    throw new Error(`${(error as Error).message}\n${output.slice(-4000)}`);
+    throw new Error(`${(error as Error).message}\n${record.slice(-4000)}`);
   }
 }
