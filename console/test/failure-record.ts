@@ -58,14 +58,9 @@ export class FailureRecorder {
     context.on('response', (response) => void this.answered(name, response, sent.get(response.request())));
     context.on('requestfailed', (request) => {
       if (!apiPath(request.url())) return;
-      const now = Date.now();
       this.keep({
-        at: now - this.started,
-        page: name,
-        method: request.method(),
-        url: request.url(),
+        ...this.headOf(name, request, sent.get(request)),
         status: null,
-        ms: now - (sent.get(request) ?? now),
         failure: request.failure()?.errorText ?? 'failed',
       });
     });
@@ -81,7 +76,7 @@ export class FailureRecorder {
   private async answered(name: string, response: Response, sentAt: number | undefined): Promise<void> {
     const request = response.request();
     if (!apiPath(request.url())) return;
-    const now = Date.now();
+    const head = this.headOf(name, request, sentAt);
     let body: string | undefined;
     try {
       body = (await response.text()).slice(0, BODY_CHARS);
@@ -90,16 +85,24 @@ export class FailureRecorder {
     }
     const requestBody = request.postData();
     this.keep({
-      at: now - this.started,
-      page: name,
-      method: request.method(),
-      url: request.url(),
+      ...head,
       status: response.status(),
-      ms: now - (sentAt ?? now),
       ...(requestBody ? { requestBody: requestBody.slice(0, BODY_CHARS) } : {}),
       ...(body !== undefined ? { body } : {}),
       ...(response.headers()['x-request-id'] ? { requestId: response.headers()['x-request-id'] } : {}),
     });
+  }
+
+  /** What every exchange records of its request, as of now (the answer, or the failure, came). */
+  private headOf(page: string, request: Request, sentAt: number | undefined) {
+    const now = Date.now();
+    return {
+      at: now - this.started,
+      page,
+      method: request.method(),
+      url: request.url(),
+      ms: now - (sentAt ?? now),
+    };
   }
 
   private keep(exchange: Exchange): void {
