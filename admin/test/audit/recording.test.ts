@@ -585,6 +585,53 @@ describe('503 when the entry cannot be recorded', () => {
   });
 });
 
+describe('an outcome commits with its write', () => {
+  it('records a 2xx as responded although the log refuses every insert from the commit on', async () => {
+    // The race of a database lost between a write's commit and its send (fault row postgres-stopped): an outcome
+    // appended as the response leaves would fail here, and the entry would stay pending behind a 201.
+    let refuseFrom: string | null = null;
+    ctx.app.writePipeline.onCommitted(async (request) => {
+      if (request.headers['x-probe'] !== refuseFrom) return;
+      await sql`REVOKE INSERT ON audit_outcomes FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+    });
+    const key = uniqueKey('committed');
+    refuseFrom = key;
+    try {
+      const res = await inject(
+        'POST',
+        '/org/features',
+        { key, name: 'Committed', kind: 'flag' },
+        {
+          ...org.headers,
+          'x-probe': key,
+        },
+      );
+      expect(res.statusCode).toBe(201);
+      expect(await entryFor(res.headers['x-request-id'] as string)).toMatchObject({
+        outcome: 'responded',
+        status: 201,
+        details: { key, name: 'Committed', kind: 'flag' },
+      });
+      // While the log refuses outcomes, a write it cannot record is refused whole, as when it refuses entries.
+      const refused = await inject(
+        'PATCH',
+        `/org/features/${key}`,
+        { name: 'Not recorded' },
+        {
+          ...org.headers,
+          'x-probe': 'none',
+        },
+      );
+      expect(refused.statusCode).toBe(503);
+      expect(refused.json().error.code).toBe('SERVICE_UNAVAILABLE');
+    } finally {
+      refuseFrom = null;
+      await sql`GRANT INSERT ON audit_outcomes TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+    }
+    expect((await inject('GET', `/org/features/${key}`)).json().name).toBe('Committed');
+  });
+});
+
 describe('the whole log', () => {
   it('holds no key, webhook secret or invite link', async () => {
     // Secrets at work in an organization of its own, whatever else this file ran before.

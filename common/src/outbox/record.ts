@@ -78,7 +78,7 @@ export async function markSubscribersDone(
 const RETRYABLE_CODES = new Set(['40P01', '40001']);
 const TRANSACTION_ATTEMPTS = 3;
 
-const isRetryable = (error: unknown): boolean =>
+export const isRetryableTransactionError = (error: unknown): boolean =>
   RETRYABLE_CODES.has((error as { code?: unknown } | null)?.code as string);
 
 /**
@@ -95,7 +95,7 @@ export async function transact<T>(
     try {
       return await db.transaction().execute(work);
     } catch (error) {
-      if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) throw error;
+      if (attempt >= TRANSACTION_ATTEMPTS || !isRetryableTransactionError(error)) throw error;
     }
   }
 }

@@ -5,6 +5,7 @@ import { createDb } from '@ent/common/db/connect';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
 import { serviceUnavailable } from '@ent/common/errors/app-error';
+import { isRetryableTransactionError } from '@ent/common/outbox/record';
 import {
   USER_AGENT_MAX_LENGTH,
   newAuditEntryId,
@@ -12,7 +13,14 @@ import {
   recordableParam,
   routeTemplate,
 } from './entry.ts';
-import { appendOutcome, insertPendingEntry, insertSettledEntry, type NewAuditEntry } from './store.ts';
+import {
+  appendOutcome,
+  insertPendingEntry,
+  insertSettledEntry,
+  type NewAuditEntry,
+  type NewAuditOutcome,
+} from './store.ts';
+import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { isAuditedRequest } from '../shared/write/pipeline.ts';
 import { isIdempotentReplay } from '../shared/write/idempotency.ts';
 
@@ -28,6 +36,8 @@ interface AuditState {
   /** The committed `pending` entry; null until it is recorded (and when the request is not audited). */
   entry: NewAuditEntry | null;
   outcomeRecorded: boolean;
+  /** The outcome went into the write's own transaction (`writePipeline.answer`): it commits when the write does. */
+  outcomeInWrite: boolean;
 }
 
 declare module 'fastify' {
@@ -71,13 +81,28 @@ function entryFor(request: FastifyRequest, state: AuditState): NewAuditEntry {
   };
 }
 
+/** The outcome of an entry whose request answered `status`; a success keeps what its write changed. */
+function outcomeOfAnswer(entry: NewAuditEntry, status: number, write: WriteOutcome | null): NewAuditOutcome {
+  const ok = status >= 200 && status < 300;
+  return {
+    eventId: entry.id,
+    organizationId: entry.organizationId,
+    outcome: status === 403 ? 'rejected' : 'responded',
+    status: status === 403 ? null : status,
+    details: ok ? recordableDetails(write?.details ?? null) : null,
+  };
+}
+
 /**
  * Audit before write (DESIGN.md §2 property 4). After authentication and before the body is even parsed, an
  * audited request's `pending` entry is committed; when that fails the request ends with 503 and its handler
  * never runs. The outcome is appended before the response leaves: `responded` with the status and the
- * details on the outcome of the request's write (`writePipeline.run`), or `rejected` for a 403 (a 403 from the authentication hook, which
- * replies before any entry exists, records the entry and its outcome together). A process that dies mid-way
- * leaves the entry pending; the audit-settle job appends `no_response` later.
+ * details on the outcome of the request's write, or `rejected` for a 403 (a 403 from the authentication hook, which
+ * replies before any entry exists, records the entry and its outcome together). A write answered through
+ * `writePipeline.answer` (every audited write route) commits its outcome in its own transaction: a database lost
+ * between the commit and the send cannot leave a 2xx the log calls pending. Anything else (a refused write, a
+ * validation error) appends its outcome as it is sent; a process that dies mid-way leaves the entry pending, and the
+ * audit-settle job appends `no_response` later.
  */
 export const audit = fp(
   async function audit(app: FastifyInstance) {
@@ -90,7 +115,12 @@ export const audit = fp(
     // Made when first needed: a 403 from the authentication hook (which runs first) ends the request before
     // any later onRequest hook, and is still recorded, as rejected, when it is sent.
     const stateOf = (request: FastifyRequest): AuditState =>
-      (request.audit ??= { ...newAuditEntryId(app.clock.now()), entry: null, outcomeRecorded: false });
+      (request.audit ??= {
+        ...newAuditEntryId(app.clock.now()),
+        entry: null,
+        outcomeRecorded: false,
+        outcomeInWrite: false,
+      });
 
     app.addHook('preParsing', async (request, _reply, payload) => {
       // A repeated Idempotency-Key is answered from its first use (or refused): no new request for the log.
@@ -109,11 +139,33 @@ export const audit = fp(
       return payload;
     });
 
+    // Last in the transaction (after the Idempotency-Key's record): a rolled-back attempt leaves no outcome, and the
+    // flag only counts once the pipeline says the write committed.
+    app.writePipeline.onAnswer(async (trx, request, answer, write) => {
+      const entry = request.audit?.entry;
+      if (!entry) return;
+      try {
+        await appendOutcome(trx, outcomeOfAnswer(entry, answer.status, write));
+      } catch (error) {
+        if (isRetryableTransactionError(error)) throw error;
+        // As for the pending entry: a write the log cannot record is not executed (its transaction rolls back).
+        request.log.error(
+          { err: error, auditEntryId: entry.id },
+          'audit outcome refused: the write was rolled back',
+        );
+        throw serviceUnavailable(
+          'The audit log cannot record this request right now, so it was not executed; retry with backoff.',
+        );
+      }
+      request.audit!.outcomeInWrite = true;
+    });
+
     app.addHook('onSend', async (request, reply, payload) => {
       if (!request.principal || !isAuditedRequest(request)) return payload;
       const state = stateOf(request);
       if (state.outcomeRecorded) return payload;
       state.outcomeRecorded = true;
+      if (state.outcomeInWrite && app.writePipeline.outcomeOf(request) !== null) return payload;
       const status = reply.statusCode;
       try {
         if (!state.entry) {
@@ -125,14 +177,7 @@ export const audit = fp(
             });
           return payload;
         }
-        const ok = status >= 200 && status < 300;
-        await appendOutcome(db, {
-          eventId: state.entry.id,
-          organizationId: state.entry.organizationId,
-          outcome: status === 403 ? 'rejected' : 'responded',
-          status: status === 403 ? null : status,
-          details: ok ? recordableDetails(app.writePipeline.outcomeOf(request)?.details ?? null) : null,
-        });
+        await appendOutcome(db, outcomeOfAnswer(state.entry, status, app.writePipeline.outcomeOf(request)));
       } catch (error) {
         // The write already happened; the entry stays pending and is settled to no_response later.
         request.log.error({ err: error, auditEntryId: state.entry?.id }, 'audit outcome not recorded');

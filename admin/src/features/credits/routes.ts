@@ -33,17 +33,20 @@ export async function creditRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const nowMs = app.clock.now();
-      const credit = await app.writePipeline.run(request, (trx, outcome) =>
-        createCredit(
-          trx,
-          outcome,
-          request.principal!.organizationId,
-          request.params.subscriber_id,
-          request.body,
-          nowMs,
-        ),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          createCredit(
+            trx,
+            outcome,
+            request.principal!.organizationId,
+            request.params.subscriber_id,
+            request.body,
+            nowMs,
+          ),
+        (credit) => ({ status: 201, body: toCreditBody(credit, 0, nowMs) }),
       );
-      return reply.code(201).send(toCreditBody(credit, 0, nowMs));
     },
   );
 
@@ -85,11 +88,15 @@ export async function creditRoutes(fastify: FastifyInstance): Promise<void> {
         response: { 200: CreditSchema, 404: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { subscriber_id, credit_id } = request.params;
       const nowMs = app.clock.now();
-      return app.writePipeline.run(request, (trx, outcome) =>
-        voidCredit(trx, outcome, deps, request.principal!.organizationId, subscriber_id, credit_id, nowMs),
+      return app.writePipeline.answer(
+        request,
+        reply,
+        (trx, outcome) =>
+          voidCredit(trx, outcome, deps, request.principal!.organizationId, subscriber_id, credit_id, nowMs),
+        (credit) => ({ status: 200, body: credit }),
       );
     },
   );

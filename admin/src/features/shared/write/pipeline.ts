@@ -33,11 +33,15 @@ export interface RenderedAnswer {
   body: string;
 }
 
-/** Runs inside the write's transaction, last, with the answer the route will send (the Idempotency-Key's record). */
+/**
+ * Runs inside the write's transaction, last, with the answer the route will send and the write's outcome: what must
+ * commit exactly when the write does (the Idempotency-Key's record, the audit entry's outcome).
+ */
 export type AnswerListener = (
   trx: Transaction<Database>,
   request: FastifyRequest,
   answer: RenderedAnswer,
+  outcome: WriteOutcome,
 ) => Promise<void>;
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -114,7 +118,7 @@ export const writePipeline = fp(
     async function execute<T>(
       request: FastifyRequest,
       work: (trx: Transaction<Database>, outcome: WriteOutcome) => Promise<T>,
-      respond?: (trx: Transaction<Database>, result: T) => Promise<void>,
+      respond?: (trx: Transaction<Database>, result: T, outcome: WriteOutcome) => Promise<void>,
     ): Promise<T> {
       let outcome!: WriteOutcome;
       // A deadlock victim is run again (transact): each attempt builds its outcome (and answer) from nothing.
@@ -123,7 +127,7 @@ export const writePipeline = fp(
         for (const listener of begin) await listener(trx, request);
         const result = await work(trx, outcome);
         for (const listener of beforeCommit) await listener(trx, request, outcome);
-        if (respond) await respond(trx, result);
+        if (respond) await respond(trx, result, outcome);
         return result;
       });
       committed.set(request, outcome);
@@ -146,7 +150,7 @@ export const writePipeline = fp(
       run: (request, work) => execute(request, work),
       async answer(request, reply, work, render, committed) {
         let rendered!: RenderedAnswer;
-        const result = await execute(request, work, async (trx, result) => {
+        const result = await execute(request, work, async (trx, result, outcome) => {
           const { status, body } = render(result);
           // The route's response schema for this status serializes the body, as a plain send would.
           reply.code(status);
@@ -154,7 +158,7 @@ export const writePipeline = fp(
             status === 204
               ? { status, contentType: null, body: '' }
               : { status, contentType: JSON_CONTENT_TYPE, body: asText(reply.serialize(body)) };
-          for (const listener of answered) await listener(trx, request, rendered);
+          for (const listener of answered) await listener(trx, request, rendered, outcome);
         });
         committed?.(result);
         reply.code(rendered.status);
