@@ -586,14 +586,19 @@ describe('503 when the entry cannot be recorded', () => {
 });
 
 describe('an outcome commits with its write', () => {
-  it('records a 2xx as responded although the log refuses every insert from the commit on', async () => {
-    // The race of a database lost between a write's commit and its send (fault row postgres-stopped): an outcome
-    // appended as the response leaves would fail here, and the entry would stay pending behind a 201.
-    let refuseFrom: string | null = null;
+  // The race of a database lost between a write's commit and its send (fault row postgres-stopped): an outcome
+  // appended as the response leaves would fail here, and the entry would stay pending behind a 2xx.
+  let refuseFrom: string | null = null;
+  beforeAll(() =>
     ctx.app.writePipeline.onCommitted(async (request) => {
-      if (request.headers['x-probe'] !== refuseFrom) return;
+      if (refuseFrom === null || request.headers['x-probe'] !== refuseFrom) return;
       await sql`REVOKE INSERT ON audit_outcomes FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
-    });
+    }),
+  );
+  const grantAgain = () =>
+    sql`GRANT INSERT ON audit_outcomes TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+
+  it('records a 2xx as responded although the log refuses every insert from the commit on', async () => {
     const key = uniqueKey('committed');
     refuseFrom = key;
     try {
@@ -626,9 +631,60 @@ describe('an outcome commits with its write', () => {
       expect(refused.json().error.code).toBe('SERVICE_UNAVAILABLE');
     } finally {
       refuseFrom = null;
-      await sql`GRANT INSERT ON audit_outcomes TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+      await grantAgain();
     }
     expect((await inject('GET', `/org/features/${key}`)).json().name).toBe('Committed');
+  });
+
+  it('does so for the organization itself (PATCH /org) and a credit', async () => {
+    const probe = uniqueKey('probe');
+    refuseFrom = probe;
+    try {
+      const headers = { ...org.headers, 'x-probe': probe };
+      const renamed = await inject('PATCH', '/org', { name: 'Walkthrough, renamed' }, headers);
+      expect(renamed.statusCode).toBe(200);
+      expect(await entryFor(renamed.headers['x-request-id'] as string)).toMatchObject({
+        outcome: 'responded',
+        status: 200,
+      });
+    } finally {
+      await grantAgain();
+    }
+    try {
+      const key = uniqueKey('metered');
+      expect(
+        (await inject('POST', '/org/features', { key, name: 'Metered', kind: 'metered' })).statusCode,
+      ).toBe(201);
+      const subscriber = uniqueKey('credited');
+      expect((await inject('POST', '/org/subscribers', { subscriber_id: subscriber })).statusCode).toBe(201);
+      const credit = await inject(
+        'POST',
+        `/org/subscribers/${subscriber}/credits`,
+        { feature: key, amount: 10 },
+        { ...org.headers, 'x-probe': probe },
+      );
+      expect(credit.statusCode, credit.body).toBe(201);
+      expect(await entryFor(credit.headers['x-request-id'] as string)).toMatchObject({
+        outcome: 'responded',
+        status: 201,
+      });
+    } finally {
+      refuseFrom = null;
+      await grantAgain();
+    }
+  });
+
+  it('answers 503 quickly when the outcomes table is locked, and the write is rolled back', async () => {
+    const key = uniqueKey('outcome-locked');
+    await whileLocked('audit_outcomes', async () => {
+      const started = Date.now();
+      const res = await inject('POST', '/org/features', { key, name: 'Locked', kind: 'flag' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.code).toBe('SERVICE_UNAVAILABLE');
+      // Within the audit's own bounds, not the main pool's 10 s statement timeout.
+      expect(Date.now() - started).toBeLessThan(5000);
+    });
+    expect((await inject('GET', `/org/features/${key}`)).statusCode).toBe(404);
   });
 });
 

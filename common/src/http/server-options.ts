@@ -15,7 +15,8 @@ export const KEY_LOOKUP_TIMEOUT_MS = 2000;
  * The slowest admin write that still commits, each step at its own timeout: the key lookup (2 s), the pending audit
  * entry (1 s connect + 2 s statement), the write's transaction (3 s connect + 10.5 s, the client-side bound over the 10 s statement
  * timeout), the post-commit Redis steps (snapshot write and announcement, 1 s command timeout each, with the
- * rebuild enqueue waiting at most 250 ms beside them: 2.25 s counted) and the audit outcome (1 s + 2 s).
+ * rebuild enqueue waiting at most 250 ms beside them: 2.25 s counted) and the audit outcome (1 s + 2 s: appended as the
+ * response leaves, or, for a write that commits, inside its transaction with the same lock and statement bounds).
  */
 export const ADMIN_WRITE_WORST_CASE_MS = KEY_LOOKUP_TIMEOUT_MS + 3000 + 13_500 + 2250 + 3000;
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { createDb } from '@ent/common/db/connect';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
@@ -101,8 +101,8 @@ function outcomeOfAnswer(entry: NewAuditEntry, status: number, write: WriteOutco
  * replies before any entry exists, records the entry and its outcome together). A write answered through
  * `writePipeline.answer` (every audited write route) commits its outcome in its own transaction: a database lost
  * between the commit and the send cannot leave a 2xx the log calls pending. Anything else (a refused write, a
- * validation error) appends its outcome as it is sent; a process that dies mid-way leaves the entry pending, and the
- * audit-settle job appends `no_response` later.
+ * validation error, the audited read `GET /org/invites`) appends its outcome as it is sent; a process that dies
+ * mid-way leaves the entry pending, and the audit-settle job appends `no_response` later.
  */
 export const audit = fp(
   async function audit(app: FastifyInstance) {
@@ -145,6 +145,10 @@ export const audit = fp(
       const entry = request.audit?.entry;
       if (!entry) return;
       try {
+        // The audit pool's bounds, for this last statement and the commit: a locked log is a quick 503, as for the
+        // pending entry, not a write held for the main pool's 10 s.
+        await sql`SELECT set_config('lock_timeout', ${`${AUDIT_LOCK_TIMEOUT_MS}ms`}, true),
+          set_config('statement_timeout', ${`${AUDIT_STATEMENT_TIMEOUT_MS}ms`}, true)`.execute(trx);
         await appendOutcome(trx, outcomeOfAnswer(entry, answer.status, write));
       } catch (error) {
         if (isRetryableTransactionError(error)) throw error;

@@ -72,15 +72,19 @@ export async function organizationRoutes(fastify: FastifyInstance): Promise<void
         response: { 200: OrganizationSchema, 409: ErrorBodySchema, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const organizationId = request.principal!.organizationId;
-      const organization = await app.writePipeline
-        .run(request, (trx, outcome) => updateOrganization(trx, outcome, organizationId, request.body))
+      return app.writePipeline
+        .answer(
+          request,
+          reply,
+          (trx, outcome) => updateOrganization(trx, outcome, organizationId, request.body),
+          (organization) => ({ status: 200, body: toOrganizationBody(organization) }),
+        )
         .catch((error: unknown) => {
           if (isSlugConflict(error)) slugConflicts.take(organizationId);
           throw error;
         });
-      return toOrganizationBody(organization);
     },
   );
 }
