@@ -380,6 +380,16 @@ export function meteredCreditsOf(
   return checkCreditsOf(list, figures, latest.lender);
 }
 
+/**
+ * What an operation with credits was answered when the script's value is the integer used: nothing covered, no
+ * rollover, no credit spent (metered-balance.fragment.lua leaves the text out when every figure is 0).
+ */
+const NOTHING_FROM_CREDITS: CreditFigures = Object.freeze({
+  covered: 0,
+  rollover: 0,
+  spent: Object.freeze([]),
+});
+
 /** A replayed answer from the terms its record kept. */
 function render(
   feature: string,
@@ -396,7 +406,11 @@ function render(
     { startMs, endMs },
     used,
     kind === 'c' ? status === 'applied' : undefined,
-    meteredCreditsOf(list ?? NO_OPERATION_CREDITS, figures),
+    // A record that lists credits but kept the integer used: every figure was 0.
+    meteredCreditsOf(
+      list ?? NO_OPERATION_CREDITS,
+      figures ?? (list === undefined ? undefined : NOTHING_FROM_CREDITS),
+    ),
   );
 }
 
@@ -445,7 +459,10 @@ export function decodeOutcome(op: MeteredOperation, status: unknown, value: unkn
   switch (name) {
     case 'applied':
     case 'refused': {
-      if (typeof value !== 'string') return { status: name, used: Number(value) };
+      if (typeof value !== 'string')
+        return op.credits === ''
+          ? { status: name, used: Number(value) }
+          : { status: name, used: Number(value), credits: NOTHING_FROM_CREDITS };
       const { used, figures } = creditFiguresOf(value);
       return { status: name, used, credits: figures };
     }

@@ -87,8 +87,8 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     // Before: 8 of the allowance of 10 used, by a call that was answered.
     expect(meteredPairs(await gateBatch(org, 'answered', [[consume(org, 'calls', 8)]]), 1)).toEqual([
       0,
-      // 'used k ro spent...': credits that spent nothing at the end are left out of the reply.
-      '8 0 0',
+      // 'used k ro spent...' once a figure is not 0; while all are 0 (the allowance only), the integer used.
+      8,
     ]);
     const before = await figures(org);
     expect(before).toEqual([8, 0, 0, 0, 0]);
@@ -159,14 +159,14 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
   it('deletes the record of an idempotent consume it gives back: a retry under its key applies afresh', async () => {
     const org = await organization();
     const keyed = consume(org, 'calls', 4, 'retry-me');
-    expect(meteredPairs(await gateBatch(org, 'lost', [[keyed]]), 1)).toEqual([0, '4 0 0']);
+    expect(meteredPairs(await gateBatch(org, 'lost', [[keyed]]), 1)).toEqual([0, 4]);
     expect(await redis.exists(keys.usageIdempotency(org, 'retry-me'))).toBe(1);
 
     await settle(org, 'lost');
     expect(await redis.exists(keys.usageIdempotency(org, 'retry-me'))).toBe(0);
     expect(await figures(org)).toEqual([0, 0, 0, 0, 0]);
     // The client's retry (it was told 503) is applied once, not replayed as applied.
-    expect(meteredPairs(await gateBatch(org, 'retry', [[keyed]]), 1)).toEqual([0, '4 0 0']);
+    expect(meteredPairs(await gateBatch(org, 'retry', [[keyed]]), 1)).toEqual([0, 4]);
     expect(meteredPairs(await gateBatch(org, 'replay', [[keyed]]), 1)[0]).toBe(5);
     expect(await figures(org)).toEqual([4, 0, 0, 0, 0]);
   });

@@ -90,3 +90,49 @@ describe('credits through the API', () => {
     expect(listed.find((credit) => credit.credit_id === promo)).toMatchObject({ spent: 3 });
   });
 });
+
+describe('a consume of the allowance while credits are live', () => {
+  it('lists every credit whole on either gateway, and so does the replay of a keyed one', async () => {
+    // The script answers such a consume with the integer used (every credit figure 0): the answer must still list
+    // the credits, and a replay must list them from the record's terms.
+    const [a, b] = gateways.map(injector) as [ReturnType<typeof injector>, ReturnType<typeof injector>];
+    const api = catalogClient(a, org.headers);
+    await api.send('POST', '/org/features', { key: 'mails', name: 'mails', kind: 'metered' }, 201);
+    await api.plan('mailer', [{ feature: 'mails', kind: 'metered', limit: 5, reset: 'month' }]);
+    await api.subscriber('bo');
+    await api.subscribe('bo', 'mailer');
+    const first = (
+      await api.send('POST', '/org/subscribers/bo/credits', { feature: 'mails', amount: 3, priority: 1 }, 201)
+    ).json().credit_id as string;
+    const second = (
+      await api.send('POST', '/org/subscribers/bo/credits', { feature: 'mails', amount: 7 }, 201)
+    ).json().credit_id as string;
+    const whole = [
+      { credit_id: first, remaining: 3, expires_at: null },
+      { credit_id: second, remaining: 7, expires_at: null },
+    ];
+    const consume = (call: typeof a, n: number, key?: string) =>
+      call({
+        method: 'POST',
+        url: '/org/subscribers/bo/entitlements/check',
+        headers: key === undefined ? org.headers : { ...org.headers, 'idempotency-key': key },
+        payload: { feature: 'mails', consume: n },
+      });
+
+    const plain = (await consume(a, 1)).json();
+    expect(plain).toMatchObject({ allowed: true, used: 1, remaining: 14 });
+    expect(plain.credits).toEqual(whole);
+
+    const keyed = await consume(b, 2, 'bo-mails-2');
+    expect(keyed.json()).toMatchObject({ allowed: true, used: 3, remaining: 12 });
+    expect(keyed.json().credits).toEqual(whole);
+    const replayed = await consume(a, 2, 'bo-mails-2');
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.json()).toEqual(keyed.json());
+
+    // Past the allowance the figures come back as text: the first credit gives 1.
+    const past = (await consume(b, 3)).json();
+    expect(past).toMatchObject({ allowed: true, used: 6, remaining: 9 });
+    expect(past.credits).toEqual([{ ...whole[0], remaining: 2 }, whole[1]]);
+  });
+});

@@ -37,7 +37,8 @@
     6, 0      the idempotency key holds another request's fingerprint; nothing changed
   With credits (op.credits not '', or k not 0) the value of 0 and 1 is the text of the figures used, k, ro and the
   spent of each credit given, in order, the trailing zeros left out, joined by spaces (not a table: the reply stays
-  one flat array), and a replay's <used> is that same text.
+  one flat array), and a replay's <used> is that same text; when k, ro and every spent figure are 0 it is the
+  integer used, as without credits (the gateway reads an operation with credits answered so as all of them 0).
   Versions and readiness are checked by the including script, before calling this.
 ]]
 local METERED_IDEMPOTENCY_MS = 86400000
@@ -292,7 +293,11 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       last = last - 1
     end
     local first = last > 0 and spent[1]
-    if last == 1 and type(first) == 'number' then
+    if last == 0 and afterCovered == 0 and ro == 0 then
+      -- Every figure 0 (a consume of the allowance, no credit ever spent): the integer, as without credits. A text
+      -- costs Redis a string and a bulk reply, and the gateway a parse, per consume of a subscriber holding credits.
+      value = after
+    elseif last == 1 and type(first) == 'number' then
       value = meteredFormat('%d %d %d %d', after, afterCovered, ro, first) -- the usual spend: one format
     else
       value = meteredFormat('%d %d %d', after, afterCovered, ro)
