@@ -382,7 +382,8 @@ export function meteredCreditsOf(
 
 /**
  * What an operation with credits was answered when the script's value is the integer used: nothing covered, no
- * rollover, no credit spent (metered-balance.fragment.lua leaves the text out when every figure is 0).
+ * rollover, no credit spent (metered-balance.fragment.lua leaves the text out when every figure is 0; its
+ * idempotency record keeps the text, so a replay reads it as before).
  */
 const NOTHING_FROM_CREDITS: CreditFigures = Object.freeze({
   covered: 0,
@@ -406,11 +407,7 @@ function render(
     { startMs, endMs },
     used,
     kind === 'c' ? status === 'applied' : undefined,
-    // A record that lists credits but kept the integer used: every figure was 0.
-    meteredCreditsOf(
-      list ?? NO_OPERATION_CREDITS,
-      figures ?? (list === undefined ? undefined : NOTHING_FROM_CREDITS),
-    ),
+    meteredCreditsOf(list ?? NO_OPERATION_CREDITS, figures),
   );
 }
 

@@ -94,7 +94,7 @@ describe('credits through the API', () => {
 describe('a consume of the allowance while credits are live', () => {
   it('lists every credit whole on either gateway, and so does the replay of a keyed one', async () => {
     // The script answers such a consume with the integer used (every credit figure 0): the answer must still list
-    // the credits, and a replay must list them from the record's terms.
+    // the credits, and a replay must list them too (the record keeps the figures' text, for every gateway version).
     const [a, b] = gateways.map(injector) as [ReturnType<typeof injector>, ReturnType<typeof injector>];
     const api = catalogClient(a, org.headers);
     await api.send('POST', '/org/features', { key: 'mails', name: 'mails', kind: 'metered' }, 201);

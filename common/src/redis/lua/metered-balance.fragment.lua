@@ -37,8 +37,9 @@
     6, 0      the idempotency key holds another request's fingerprint; nothing changed
   With credits (op.credits not '', or k not 0) the value of 0 and 1 is the text of the figures used, k, ro and the
   spent of each credit given, in order, the trailing zeros left out, joined by spaces (not a table: the reply stays
-  one flat array), and a replay's <used> is that same text; when k, ro and every spent figure are 0 it is the
-  integer used, as without credits (the gateway reads an operation with credits answered so as all of them 0).
+  one flat array); when k, ro and every spent figure are 0 it is the integer used, as without credits (the gateway
+  reads an operation with credits answered so as all of them 0). A replay's <used> is always that text ('used 0 0'
+  when all are 0), whichever gateway version reads the record.
   Versions and readiness are checked by the including script, before calling this.
 ]]
 local METERED_IDEMPOTENCY_MS = 86400000
@@ -315,7 +316,9 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   if idemKey then
     local recorded = value
     if recorded == after then
-      recorded = meteredFormat('%d', after)
+      -- With credits, the figures' text even when all are 0: records live 24 h and any gateway replays them, also
+      -- one of the version before the integer answer, which reads an integer record as "no credits listed".
+      recorded = meteredFormat(spec and '%d 0 0' or '%d', after)
     end
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
       'PX', METERED_IDEMPOTENCY_MS)
