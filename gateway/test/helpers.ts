@@ -36,6 +36,13 @@ export function catalogClient(call: Inject, headers: Record<string, string>) {
       send('POST', `/org/subscribers/${id}/subscriptions/${subscriptionId}/cancel`, undefined, 200),
     override: (id: string, feature: string, body: unknown) => send('PUT', `/org/subscribers/${id}/overrides/${feature}`, body, 200),
     deleteOverride: (id: string, feature: string) => send('DELETE', `/org/subscribers/${id}/overrides/${feature}`, undefined, 204),
+    /** A metered feature with a monthly `limit`, granted by a plan of its own (`plan`) that `id`, made here, takes. */
+    meteredSubscriber: async (id: string, feature: string, plan: string, limit: number) => {
+      await send('POST', '/org/features', { key: feature, name: feature, kind: 'metered' }, 201);
+      await send('POST', '/org/plans', { key: plan, name: plan, kind: 'catalog', grants: [{ feature, kind: 'metered', limit, reset: 'month' }] }, 201);
+      await send('POST', '/org/subscribers', { subscriber_id: id, name: id }, 201);
+      await send('POST', `/org/subscribers/${id}/subscriptions`, { plan_id: plan }, 201);
+    },
   };
 }
 

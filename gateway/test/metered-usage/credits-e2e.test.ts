@@ -44,10 +44,7 @@ describe('credits through the API', () => {
   it('a new credit is spent after the allowance on either gateway, until it expires or is voided', async () => {
     const [a, b] = gateways.map(injector) as [ReturnType<typeof injector>, ReturnType<typeof injector>];
     const api = catalogClient(a, org.headers);
-    await api.send('POST', '/org/features', { key: 'calls', name: 'calls', kind: 'metered' }, 201);
-    await api.plan('monthly', [{ feature: 'calls', kind: 'metered', limit: 5, reset: 'month' }]);
-    await api.subscriber('ann');
-    await api.subscribe('ann', 'monthly');
+    await api.meteredSubscriber('ann', 'calls', 'monthly', 5);
     const consume = (call: typeof a, n: number) =>
       call({
         method: 'POST',
@@ -97,10 +94,7 @@ describe('a consume of the allowance while credits are live', () => {
     // the credits, and a replay must list them too (the record keeps the figures' text, for every gateway version).
     const [a, b] = gateways.map(injector) as [ReturnType<typeof injector>, ReturnType<typeof injector>];
     const api = catalogClient(a, org.headers);
-    await api.send('POST', '/org/features', { key: 'mails', name: 'mails', kind: 'metered' }, 201);
-    await api.plan('mailer', [{ feature: 'mails', kind: 'metered', limit: 5, reset: 'month' }]);
-    await api.subscriber('bo');
-    await api.subscribe('bo', 'mailer');
+    await api.meteredSubscriber('bo', 'mails', 'mailer', 5);
     const first = (
       await api.send('POST', '/org/subscribers/bo/credits', { feature: 'mails', amount: 3, priority: 1 }, 201)
     ).json().credit_id as string;

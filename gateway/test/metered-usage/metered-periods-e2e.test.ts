@@ -42,10 +42,7 @@ describe('a period boundary through the API, with the persister', () => {
   it('starts the new period at 0 on both gateways and lists the month just ended with its final figure', async () => {
     const [a, b] = gateways.map(injector) as [ReturnType<typeof injector>, ReturnType<typeof injector>];
     const api = catalogClient(a, org.headers);
-    await api.send('POST', '/org/features', { key: 'calls', name: 'calls', kind: 'metered' }, 201);
-    await api.plan('monthly', [{ feature: 'calls', kind: 'metered', limit: 5, reset: 'month' }]);
-    await api.subscriber('ann');
-    await api.subscribe('ann', 'monthly');
+    await api.meteredSubscriber('ann', 'calls', 'monthly', 5);
     const consume = (call: typeof a, n: number) =>
       call({
         method: 'POST',
