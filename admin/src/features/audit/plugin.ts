@@ -81,6 +81,12 @@ function entryFor(request: FastifyRequest, state: AuditState): NewAuditEntry {
   };
 }
 
+/** A write refused because the log cannot record it (its pending entry or its outcome): nothing of it was executed. */
+const auditUnavailable = () =>
+  serviceUnavailable(
+    'The audit log cannot record this request right now, so it was not executed; retry with backoff.',
+  );
+
 /** The outcome of an entry whose request answered `status`; a success keeps what its write changed. */
 function outcomeOfAnswer(entry: NewAuditEntry, status: number, write: WriteOutcome | null): NewAuditOutcome {
   const ok = status >= 200 && status < 300;
@@ -131,9 +137,7 @@ export const audit = fp(
         await insertPendingEntry(db, entry);
       } catch (error) {
         request.log.error({ err: error }, 'audit log unavailable: the write was refused');
-        throw serviceUnavailable(
-          'The audit log cannot record this request right now, so it was not executed; retry with backoff.',
-        );
+        throw auditUnavailable();
       }
       state.entry = entry;
       return payload;
@@ -157,9 +161,7 @@ export const audit = fp(
           { err: error, auditEntryId: entry.id },
           'audit outcome refused: the write was rolled back',
         );
-        throw serviceUnavailable(
-          'The audit log cannot record this request right now, so it was not executed; retry with backoff.',
-        );
+        throw auditUnavailable();
       }
       request.audit!.outcomeInWrite = true;
     });
