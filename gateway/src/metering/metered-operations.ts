@@ -383,13 +383,10 @@ export function meteredCreditsOf(
 /**
  * What an operation with credits was answered when the script's value is the integer used: nothing covered, no
  * rollover, no credit spent (metered-balance.fragment.lua leaves the text out when every figure is 0; its
- * idempotency record keeps the text, so a replay reads it as before).
+ * idempotency record keeps the text for gateways of the version before, and `render` reads either).
  */
-const NOTHING_FROM_CREDITS: CreditFigures = Object.freeze({
-  covered: 0,
-  rollover: 0,
-  spent: Object.freeze([]),
-});
+// Not frozen: the figures `creditFiguresOf` makes and this keep one shape where they are compared per consume.
+const NOTHING_FROM_CREDITS: CreditFigures = { covered: 0, rollover: 0, spent: [] };
 
 /** A replayed answer from the terms its record kept. */
 function render(
@@ -407,7 +404,11 @@ function render(
     { startMs, endMs },
     used,
     kind === 'c' ? status === 'applied' : undefined,
-    meteredCreditsOf(list ?? NO_OPERATION_CREDITS, figures),
+    // A record of an operation with credits (its terms list them) that kept the integer used: every figure was 0.
+    meteredCreditsOf(
+      list ?? NO_OPERATION_CREDITS,
+      figures ?? (list === undefined ? undefined : NOTHING_FROM_CREDITS),
+    ),
   );
 }
 

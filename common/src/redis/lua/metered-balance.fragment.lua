@@ -293,23 +293,22 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
       end
       last = last - 1
     end
-    local first = last > 0 and spent[1]
-    if last == 0 and afterCovered == 0 and ro == 0 then
-      -- Every figure 0 (a consume of the allowance, no credit ever spent): the integer, as without credits. A text
-      -- costs Redis a string and a bulk reply, and the gateway a parse, per consume of a subscriber holding credits.
-      value = after
-    elseif last == 1 and type(first) == 'number' then
-      value = meteredFormat('%d %d %d %d', after, afterCovered, ro, first) -- the usual spend: one format
-    else
-      value = meteredFormat('%d %d %d', after, afterCovered, ro)
-      for i = 1, last do
-        local figure = spent[i]
-        if type(figure) == 'number' then
-          figure = meteredFormat('%d', figure)
-        elseif not figure then
-          figure = '0'
+    -- Every figure 0 (a consume of the allowance, no credit ever spent) keeps the integer, as without credits: a text
+    -- costs Redis a string and a bulk reply, and the gateway a parse, per consume of a subscriber holding credits.
+    if last > 0 or afterCovered ~= 0 or ro ~= 0 then
+      if last == 1 and type(spent[1]) == 'number' then
+        value = meteredFormat('%d %d %d %d', after, afterCovered, ro, spent[1]) -- the usual spend: one format
+      else
+        value = meteredFormat('%d %d %d', after, afterCovered, ro)
+        for i = 1, last do
+          local figure = spent[i]
+          if type(figure) == 'number' then
+            figure = meteredFormat('%d', figure)
+          elseif not figure then
+            figure = '0'
+          end
+          value = value .. ' ' .. figure
         end
-        value = value .. ' ' .. figure
       end
     end
   end
@@ -317,7 +316,8 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
     local recorded = value
     if recorded == after then
       -- With credits, the figures' text even when all are 0: records live 24 h and any gateway replays them, also
-      -- one of the version before the integer answer, which reads an integer record as "no credits listed".
+      -- one of the version before the integer answer, which reads an integer record as "no credits listed" (this
+      -- version reads either). Once every gateway runs this version and a day has passed, '%d' alone will do.
       recorded = meteredFormat(spec and '%d 0 0' or '%d', after)
     end
     redis.call('SET', idemKey, op.fingerprint .. '\n' .. status .. '\n' .. recorded .. '\n' .. op.terms,
