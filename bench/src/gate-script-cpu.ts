@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { redisKeys } from '@ent/common/redis/keys';
+import { balanceTtlMs } from '@ent/common/metering/metered-period';
 import type { EvalGateInput } from '../../gateway/src/metering/contract.ts';
 import type { MeteredKind, MeteredOperation } from '../../gateway/src/metering/metered-operations.ts';
 import type { meteredOperation as MeteredOperationOf } from '../../gateway/src/metering/metered-operations.ts';
@@ -70,7 +71,7 @@ const keys = redisKeys('bench');
 const ORG = 'o1';
 const START = Date.UTC(2026, 10, 1);
 const END = Date.UTC(2026, 11, 1);
-const TTL_MS = END + 35 * 86_400_000 - Date.now();
+const TTL_MS = balanceTtlMs(END, Date.now())!;
 // One object, as the gateway's period cache shares it: operations share a term set only with the same period.
 const PERIOD = { startMs: START, endMs: END } as MeteredOperation['period'];
 

@@ -22,6 +22,10 @@ const WEEK_MS = 7 * DAY_MS;
 /** A balance lives this long in Redis after its period ends, so the worker and late reads still find it. */
 export const BALANCE_AFTER_PERIOD_MS = 35 * DAY_MS;
 
+/** How long a balance of a period ending at `endMs` still lives in Redis at `nowMs` (null: its period never ends). */
+export const balanceTtlMs = (endMs: number | null, nowMs: number): number | null =>
+  endMs === null ? null : Math.max(1, endMs + BALANCE_AFTER_PERIOD_MS - nowMs);
+
 /** From this long after its period's end no drain can write a balance's row again: gone from Redis, a day's margin. */
 export const BALANCE_SETTLED_AFTER_PERIOD_MS = BALANCE_AFTER_PERIOD_MS + DAY_MS;
 

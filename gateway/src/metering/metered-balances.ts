@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { BALANCE_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
+import { balanceTtlMs } from '@ent/common/metering/metered-period';
 import { AppError } from '@ent/common/errors/app-error';
 import type { Clock } from '@ent/common/clock';
 import type { RedisClient } from '@ent/common/redis/connect';
@@ -291,7 +291,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
       merged.size,
     ];
     for (const [member, { used, revision, periodEndMs, covered, rollover }] of merged) {
-      const ttl = periodEndMs === null ? '' : Math.max(1, periodEndMs + BALANCE_AFTER_PERIOD_MS - nowMs);
+      const ttl = balanceTtlMs(periodEndMs, nowMs) ?? '';
       args.push(member, used, revision, periodEndMs ?? '', ttl, covered, rollover);
     }
     for (const [member, { subscriberId, feature, figures: byCredit }] of spent) {

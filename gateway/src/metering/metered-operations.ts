@@ -2,7 +2,7 @@ import { meteredResult, NO_METERED_CREDITS, type MeteredCredits } from '@ent/com
 import { checkCreditsOf, ListedCredit, type CreditFigures } from '@ent/common/metering/credit-answer';
 import type { CheckCredit } from '@ent/contract/credits';
 import type { RedisKeys } from '@ent/common/redis/keys';
-import { BALANCE_AFTER_PERIOD_MS, type MeteredPeriod } from '@ent/common/metering/metered-period';
+import { balanceTtlMs, type MeteredPeriod } from '@ent/common/metering/metered-period';
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
@@ -546,7 +546,7 @@ export function meteredOperation(
     source: terms.source,
     period,
     periodEndMs: period.endMs,
-    ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
+    ttlMs: balanceTtlMs(period.endMs, nowMs),
     catalogVersion: snapshot.catalogVersion,
     subscriberVersion: snapshot.subscriberVersion,
     subscriberStamp: snapshot.subscriberStamp ?? 0,

@@ -14,7 +14,7 @@ import {
   type MeteredAnswer,
   type MeteredItem,
 } from '../shared/metered-answers.ts';
-import { BALANCE_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
+import { balanceTtlMs } from '@ent/common/metering/metered-period';
 import {
   meteredCreditsOf,
   meteredFingerprint,
@@ -145,7 +145,7 @@ function eventOperation(
     limit: terms.limit,
     soft: terms.soft,
     periodEndMs: period.endMs,
-    ttlMs: period.endMs === null ? null : Math.max(1, period.endMs + BALANCE_AFTER_PERIOD_MS - nowMs),
+    ttlMs: balanceTtlMs(period.endMs, nowMs),
     catalogVersion: entry.catalogVersion,
     subscriberVersion: entry.subscriberVersion,
     subscriberStamp: entry.verifiedStamp,
