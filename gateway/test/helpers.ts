@@ -21,9 +21,9 @@ export function catalogClient(call: Inject, headers: Record<string, string>) {
     }
     return res;
   };
-  return {
+  const client = {
     send,
-    feature: (key: string, kind: 'flag' | 'limit') => send('POST', '/org/features', { key, name: key, kind }, 201),
+    feature: (key: string, kind: 'flag' | 'limit' | 'metered') => send('POST', '/org/features', { key, name: key, kind }, 201),
     plan: (key: string, grants: unknown[]) => send('POST', '/org/plans', { key, name: key, kind: 'catalog', grants }, 201),
     grants: (key: string, grants: unknown[]) => send('PATCH', `/org/plans/${key}`, { grants }, 200),
     subscriber: (id: string) => send('POST', '/org/subscribers', { subscriber_id: id, name: id }, 201),
@@ -38,12 +38,13 @@ export function catalogClient(call: Inject, headers: Record<string, string>) {
     deleteOverride: (id: string, feature: string) => send('DELETE', `/org/subscribers/${id}/overrides/${feature}`, undefined, 204),
     /** A metered feature with a monthly `limit`, granted by a plan of its own (`plan`) that `id`, made here, takes. */
     meteredSubscriber: async (id: string, feature: string, plan: string, limit: number) => {
-      await send('POST', '/org/features', { key: feature, name: feature, kind: 'metered' }, 201);
-      await send('POST', '/org/plans', { key: plan, name: plan, kind: 'catalog', grants: [{ feature, kind: 'metered', limit, reset: 'month' }] }, 201);
-      await send('POST', '/org/subscribers', { subscriber_id: id, name: id }, 201);
-      await send('POST', `/org/subscribers/${id}/subscriptions`, { plan_id: plan }, 201);
+      await client.feature(feature, 'metered');
+      await client.plan(plan, [{ feature, kind: 'metered', limit, reset: 'month' }]);
+      await client.subscriber(id);
+      await client.subscribe(id, plan);
     },
   };
+  return client;
 }
 
 export const injector =

@@ -240,10 +240,7 @@ describe('metered usage across admin, worker and two gateways', () => {
       burstPerSecond: 100_000,
     });
     const blockedApi = catalogClient(httpClient(urls[0]!), blocked.headers);
-    await blockedApi.send('POST', '/org/features', { key: 'calls', name: 'calls', kind: 'metered' }, 201);
-    await blockedApi.plan('p', [{ feature: 'calls', kind: 'metered', limit: 100 }]);
-    await blockedApi.subscriber('ann');
-    await blockedApi.subscribe('ann', 'p');
+    await blockedApi.meteredSubscriber('ann', 'calls', 'p', 100);
     const as = (url: string, method: string, path: string, payload?: unknown) =>
       httpClient(url)({ method, url: path, headers: blocked.headers, payload });
     expect((await as(urls[0]!, 'POST', '/org/subscribers/ann/entitlements/check', { feature: 'calls', consume: 1 })).statusCode).toBe(200);
