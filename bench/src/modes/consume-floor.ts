@@ -2,8 +2,10 @@
  * `npm run bench -- consume-floor`: the least Redis CPU a consume can add to a check in this design (DESIGN.md §5:
  * Redis holds the hot balance, the worker persists every changed one), measured on a private redis-server with the
  * same key shape as the gateway's: 100,000 distinct balances, operations in script calls of 50 as the gate batches
- * them, and the drain as the worker runs it (SPOP of 500, then one pipelined read per balance). No gateway: these are
- * the commands any implementation of the design must run, without the rest of ours around them.
+ * them, and a drain reading each changed balance once (SPOP of 500, then one pipelined read per hash: the least the
+ * read costs Redis; the worker's own drain is one script call, metered-drain-1.lua, which costs Redis more and the
+ * worker less: decisions.md, "The drain in one script"). No gateway: these are the commands any implementation of the
+ * design must run, without the rest of ours around them.
  */
 import { Redis } from 'ioredis';
 import { envNumber, log, median, redisCpuSeconds, startPrivateRedis } from '../harness.ts';
