@@ -116,7 +116,9 @@ export function createMeteredPersister(
     const limit = limits.get(balance.member);
     return (
       limit !== undefined &&
-      unrecordedThresholds(organizationId, balance.member, balance.used, limit).length > 0
+      thresholdsReached(balance.used, limit).some(
+        (threshold) => !recorded.has(organizationId, balance.member, threshold),
+      )
     );
   };
 
