@@ -36,6 +36,12 @@ const { inject, list, entryFor, countRows, whileLocked, uniqueKey, createFeature
   org,
 }));
 
+/** The app's role may not insert into `table` of the log (as a log refusing writes), then may again. */
+const refuseInserts = (table: string) =>
+  sql`REVOKE INSERT ON ${sql.table(table)} FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+const allowInserts = (table: string) =>
+  sql`GRANT INSERT ON ${sql.table(table)} TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+
 interface Entry {
   id: string;
   service: string;
@@ -533,7 +539,7 @@ describe('503 when the entry cannot be recorded', () => {
     const key = uniqueKey('sso');
     await createFeature(key, 'SSO!');
     const before = await countRows();
-    await sql`REVOKE INSERT ON audit_events FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+    await refuseInserts('audit_events');
     try {
       const res = await inject('POST', '/org/features', {
         key: 'unaudited',
@@ -551,7 +557,7 @@ describe('503 when the entry cannot be recorded', () => {
       // Reads keep working.
       expect((await inject('GET', `/org/features/${key}`)).statusCode).toBe(200);
     } finally {
-      await sql`GRANT INSERT ON audit_events TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+      await allowInserts('audit_events');
     }
     expect((await inject('GET', '/org/features/unaudited')).statusCode).toBe(404);
     expect((await inject('GET', `/org/features/${key}`)).json().name).toBe('SSO!');
@@ -592,11 +598,9 @@ describe('an outcome commits with its write', () => {
   beforeAll(() =>
     ctx.app.writePipeline.onCommitted(async (request) => {
       if (refuseFrom === null || request.headers['x-probe'] !== refuseFrom) return;
-      await sql`REVOKE INSERT ON audit_outcomes FROM ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
+      await refuseInserts('audit_outcomes');
     }),
   );
-  const grantAgain = () =>
-    sql`GRANT INSERT ON audit_outcomes TO ${sql.id(TEST_APP_ROLE)}`.execute(ctx.ownerDb);
 
   it('records a 2xx as responded although the log refuses every insert from the commit on', async () => {
     const key = uniqueKey('committed');
@@ -631,7 +635,7 @@ describe('an outcome commits with its write', () => {
       expect(refused.json().error.code).toBe('SERVICE_UNAVAILABLE');
     } finally {
       refuseFrom = null;
-      await grantAgain();
+      await allowInserts('audit_outcomes');
     }
     expect((await inject('GET', `/org/features/${key}`)).json().name).toBe('Committed');
   });
@@ -648,7 +652,7 @@ describe('an outcome commits with its write', () => {
         status: 200,
       });
     } finally {
-      await grantAgain();
+      await allowInserts('audit_outcomes');
     }
     try {
       const key = uniqueKey('metered');
@@ -670,7 +674,7 @@ describe('an outcome commits with its write', () => {
       });
     } finally {
       refuseFrom = null;
-      await grantAgain();
+      await allowInserts('audit_outcomes');
     }
   });
 
