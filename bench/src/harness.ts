@@ -206,6 +206,25 @@ export interface MeasuredFigures extends LoadFigures {
   serverUserUs?: number;
   serverSystemUs?: number;
   redisCpuUs: number;
+  /**
+   * The whole machine's busy CPU per request (every process and the kernel, from /proc/stat) and the load
+   * generator's own share of it (this process): what the throughput of a saturated machine divides. Absent from
+   * older results.
+   */
+  machineBusyUs?: number;
+  loadGeneratorUs?: number;
+}
+
+/** CPU seconds the whole machine has been busy so far (all cores; idle and iowait excluded). */
+function machineBusySeconds(): number {
+  const fields = readFileSync('/proc/stat', 'utf8')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = fields as [number, ...number[]];
+  return (user + nice! + system! + irq! + softirq! + steal!) / 100;
 }
 
 /** Drives `load` at the server `pid` and charges its CPU, and the Redis server's, to the requests it answered. */
@@ -216,7 +235,11 @@ export async function driveMeasured(
 ): Promise<MeasuredFigures> {
   const cpuBefore = processCpuTimes(pid);
   const redisBefore = redisCpuSeconds(redisUrl);
+  const machineBefore = machineBusySeconds();
+  const ownBefore = process.cpuUsage();
   const measured = await drive(load);
+  const own = process.cpuUsage(ownBefore);
+  const machineAfter = machineBusySeconds();
   const cpuAfter = processCpuTimes(pid);
   const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
   const serverUserUs = perRequest(cpuAfter.user - cpuBefore.user);
@@ -227,6 +250,8 @@ export async function driveMeasured(
     serverUserUs,
     serverSystemUs,
     redisCpuUs: perRequest(redisCpuSeconds(redisUrl) - redisBefore),
+    machineBusyUs: perRequest(machineAfter - machineBefore),
+    loadGeneratorUs: perRequest((own.user + own.system) / 1e6),
   };
 }
 

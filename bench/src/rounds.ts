@@ -43,6 +43,8 @@ export function summarize(name: string, runs: TargetFigures[]): TargetFigures {
     serverUserUs: median(runs.map((r) => r.serverUserUs ?? 0)),
     serverSystemUs: median(runs.map((r) => r.serverSystemUs ?? 0)),
     redisCpuUs: median(runs.map((r) => r.redisCpuUs)),
+    machineBusyUs: median(runs.map((r) => r.machineBusyUs ?? 0)),
+    loadGeneratorUs: median(runs.map((r) => r.loadGeneratorUs ?? 0)),
     evalsPerCall: median(runs.map((r) => r.evalsPerCall)),
   };
 }

@@ -9,7 +9,7 @@
  * used figures match the consumes answered 2xx up to those cut off in flight at the end of each round.
  * A private Redis (its CPU is charged to the targets), the worker running as deployed.
  */
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { redisKeys } from '@ent/common/redis/keys';
 import {
@@ -54,6 +54,8 @@ export interface CreditsResult {
     connections: number;
     subscribers: number;
     creditsPerSubscriber: number;
+    /** The machine's cores (absent from older results). */
+    cores?: number;
   };
   loadAverage: { start: number; end: number };
   targets: TargetFigures[];
@@ -221,6 +223,7 @@ export async function runCredits(): Promise<CreditsResult> {
         connections,
         subscribers: shape.subscribers,
         creditsPerSubscriber: CREDITS_PER_SUBSCRIBER,
+        cores: availableParallelism(),
       },
       loadAverage: { start: startLoad, end: loadavg()[0]! },
       targets: mediansOf(targets, byRound),
@@ -259,9 +262,15 @@ export function renderCredits(result: CreditsResult): string {
     const background = persisting
       ? `${us(persisting.workerCpuUs)} + ${us(persisting.postgresCpuUs)}`
       : 'not measured';
+    // The whole machine: what a saturated box's throughput divides, and the share of it the load generator took.
+    const machine =
+      t.machineBusyUs && s.cores
+        ? `${us(t.machineBusyUs)} (load generator ${us(t.loadGeneratorUs ?? 0)}), ` +
+          `${Math.round(((t.machineBusyUs * t.rps) / (s.cores * 1e6)) * 100)} % busy`
+        : 'not measured';
     return (
       `| ${t.name} | ${fmt(t.rps)} | ${t.p50.toFixed(1)} ms | ${t.p99.toFixed(1)} ms | ${us(t.serverCpuUs)} + ` +
-      `${us(t.redisCpuUs)} Redis | ${background} | ${t.non2xx} |`
+      `${us(t.redisCpuUs)} Redis | ${background} | ${machine} | ${t.non2xx} |`
     );
   });
   return [
@@ -271,8 +280,8 @@ export function renderCredits(result: CreditsResult): string {
       `${result.date.slice(0, 10)}; load average ${result.loadAverage.start.toFixed(1)} at the start, ` +
       `${result.loadAverage.end.toFixed(1)} at the end (2 cores):`,
     '',
-    '| target | req/s | p50 | p99 | CPU per request | worker + Postgres per request | non-2xx |',
-    '|---|---|---|---|---|---|---|',
+    '| target | req/s | p50 | p99 | CPU per request | worker + Postgres per request | whole machine per request | non-2xx |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     `Same-run ratios against the consume without credits (medians of per-round ratios): with five credits and the ` +
