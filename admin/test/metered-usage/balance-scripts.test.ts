@@ -117,7 +117,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
         taken: 2,
         members: [member, creditDirtyMember('alice', 'api-calls')],
         balances: [expect.objectContaining({ member, used: 4, revision: 7, covered: 0 })],
-        creditHashes: [{ subscriberId: 'alice', feature: 'api-calls', fields: { cr_a: '2' } }],
+        creditHashes: [{ subscriberId: 'alice', feature: 'api-calls', fields: ['cr_a', '2'] }],
         remaining: 0,
       });
       expect(await redis.scard(keys.meteredDirty(org))).toBe(0);
@@ -142,7 +142,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     const carolHash = {
       subscriberId: 'carol',
       feature: 'api-calls',
-      fields: { cr_c: '3' },
+      fields: ['cr_c', '3'],
       standalone: true,
     };
     expect(drained.creditHashes).toEqual([carolHash]);
@@ -173,10 +173,10 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
         {
           subscriberId: 'dave',
           feature: 'api-calls',
-          fields: { cr_d: '1', 'ro:cr_r': '4|1|2|3' },
+          fields: ['cr_d', '1', 'ro:cr_r', '4|1|2|3'],
           standalone: true,
         },
-        { subscriberId: '7', feature: String(NOVEMBER), fields: { cr_e: '5' }, standalone: true },
+        { subscriberId: '7', feature: String(NOVEMBER), fields: ['cr_e', '5'], standalone: true },
       ]),
     );
   });
@@ -215,7 +215,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
       ]),
     );
     // Named by balance members only: its figures go into those balances' rows, not the credit's.
-    const erinHash = { subscriberId: 'erin', feature: 'api-calls', fields: { cr_e: '8' }, standalone: false };
+    const erinHash = { subscriberId: 'erin', feature: 'api-calls', fields: ['cr_e', '8'], standalone: false };
     expect(drained.creditHashes).toEqual([erinHash]);
     for (const read of drained.balances) expect(read.creditHash).toEqual(erinHash);
     expect(drained.remaining).toBe(0);
@@ -237,7 +237,7 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
     await redis.sadd(keys.meteredDirty(org), 'credit|fay|api-calls|1|2');
     const drained = await drainBalances(redis, keys, org, 10);
     expect(drained).toMatchObject({ taken: 3, vanished: 1, remaining: 0 });
-    const fayHash = { subscriberId: 'fay', feature: 'api-calls', fields: { cr_f: '7' }, standalone: true };
+    const fayHash = { subscriberId: 'fay', feature: 'api-calls', fields: ['cr_f', '7'], standalone: true };
     expect(drained.creditHashes).toEqual([fayHash]);
     expect(drained.balances.find((entry) => entry.member === october)?.creditHash).toEqual(fayHash);
     expect(drained.balances.find((entry) => entry.member === november)?.creditHash).toBeUndefined();

@@ -53,6 +53,9 @@ local function addBalance(member)
 end
 
 local owners, named, ownerAt, ownerCount = {}, {}, {}, 0
+-- balance member -> the place in owners of the hash its credit member named with it (the usual member of a balance
+-- that met credits), so that the read below need not find the balance's owner again
+local ownerOfBalance = {}
 local function addOwner(owner, how)
   local at = ownerAt[owner]
   if not at then
@@ -66,23 +69,24 @@ local function addOwner(owner, how)
   return at
 end
 
+-- Plain finds of '|' (string.find with plain = true), not patterns: a pattern scans its member two or three times.
+local find, sub = string.find, string.sub
 for i = 1, #taken do
   local member = taken[i]
-  if string.byte(member, 1) == 99 and string.sub(member, 1, 7) == 'credit|' then -- 99: 'c', no new string
-    local rest = string.sub(member, 8)
-    if string.find(rest, '^[^|]*|[^|]*$') then
-      addOwner(rest, 1)
-      if string.find(member, '^[^|]+|[^|]+|%d+$') then
-        addBalance(member)
+  if string.byte(member, 1) == 99 and sub(member, 1, 7) == 'credit|' then -- 99: 'c', no new string
+    local first = find(member, '|', 8, true)
+    local second = first and find(member, '|', first + 1, true)
+    if first and not second then
+      addOwner(sub(member, 8), 1)
+      if first > 8 and find(member, '^%d+$', first + 1) then
+        addBalance(member) -- also a balance: subscriber 'credit', a feature key of digits
       end
+    elseif second and not find(member, '|', second + 1, true) and find(member, '^%d+$', second + 1) then
+      local balance = sub(member, 8)
+      addBalance(balance)
+      ownerOfBalance[balance] = addOwner(sub(member, 8, second - 1), 0)
     else
-      local owner = string.match(rest, '^([^|]*|[^|]*)|%d+$')
-      if owner then
-        addOwner(owner, 0)
-        addBalance(rest)
-      else
-        addBalance(member)
-      end
+      addBalance(member)
     end
   else
     addBalance(member)
@@ -101,7 +105,9 @@ local function readTaken()
     local fields = rcall('HMGET', balancePrefix .. member, 'u', 'r', 'e', 'k', 'ro')
     local withHash = 0
     -- Whose balance it is matters only when a hash is read in this drain or the balance met credits.
-    if fields[1] and fields[2] and (ownerCount > 0 or fields[4] or fields[5]) then
+    if fields[1] and fields[2] and ownerOfBalance[member] then
+      withHash = ownerOfBalance[member]
+    elseif fields[1] and fields[2] and (ownerCount > 0 or fields[4] or fields[5]) then
       local owner = string.match(member, '^([^|]*|[^|]*)|')
       local at = owner and ownerAt[owner]
       if at and at <= ownersOfMembers then

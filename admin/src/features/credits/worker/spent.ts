@@ -19,7 +19,9 @@ function figuresOf(hashes: readonly DrainedCreditHash[]): {
   const figures: { creditId: string; spent: number }[] = [];
   const rollovers: Rollover[] = [];
   for (const { subscriberId, feature, fields, standalone } of hashes) {
-    for (const [field, value] of Object.entries(fields)) {
+    for (let i = 0; i < fields.length; i += 2) {
+      const field = fields[i]!;
+      const value = fields[i + 1]!;
       if (isRolloverField(field)) {
         const rollover = parseRolloverField(subscriberId, feature, field, value);
         if (rollover) rollovers.push(rollover);
@@ -37,10 +39,11 @@ function figuresOf(hashes: readonly DrainedCreditHash[]): {
  * holds none. Built as text: the figures are integers and the ids hold no character JSON escapes (CREDIT_ID_PATTERN;
  * a rollover credit's id is made by the gateway from digits and hex).
  */
-export function spentFiguresJson(fields: Record<string, string>): string | null {
+export function spentFiguresJson(fields: readonly string[]): string | null {
   let json = '';
-  for (const field in fields) {
-    const spent = spentFigure(field, fields[field]!);
+  for (let i = 0; i < fields.length; i += 2) {
+    const field = fields[i]!;
+    const spent = spentFigure(field, fields[i + 1]!);
     if (spent === null) continue;
     json += `${json === '' ? '{' : ','}${JSON.stringify(field)}:${spent}`;
   }
