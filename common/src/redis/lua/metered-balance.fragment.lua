@@ -281,34 +281,32 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   end
 
   local value = after
-  if spec or afterCovered ~= 0 then
-    -- Trailing credits that spent nothing are left out (the gateway reads a missing figure as 0): credits are spent in
-    -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used. A figure not
-    -- read as a number is written as the hash holds it (an integer's text: the gateway reads the same number).
-    local last = count
-    while last > 0 do
-      local figure = spent[last]
-      if figure and figure ~= 0 and figure ~= '0' then
-        break
-      end
-      last = last - 1
+  -- Trailing credits that spent nothing are left out (the gateway reads a missing figure as 0): credits are spent in
+  -- order, so a reply mostly carries the few spent ones, and none while only the allowance is used. A figure not
+  -- read as a number is written as the hash holds it (an integer's text: the gateway reads the same number).
+  local last = count
+  while last > 0 do
+    local figure = spent[last]
+    if figure and figure ~= 0 and figure ~= '0' then
+      break
     end
-    -- Every figure 0 (a consume of the allowance, no credit ever spent) keeps the integer, as without credits: a text
-    -- costs Redis a string and a bulk reply, and the gateway a parse, per consume of a subscriber holding credits.
-    if last > 0 or afterCovered ~= 0 or ro ~= 0 then
-      if last == 1 and type(spent[1]) == 'number' then
-        value = meteredFormat('%d %d %d %d', after, afterCovered, ro, spent[1]) -- the usual spend: one format
-      else
-        value = meteredFormat('%d %d %d', after, afterCovered, ro)
-        for i = 1, last do
-          local figure = spent[i]
-          if type(figure) == 'number' then
-            figure = meteredFormat('%d', figure)
-          elseif not figure then
-            figure = '0'
-          end
-          value = value .. ' ' .. figure
+    last = last - 1
+  end
+  -- Every figure 0 (a consume of the allowance, no credit ever spent) keeps the integer, as without credits: a text
+  -- costs Redis a string and a bulk reply, and the gateway a parse, per consume of a subscriber holding credits.
+  if last > 0 or afterCovered ~= 0 or ro ~= 0 then
+    if last == 1 and type(spent[1]) == 'number' then
+      value = meteredFormat('%d %d %d %d', after, afterCovered, ro, spent[1]) -- the usual spend: one format
+    else
+      value = meteredFormat('%d %d %d', after, afterCovered, ro)
+      for i = 1, last do
+        local figure = spent[i]
+        if type(figure) == 'number' then
+          figure = meteredFormat('%d', figure)
+        elseif not figure then
+          figure = '0'
         end
+        value = value .. ' ' .. figure
       end
     end
   end

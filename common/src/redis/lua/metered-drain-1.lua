@@ -105,22 +105,23 @@ local function readTaken()
     local fields = rcall('HMGET', balancePrefix .. member, 'u', 'r', 'e', 'k', 'ro')
     local withHash = 0
     -- Whose balance it is matters only when a hash is read in this drain or the balance met credits.
-    if fields[1] and fields[2] and ownerOfBalance[member] then
-      withHash = ownerOfBalance[member]
-    elseif fields[1] and fields[2] and (ownerCount > 0 or fields[4] or fields[5]) then
-      local owner = string.match(member, '^([^|]*|[^|]*)|')
-      local at = owner and ownerAt[owner]
-      if at and at <= ownersOfMembers then
-        withHash = at
-      elseif owner and (fields[4] or fields[5]) then
-        if not at then
-          at = addOwner(owner, 2)
-          if rcall('SREM', KEYS[1], 'credit|' .. owner) == 1 then
-            alsoTaken = alsoTaken + 1
-            takenHere[alsoTaken] = 'credit|' .. owner
+    if fields[1] and fields[2] then
+      withHash = ownerOfBalance[member] or 0
+      if withHash == 0 and (ownerCount > 0 or fields[4] or fields[5]) then
+        local owner = string.match(member, '^([^|]*|[^|]*)|')
+        local at = owner and ownerAt[owner]
+        if at and at <= ownersOfMembers then
+          withHash = at
+        elseif owner and (fields[4] or fields[5]) then
+          if not at then
+            at = addOwner(owner, 2)
+            if rcall('SREM', KEYS[1], 'credit|' .. owner) == 1 then
+              alsoTaken = alsoTaken + 1
+              takenHere[alsoTaken] = 'credit|' .. owner
+            end
           end
+          withHash = at
         end
-        withHash = at
       end
     end
     figures[n + 1], figures[n + 2], figures[n + 3], figures[n + 4], figures[n + 5], figures[n + 6] =
