@@ -24,7 +24,10 @@ import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { isAuditedRequest } from '../shared/write/pipeline.ts';
 import { isIdempotentReplay } from '../shared/write/idempotency.ts';
 
-/** How long the `pending` insert may wait (for a lock, a statement, a connection) before the write gets 503. */
+/**
+ * How long the `pending` insert, and the outcome inserted in a write's transaction, may wait (for a lock, a statement,
+ * a connection) before the write gets 503.
+ */
 const AUDIT_STATEMENT_TIMEOUT_MS = 2000;
 const AUDIT_LOCK_TIMEOUT_MS = 1000;
 const AUDIT_CONNECT_TIMEOUT_MS = 1000;
@@ -146,8 +149,9 @@ export const audit = fp(
     // Last in the transaction (after the Idempotency-Key's record): a rolled-back attempt leaves no outcome, and the
     // flag only counts once the pipeline says the write committed.
     app.writePipeline.onAnswer(async (trx, request, answer, write) => {
-      const entry = request.audit?.entry;
-      if (!entry) return;
+      const state = request.audit;
+      const entry = state?.entry;
+      if (!state || !entry) return;
       try {
         // The audit pool's bounds, for this last statement and the commit: a locked log is a quick 503, as for the
         // pending entry, not a write held for the main pool's 10 s.
@@ -163,7 +167,7 @@ export const audit = fp(
         );
         throw auditUnavailable();
       }
-      request.audit!.outcomeInWrite = true;
+      state.outcomeInWrite = true;
     });
 
     app.addHook('onSend', async (request, reply, payload) => {

@@ -15,7 +15,7 @@ import {
 } from './balance-scripts.ts';
 import { recordReachedThresholds, upsertBalances, type ReachedThreshold } from './persist-store.ts';
 import { createRecordedThresholds } from './recorded-thresholds.ts';
-import { governingLimit, thresholdsReached } from './thresholds.ts';
+import { governingLimit, thresholdsReached, type UsageThreshold } from './thresholds.ts';
 import { createGoverningDocs } from './governing-docs.ts';
 
 export interface MeteredPersisterDeps {
@@ -103,9 +103,13 @@ export function createMeteredPersister(
     return limits;
   }
 
+  /** Whether this worker has not seen a balance's threshold recorded yet. */
+  const unrecorded = (organizationId: string, member: string) => (threshold: UsageThreshold) =>
+    !recorded.has(organizationId, member, threshold);
+
   /** The thresholds a balance's figure reaches that this worker has not seen recorded yet. */
   const unrecordedThresholds = (organizationId: string, member: string, used: number, limit: number) =>
-    thresholdsReached(used, limit).filter((threshold) => !recorded.has(organizationId, member, threshold));
+    thresholdsReached(used, limit).filter(unrecorded(organizationId, member));
 
   /**
    * Whether a balance's figure reaches a threshold of its limit not known to be recorded (the write then tells
@@ -116,9 +120,7 @@ export function createMeteredPersister(
     const limit = limits.get(balance.member);
     return (
       limit !== undefined &&
-      thresholdsReached(balance.used, limit).some(
-        (threshold) => !recorded.has(organizationId, balance.member, threshold),
-      )
+      thresholdsReached(balance.used, limit).some(unrecorded(organizationId, balance.member))
     );
   };
 
