@@ -404,11 +404,12 @@ function render(
     { startMs, endMs },
     used,
     kind === 'c' ? status === 'applied' : undefined,
-    // A record of an operation with credits (its terms list them) that kept the integer used: every figure was 0.
-    meteredCreditsOf(
-      list ?? NO_OPERATION_CREDITS,
-      figures ?? (list === undefined ? undefined : NOTHING_FROM_CREDITS),
-    ),
+    // A record of an operation with credits (its terms list them) that holds the integer used: every figure was 0.
+    // Today's script still records the text ('used 0 0') for the gateways of the version before; this reads the
+    // integer record its next version will write once they are gone (metered-balance.fragment.lua).
+    list === undefined
+      ? meteredCreditsOf(NO_OPERATION_CREDITS, figures)
+      : meteredCreditsOf(list, figures ?? NOTHING_FROM_CREDITS),
   );
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { redisKeys } from '@ent/common/redis/keys';
-import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
+import type { SubscriberDoc } from '@ent/common/snapshots/documents';
+import { proMeteredCatalog, proSubscriber } from '../../../test-support/metered-documents.ts';
 import { decodeOutcome, meteredOperation } from '../../src/metering/metered-operations.ts';
 
 /**
@@ -10,35 +11,16 @@ import { decodeOutcome, meteredOperation } from '../../src/metering/metered-oper
  */
 const START = Date.UTC(2026, 10, 1);
 const NOW = START + 86_400_000;
-const catalog = {
-  features: { calls: 'metered' },
-  plans: {
-    pro: {
-      archived: false,
-      grants: {
-        calls: {
-          kind: 'metered',
-          limit: 10,
-          reset: 'month',
-          anchor: 'calendar',
-          soft: false,
-          rollover: null,
-        },
-      },
-    },
-  },
-} as unknown as CatalogDoc;
-const subscriber = {
-  exists: true,
-  plans: ['pro'],
-  overrides: {},
+const catalog = proMeteredCatalog({ calls: { limit: 10 } });
+const subscriber: SubscriberDoc = {
+  ...proSubscriber,
   credits: {
     calls: [
       { id: 'cr_promo', amount: 3, priority: 1, effectiveAt: START, expiresAt: null, createdAt: START },
       { id: 'cr_topup', amount: 7, priority: 10, effectiveAt: START, expiresAt: null, createdAt: START },
     ],
   },
-} as unknown as SubscriberDoc;
+};
 const keyed = meteredOperation(
   { catalog, subscriber, catalogVersion: 1, subscriberVersion: 1 },
   'ann',
