@@ -215,16 +215,13 @@ export interface MeasuredFigures extends LoadFigures {
   loadGeneratorUs?: number;
 }
 
-/** CPU seconds the whole machine has been busy so far (all cores; idle and iowait excluded). */
+/**
+ * CPU seconds the whole machine has been busy so far, all cores: user, nice, system, irq and softirq of /proc/stat's
+ * first line (idle and iowait are waiting; steal is time the hypervisor gave elsewhere, not work done here).
+ */
 function machineBusySeconds(): number {
-  const fields = readFileSync('/proc/stat', 'utf8')
-    .split('\n', 1)[0]!
-    .trim()
-    .split(/\s+/)
-    .slice(1)
-    .map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = fields as [number, ...number[]];
-  return (user + nice! + system! + irq! + softirq! + steal!) / 100;
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).map(Number);
+  return (ticks[1]! + ticks[2]! + ticks[3]! + ticks[6]! + ticks[7]!) / 100;
 }
 
 /** Drives `load` at the server `pid` and charges its CPU, and the Redis server's, to the requests it answered. */

@@ -9,7 +9,7 @@
  * used figures match the consumes answered 2xx up to those cut off in flight at the end of each round.
  * A private Redis (its CPU is charged to the targets), the worker running as deployed.
  */
-import { availableParallelism, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { redisKeys } from '@ent/common/redis/keys';
 import {
@@ -41,6 +41,7 @@ import {
   LARGE_LIMIT,
   METERED_FEATURE,
 } from '../seed.ts';
+import type { Machine } from '../results.ts';
 
 const CREDITS_PER_SUBSCRIBER = 5;
 const CREDIT_AMOUNT = 100_000_000_000; // as bench/src/seed.ts seeds them
@@ -54,8 +55,6 @@ export interface CreditsResult {
     connections: number;
     subscribers: number;
     creditsPerSubscriber: number;
-    /** The machine's cores (absent from older results). */
-    cores?: number;
   };
   loadAverage: { start: number; end: number };
   targets: TargetFigures[];
@@ -82,6 +81,8 @@ export interface CreditsResult {
     heldUsedInRedis: number;
     heldCreditsSpentInRedis: number;
   };
+  /** What writeResult adds: the machine the run was on (absent from results written before it). */
+  machine?: Machine;
 }
 
 const NONE = 'consume 1, no credits';
@@ -223,7 +224,6 @@ export async function runCredits(): Promise<CreditsResult> {
         connections,
         subscribers: shape.subscribers,
         creditsPerSubscriber: CREDITS_PER_SUBSCRIBER,
-        cores: availableParallelism(),
       },
       loadAverage: { start: startLoad, end: loadavg()[0]! },
       targets: mediansOf(targets, byRound),
@@ -257,6 +257,7 @@ const meets = (holds: boolean) => (holds ? 'met' : 'NOT met');
 
 export function renderCredits(result: CreditsResult): string {
   const { settings: s, ratios: r, exactness: e } = result;
+  const cores = result.machine?.cpus;
   const rows = result.targets.map((t, i) => {
     const persisting = result.persisting?.[i];
     const background = persisting
@@ -264,9 +265,9 @@ export function renderCredits(result: CreditsResult): string {
       : 'not measured';
     // The whole machine: what a saturated box's throughput divides, and the share of it the load generator took.
     const machine =
-      t.machineBusyUs && s.cores
+      t.machineBusyUs && cores
         ? `${us(t.machineBusyUs)} (load generator ${us(t.loadGeneratorUs ?? 0)}), ` +
-          `${Math.round(((t.machineBusyUs * t.rps) / (s.cores * 1e6)) * 100)} % busy`
+          `${Math.round(((t.machineBusyUs * t.rps) / (cores * 1e6)) * 100)} % busy`
         : 'not measured';
     return (
       `| ${t.name} | ${fmt(t.rps)} | ${t.p50.toFixed(1)} ms | ${t.p99.toFixed(1)} ms | ${us(t.serverCpuUs)} + ` +
@@ -278,7 +279,7 @@ export function renderCredits(result: CreditsResult): string {
       `subscribers each holding ${s.creditsPerSubscriber} live credits on two metered features (mixed priorities ` +
       `and expiries; one with a limit of 10^12, one with a limit of 0), a private Redis, the worker running, ` +
       `${result.date.slice(0, 10)}; load average ${result.loadAverage.start.toFixed(1)} at the start, ` +
-      `${result.loadAverage.end.toFixed(1)} at the end (2 cores):`,
+      `${result.loadAverage.end.toFixed(1)} at the end (${cores ?? 2} cores):`,
     '',
     '| target | req/s | p50 | p99 | CPU per request | worker + Postgres per request | whole machine per request | non-2xx |',
     '|---|---|---|---|---|---|---|---|',
