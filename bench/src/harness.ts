@@ -213,6 +213,12 @@ export interface MeasuredFigures extends LoadFigures {
    */
   machineBusyUs?: number;
   loadGeneratorUs?: number;
+  /**
+   * Redis's time inside each command per request (INFO commandstats, e.g. `evalsha`, `spop`, `hgetall`), whoever
+   * sent it: the gateway's scripts and the worker's drain alike. What redisCpuUs holds beyond their sum is the
+   * server's reading, parsing and writing. Absent from older results.
+   */
+  redisCommandUs?: Record<string, number>;
 }
 
 /**
@@ -232,12 +238,14 @@ export async function driveMeasured(
 ): Promise<MeasuredFigures> {
   const cpuBefore = processCpuTimes(pid);
   const redisBefore = redisCpuSeconds(redisUrl);
+  const commandsBefore = redisCommandMicros(redisUrl);
   const machineBefore = machineBusySeconds();
   const ownBefore = process.cpuUsage();
   const measured = await drive(load);
   const own = process.cpuUsage(ownBefore);
   const machineAfter = machineBusySeconds();
   const cpuAfter = processCpuTimes(pid);
+  const commandsAfter = redisCommandMicros(redisUrl);
   const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
   const serverUserUs = perRequest(cpuAfter.user - cpuBefore.user);
   const serverSystemUs = perRequest(cpuAfter.system - cpuBefore.system);
@@ -249,6 +257,11 @@ export async function driveMeasured(
     redisCpuUs: perRequest(redisCpuSeconds(redisUrl) - redisBefore),
     machineBusyUs: perRequest(machineAfter - machineBefore),
     loadGeneratorUs: perRequest((own.user + own.system) / 1e6),
+    redisCommandUs: Object.fromEntries(
+      [...commandsAfter]
+        .map(([command, micros]) => [command, perRequest((micros - (commandsBefore.get(command) ?? 0)) / 1e6)])
+        .filter(([, us]) => (us as number) > 0),
+    ),
   };
 }
 
@@ -292,6 +305,14 @@ export function redisCpuSeconds(redisUrl: string): number {
   const info = redisInfo(redisUrl, 'cpu');
   const value = (name: string) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
   return value('used_cpu_user') + value('used_cpu_sys');
+}
+
+/** µs a Redis server has spent inside each command so far (INFO commandstats' usec), by command name. */
+export function redisCommandMicros(redisUrl: string): Map<string, number> {
+  const micros = new Map<string, number>();
+  for (const [, command, usec] of redisInfo(redisUrl, 'commandstats').matchAll(/cmdstat_([^:]+):calls=\d+,usec=(\d+)/g))
+    micros.set(command!, Number(usec));
+  return micros;
 }
 
 /** Script calls (EVALSHA) a Redis server has run so far. */

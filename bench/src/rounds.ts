@@ -46,6 +46,12 @@ export function summarize(name: string, runs: TargetFigures[]): TargetFigures {
     machineBusyUs: median(runs.map((r) => r.machineBusyUs ?? 0)),
     loadGeneratorUs: median(runs.map((r) => r.loadGeneratorUs ?? 0)),
     evalsPerCall: median(runs.map((r) => r.evalsPerCall)),
+    redisCommandUs: Object.fromEntries(
+      [...new Set(runs.flatMap((r) => Object.keys(r.redisCommandUs ?? {})))].map((command) => [
+        command,
+        median(runs.map((r) => r.redisCommandUs?.[command] ?? 0)),
+      ]),
+    ),
   };
 }
 

@@ -251,6 +251,9 @@ export async function runCredits(): Promise<CreditsResult> {
   }
 }
 
+/** The commands a consume's Redis time goes to: the scripts, and what they run inside (HGETALL: the drain's hashes). */
+const REDIS_COMMANDS = ['evalsha', 'hmget', 'hset', 'hgetall', 'exists', 'sadd', 'spop'] as const;
+
 const us = (value: number) => `${value.toFixed(0)} µs`;
 const fmt = (value: number) => Math.round(value).toLocaleString('en-US');
 const meets = (holds: boolean) => (holds ? 'met' : 'NOT met');
@@ -274,6 +277,22 @@ export function renderCredits(result: CreditsResult): string {
       `${us(t.redisCpuUs)} Redis | ${background} | ${machine} | ${t.non2xx} |`
     );
   });
+  // Where Redis's time per request went, by command (absent from results written before it was measured).
+  const byCommand = result.targets.some((t) => t.redisCommandUs)
+    ? [
+        '',
+        'Redis per request by command (INFO commandstats, medians; a script\'s time includes the commands it runs, and ' +
+          'EVALSHA is both the gateway\'s gate call and the worker\'s drain):',
+        '',
+        `| target | ${REDIS_COMMANDS.map((c) => c.toUpperCase()).join(' | ')} | all Redis |`,
+        `|---|${REDIS_COMMANDS.map(() => '---|').join('')}---|`,
+        ...result.targets.map(
+          (t) =>
+            `| ${t.name} | ${REDIS_COMMANDS.map((c) => (t.redisCommandUs?.[c] ?? 0).toFixed(1)).join(' | ')} | ` +
+            `${t.redisCpuUs.toFixed(1)} |`,
+        ),
+      ]
+    : [];
   return [
     `Medians of ${s.rounds} alternating rounds of ${s.seconds} s, ${s.connections} connections, ${fmt(s.subscribers)} ` +
       `subscribers each holding ${s.creditsPerSubscriber} live credits on two metered features (mixed priorities ` +
@@ -284,6 +303,7 @@ export function renderCredits(result: CreditsResult): string {
     '| target | req/s | p50 | p99 | CPU per request | worker + Postgres per request | whole machine per request | non-2xx |',
     '|---|---|---|---|---|---|---|---|',
     ...rows,
+    ...byCommand,
     '',
     `Same-run ratios against the consume without credits (medians of per-round ratios): with five credits and the ` +
       `allowance left **${r.heldThroughput.toFixed(2)}** of its throughput at ${r.heldCpu.toFixed(2)}× its CPU per ` +
