@@ -11,6 +11,7 @@ import { renderHeadline, type HeadlineInputs } from './headline.ts';
 import { renderAging, type AgingResult } from './modes/aging.ts';
 import { renderInstructions, type InstructionsResult } from './modes/instructions.ts';
 import { renderMemory, type MemoryResult } from './modes/memory.ts';
+import { renderCreditsMemory, type CreditsMemoryResult } from './modes/memory-credits.ts';
 import { renderConsumeFloor, type ConsumeFloorResult } from './modes/consume-floor.ts';
 import { renderCredits, type CreditsResult } from './modes/credits.ts';
 import { renderMetering, type MeteringResult } from './modes/metering.ts';
@@ -64,6 +65,12 @@ function readmeSections(): [string, string | null][] {
     ['import', imported ? renderImport(imported) : 'Not measured yet: `npm run bench -- import` writes it.'],
     ['export', exported ? renderExport(exported) : 'Not measured yet: `npm run bench -- export` writes it.'],
     ['credits', credits ? renderCredits(credits) : 'Not measured yet: `npm run bench -- credits` writes it.'],
+    [
+      'memory-credits',
+      ((r) => (r ? renderCreditsMemory(r) : 'Not measured yet: `npm run bench -- memory-credits` writes it.'))(
+        readResult<CreditsMemoryResult>('memory-credits'),
+      ),
+    ],
   ];
 }
 

@@ -2,6 +2,7 @@
  * `npm run bench [-- MODE]`: one of
  *   throughput (default)  the warm metered check against a bare Fastify route, list, OFREP and the SDK
  *   memory               RSS and heap per cached subscriber at 100k and 1M subscribers
+ *   memory-credits       heap per subscriber holding credits, step by step, against what the cache bound counts
  *   pinned               the gateway on one core, load and Redis on the other; 350 features
  *   scale                three gateways: aggregate throughput, exact metering, read-your-writes under load
  *   profile              where the gateway's and the bare route's CPU goes, per request (Linux perf)
@@ -23,6 +24,7 @@
 import { cleanUpEverything, log, stopChildren } from './harness.ts';
 import { runAging, renderAging } from './modes/aging.ts';
 import { runMemory, renderMemory } from './modes/memory.ts';
+import { runCreditsMemory, renderCreditsMemory } from './modes/memory-credits.ts';
 import { runConsumeFloor, renderConsumeFloor } from './modes/consume-floor.ts';
 import { runCredits, renderCredits } from './modes/credits.ts';
 import { runMetering, renderMetering } from './modes/metering.ts';
@@ -39,6 +41,7 @@ import { writeResult } from './results.ts';
 export const modes = {
   throughput: { run: runThroughput, render: renderThroughput },
   memory: { run: runMemory, render: renderMemory },
+  'memory-credits': { run: runCreditsMemory, render: renderCreditsMemory },
   pinned: { run: runPinned, render: renderPinned },
   scale: { run: runScale, render: renderScale },
   profile: { run: runProfile, render: renderProfile },

@@ -42,7 +42,7 @@ export interface MemoryResult {
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A full collection in the gateway (bench/src/gc-on-signal.mjs), so the readings are what it really holds. */
-async function collectGarbage(pid: number): Promise<void> {
+export async function collectGarbage(pid: number): Promise<void> {
   await pause(1000);
   process.kill(pid, 'SIGUSR2');
   await pause(2000);
