@@ -55,15 +55,23 @@ export const spendingCreditsOf = (
  * A credit as an answer lists it: the contract's three fields, its own and only enumerable ones (JSON, equality and
  * copies see a plain CheckCredit), and its JSON text, written once. A consume that spends a credit changes one
  * credit's remaining, so the next answer of the same list reuses the others as they were, text included, and the one
- * that changed shares its text's ends: writing an answer's credits then costs one number, not five objects.
+ * that changed is written from the text it was made from: writing an answer's credits then costs one number, not
+ * five objects.
+ * What a credit keeps is one flat text and where its remaining lies in it: a gateway keeps a list's credits for each
+ * subscriber and credited feature it answers, so the text is made by a join (one flat string), not by `+` (a rope of
+ * its pieces, several objects each), and the id's and expiry's ends are not kept apart from it.
  */
 export class ListedCredit implements CheckCredit {
   readonly credit_id: string;
   readonly remaining: number;
   readonly expires_at: string | null;
-  /** `{"credit_id":…,"remaining":` and `,"expires_at":…}`, the same whatever the remaining. */
-  #ends: readonly [string, string] | undefined;
+  /** `{"credit_id":…,"remaining":<remaining>,"expires_at":…}`, once written. */
   #text: string | undefined;
+  /** Where the remaining figure starts and ends in #text (or, before it is written, in #from). */
+  #remainingAt = 0;
+  #remainingEnd = 0;
+  /** The text of the credit this one was made from with another remaining (withRemaining), until #text is written. */
+  #from: string | undefined;
   /** The kept list that ends with this credit (ListedCredit.keepListText), and its text once written. */
   #endsList: readonly CheckCredit[] | undefined;
   #endsListText: string | undefined;
@@ -77,19 +85,32 @@ export class ListedCredit implements CheckCredit {
   /** The same credit with another remaining. */
   withRemaining(remaining: number): ListedCredit {
     const credit = new ListedCredit(this.credit_id, remaining, this.expires_at);
-    credit.#ends = this.#ends;
+    const from = this.#text ?? this.#from;
+    if (from !== undefined) {
+      credit.#from = from;
+      credit.#remainingAt = this.#remainingAt;
+      credit.#remainingEnd = this.#remainingEnd;
+    }
     return credit;
   }
 
   /** What `JSON.stringify` writes for this credit (its fields in the schema's order; remaining is finite). */
   jsonText(): string {
-    if (this.#text === undefined) {
-      this.#ends ??= [
-        `{"credit_id":${JSON.stringify(this.credit_id)},"remaining":`,
-        `,"expires_at":${this.expires_at === null ? 'null' : JSON.stringify(this.expires_at)}}`,
-      ];
-      this.#text = `${this.#ends[0]}${this.remaining}${this.#ends[1]}`;
+    if (this.#text !== undefined) return this.#text;
+    const remaining = String(this.remaining);
+    let head: string;
+    let tail: string;
+    if (this.#from !== undefined) {
+      head = this.#from.slice(0, this.#remainingAt);
+      tail = this.#from.slice(this.#remainingEnd);
+      this.#from = undefined;
+    } else {
+      head = `{"credit_id":${JSON.stringify(this.credit_id)},"remaining":`;
+      tail = `,"expires_at":${this.expires_at === null ? 'null' : JSON.stringify(this.expires_at)}}`;
     }
+    this.#remainingAt = head.length;
+    this.#remainingEnd = head.length + remaining.length;
+    this.#text = [head, remaining, tail].join('');
     return this.#text;
   }
 

@@ -6,7 +6,13 @@ import { balanceTtlMs, type MeteredPeriod } from '@ent/common/metering/metered-p
 import { operationTermsOf } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
-import { creditsSpec, CreditSpecs, NO_OPERATION_CREDITS, type OperationCredit } from './operation-credits.ts';
+import {
+  creditsSpec,
+  CreditSpecs,
+  NO_OPERATION_CREDITS,
+  renderingTermsWith,
+  type OperationCredit,
+} from './operation-credits.ts';
 
 /**
  * One metered operation as the Lua scripts take it (metered-balance.fragment.lua): the balance it acts on, and the
@@ -555,7 +561,7 @@ export function meteredOperation(
     fingerprint: keyed ? meteredFingerprint(kind, subscriberId, feature, amount) : '',
     // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,
     // their JSON built once per live set.
-    terms: !keyed ? '' : credits.listJson === '' ? encoded : `${encoded.slice(0, -1)},${credits.listJson}]`,
+    terms: keyed ? renderingTermsWith(encoded, credits.list) : '',
     credits: credits.spec,
     creditList: credits.list,
   };

@@ -19,13 +19,33 @@ export type OperationCredit = SpendingCredit;
 
 export const NO_OPERATION_CREDITS: readonly OperationCredit[] = Object.freeze([]);
 
-/** The script's spec, the answer's list and that list as JSON (for the rendering terms). */
+/** The script's spec and the answer's list. */
 export interface OperationCredits {
   spec: string;
   list: readonly OperationCredit[];
-  listJson: string;
 }
-const NONE: OperationCredits = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS, listJson: '' });
+const NONE: OperationCredits = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS });
+
+/**
+ * Each list's JSON, written when a keyed operation first needs it: only an idempotency key's record keeps the
+ * rendering terms, and a gateway keeps a list per subscriber and credited feature it answers (its text, kept with
+ * every list, was a tenth of what a subscriber holding credits cost the gateway's heap).
+ */
+const listJsons = new WeakMap<readonly OperationCredit[], string>();
+
+/**
+ * The rendering terms a keyed operation's record keeps: `encoded` (operationTermsOf's JSON array), and with credits a
+ * sixth element listing them, so a replay lists the credits of its time.
+ */
+export function renderingTermsWith(encoded: string, list: readonly OperationCredit[]): string {
+  if (list.length === 0) return encoded;
+  let json = listJsons.get(list);
+  if (json === undefined) {
+    json = JSON.stringify(list);
+    listJsons.set(list, json);
+  }
+  return `${encoded.slice(0, -1)},${json}]`;
+}
 
 /**
  * What an operation's credits were last built as, per subscriber document and feature: the same until the period
@@ -146,7 +166,6 @@ export function creditsSpec(
   byFeature.set(feature, {
     spec: built.spec,
     list: built.list,
-    listJson: built.listJson,
     catalog: docs.catalog,
     organizationId,
     subscriberId,
@@ -188,7 +207,7 @@ function buildCreditsSpec(
     lines.push(
       ...rolloverLines(docs, feature, terms, period, rolloverCreditId(subscriberId, feature, period.startMs)),
     );
-  return { spec: lines.join('\n'), list, listJson: list.length === 0 ? '' : JSON.stringify(list) };
+  return { spec: lines.join('\n'), list };
 }
 
 /**

@@ -29,6 +29,23 @@ const kept = new WeakMap<SubscriberDoc, Map<string, Kept>>();
 const holds = (period: MeteredPeriod, nowMs: number) =>
   period.startMs <= nowMs && (period.endMs === null || nowMs < period.endMs);
 
+/** Distinct texts kept at once by sharedText; a full set starts over (the texts in use come back). */
+const SHARED_TEXTS_MAX = 10_000;
+const sharedTexts = new Map<string, string>();
+
+/**
+ * One string for each text many subscribers' terms spell alike (a member tail, the rendering terms): kept per
+ * subscriber document and feature, each its own copy cost a gateway about 150 bytes per pair (`npm run bench --
+ * memory-credits`), and a tail made with `+` is a rope of its pieces.
+ */
+function sharedText(text: string): string {
+  const known = sharedTexts.get(text);
+  if (known !== undefined) return known;
+  if (sharedTexts.size >= SHARED_TEXTS_MAX) sharedTexts.clear();
+  sharedTexts.set(text, text);
+  return text;
+}
+
 function resolve(catalog: CatalogDoc, subscriber: SubscriberDoc, feature: string, nowMs: number): Kept {
   const terms = meteredTermsOf(catalog, subscriber, feature, nowMs);
   const period = periodOf(terms, nowMs);
@@ -36,8 +53,10 @@ function resolve(catalog: CatalogDoc, subscriber: SubscriberDoc, feature: string
     catalog,
     terms,
     period,
-    memberTail: `|${feature}|${period.startMs}`,
-    encoded: JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]),
+    memberTail: sharedText(['|', feature, '|', period.startMs].join('')),
+    encoded: sharedText(
+      JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]),
+    ),
   };
 }
 

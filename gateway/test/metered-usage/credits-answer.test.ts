@@ -96,6 +96,24 @@ describe("an answer's credits as JSON (ListedCredit.listJsonText)", () => {
     );
   });
 
+  it('writes a credit made with another remaining from its original, written or not, as JSON.stringify does', () => {
+    const original = new ListedCredit('cr_"é"', 7, '2026-03-10T03:00:00.000Z');
+    const unwritten = original.withRemaining(123_456_789_012);
+    expect(original.jsonText()).toBe(JSON.stringify(original));
+    const fromWritten = original.withRemaining(3);
+    const fromUnwritten = unwritten.withRemaining(45);
+    const chain = fromWritten.withRemaining(2_000).withRemaining(1);
+    for (const credit of [
+      unwritten,
+      fromWritten,
+      fromUnwritten,
+      chain,
+      new ListedCredit('cr_x', 9, null).withRemaining(10),
+    ])
+      expect(credit.jsonText()).toBe(JSON.stringify(credit));
+    expect(unwritten.jsonText()).toBe(JSON.stringify(unwritten)); // written once, the same text again
+  });
+
   it('writes a plain credit as JSON.stringify does', () => {
     const credits = [{ credit_id: 'cr_"q"', remaining: 2, expires_at: null }];
     expect(ListedCredit.listJsonText(credits)).toBe(JSON.stringify(credits));

@@ -20,7 +20,7 @@ import {
   meteredFingerprint,
   type MeteredOperation,
 } from '../../metering/metered-operations.ts';
-import { creditsSpec } from '../../metering/operation-credits.ts';
+import { creditsSpec, renderingTermsWith } from '../../metering/operation-credits.ts';
 import { meteredResultIn } from '@ent/common/resolve/resolve';
 import { operationTermsOf, type OperationTerms } from '../../metering/operation-terms.ts';
 
@@ -153,9 +153,8 @@ function eventOperation(
     // Only a key's record compares it (metered-balance.fragment.lua): not built for the events without one.
     fingerprint:
       idempotencyKey === '' ? '' : meteredFingerprint(kind, event.subscriber_id, event.feature, amount),
-    // With credits, the terms a key's record keeps list them (as metered-operations.ts's encodedTerms does).
-    terms:
-      credits.listJson === '' ? resolved.encoded : `${resolved.encoded.slice(0, -1)},${credits.listJson}]`,
+    // With credits, the terms a key's record keeps list them (as a consume's do).
+    terms: renderingTermsWith(resolved.encoded, credits.list),
     source: terms.source,
     period,
     credits: credits.spec,

@@ -229,6 +229,7 @@ export class SubscriberEntry {
     if (this.subscriber !== this.planSet.doc && this.subscriber !== MISSING_SUBSCRIBER) {
       total += DOCUMENT_BYTES + this.subscriber.plans.length * 48;
       total += Object.keys(this.subscriber.overrides).length * OVERRIDE_BYTES;
+      total += creditBytes(this.subscriber);
     }
     return total;
   }
@@ -276,3 +277,24 @@ const hasOverrides = (doc: SubscriberDoc): boolean => {
 const ENTRY_BYTES = 304;
 const DOCUMENT_BYTES = 120;
 const OVERRIDE_BYTES = 260;
+
+/**
+ * Heap bytes of a subscriber's credits (issue 35), measured with `npm run bench -- memory-credits`: each credit in the
+ * document (its object, id and boxed figures), and per credited feature what the metered answers build from them and
+ * keep with the document (gateway/src/metering: the operation's terms and credit spec, the credits in spending order,
+ * the last answer's listed credits and their texts), counted as the document is cached, before the first consume, so
+ * that the bound holds however the subscriber is used. Not counted here: the balances' last figures
+ * (metered-balances.ts), bounded by their own count.
+ */
+const CREDIT_DOC_BYTES = 200;
+const CREDITED_FEATURE_BYTES = 1000;
+const ANSWERED_CREDIT_BYTES = 400;
+
+function creditBytes(doc: SubscriberDoc): number {
+  let total = 0;
+  for (const feature in doc.credits) {
+    const count = doc.credits[feature]!.length;
+    if (count > 0) total += CREDITED_FEATURE_BYTES + count * (CREDIT_DOC_BYTES + ANSWERED_CREDIT_BYTES);
+  }
+  return total;
+}
