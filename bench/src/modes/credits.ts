@@ -278,7 +278,7 @@ export function renderCredits(result: CreditsResult): string {
     );
   });
   // Where Redis's time per request went, by command (absent from results written before it was measured).
-  const byCommand = result.targets.some((t) => t.redisCommandUs)
+  const byCommand = result.targets.some((t) => Object.keys(t.redisCommandUs ?? {}).length > 0)
     ? [
         '',
         'Redis per request by command (INFO commandstats, medians; a script\'s time includes the commands it runs, and ' +

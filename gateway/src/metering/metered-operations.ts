@@ -223,8 +223,9 @@ export function usageApplyArguments(
     )
       set = last.set;
     else {
-      // The tail names the feature and period start; the terms are '' without an idempotency key, so the limit, soft
-      // and period end are named apart (with credits and a key, the terms list them: a set of their own).
+      // The tail names the feature and period start, and the limit, soft and period end are named apart: without an
+      // idempotency key an event's terms are its plain rendering terms (with credits and a key they list them: a set
+      // of their own).
       const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.limit}|${op.soft}|${op.periodEndMs}|${op.terms}`;
       set = termSets.get(key);
       if (set === undefined) {

@@ -27,24 +27,14 @@ export interface OperationCredits {
 const NONE: OperationCredits = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS });
 
 /**
- * Each list's JSON, written when a keyed operation first needs it: only an idempotency key's record keeps the
- * rendering terms, and a gateway keeps a list per subscriber and credited feature it answers (its text, kept with
- * every list, was a tenth of what a subscriber holding credits cost the gateway's heap).
- */
-const listJsons = new WeakMap<readonly OperationCredit[], string>();
-
-/**
  * The rendering terms a keyed operation's record keeps: `encoded` (operationTermsOf's JSON array), and with credits a
- * sixth element listing them, so a replay lists the credits of its time.
+ * sixth element listing them, so a replay lists the credits of its time. Written per keyed operation, not kept with
+ * the list: a gateway keeps a list per subscriber and credited feature it answers, and the list's JSON, once kept
+ * with every list, was a tenth of what a subscriber holding credits cost its heap (the record it goes into is a Redis
+ * write anyway).
  */
 export function renderingTermsWith(encoded: string, list: readonly OperationCredit[]): string {
-  if (list.length === 0) return encoded;
-  let json = listJsons.get(list);
-  if (json === undefined) {
-    json = JSON.stringify(list);
-    listJsons.set(list, json);
-  }
-  return `${encoded.slice(0, -1)},${json}]`;
+  return list.length === 0 ? encoded : `${encoded.slice(0, -1)},${JSON.stringify(list)}]`;
 }
 
 /**

@@ -36,7 +36,8 @@ const sharedTexts = new Map<string, string>();
 /**
  * One string for each text many subscribers' terms spell alike (a member tail, the rendering terms): kept per
  * subscriber document and feature, each its own copy cost a gateway about 150 bytes per pair (`npm run bench --
- * memory-credits`), and a tail made with `+` is a rope of its pieces.
+ * memory-credits`). Periods anchored on each subscription's start share little (their tails differ): the map then
+ * starts over every 10,000 texts, at most that many strings held beside the cache's bound.
  */
 function sharedText(text: string): string {
   const known = sharedTexts.get(text);
@@ -46,17 +47,24 @@ function sharedText(text: string): string {
   return text;
 }
 
-function resolve(catalog: CatalogDoc, subscriber: SubscriberDoc, feature: string, nowMs: number): Kept {
+/** `kept`: the terms are kept per document (their texts then shared); else made for one request. */
+function resolve(
+  catalog: CatalogDoc,
+  subscriber: SubscriberDoc,
+  feature: string,
+  nowMs: number,
+  kept: boolean,
+): Kept {
   const terms = meteredTermsOf(catalog, subscriber, feature, nowMs);
   const period = periodOf(terms, nowMs);
+  const memberTail = `|${feature}|${period.startMs}`;
+  const encoded = JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]);
   return {
     catalog,
     terms,
     period,
-    memberTail: sharedText(['|', feature, '|', period.startMs].join('')),
-    encoded: sharedText(
-      JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]),
-    ),
+    memberTail: kept ? sharedText(memberTail) : memberTail,
+    encoded: kept ? sharedText(encoded) : encoded,
   };
 }
 
@@ -71,11 +79,11 @@ export function operationTermsOf(
   feature: string,
   nowMs: number,
 ): OperationTerms {
-  if (subscriber.overrides[feature] !== undefined) return resolve(catalog, subscriber, feature, nowMs);
+  if (subscriber.overrides[feature] !== undefined) return resolve(catalog, subscriber, feature, nowMs, false);
   let byFeature = kept.get(subscriber);
   const known = byFeature?.get(feature);
   if (known !== undefined && known.catalog === catalog && holds(known.period, nowMs)) return known;
-  const made = resolve(catalog, subscriber, feature, nowMs);
+  const made = resolve(catalog, subscriber, feature, nowMs, true);
   if (byFeature === undefined) kept.set(subscriber, (byFeature = new Map()));
   byFeature.set(feature, made);
   return made;

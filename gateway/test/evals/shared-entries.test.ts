@@ -179,6 +179,37 @@ describe('shared subscriber entries', () => {
     expect(holding(10, ['api-calls']) - five).toBeGreaterThan(0);
   });
 
+  it('counts the rollover credit a rolling-over grant lists, before the worker has stored it', () => {
+    const catalogEntry = new CatalogEntry(
+      1,
+      proMeteredCatalog({ 'api-calls': { limit: 100, rollover: 50 }, exports: { limit: 5 } }),
+    );
+    const subscribedAt = { pro: NOW - 86_400_000 * 40 };
+    const bytes = (doc: SubscriberDoc) => SubscriberEntry.of(catalogEntry, 1, doc, NOW, null).bytes(30);
+    const rollingOver = bytes({ ...proSubscriber, subscribedAt });
+    const stored = {
+      id: 'cr_ro_1',
+      amount: 20,
+      priority: 10,
+      effectiveAt: NOW - 1000,
+      expiresAt: NOW + 1000,
+      createdAt: NOW - 1000,
+    };
+    const withStored = bytes({ ...proSubscriber, subscribedAt, credits: { 'api-calls': [stored] } });
+    const noRollover = SubscriberEntry.of(
+      new CatalogEntry(1, proMeteredCatalog({ 'api-calls': { limit: 100 }, exports: { limit: 5 } })),
+      1,
+      { ...proSubscriber, subscribedAt },
+      NOW,
+      null,
+    ).bytes(30);
+    // The placeholder costs what a stored credit's answers cost; once stored, it is counted as a credit (its document
+    // too), not twice.
+    expect(rollingOver - noRollover).toBeGreaterThanOrEqual(1000);
+    expect(withStored - rollingOver).toBeGreaterThan(0);
+    expect(withStored - rollingOver).toBeLessThan(rollingOver - noRollover);
+  });
+
   it('serialize to what the response schemas of the routes and the OpenAPI document say', () => {
     fc.assert(
       fc.property(worldArb, ({ catalog, subscribers }) => {

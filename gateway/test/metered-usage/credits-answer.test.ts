@@ -112,6 +112,13 @@ describe("an answer's credits as JSON (ListedCredit.listJsonText)", () => {
     ])
       expect(credit.jsonText()).toBe(JSON.stringify(credit));
     expect(unwritten.jsonText()).toBe(JSON.stringify(unwritten)); // written once, the same text again
+    // Each step written before the next, the figure growing and shrinking: the tail's place moves with it.
+    let step = new ListedCredit('cr_\u{1F600}_"x"', 7, null);
+    for (const remaining of [123_456, 5, 98_765_432_109, 0, 42]) {
+      expect(step.jsonText()).toBe(JSON.stringify(step));
+      step = step.withRemaining(remaining);
+    }
+    expect(step.jsonText()).toBe(JSON.stringify(step));
   });
 
   it('writes a plain credit as JSON.stringify does', () => {

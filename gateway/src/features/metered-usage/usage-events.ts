@@ -153,8 +153,9 @@ function eventOperation(
     // Only a key's record compares it (metered-balance.fragment.lua): not built for the events without one.
     fingerprint:
       idempotencyKey === '' ? '' : meteredFingerprint(kind, event.subscriber_id, event.feature, amount),
-    // With credits, the terms a key's record keeps list them (as a consume's do).
-    terms: renderingTermsWith(resolved.encoded, credits.list),
+    // With credits, the terms a key's record keeps list them (as a consume's do). Without a key nothing reads them:
+    // the events of one feature's period then share one term set in the call, whoever's credits they meet.
+    terms: idempotencyKey === '' ? resolved.encoded : renderingTermsWith(resolved.encoded, credits.list),
     source: terms.source,
     period,
     credits: credits.spec,

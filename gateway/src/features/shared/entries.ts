@@ -45,6 +45,8 @@ export class CatalogEntry {
    * the subscription covered): their subscribers keep their own document (its subscription starts).
    */
   readonly anchoringPlans: ReadonlySet<string>;
+  /** Per plan, its metered features that roll over: their answers list the period's rollover credit (creditBytes). */
+  readonly rolloverFeatures: ReadonlyMap<string, readonly string[]>;
 
   constructor(
     readonly version: number,
@@ -55,13 +57,17 @@ export class CatalogEntry {
       .filter((key) => doc.features[key] === 'metered')
       .sort();
     const anchoring = new Set<string>();
+    const rolling = new Map<string, string[]>();
     for (const [planId, plan] of Object.entries(doc.plans)) {
-      for (const grant of Object.values(plan.grants)) {
+      for (const [feature, grant] of Object.entries(plan.grants)) {
         if (grant.kind === 'metered' && (grant.anchor === 'subscription' || grant.rollover))
           anchoring.add(planId);
+        if (grant.kind === 'metered' && grant.rollover)
+          rolling.set(planId, [...(rolling.get(planId) ?? []), feature]);
       }
     }
     this.anchoringPlans = anchoring;
+    this.rolloverFeatures = rolling;
   }
 
   /** Estimated bytes held by this catalog version and its shared plan sets. */
@@ -229,7 +235,7 @@ export class SubscriberEntry {
     if (this.subscriber !== this.planSet.doc && this.subscriber !== MISSING_SUBSCRIBER) {
       total += DOCUMENT_BYTES + this.subscriber.plans.length * 48;
       total += Object.keys(this.subscriber.overrides).length * OVERRIDE_BYTES;
-      total += creditBytes(this.subscriber);
+      total += creditBytes(this.subscriber, this.catalog);
     }
     return total;
   }
@@ -290,11 +296,22 @@ const CREDIT_DOC_BYTES = 200;
 const CREDITED_FEATURE_BYTES = 1000;
 const ANSWERED_CREDIT_BYTES = 400;
 
-function creditBytes(doc: SubscriberDoc): number {
+function creditBytes(doc: SubscriberDoc, catalog: CatalogEntry): number {
   let total = 0;
   for (const feature in doc.credits) {
     const count = doc.credits[feature]!.length;
     if (count > 0) total += CREDITED_FEATURE_BYTES + count * (CREDIT_DOC_BYTES + ANSWERED_CREDIT_BYTES);
+  }
+  if (catalog.rolloverFeatures.size === 0) return total;
+  // A feature that rolls over lists the period's rollover credit, stored or not yet (its placeholder): answered as a
+  // credited feature even when the document holds no credit of it.
+  let counted: Set<string> | undefined;
+  for (const plan of doc.plans) {
+    for (const feature of catalog.rolloverFeatures.get(plan) ?? []) {
+      if ((doc.credits?.[feature]?.length ?? 0) > 0 || counted?.has(feature)) continue;
+      (counted ??= new Set()).add(feature);
+      total += CREDITED_FEATURE_BYTES + ANSWERED_CREDIT_BYTES;
+    }
   }
   return total;
 }
