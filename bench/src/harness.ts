@@ -308,7 +308,7 @@ export function redisCpuSeconds(redisUrl: string): number {
 }
 
 /** µs a Redis server has spent inside each command so far (INFO commandstats' usec), by command name. */
-export function redisCommandMicros(redisUrl: string): Map<string, number> {
+function redisCommandMicros(redisUrl: string): Map<string, number> {
   const micros = new Map<string, number>();
   for (const [, command, usec] of redisInfo(redisUrl, 'commandstats').matchAll(/cmdstat_([^:]+):calls=\d+,usec=(\d+)/g))
     micros.set(command!, Number(usec));
