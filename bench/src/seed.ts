@@ -29,6 +29,19 @@ export const LARGE_LIMIT = 1_000_000_000_000;
 
 export const DEFAULT_SHAPE: SeedShape = { features: 20, plans: 5, subscribers: 100_000 };
 
+/** Credits every subscriber holds on each credited feature of CREDITED_METERED. */
+export const CREDITS_PER_SUBSCRIBER = 5;
+/**
+ * The metered features of the credits modes (issue 35): the consume's feature without credits, and five live credits
+ * per subscriber on a feature whose allowance is left (the credits are read, none spent) and one with an allowance of
+ * 0 (each consume spends one).
+ */
+export const CREDITED_METERED: MeteredSeed[] = [
+  { key: METERED_FEATURE, limits: [LARGE_LIMIT] },
+  { key: CREDITS_HELD_FEATURE, limits: [LARGE_LIMIT], credits: CREDITS_PER_SUBSCRIBER },
+  { key: CREDITS_SPENT_FEATURE, limits: [0], credits: CREDITS_PER_SUBSCRIBER },
+];
+
 /** Zero-padded to the catalog's widest index (at least two digits), so keys sort like their numbers. */
 const keyWidth = (features: number) => Math.max(2, String(features - 1).length);
 export const featureKey = (i: number, features: number) =>

@@ -35,15 +35,15 @@ import {
   type TargetFigures,
 } from '../rounds.ts';
 import {
+  CREDITED_METERED,
   CREDITS_HELD_FEATURE,
+  CREDITS_PER_SUBSCRIBER,
   CREDITS_SPENT_FEATURE,
   DEFAULT_SHAPE,
   LARGE_LIMIT,
-  METERED_FEATURE,
 } from '../seed.ts';
 import type { Machine } from '../results.ts';
 
-const CREDITS_PER_SUBSCRIBER = 5;
 const CREDIT_AMOUNT = 100_000_000_000; // as bench/src/seed.ts seeds them
 
 export interface CreditsResult {
@@ -155,11 +155,7 @@ export async function runCredits(): Promise<CreditsResult> {
   const shape = {
     ...DEFAULT_SHAPE,
     subscribers: envNumber('BENCH_SUBSCRIBERS', 20_000),
-    metered: [
-      { key: METERED_FEATURE, limits: [LARGE_LIMIT] },
-      { key: CREDITS_HELD_FEATURE, limits: [LARGE_LIMIT], credits: CREDITS_PER_SUBSCRIBER },
-      { key: CREDITS_SPENT_FEATURE, limits: [0], credits: CREDITS_PER_SUBSCRIBER },
-    ],
+    metered: CREDITED_METERED,
   };
   const world = await createWorld(shape, { redisUrl: await startPrivateRedis() });
   try {

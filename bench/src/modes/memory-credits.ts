@@ -7,20 +7,11 @@
  * a consume that spends a credit. Per step: the V8 heap used and the cache's estimate, per subscriber above the step
  * before.
  */
-import {
-  createWorld,
-  envNumber,
-  freePort,
-  healthy,
-  log,
-  metric,
-  startNode,
-} from '../harness.ts';
+import { createWorld, envNumber, log, metric } from '../harness.ts';
 import { drive, type RouteKind } from '../load.ts';
-import { CREDITS_HELD_FEATURE, CREDITS_SPENT_FEATURE, DEFAULT_SHAPE, LARGE_LIMIT, METERED_FEATURE } from '../seed.ts';
-import { collectGarbage } from './memory.ts';
+import { CREDITED_METERED, CREDITS_PER_SUBSCRIBER, DEFAULT_SHAPE } from '../seed.ts';
+import { collectGarbage, startMeasuredGateway } from './memory.ts';
 
-const CREDITS_PER_SUBSCRIBER = 5;
 
 export interface CreditsMemoryStep {
   name: string;
@@ -54,29 +45,12 @@ export async function runCreditsMemory(): Promise<CreditsMemoryResult> {
   const shape = {
     ...DEFAULT_SHAPE,
     subscribers,
-    metered: [
-      { key: METERED_FEATURE, limits: [LARGE_LIMIT] },
-      { key: CREDITS_HELD_FEATURE, limits: [LARGE_LIMIT], credits: CREDITS_PER_SUBSCRIBER },
-      { key: CREDITS_SPENT_FEATURE, limits: [0], credits: CREDITS_PER_SUBSCRIBER },
-    ],
+    metered: CREDITED_METERED,
   };
   const world = await createWorld(shape);
   try {
-    const [gatewayPort, metricsPort] = [await freePort(), await freePort()];
-    startNode('admin/src/server.ts', world.env);
-    const gateway = startNode(
-      'gateway/src/server.ts',
-      {
-        ...world.env,
-        GATEWAY_PORT: String(gatewayPort),
-        GATEWAY_METRICS_PORT: String(metricsPort),
-        GATEWAY_CACHE_MB: String(cacheMb),
-      },
-      { nodeArgs: ['--expose-gc', '--import', './bench/src/gc-on-signal.mjs'] },
-    );
-    const url = `http://127.0.0.1:${gatewayPort}`;
-    const metricsUrl = `http://127.0.0.1:${metricsPort}`;
-    await Promise.all([healthy(`${world.adminUrl}/healthz`), healthy(`${url}/healthz`)]);
+    const gateway = await startMeasuredGateway(world, cacheMb);
+    const { url, metricsUrl } = gateway;
     const load = { url, apiKey: world.apiKey, features: shape.features, connections: 64 };
     const reading = async () => {
       await collectGarbage(gateway.pid);

@@ -7,6 +7,7 @@
  */
 import {
   createWorld,
+  type BenchWorld,
   envNumber,
   freePort,
   healthy,
@@ -48,27 +49,39 @@ export async function collectGarbage(pid: number): Promise<void> {
   await pause(2000);
 }
 
+/**
+ * Admin and one gateway for `world`, the gateway able to collect its garbage on a signal (collectGarbage) and its
+ * cache bounded by `cacheMb`: what the memory modes read, with the gateway's URL and its metrics' URL.
+ */
+export async function startMeasuredGateway(
+  world: BenchWorld,
+  cacheMb: number,
+): Promise<{ pid: number; url: string; metricsUrl: string }> {
+  const [gatewayPort, metricsPort] = [await freePort(), await freePort()];
+  startNode('admin/src/server.ts', world.env);
+  const gateway = startNode(
+    'gateway/src/server.ts',
+    {
+      ...world.env,
+      GATEWAY_PORT: String(gatewayPort),
+      GATEWAY_METRICS_PORT: String(metricsPort),
+      GATEWAY_CACHE_MB: String(cacheMb),
+    },
+    { nodeArgs: ['--expose-gc', '--import', './bench/src/gc-on-signal.mjs'] },
+  );
+  const url = `http://127.0.0.1:${gatewayPort}`;
+  await Promise.all([healthy(`${world.adminUrl}/healthz`), healthy(`${url}/healthz`)]);
+  return { pid: gateway.pid, url, metricsUrl: `http://127.0.0.1:${metricsPort}` };
+}
+
 export async function runMemory(): Promise<MemoryResult> {
   const largest = envNumber('BENCH_MEMORY_SUBSCRIBERS', 1_000_000);
   const shape = { ...DEFAULT_SHAPE, subscribers: largest };
   const cacheMb = 1024;
   const world = await createWorld(shape);
   try {
-    const [gatewayPort, metricsPort] = [await freePort(), await freePort()];
-    startNode('admin/src/server.ts', world.env);
-    const gateway = startNode(
-      'gateway/src/server.ts',
-      {
-        ...world.env,
-        GATEWAY_PORT: String(gatewayPort),
-        GATEWAY_METRICS_PORT: String(metricsPort),
-        GATEWAY_CACHE_MB: String(cacheMb),
-      },
-      { nodeArgs: ['--expose-gc', '--import', './bench/src/gc-on-signal.mjs'] },
-    );
-    const url = `http://127.0.0.1:${gatewayPort}`;
-    const metricsUrl = `http://127.0.0.1:${metricsPort}`;
-    await Promise.all([healthy(`${world.adminUrl}/healthz`), healthy(`${url}/healthz`)]);
+    const gateway = await startMeasuredGateway(world, cacheMb);
+    const { url, metricsUrl } = gateway;
     const load = {
       url,
       apiKey: world.apiKey,

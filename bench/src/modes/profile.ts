@@ -20,8 +20,7 @@ import {
 } from '../harness.ts';
 import { drive, type RouteKind } from '../load.ts';
 import {
-  CREDITS_HELD_FEATURE,
-  CREDITS_SPENT_FEATURE,
+  CREDITED_METERED,
   DEFAULT_SHAPE,
   LARGE_LIMIT,
   METERED_FEATURE,
@@ -178,11 +177,7 @@ export const runCreditsProfile = () =>
     CREDITS_AGAINST_CONSUME(
       process.env.BENCH_PROFILE_CREDITS === 'spent' ? 'consume-credits-spent' : 'consume-credits-held',
     ),
-    [
-      ...METERED_ONLY,
-      { key: CREDITS_HELD_FEATURE, limits: [LARGE_LIMIT], credits: 5 },
-      { key: CREDITS_SPENT_FEATURE, limits: [0], credits: 5 },
-    ],
+    CREDITED_METERED,
   );
 
 async function profile(
