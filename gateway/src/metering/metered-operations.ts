@@ -3,7 +3,7 @@ import { checkCreditsOf, ListedCredit, type CreditFigures } from '@ent/common/me
 import type { CheckCredit } from '@ent/contract/credits';
 import type { RedisKeys } from '@ent/common/redis/keys';
 import { balanceTtlMs, type MeteredPeriod } from '@ent/common/metering/metered-period';
-import { operationTermsOf } from './operation-terms.ts';
+import { operationTermsOf, type OperationTerms } from './operation-terms.ts';
 import type { CatalogDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 import type { MeteredCheckResult } from '@ent/contract/evals';
 import {
@@ -223,9 +223,8 @@ export function usageApplyArguments(
     )
       set = last.set;
     else {
-      // The tail names the feature and period start, and the limit, soft and period end are named apart: without an
-      // idempotency key an event's terms are its plain rendering terms (with credits and a key they list them: a set
-      // of their own).
+      // The tail names the feature and period start; the terms are '' without an idempotency key, so the limit, soft
+      // and period end are named apart (with credits and a key, the terms list them: a set of their own).
       const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.limit}|${op.soft}|${op.periodEndMs}|${op.terms}`;
       set = termSets.get(key);
       if (set === undefined) {
@@ -533,13 +532,10 @@ export function meteredOperation(
   idempotencyKey: string,
   keys: RedisKeys,
   organizationId: string,
+  /** The feature's terms at `nowMs` when the caller has resolved them already (a usage batch, for its answers). */
+  resolved: OperationTerms = operationTermsOf(snapshot.catalog, snapshot.subscriber, feature, nowMs),
 ): MeteredOperation {
-  const { terms, period, memberTail, encoded } = operationTermsOf(
-    snapshot.catalog,
-    snapshot.subscriber,
-    feature,
-    nowMs,
-  );
+  const { terms, period, memberTail, encoded } = resolved;
   const keyed = idempotencyKey !== '';
   const credits = creditsSpec(snapshot, subscriberId, feature, terms, period, nowMs, keys, organizationId);
   return {

@@ -10,17 +10,12 @@ import {
   answerOfOutcome,
   applyMetered,
   notMetered,
+  operationOf,
   unknownSubscriber,
   type MeteredAnswer,
   type MeteredItem,
 } from '../shared/metered-answers.ts';
-import { balanceTtlMs } from '@ent/common/metering/metered-period';
-import {
-  meteredCreditsOf,
-  meteredFingerprint,
-  type MeteredOperation,
-} from '../../metering/metered-operations.ts';
-import { creditsSpec, renderingTermsWith } from '../../metering/operation-credits.ts';
+import { meteredCreditsOf, type MeteredOperation } from '../../metering/metered-operations.ts';
 import { meteredResultIn } from '@ent/common/resolve/resolve';
 import { operationTermsOf, type OperationTerms } from '../../metering/operation-terms.ts';
 
@@ -28,12 +23,6 @@ type Gateway = Pick<
   FastifyInstance,
   'snapshotCache' | 'meteredBalances' | 'redis' | 'redisKeys' | 'evaluator'
 >;
-
-/** Where an event's credits are kept in Redis: its organization's keys. */
-interface CreditPlace {
-  keys: FastifyInstance['redisKeys'];
-  organizationId: string;
-}
 
 /**
  * The subscribers' entries at the organization's current versions, after the key is confirmed at them. A held entry
@@ -113,56 +102,6 @@ function operationOfEvent(
   return { kind: 'd', amount: event.delta };
 }
 
-/** The operation of one event on its subscriber's balance, from terms resolved once per documents and period. */
-function eventOperation(
-  event: UsageEvent,
-  entry: SubscriberEntry,
-  kind: 'd' | 's',
-  amount: number,
-  resolved: OperationTerms,
-  nowMs: number,
-  place: CreditPlace,
-): MeteredOperation {
-  const { terms, period } = resolved;
-  const idempotencyKey = event.idempotency_key ?? '';
-  const credits = creditsSpec(
-    { catalog: entry.catalog.doc, subscriber: entry.subscriber },
-    event.subscriber_id,
-    event.feature,
-    terms,
-    period,
-    nowMs,
-    place.keys,
-    place.organizationId,
-  );
-  return {
-    kind,
-    subscriberId: event.subscriber_id,
-    feature: event.feature,
-    member: event.subscriber_id + resolved.memberTail,
-    memberTail: resolved.memberTail,
-    amount,
-    limit: terms.limit,
-    soft: terms.soft,
-    periodEndMs: period.endMs,
-    ttlMs: balanceTtlMs(period.endMs, nowMs),
-    catalogVersion: entry.catalogVersion,
-    subscriberVersion: entry.subscriberVersion,
-    subscriberStamp: entry.verifiedStamp,
-    idempotencyKey,
-    // Only a key's record compares it (metered-balance.fragment.lua): not built for the events without one.
-    fingerprint:
-      idempotencyKey === '' ? '' : meteredFingerprint(kind, event.subscriber_id, event.feature, amount),
-    // With credits, the terms a key's record keeps list them (as a consume's do). Without a key nothing reads them:
-    // the events of one feature's period then share one term set in the call, whoever's credits they meet.
-    terms: idempotencyKey === '' ? resolved.encoded : renderingTermsWith(resolved.encoded, credits.list),
-    source: terms.source,
-    period,
-    credits: credits.spec,
-    creditList: credits.list,
-  };
-}
-
 /**
  * Usage reports (DESIGN.md §5): each event checked against its subscriber's entry, then every valid one applied
  * with one usage-script call. Not evals. Answers in the events' order: a check result or the error it gets.
@@ -182,8 +121,6 @@ export async function applyUsageEvents(
   const ops: MeteredOperation[] = [];
   const resolvedOf: OperationTerms[] = [];
   const at: number[] = [];
-  // One for the batch, not one per event.
-  const place: CreditPlace = { keys: app.redisKeys, organizationId };
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!;
     const entry = entries.get(event.subscriber_id)!;
@@ -201,7 +138,15 @@ export async function applyUsageEvents(
     else if (kind !== 'metered') answers[i] = { error: notMetered(event.feature, 'feature') };
     else {
       const resolved = operationTermsOf(entry.catalog.doc, entry.subscriber, event.feature, nowMs);
-      ops.push(eventOperation(event, entry, operation.kind, operation.amount, resolved, nowMs, place));
+      const item: MeteredItem = {
+        subscriberId: event.subscriber_id,
+        entry,
+        feature: event.feature,
+        kind: operation.kind,
+        amount: operation.amount,
+        idempotencyKey: event.idempotency_key ?? '',
+      };
+      ops.push(operationOf(item, nowMs, app.redisKeys, organizationId, resolved));
       resolvedOf.push(resolved);
       at.push(i);
     }

@@ -10,6 +10,7 @@ import {
   type MeteredOperation,
   type MeteredOutcome,
 } from '../../metering/metered-operations.ts';
+import type { OperationTerms } from '../../metering/operation-terms.ts';
 import { readCurrentVersions } from './current-versions.ts';
 import type { SubscriberEntry } from './entries.ts';
 
@@ -40,12 +41,13 @@ const idempotencyKeyReused = (key: string) =>
 export const notMetered = (feature: string, field: string) =>
   validationError(`Feature "${feature}" is not metered.`, { field, value: feature });
 
-/** The operation of `item` as its entry resolves it at `nowMs`. */
+/** The operation of `item` as its entry resolves it at `nowMs` (`resolved`: its terms, when resolved already). */
 export const operationOf = (
   item: MeteredItem,
   nowMs: number,
   keys: RedisKeys,
   organizationId: string,
+  resolved?: OperationTerms,
 ): MeteredOperation =>
   meteredOperation(
     {
@@ -63,6 +65,7 @@ export const operationOf = (
     item.idempotencyKey,
     keys,
     organizationId,
+    resolved,
   );
 
 /** A final outcome's answer; undefined when the operation must be redone (stale, not ready, skipped). */
