@@ -274,7 +274,7 @@ export function giveBackArguments(ops: readonly MeteredOperation[]): (string | n
 }
 
 /** What an idempotency key's record is compared by (MeteredOperation.fingerprint). */
-export const meteredFingerprint = (
+const meteredFingerprint = (
   kind: MeteredKind,
   subscriberId: string,
   feature: string,
