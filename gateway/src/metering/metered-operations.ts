@@ -50,8 +50,8 @@ export interface MeteredOperation {
    */
   fingerprint: string;
   /**
-   * How the answer is rendered (limit, soft, source, period), kept with an idempotent answer for its replay ('' without
-   * a key, likewise).
+   * How the answer is rendered (limit, soft, source, period, and with credits and a key the credits), kept with an
+   * idempotent answer for its replay; without a key nothing reads it.
    */
   terms: string;
   /** The live credits the script spends, in spending order ('' = none: metered-balance.fragment.lua). */
@@ -169,7 +169,7 @@ export function gateOperationArguments(
 /**
  * usage-apply-6.lua's arguments after its keys (its last two, the memory's time to live and the deadline, are the
  * caller's): the prefixes, then what the operations on one feature's period share (terms, period, ttl: the same for
- * every event of a batch on that feature), once, then five arguments for all the operations (the stamp the trusted
+ * every event of a batch on that feature, but for keyed events with credits, whose terms list them), once, then five arguments for all the operations (the stamp the trusted
  * versions were read at and which are, the subscribers once each, the versions read of them, the operations' records:
  * a thousand arguments cost as much to write as the rest of the call), then the operations' idempotency keys, one
  * argument each (a key may hold any byte).
@@ -223,8 +223,8 @@ export function usageApplyArguments(
     )
       set = last.set;
     else {
-      // The tail names the feature and period start; the terms are '' without an idempotency key, so the limit, soft
-      // and period end are named apart (with credits and a key, the terms list them: a set of their own).
+      // The tail names the feature and period start, and the limit, soft and period end are named apart from the
+      // terms (the plain rendering terms; with credits and a key, terms that list them: a set of their own).
       const key = `${op.catalogVersion}|${op.ttlMs}|${tail}|${op.limit}|${op.soft}|${op.periodEndMs}|${op.terms}`;
       set = termSets.get(key);
       if (set === undefined) {
@@ -556,9 +556,10 @@ export function meteredOperation(
     subscriberStamp: snapshot.subscriberStamp ?? 0,
     idempotencyKey,
     fingerprint: keyed ? meteredFingerprint(kind, subscriberId, feature, amount) : '',
-    // Rendering terms are kept only with a key's record (for its replay); with credits the sixth element lists them,
-    // their JSON built once per live set.
-    terms: keyed ? renderingTermsWith(encoded, credits.list) : '',
+    // Rendering terms are read only from a key's record (its replay); with credits and a key the sixth element lists
+    // them, written per keyed operation. Without a key they are the plain terms of the feature's period, whoever the
+    // subscriber: its operations share a term set with the keyed ones without credits.
+    terms: keyed ? renderingTermsWith(encoded, credits.list) : encoded,
     credits: credits.spec,
     creditList: credits.list,
   };

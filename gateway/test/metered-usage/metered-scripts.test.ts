@@ -223,7 +223,11 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
     await gate(meter, org, [op('c', 'calls', 1)]);
     expect(await redis.pttl(keys.meteredBalance(org, member))).toBeGreaterThan(4_000_000_000);
     // A balance whose period end moved (another reset starting at the same instant) gets the new end and expiry.
-    const moved = { ...op('c', 'calls', 1), periodEndMs: Date.parse('2026-03-02T00:00:00Z'), ttlMs: 1_000_000 };
+    const moved = {
+      ...op('c', 'calls', 1),
+      periodEndMs: Date.parse('2026-03-02T00:00:00Z'),
+      ttlMs: 1_000_000,
+    };
     await gate(meter, org, [moved]);
     expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'r', 'e')).toEqual([
       '5',
@@ -242,18 +246,29 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
       subscriberId: 'alice',
       metered,
     }));
-    // Term sets: calls (catalog 3), soft, calls under catalog 2, calls with a key's terms; then 7 values each.
+    // Term sets: calls (catalog 3), soft, calls under catalog 2; then 7 values each. The keyed consume shares the first:
+    // without credits its rendering terms are the plain ones every operation on the period sends.
     const args = gateOperationArguments(evals);
-    expect(args.slice(0, 8)).toEqual([4, 3, `|calls|${first.period.startMs}`, 10, '0', first.periodEndMs, first.ttlMs, '']);
+    expect(third.terms).toBe(first.terms);
+    expect(args.slice(0, 8)).toEqual([
+      3,
+      3,
+      `|calls|${first.period.startMs}`,
+      10,
+      '0',
+      first.periodEndMs,
+      first.ttlMs,
+      first.terms,
+    ]);
     // No credit specs (0), the kinds (upper case: keyed), then 5 values per operation, the last naming no spec, and
     // the keyed one's key and fingerprint.
-    expect(args.slice(1 + 4 * 7)).toEqual([
+    expect(args.slice(1 + 3 * 7)).toEqual([
       0,
       'cccCr',
       ...[1, 1, 2, 5, 0],
       ...[1, 2, 1, 5, 0],
       ...[2, 3, 1, 5, 0],
-      ...[3, 4, 3, 5, 0, 'k1', third.fingerprint],
+      ...[3, 1, 3, 5, 0, 'k1', third.fingerprint],
       ...[3, 1, 0, 5, 0],
     ]);
     const results = await Promise.all(evals.map(({ metered }) => gate(meter, org, metered)));
@@ -268,10 +283,9 @@ describe('metered operations in the gate call (eval-gate-batch-8.lua)', () => {
         { status: 'applied', used: 5 },
       ],
     ]);
-    expect(await redis.hmget(keys.meteredBalance(org, `alice|calls|${first.period.startMs}`), 'u', 'r')).toEqual([
-      '5',
-      '2',
-    ]);
+    expect(
+      await redis.hmget(keys.meteredBalance(org, `alice|calls|${first.period.startMs}`), 'u', 'r'),
+    ).toEqual(['5', '2']);
     const [replayed] = await gate(meter, org, [op('c', 'calls', 3, 'k1')]).then((result) =>
       result.outcome === 'counted' ? result.metered! : [],
     );
