@@ -238,14 +238,14 @@ export async function driveMeasured(
 ): Promise<MeasuredFigures> {
   const cpuBefore = processCpuTimes(pid);
   const redisBefore = redisCpuSeconds(redisUrl);
-  const commandsBefore = redisCommandMicros(redisUrl);
+  const commandsBefore = redisCommandStats(redisUrl);
   const machineBefore = machineBusySeconds();
   const ownBefore = process.cpuUsage();
   const measured = await drive(load);
   const own = process.cpuUsage(ownBefore);
   const machineAfter = machineBusySeconds();
   const cpuAfter = processCpuTimes(pid);
-  const commandsAfter = redisCommandMicros(redisUrl);
+  const commandsAfter = redisCommandStats(redisUrl);
   const perRequest = (used: number) => (used / Math.max(1, measured.requests)) * 1e6;
   const serverUserUs = perRequest(cpuAfter.user - cpuBefore.user);
   const serverSystemUs = perRequest(cpuAfter.system - cpuBefore.system);
@@ -259,8 +259,11 @@ export async function driveMeasured(
     loadGeneratorUs: perRequest((own.user + own.system) / 1e6),
     redisCommandUs: Object.fromEntries(
       [...commandsAfter]
-        .map(([command, micros]) => [command, perRequest((micros - (commandsBefore.get(command) ?? 0)) / 1e6)])
-        .filter(([, us]) => (us as number) > 0),
+        .filter(([command, { usec }]) => usec > (commandsBefore.get(command)?.usec ?? 0))
+        .map(([command, { usec }]) => [
+          command,
+          perRequest((usec - (commandsBefore.get(command)?.usec ?? 0)) / 1e6),
+        ]),
     ),
   };
 }
@@ -307,17 +310,19 @@ export function redisCpuSeconds(redisUrl: string): number {
   return value('used_cpu_user') + value('used_cpu_sys');
 }
 
-/** µs a Redis server has spent inside each command so far (INFO commandstats' usec), by command name. */
-function redisCommandMicros(redisUrl: string): Map<string, number> {
-  const micros = new Map<string, number>();
-  for (const [, command, usec] of redisInfo(redisUrl, 'commandstats').matchAll(/cmdstat_([^:]+):calls=\d+,usec=(\d+)/g))
-    micros.set(command!, Number(usec));
-  return micros;
+/** What a Redis server has run so far, by command name (INFO commandstats): calls, and µs spent inside them. */
+function redisCommandStats(redisUrl: string): Map<string, { calls: number; usec: number }> {
+  const stats = new Map<string, { calls: number; usec: number }>();
+  for (const [, command, calls, usec] of redisInfo(redisUrl, 'commandstats').matchAll(
+    /cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g,
+  ))
+    stats.set(command!, { calls: Number(calls), usec: Number(usec) });
+  return stats;
 }
 
 /** Script calls (EVALSHA) a Redis server has run so far. */
 export function redisScriptCalls(redisUrl: string): number {
-  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(redisInfo(redisUrl, 'commandstats'))?.[1] ?? 0);
+  return redisCommandStats(redisUrl).get('evalsha')?.calls ?? 0;
 }
 
 /** One metric's value from a Prometheus text page (the sum of its series when labels are not given). */
