@@ -169,10 +169,10 @@ export function gateOperationArguments(
 /**
  * usage-apply-6.lua's arguments after its keys (its last two, the memory's time to live and the deadline, are the
  * caller's): the prefixes, then what the operations on one feature's period share (terms, period, ttl: the same for
- * every event of a batch on that feature, but for keyed events with credits, whose terms list them), once, then five arguments for all the operations (the stamp the trusted
- * versions were read at and which are, the subscribers once each, the versions read of them, the operations' records:
- * a thousand arguments cost as much to write as the rest of the call), then the operations' idempotency keys, one
- * argument each (a key may hold any byte).
+ * every event of a batch on that feature, but for keyed events with credits, whose terms list them), once, then five
+ * arguments for all the operations (the stamp the trusted versions were read at and which are, the subscribers once
+ * each, the versions read of them, the operations' records: a thousand arguments cost as much to write as the rest of
+ * the call), then the operations' idempotency keys, one argument each (a key may hold any byte).
  */
 export function usageApplyArguments(
   balancePrefix: string,
@@ -274,12 +274,8 @@ export function giveBackArguments(ops: readonly MeteredOperation[]): (string | n
 }
 
 /** What an idempotency key's record is compared by (MeteredOperation.fingerprint). */
-const meteredFingerprint = (
-  kind: MeteredKind,
-  subscriberId: string,
-  feature: string,
-  amount: number,
-) => `${kind}|${subscriberId}|${feature}|${amount}`;
+const meteredFingerprint = (kind: MeteredKind, subscriberId: string, feature: string, amount: number) =>
+  `${kind}|${subscriberId}|${feature}|${amount}`;
 
 /** The rendering terms; the sixth, only with credits, lists them (so a replay lists the credits of its time). */
 type EncodedTerms = [

@@ -47,24 +47,15 @@ function sharedText(text: string): string {
   return text;
 }
 
-/** `kept`: the terms are kept per document (their texts then shared); else made for one request. */
-function resolve(
-  catalog: CatalogDoc,
-  subscriber: SubscriberDoc,
-  feature: string,
-  nowMs: number,
-  kept: boolean,
-): Kept {
+function resolve(catalog: CatalogDoc, subscriber: SubscriberDoc, feature: string, nowMs: number): Kept {
   const terms = meteredTermsOf(catalog, subscriber, feature, nowMs);
   const period = periodOf(terms, nowMs);
-  const memberTail = `|${feature}|${period.startMs}`;
-  const encoded = JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]);
   return {
     catalog,
     terms,
     period,
-    memberTail: kept ? sharedText(memberTail) : memberTail,
-    encoded: kept ? sharedText(encoded) : encoded,
+    memberTail: `|${feature}|${period.startMs}`,
+    encoded: JSON.stringify([terms.limit, terms.soft ? 1 : 0, terms.source, period.startMs, period.endMs]),
   };
 }
 
@@ -79,11 +70,14 @@ export function operationTermsOf(
   feature: string,
   nowMs: number,
 ): OperationTerms {
-  if (subscriber.overrides[feature] !== undefined) return resolve(catalog, subscriber, feature, nowMs, false);
+  if (subscriber.overrides[feature] !== undefined) return resolve(catalog, subscriber, feature, nowMs);
   let byFeature = kept.get(subscriber);
   const known = byFeature?.get(feature);
   if (known !== undefined && known.catalog === catalog && holds(known.period, nowMs)) return known;
-  const made = resolve(catalog, subscriber, feature, nowMs, true);
+  // Kept: its texts shared with every document's that spells them alike (terms an override decides are not kept).
+  const made = resolve(catalog, subscriber, feature, nowMs);
+  made.memberTail = sharedText(made.memberTail);
+  made.encoded = sharedText(made.encoded);
   if (byFeature === undefined) kept.set(subscriber, (byFeature = new Map()));
   byFeature.set(feature, made);
   return made;

@@ -62,8 +62,10 @@ export class CatalogEntry {
       for (const [feature, grant] of Object.entries(plan.grants)) {
         if (grant.kind === 'metered' && (grant.anchor === 'subscription' || grant.rollover))
           anchoring.add(planId);
-        if (grant.kind === 'metered' && grant.rollover)
-          rolling.set(planId, [...(rolling.get(planId) ?? []), feature]);
+        if (grant.kind !== 'metered' || !grant.rollover) continue;
+        const features = rolling.get(planId);
+        if (features) features.push(feature);
+        else rolling.set(planId, [feature]);
       }
     }
     this.anchoringPlans = anchoring;
