@@ -14,7 +14,10 @@ const SWEEP_WINDOW_MS = 30 * 86_400_000;
  * ago) into the credits themselves, each where it is newer than the credit's own (`spent_seq`), and clears them from the
  * rows: `credit_spent_now` then reads a subscriber's recent rows only, however long its history. One statement per
  * batch of rows (FOR UPDATE SKIP LOCKED: several workers share the work); a credit's figure moves only forward in
- * sequence, so a drain's newer write, before or after, stays the one read. Answers the rows cleared.
+ * sequence, so a drain's newer write, before or after, stays the one read. The credits it moves are locked first in
+ * (organization_id, id) order (`locked`: its LockRows sits above its Sort), with the lock the UPDATE takes anyway, as
+ * the drain locks them (spent.ts), so the two cannot deadlock: an UPDATE ... FROM alone locks in the order its join's
+ * plan yields rows. Answers the rows cleared.
  */
 export async function foldSettledCreditFigures(
   db: Kysely<Database>,
@@ -37,10 +40,16 @@ export async function foldSettledCreditFigures(
           s.organization_id, figure.key AS credit_id, figure.value::bigint AS spent, s.credit_spent_seq AS seq
         FROM settled s, jsonb_each_text(s.credit_spent) AS figure
         ORDER BY s.organization_id, figure.key, s.credit_spent_seq DESC
+      ), locked AS MATERIALIZED (
+        SELECT c.organization_id, c.id, l.spent, l.seq
+        FROM credits c JOIN latest l ON c.organization_id = l.organization_id AND c.id = l.credit_id
+        WHERE l.seq > c.spent_seq
+        ORDER BY c.organization_id, c.id
+        FOR NO KEY UPDATE OF c
       ), folded AS (
-        UPDATE credits AS c SET spent = l.spent, spent_seq = l.seq
-        FROM latest l
-        WHERE c.organization_id = l.organization_id AND c.id = l.credit_id AND l.seq > c.spent_seq
+        UPDATE credits AS c SET spent = k.spent, spent_seq = k.seq
+        FROM locked k
+        WHERE c.organization_id = k.organization_id AND c.id = k.id AND k.seq > c.spent_seq
       )
       UPDATE metered_usage AS m SET credit_spent = NULL, credit_spent_seq = NULL
       FROM settled s

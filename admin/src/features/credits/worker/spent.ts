@@ -72,16 +72,24 @@ export async function persistCreditHashes(
   const events = await recordRollovers(trx, organizationId, rollovers, nowMs);
   let updated = 0;
   if (figures.length > 0) {
-    const sorted = [...figures].sort((a, b) =>
-      a.creditId < b.creditId ? -1 : a.creditId > b.creditId ? 1 : 0,
-    );
-    // Every figure, even one equal to `spent`: its sequence must pass the rows' that hold an older one. No RETURNING:
-    // the count is all the caller reports.
+    const ids = figures.map((figure) => figure.creditId);
+    const spent = figures.map((figure) => figure.spent);
+    // Every figure, even one equal to `spent`: its sequence must pass the rows' that hold an older one. The credits
+    // are locked first in (organization_id, id) order, as the fold locks them (fold.ts), with the lock the UPDATE
+    // takes anyway: an UPDATE ... FROM alone locks in the order its join's plan yields rows, whatever order the ids
+    // come in, and two statements locking in different orders can deadlock. No RETURNING: the count is all the
+    // caller reports.
     const result = await sql`
-      UPDATE credits AS c SET spent = f.spent, spent_seq = ${figureSeq}::bigint
-      FROM unnest(${sorted.map((figure) => figure.creditId)}::text[], ${sorted.map((figure) => figure.spent)}::bigint[])
-        AS f(id, spent)
-      WHERE c.organization_id = ${organizationId} AND c.id = f.id
+      WITH locked AS MATERIALIZED (
+        SELECT c.id, f.spent
+        FROM credits c JOIN unnest(${ids}::text[], ${spent}::bigint[]) AS f(id, spent) ON c.id = f.id
+        WHERE c.organization_id = ${organizationId}
+        ORDER BY c.organization_id, c.id
+        FOR NO KEY UPDATE OF c
+      )
+      UPDATE credits AS c SET spent = k.spent, spent_seq = ${figureSeq}::bigint
+      FROM locked k
+      WHERE c.organization_id = ${organizationId} AND c.id = k.id
     `.execute(trx);
     updated = Number(result.numAffectedRows ?? 0);
   }

@@ -1,0 +1,239 @@
+import { sql, type Transaction } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Database } from '@ent/common/db/database';
+import { meteredPeriodAt } from '@ent/common/metering/metered-period';
+import {
+  createAdminContext,
+  createTestOrganization,
+  type AdminTestContext,
+  type TestOrganization,
+} from '../../../test-support/admin-context.ts';
+import { foldSettledCreditFigures } from '../../src/features/credits/worker/fold.ts';
+import { persistCreditHashes } from '../../src/features/credits/worker/spent.ts';
+import { meteredSubscriber } from '../metered-usage/balances.ts';
+
+// The drain's and the fold's UPDATEs of credits lock the rows they write in (organization_id, id) order, whatever
+// order their join's plan yields them in: two statements locking in different orders can deadlock. Each case holds
+// the middle credit from another transaction, lets the statement block on it, and looks at which of the other two it
+// already holds: the first in key order, never the last.
+
+const NOW = Date.parse('2027-03-15T12:00:00.000Z');
+/** January 2027: settled at NOW, inside the fold's window. */
+const january = meteredPeriodAt('month', null, Date.parse('2027-01-15T00:00:00Z'));
+const [A, B, C, D] = ['cr_lock_a', 'cr_lock_b', 'cr_lock_c', 'cr_lock_d'];
+const WAIT_DEADLINE_MS = 10_000;
+const WAIT_POLLS = 500;
+const POLL_MS = 20;
+
+let ctx: AdminTestContext;
+let org: TestOrganization;
+let featureId: string;
+
+const creditRow = (id: string) => ({
+  id,
+  organization_id: org.organization_id,
+  subscriber_id: 'alice',
+  feature_id: featureId,
+  amount: 50,
+  priority: 1,
+  effective_at: new Date(january.startMs),
+  source: 'manual' as const,
+});
+
+beforeAll(async () => {
+  ctx = await createAdminContext();
+});
+// An organization of its own per case, alice on api-calls, and three credits inserted in reverse key order: a
+// statement locking in the heap's order would take c first.
+beforeEach(async () => {
+  org = await createTestOrganization(ctx.db, 'Credit lock order');
+  await meteredSubscriber(ctx, org, { subscriberId: 'alice', feature: 'api-calls', limit: 100 });
+  featureId = (
+    await ctx.db
+      .selectFrom('features')
+      .select('id')
+      .where('organization_id', '=', org.organization_id)
+      .where('key', '=', 'api-calls')
+      .executeTakeFirstOrThrow()
+  ).id;
+  await ctx.db.insertInto('credits').values([C, B, A].map(creditRow)).execute();
+  const { rows } = await sql<{ id: string }>`
+    SELECT id FROM credits WHERE organization_id = ${org.organization_id} ORDER BY ctid
+  `.execute(ctx.db);
+  expect(rows.map((row) => row.id)).toEqual([C, B, A]);
+});
+afterAll(async () => {
+  await ctx?.close();
+});
+
+/**
+ * Plans to run each statement under: the planner's own, and one without index scans, where the credits come from the
+ * heap in its order (c, b, a) as a large batch's hash join may take them. The statement must lock in key order under
+ * either.
+ */
+const PLANS = {
+  planner: [],
+  'heap order': [sql`SET LOCAL enable_indexscan = off`, sql`SET LOCAL enable_bitmapscan = off`],
+};
+
+const pidOf = async (db: Transaction<Database>) =>
+  (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]!.pid;
+
+/** Whether another transaction holds the credit: FOR UPDATE NOWAIT from `trx` fails with 55P03. */
+async function heldElsewhere(trx: Transaction<Database>, creditId: string): Promise<boolean> {
+  await sql`SAVEPOINT probe`.execute(trx);
+  try {
+    await sql`
+      SELECT id FROM credits WHERE organization_id = ${org.organization_id} AND id = ${creditId} FOR UPDATE NOWAIT
+    `.execute(trx);
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code !== '55P03') throw error;
+    return true;
+  } finally {
+    // Drops the probe's own lock too, when it took one.
+    await sql`ROLLBACK TO SAVEPOINT probe`.execute(trx);
+  }
+}
+
+/**
+ * Runs `statement` in a transaction of its own while T1 holds credit b; once it waits on T1, answers which of a and
+ * c it holds, then lets it finish and answers its result too.
+ */
+async function locksWhileBlockedOnB<T>(
+  plan: keyof typeof PLANS,
+  statement: (trx: Transaction<Database>) => Promise<T>,
+): Promise<{ holdsA: boolean; holdsC: boolean; result: T }> {
+  const t1 = await ctx.db.startTransaction().execute();
+  let t1Open = true;
+  try {
+    const t1Pid = await pidOf(t1);
+    await sql`
+      SELECT id FROM credits WHERE organization_id = ${org.organization_id} AND id = ${B} FOR UPDATE
+    `.execute(t1);
+
+    let statementPid: number | undefined;
+    const running = ctx.db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL lock_timeout = '20s'`.execute(trx);
+      for (const setting of PLANS[plan]) await setting.execute(trx);
+      statementPid = await pidOf(trx);
+      return statement(trx);
+    });
+    const outcome = running.then(
+      (result) => ({ ok: true as const, result }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    let finished = false;
+    void outcome.then(() => (finished = true));
+
+    // Until the statement waits on a lock T1 holds: bounded in polls and in time.
+    const deadline = Date.now() + WAIT_DEADLINE_MS;
+    let blocked = false;
+    for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline && !finished; poll++) {
+      if (statementPid !== undefined) {
+        const { rows } = await sql<{ blocked: boolean }>`
+          SELECT wait_event_type = 'Lock' AND ${t1Pid}::int = ANY(pg_blocking_pids(pid)) AS blocked
+          FROM pg_stat_activity WHERE pid = ${statementPid}::int
+        `.execute(ctx.ownerDb);
+        if (rows[0]?.blocked) {
+          blocked = true;
+          break;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+    if (!blocked) {
+      await t1.rollback().execute();
+      t1Open = false;
+      const ended = await outcome;
+      throw new Error(
+        `the statement never waited on credit b (${ended.ok ? 'it finished' : String(ended.error)})`,
+      );
+    }
+
+    const holdsA = await heldElsewhere(t1, A);
+    const holdsC = await heldElsewhere(t1, C);
+    await t1.rollback().execute();
+    t1Open = false;
+    const ended = await outcome;
+    if (!ended.ok) throw ended.error;
+    return { holdsA, holdsC, result: ended.result };
+  } finally {
+    if (t1Open) await t1.rollback().execute();
+  }
+}
+
+const figures = () =>
+  ctx.db
+    .selectFrom('credits')
+    .select(['id', 'spent', 'spent_seq'])
+    .where('organization_id', '=', org.organization_id)
+    .orderBy('id')
+    .execute();
+
+describe('credits are locked in key order', () => {
+  it.each(Object.keys(PLANS) as (keyof typeof PLANS)[])(
+    "by the drain's write of credit-spent hashes (%s plan)",
+    async (plan) => {
+      const { holdsA, holdsC, result } = await locksWhileBlockedOnB(plan, (trx) =>
+        persistCreditHashes(
+          trx,
+          org.organization_id,
+          [
+            {
+              subscriberId: 'alice',
+              feature: 'api-calls',
+              fields: [C, '3', A, '1', B, '2'],
+              standalone: true,
+            },
+          ],
+          NOW,
+          500,
+        ),
+      );
+      expect({ holdsA, holdsC }).toEqual({ holdsA: true, holdsC: false });
+      expect(result).toEqual({ persisted: 3, events: [] });
+      expect(await figures()).toEqual([
+        { id: A, spent: 1, spent_seq: 500 },
+        { id: B, spent: 2, spent_seq: 500 },
+        { id: C, spent: 3, spent_seq: 500 },
+      ]);
+    },
+  );
+
+  it.each(Object.keys(PLANS) as (keyof typeof PLANS)[])(
+    "by the sweep's fold of settled figures (%s plan)",
+    async (plan) => {
+      // d's own figure is newer than the row's: the fold leaves it, and never locks it.
+      await ctx.db
+        .insertInto('credits')
+        .values({ ...creditRow(D), spent: 9, spent_seq: 200 })
+        .execute();
+      await ctx.db
+        .insertInto('metered_usage')
+        .values({
+          organization_id: org.organization_id,
+          subscriber_id: 'alice',
+          feature_key: 'api-calls',
+          period_start: new Date(january.startMs),
+          period_end: new Date(january.endMs!),
+          used: 1,
+          revision: 1,
+          credit_spent: JSON.stringify({ [A]: 7, [B]: 1, [C]: 2, [D]: 4 }),
+          credit_spent_seq: 100,
+        })
+        .execute();
+      const { holdsA, holdsC, result } = await locksWhileBlockedOnB(plan, (trx) =>
+        foldSettledCreditFigures(trx, NOW),
+      );
+      expect({ holdsA, holdsC }).toEqual({ holdsA: true, holdsC: false });
+      expect(result).toBe(1);
+      expect(await figures()).toEqual([
+        { id: A, spent: 7, spent_seq: 100 },
+        { id: B, spent: 1, spent_seq: 100 },
+        { id: C, spent: 2, spent_seq: 100 },
+        { id: D, spent: 9, spent_seq: 200 },
+      ]);
+    },
+  );
+});
