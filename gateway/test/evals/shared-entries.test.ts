@@ -210,6 +210,33 @@ describe('shared subscriber entries', () => {
     expect(withStored - rollingOver).toBeLessThan(rollingOver - noRollover);
   });
 
+  it('counts the metered terms a subscriber with its own document keeps, once per feature its plans grant', () => {
+    const grants = (features: string[], anchor: 'calendar' | 'subscription') =>
+      Object.fromEntries(features.map((feature) => [feature, { limit: 100, anchor }]));
+    const catalogOf = (features: string[], anchor: 'calendar' | 'subscription' = 'subscription') => {
+      const doc = proMeteredCatalog(grants(features, anchor));
+      // A second plan granting the same features: a subscriber of both keeps one set of terms per feature.
+      return new CatalogEntry(1, { ...doc, plans: { ...doc.plans, team: doc.plans.pro! } });
+    };
+    const bytes = (entry: CatalogEntry, doc: SubscriberDoc) =>
+      SubscriberEntry.of(entry, 1, doc, NOW, null).bytes(30);
+    const own: SubscriberDoc = { ...proSubscriber, subscribedAt: { pro: NOW - 86_400_000 } };
+    const one = bytes(catalogOf(['api-calls']), own);
+    const three = bytes(catalogOf(['api-calls', 'exports', 'seats']), own);
+    // Measured per further metered feature such a subscriber consumes: about 144 B (entries.ts, KEPT_TERMS_BYTES).
+    expect(three - one).toBeGreaterThanOrEqual(2 * 140);
+    const bothPlans: SubscriberDoc = {
+      ...own,
+      plans: ['pro', 'team'],
+      subscribedAt: { pro: NOW, team: NOW },
+    };
+    expect(bytes(catalogOf(['api-calls', 'exports', 'seats']), bothPlans) - three).toBeLessThan(three - one);
+    // A plan set's subscriber shares its document's terms with every other: nothing is counted per subscriber.
+    expect(bytes(catalogOf(['api-calls', 'exports', 'seats'], 'calendar'), proSubscriber)).toBe(
+      bytes(catalogOf(['api-calls'], 'calendar'), proSubscriber),
+    );
+  });
+
   it('serialize to what the response schemas of the routes and the OpenAPI document say', () => {
     fc.assert(
       fc.property(worldArb, ({ catalog, subscribers }) => {
