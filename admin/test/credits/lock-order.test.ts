@@ -10,6 +10,7 @@ import {
 } from '../../../test-support/admin-context.ts';
 import { foldSettledCreditFigures } from '../../src/features/credits/worker/fold.ts';
 import { persistCreditHashes } from '../../src/features/credits/worker/spent.ts';
+import { recordRollovers } from '../../src/features/credits/worker/rollovers.ts';
 import { meteredSubscriber } from '../metered-usage/balances.ts';
 
 // The drain's and the fold's UPDATEs of credits lock the rows they write in (organization_id, id) order, whatever
@@ -96,6 +97,46 @@ async function heldElsewhere(trx: Transaction<Database>, creditId: string): Prom
   }
 }
 
+type Outcome<T> = { ok: true; result: T } | { ok: false; error: unknown };
+
+/**
+ * Starts `statement` in a transaction of its own (with `settings` first) and answers once it waits on a lock the
+ * backend `holderPid` holds, with its outcome to await (in an object: an async function's promise would adopt it); throws when it never waits (bounded in polls and in time).
+ */
+async function startBlockedBy<T>(
+  holderPid: number,
+  statement: (trx: Transaction<Database>) => Promise<T>,
+  settings: readonly { execute: (db: Transaction<Database>) => Promise<unknown> }[] = [],
+): Promise<{ outcome: Promise<Outcome<T>> }> {
+  let statementPid: number | undefined;
+  const outcome: Promise<Outcome<T>> = ctx.db
+    .transaction()
+    .execute(async (trx) => {
+      await sql`SET LOCAL lock_timeout = '20s'`.execute(trx);
+      for (const setting of settings) await setting.execute(trx);
+      statementPid = await pidOf(trx);
+      return statement(trx);
+    })
+    .then(
+      (result) => ({ ok: true as const, result }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+  let finished = false;
+  void outcome.then(() => (finished = true));
+  const deadline = Date.now() + WAIT_DEADLINE_MS;
+  for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline && !finished; poll++) {
+    if (statementPid !== undefined) {
+      const { rows } = await sql<{ blocked: boolean }>`
+        SELECT wait_event_type = 'Lock' AND ${holderPid}::int = ANY(pg_blocking_pids(pid)) AS blocked
+        FROM pg_stat_activity WHERE pid = ${statementPid}::int
+      `.execute(ctx.ownerDb);
+      if (rows[0]?.blocked) return { outcome };
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  throw Object.assign(new Error('the statement never waited on the holder'), { outcome });
+}
+
 /**
  * Runs `statement` in a transaction of its own while T1 holds credit b; once it waits on T1, answers which of a and
  * c it holds, then lets it finish and answers its result too.
@@ -107,50 +148,20 @@ async function locksWhileBlockedOnB<T>(
   const t1 = await ctx.db.startTransaction().execute();
   let t1Open = true;
   try {
-    const t1Pid = await pidOf(t1);
     await sql`
       SELECT id FROM credits WHERE organization_id = ${org.organization_id} AND id = ${B} FOR UPDATE
     `.execute(t1);
-
-    let statementPid: number | undefined;
-    const running = ctx.db.transaction().execute(async (trx) => {
-      await sql`SET LOCAL lock_timeout = '20s'`.execute(trx);
-      for (const setting of PLANS[plan]) await setting.execute(trx);
-      statementPid = await pidOf(trx);
-      return statement(trx);
-    });
-    const outcome = running.then(
-      (result) => ({ ok: true as const, result }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
-    let finished = false;
-    void outcome.then(() => (finished = true));
-
-    // Until the statement waits on a lock T1 holds: bounded in polls and in time.
-    const deadline = Date.now() + WAIT_DEADLINE_MS;
-    let blocked = false;
-    for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline && !finished; poll++) {
-      if (statementPid !== undefined) {
-        const { rows } = await sql<{ blocked: boolean }>`
-          SELECT wait_event_type = 'Lock' AND ${t1Pid}::int = ANY(pg_blocking_pids(pid)) AS blocked
-          FROM pg_stat_activity WHERE pid = ${statementPid}::int
-        `.execute(ctx.ownerDb);
-        if (rows[0]?.blocked) {
-          blocked = true;
-          break;
-        }
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    }
-    if (!blocked) {
+    let outcome: Promise<Outcome<T>>;
+    try {
+      ({ outcome } = await startBlockedBy(await pidOf(t1), statement, PLANS[plan]));
+    } catch (error) {
       await t1.rollback().execute();
       t1Open = false;
-      const ended = await outcome;
+      const ended = await (error as { outcome: Promise<Outcome<T>> }).outcome;
       throw new Error(
         `the statement never waited on credit b (${ended.ok ? 'it finished' : String(ended.error)})`,
       );
     }
-
     const holdsA = await heldElsewhere(t1, A);
     const holdsC = await heldElsewhere(t1, C);
     await t1.rollback().execute();
@@ -236,4 +247,60 @@ describe('credits are locked in key order', () => {
       ]);
     },
   );
+});
+
+describe("the drain's rollover credits", () => {
+  // An import holds its subscribers (FOR UPDATE, in key order) and then inserts credits, possibly a rollover credit
+  // the gateway named (an export imported again). Were the drain to insert that credit first, its foreign key check
+  // would wait for the import's subscriber lock while the import's insert waited for the drain's uncommitted row: a
+  // deadlock. The drain takes the subscribers' key-share lock before inserting, so it waits for the import instead.
+  it('waits for a writer holding the subscriber before inserting, so that writer inserts the same credit unhindered', async () => {
+    const period = meteredPeriodAt('month', null, NOW);
+    const rolloverId = 'cr_lock_rollover';
+    const t1 = await ctx.db.startTransaction().execute();
+    let t1Open = true;
+    try {
+      await sql`
+        SELECT subscriber_id FROM subscribers
+        WHERE organization_id = ${org.organization_id} AND subscriber_id = 'alice' FOR UPDATE
+      `.execute(t1);
+      const { outcome } = await startBlockedBy(await pidOf(t1), (trx) =>
+        recordRollovers(
+          trx,
+          org.organization_id,
+          [
+            {
+              id: rolloverId,
+              subscriberId: 'alice',
+              feature: 'api-calls',
+              amount: 5,
+              sourcePeriodStartMs: january.startMs,
+              startMs: period.startMs,
+              endMs: period.endMs,
+            },
+          ],
+          NOW,
+        ),
+      );
+      // The import's insert of the same credit: it must not wait on the drain (a deadlock would end one of them).
+      await sql`SET LOCAL lock_timeout = '3s'`.execute(t1);
+      await t1.insertInto('credits').values(creditRow(rolloverId)).execute();
+      await t1.commit().execute();
+      t1Open = false;
+      const ended = await outcome;
+      if (!ended.ok) throw ended.error;
+      // The import's credit stands; the drain inserted nothing over it and raised no event.
+      expect(ended.result).toEqual([]);
+      expect(
+        await ctx.db
+          .selectFrom('credits')
+          .select(['id', 'source'])
+          .where('organization_id', '=', org.organization_id)
+          .where('id', '=', rolloverId)
+          .execute(),
+      ).toEqual([{ id: rolloverId, source: 'manual' }]);
+    } finally {
+      if (t1Open) await t1.rollback().execute();
+    }
+  });
 });

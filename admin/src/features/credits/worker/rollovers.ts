@@ -71,6 +71,11 @@ export async function recordRollovers(
       .select('subscriber_id')
       .where('organization_id', '=', organizationId)
       .where('subscriber_id', 'in', [...new Set(rollovers.map((rollover) => rollover.subscriberId))])
+      // The lock the credits' foreign key check takes, taken before inserting and in key order, as an import takes
+      // its subscribers (FOR UPDATE) before inserting credits: inserting first, a drain could hold a rollover credit
+      // an import is inserting too while its check waited for that import's lock (a deadlock).
+      .orderBy('subscriber_id')
+      .forKeyShare()
       .execute(),
   ]);
   const featureIds = new Map(features.map((feature) => [feature.key, feature.id]));
