@@ -286,8 +286,8 @@ export function renderCredits(result: CreditsResult): string {
   const byCommand = result.targets.some((t) => Object.keys(t.redisCommandUs ?? {}).length > 0)
     ? [
         '',
-        'Redis per request by command (INFO commandstats, medians; a script\'s time includes the commands it runs, and ' +
-          'EVALSHA is both the gateway\'s gate call and the worker\'s drain):',
+        "Redis per request by command (INFO commandstats, medians; a script's time includes the commands it runs, and " +
+          "EVALSHA is both the gateway's gate call and the worker's drain):",
         '',
         `| target | ${REDIS_COMMANDS.map((c) => c.toUpperCase()).join(' | ')} | all Redis |`,
         `|---|${REDIS_COMMANDS.map(() => '---|').join('')}---|`,
