@@ -175,7 +175,8 @@ describe('shared subscriber entries', () => {
     // What `npm run bench -- memory-credits` measured for a feature of five credits, held and answered: about 3.7 KB
     // (its document's credits with them). Counted before any consume, and again for a second credited feature.
     expect(five - none).toBeGreaterThanOrEqual(3500);
-    expect(holding(5, ['api-calls', 'exports']) - none).toBe(2 * (five - none));
+    // A second credited feature counts its credits too (its terms, counted apart while it held none, now with them).
+    expect(holding(5, ['api-calls', 'exports']) - five).toBeGreaterThanOrEqual(3500 - 400);
     expect(holding(10, ['api-calls']) - five).toBeGreaterThan(0);
   });
 
@@ -231,6 +232,24 @@ describe('shared subscriber entries', () => {
       subscribedAt: { pro: NOW, team: NOW },
     };
     expect(bytes(catalogOf(['api-calls', 'exports', 'seats']), bothPlans) - three).toBeLessThan(three - one);
+    // A feature whose terms count with its credits, or that an override decides (never kept), adds no terms: granted
+    // or not, the subscriber costs the same.
+    const credit = {
+      id: 'cr_1',
+      amount: 5,
+      priority: 1,
+      effectiveAt: NOW - 1000,
+      expiresAt: null,
+      createdAt: NOW,
+    };
+    const overridden: SubscriberDoc = {
+      ...own,
+      overrides: { seats: { kind: 'metered', limit: 9, expiresAt: null } },
+    };
+    for (const doc of [{ ...own, credits: { seats: [credit] } }, overridden])
+      expect(bytes(catalogOf(['api-calls', 'exports', 'seats']), doc)).toBe(
+        bytes(catalogOf(['api-calls', 'exports']), doc),
+      );
     // A plan set's subscriber shares its document's terms with every other: nothing is counted per subscriber.
     expect(bytes(catalogOf(['api-calls', 'exports', 'seats'], 'calendar'), proSubscriber)).toBe(
       bytes(catalogOf(['api-calls'], 'calendar'), proSubscriber),

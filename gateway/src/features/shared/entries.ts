@@ -316,18 +316,21 @@ const ANSWERED_CREDIT_BYTES = 400;
 const KEPT_TERMS_DOC_BYTES = 230;
 const KEPT_TERMS_BYTES = 145;
 
-/** The terms a subscriber with its own document keeps, one per metered feature its plans grant, counted up front. */
+/**
+ * The terms a subscriber with its own document keeps, counted up front: one per metered feature its plans grant,
+ * but for those creditBytes counts (their terms are in CREDITED_FEATURE_BYTES) and those an override decides (resolved
+ * per request, never kept).
+ */
 function keptTermsBytes(doc: SubscriberDoc, catalog: CatalogEntry): number {
   if (catalog.meteredGrants.size === 0) return 0;
-  let features: number;
-  if (doc.plans.length === 1) features = catalog.meteredGrants.get(doc.plans[0]!)?.length ?? 0;
-  else {
-    const distinct = new Set<string>();
-    for (const plan of doc.plans)
-      for (const feature of catalog.meteredGrants.get(plan) ?? []) distinct.add(feature);
-    features = distinct.size;
-  }
-  return features === 0 ? 0 : KEPT_TERMS_DOC_BYTES + features * KEPT_TERMS_BYTES;
+  const counted = new Set<string>();
+  for (const plan of doc.plans)
+    for (const feature of catalog.meteredGrants.get(plan) ?? [])
+      if (doc.overrides[feature] === undefined && !((doc.credits?.[feature]?.length ?? 0) > 0))
+        counted.add(feature);
+  for (const plan of doc.plans)
+    for (const feature of catalog.rolloverFeatures.get(plan) ?? []) counted.delete(feature);
+  return counted.size === 0 ? 0 : KEPT_TERMS_DOC_BYTES + counted.size * KEPT_TERMS_BYTES;
 }
 
 function creditBytes(doc: SubscriberDoc, catalog: CatalogEntry): number {

@@ -58,19 +58,34 @@ export async function recordRollovers(
   nowMs: number,
 ): Promise<DomainEvent[]> {
   if (rollovers.length === 0) return [];
+  // A rolling-over balance's hash keeps its rollover record for the period, so most drains of it carry one already
+  // recorded: those are left out here, so that the subscribers' lock below is taken only when inserting.
+  const recorded = await trx
+    .selectFrom('credits')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where(
+      'id',
+      'in',
+      rollovers.map((rollover) => rollover.id),
+    )
+    .execute();
+  const known = new Set(recorded.map((row) => row.id));
+  const fresh = rollovers.filter((rollover) => !known.has(rollover.id));
+  if (fresh.length === 0) return [];
   const [features, subscribers] = await Promise.all([
     trx
       .selectFrom('features')
       .select(['id', 'key'])
       .where('organization_id', '=', organizationId)
-      .where('key', 'in', [...new Set(rollovers.map((rollover) => rollover.feature))])
+      .where('key', 'in', [...new Set(fresh.map((rollover) => rollover.feature))])
       .where('kind', '=', 'metered')
       .execute(),
     trx
       .selectFrom('subscribers')
       .select('subscriber_id')
       .where('organization_id', '=', organizationId)
-      .where('subscriber_id', 'in', [...new Set(rollovers.map((rollover) => rollover.subscriberId))])
+      .where('subscriber_id', 'in', [...new Set(fresh.map((rollover) => rollover.subscriberId))])
       // The lock the credits' foreign key check takes, taken before inserting and in key order, as an import takes
       // its subscribers (FOR UPDATE) before inserting credits: inserting first, a drain could hold a rollover credit
       // an import is inserting too while its check waited for that import's lock (a deadlock).
@@ -79,9 +94,9 @@ export async function recordRollovers(
       .execute(),
   ]);
   const featureIds = new Map(features.map((feature) => [feature.key, feature.id]));
-  const known = new Set(subscribers.map((row) => row.subscriber_id));
-  const rows = rollovers
-    .filter((rollover) => featureIds.has(rollover.feature) && known.has(rollover.subscriberId))
+  const present = new Set(subscribers.map((row) => row.subscriber_id));
+  const rows = fresh
+    .filter((rollover) => featureIds.has(rollover.feature) && present.has(rollover.subscriberId))
     .map((rollover) => {
       const start = new Date(rollover.startMs);
       return {
