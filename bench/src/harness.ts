@@ -259,11 +259,9 @@ export async function driveMeasured(
     loadGeneratorUs: perRequest((own.user + own.system) / 1e6),
     redisCommandUs: Object.fromEntries(
       [...commandsAfter]
-        .filter(([command, { usec }]) => usec > (commandsBefore.get(command)?.usec ?? 0))
-        .map(([command, { usec }]) => [
-          command,
-          perRequest((usec - (commandsBefore.get(command)?.usec ?? 0)) / 1e6),
-        ]),
+        .map(([command, { usec }]) => [command, usec - (commandsBefore.get(command)?.usec ?? 0)] as const)
+        .filter(([, spent]) => spent > 0)
+        .map(([command, spent]) => [command, perRequest(spent / 1e6)]),
     ),
   };
 }
