@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   createAdminContext,
   createTestOrganization,
@@ -12,6 +12,8 @@ let ctx: AdminTestContext;
 let org: TestOrganization;
 let otherOrg: TestOrganization;
 let counter = 0;
+/** The app's clock is real time moved on by this much: a test steps past the prune's idle wait. */
+let clockSkewMs = 0;
 const unique = (prefix: string) => `${prefix}-${++counter}`;
 
 const createSubscriber = (subscriberId: string, key: string | undefined, headers = org.headers) =>
@@ -41,7 +43,7 @@ const storedKey = (key: string, organizationId = org.organization_id) =>
     .executeTakeFirst();
 
 beforeAll(async () => {
-  ctx = await createAdminContext();
+  ctx = await createAdminContext({ clock: { now: () => Date.now() + clockSkewMs } });
   org = await createTestOrganization(ctx.db, 'Acme');
   otherOrg = await createTestOrganization(ctx.db, 'Globex');
 });
@@ -194,10 +196,46 @@ describe('keys and what is stored', () => {
             .executeTakeFirstOrThrow()
         ).n,
       );
+    // Earlier keyed writes found nothing expired: the next prune is due once the idle wait is over.
+    clockSkewMs += 11_000;
+    // The prune runs after the response has left: each keyed write's is waited for, then it is counted.
     expect((await createSubscriber(unique('prune'), unique('prune'))).statusCode).toBe(201);
+    await vi.waitFor(async () => expect(await remaining()).toBeLessThan(150), { timeout: 5_000 });
     expect(await remaining()).toBe(50);
+    // The batch was full: the next keyed write prunes again at once.
     expect((await createSubscriber(unique('prune'), unique('prune'))).statusCode).toBe(201);
-    expect(await remaining()).toBe(0);
+    await vi.waitFor(async () => expect(await remaining()).toBe(0), { timeout: 5_000 });
+  });
+
+  it('after a prune that found less than a batch, the next waits ten seconds: not one lookup per write', async () => {
+    const insertExpired = async (key: string) =>
+      ctx.ownerDb
+        .insertInto('idempotency_keys')
+        .values({
+          organization_id: org.organization_id,
+          key,
+          fingerprint: 'old',
+          response_status: 201,
+          response_content_type: null,
+          response_body: '',
+          created_at: new Date(Date.now() - 48 * 3600_000),
+          expires_at: new Date(Date.now() - 24 * 3600_000),
+        })
+        .execute();
+    const first = unique('expired-first');
+    await insertExpired(first);
+    clockSkewMs += 11_000;
+    expect((await createSubscriber(unique('idle'), unique('idle'))).statusCode).toBe(201);
+    await vi.waitFor(async () => expect(await storedKey(first)).toBeUndefined(), { timeout: 5_000 });
+    // That prune deleted one row, less than a batch: a keyed write within the next 10 s prunes nothing.
+    const second = unique('expired-second');
+    await insertExpired(second);
+    expect((await createSubscriber(unique('idle'), unique('idle'))).statusCode).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await storedKey(second)).toBeDefined();
+    clockSkewMs += 11_000;
+    expect((await createSubscriber(unique('idle'), unique('idle'))).statusCode).toBe(201);
+    await vi.waitFor(async () => expect(await storedKey(second)).toBeUndefined(), { timeout: 5_000 });
   });
 });
 

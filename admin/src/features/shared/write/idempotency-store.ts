@@ -15,8 +15,8 @@ export interface RecordedResponse {
   body: string;
 }
 
-/** Expired rows pruned per recorded response: bounded work, more than one write adds. */
-const PRUNE_BATCH = 100;
+/** Expired rows deleted per prune: bounded work, more than one write adds. */
+export const PRUNE_BATCH = 100;
 
 export async function findLiveKey(
   db: Kysely<Database>,
@@ -123,12 +123,13 @@ export async function insertAnswered(
     .execute();
 }
 
-/** Deletes a bounded batch of expired keys, skipping rows another pruner holds. */
-export async function pruneExpiredKeys(db: Kysely<Database>, now: Date): Promise<void> {
-  await sql`
+/** Deletes a bounded batch of expired keys, skipping rows another pruner holds; answers how many it deleted. */
+export async function pruneExpiredKeys(db: Kysely<Database>, now: Date): Promise<number> {
+  const result = await sql`
     DELETE FROM idempotency_keys WHERE (organization_id, key) IN (
       SELECT organization_id, key FROM idempotency_keys WHERE expires_at <= ${now}
       LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED
     )
   `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }

@@ -6,12 +6,12 @@ import { isAuditedRequest } from './pipeline.ts';
 import {
   findLiveKey,
   insertAnswered,
-  pruneExpiredKeys,
   recordResponse,
   reserveKey,
   type RecordedResponse,
   type StoredKey,
 } from './idempotency-store.ts';
+import { expiredKeyPruner } from './idempotency-pruner.ts';
 
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
@@ -123,6 +123,10 @@ export const idempotency = fp(
   async function idempotency(app: FastifyInstance) {
     app.decorateRequest('idempotency', null as unknown as IdempotencyState);
     const expiry = (now: Date) => new Date(now.getTime() + KEY_LIFETIME_MS);
+    const pruner = expiredKeyPruner(app.db, app.clock, (error) =>
+      app.log.error({ err: error }, 'expired idempotency keys not pruned'),
+    );
+    app.addHook('onClose', () => pruner.close());
 
     app.addHook('preParsing', async (request, _reply, payload) => {
       if (!request.principal || !isKeyedWrite(request)) return payload;
@@ -213,12 +217,16 @@ export const idempotency = fp(
             now,
             expiry(now),
           );
-        else return payload;
-        await pruneExpiredKeys(app.db, now);
       } catch (error) {
         request.log.error({ err: error }, 'idempotency key response not recorded');
       }
       return payload;
+    });
+
+    // After the response has left: the prune is never on a keyed write's latency path.
+    app.addHook('onResponse', async (request) => {
+      const state = request.idempotency;
+      if (state && !state.stored && state.fingerprint !== null) pruner.poke();
     });
   },
   { name: 'idempotency', dependencies: ['infrastructure', 'write-pipeline', 'authentication'] },
