@@ -12,6 +12,12 @@ import { foldSettledCreditFigures } from '../../src/features/credits/worker/fold
 import { persistCreditHashes } from '../../src/features/credits/worker/spent.ts';
 import { recordRollovers } from '../../src/features/credits/worker/rollovers.ts';
 import { meteredSubscriber } from '../metered-usage/balances.ts';
+import {
+  heldElsewhere,
+  pidOf,
+  startBlockedBy as startBlockedByLock,
+  type Outcome,
+} from '../../../test-support/lock-waits.ts';
 
 // The drain's and the fold's UPDATEs of credits lock the rows they write in (organization_id, id) order, whatever
 // order their join's plan yields them in: two statements locking in different orders can deadlock. Each case holds
@@ -22,9 +28,6 @@ const NOW = Date.parse('2027-03-15T12:00:00.000Z');
 /** January 2027: settled at NOW, inside the fold's window. */
 const january = meteredPeriodAt('month', null, Date.parse('2027-01-15T00:00:00Z'));
 const [A, B, C, D] = ['cr_lock_a', 'cr_lock_b', 'cr_lock_c', 'cr_lock_d'];
-const WAIT_DEADLINE_MS = 10_000;
-const WAIT_POLLS = 500;
-const POLL_MS = 20;
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -77,65 +80,18 @@ const PLANS = {
   'heap order': [sql`SET LOCAL enable_indexscan = off`, sql`SET LOCAL enable_bitmapscan = off`],
 };
 
-const pidOf = async (db: Transaction<Database>) =>
-  (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]!.pid;
+/** Whether another transaction holds the credit. */
+const creditHeldElsewhere = (trx: Transaction<Database>, creditId: string) =>
+  heldElsewhere(
+    trx,
+    sql`SELECT id FROM credits WHERE organization_id = ${org.organization_id} AND id = ${creditId} FOR UPDATE NOWAIT`,
+  );
 
-/** Whether another transaction holds the credit: FOR UPDATE NOWAIT from `trx` fails with 55P03. */
-async function heldElsewhere(trx: Transaction<Database>, creditId: string): Promise<boolean> {
-  await sql`SAVEPOINT probe`.execute(trx);
-  try {
-    await sql`
-      SELECT id FROM credits WHERE organization_id = ${org.organization_id} AND id = ${creditId} FOR UPDATE NOWAIT
-    `.execute(trx);
-    return false;
-  } catch (error) {
-    if ((error as { code?: string }).code !== '55P03') throw error;
-    return true;
-  } finally {
-    // Drops the probe's own lock too, when it took one.
-    await sql`ROLLBACK TO SAVEPOINT probe`.execute(trx);
-  }
-}
-
-type Outcome<T> = { ok: true; result: T } | { ok: false; error: unknown };
-
-/**
- * Starts `statement` in a transaction of its own (with `settings` first) and answers once it waits on a lock the
- * backend `holderPid` holds, with its outcome to await (in an object: an async function's promise would adopt it); throws when it never waits (bounded in polls and in time).
- */
-async function startBlockedBy<T>(
+const startBlockedBy = <T>(
   holderPid: number,
   statement: (trx: Transaction<Database>) => Promise<T>,
   settings: readonly { execute: (db: Transaction<Database>) => Promise<unknown> }[] = [],
-): Promise<{ outcome: Promise<Outcome<T>> }> {
-  let statementPid: number | undefined;
-  const outcome: Promise<Outcome<T>> = ctx.db
-    .transaction()
-    .execute(async (trx) => {
-      await sql`SET LOCAL lock_timeout = '20s'`.execute(trx);
-      for (const setting of settings) await setting.execute(trx);
-      statementPid = await pidOf(trx);
-      return statement(trx);
-    })
-    .then(
-      (result) => ({ ok: true as const, result }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
-  let finished = false;
-  void outcome.then(() => (finished = true));
-  const deadline = Date.now() + WAIT_DEADLINE_MS;
-  for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline && !finished; poll++) {
-    if (statementPid !== undefined) {
-      const { rows } = await sql<{ blocked: boolean }>`
-        SELECT wait_event_type = 'Lock' AND ${holderPid}::int = ANY(pg_blocking_pids(pid)) AS blocked
-        FROM pg_stat_activity WHERE pid = ${statementPid}::int
-      `.execute(ctx.ownerDb);
-      if (rows[0]?.blocked) return { outcome };
-    }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-  throw Object.assign(new Error('the statement never waited on the holder'), { outcome });
-}
+) => startBlockedByLock(ctx.db, ctx.ownerDb, holderPid, statement, settings);
 
 /**
  * Runs `statement` in a transaction of its own while T1 holds credit b; once it waits on T1, answers which of a and
@@ -162,8 +118,8 @@ async function locksWhileBlockedOnB<T>(
         `the statement never waited on credit b (${ended.ok ? 'it finished' : String(ended.error)})`,
       );
     }
-    const holdsA = await heldElsewhere(t1, A);
-    const holdsC = await heldElsewhere(t1, C);
+    const holdsA = await creditHeldElsewhere(t1, A);
+    const holdsC = await creditHeldElsewhere(t1, C);
     await t1.rollback().execute();
     t1Open = false;
     const ended = await outcome;

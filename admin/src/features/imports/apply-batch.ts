@@ -20,9 +20,11 @@ import {
   applySubscribers,
   applySubscriptions,
   bumpSubscribers,
+  lockSubscribers,
   type SubscribersWritten,
 } from './bulk-subscribers.ts';
 import { applyCredits, type CreditSpentSeed } from './bulk-credits.ts';
+import { subscribersToLockFirst } from './subscriber-lock-order.ts';
 
 export interface BatchLine {
   line: number;
@@ -176,6 +178,8 @@ export async function applyBatch(
     versions: new Map(),
     created: new Set(),
   };
+  // Before the catalog lines would do as well: catalog writes lock no subscriber.
+  await lockSubscribers(trx, ctx.organizationId, subscribersToLockFirst(byType));
   for (const type of ORDER) {
     const group = byType.get(type);
     if (!group) continue;

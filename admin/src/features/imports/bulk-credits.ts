@@ -105,7 +105,7 @@ export async function applyCredits(
   const { rows: subscribers } = await sql<{ subscriber_id: string }>`
     SELECT subscriber_id FROM subscribers
     WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${subscriberIds}::text[])
-    ORDER BY subscriber_id FOR UPDATE
+    ORDER BY subscriber_id COLLATE "C" FOR UPDATE
   `.execute(trx);
   const { rows: features } = await sql<{ id: string; key: string; kind: string }>`
     SELECT id, key, kind FROM features WHERE organization_id = ${organizationId} AND key = ANY(${featureKeys}::text[])

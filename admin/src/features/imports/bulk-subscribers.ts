@@ -5,6 +5,7 @@ import { newId } from '@ent/common/ids';
 import type { SubscriberLine, SubscriptionLine } from '@ent/contract/import-lines';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import type { AppliedResult } from './results.ts';
+import { bySubscriberId } from './subscriber-lock-order.ts';
 
 export interface Lined<T> {
   line: number;
@@ -41,6 +42,23 @@ export interface SubscribersWritten extends BulkResult {
 }
 
 /**
+ * Locks the existing subscribers among `ids` in id order, in one statement (subscriber-lock-order.ts says when a batch
+ * needs it).
+ */
+export async function lockSubscribers(
+  trx: Transaction<Database>,
+  organizationId: string,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`
+    SELECT 1 FROM subscribers
+    WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${ids}::text[])
+    ORDER BY subscriber_id COLLATE "C" FOR UPDATE
+  `.execute(trx);
+}
+
+/**
  * Subscribers upserted by id in two statements: lines naming a `name` insert or rename (only when it differs); lines
  * without one insert or leave the subscriber as it is (PATCH's reading of an absent field). RETURNING tells applied
  * from unchanged. The version bump (versions.ts's rule, once per batch) is part of the same write: a created
@@ -54,7 +72,8 @@ export async function applySubscribers(
   const byId = lastById(lines, (record) => record.subscriber_id);
   const named: { id: string; name: string | null }[] = [];
   const unnamed: string[] = [];
-  for (const [id, same] of byId) {
+  // In id order: a row another transaction is inserting with the same id is waited for in the order locks are taken.
+  for (const [id, same] of [...byId].sort(([a], [b]) => bySubscriberId(a, b))) {
     const winner = same[same.length - 1]!.record;
     if (winner.name === undefined) unnamed.push(id);
     else named.push({ id, name: winner.name });
@@ -116,7 +135,7 @@ export async function applySubscriptions(
   const { rows: subscribers } = await sql<{ subscriber_id: string }>`
     SELECT subscriber_id FROM subscribers
     WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${subscriberIds}::text[])
-    ORDER BY subscriber_id FOR UPDATE
+    ORDER BY subscriber_id COLLATE "C" FOR UPDATE
   `.execute(trx);
   const { rows: plans } = await sql<{ id: string; key: string; archived: boolean }>`
     SELECT id, key, archived_at IS NOT NULL AS archived FROM plans

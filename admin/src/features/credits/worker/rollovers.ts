@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { DEFAULT_CREDIT_PRIORITY } from '@ent/contract/credits';
 import type { DomainEvent } from '../../shared/write/outcome.ts';
@@ -89,7 +89,8 @@ export async function recordRollovers(
       // The lock the credits' foreign key check takes, taken before inserting and in key order, as an import takes
       // its subscribers (FOR UPDATE) before inserting credits: inserting first, a drain could hold a rollover credit
       // an import is inserting too while its check waited for that import's lock (a deadlock).
-      .orderBy('subscriber_id')
+      // Byte order, as every statement locking subscribers takes them (imports/subscriber-lock-order.ts).
+      .orderBy(sql`subscriber_id COLLATE "C"`)
       .forKeyShare()
       .execute(),
   ]);
