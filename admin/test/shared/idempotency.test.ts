@@ -42,6 +42,24 @@ const storedKey = (key: string, organizationId = org.organization_id) =>
     .where('key', '=', key)
     .executeTakeFirst();
 
+/** Rows of keys that expired a day ago, as a write 48 h old leaves them. */
+const insertExpired = (keys: string[]) =>
+  ctx.ownerDb
+    .insertInto('idempotency_keys')
+    .values(
+      keys.map((key) => ({
+        organization_id: org.organization_id,
+        key,
+        fingerprint: 'old',
+        response_status: 201,
+        response_content_type: null,
+        response_body: '',
+        created_at: new Date(Date.now() - 48 * 3600_000),
+        expires_at: new Date(Date.now() - 24 * 3600_000),
+      })),
+    )
+    .execute();
+
 beforeAll(async () => {
   ctx = await createAdminContext({ clock: { now: () => Date.now() + clockSkewMs } });
   org = await createTestOrganization(ctx.db, 'Acme');
@@ -175,17 +193,7 @@ describe('keys and what is stored', () => {
   });
 
   it('expired keys are pruned in bounded batches by later keyed writes', async () => {
-    const expired = Array.from({ length: 150 }, (_, i) => ({
-      organization_id: org.organization_id,
-      key: unique(`old-${i}`),
-      fingerprint: 'old',
-      response_status: 201,
-      response_content_type: null,
-      response_body: '',
-      created_at: new Date(Date.now() - 48 * 3600_000),
-      expires_at: new Date(Date.now() - 24 * 3600_000),
-    }));
-    await ctx.ownerDb.insertInto('idempotency_keys').values(expired).execute();
+    await insertExpired(Array.from({ length: 150 }, (_, i) => unique(`old-${i}`)));
     const remaining = async () =>
       Number(
         (
@@ -208,28 +216,14 @@ describe('keys and what is stored', () => {
   });
 
   it('after a prune that found less than a batch, the next waits ten seconds: not one lookup per write', async () => {
-    const insertExpired = async (key: string) =>
-      ctx.ownerDb
-        .insertInto('idempotency_keys')
-        .values({
-          organization_id: org.organization_id,
-          key,
-          fingerprint: 'old',
-          response_status: 201,
-          response_content_type: null,
-          response_body: '',
-          created_at: new Date(Date.now() - 48 * 3600_000),
-          expires_at: new Date(Date.now() - 24 * 3600_000),
-        })
-        .execute();
     const first = unique('expired-first');
-    await insertExpired(first);
+    await insertExpired([first]);
     clockSkewMs += 11_000;
     expect((await createSubscriber(unique('idle'), unique('idle'))).statusCode).toBe(201);
     await vi.waitFor(async () => expect(await storedKey(first)).toBeUndefined(), { timeout: 5_000 });
     // That prune deleted one row, less than a batch: a keyed write within the next 10 s prunes nothing.
     const second = unique('expired-second');
-    await insertExpired(second);
+    await insertExpired([second]);
     expect((await createSubscriber(unique('idle'), unique('idle'))).statusCode).toBe(201);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await storedKey(second)).toBeDefined();
