@@ -12,11 +12,11 @@ import { heldElsewhere, pidOf, startBlockedBy, type Outcome } from '../../../tes
 import { applyBatch, type BatchOutcome } from '../../src/features/imports/apply-batch.ts';
 import { ndjson, runImport } from './run-import.ts';
 
-// An import batch locks every subscriber row it writes in id order before any of them. Its statements (subscriber
-// lines, subscriptions, overrides in line order, credits) each lock in id order, but one after another: a batch could
-// hold cus_c (its subscription) while waiting for cus_b (an override), and a writer holding cus_b that then wanted cus_c
-// would deadlock with it. Here another transaction holds cus_b; once the batch waits on it, the batch must hold cus_a
-// (first in id order) and not cus_c.
+// An import batch's statements (subscriber lines, subscriptions, overrides in line order, credits) each lock in id
+// order, but one after another: a batch could hold cus_c (its subscription) while waiting for cus_b (an override), and
+// a writer holding cus_b that then wanted cus_c would deadlock with it. Such a batch locks every subscriber it names
+// first, in id order (subscriber-lock-order.ts). Here another transaction holds cus_b; once the batch waits on it, the
+// batch must hold cus_a (first in id order) and not cus_c.
 
 let ctx: AdminTestContext;
 let org: TestOrganization;
@@ -99,5 +99,38 @@ describe('an import batch', () => {
     } finally {
       if (holderOpen) await holder.rollback().execute();
     }
+  });
+
+  it('keeps the lock of an override line it refused: later lines count on it being held', async () => {
+    await ctx.db.transaction().execute(async (trx) => {
+      const outcome = await applyBatch(
+        trx,
+        {
+          organizationId: org.organization_id,
+          catalogLimits: ctx.config.catalogLimits,
+          nowMs: Date.now(),
+          relayAfterMs: 30_000,
+        },
+        [
+          {
+            line: 1,
+            record: {
+              type: 'override',
+              subscriber_id: 'cus_b',
+              feature_key: 'nope',
+              kind: 'limit',
+              limit: 1,
+            },
+          },
+        ],
+      );
+      expect(outcome.results.get(1)?.result).toBe('failed');
+      const probe = await ctx.ownerDb.startTransaction().execute();
+      try {
+        expect(await subscriberHeldElsewhere(probe, 'cus_b')).toBe(true);
+      } finally {
+        await probe.rollback().execute();
+      }
+    });
   });
 });

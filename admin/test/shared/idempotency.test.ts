@@ -204,12 +204,15 @@ describe('keys and what is stored', () => {
             .executeTakeFirstOrThrow()
         ).n,
       );
-    // Earlier keyed writes found nothing expired: the next prune is due once the idle wait is over.
+    // Earlier keyed writes found nothing expired: the next prune is due once the idle wait is over (counted from the
+    // end of the last prune, which may still be in flight).
+    await ctx.app.idempotencyPruner.settled();
     clockSkewMs += 11_000;
     // The prune runs after the response has left: each keyed write's is waited for, then it is counted.
     expect((await createSubscriber(unique('prune'), unique('prune'))).statusCode).toBe(201);
     await vi.waitFor(async () => expect(await remaining()).toBeLessThan(150), { timeout: 5_000 });
     expect(await remaining()).toBe(50);
+    await ctx.app.idempotencyPruner.settled();
     // The batch was full: the next keyed write prunes again at once.
     expect((await createSubscriber(unique('prune'), unique('prune'))).statusCode).toBe(201);
     await vi.waitFor(async () => expect(await remaining()).toBe(0), { timeout: 5_000 });
@@ -218,9 +221,11 @@ describe('keys and what is stored', () => {
   it('after a prune that found less than a batch, the next waits ten seconds: not one lookup per write', async () => {
     const first = unique('expired-first');
     await insertExpired([first]);
+    await ctx.app.idempotencyPruner.settled();
     clockSkewMs += 11_000;
     expect((await createSubscriber(unique('idle'), unique('idle'))).statusCode).toBe(201);
     await vi.waitFor(async () => expect(await storedKey(first)).toBeUndefined(), { timeout: 5_000 });
+    await ctx.app.idempotencyPruner.settled();
     // That prune deleted one row, less than a batch: a keyed write within the next 10 s prunes nothing.
     const second = unique('expired-second');
     await insertExpired([second]);

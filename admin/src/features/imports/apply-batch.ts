@@ -134,12 +134,22 @@ async function applyPlan(trx: Transaction<Database>, batch: BatchOutcome, ctx: B
   return result.result === 'unchanged' && archiveLater ? { result: 'applied' as const } : result;
 }
 
-function applyOverride(
+/**
+ * An override upserted through its service. Its subscriber is locked first, outside the line's savepoint: the service
+ * locks it too, but a refusal rolls back to the savepoint and would let that lock go, while subscriber-lock-order.ts
+ * counts it as held for the batch's later lines.
+ */
+async function applyOverride(
   trx: Transaction<Database>,
   batch: BatchOutcome,
   ctx: BatchContext,
   line: OverrideLine,
+  locked: Set<string>,
 ) {
+  if (!locked.has(line.subscriber_id)) {
+    await lockSubscribers(trx, ctx.organizationId, [line.subscriber_id]);
+    locked.add(line.subscriber_id);
+  }
   return alone(trx, batch, async (outcome) => {
     const { type: _type, subscriber_id, feature_key, ...body } = line;
     return upsertOverride(trx, outcome, ctx.organizationId, subscriber_id, feature_key, body);
@@ -178,11 +188,17 @@ export async function applyBatch(
     versions: new Map(),
     created: new Set(),
   };
-  // Before the catalog lines would do as well: catalog writes lock no subscriber.
-  await lockSubscribers(trx, ctx.organizationId, subscribersToLockFirst(byType));
+  // After the catalog lines: they lock plans, and the bulk part takes plans after subscribers only as a share.
+  let lockedFirst = false;
+  // Override lines' subscribers, locked outside each line's savepoint: a refused line keeps its lock.
+  const overridesLocked = new Set<string>();
   for (const type of ORDER) {
     const group = byType.get(type);
     if (!group) continue;
+    if (!lockedFirst && type !== 'feature' && type !== 'plan') {
+      await lockSubscribers(trx, ctx.organizationId, subscribersToLockFirst(byType));
+      lockedFirst = true;
+    }
     if (type === 'subscriber') {
       const applied = await applySubscribers(
         trx,
@@ -225,7 +241,7 @@ export async function applyBatch(
           ? await applyFeature(trx, batch, ctx, record)
           : record.type === 'plan'
             ? await applyPlan(trx, batch, ctx, record)
-            : await applyOverride(trx, batch, ctx, record as OverrideLine);
+            : await applyOverride(trx, batch, ctx, record as OverrideLine, overridesLocked);
       batch.results.set(line, result);
     }
   }

@@ -27,8 +27,11 @@ const subscriberIdsOf = (lines: LinesByType, type: ImportRecordLine['type']) =>
  * first costs one more statement of index lookups per batch (about a tenth of a batch's Postgres time when it
  * creates new subscribers), so it is taken only when the order is not ascending already: a batch of one record
  * type, the shape of an export, or a subscriber line followed by its subscription, pays nothing.
- * Each step counts the ids it may lock that no earlier step holds: an unnamed subscriber line's upsert leaves an
- * existing row unlocked, so it is not counted as held (a superset of what is locked only ever asks for the lock).
+ * Each step counts the ids it may lock or wait on that no earlier step holds: an unnamed subscriber line's upsert
+ * waits on a row another transaction is changing but leaves it unlocked, so it counts in the order and not as held
+ * (a superset of what is locked only ever asks for the lock). A row another transaction is still inserting is seen by
+ * no lock taken first: two imports creating the same new subscribers in opposite orders can still deadlock, and
+ * Postgres's detection ends one, whose batch is retried.
  */
 export function subscribersToLockFirst(lines: LinesByType): string[] {
   const winners = new Map<string, SubscriberLine>();
@@ -39,18 +42,24 @@ export function subscribersToLockFirst(lines: LinesByType): string[] {
   const held = new Set<string>();
   let last: string | null = null;
   let ascending = true;
-  const take = (ids: readonly string[], sorted: boolean) => {
+  // `holds: false`: the step may wait on each row (for a transaction changing it) but holds none afterwards.
+  const take = (ids: readonly string[], sorted: boolean, holds = true) => {
     const fresh = [...new Set(ids)].filter((id) => !held.has(id));
     if (sorted) fresh.sort(bySubscriberId);
     for (const id of fresh) {
       if (last !== null && bySubscriberId(last, id) >= 0) ascending = false;
-      held.add(id);
+      if (holds) held.add(id);
       last = id;
     }
   };
+  const named = [...winners].filter(([, line]) => line.name !== undefined).map(([id]) => id);
+  take(named, true);
+  // The unnamed lines' `ON CONFLICT DO NOTHING` locks no existing row, but waits for one another transaction is
+  // inserting or changing, in its own (sorted) statement after the named lines'.
   take(
-    [...winners].filter(([, line]) => line.name !== undefined).map(([id]) => id),
+    [...winners.keys()].filter((id) => winners.get(id)!.name === undefined),
     true,
+    false,
   );
   take(subscriberIdsOf(lines, 'subscription'), true);
   take(subscriberIdsOf(lines, 'override'), false);

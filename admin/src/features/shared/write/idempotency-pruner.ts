@@ -9,6 +9,8 @@ const PRUNE_IDLE_MS = 10_000;
 export interface ExpiredKeyPruner {
   /** A keyed write was answered: prune a batch of expired keys unless one is in flight or none is due. */
   poke(): void;
+  /** Resolves once no prune is in flight. */
+  settled(): Promise<void>;
   /** Starts no more prunes and resolves once none is in flight (the app's close, before its pool ends). */
   close(): Promise<void>;
 }
@@ -42,6 +44,9 @@ export function expiredKeyPruner(
         .finally(() => {
           inFlight = null;
         });
+    },
+    async settled() {
+      await inFlight;
     },
     async close() {
       closed = true;

@@ -11,7 +11,7 @@ import {
   type RecordedResponse,
   type StoredKey,
 } from './idempotency-store.ts';
-import { expiredKeyPruner } from './idempotency-pruner.ts';
+import { expiredKeyPruner, type ExpiredKeyPruner } from './idempotency-pruner.ts';
 
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
@@ -33,6 +33,10 @@ interface IdempotencyState {
 declare module 'fastify' {
   interface FastifyRequest {
     idempotency: IdempotencyState | null;
+  }
+  interface FastifyInstance {
+    /** Prunes expired keys after keyed writes' responses (tests wait for it with `settled()`). */
+    idempotencyPruner: ExpiredKeyPruner;
   }
 }
 
@@ -126,6 +130,7 @@ export const idempotency = fp(
     const pruner = expiredKeyPruner(app.db, app.clock, (error) =>
       app.log.error({ err: error }, 'expired idempotency keys not pruned'),
     );
+    app.decorate('idempotencyPruner', pruner);
     app.addHook('onClose', () => pruner.close());
 
     app.addHook('preParsing', async (request, _reply, payload) => {
