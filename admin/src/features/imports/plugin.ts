@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Kysely } from 'kysely';
 import { MAX_IMPORT_BYTES } from '@ent/contract/imports';
+import { createDb } from '@ent/common/db/connect';
+import type { Database } from '@ent/common/db/database';
 import { createImportRunner, type ImportRunner, type ImportRunnerOptions } from './runner.ts';
 
 export interface ImportsOptions {
@@ -11,9 +14,16 @@ export interface ImportsOptions {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    imports: { runner: ImportRunner; maxBytes: number };
+    imports: { runner: ImportRunner; maxBytes: number; stagingDb: Kysely<Database> };
   }
 }
+
+/**
+ * How long one staging insert (5,000 lines) may run. An upload is one long request already exempt from the request
+ * deadline, and a stall of one insert past the ordinary 10 s statement timeout (a busy disk) failed the whole upload
+ * with 503 (seen once in the import bench): its inserts get a pool of their own with a longer timeout.
+ */
+const STAGING_STATEMENT_TIMEOUT_MS = 60_000;
 
 /**
  * The import runner of this admin process: it applies the imports this process received and, at start and then
@@ -32,7 +42,12 @@ export const importsRunner = fp(
       },
       { leaseMs: app.config.imports.leaseMs, batchSize: app.config.imports.batchSize, ...options.runner },
     );
-    app.decorate('imports', { runner, maxBytes: options.maxBytes ?? MAX_IMPORT_BYTES });
+    // Two connections: each upload has one staging insert in flight at a time.
+    const stagingDb = createDb(app.config.databaseUrl, {
+      max: 2,
+      statementTimeoutMillis: STAGING_STATEMENT_TIMEOUT_MS,
+    });
+    app.decorate('imports', { runner, maxBytes: options.maxBytes ?? MAX_IMPORT_BYTES, stagingDb });
     let sweep: NodeJS.Timeout | null = null;
     const resume = () =>
       runner
@@ -46,6 +61,7 @@ export const importsRunner = fp(
     app.addHook('onClose', async () => {
       if (sweep) clearInterval(sweep);
       await runner.stop();
+      await stagingDb.destroy();
     });
   },
   { name: 'imports-runner', dependencies: ['infrastructure', 'snapshots'] },

@@ -56,7 +56,7 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
     });
     try {
       const received = await receiveImport(payload, {
-        db: app.db,
+        db: app.imports.stagingDb,
         importId,
         requestId: request.id,
         scopes: principal.scopes,
