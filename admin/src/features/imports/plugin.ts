@@ -42,9 +42,10 @@ export const importsRunner = fp(
       },
       { leaseMs: app.config.imports.leaseMs, batchSize: app.config.imports.batchSize, ...options.runner },
     );
-    // Two connections: each upload has one staging insert in flight at a time.
+    // Connections are made as uploads need them (one staging insert in flight each), up to the app pool's 10: a
+    // wait for one is bounded by the ordinary 3 s connection timeout, and a 503 again past it.
     const stagingDb = createDb(app.config.databaseUrl, {
-      max: 2,
+      max: 10,
       statementTimeoutMillis: STAGING_STATEMENT_TIMEOUT_MS,
     });
     app.decorate('imports', { runner, maxBytes: options.maxBytes ?? MAX_IMPORT_BYTES, stagingDb });
