@@ -196,7 +196,9 @@ export async function applyBatch(
     const group = byType.get(type);
     if (!group) continue;
     if (!lockedFirst && type !== 'feature' && type !== 'plan') {
-      await lockSubscribers(trx, ctx.organizationId, subscribersToLockFirst(byType));
+      // Every existing subscriber the lines name, when locked here, needs no lock of its own before an override line.
+      for (const id of await lockSubscribers(trx, ctx.organizationId, subscribersToLockFirst(byType)))
+        overridesLocked.add(id);
       lockedFirst = true;
     }
     if (type === 'subscriber') {

@@ -4,7 +4,7 @@ import { AppError, conflict, validationError } from '@ent/common/errors/app-erro
 import { DEFAULT_CREDIT_PRIORITY, MAX_LIVE_CREDITS_PER_FEATURE } from '@ent/contract/credits';
 import type { CreditLine } from '@ent/contract/import-lines';
 import { subscriberNotFound } from '../subscribers/service.ts';
-import { lastById, type BulkResult, type Lined } from './bulk-subscribers.ts';
+import { lastById, lockSubscribers, type BulkResult, type Lined } from './bulk-subscribers.ts';
 import { creditTermsOf, type CreditTerms } from './credit-terms.ts';
 import type { AppliedResult } from './results.ts';
 
@@ -102,11 +102,7 @@ export async function applyCredits(
   }
   const subscriberIds = [...new Set(winners.map((w) => w.terms.subscriberId))].sort();
   const featureKeys = [...new Set(winners.map((w) => w.terms.feature))];
-  const { rows: subscribers } = await sql<{ subscriber_id: string }>`
-    SELECT subscriber_id FROM subscribers
-    WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${subscriberIds}::text[])
-    ORDER BY subscriber_id COLLATE "C" FOR UPDATE
-  `.execute(trx);
+  const present = await lockSubscribers(trx, organizationId, subscriberIds);
   const { rows: features } = await sql<{ id: string; key: string; kind: string }>`
     SELECT id, key, kind FROM features WHERE organization_id = ${organizationId} AND key = ANY(${featureKeys}::text[])
   `.execute(trx);
@@ -121,7 +117,6 @@ export async function applyCredits(
       AND voided_at IS NULL AND (expires_at IS NULL OR expires_at > ${new Date(nowMs)})
     GROUP BY subscriber_id, feature_id
   `.execute(trx);
-  const present = new Set(subscribers.map((s) => s.subscriber_id));
   const featureByKey = new Map(features.map((f) => [f.key, f]));
   const existingById = new Map(existingRows.map((c) => [c.id, c]));
   const live = new Map(liveRows.map((r) => [`${r.subscriber_id}\u0000${r.feature_id}`, Number(r.live)]));

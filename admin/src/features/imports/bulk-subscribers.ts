@@ -42,20 +42,21 @@ export interface SubscribersWritten extends BulkResult {
 }
 
 /**
- * Locks the existing subscribers among `ids` in id order, in one statement (subscriber-lock-order.ts says when a batch
- * needs it).
+ * Locks the existing subscribers among `ids` in one statement, in byte order (the order every statement locking
+ * subscribers takes them: subscriber-lock-order.ts), and answers which exist.
  */
 export async function lockSubscribers(
   trx: Transaction<Database>,
   organizationId: string,
   ids: readonly string[],
-): Promise<void> {
-  if (ids.length === 0) return;
-  await sql`
-    SELECT 1 FROM subscribers
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ subscriber_id: string }>`
+    SELECT subscriber_id FROM subscribers
     WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${ids}::text[])
     ORDER BY subscriber_id COLLATE "C" FOR UPDATE
   `.execute(trx);
+  return new Set(rows.map((row) => row.subscriber_id));
 }
 
 /**
@@ -129,14 +130,13 @@ export async function applySubscriptions(
 ): Promise<BulkResult> {
   const named = [...new Set(lines.map((l) => l.record.subscriber_id))];
   // Rows the batch wrote are locked by that write already; the ones it created have no subscriptions to look up.
-  const subscriberIds = named.filter((id) => !written.versions.has(id)).sort();
   const withSubscriptions = named.filter((id) => !written.created.has(id));
   const planKeys = [...new Set(lines.map((l) => l.record.plan_id))];
-  const { rows: subscribers } = await sql<{ subscriber_id: string }>`
-    SELECT subscriber_id FROM subscribers
-    WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${subscriberIds}::text[])
-    ORDER BY subscriber_id COLLATE "C" FOR UPDATE
-  `.execute(trx);
+  const locked = await lockSubscribers(
+    trx,
+    organizationId,
+    named.filter((id) => !written.versions.has(id)),
+  );
   const { rows: plans } = await sql<{ id: string; key: string; archived: boolean }>`
     SELECT id, key, archived_at IS NOT NULL AS archived FROM plans
     WHERE organization_id = ${organizationId} AND key = ANY(${planKeys}::text[]) FOR SHARE
@@ -145,7 +145,7 @@ export async function applySubscriptions(
     SELECT subscriber_id, plan_id FROM subscriptions
     WHERE organization_id = ${organizationId} AND subscriber_id = ANY(${withSubscriptions}::text[]) AND status = 'active'
   `.execute(trx);
-  const existing = new Set([...written.versions.keys(), ...subscribers.map((s) => s.subscriber_id)]);
+  const existing = new Set([...written.versions.keys(), ...locked]);
   const planByKey = new Map(plans.map((p) => [p.key, p]));
   const activePairs = new Set(active.map((a) => `${a.subscriber_id}\u0000${a.plan_id}`));
   const results = new Map<number, AppliedResult>();

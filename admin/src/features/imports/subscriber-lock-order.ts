@@ -52,15 +52,13 @@ export function subscribersToLockFirst(lines: LinesByType): string[] {
       last = id;
     }
   };
-  const named = [...winners].filter(([, line]) => line.name !== undefined).map(([id]) => id);
+  const named: string[] = [];
+  const unnamed: string[] = [];
+  for (const [id, line] of winners) (line.name === undefined ? unnamed : named).push(id);
   take(named, true);
   // The unnamed lines' `ON CONFLICT DO NOTHING` locks no existing row, but waits for one another transaction is
   // inserting or changing, in its own (sorted) statement after the named lines'.
-  take(
-    [...winners.keys()].filter((id) => winners.get(id)!.name === undefined),
-    true,
-    false,
-  );
+  take(unnamed, true, false);
   take(subscriberIdsOf(lines, 'subscription'), true);
   take(subscriberIdsOf(lines, 'override'), false);
   take(subscriberIdsOf(lines, 'credit'), true);
