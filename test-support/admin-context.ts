@@ -54,6 +54,8 @@ export async function createAdminContext(
     consoleDistDir?: string;
     relayFollowUp?: AdminAppOptions['relayFollowUp'];
     imports?: AdminAppOptions['imports'];
+    /** The statement timeout of admin's pool (the default's 10 s is long to wait out in a test). */
+    statementTimeoutMs?: number;
     /** Silent unless a test reads what admin logs. */
     logger?: AdminAppOptions['logger'];
   } = {},
@@ -63,6 +65,7 @@ export async function createAdminContext(
   let queries = 0;
   const db = createDb(config.databaseUrl, {
     max: 5,
+    statementTimeoutMillis: options.statementTimeoutMs,
     log: (event) => {
       if (event.level === 'query') queries += 1;
     },

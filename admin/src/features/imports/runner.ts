@@ -58,6 +58,26 @@ function lineResults(outcome: BatchOutcome, requestId: string): LineResult[] {
 
 class DryRunRollback extends Error {}
 
+/** `work` in a savepoint of `trx`: rolled back to it when `work` fails, so `trx` stays usable. */
+async function inSavepoint<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
+  await sql`SAVEPOINT import_batch`.execute(trx);
+  try {
+    const result = await work();
+    await sql`RELEASE SAVEPOINT import_batch`.execute(trx);
+    return result;
+  } catch (error) {
+    await sql`ROLLBACK TO SAVEPOINT import_batch`.execute(trx);
+    throw error;
+  }
+}
+
+/** Postgres cancelled a statement at the statement timeout (10 s on the app's pools): its transaction is rolled back. */
+const isStatementTimeout = (error: unknown): boolean =>
+  (error as { code?: unknown } | null)?.code === '57014';
+
+/** Tries of one batch that reaches the statement timeout, each with half the lines of the one before. */
+const BATCH_TIMEOUT_TRIES = 4;
+
 /**
  * Applies imports in this process (DESIGN.md §5): batch after batch, each in one transaction with the lines' results
  * and the import's cursor, so a process killed anywhere leaves whole batches only; after each commit, what the batch
@@ -87,15 +107,19 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     | { kind: 'done'; organizationId: string; lines: number; dryRun: boolean }
     | { kind: 'batch' };
 
-  /** One batch of `importId` applied in `trx`, its results recorded through `record` (the same transaction, or not). */
+  /**
+   * One batch of at most `batchSize` lines of `importId` applied in `trx`, its results recorded through `record` (the
+   * same transaction, or not).
+   */
   async function step(
     trx: Transaction<Database>,
     importId: string,
     record: Transaction<Database>,
+    batchSize: number,
   ): Promise<{ step: Step; published?: { organizationId: string; outcome: BatchOutcome } }> {
     const current = await lockLeasedImport(record, importId, owner);
     if (!current) return { step: { kind: 'lost' } };
-    const pending = await nextPendingLines(record, importId, current.applied_through, options.batchSize);
+    const pending = await nextPendingLines(record, importId, current.applied_through, batchSize);
     if (pending.length === 0) {
       const last = await lastStagedLine(record, importId);
       if (current.applied_through >= last)
@@ -108,7 +132,7 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
           },
         };
       // A span of lines refused while staging (or blank): nothing to apply, the cursor moves past it.
-      const through = Math.min(last, current.applied_through + options.batchSize);
+      const through = Math.min(last, current.applied_through + batchSize);
       await recordBatch(record, importId, [], through, options.leaseMs);
       return { step: { kind: 'batch' } };
     }
@@ -148,6 +172,30 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
   }
 
   /**
+   * Runs one batch again, with half its lines, when Postgres cancels one of its statements at the statement timeout
+   * (a stalled disk, a lock held elsewhere, a batch too large for a loaded machine): the batch's transaction was rolled
+   * back whole, so nothing of it is applied twice. The import's later batches keep the smaller size. A batch that
+   * still times out after BATCH_TIMEOUT_TRIES fails the import, the batches before it applied.
+   */
+  function timeoutRetrying(importId: string) {
+    let batchSize = options.batchSize;
+    return async <T>(batch: (batchSize: number) => Promise<T>): Promise<T> => {
+      for (let tried = 1; ; tried++) {
+        try {
+          return await batch(batchSize);
+        } catch (error) {
+          if (tried >= BATCH_TIMEOUT_TRIES || !isStatementTimeout(error)) throw error;
+          const smaller = Math.max(1, Math.floor(batchSize / 2));
+          log.warn(
+            `import ${importId}: a batch of ${batchSize} lines reached the statement timeout; trying again with ${smaller}`,
+          );
+          batchSize = smaller;
+        }
+      }
+    };
+  }
+
+  /**
    * Each batch's publish runs while the next batch is applied (they use different connections, and Redis), at most
    * one publish in flight: the next batch's publish starts once it is done, and the import ends only after the last, so
    * `succeeded` still means every gateway can serve every batch. A failed publish fails the import after the batch
@@ -155,12 +203,15 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
    */
   async function applyAll(importId: string): Promise<Step> {
     let publishing: Promise<void> = Promise.resolve();
+    const retrying = timeoutRetrying(importId);
     for (;;) {
       if (stopping) {
         await publishing;
         return { kind: 'lost' };
       }
-      const { step: done, published } = await transact(db, (trx) => step(trx, importId, trx));
+      const { step: done, published } = await retrying((batchSize) =>
+        transact(db, (trx) => step(trx, importId, trx, batchSize)),
+      );
       await publishing;
       if (published) {
         publishing = publish(published.organizationId, published.outcome);
@@ -176,15 +227,19 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
 
   /**
    * A dry run applies its batches in one transaction that is rolled back at the end (so a line may refer to a
-   * record an earlier batch created), while each batch's results commit on their own.
+   * record an earlier batch created), while each batch's results commit on their own. Each batch runs inside a
+   * savepoint, so a batch that failed (and is tried again) leaves nothing in that transaction.
    */
   async function dryRunAll(importId: string): Promise<Step> {
     let last: Step = { kind: 'lost' };
+    const retrying = timeoutRetrying(importId);
     try {
       await db.transaction().execute(async (dry) => {
         for (;;) {
           if (stopping) break;
-          const { step: done } = await transact(db, (record) => step(dry, importId, record));
+          const { step: done } = await retrying((batchSize) =>
+            inSavepoint(dry, () => transact(db, (record) => step(dry, importId, record, batchSize))),
+          );
           last = done;
           if (done.kind !== 'batch') break;
         }
