@@ -16,6 +16,8 @@ const MAX_ULID_TIME = 2 ** 48 - 1;
  * An entry id whose ULID time is the moment the request was received, and that moment as `occurred_at`: both
  * come from the same value, so "newest first by id" is also "newest first by occurred_at", and a time window
  * is an exact id range (the primary key answers it). Monotonic: a later id never sorts before an earlier one.
+ * Each admin app makes its own (audit/plugin.ts), so an app on a test's manual clock set ahead never moves the ids
+ * of another app in the same process.
  */
 export function auditEntryIds(): (receivedAt: number) => { id: string; occurredAt: Date } {
   const nextUlid = monotonicFactory();
@@ -24,8 +26,6 @@ export function auditEntryIds(): (receivedAt: number) => { id: string; occurredA
     return { id: `aud_${ulid.toLowerCase()}`, occurredAt: new Date(decodeTime(ulid)) };
   };
 }
-
-export const newAuditEntryId = auditEntryIds();
 
 /** The smallest entry id recorded at or after `ms`: `occurred_at >= t` is exactly `id >= auditIdFloor(t)`. */
 export const auditIdFloor = (ms: number): string =>

@@ -8,7 +8,7 @@ import { serviceUnavailable } from '@ent/common/errors/app-error';
 import { isRetryableTransactionError } from '@ent/common/outbox/record';
 import {
   USER_AGENT_MAX_LENGTH,
-  newAuditEntryId,
+  auditEntryIds,
   recordableDetails,
   recordableParam,
   routeTemplate,
@@ -120,6 +120,7 @@ export const audit = fp(
       await db.destroy();
     });
     app.decorateRequest('audit', null as unknown as AuditState);
+    const newAuditEntryId = auditEntryIds();
 
     // Made when first needed: a 403 from the authentication hook (which runs first) ends the request before
     // any later onRequest hook, and is still recorded, as rejected, when it is sent.

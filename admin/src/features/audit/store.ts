@@ -143,7 +143,7 @@ export async function listAuditEntries(
   if (filter.route) query = query.where('e.route', '=', filter.route);
   if (filter.service) query = query.where('e.service', '=', filter.service);
   if (filter.requestId) query = query.where('e.request_id', '=', filter.requestId);
-  // An entry's id carries its occurred_at (newAuditEntryId), so a time window is an id range on the key.
+  // An entry's id carries its occurred_at (auditEntryIds), so a time window is an id range on the key.
   if (filter.occurredAfter !== undefined)
     query = query.where('e.id', '>=', auditIdFloor(filter.occurredAfter));
   if (filter.occurredBefore !== undefined)

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { effectiveScopes, isScope, type ApiKeyPrincipal } from '@ent/common/auth/scopes';
 import type { Database } from '@ent/common/db/database';
 import { newId } from '@ent/common/ids';
-import { newAuditEntryId } from '../audit/entry.ts';
+import { auditEntryIds } from '../audit/entry.ts';
 import type { auditedWrite } from '../audit/service.ts';
 
 type AuditEntry = Parameters<typeof auditedWrite>[1];
@@ -77,6 +77,9 @@ export interface OperatorRequest {
   route: string;
   params: Record<string, string>;
 }
+
+/** entctl's entry ids: one operator command per process. */
+const newAuditEntryId = auditEntryIds();
 
 /** The audit entry of an operator's write (`auditedWrite`), as `principal`, with `entctl` as the user agent. */
 export function operatorAuditEntry(
