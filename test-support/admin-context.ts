@@ -54,7 +54,10 @@ export async function createAdminContext(
     consoleDistDir?: string;
     relayFollowUp?: AdminAppOptions['relayFollowUp'];
     imports?: AdminAppOptions['imports'];
-    /** The statement timeout of admin's pool (the default's 10 s is long to wait out in a test). */
+    /**
+     * The statement timeout of admin's pool (the default's 10 s is long to wait out in a test), which is also its
+     * idle-in-transaction limit, as in the pools admin makes (common/src/db/connect.ts).
+     */
     statementTimeoutMs?: number;
     /** Silent unless a test reads what admin logs. */
     logger?: AdminAppOptions['logger'];
@@ -65,7 +68,14 @@ export async function createAdminContext(
   let queries = 0;
   const db = createDb(config.databaseUrl, {
     max: 5,
-    statementTimeoutMillis: options.statementTimeoutMs,
+    ...(options.statementTimeoutMs === undefined
+      ? {}
+      : {
+          statementTimeoutMillis: options.statementTimeoutMs,
+          idleInTransactionTimeoutMillis: options.statementTimeoutMs,
+          // Postgres cancels first: a client read timeout would not be the error a test of the timeout waits for.
+          queryTimeoutMillis: options.statementTimeoutMs + 5_000,
+        }),
     log: (event) => {
       if (event.level === 'query') queries += 1;
     },

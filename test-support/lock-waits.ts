@@ -69,3 +69,19 @@ export async function startBlockedBy<T>(
   }
   throw Object.assign(new Error('the statement never waited on the holder'), { outcome });
 }
+
+/** Answers once some backend waits on a lock the backend `holderPid` holds; throws when none does (bounded). */
+export async function someoneBlockedBy(observer: Kysely<Database>, holderPid: number): Promise<void> {
+  const deadline = Date.now() + WAIT_DEADLINE_MS;
+  for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline; poll++) {
+    const { rows } = await sql<{ blocked: boolean }>`
+      SELECT EXISTS (
+        SELECT 1 FROM pg_stat_activity
+        WHERE wait_event_type = 'Lock' AND ${holderPid}::int = ANY(pg_blocking_pids(pid))
+      ) AS blocked
+    `.execute(observer);
+    if (rows[0]?.blocked) return;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  throw new Error(`nothing waited on backend ${holderPid}`);
+}

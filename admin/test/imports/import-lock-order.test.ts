@@ -8,7 +8,13 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
-import { heldElsewhere, pidOf, startBlockedBy, type Outcome } from '../../../test-support/lock-waits.ts';
+import {
+  heldElsewhere,
+  pidOf,
+  someoneBlockedBy,
+  startBlockedBy,
+  type Outcome,
+} from '../../../test-support/lock-waits.ts';
 import { applyBatch, type BatchOutcome } from '../../src/features/imports/apply-batch.ts';
 import { ndjson, runImport } from './run-import.ts';
 
@@ -96,6 +102,42 @@ describe('an import batch', () => {
         'applied',
         'applied',
       ]);
+    } finally {
+      if (holderOpen) await holder.rollback().execute();
+    }
+  });
+
+  it("is tried again whole when Postgres ends it as a deadlock's victim, on a dry run too", async () => {
+    // The dry run's batch locks cus_a, then waits for cus_b; the holder then asks for cus_a. The batch, waiting
+    // longer, is the victim; its try is rolled back to its savepoint in the dry run's transaction (which keeps it
+    // usable and lets cus_a go), and `transact` runs it again.
+    const holder = await ctx.ownerDb.startTransaction().execute();
+    let holderOpen = true;
+    try {
+      await sql`
+        SELECT 1 FROM subscribers WHERE organization_id = ${org.organization_id} AND subscriber_id = 'cus_b' FOR UPDATE
+      `.execute(holder);
+      const done = runImport(
+        ctx,
+        org,
+        ndjson(
+          ['cus_a', 'cus_b'].map((id) => ({
+            type: 'override',
+            subscriber_id: id,
+            feature_key: 'seats',
+            kind: 'limit',
+            limit: 70,
+          })),
+        ),
+        '?dry_run=true',
+      );
+      await someoneBlockedBy(ctx.ownerDb, await pidOf(holder));
+      await sql`
+        SELECT 1 FROM subscribers WHERE organization_id = ${org.organization_id} AND subscriber_id = 'cus_a' FOR UPDATE
+      `.execute(holder);
+      await holder.rollback().execute();
+      holderOpen = false;
+      expect(await done).toMatchObject({ status: 'succeeded', dry_run: true, applied: 2, failed: 0 });
     } finally {
       if (holderOpen) await holder.rollback().execute();
     }

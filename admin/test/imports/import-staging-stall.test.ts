@@ -6,11 +6,12 @@ import {
   type AdminTestContext,
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
+import { pidOf, someoneBlockedBy } from '../../../test-support/lock-waits.ts';
 import { ndjson } from './run-import.ts';
 
 // An upload's staging inserts run on a pool of their own with a 60 s statement timeout: one insert stalled past the
-// app pool's (here 1 s, while another transaction holds a lock on import_lines for 1.5 s) no longer fails the whole
-// upload with 503.
+// app pool's (here 1 s: another transaction holds a lock on import_lines until the insert has waited 1.5 s) no longer
+// fails the whole upload with 503.
 
 const APP_STATEMENT_TIMEOUT_MS = 1_000;
 const STALL_MS = 1_500;
@@ -36,6 +37,7 @@ describe('an import upload', () => {
         headers: { ...org.headers, 'content-type': 'application/x-ndjson' },
         payload: ndjson([{ type: 'subscriber', subscriber_id: 'cus_stall' }]),
       });
+      await someoneBlockedBy(ctx.ownerDb, await pidOf(holder));
       await sql`SELECT pg_sleep(${STALL_MS / 1000})`.execute(holder);
       await holder.commit().execute();
       holderOpen = false;

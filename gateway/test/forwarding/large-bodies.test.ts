@@ -151,6 +151,17 @@ describe('a body over the limit, sent with fetch', () => {
 });
 
 /** Resolves with everything the server sent once it closes the connection (or rejects after `ms`). */
+/** Until the socket can take more, or is closed; both listeners go either way (one left per write added up). */
+function drainedOrClosed(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done).off('close', done);
+      resolve();
+    };
+    socket.once('drain', done).once('close', done);
+  });
+}
+
 function closedBy(socket: Socket, ms: number): Promise<string> {
   let received = '';
   socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
@@ -201,8 +212,7 @@ describe('after an early 413, the connection', () => {
       let sentMiB = 0;
       // Far past LINGER_BYTES, bounded: the server must have closed the connection well before.
       while (open && sentMiB < 8 * (LINGER_BYTES / MIB)) {
-        if (!socket.write(chunk))
-          await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+        if (!socket.write(chunk)) await drainedOrClosed(socket);
         sentMiB += 1;
       }
       const received = await closed;

@@ -58,7 +58,10 @@ function lineResults(outcome: BatchOutcome, requestId: string): LineResult[] {
 
 class DryRunRollback extends Error {}
 
-/** `work` in a savepoint of `trx`: rolled back to it when `work` fails, so `trx` stays usable. */
+/**
+ * `work` in a savepoint of `trx`: rolled back to it when `work` fails, so `trx` stays usable. When that rollback
+ * fails too (the session is gone), the first error is the one that says why.
+ */
 async function inSavepoint<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
   await sql`SAVEPOINT import_batch`.execute(trx);
   try {
@@ -66,10 +69,19 @@ async function inSavepoint<T>(trx: Transaction<Database>, work: () => Promise<T>
     await sql`RELEASE SAVEPOINT import_batch`.execute(trx);
     return result;
   } catch (error) {
-    await sql`ROLLBACK TO SAVEPOINT import_batch`.execute(trx);
+    await sql`ROLLBACK TO SAVEPOINT import_batch`.execute(trx).catch(() => {});
     throw error;
   }
 }
+
+/**
+ * A dry run's two transactions wait on each other: the dry one sits idle while the batch's results are recorded, the
+ * recording one while the batch is applied. Each may wait for a statement of the other up to the statement timeout,
+ * which the app's pools also use as the idle-in-transaction limit: past it Postgres would end the waiting session, and
+ * a batch cancelled at the timeout could not be tried again. A dead process's sessions still end at once (its
+ * connections close).
+ */
+const DRY_RUN_IDLE_LIMIT = sql`SET LOCAL idle_in_transaction_session_timeout = '120s'`;
 
 /** Postgres cancelled a statement at the statement timeout (10 s on the app's pools): its transaction is rolled back. */
 const isStatementTimeout = (error: unknown): boolean =>
@@ -106,6 +118,7 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     | { kind: 'lost' }
     | { kind: 'done'; organizationId: string; lines: number; dryRun: boolean }
     | { kind: 'batch' };
+  type StepResult = { step: Step; published?: { organizationId: string; outcome: BatchOutcome } };
 
   /**
    * One batch of at most `batchSize` lines of `importId` applied in `trx`, its results recorded through `record` (the
@@ -116,7 +129,7 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
     importId: string,
     record: Transaction<Database>,
     batchSize: number,
-  ): Promise<{ step: Step; published?: { organizationId: string; outcome: BatchOutcome } }> {
+  ): Promise<StepResult> {
     const current = await lockLeasedImport(record, importId, owner);
     if (!current) return { step: { kind: 'lost' } };
     const pending = await nextPendingLines(record, importId, current.applied_through, batchSize);
@@ -173,18 +186,20 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
 
   /**
    * Runs one batch again, with half its lines, when Postgres cancels one of its statements at the statement timeout
-   * (a stalled disk, a lock held elsewhere, a batch too large for a loaded machine): the batch's transaction was rolled
-   * back whole, so nothing of it is applied twice. The import's later batches keep the smaller size. A batch that
-   * still times out after BATCH_TIMEOUT_TRIES fails the import, the batches before it applied.
+   * (a stalled disk, a lock held elsewhere, a batch too large for a loaded machine) or on request: the batch's
+   * transaction was rolled back whole, so nothing of it is applied twice. The import's later batches keep the smaller
+   * size, and a later timeout halves it again. A batch that times out BATCH_TIMEOUT_TRIES times in a row fails the
+   * import, the batches before it applied. A runner told to stop tries no more: the lease's next holder goes on.
    */
   function timeoutRetrying(importId: string) {
     let batchSize = options.batchSize;
-    return async <T>(batch: (batchSize: number) => Promise<T>): Promise<T> => {
+    return async (batch: (batchSize: number) => Promise<StepResult>): Promise<StepResult> => {
       for (let tried = 1; ; tried++) {
         try {
           return await batch(batchSize);
         } catch (error) {
           if (tried >= BATCH_TIMEOUT_TRIES || !isStatementTimeout(error)) throw error;
+          if (stopping) return { step: { kind: 'lost' } };
           const smaller = Math.max(1, Math.floor(batchSize / 2));
           log.warn(
             `import ${importId}: a batch of ${batchSize} lines reached the statement timeout; trying again with ${smaller}`,
@@ -227,18 +242,23 @@ export function createImportRunner(deps: ImportRunnerDeps, overrides: Partial<Im
 
   /**
    * A dry run applies its batches in one transaction that is rolled back at the end (so a line may refer to a
-   * record an earlier batch created), while each batch's results commit on their own. Each batch runs inside a
-   * savepoint, so a batch that failed (and is tried again) leaves nothing in that transaction.
+   * record an earlier batch created), while each batch's results commit on their own. Each try of a batch runs inside
+   * a savepoint of the dry transaction, so a try that failed (a timeout, or a deadlock `transact` runs again) leaves
+   * nothing in it.
    */
   async function dryRunAll(importId: string): Promise<Step> {
     let last: Step = { kind: 'lost' };
     const retrying = timeoutRetrying(importId);
     try {
       await db.transaction().execute(async (dry) => {
+        await DRY_RUN_IDLE_LIMIT.execute(dry);
         for (;;) {
           if (stopping) break;
           const { step: done } = await retrying((batchSize) =>
-            inSavepoint(dry, () => transact(db, (record) => step(dry, importId, record, batchSize))),
+            transact(db, async (record) => {
+              await DRY_RUN_IDLE_LIMIT.execute(record);
+              return inSavepoint(dry, () => step(dry, importId, record, batchSize));
+            }),
           );
           last = done;
           if (done.kind !== 'batch') break;
