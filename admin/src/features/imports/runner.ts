@@ -75,11 +75,11 @@ async function inSavepoint<T>(trx: Transaction<Database>, work: () => Promise<T>
 }
 
 /**
- * A dry run's two transactions wait on each other: the dry one sits idle while the batch's results are recorded, the
- * recording one while the batch is applied. Each may wait for a statement of the other up to the statement timeout,
- * which the app's pools also use as the idle-in-transaction limit: past it Postgres would end the waiting session, and
- * a batch cancelled at the timeout could not be tried again. A dead process's sessions still end at once (its
- * connections close).
+ * A dry run's two transactions wait on each other: the dry one sits idle while the batch's lease is taken and its
+ * results are recorded, the recording one while the whole batch is applied (a statement stalled up to the statement
+ * timeout included). The app's pools end a session idle in a transaction after as long as the statement timeout: the
+ * waiting session would be ended as the stalled statement was cancelled, and the batch could not be tried again. A
+ * batch applies in seconds; a dead process's sessions still end at once (its connections close).
  */
 const DRY_RUN_IDLE_LIMIT = sql`SET LOCAL idle_in_transaction_session_timeout = '120s'`;
 
