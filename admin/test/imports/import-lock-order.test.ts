@@ -49,6 +49,10 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
+const lockSubscriber = (trx: Transaction<Database>, subscriberId: string) =>
+  sql`SELECT 1 FROM subscribers WHERE organization_id = ${org.organization_id} AND subscriber_id = ${subscriberId}
+    FOR UPDATE`.execute(trx);
+
 const subscriberHeldElsewhere = (trx: Transaction<Database>, subscriberId: string) =>
   heldElsewhere(
     trx,
@@ -66,9 +70,7 @@ describe('an import batch', () => {
     const holder = await ctx.db.startTransaction().execute();
     let holderOpen = true;
     try {
-      await sql`
-        SELECT 1 FROM subscribers WHERE organization_id = ${org.organization_id} AND subscriber_id = 'cus_b' FOR UPDATE
-      `.execute(holder);
+      await lockSubscriber(holder, 'cus_b');
       let outcome: Promise<Outcome<BatchOutcome>>;
       try {
         ({ outcome } = await startBlockedBy(ctx.db, ctx.ownerDb, await pidOf(holder), (trx) =>
@@ -114,9 +116,7 @@ describe('an import batch', () => {
     const holder = await ctx.ownerDb.startTransaction().execute();
     let holderOpen = true;
     try {
-      await sql`
-        SELECT 1 FROM subscribers WHERE organization_id = ${org.organization_id} AND subscriber_id = 'cus_b' FOR UPDATE
-      `.execute(holder);
+      await lockSubscriber(holder, 'cus_b');
       const done = runImport(
         ctx,
         org,
@@ -132,9 +132,7 @@ describe('an import batch', () => {
         '?dry_run=true',
       );
       await someoneBlockedBy(ctx.ownerDb, await pidOf(holder));
-      await sql`
-        SELECT 1 FROM subscribers WHERE organization_id = ${org.organization_id} AND subscriber_id = 'cus_a' FOR UPDATE
-      `.execute(holder);
+      await lockSubscriber(holder, 'cus_a');
       await holder.rollback().execute();
       holderOpen = false;
       expect(await done).toMatchObject({ status: 'succeeded', dry_run: true, applied: 2, failed: 0 });
