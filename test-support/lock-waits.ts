@@ -56,32 +56,48 @@ export async function startBlockedBy<T>(
     );
   let finished = false;
   void outcome.then(() => (finished = true));
+  if (
+    await waitsOn(
+      observer,
+      holderPid,
+      () => statementPid,
+      () => finished,
+    )
+  )
+    return { outcome };
+  throw Object.assign(new Error('the statement never waited on the holder'), { outcome });
+}
+
+/**
+ * Whether a backend comes to wait on a lock the backend `holderPid` holds, polled until it does, `stop()` says to give
+ * up, or the bounds in polls and time pass. `waiter`: any backend (null), or the one it names (not polled for while it
+ * names none yet).
+ */
+async function waitsOn(
+  observer: Kysely<Database>,
+  holderPid: number,
+  waiter: (() => number | undefined) | null,
+  stop: () => boolean = () => false,
+): Promise<boolean> {
   const deadline = Date.now() + WAIT_DEADLINE_MS;
-  for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline && !finished; poll++) {
-    if (statementPid !== undefined) {
+  for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline && !stop(); poll++) {
+    const pid = waiter ? waiter() : null;
+    if (pid !== undefined) {
       const { rows } = await sql<{ blocked: boolean }>`
-        SELECT wait_event_type = 'Lock' AND ${holderPid}::int = ANY(pg_blocking_pids(pid)) AS blocked
-        FROM pg_stat_activity WHERE pid = ${statementPid}::int
+        SELECT EXISTS (
+          SELECT 1 FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND ${holderPid}::int = ANY(pg_blocking_pids(pid))
+            AND (${pid}::int IS NULL OR pid = ${pid}::int)
+        ) AS blocked
       `.execute(observer);
-      if (rows[0]?.blocked) return { outcome };
+      if (rows[0]?.blocked) return true;
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
-  throw Object.assign(new Error('the statement never waited on the holder'), { outcome });
+  return false;
 }
 
 /** Answers once some backend waits on a lock the backend `holderPid` holds; throws when none does (bounded). */
 export async function someoneBlockedBy(observer: Kysely<Database>, holderPid: number): Promise<void> {
-  const deadline = Date.now() + WAIT_DEADLINE_MS;
-  for (let poll = 0; poll < WAIT_POLLS && Date.now() < deadline; poll++) {
-    const { rows } = await sql<{ blocked: boolean }>`
-      SELECT EXISTS (
-        SELECT 1 FROM pg_stat_activity
-        WHERE wait_event_type = 'Lock' AND ${holderPid}::int = ANY(pg_blocking_pids(pid))
-      ) AS blocked
-    `.execute(observer);
-    if (rows[0]?.blocked) return;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-  throw new Error(`nothing waited on backend ${holderPid}`);
+  if (!(await waitsOn(observer, holderPid, null))) throw new Error(`nothing waited on backend ${holderPid}`);
 }

@@ -7,7 +7,7 @@ import {
   type TestOrganization,
 } from '../../../test-support/admin-context.ts';
 import { pidOf, someoneBlockedBy } from '../../../test-support/lock-waits.ts';
-import { ndjson } from './run-import.ts';
+import { ndjson, runImport } from './run-import.ts';
 
 // An upload's staging inserts run on a pool of their own with a 60 s statement timeout: one insert stalled past the
 // app pool's (here 1 s: another transaction holds a lock on import_lines until the insert has waited 1.5 s) no longer
@@ -31,25 +31,12 @@ describe('an import upload', () => {
     let holderOpen = true;
     try {
       await sql`LOCK TABLE import_lines IN SHARE MODE`.execute(holder);
-      const upload = ctx.app.inject({
-        method: 'POST',
-        url: '/org/imports',
-        headers: { ...org.headers, 'content-type': 'application/x-ndjson' },
-        payload: ndjson([{ type: 'subscriber', subscriber_id: 'cus_stall' }]),
-      });
+      const done = runImport(ctx, org, ndjson([{ type: 'subscriber', subscriber_id: 'cus_stall' }]));
       await someoneBlockedBy(ctx.ownerDb, await pidOf(holder));
       await sql`SELECT pg_sleep(${STALL_MS / 1000})`.execute(holder);
       await holder.commit().execute();
       holderOpen = false;
-      const res = await upload;
-      expect(res.statusCode, res.body).toBe(202);
-      await ctx.app.imports.runner.idle();
-      const done = await ctx.app.inject({
-        method: 'GET',
-        url: `/org/imports/${res.json().import_id}`,
-        headers: org.headers,
-      });
-      expect(done.json()).toMatchObject({ status: 'succeeded', applied: 1 });
+      expect(await done).toMatchObject({ status: 'succeeded', applied: 1 });
     } finally {
       if (holderOpen) await holder.rollback().execute();
     }

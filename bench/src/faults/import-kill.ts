@@ -19,13 +19,20 @@ async function importState(adminUrl: string, apiKey: string, id: string): Promis
   return (await res.json()) as ImportState;
 }
 
-async function rowsOf(pool: pg.Pool, organizationId: string): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>(
-    `SELECT (SELECT count(*) FROM subscribers WHERE organization_id = $1)
-          + (SELECT count(*) FROM subscriptions WHERE organization_id = $1) AS n`,
-    [organizationId],
+/**
+ * The import's applied lines and the subscriber and subscription rows of its organization, in one statement and so one
+ * snapshot: a killed process's last COMMIT may still land after the kill, and read in two statements it could fall
+ * between them (seen once: 798 rows for 600 applied lines, one batch of 200 apart).
+ */
+async function appliedAndRows(pool: pg.Pool, importId: string): Promise<{ applied: number; rows: number }> {
+  const { rows } = await pool.query<{ applied: number; present: string }>(
+    `SELECT i.applied,
+            (SELECT count(*) FROM subscribers WHERE organization_id = i.organization_id)
+          + (SELECT count(*) FROM subscriptions WHERE organization_id = i.organization_id) AS present
+     FROM imports i WHERE i.id = $1`,
+    [importId],
   );
-  return Number(rows[0]!.n);
+  return { applied: rows[0]!.applied, rows: Number(rows[0]!.present) };
 }
 
 /** What every gateway answers for an imported subscriber once the import says `succeeded` (read-your-writes). */
@@ -88,20 +95,10 @@ export async function killMidImport(
     await sleep(20);
   }
   await services[victim].kill9();
-  // One statement, one snapshot: the killed process's last COMMIT may still land after the kill, and read in two
-  // statements it could fall between them (seen once: 798 rows for 600 applied lines, one batch of 200 apart).
-  const { rows } = await pool.query<{ applied: number; present: string }>(
-    `SELECT i.applied,
-            (SELECT count(*) FROM subscribers WHERE organization_id = i.organization_id)
-          + (SELECT count(*) FROM subscriptions WHERE organization_id = i.organization_id) AS present
-     FROM imports i WHERE i.id = $1`,
-    [id],
-  );
-  const killed = rows[0]!;
-  const present = Number(killed.present);
+  const killed = await appliedAndRows(pool, id);
   // The catalog's two lines made no subscriber or subscription row.
-  if (present !== killed.applied - 2)
-    throw new Error(`after the kill: ${present} rows for ${killed.applied} applied lines (a half batch)`);
+  if (killed.rows !== killed.applied - 2)
+    throw new Error(`after the kill: ${killed.rows} rows for ${killed.applied} applied lines (a half batch)`);
   await sleep(1000);
   await services[victim].start();
   let state = await importState(services.adminUrl, org.api_key, id);
@@ -112,7 +109,7 @@ export async function killMidImport(
   }
   if (state.status !== 'succeeded' || state.applied !== lines.length || state.failed !== 0)
     throw new Error(`the resumed import ended ${JSON.stringify(state)}`);
-  if ((await rowsOf(pool, org.organization_id)) !== SUBSCRIBERS * 2)
+  if ((await appliedAndRows(pool, id)).rows !== SUBSCRIBERS * 2)
     throw new Error('the resumed import left another number of rows than its lines');
   await servedByEveryGateway(services, org.api_key, `imp-${SUBSCRIBERS - 1}`);
 }
