@@ -997,4 +997,37 @@ describe('the console', () => {
     expect(await consume(1)).toMatchObject({ used: 5102, credits: [] });
     await screenshot(admin, 'credits');
   }, 60_000);
+
+  it("never shows a subscriber's entitlements from before a plan's grants were edited", async () => {
+    // The subscriber page is read, the plan's grants are edited on the plans page, and the subscriber page is opened
+    // again without a reload: what it got before the edit is in the page's cache. Every text the figure's cell has
+    // is recorded from the page itself (a script as text: this project's test code is typed without the DOM).
+    const backend = await backendOf('regrant backend', ['catalog:write', 'subscribers:write']);
+    await meteredPlanFor(backend, { key: 'regrant', name: 'Regrant', limit: 1000 }, 'regrant_1');
+    await backend.send('POST', '/org/subscribers/regrant_1/subscriptions', { plan_id: 'regrant' });
+    await admin.goto(url('/subscribers/regrant_1'));
+    const figure = admin.getByTestId('entitlement-value-api_calls');
+    await eventually(() => figure.textContent()).toMatch(/^0 of 1\D?000 used$/);
+    await admin.evaluate(`(() => {
+      const seen = (window.figuresSeen = []);
+      const record = () => {
+        const cell = document.querySelector('[data-testid="entitlement-value-api_calls"]');
+        if (cell && seen.at(-1) !== cell.textContent) seen.push(cell.textContent);
+      };
+      new MutationObserver(record).observe(document.body, { childList: true, subtree: true, characterData: true });
+    })()`);
+
+    await admin.getByRole('link', { name: 'Plans' }).click();
+    const plan = admin.getByTestId('plan-row-regrant');
+    await plan.getByRole('button', { name: 'Edit grants' }).click();
+    await admin.getByTestId('grants-form-regrant').getByLabel('Limit of api_calls').fill('2000');
+    await admin.getByTestId('grants-form-regrant').getByRole('button', { name: 'Save grants' }).click();
+    await eventually(() => plan.textContent()).toMatch(/2\D?000/);
+
+    await admin.goBack();
+    await eventually(() => figure.textContent()).toMatch(/^0 of 2\D?000 used$/);
+    const seen = await admin.evaluate<string[]>('window.figuresSeen');
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.filter((text) => !/^0 of 2\D?000 used$/.test(text))).toEqual([]);
+  }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { FeatureKind } from '../../api/types.ts';
@@ -6,10 +6,11 @@ import { CreateForm } from '../../components/CreateForm.tsx';
 import { formErrors } from '../../components/form-errors.ts';
 import { SelectField } from '../../components/SelectField.tsx';
 import { TextField } from '../../components/TextField.tsx';
+import { useCatalogWritten } from '../catalog-written.ts';
 import { FEATURES_KEY } from './queries.ts';
 
 export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
-  const queryClient = useQueryClient();
+  const catalogWritten = useCatalogWritten(FEATURES_KEY);
   const [key, setKey] = useState('');
   const [name, setName] = useState('');
   const [kind, setKind] = useState<FeatureKind>('flag');
@@ -23,7 +24,7 @@ export function CreateFeatureForm({ onDone }: { onDone: () => void }) {
         ...(description ? { description } : {}),
       }),
     onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: FEATURES_KEY });
+      await catalogWritten();
       onDone();
     },
   });

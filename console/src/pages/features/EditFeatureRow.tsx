@@ -1,20 +1,21 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature } from '../../api/types.ts';
 import { ErrorRow } from '../../components/DataTable.tsx';
 import { formErrors } from '../../components/form-errors.ts';
+import { useCatalogWritten } from '../catalog-written.ts';
 import { FEATURES_KEY } from './queries.ts';
 
 /** Name and description are the only fields of a feature that change (key and kind are fixed). */
 export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: () => void }) {
-  const queryClient = useQueryClient();
+  const catalogWritten = useCatalogWritten(FEATURES_KEY);
   const [name, setName] = useState(feature.name);
   const [description, setDescription] = useState(feature.description);
   const save = useMutation({
     mutationFn: () => catalogApi.updateFeature(feature.key, { name, description }),
     onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: FEATURES_KEY });
+      await catalogWritten();
       onDone();
     },
   });

@@ -1,7 +1,8 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature, Plan } from '../../api/types.ts';
+import { useCatalogWritten } from '../catalog-written.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { GrantsEditor } from './GrantsEditor.tsx';
 import { draftOf, draftProblems, grantsOf, type GrantDraft } from './grant-draft.ts';
@@ -17,13 +18,13 @@ export function PlanGrantsForm({
   features: readonly Feature[];
   onDone: () => void;
 }) {
-  const queryClient = useQueryClient();
+  const catalogWritten = useCatalogWritten(PLANS_KEY);
   const [draft, setDraft] = useState<GrantDraft>(() => draftOf(features, plan.grants));
   const [problems, setProblems] = useState<Record<string, string>>({});
   const save = useMutation({
     mutationFn: () => catalogApi.updatePlan(plan.key, { grants: grantsOf(features, draft) }),
     onSuccess: async () => {
-      await queryClient.invalidateQueries({ queryKey: PLANS_KEY });
+      await catalogWritten();
       onDone();
     },
   });

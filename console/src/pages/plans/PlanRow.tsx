@@ -1,4 +1,4 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature, Plan } from '../../api/types.ts';
@@ -7,17 +7,18 @@ import { Badge } from '../../components/Badge.tsx';
 import { ConfirmButton } from '../../components/ConfirmButton.tsx';
 import { ErrorRow } from '../../components/DataTable.tsx';
 import { formatCount } from '../../components/format.ts';
+import { useCatalogWritten } from '../catalog-written.ts';
 import { GrantList } from './GrantList.tsx';
 import { PlanGrantsForm } from './PlanGrantsForm.tsx';
 import { PLANS_KEY } from './queries.ts';
 
 export function PlanRow({ plan, features }: { plan: Plan; features: readonly Feature[] }) {
   const can = usePermissions();
-  const queryClient = useQueryClient();
+  const catalogWritten = useCatalogWritten(PLANS_KEY);
   const [editing, setEditing] = useState(false);
   const archive = useMutation({
     mutationFn: () => (plan.archived ? catalogApi.unarchivePlan(plan.key) : catalogApi.archivePlan(plan.key)),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: PLANS_KEY }),
+    onSuccess: catalogWritten,
   });
   const columns = can.writeCatalog ? 7 : 6;
 

@@ -1,9 +1,10 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { subscribersApi } from '../../api/subscribers.ts';
+import { SUBSCRIBER_READS_KEY } from '../catalog-written.ts';
 import { PLAN_COUNTS_KEY } from '../plans/queries.ts';
 
 export const SUBSCRIBERS_KEY = ['subscribers'] as const;
-const subscriberKey = (id: string) => ['subscriber', id] as const;
+const subscriberKey = (id: string) => [...SUBSCRIBER_READS_KEY, id] as const;
 
 export const useSubscriber = (id: string) =>
   useQuery({
