@@ -205,6 +205,27 @@ describe('features', () => {
     expect(res.json().error.code).toBe('NOT_FOUND');
   });
 
+  it('answers 404 NOT_FOUND for a path id longer than any id can be, on reads and writes alike', async () => {
+    for (const [method, url] of [
+      ['GET', `/org/features/${'k'.repeat(256)}`],
+      ['PATCH', `/org/features/${'k'.repeat(300)}`],
+      ['DELETE', `/org/plans/${'p'.repeat(256)}`],
+      ['GET', `/org/subscribers/${'s'.repeat(300)}`],
+      ['GET', `/org/subscribers/${'s'.repeat(1000)}/overrides`],
+      ['GET', '/org/features/'],
+      ['DELETE', '/org/plans/'],
+    ] as const) {
+      const res = await ctx.app.inject({
+        method,
+        url,
+        headers: org.headers,
+        ...(method === 'PATCH' ? { payload: { name: 'x' } } : {}),
+      });
+      expect(res.statusCode, `${method} ${url.slice(0, 30)}`).toBe(404);
+      expect(res.json().error).toMatchObject({ type: 'invalid_request_error', code: 'NOT_FOUND' });
+    }
+  });
+
   it("never shows or changes another organization's features", async () => {
     const read = await ctx.app.inject({ method: 'GET', url: '/org/features/sso', headers: other.headers });
     expect(read.statusCode).toBe(404);

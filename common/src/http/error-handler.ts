@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, noRoute, validationError } from '../errors/app-error.ts';
+import { AppError, noRoute, notFound, validationError } from '../errors/app-error.ts';
 import { addJsonBodyParser } from './json-body.ts';
 import { lingerBeforeClosing } from './lingering-close.ts';
 import { describeValidationError } from './validation.ts';
@@ -48,6 +48,14 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (fastifyError.validation && fastifyError.validation.length > 0) {
     const part = fastifyError.validationContext ?? 'body';
     const { field, message } = describeValidationError(fastifyError.validation as never, part);
+    // An id in the path that is empty or longer than any id can be names nothing: 404, as for any unknown id
+    // (SPEC.md part 7), and as the router answers a path value over its own bound (server-options.ts).
+    const { keyword, params } = fastifyError.validation[0]!;
+    if (part === 'params' && (keyword === 'maxLength' || keyword === 'minLength')) {
+      const length =
+        keyword === 'minLength' ? 'empty' : `over ${(params as { limit?: number }).limit} characters long`;
+      return notFound(`No ${field} is ${length}.`, { field });
+    }
     const details: Record<string, unknown> = { field, location: part };
     return validationError(message, details);
   }

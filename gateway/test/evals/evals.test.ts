@@ -322,6 +322,10 @@ describe('client-supplied forwarding headers', () => {
     expect(long.headers['x-request-id']).toBe(long.json().error.request_id);
     const longEval = await check('y'.repeat(200), 'seats');
     expect(longEval.statusCode).toBe(404);
+    // Longer than a subscriber id can be, yet within the router's bound: the same 404 as for any unknown id.
+    const overLong = await check('y'.repeat(300), 'seats');
+    expect(overLong.statusCode).toBe(404);
+    expect(overLong.json().error.code).toBe('NOT_FOUND');
   });
 });
 

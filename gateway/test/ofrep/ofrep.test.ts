@@ -208,7 +208,6 @@ describe('OFREP errors', () => {
     expect(tooLong.json()).toMatchObject({ key: long, errorCode: 'FLAG_NOT_FOUND' });
     const farTooLong = await single('k'.repeat(2000), as('alice'));
     expect(farTooLong.statusCode, farTooLong.body).toBe(404);
-    console.log('FARTOOLONG', farTooLong.body);
     expect(farTooLong.json()).toEqual({
       errorCode: 'FLAG_NOT_FOUND',
       errorDetails: 'No feature has a key that long.',

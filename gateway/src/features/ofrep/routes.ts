@@ -117,7 +117,7 @@ function ofrepErrorHandler(
     return reply.code(appError.status).headers(appError.headers).send();
   }
   // A key no feature can have (empty, or longer than any key): the flag does not exist, as for any unknown key.
-  if (appError.status === 422 && (error as FastifyError).validationContext === 'params') {
+  if ((error as FastifyError).validationContext === 'params') {
     return sendOfrep(reply, 404, flagNotFound(key ?? ''));
   }
   if (appError.status === 422) {
