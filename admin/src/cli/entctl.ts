@@ -33,12 +33,14 @@ try {
 }
 
 const organizationName = (raw: string) => {
-  if (raw.trim().length === 0 || [...raw].length > 255) throw new InvalidArgumentError('must be 1 to 255 characters');
+  if (raw.trim().length === 0 || [...raw].length > 255)
+    throw new InvalidArgumentError('must be 1 to 255 characters');
   return raw;
 };
 
 const emailAddress = (raw: string) => {
-  if (raw.length > 320 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(raw)) throw new InvalidArgumentError('must be an email address');
+  if (raw.length > 320 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(raw))
+    throw new InvalidArgumentError('must be an email address');
   return raw;
 };
 
@@ -63,31 +65,48 @@ const print = (json: boolean, value: Record<string, unknown>, human: string) =>
 
 const program = new Command()
   .name('entctl')
-  .description('Operate the entitlement service: migrate the database, create organizations, set eval arrangements.')
+  .description(
+    'Operate the entitlement service: migrate the database, create organizations, set eval arrangements.',
+  )
   .showHelpAfterError();
 
 program
   .command('migrate')
-  .description('Create the database and the services\' restricted role if missing, then apply pending migrations.')
+  .description(
+    "Create the database and the services' restricted role if missing, then apply pending migrations.",
+  )
   .option('--json', 'print the result as JSON')
   .action(async (options: { json?: boolean }) => {
     const result = await migrateToLatest({ ownerUrl: config.databaseOwnerUrl, appUrl: config.databaseUrl });
     const applied = (result.results ?? []).map((r) => r.migrationName);
-    print(Boolean(options.json), { applied }, applied.length ? `applied: ${applied.join(', ')}` : 'already up to date');
+    print(
+      Boolean(options.json),
+      { applied },
+      applied.length ? `applied: ${applied.join(', ')}` : 'already up to date',
+    );
   });
 
 const org = program.command('org').description('Organizations and their eval arrangements.');
 
 org
   .command('create')
-  .description('Create an organization with an admin service account and print its full-access API key (once).')
-  .addOption(new Option('--name <name>', 'organization name (1 to 255 characters)').argParser(organizationName).makeOptionMandatory())
-  .option('--json', 'print {organization_id, slug, member_id, service_account_id, api_key} as JSON')
+  .description(
+    'Create an organization with an admin service account and print its full-access API key (once).',
+  )
+  .addOption(
+    new Option('--name <name>', 'organization name (1 to 255 characters)')
+      .argParser(organizationName)
+      .makeOptionMandatory(),
+  )
+  .option('--json', 'print {organization_id, member_id, service_account_id, api_key} as JSON')
   .action(async (options: { name: string; json?: boolean }) => {
     const created = await withDb((db) => createOrganization(db, options.name));
+    // The JSON is DESIGN.md §4's four keys exactly; the slug (sign-in takes it only optionally) is in the text and in
+    // `org invite --json`.
+    const { organization_id, member_id, service_account_id, api_key } = created;
     print(
       Boolean(options.json),
-      { ...created },
+      { organization_id, member_id, service_account_id, api_key },
       [
         `organization_id     ${created.organization_id}`,
         `slug                ${created.slug}   (the organization, at the console's sign-in)`,
@@ -148,7 +167,7 @@ interface ArrangementOptions {
 org
   .command('arrangement')
   .description(
-    'Set an organization\'s individual eval arrangement. Options not given keep their current value ' +
+    "Set an organization's individual eval arrangement. Options not given keep their current value " +
       '(self-serve default: plan free, 250000 evals a month, blocking, burst 100/s).',
   )
   .requiredOption('--org <id>', 'organization id (org_...)')
@@ -160,10 +179,14 @@ org
   .option('--unlimited', 'no monthly cap: evals never stop and carry no eval headers')
   .addOption(new Option('--non-blocking', 'keep answering evals past the limit').conflicts('blocking'))
   .option('--blocking', 'stop evals 7 days after the limit is first reached (the default)')
-  .addOption(new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1, 2_147_483_647)))
   .addOption(
-    new Option('--usage-events-per-second <n>', 'metered usage events (reports, batch events) per second before 429')
-      .argParser(wholeNumber(1, 2_147_483_647)),
+    new Option('--burst <n>', 'eval requests per second before 429').argParser(wholeNumber(1, 2_147_483_647)),
+  )
+  .addOption(
+    new Option(
+      '--usage-events-per-second <n>',
+      'metered usage events (reports, batch events) per second before 429',
+    ).argParser(wholeNumber(1, 2_147_483_647)),
   )
   .addOption(
     new Option(
@@ -243,7 +266,11 @@ program
         for (const id of ids) subscribers += (await publisher.rebuildOrganization(id)).subscribers;
         return { organizations: ids.length, subscribers };
       });
-      print(Boolean(options.json), totals, `rebuilt ${totals.organizations} organization(s), ${totals.subscribers} subscriber(s)`);
+      print(
+        Boolean(options.json),
+        totals,
+        `rebuilt ${totals.organizations} organization(s), ${totals.subscribers} subscriber(s)`,
+      );
     } finally {
       redis.disconnect();
     }
