@@ -188,6 +188,12 @@ describe('reading the log: filters', () => {
     ['limit=0', 'limit'],
     ['limit=101', 'limit'],
     ['limit=abc', 'limit'],
+    // Numbers only as decimal text: Number() would read these as 16, 10, 3, 3 and 2.
+    ['limit=0x10', 'limit'],
+    ['limit=1e1', 'limit'],
+    ['limit=%2B3', 'limit'],
+    ['limit=3.0', 'limit'],
+    ['limit=2%20', 'limit'],
     ['limit=1&limit=2', 'limit'],
     ['starting_after=nope', 'starting_after'],
     [`starting_after=aud_${'0'.repeat(26)}`, 'starting_after'],

@@ -166,7 +166,7 @@ describe('GET /org/subscribers', () => {
     },
   );
 
-  it.each(['limit=0', 'limit=101', 'limit=abc', 'colour=blue', 'starting_after='])(
+  it.each(['limit=0', 'limit=101', 'limit=abc', 'limit=0x10', 'limit= 5', 'colour=blue', 'starting_after='])(
     'refuses ?%s with 422',
     async (query) => {
       const res = await get(`/org/subscribers?${query}`);

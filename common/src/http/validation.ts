@@ -24,13 +24,65 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
 
+type Validator = ((data: unknown, context?: object) => boolean) & {
+  errors?: ErrorObject[] | null;
+  schemaEnv?: unknown;
+};
+
+/** A number as a query string writes it: decimal digits. ajv's coercion (`Number()`) also takes `0x10`, `1e1`, `+3`. */
+const DECIMAL_TEXT = { integer: /^-?[0-9]+$/, number: /^-?[0-9]+(\.[0-9]+)?$/ } as const;
+
+/** The query string's numeric fields (`limit`), whose text must be decimal before ajv coerces it. */
+function numericFields(schema: object): [string, RegExp][] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.entries(properties).flatMap(([name, property]) =>
+    property.type === 'integer' || property.type === 'number' ? [[name, DECIMAL_TEXT[property.type]]] : [],
+  );
+}
+
+/**
+ * A query string's validator that refuses a numeric field written otherwise than in decimal (SPEC.md: a malformed
+ * value is 422), with the error ajv gives a value of the wrong type, before ajv coerces the rest.
+ */
+function withDecimalNumbers(validate: Validator, fields: readonly [string, RegExp][]): Validator {
+  const checked: Validator = (data, context) => {
+    const query = (data ?? {}) as Record<string, unknown>;
+    for (const [name, pattern] of fields) {
+      const text = query[name];
+      if (typeof text === 'string' && !pattern.test(text)) {
+        const type = pattern === DECIMAL_TEXT.integer ? 'integer' : 'number';
+        checked.errors = [
+          {
+            instancePath: `/${name}`,
+            schemaPath: `#/properties/${name}/type`,
+            keyword: 'type',
+            params: { type },
+            message: `must be ${type}`,
+          },
+        ];
+        return false;
+      }
+    }
+    const valid = validate(data, context);
+    checked.errors = validate.errors ?? null;
+    return valid;
+  };
+  // Fastify hands ajv's own validators their parent (to coerce a root value) when they carry schemaEnv.
+  checked.schemaEnv = validate.schemaEnv;
+  return checked;
+}
+
 /**
  * Bodies are validated strictly (a string "5" is not a number); query strings, params and headers are text
- * on the wire, so they are coerced.
+ * on the wire, so they are coerced (a query string's numbers only from decimal text).
  */
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema) as ReturnType<FastifySchemaCompiler<object>>;
+  const validate = ajv.compile(schema) as Validator;
+  const fields = httpPart === 'querystring' ? numericFields(schema) : [];
+  return (fields.length > 0 ? withDecimalNumbers(validate, fields) : validate) as ReturnType<
+    FastifySchemaCompiler<object>
+  >;
 };
 
 export interface ValidationFailure {
