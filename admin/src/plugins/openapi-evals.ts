@@ -141,9 +141,25 @@ const METERED_USAGE_PATHS: Record<string, Record<string, unknown>> = {
     post: {
       tags: ['metered usage'],
       summary: 'Report up to 1,000 usage events at once (scope usage:write; not evals)',
+      parameters: [
+        {
+          ...idempotencyKeyHeader,
+          description:
+            "keys each event without its own idempotency_key as '<key>#<index>': the batch sent again is " +
+            'answered, not applied again (an event changed at that index: IDEMPOTENCY_KEY_REUSED in its result)',
+        },
+      ],
       requestBody: { required: true, content: { 'application/json': { schema: plain(UsageEventsBody) } } },
       responses: {
-        200: json(UsageEventsResultSchema, "Each event's check result or error body, in order"),
+        200: {
+          ...json(UsageEventsResultSchema, "Each event's check result or error body, in order"),
+          headers: {
+            'Idempotent-Replayed': {
+              description: "'true' when every event's answer is an earlier request's",
+              schema: { type: 'string' },
+            },
+          },
+        },
         ...usageErrors,
       },
     },

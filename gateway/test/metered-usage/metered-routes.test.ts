@@ -281,6 +281,46 @@ describe('metered features on the gateway', () => {
     expect((await check(b, subscriber, { feature: 'calls' })).json().used).toBe(12);
   });
 
+  it('applies a batch sent again under its Idempotency-Key once, on either gateway, and says when all of it was replayed', async () => {
+    const { org, subscriber, call } = await organization();
+    const send = (gateway: GatewayApp, events: object[], headers: Record<string, string> = {}) =>
+      gateway.inject({
+        method: 'POST',
+        url: '/org/usage-events',
+        headers: { ...org.headers, ...headers },
+        payload: { events },
+      });
+    const usedOf = (response: { json(): { results: { used?: number; error?: { code: string } }[] } }) =>
+      response.json().results.map((r) => r.error?.code ?? r.used);
+    const events = [
+      { subscriber_id: subscriber, feature: 'calls', delta: 2 },
+      { subscriber_id: subscriber, feature: 'calls', delta: 3, idempotency_key: 'own-1' },
+    ];
+    const batchKey = { 'idempotency-key': 'batch-1' };
+    const first = await send(gateways[0]!, events, batchKey);
+    expect(usedOf(first)).toEqual([2, 5]);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await send(gateways[1]!, events, batchKey);
+    expect(again.json()).toEqual(first.json());
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect((await check(call[0]!, subscriber, { feature: 'calls' })).json().used).toBe(5);
+
+    // Under the same key, a changed event is refused, an added one applied, an unchanged one answered again.
+    const changed = await send(
+      gateways[0]!,
+      [{ ...events[0], delta: 4 }, events[1]!, { subscriber_id: subscriber, feature: 'calls', delta: 1 }],
+      batchKey,
+    );
+    expect(usedOf(changed)).toEqual(['IDEMPOTENCY_KEY_REUSED', 5, 6]);
+    expect(changed.headers['idempotent-replayed']).toBeUndefined();
+    // Without the header, an event without a key is applied each time; keyed events alone are replayed.
+    expect(usedOf(await send(gateways[1]!, [events[0]!]))).toEqual([8]);
+    const keyedOnly = await send(gateways[1]!, [events[1]!]);
+    expect(usedOf(keyedOnly)).toEqual([5]);
+    expect(keyedOnly.headers['idempotent-replayed']).toBe('true');
+    expect((await check(call[1]!, subscriber, { feature: 'calls' })).json().used).toBe(8);
+  });
+
   it("takes reports at the organization's usage-event rate, whole batches or nothing, apart from evals", async () => {
     const { org, subscriber, call } = await organization();
     const [a, b] = call as [

@@ -9962,7 +9962,10 @@ export interface paths {
     post: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description keys each event without its own idempotency_key as '<key>#<index>': the batch sent again is answered, not applied again (an event changed at that index: IDEMPOTENCY_KEY_REUSED in its result) */
+          'Idempotency-Key'?: string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -9987,6 +9990,8 @@ export interface paths {
         /** @description Each event's check result or error body, in order */
         200: {
           headers: {
+            /** @description 'true' when every event's answer is an earlier request's */
+            'Idempotent-Replayed'?: string;
             [name: string]: unknown;
           };
           content: {

@@ -8,6 +8,7 @@ import {
   SubscriberUsageSchema,
   UsageEventsBody,
   UsageEventsResultSchema,
+  type UsageEvent,
   type UsageEventsResult,
 } from '@ent/contract/metered-usage';
 import { usageEventsJson } from './results-json.ts';
@@ -18,6 +19,19 @@ import { applyUsageEvents, currentEntries } from './usage-events.ts';
 import { takeUsageEvents } from './usage-rate.ts';
 
 const serializeUsageEvents = (payload: UsageEventsResult) => usageEventsJson(payload.results);
+
+/**
+ * A batch sent with an `Idempotency-Key` header (DESIGN.md §5: every POST under /org takes one; the SDK's API client
+ * sends one with every write and retries under it): each event without its own `idempotency_key` is keyed
+ * `<header>#<its index>`, so the batch sent again is answered, not applied again, event by event. An event the second
+ * body changed at that index gets 422 `IDEMPOTENCY_KEY_REUSED`; one it added is applied.
+ */
+function eventsUnderBatchKey(events: readonly UsageEvent[], batchKey: string): readonly UsageEvent[] {
+  if (batchKey === '') return events;
+  return events.map((event, i) =>
+    event.idempotency_key === undefined ? { ...event, idempotency_key: `${batchKey}#${i}` } : event,
+  );
+}
 
 /**
  * Metered usage on the gateway (DESIGN.md §5): reports and batches of usage that already happened (scope
@@ -84,9 +98,12 @@ export async function meteredUsageRoutes(fastify: FastifyInstance): Promise<void
     async (request, reply) => {
       const organizationId = request.knownKey!.principal!.organizationId;
       const nowMs = clock.now();
-      const { events } = request.body;
+      const events = eventsUnderBatchKey(request.body.events, idempotencyKeyOf(request));
       const taken = takeUsageEvents(app, organizationId, events.length, nowMs);
       const answers = await applyUsageEvents(app, request, organizationId, events, nowMs, taken);
+      if (answers.every((answer) => 'result' in answer && answer.replayed)) {
+        reply.header('idempotent-replayed', 'true');
+      }
       // The results are meteredResultIn's and toBody's objects, exactly the schema's fields: usageEventsJson writes
       // them as JSON.stringify and the schema's serializer would, whereas that one would try each branch of the union
       // (and the date-time formats within) on every one of up to 1,000 results to find which it is.
