@@ -4,6 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import { systemClock, type Clock } from '@ent/common/clock';
 import type { Config } from '@ent/common/config';
 import type { Database } from '@ent/common/db/database';
+import { bodyOverLimitRefusal } from '@ent/common/http/body-over-limit';
 import { errorHandling } from '@ent/common/http/error-handler';
 import { health } from '@ent/common/http/health';
 import { fastifyLoggerOptions, OneLinePerRequest, type LoggerSettings } from '@ent/common/http/logging';
@@ -94,6 +95,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<AdminApp>
   // Before the audit log: a repeated Idempotency-Key is answered before any audit entry is made.
   await app.register(idempotency);
   await app.register(audit);
+  await app.register(bodyOverLimitRefusal);
   await app.register(routes, { consoleDistDir: options.consoleDistDir });
   return app;
 }

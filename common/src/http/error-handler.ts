@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, noRoute, notFound, validationError } from '../errors/app-error.ts';
+import { payloadTooLarge } from './body-over-limit.ts';
 import { addJsonBodyParser } from './json-body.ts';
 import { lingerBeforeClosing } from './lingering-close.ts';
 import { describeValidationError } from './validation.ts';
@@ -63,7 +64,7 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return validationError('The request body is not valid JSON.', { field: 'body' });
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large.');
+      return payloadTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':

@@ -104,6 +104,35 @@ describe('one base URL', () => {
     expect(answers).toEqual(Array(8).fill([413, 'PAYLOAD_TOO_LARGE']));
   });
 
+  it("records a write refused for its body's size in the audit log, as admin does for one sent to it", async () => {
+    const port = await gatewayPort();
+    const res = await fetch(`http://127.0.0.1:${port}/org/features`, {
+      method: 'POST',
+      headers: { ...org.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ key: 'huge', name: 'x'.repeat(ctx.config.bodyLimitBytes * 2), kind: 'flag' }),
+    });
+    expect(res.status).toBe(413);
+    const refused = (await res.json()) as { error: { code: string; request_id: string } };
+    expect(refused.error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(refused.error.request_id).toBe(res.headers.get('x-request-id'));
+    const entries = await gateway.inject({
+      method: 'GET',
+      url: `/org/audit-events?request_id=${refused.error.request_id}`,
+      headers: org.headers,
+    });
+    expect(entries.json().audit_events).toMatchObject([
+      { method: 'POST', route: '/org/features', outcome: 'responded', status: 413, details: null },
+    ]);
+    // The mark is the gateway's alone: a client's own is dropped, and its write is made.
+    const marked = await gateway.inject({
+      method: 'POST',
+      url: '/org/features',
+      headers: { ...org.headers, 'x-gateway-body-over-limit': '1' },
+      payload: { key: 'marked', name: 'Marked', kind: 'flag' },
+    });
+    expect(marked.statusCode).toBe(201);
+  });
+
   it('reads a body whole before asking admin: a trickled upload holds no connection to admin meanwhile', async () => {
     await api.feature('trickled', 'flag');
     const body = JSON.stringify({ name: 'Trickled' });

@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
+import { BODY_OVER_LIMIT_HEADER } from '@ent/common/http/body-over-limit';
+import { lingerBeforeClosing } from '@ent/common/http/lingering-close';
 import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { isSafeMethod } from '@ent/common/http/session-request';
 import { GATEWAY_FAILURE_LIMIT_HEADER, failureLimitAddress } from '@ent/common/http/local-client';
@@ -45,6 +47,7 @@ function requestHeaders(request: FastifyRequest, internalToken: string): Record<
   headers[GATEWAY_FAILURE_LIMIT_HEADER] = failureLimitAddress(request);
   if (internalToken) headers['x-internal-token'] = internalToken;
   else delete headers['x-internal-token'];
+  delete headers[BODY_OVER_LIMIT_HEADER];
   return headers;
 }
 
@@ -96,6 +99,43 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
+  /** The request as admin is asked it; `overLimit`: without its body, which was over the limit (admin answers 413). */
+  const forward = async (request: FastifyRequest, reply: FastifyReply, overLimit: boolean) => {
+    const body = request.body instanceof Buffer && request.body.length > 0 ? request.body : undefined;
+    const headers = requestHeaders(request, app.config.internalToken);
+    if (overLimit) {
+      delete headers['content-length'];
+      headers[BODY_OVER_LIMIT_HEADER] = '1';
+    }
+    let response;
+    try {
+      response = await app.adminPool.request({
+        method: request.method as 'GET',
+        path: request.url,
+        headers,
+        body: overLimit ? undefined : body,
+        // Longer than admin's slowest write, so one that commits is answered by admin, not 503 here.
+        headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
+        bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
+      });
+    } catch (error) {
+      request.log.warn({ err: error }, 'admin unreachable');
+      throw forwardFailed(request, error);
+    }
+    reply.code(response.statusCode).headers(responseHeaders(response.headers));
+    return reply.send(response.body);
+  };
+
+  // A body over the limit is still a request admin answers (and its audit log records): sent on without the body.
+  // Anything else, and a failure to reach admin, goes to the service's own error handler.
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const forwarded = request.routeOptions.url === '/*' && request.url.startsWith('/');
+    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE' || !forwarded) throw error;
+    // Refused before its body arrived whole, on a connection Fastify closes: the client reads the answer first.
+    if (!request.raw.complete && reply.getHeader('connection') === 'close') lingerBeforeClosing(request.raw);
+    return forward(request, reply, true);
+  });
+
   app.route({
     method: METHODS,
     url: '/internal/*',
@@ -110,24 +150,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       // The asterisk form (`OPTIONS *`) names no resource here: no route, not an admin outage.
       if (!request.url.startsWith('/')) throw noRoute(request.method, request.url);
-      const body = request.body instanceof Buffer && request.body.length > 0 ? request.body : undefined;
-      let response;
-      try {
-        response = await app.adminPool.request({
-          method: request.method as 'GET',
-          path: request.url,
-          headers: requestHeaders(request, app.config.internalToken),
-          body,
-          // Longer than admin's slowest write, so one that commits is answered by admin, not 503 here.
-          headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
-          bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
-        });
-      } catch (error) {
-        request.log.warn({ err: error }, 'admin unreachable');
-        throw forwardFailed(request, error);
-      }
-      reply.code(response.statusCode).headers(responseHeaders(response.headers));
-      return reply.send(response.body);
+      return forward(request, reply, false);
     },
   });
 }
