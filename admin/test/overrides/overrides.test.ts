@@ -394,10 +394,17 @@ describe('GET .../overrides', () => {
     expect(first.json().has_more).toBe(true);
     const next = await get(`${url('carol')}?include_expired=true&limit=3&starting_after=seats`);
     expect(next.json()).toMatchObject({ overrides: [{ feature: 'sso' }], has_more: false });
+    // The last item's own id names the same place (a client walking every list by `id`).
+    const lastId = (first.json().overrides as { id: string }[]).at(-1)!.id;
+    expect(lastId).toMatch(/^ovr_/);
+    const byId = await get(`${url('carol')}?include_expired=true&limit=3&starting_after=${lastId}`);
+    expect(byId.json()).toEqual(next.json());
   });
 
   it("refuses a starting_after that is not the feature key of one of the subscriber's overrides with 422", async () => {
-    for (const cursor of ['nope', 'a', 'zzz']) {
+    // Another subscriber's override id names no place in this list.
+    const othersId = (await put('bob', 'sso', { kind: 'flag', allowed: true })).json().id as string;
+    for (const cursor of ['nope', 'a', 'zzz', othersId, 'ovr_00000000000000000000000000']) {
       const res = await get(`${url('carol')}?starting_after=${cursor}`);
       expect(res.statusCode, cursor).toBe(422);
       expect(res.json().error).toMatchObject({

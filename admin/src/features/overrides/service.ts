@@ -13,6 +13,7 @@ import { findSubscriber, lockSubscriber, subscriberNotFound } from '../subscribe
 import {
   deleteOverrideRow,
   findOverride,
+  findOverrideById,
   insertOverride,
   listOverrides,
   updateOverrideRow,
@@ -182,8 +183,14 @@ export async function listSubscriberOverrides(
   request: PageRequest<OverrideListFilter>,
 ): Promise<Page<OverrideWithFeature>> {
   await subscriberExistsOrThrow(db, organizationId, subscriberId);
+  // The list is in feature-key order and its cursor is a feature key; an override's own id (what a client walking
+  // lists by each item's `id` sends) names the same place.
+  const cursor = request.startingAfter;
+  const byId = cursor?.startsWith('ovr_')
+    ? await findOverrideById(db, organizationId, subscriberId, cursor)
+    : undefined;
   return paginate(
-    request,
+    byId ? { ...request, startingAfter: byId.feature_key } : request,
     {
       find: async (featureKey) => {
         const feature = await findFeature(db, organizationId, featureKey);

@@ -27,6 +27,16 @@ export function findOverride(
     .executeTakeFirst();
 }
 
+/** One of the subscriber's overrides by its own id (`ovr_…`). */
+export function findOverrideById(
+  db: Db,
+  organizationId: string,
+  subscriberId: string,
+  overrideId: string,
+): Promise<OverrideWithFeature | undefined> {
+  return withFeatureKey(db, organizationId, subscriberId).where('o.id', '=', overrideId).executeTakeFirst();
+}
+
 export interface OverrideListFilter {
   limit: number;
   startingAfter?: string;
