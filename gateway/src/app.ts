@@ -14,6 +14,7 @@ import type { RedisClient } from '@ent/common/redis/connect';
 import { evalRoutes } from './features/evals/routes.ts';
 import { evaluator } from './features/evals/evaluator.ts';
 import { snapshotCache } from './features/evals/snapshot-cache.ts';
+import { forwardImports } from './features/forwarding/imports.ts';
 import { forwardToAdmin } from './features/forwarding/routes.ts';
 import { ofrepRoutes } from './features/ofrep/routes.ts';
 import { sessions } from './features/sessions/sessions.ts';
@@ -99,6 +100,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(ofrepRoutes);
   await app.register(usageRoute);
   await app.register(meteredUsageRoutes);
+  await app.register(forwardImports);
   await app.register(forwardToAdmin);
   return app;
 }

@@ -19,8 +19,13 @@ interface Pipeline {
 
 const PIPELINE = Symbol('pipeline');
 const IS_WRITE = Symbol('isWrite');
+const ADMITTED_TO = Symbol('admittedTo');
 type PipelinedSocket = Socket & { [PIPELINE]?: Pipeline };
-type OrderedRequest = FastifyRequest & { [IS_WRITE]?: boolean };
+/**
+ * The pipeline a request was admitted to is kept on the request: by the time it is answered, its message may no longer
+ * name its socket (a body passed on as a stream to admin, read to its end there).
+ */
+type OrderedRequest = FastifyRequest & { [IS_WRITE]?: boolean; [ADMITTED_TO]?: Pipeline };
 
 const isWrite = (request: FastifyRequest): boolean =>
   !isSafeMethod(request.method) && request.routeOptions.config.evaluation !== true;
@@ -44,6 +49,7 @@ export const pipelineOrder = fp(
   async function pipelineOrder(app: FastifyInstance) {
     // Declared up front, so every request object keeps one shape (a property added per request would not).
     app.decorateRequest(IS_WRITE, undefined);
+    app.decorateRequest(ADMITTED_TO, undefined);
     app.addHook('onRequest', (request: OrderedRequest, _reply, done) => {
       const socket = request.raw.socket as PipelinedSocket | null;
       if (!socket) return done();
@@ -54,6 +60,7 @@ export const pipelineOrder = fp(
         pipeline = { inFlight: 0, writesInFlight: 0, waiting: [] };
         socket[PIPELINE] = pipeline;
       }
+      request[ADMITTED_TO] = pipeline;
       if (pipeline.waiting.length === 0 && mayStart(pipeline, write)) {
         admit(pipeline, write);
         done();
@@ -71,7 +78,7 @@ export const pipelineOrder = fp(
     });
 
     app.addHook('onResponse', (request: OrderedRequest, _reply, done) => {
-      const pipeline = (request.raw.socket as PipelinedSocket | null)?.[PIPELINE];
+      const pipeline = request[ADMITTED_TO];
       if (pipeline !== undefined && request[IS_WRITE] !== undefined) {
         pipeline.inFlight -= 1;
         if (request[IS_WRITE]) pipeline.writesInFlight -= 1;

@@ -133,6 +133,39 @@ describe('one base URL', () => {
     expect(marked.statusCode).toBe(201);
   });
 
+  it('passes an import larger than the body limit on to admin as it arrives, announced or chunked', async () => {
+    const port = await gatewayPort();
+    const padding = 'p'.repeat(200);
+    const lineCount = Math.ceil((ctx.config.bodyLimitBytes * 1.5) / 260);
+    const ndjson = Array.from({ length: lineCount }, (_, i) =>
+      JSON.stringify({ type: 'subscriber', subscriber_id: `bulk_${i}`, name: `${padding}${i}` }),
+    ).join('\n');
+    expect(ndjson.length).toBeGreaterThan(ctx.config.bodyLimitBytes);
+    const chunked = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(ndjson));
+        controller.close();
+      },
+    });
+    for (const body of [chunked, ndjson]) {
+      const res = await fetch(`http://127.0.0.1:${port}/org/imports?dry_run=true`, {
+        method: 'POST',
+        headers: { ...org.headers, 'content-type': 'application/x-ndjson' },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status, await res.clone().text()).toBe(202);
+      const { import_id: importId } = (await res.json()) as { import_id: string };
+      await ctx.app.imports.runner.idle();
+      const done = await gateway.inject({
+        method: 'GET',
+        url: `/org/imports/${importId}`,
+        headers: org.headers,
+      });
+      expect(done.json()).toMatchObject({ status: 'succeeded', lines: lineCount, failed: 0 });
+    }
+  });
+
   it('reads a body whole before asking admin: a trickled upload holds no connection to admin meanwhile', async () => {
     await api.feature('trickled', 'flag');
     const body = JSON.stringify({ name: 'Trickled' });

@@ -1,4 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Pool } from 'undici';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
 import { BODY_OVER_LIMIT_HEADER } from '@ent/common/http/body-over-limit';
@@ -88,6 +90,42 @@ function forwardFailed(request: FastifyRequest, error: unknown) {
 }
 
 /**
+ * Asks admin `request` through `pool` and answers with admin's response, streamed. `body`: the request's body (read
+ * whole, or a stream passed on as it arrives), or 'over-limit' when it was over the limit and is left out (admin
+ * answers 413, after its audit entry).
+ */
+export async function forwardRequest(
+  pool: Pool,
+  internalToken: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: Buffer | Readable | undefined | 'over-limit',
+): Promise<FastifyReply> {
+  const headers = requestHeaders(request, internalToken);
+  if (body === 'over-limit') {
+    delete headers['content-length'];
+    headers[BODY_OVER_LIMIT_HEADER] = '1';
+  }
+  let response;
+  try {
+    response = await pool.request({
+      method: request.method as 'GET',
+      path: request.url,
+      headers,
+      body: body === 'over-limit' ? undefined : body,
+      // Longer than admin's slowest write, so one that commits is answered by admin, not 503 here.
+      headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
+      bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
+    });
+  } catch (error) {
+    request.log.warn({ err: error }, 'admin unreachable');
+    throw forwardFailed(request, error);
+  }
+  reply.code(response.statusCode).headers(responseHeaders(response.headers));
+  return reply.send(response.body);
+}
+
+/**
  * One base URL: every route the gateway does not answer itself is forwarded to admin with the shared undici
  * Pool. A request body is read whole (within the body limit: 413 here, whether announced or chunked) before
  * admin is asked, so a client trickling its upload holds only its own socket, never one of the pool's
@@ -99,33 +137,6 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  /** The request as admin is asked it; `overLimit`: without its body, which was over the limit (admin answers 413). */
-  const forward = async (request: FastifyRequest, reply: FastifyReply, overLimit: boolean) => {
-    const body = request.body instanceof Buffer && request.body.length > 0 ? request.body : undefined;
-    const headers = requestHeaders(request, app.config.internalToken);
-    if (overLimit) {
-      delete headers['content-length'];
-      headers[BODY_OVER_LIMIT_HEADER] = '1';
-    }
-    let response;
-    try {
-      response = await app.adminPool.request({
-        method: request.method as 'GET',
-        path: request.url,
-        headers,
-        body: overLimit ? undefined : body,
-        // Longer than admin's slowest write, so one that commits is answered by admin, not 503 here.
-        headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
-        bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
-      });
-    } catch (error) {
-      request.log.warn({ err: error }, 'admin unreachable');
-      throw forwardFailed(request, error);
-    }
-    reply.code(response.statusCode).headers(responseHeaders(response.headers));
-    return reply.send(response.body);
-  };
-
   // A body over the limit is still a request admin answers (and its audit log records): sent on without the body.
   // Anything else, and a failure to reach admin, goes to the service's own error handler.
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
@@ -133,7 +144,7 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE' || !forwarded) throw error;
     // Refused before its body arrived whole, on a connection Fastify closes: the client reads the answer first.
     if (!request.raw.complete && reply.getHeader('connection') === 'close') lingerBeforeClosing(request.raw);
-    return forward(request, reply, true);
+    return forwardRequest(app.adminPool, app.config.internalToken, request, reply, 'over-limit');
   });
 
   app.route({
@@ -150,7 +161,8 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       // The asterisk form (`OPTIONS *`) names no resource here: no route, not an admin outage.
       if (!request.url.startsWith('/')) throw noRoute(request.method, request.url);
-      return forward(request, reply, false);
+      const body = request.body instanceof Buffer && request.body.length > 0 ? request.body : undefined;
+      return forwardRequest(app.adminPool, app.config.internalToken, request, reply, body);
     },
   });
 }
