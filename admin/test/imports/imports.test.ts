@@ -188,6 +188,31 @@ describe('POST /org/imports', () => {
     ]);
   });
 
+  it('reads text as its single route does: a byte order mark, half a surrogate pair, an escaped backslash before u0000', async () => {
+    const org = await createTestOrganization(ctx.db);
+    const done = await runImport(
+      org,
+      '\uFEFF' +
+        [
+          JSON.stringify({ type: 'subscriber', subscriber_id: 'bom_1', name: 'First' }),
+          '{"type":"subscriber","subscriber_id":"half_1","name":"x\\ud800y"}',
+          '{"type":"subscriber","subscriber_id":"path_1","name":"C:\\\\u0000\\\\temp"}',
+          '{"type":"subscriber","subscriber_id":"nul_1","name":"a\\u0000b"}',
+        ].join('\n'),
+    );
+    expect(done).toMatchObject({ status: 'succeeded', lines: 4, applied: 3, failed: 1 });
+    expect(done.errors).toMatchObject([
+      { line: 4, error: { code: 'VALIDATION_ERROR', details: { field: 'name', location: 'line' } } },
+    ]);
+    const nameOf = async (id: string) =>
+      (await ctx.app.inject({ method: 'GET', url: `/org/subscribers/${id}`, headers: org.headers })).json()
+        .name;
+    expect(await nameOf('bom_1')).toBe('First');
+    // Stored as the single route stores it: the lone half becomes U+FFFD.
+    expect(await nameOf('half_1')).toBe('x\uFFFDy');
+    expect(await nameOf('path_1')).toBe('C:\\u0000\\temp');
+  });
+
   it('validates only on a dry run, checking later lines against the records earlier ones would make', async () => {
     const org = await createTestOrganization(ctx.db);
     const body = ndjson([

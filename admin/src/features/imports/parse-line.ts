@@ -3,6 +3,7 @@ import { type AppError, forbidden, validationError } from '@ent/common/errors/ap
 import { validatorCompiler } from '@ent/common/http/validation';
 import { describeValidationError } from '@ent/common/http/validation';
 import type { ImportRecordType } from '@ent/contract/imports';
+import { findNulCharacter } from '../shared/nul-characters.ts';
 import {
   CreditLineSchema,
   FeatureLineSchema,
@@ -69,6 +70,25 @@ function keyOf(value: Record<string, unknown>): string | null {
   return typeof key === 'string' ? key : null;
 }
 
+/** A `\uD800` to `\uDFFF` escape: the only way a line (UTF-8, decoded) can hold half of a surrogate pair. */
+const LONE_SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * The value with each half of a surrogate pair standing alone replaced by U+FFFD, in keys and strings, as a single
+ * route stores it (its text reaches Postgres as UTF-8, which has no such half): a staged line is jsonb, which
+ * refuses the escape, and failed the whole upload.
+ */
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(LONE_SURROGATE, '\uFFFD');
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [wellFormed(key) as string, wellFormed(inner)]),
+    );
+  return value;
+}
+
 /**
  * One NDJSON line, checked as its single route checks a body (same schemas, same error codes and fields), and for
  * the scope that route needs. What needs the database (a missing plan or subscriber) or compares fields (a credit's
@@ -78,6 +98,7 @@ export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine 
   let value: unknown;
   try {
     value = JSON.parse(text);
+    if (LONE_SURROGATE_ESCAPE.test(text)) value = wellFormed(value);
   } catch {
     return {
       ok: false,
@@ -116,13 +137,18 @@ export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine 
         value: type,
       }),
     };
-  // Postgres text and jsonb cannot hold U+0000 (features/shared/nul-characters.ts).
-  if (text.includes('\\u0000'))
+  // Postgres text and jsonb cannot hold U+0000 (features/shared/nul-characters.ts). The text is looked at first (a
+  // line without the escape holds none); a match may be an escaped backslash before `u0000`, so the values decide.
+  const nulAt = text.includes('\\u0000') ? findNulCharacter(object) : null;
+  if (nulAt !== null)
     return {
       ok: false,
       type,
       key,
-      error: validationError('A value holds a NUL character.', { field: 'line' }),
+      error: validationError(`${nulAt || 'line'} must not contain NUL (U+0000) characters.`, {
+        field: nulAt || 'line',
+        location: 'line',
+      }),
     };
   const validate = validators[type];
   if (!validate(object)) {

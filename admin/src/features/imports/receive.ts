@@ -94,6 +94,8 @@ export async function receiveImport(body: AsyncIterable<Buffer>, ctx: ReceiveCon
     } else {
       let text = Buffer.concat(parts, partBytes).toString('utf8');
       if (text.endsWith('\r')) text = text.slice(0, -1);
+      // A byte order mark some editors write: not part of the first record (the hash still covers the bytes sent).
+      if (lineNumber === 1 && text.startsWith('\uFEFF')) text = text.slice(1);
       if (text.trim() !== '') {
         lines++;
         const parsed = parseLine(text, ctx.scopes);

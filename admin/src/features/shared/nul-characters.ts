@@ -5,7 +5,7 @@ import { validationError } from '@ent/common/errors/app-error';
 export const hasNulCharacter = (value: string): boolean => value.includes('\u0000');
 
 /** The dotted path (as `error.details.field` names fields) of the first string holding U+0000, or null. */
-function findNulCharacter(value: unknown, path: string[] = []): string | null {
+export function findNulCharacter(value: unknown, path: string[] = []): string | null {
   if (typeof value === 'string') return hasNulCharacter(value) ? path.join('.') : null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
