@@ -213,6 +213,41 @@ describe('POST /org/imports', () => {
     expect(await nameOf('path_1')).toBe('C:\\u0000\\temp');
   });
 
+  it("keeps a subscriber's name that a later line leaves out, within a batch as across batches", async () => {
+    const org = await createTestOrganization(ctx.db);
+    // Batches of 3: dup_a's two lines share one, dup_b's are two batches apart.
+    const done = await runImport(
+      org,
+      ndjson([
+        { type: 'subscriber', subscriber_id: 'dup_a', name: 'Alpha' },
+        { type: 'subscriber', subscriber_id: 'dup_a' },
+        { type: 'subscriber', subscriber_id: 'dup_b', name: 'Beta' },
+        { type: 'subscriber', subscriber_id: 'other_1' },
+        { type: 'subscriber', subscriber_id: 'other_2' },
+        { type: 'subscriber', subscriber_id: 'other_3' },
+        { type: 'subscriber', subscriber_id: 'dup_b' },
+        { type: 'subscriber', subscriber_id: 'dup_a', name: 'Alpha 2' },
+        { type: 'subscriber', subscriber_id: 'dup_a', name: null },
+      ]),
+    );
+    expect(done).toMatchObject({ status: 'succeeded', failed: 0 });
+    const nameOf = async (id: string) =>
+      (await ctx.app.inject({ method: 'GET', url: `/org/subscribers/${id}`, headers: org.headers })).json()
+        .name;
+    expect(await nameOf('dup_b')).toBe('Beta');
+    // The last line that names it decides, null included.
+    expect(await nameOf('dup_a')).toBeNull();
+    const first = await runImport(
+      org,
+      ndjson([
+        { type: 'subscriber', subscriber_id: 'dup_c', name: 'Gamma' },
+        { type: 'subscriber', subscriber_id: 'dup_c' },
+      ]),
+    );
+    expect(first).toMatchObject({ applied: 2, failed: 0 });
+    expect(await nameOf('dup_c')).toBe('Gamma');
+  });
+
   it('validates only on a dry run, checking later lines against the records earlier ones would make', async () => {
     const org = await createTestOrganization(ctx.db);
     const body = ndjson([

@@ -75,9 +75,10 @@ export async function applySubscribers(
   const unnamed: string[] = [];
   // In id order: a row another transaction is inserting with the same id is waited for in the order locks are taken.
   for (const [id, same] of [...byId].sort(([a], [b]) => bySubscriberId(a, b))) {
-    const winner = same[same.length - 1]!.record;
-    if (winner.name === undefined) unnamed.push(id);
-    else named.push({ id, name: winner.name });
+    // As the lines one after another would leave it: the last `name` given wins, a line without one keeps it.
+    const lastNamed = same.findLast(({ record }) => record.name !== undefined)?.record;
+    if (lastNamed?.name === undefined) unnamed.push(id);
+    else named.push({ id, name: lastNamed.name });
   }
   const versions = new Map<string, number>();
   const created = new Set<string>();
