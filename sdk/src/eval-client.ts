@@ -163,24 +163,32 @@ export class EvalClient {
     if (options.consume !== undefined) {
       return this.#consume(subscriberId, feature, options.consume, options.idempotencyKey ?? randomUUID());
     }
-    let doc: Cached;
-    try {
-      doc = await this.#document(subscriberId);
-    } catch (error) {
-      if (!isOutage(error)) throw error;
-      const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
-      if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
-      return this.#fallback(feature, error);
-    }
-    const entitlement = doc.byFeature.get(feature);
-    if (!entitlement) {
+    // A feature made since the cached document was read is not in it: a key it lacks is asked about once more (a
+    // conditional request: 304, not an eval, when nothing changed) before it is called unknown.
+    for (let reread = false; ; reread = true) {
+      const held = this.#cache.get(subscriberId);
+      const fromCache = held !== undefined && Date.now() < held.freshUntil;
+      let doc: Cached;
+      try {
+        doc = await this.#document(subscriberId);
+      } catch (error) {
+        if (!isOutage(error)) throw error;
+        const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
+        if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
+        return this.#fallback(feature, error);
+      }
+      const entitlement = doc.byFeature.get(feature);
+      if (entitlement) return { ...answerOf(entitlement), stale: false, usage: doc.usage, error: null };
+      if (fromCache && !reread) {
+        doc.freshUntil = 0;
+        continue;
+      }
       throw new EntitlementsError({
         code: 'NOT_FOUND',
         message: `No feature with key "${feature}".`,
         details: { field: 'feature', value: feature },
       });
     }
-    return { ...answerOf(entitlement), stale: false, usage: doc.usage, error: null };
   }
 
   /**

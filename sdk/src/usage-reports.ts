@@ -53,8 +53,9 @@ export async function reportUsage(
 /**
  * `POST /org/usage-events` in chunks of at most 1,000 events, one after another, every event with an idempotency
  * key (made here when missing) that the chunk's retries resend. A chunk the service could not take after the retries
- * (no answer, 5xx, 408, 429) answers each of its events, and every later one, with that failure's error body, so
- * the caller can resend exactly those events; a mistake in the request (401, 403, 422 for the whole body) is thrown.
+ * (no answer, 5xx, 408, 429), or refused whole after an earlier chunk was taken, answers each of its events, and every
+ * later one, with that failure's error body, so the caller can resend exactly those events; a mistake in the request
+ * (401, 403, 422 for the whole body) in the first chunk is thrown.
  */
 export async function reportUsageEvents(
   transport: Transport,
@@ -71,8 +72,10 @@ export async function reportUsageEvents(
       const reply = await transport.send('POST', '/org/usage-events', { body: { events: chunk } });
       results.push(...(reply.body as { results: UsageBatchAnswer['results'] }).results);
     } catch (error) {
-      if (!isOutage(error)) throw error;
-      const body = errorBodyOf(error);
+      // A mistake in the request (401, 403, 422) before anything was sent is thrown; after earlier batches were
+      // applied it is answered like an outage, so their results and keys are not lost with it.
+      if (!isOutage(error) && (start === 0 || !(error instanceof EntitlementsError))) throw error;
+      const body = errorBodyOf(error as EntitlementsError);
       while (results.length < sent.length) results.push(body);
       break;
     }

@@ -162,6 +162,29 @@ describe('EvalClient against real processes', () => {
     await expect(badKey.list('ann')).rejects.toMatchObject({ code: 'UNAUTHENTICATED', status: 401 });
   });
 
+  it('asks again about a feature its cached document lacks, once, before calling it unknown', async () => {
+    // An organization of its own: the feature made here would change the others' documents.
+    const own = await createTestOrganization(db, 'SDK new-feature org');
+    await saveArrangement(db, own.organization_id, {
+      plan: 'free',
+      evalLimit: 100_000,
+      blocking: true,
+      burstPerSecond: 100_000,
+    });
+    const api = await catalog(own);
+    await api.subscriber('fay');
+    await api.subscribe('fay', 'pro');
+    const sdk = client({ apiKey: own.api_key, cacheTtlMs: 60_000 });
+    await sdk.check('fay', 'sso');
+    // Made after fay's document was cached: the cache alone would call it unknown for a minute.
+    await api.feature('beta', 'flag');
+    expect(await sdk.check('fay', 'beta')).toMatchObject({ feature: 'beta', allowed: false, source: 'none' });
+    expect(requestsFor('fay').map((seen) => seen.status)).toEqual([200, 200]);
+    // A key that is in no document: one conditional request (304, not an eval), then the error.
+    await expect(sdk.check('fay', 'no-such-feature')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(requestsFor('fay').map((seen) => seen.status)).toEqual([200, 200, 304]);
+  });
+
   it('retries a 429 after its Retry-After, with jittered backoff, and then answers', async () => {
     // The tiny burst reaches Redis through the worker's outbox relay: wait until it refuses.
     const raw = httpClient(gatewayUrl);

@@ -95,7 +95,7 @@ beforeAll(async () => {
       { feature: 'sso', kind: 'flag' },
     ],
   });
-  for (const id of ['con', 'lost', 'cache', 'rep', 'batch']) {
+  for (const id of ['con', 'lost', 'cache', 'rep', 'batch', 'many']) {
     await send('POST', '/org/subscribers', { subscriber_id: id, name: id });
     await send('POST', `/org/subscribers/${id}/subscriptions`, { plan_id: 'team' });
   }
@@ -179,5 +179,25 @@ describe('report and reportMany through the SDK, against real processes', () => 
     expect(answer.results[2]).toMatchObject({ feature: 'seats', used: 3 });
     expect(answer.results[3]).toMatchObject({ feature: 'api_calls', used: 3 });
     expect(await usedOf('batch')).toMatchObject({ api_calls: 3, seats: 3 });
+  });
+
+  it('answers a later batch refused whole per event, keeping what the earlier batches applied', async () => {
+    const sdk = client();
+    // The first batch (1,000 events) is taken; the second holds one event no batch may carry (422 for the body).
+    const events = [
+      ...Array.from({ length: 1000 }, () => ({ subscriber_id: 'many', feature: 'seats', delta: 1 })),
+      { subscriber_id: 'many', feature: 'seats', delta: 1.5 },
+    ];
+    const answer = await sdk.reportMany(events);
+    expect(answer.results).toHaveLength(1001);
+    expect(answer.results[999], JSON.stringify(answer.results[999])).toMatchObject({
+      feature: 'seats',
+      used: 1000,
+    });
+    expect(answer.results[1000]).toMatchObject({ error: { code: 'VALIDATION_ERROR' } });
+    expect(answer.events[1000]!.idempotency_key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await usedOf('many')).toMatchObject({ seats: 1000 });
+    // The same mistake in the first batch: nothing was applied, and it is thrown.
+    await expect(sdk.reportMany(events.slice(1000))).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
   });
 });
