@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from './generated/api.ts';
-import type { RetryOptions } from './transport.ts';
+import { retryAfterSecondsOf, type RetryOptions } from './transport.ts';
 
 export type ApiClient = Client<paths>;
 
@@ -31,22 +31,28 @@ function idempotentWrites(fetchImpl: typeof fetch, retry: RetryOptions = {}): ty
   const retries = retry.retries ?? 2;
   const baseDelayMs = retry.baseDelayMs ?? 100;
   const maxDelayMs = retry.maxDelayMs ?? 2000;
+  const maxRetryAfterMs = retry.maxRetryAfterMs ?? 5000;
   return async (input, init) => {
     const request = new Request(input, init);
     if (!WRITE_METHODS.has(request.method)) return fetchImpl(request);
     if (!request.headers.has('idempotency-key')) request.headers.set('idempotency-key', randomUUID());
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= retries;
+      let waitMs = 0;
       try {
         // A clone per attempt: the body of a sent request cannot be read again.
         const response = await fetchImpl(request.clone());
         if (last || !(RETRIED_STATUSES.has(response.status) || (await keyInFlight(response))))
           return response;
+        // As the eval client: Retry-After is a floor under the backoff, and one above maxRetryAfterMs ends the retries.
+        const retryAfter = retryAfterSecondsOf(response.headers.get('retry-after'));
+        if (retryAfter !== null && retryAfter * 1000 > maxRetryAfterMs) return response;
+        waitMs = (retryAfter ?? 0) * 1000;
         await response.body?.cancel();
       } catch (error) {
         if (last || request.signal.aborted) throw error;
       }
-      await sleep(Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt));
+      await sleep(waitMs + Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt));
     }
   };
 }

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'SERVICE_UNAVAILABLE'
   | 'TIMEOUT'
   | 'NETWORK_ERROR'
+  | 'CLIENT_CLOSED'
   | (string & {});
 
 /** The service's error body (SPEC.md part 7). */

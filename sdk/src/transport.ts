@@ -62,7 +62,11 @@ function usageFrom(headers: Record<string, string | string[] | undefined>): Eval
 }
 
 function retryAfterSeconds(headers: Record<string, string | string[] | undefined>): number | null {
-  const value = header(headers, 'retry-after');
+  return retryAfterSecondsOf(header(headers, 'retry-after'));
+}
+
+/** A `Retry-After` value (delay-seconds or an HTTP date) in seconds from now; null when absent or unreadable. */
+export function retryAfterSecondsOf(value: string | null): number | null {
   if (value === null) return null;
   const seconds = Number(value);
   if (Number.isFinite(seconds)) return Math.max(0, seconds);
@@ -80,6 +84,7 @@ export class Transport {
   readonly #retry: Required<RetryOptions>;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  #closed = false;
 
   constructor(options: TransportOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -101,6 +106,14 @@ export class Transport {
    * the idempotency key among them, are built once: every attempt sends the same request.
    */
   async send(method: 'GET' | 'POST', path: string, options: SendOptions = {}): Promise<Reply> {
+    // A mistake of the caller's, not an outage: never answered with a fallback or a stale document.
+    if (this.#closed) {
+      throw new EntitlementsError({
+        code: 'CLIENT_CLOSED',
+        message: 'This client was closed; make a new one.',
+        idempotencyKey: options.idempotencyKey ?? null,
+      });
+    }
     const headers: Record<string, string> = { 'x-api-key': this.#apiKey, accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
@@ -146,7 +159,10 @@ export class Transport {
     }
   }
 
+  /** Closes the connections it made (not a dispatcher it was given); closing again does nothing. */
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 }

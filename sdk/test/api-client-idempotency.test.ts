@@ -8,19 +8,27 @@ interface Seen {
   method: string;
   key: string | undefined;
   body: string;
+  at: number;
 }
 let seen: Seen[] = [];
-let failures: ('drop' | 503 | 409 | 422)[] = [];
+let failures: ('drop' | 503 | 409 | 422 | '429-1s' | '429-60s')[] = [];
 let server: Server;
 let baseUrl: string;
 
 function answer(req: IncomingMessage, res: ServerResponse, body: string) {
   const key = req.headers['idempotency-key'];
-  seen.push({ method: req.method!, key: typeof key === 'string' ? key : undefined, body });
+  seen.push({ method: req.method!, key: typeof key === 'string' ? key : undefined, body, at: Date.now() });
   const failure = failures.shift();
   const json = (status: number, value: unknown) =>
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
   if (failure === 'drop') return req.socket.destroy();
+  if (failure === '429-1s' || failure === '429-60s')
+    return res
+      .writeHead(429, {
+        'content-type': 'application/json',
+        'retry-after': failure === '429-1s' ? '1' : '60',
+      })
+      .end(JSON.stringify({ error: { code: 'RATE_LIMITED', message: 'slow down', details: {} } }));
   if (failure === 503) return json(503, { error: { code: 'SERVICE_UNAVAILABLE', message: 'later' } });
   if (failure === 409)
     return json(409, {
@@ -85,6 +93,20 @@ describe('createApiClient writes', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('wait out a Retry-After, and answer one above maxRetryAfterMs at once, as the eval client does', async () => {
+    failures = ['429-1s'];
+    expect((await create()).response.status).toBe(201);
+    expect(seen).toHaveLength(2);
+    // A floor, not a timing: the second attempt is not sent before the second asked for (less timer rounding).
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(990);
+    seen = [];
+    failures = ['429-60s'];
+    const refused = await create();
+    expect(refused.response.status).toBe(429);
+    expect(refused.response.headers.get('retry-after')).toBe('60');
+    expect(seen).toHaveLength(1);
+  });
+
   it("keep the caller's own key", async () => {
     await client().POST('/org/subscribers', {
       body: { subscriber_id: 'cus_1' },
@@ -96,6 +118,6 @@ describe('createApiClient writes', () => {
   it('reads carry no key and are sent once', async () => {
     failures = [503];
     expect((await client().GET('/org/subscribers')).response.status).toBe(503);
-    expect(seen).toEqual([{ method: 'GET', key: undefined, body: '' }]);
+    expect(seen).toMatchObject([{ method: 'GET', key: undefined, body: '' }]);
   });
 });

@@ -234,3 +234,21 @@ describe('feature keys that are also Object.prototype names', () => {
     expect(await sdk.check('ann', 'valueOf')).toMatchObject({ allowed: false, limit: 0 });
   });
 });
+
+describe('a closed client', () => {
+  it('throws CLIENT_CLOSED on every call, never a fallback, however open its fail mode', async () => {
+    const fake = await service((req, res) => sendDocument(res, 'ann', 5));
+    const sdk = client(fake.url, { defaultFailMode: 'open' });
+    expect((await sdk.check('ann', 'seats')).limit).toBe(5);
+    await sdk.close();
+    const asked = fake.requests();
+    for (const call of [
+      () => sdk.check('ann', 'seats', { consume: 1 }),
+      () => sdk.list('bob'),
+      () => sdk.report('ann', 'seats', { delta: 1 }),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: 'CLIENT_CLOSED', status: null });
+    }
+    expect(fake.requests()).toBe(asked);
+  });
+});
