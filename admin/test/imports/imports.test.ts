@@ -289,6 +289,22 @@ describe('POST /org/imports', () => {
     });
     expect(json.statusCode).toBe(415);
     expect(json.json().error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+    // Whatever the type (text, NDJSON's other name, none), the answer names the one to use, before the body is read.
+    const lines = ndjson([{ type: 'subscriber', subscriber_id: 'a' }]);
+    for (const type of ['text/plain', 'application/ndjson', undefined]) {
+      const other = await ctx.app.inject({
+        method: 'POST',
+        url: '/org/imports',
+        headers: { ...org.headers, ...(type ? { 'content-type': type } : {}) },
+        payload: lines,
+      });
+      expect(other.statusCode, String(type)).toBe(415);
+      expect(other.json().error.message).toBe('Send the import as application/x-ndjson, one record a line.');
+    }
+    // A malformed query is refused before the body is staged: no import row is made for it.
+    const badQuery = await post(org, lines, { query: '?dry_run=1' });
+    expect(badQuery.statusCode).toBe(422);
+    expect(badQuery.json().error.details).toMatchObject({ field: 'dry_run', location: 'querystring' });
     const rows = await ctx.db
       .selectFrom('imports')
       .select('id')

@@ -27,6 +27,17 @@ const notNdjson = () =>
     field: 'content-type',
   });
 
+/** The query string checked as the route's schema would, ahead of the body (a 422 like any validation error). */
+function refuseBadQuery(request: FastifyRequest): void {
+  const checkQuery = request.getValidationFunction('querystring');
+  if (checkQuery && !checkQuery(request.query)) {
+    throw Object.assign(new Error('querystring'), {
+      validation: checkQuery.errors ?? [],
+      validationContext: 'querystring',
+    });
+  }
+}
+
 const stagedOf = (request: FastifyRequest): ReceivedBody[typeof STAGED] | null =>
   (request.body as Partial<ReceivedBody> | undefined)?.[STAGED] ?? null;
 
@@ -89,17 +100,23 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
           ...commonErrorResponses,
         },
       },
-      // Any other content type was parsed as it is elsewhere (JSON): refused before its shape is checked.
-      // The query string is checked first, as on every route: an unknown parameter is a 422 whatever the body.
+      // Refused before a byte of the body is read (after the audit entry): a query string that is wrong (as on every
+      // route, an unknown parameter is a 422 whatever the body), then any other content type, with the one to use.
+      // Without these, a wrong query waited for the whole upload to be staged, and a body sent as text/plain or
+      // without a type was told to send JSON.
+      preParsing: async (request, _reply, payload) => {
+        refuseBadQuery(request);
+        const type = String(request.headers['content-type'] ?? '')
+          .split(';')[0]!
+          .trim()
+          .toLowerCase();
+        if (type !== NDJSON) throw notNdjson();
+        return payload;
+      },
+      // Parsed as it is elsewhere (JSON) had it got past the check above: refused before its shape is checked.
       preValidation: async (request) => {
         if (stagedOf(request)) return;
-        const checkQuery = request.getValidationFunction('querystring');
-        if (checkQuery && !checkQuery(request.query)) {
-          throw Object.assign(new Error('querystring'), {
-            validation: checkQuery.errors ?? [],
-            validationContext: 'querystring',
-          });
-        }
+        refuseBadQuery(request);
         throw notNdjson();
       },
       // A body staged for a request that did not start it (an Idempotency-Key replay, a refusal) is removed before
