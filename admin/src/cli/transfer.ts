@@ -94,11 +94,11 @@ async function runExport(
   } finally {
     bar?.stop();
   }
+  const seconds = (Date.now() - started) / 1000;
   if (toStdout) {
-    if (options.json) process.stderr.write(`${JSON.stringify({ records })}\n`);
+    if (options.json) process.stderr.write(`${JSON.stringify({ records, output: null, seconds })}\n`);
     return;
   }
-  const seconds = (Date.now() - started) / 1000;
   report(
     context,
     options,
@@ -131,7 +131,10 @@ async function runImport(
   file: string,
   options: CommonOptions & { dryRun?: boolean },
 ): Promise<boolean> {
-  const size = (await stat(file)).size;
+  const info = await stat(file);
+  // A directory would fail later, inside the upload's stream, as an unhandled error event with a stack trace.
+  if (!info.isFile()) throw new Error(`${file} is not a file`);
+  const size = info.size;
   const bar = progressBar(options, ' {phase} |{bar}| {percentage}% | {value}/{total} {unit}');
   let uploadedLines = 0;
   bar?.start(size, 0, { phase: 'upload', unit: 'bytes' });
@@ -213,12 +216,15 @@ export function transferCommands(context: TransferContext): Command[] {
   const exportCommand = new Command('export')
     .description(
       'Write the organization of the key in ENT_API_KEY as NDJSON (GET /org/export): features, plans, subscribers, ' +
-        'subscriptions and overrides, one record a line, what `entctl import` takes back.',
+        'subscriptions, overrides and credits, one record a line, what `entctl import` takes back.',
     )
     .option('--output <file>', 'write the records to this file (default: standard output)')
     .addOption(urlOption())
     .option('--quiet', 'no progress bar and no summary')
-    .option('--json', 'print {records, output, seconds} as JSON (on stderr when the records go to stdout)')
+    .option(
+      '--json',
+      'print {records, output, seconds} as JSON (on stderr, output null, when the records go to stdout)',
+    )
     .action(guarded((options: CommonOptions & { output?: string }) => runExport(context, options)));
 
   const importCommand = new Command('import')

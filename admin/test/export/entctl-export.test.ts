@@ -69,7 +69,9 @@ describe('entctl export', () => {
     expect(stderr).toBe('');
   }, 60_000);
 
-  it('writes the records to standard output without --output', async () => {
+  it('writes the records to standard output without --output, and --json to standard error', async () => {
+    const json = await entctl({ ENT_API_KEY: org.api_key }, 'export', '--json');
+    expect(JSON.parse(json.stderr)).toEqual({ records: 6, output: null, seconds: expect.any(Number) });
     const { stdout } = await entctl({ ENT_API_KEY: org.api_key }, 'export', '--quiet');
     expect(
       stdout

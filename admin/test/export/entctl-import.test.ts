@@ -109,6 +109,15 @@ describe('entctl import', () => {
     expect(await subscriberIds(org)).toEqual(['bob']);
   }, 90_000);
 
+  it('exits 1 with one line naming a path that is not a file', async () => {
+    const org = await createTestOrganization(ctx.db, 'Not a file');
+    const failure = await entctl(org, 'import', tmpdir()).then(
+      () => null,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failure).toMatchObject({ code: 1, stderr: `entctl: ${tmpdir()} is not a file\n` });
+  }, 90_000);
+
   it('--dry-run applies nothing', async () => {
     const org = await createTestOrganization(ctx.db, 'Dry run');
     const path = await file('dry.ndjson', ndjson({ type: 'subscriber', subscriber_id: 'carol' }));
