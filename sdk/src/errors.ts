@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'TIMEOUT'
   | 'NETWORK_ERROR'
   | 'CLIENT_CLOSED'
+  | 'UNEXPECTED_RESPONSE'
   | (string & {});
 
 /** The service's error body (SPEC.md part 7). */

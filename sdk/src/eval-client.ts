@@ -1,7 +1,7 @@
 import type { paths } from './generated/api.ts';
 import { randomUUID } from 'node:crypto';
 import { EntitlementsError, isOutage } from './errors.ts';
-import { Transport, type EvalUsage, type TransportOptions } from './transport.ts';
+import { Transport, holdsArray, isCheckResult, type EvalUsage, type TransportOptions } from './transport.ts';
 import {
   reportUsage,
   reportUsageEvents,
@@ -249,7 +249,7 @@ export class EvalClient {
       const reply = await this.#transport.send(
         'POST',
         `/org/subscribers/${encodeURIComponent(subscriberId)}/entitlements/check`,
-        { body: { feature, consume }, idempotencyKey },
+        { body: { feature, consume }, idempotencyKey, answers: isCheckResult },
       );
       if (reply.usage) this.#lastUsage = reply.usage;
       const answer = answerOf(reply.body as Entitlement);
@@ -321,7 +321,7 @@ export class EvalClient {
     const reply = await this.#transport.send(
       'GET',
       `/org/subscribers/${encodeURIComponent(subscriberId)}/entitlements?all=true`,
-      { ifNoneMatch: cached?.etag ?? null },
+      { ifNoneMatch: cached?.etag ?? null, answers: holdsArray('entitlements') },
     );
     if (reply.usage) this.#lastUsage = reply.usage;
     const ttl = this.#options.cacheTtlMs ?? 30_000;

@@ -44,7 +44,22 @@ export interface SendOptions {
   ifNoneMatch?: string | null;
   /** Sent as `Idempotency-Key` on every attempt of this call: a retry of a write the service applied is a replay. */
   idempotencyKey?: string;
+  /** Whether a 2xx body is the route's answer; one that is not (a page, an empty body) is thrown. */
+  answers?: (body: unknown) => boolean;
 }
+
+/** A JSON object holding `field` as an array (a list's items). */
+export const holdsArray =
+  (field: string) =>
+  (body: unknown): boolean =>
+    typeof body === 'object' && body !== null && Array.isArray((body as Record<string, unknown>)[field]);
+
+/** A check result: an object naming its feature and kind. */
+export const isCheckResult = (body: unknown): boolean =>
+  typeof body === 'object' &&
+  body !== null &&
+  typeof (body as Record<string, unknown>).feature === 'string' &&
+  typeof (body as Record<string, unknown>).kind === 'string';
 
 // 408: the request did not reach the service in time, as transient as a timeout of the SDK's own.
 const RETRIED_STATUSES = new Set([408, 429, 502, 503, 504]);
@@ -135,6 +150,18 @@ export class Transport {
         const parsed: unknown = text ? safeJson(text) : null;
         const usage = usageFrom(res.headers);
         if ((res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 304) {
+          // Not the service's answer (a web page at a wrong baseUrl, a proxy's empty 200): a mistake to fix, not an
+          // outage to wait out, and never read as if it were one.
+          if (res.statusCode !== 304 && options.answers && !options.answers(parsed)) {
+            throw new EntitlementsError({
+              code: 'UNEXPECTED_RESPONSE',
+              status: res.statusCode,
+              message:
+                `${method} ${path} answered ${res.statusCode} with a body that is not the service's ` +
+                `(${header(res.headers, 'content-type') ?? 'no content type'}): is baseUrl the service's?`,
+              idempotencyKey: options.idempotencyKey ?? null,
+            });
+          }
           return {
             status: res.statusCode,
             body: parsed,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { paths } from './generated/api.ts';
 import { EntitlementsError, isOutage, type ErrorBody } from './errors.ts';
-import type { Transport } from './transport.ts';
+import { holdsArray, isCheckResult, type Transport } from './transport.ts';
 
 type ReportPath = paths['/org/subscribers/{subscriber_id}/usage']['post'];
 
@@ -46,6 +46,7 @@ export async function reportUsage(
   const reply = await transport.send('POST', `/org/subscribers/${encodeURIComponent(subscriberId)}/usage`, {
     body: { feature, ...amount },
     idempotencyKey,
+    answers: isCheckResult,
   });
   return { ...(reply.body as MeteredResult), idempotencyKey, replayed: reply.replayed };
 }
@@ -69,7 +70,10 @@ export async function reportUsageEvents(
   for (let start = 0; start < sent.length; start += USAGE_BATCH_SIZE) {
     const chunk = sent.slice(start, start + USAGE_BATCH_SIZE);
     try {
-      const reply = await transport.send('POST', '/org/usage-events', { body: { events: chunk } });
+      const reply = await transport.send('POST', '/org/usage-events', {
+        body: { events: chunk },
+        answers: holdsArray('results'),
+      });
       results.push(...(reply.body as { results: UsageBatchAnswer['results'] }).results);
     } catch (error) {
       // A mistake in the request (401, 403, 422) before anything was sent is thrown; after earlier batches were

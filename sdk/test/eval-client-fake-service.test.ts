@@ -252,3 +252,25 @@ describe('a closed client', () => {
     expect(fake.requests()).toBe(asked);
   });
 });
+
+describe('a 2xx that is not the service’s answer', () => {
+  it('is thrown as UNEXPECTED_RESPONSE, never read as a document or a consume, whatever the fail mode', async () => {
+    const page = await service((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>console</title>');
+    });
+    const sdk = client(page.url, { defaultFailMode: 'open' });
+    for (const call of [
+      () => sdk.check('ann', 'seats'),
+      () => sdk.list('ann'),
+      () => sdk.check('ann', 'seats', { consume: 1 }),
+      () => sdk.report('ann', 'seats', { delta: 1 }),
+      () => sdk.reportMany([{ subscriber_id: 'ann', feature: 'seats', delta: 1 }]),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: 'UNEXPECTED_RESPONSE', status: 200 });
+    }
+    const empty = await service((_req, res) => res.writeHead(200).end());
+    await expect(client(empty.url).check('ann', 'seats', { consume: 1 })).rejects.toMatchObject({
+      code: 'UNEXPECTED_RESPONSE',
+    });
+  });
+});
