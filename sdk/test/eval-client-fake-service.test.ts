@@ -268,7 +268,7 @@ describe('a 2xx that is not the service’s answer', () => {
     ]) {
       await expect(call()).rejects.toMatchObject({ code: 'UNEXPECTED_RESPONSE', status: 200 });
     }
-    const empty = await service((_req, res) => res.writeHead(200).end());
+    const empty = await service((_req, res) => void res.writeHead(200).end());
     await expect(client(empty.url).check('ann', 'seats', { consume: 1 })).rejects.toMatchObject({
       code: 'UNEXPECTED_RESPONSE',
     });
