@@ -32,9 +32,20 @@ export type PlanLine = Static<typeof PlanLineSchema>;
 export const SubscriberLineSchema = line('subscriber', bodyOf(CreateSubscriberBody));
 export type SubscriberLine = Static<typeof SubscriberLineSchema>;
 
+/**
+ * `anchored_at`, what only an import sets: where the subscription's subscription-anchored metered periods start (its
+ * creation, or the anchor of the subscription it replaced). The export writes it, so a re-imported organization's
+ * periods reset when the original's do; absent: the subscription's creation, as the route makes it.
+ */
 export const SubscriptionLineSchema = line('subscription', {
   subscriber_id: SubscriptionParams.properties.subscriber_id,
   ...bodyOf(CreateSubscriptionBody),
+  anchored_at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'where its subscription-anchored periods start (import and export only); absent: now',
+    }),
+  ),
 });
 export type SubscriptionLine = Static<typeof SubscriptionLineSchema>;
 

@@ -165,14 +165,35 @@ describe('GET /org/export', () => {
     // Active ones only: bob's basic was ended by the change.
     const subscriptions = ofType('subscription');
     expect(subscriptions).toHaveLength(BULK_SUBSCRIBERS + 3);
+    // With the anchor of their subscription-anchored periods: bob's pro keeps the one of the basic it replaced.
+    const anchors = await ctx.db
+      .selectFrom('subscriptions as s')
+      .innerJoin('plans as p', 'p.id', 's.plan_id')
+      .select(['s.subscriber_id', 'p.key', 's.anchored_at'])
+      .where('s.organization_id', '=', org.organization_id)
+      .where('s.status', '=', 'active')
+      .where('s.subscriber_id', 'in', ['alice', 'bob'])
+      .execute();
+    const anchorOf = (subscriber: string, plan: string) =>
+      anchors.find((a) => a.subscriber_id === subscriber && a.key === plan)!.anchored_at.toISOString();
     expect(subscriptions.slice(0, 3)).toEqual([
-      { type: 'subscription', subscriber_id: 'alice', plan_id: 'basic' },
-      { type: 'subscription', subscriber_id: 'alice', plan_id: 'pro' },
-      { type: 'subscription', subscriber_id: 'bob', plan_id: 'pro' },
+      {
+        type: 'subscription',
+        subscriber_id: 'alice',
+        plan_id: 'basic',
+        anchored_at: anchorOf('alice', 'basic'),
+      },
+      { type: 'subscription', subscriber_id: 'alice', plan_id: 'pro', anchored_at: anchorOf('alice', 'pro') },
+      { type: 'subscription', subscriber_id: 'bob', plan_id: 'pro', anchored_at: anchorOf('bob', 'pro') },
     ]);
     expect(new Set(subscriptions.map((s) => s.subscriber_id)).size).toBe(BULK_SUBSCRIBERS + 2);
-    const { subscriber_id: _subscriber, ...subscriptionBody } = withoutType(subscriptions[0]!) as {
+    const {
+      subscriber_id: _subscriber,
+      anchored_at: _anchor,
+      ...subscriptionBody
+    } = withoutType(subscriptions[0]!) as {
       subscriber_id: string;
+      anchored_at: string;
     };
     expect(Value.Check(CreateSubscriptionBody, subscriptionBody)).toBe(true);
 

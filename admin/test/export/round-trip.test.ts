@@ -214,6 +214,22 @@ describe('export, import into a new organization, export again', () => {
     const result = await importInto(target, first);
     expect(result).toMatchObject({ status: 'succeeded', lines, applied: lines, failed: 0, errors: [] });
     expect(await exportOf(target)).toBe(first);
+    // Subscription-anchored periods start where the original's do (cus_001's pro kept its basic's anchor).
+    const apiCallsPeriod = async (org: TestOrganization, subscriberId: string) => {
+      const res = await injector(gateway)({
+        method: 'POST',
+        url: `/org/subscribers/${subscriberId}/entitlements/check`,
+        headers: org.headers,
+        payload: { feature: 'api-calls' },
+      });
+      const { period_start: start, resets_at: end } = res.json() as {
+        period_start: string;
+        resets_at: string;
+      };
+      return [start, end];
+    };
+    for (const id of ['cus_000', 'cus_001'])
+      expect(await apiCallsPeriod(target, id)).toEqual(await apiCallsPeriod(source, id));
 
     // Once more into the copy: every line is equal to what is there.
     const again = await importInto(target, first);

@@ -140,6 +140,7 @@ export async function* exportOrganization(deps: ExportDeps, organizationId: stri
           type: 'subscription',
           subscriber_id: row.subscriber_id,
           plan_id: row.plan_key,
+          anchored_at: row.anchored_at.toISOString(),
         })),
       );
     }

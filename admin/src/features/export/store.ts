@@ -95,11 +95,11 @@ export function activeSubscriptionsIn(
   trx: Trx,
   organizationId: string,
   window: SubscriberWindow,
-): Promise<{ subscriber_id: string; plan_key: string }[]> {
+): Promise<{ subscriber_id: string; plan_key: string; anchored_at: Date }[]> {
   let query = trx
     .selectFrom('subscriptions as s')
     .innerJoin('plans as p', 'p.id', 's.plan_id')
-    .select(['s.subscriber_id', 'p.key as plan_key'])
+    .select(['s.subscriber_id', 'p.key as plan_key', 's.anchored_at'])
     .where('s.organization_id', '=', organizationId)
     .where('s.status', '=', 'active');
   if (window.after !== null) query = query.where('s.subscriber_id', '>', window.after);

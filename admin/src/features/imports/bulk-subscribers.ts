@@ -150,7 +150,7 @@ export async function applySubscriptions(
   const planByKey = new Map(plans.map((p) => [p.key, p]));
   const activePairs = new Set(active.map((a) => `${a.subscriber_id}\u0000${a.plan_id}`));
   const results = new Map<number, AppliedResult>();
-  const created: { id: string; subscriberId: string; planId: string }[] = [];
+  const created: { id: string; subscriberId: string; planId: string; anchoredAt: Date | null }[] = [];
   for (const { line, record } of lines) {
     if (!existing.has(record.subscriber_id)) {
       results.set(line, { result: 'failed', error: subscriberNotFound(record.subscriber_id) });
@@ -180,15 +180,21 @@ export async function applySubscriptions(
       continue;
     }
     activePairs.add(pair);
-    created.push({ id: newId('sub'), subscriberId: record.subscriber_id, planId: plan.id });
+    created.push({
+      id: newId('sub'),
+      subscriberId: record.subscriber_id,
+      planId: plan.id,
+      anchoredAt: record.anchored_at === undefined ? null : new Date(record.anchored_at),
+    });
     results.set(line, { result: 'applied' });
   }
   if (created.length > 0) {
     await sql`
-      INSERT INTO subscriptions (id, organization_id, subscriber_id, plan_id)
-      SELECT c.id, ${organizationId}, c.subscriber_id, c.plan_id
+      INSERT INTO subscriptions (id, organization_id, subscriber_id, plan_id, anchored_at)
+      SELECT c.id, ${organizationId}, c.subscriber_id, c.plan_id, COALESCE(c.anchored_at, now())
       FROM unnest(${created.map((c) => c.id)}::text[], ${created.map((c) => c.subscriberId)}::text[],
-        ${created.map((c) => c.planId)}::text[]) AS c(id, subscriber_id, plan_id)
+        ${created.map((c) => c.planId)}::text[], ${created.map((c) => c.anchoredAt)}::timestamptz[])
+        AS c(id, subscriber_id, plan_id, anchored_at)
     `.execute(trx);
   }
   return { results, changed: new Set(created.map((c) => c.subscriberId)) };
