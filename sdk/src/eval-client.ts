@@ -126,6 +126,11 @@ export class EvalClient {
   readonly #options: EvalClientOptions;
   readonly #cache = new Map<string, Cached>();
   readonly #inFlight = new Map<string, PendingFetch>();
+  /**
+   * Each feature's kind as the last document that held it said: a feature's kind is the catalog's, the same for every
+   * subscriber, so a fallback names it even for a subscriber never read (else it follows the fallback value's type).
+   */
+  readonly #kinds = new Map<string, Entitlement['kind']>();
   #lastUsage: EvalUsage | null = null;
 
   constructor(options: EvalClientOptions) {
@@ -281,16 +286,17 @@ export class EvalClient {
     } as const;
     const fallbacks = options.fallbacks ?? {};
     const value = Object.hasOwn(fallbacks, feature) ? fallbacks[feature] : options.defaultFallback;
+    const known = this.#kinds.get(feature);
     if (value !== undefined) {
       if (typeof value === 'boolean')
-        return { ...base, kind: 'flag', allowed: value, limit: value ? null : 0 };
-      return { ...base, kind: 'limit', allowed: value === null || value >= amount, limit: value };
+        return { ...base, kind: known ?? 'flag', allowed: value, limit: value ? null : 0 };
+      return { ...base, kind: known ?? 'limit', allowed: value === null || value >= amount, limit: value };
     }
     const failModes = options.failModes ?? {};
     // Own entries only: `constructor` or `toString` are valid feature keys, and every object inherits them.
     const failMode = Object.hasOwn(failModes, feature) ? failModes[feature] : undefined;
     const open = (failMode ?? options.defaultFailMode ?? 'closed') === 'open';
-    return { ...base, kind: null, allowed: open, limit: open ? null : 0 };
+    return { ...base, kind: known ?? null, allowed: open, limit: open ? null : 0 };
   }
 
   async #document(subscriberId: string): Promise<Cached> {
@@ -330,6 +336,7 @@ export class EvalClient {
       next = { ...cached, usage: reply.usage ?? cached.usage, freshUntil: Date.now() + ttl };
     } else {
       const body = reply.body as ListBody;
+      for (const entry of body.entitlements) this.#kinds.set(entry.feature, entry.kind);
       next = {
         entitlements: body.entitlements,
         byFeature: new Map(body.entitlements.map((entry) => [entry.feature, entry])),

@@ -274,3 +274,17 @@ describe('a 2xx that is not the service’s answer', () => {
     });
   });
 });
+
+describe('a fallback for a subscriber never read', () => {
+  it("names the feature's kind as another subscriber's document gave it, not the fallback value's type", async () => {
+    const fake = await service((req, res, n) =>
+      n === 1 ? sendDocument(res, 'ann', 5) : sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'),
+    );
+    const sdk = client(fake.url, { defaultFailMode: 'closed', fallbacks: { sso: 1 }, retry: { retries: 0 } });
+    expect((await sdk.check('ann', 'seats')).kind).toBe('limit');
+    expect(await sdk.check('bob', 'seats')).toMatchObject({ kind: 'limit', fallback: true, allowed: false });
+    expect(await sdk.check('bob', 'sso')).toMatchObject({ kind: 'flag', fallback: true, limit: 1 });
+    // A feature no document has named: as before, from the value (none here: the fail mode's null).
+    expect(await sdk.check('bob', 'exports')).toMatchObject({ kind: null, fallback: true });
+  });
+});
