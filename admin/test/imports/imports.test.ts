@@ -198,11 +198,16 @@ describe('POST /org/imports', () => {
           '{"type":"subscriber","subscriber_id":"half_1","name":"x\\ud800y"}',
           '{"type":"subscriber","subscriber_id":"path_1","name":"C:\\\\u0000\\\\temp"}',
           '{"type":"subscriber","subscriber_id":"nul_1","name":"a\\u0000b"}',
+          // A NUL where the refused line's own key or type is staged from: that line alone is refused.
+          '{"type":"subscriber","subscriber_id":"nul\\u0000key"}',
+          '{"type":"sub\\u0000scriber","subscriber_id":"nul_2"}',
         ].join('\n'),
     );
-    expect(done).toMatchObject({ status: 'succeeded', lines: 4, applied: 3, failed: 1 });
+    expect(done).toMatchObject({ status: 'succeeded', lines: 6, applied: 3, failed: 3 });
     expect(done.errors).toMatchObject([
       { line: 4, error: { code: 'VALIDATION_ERROR', details: { field: 'name', location: 'line' } } },
+      { line: 5, error: { code: 'VALIDATION_ERROR', details: { field: 'subscriber_id', location: 'line' } } },
+      { line: 6, error: { code: 'VALIDATION_ERROR', details: { field: 'type', location: 'line' } } },
     ]);
     const nameOf = async (id: string) =>
       (await ctx.app.inject({ method: 'GET', url: `/org/subscribers/${id}`, headers: org.headers })).json()
@@ -246,6 +251,37 @@ describe('POST /org/imports', () => {
     );
     expect(first).toMatchObject({ applied: 2, failed: 0 });
     expect(await nameOf('dup_c')).toBe('Gamma');
+  });
+
+  it("sets a subscription's anchor as its export gave it, read as every date-time is, never in the future", async () => {
+    const org = await createTestOrganization(ctx.db);
+    await runImport(org, ndjson(CATALOG));
+    const future = new Date(Date.now() + 86_400_000).toISOString();
+    const done = await runImport(
+      org,
+      ndjson([
+        { type: 'subscriber', subscriber_id: 'anchored_1' },
+        { type: 'subscriber', subscriber_id: 'anchored_2' },
+        {
+          type: 'subscription',
+          subscriber_id: 'anchored_1',
+          plan_id: 'pro',
+          anchored_at: '2020-01-02 03:04:05Z',
+        },
+        { type: 'subscription', subscriber_id: 'anchored_2', plan_id: 'pro', anchored_at: future },
+      ]),
+    );
+    expect(done).toMatchObject({ status: 'succeeded', applied: 3, failed: 1 });
+    expect(done.errors).toMatchObject([
+      { line: 4, error: { code: 'VALIDATION_ERROR', details: { field: 'anchored_at', value: future } } },
+    ]);
+    const row = await ctx.db
+      .selectFrom('subscriptions')
+      .select('anchored_at')
+      .where('organization_id', '=', org.organization_id)
+      .where('subscriber_id', '=', 'anchored_1')
+      .executeTakeFirstOrThrow();
+    expect(row.anchored_at.toISOString()).toBe('2020-01-02T03:04:05.000Z');
   });
 
   it('validates only on a dry run, checking later lines against the records earlier ones would make', async () => {

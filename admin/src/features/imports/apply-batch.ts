@@ -217,6 +217,7 @@ export async function applyBatch(
         trx,
         ctx.organizationId,
         group.map(({ line, record }) => ({ line, record: record as SubscriptionLine })),
+        ctx.nowMs,
         written,
       );
       mergeBulk(batch, bulkChanged, applied);

@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { conflict, validationError } from '@ent/common/errors/app-error';
 import { newId } from '@ent/common/ids';
+import { parseDateTime } from '@ent/common/http/date-time';
 import type { SubscriberLine, SubscriptionLine } from '@ent/contract/import-lines';
 import { subscriberNotFound } from '../subscribers/service.ts';
 import type { AppliedResult } from './results.ts';
@@ -127,6 +128,7 @@ export async function applySubscriptions(
   trx: Transaction<Database>,
   organizationId: string,
   lines: readonly Lined<SubscriptionLine>[],
+  nowMs: number,
   written: Pick<SubscribersWritten, 'versions' | 'created'> = { versions: new Map(), created: new Set() },
 ): Promise<BulkResult> {
   const named = [...new Set(lines.map((l) => l.record.subscriber_id))];
@@ -179,12 +181,23 @@ export async function applySubscriptions(
       results.set(line, { result: 'failed', error });
       continue;
     }
+    // Read as every date-time the API takes (a space separator included); an anchor is a past instant: periods
+    // starting after now would answer a period that has not begun.
+    const anchoredAtMs = record.anchored_at === undefined ? null : parseDateTime(record.anchored_at);
+    if (anchoredAtMs !== null && anchoredAtMs > nowMs) {
+      const error = validationError('anchored_at must not be in the future.', {
+        field: 'anchored_at',
+        value: record.anchored_at,
+      });
+      results.set(line, { result: 'failed', error });
+      continue;
+    }
     activePairs.add(pair);
     created.push({
       id: newId('sub'),
       subscriberId: record.subscriber_id,
       planId: plan.id,
-      anchoredAt: record.anchored_at === undefined ? null : new Date(record.anchored_at),
+      anchoredAt: anchoredAtMs === null ? null : new Date(anchoredAtMs),
     });
     results.set(line, { result: 'applied' });
   }

@@ -115,6 +115,20 @@ export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine 
       error: validationError('The line must be a JSON object.', { field: 'line' }),
     };
   const object = value as Record<string, unknown>;
+  // Postgres text and jsonb cannot hold U+0000 (features/shared/nul-characters.ts), and a refused line is staged with
+  // its key and its error's value: checked first, with the key made storable. The text is looked at first (a line
+  // without the escape holds none); a match may be an escaped backslash before `u0000`, so the values decide.
+  const nulAt = text.includes('\\u0000') ? findNulCharacter(object) : null;
+  if (nulAt !== null)
+    return {
+      ok: false,
+      type: RECORD_TYPES.find((candidate) => candidate === object.type) ?? null,
+      key: keyOf(object)?.replaceAll('\u0000', '\uFFFD') ?? null,
+      error: validationError(`${nulAt || 'line'} must not contain NUL (U+0000) characters.`, {
+        field: nulAt || 'line',
+        location: 'line',
+      }),
+    };
   const type = RECORD_TYPES.find((candidate) => candidate === object.type) ?? null;
   if (type === null)
     return {
@@ -135,19 +149,6 @@ export function parseLine(text: string, scopes: ReadonlySet<Scope>): ParsedLine 
       error: forbidden(`This API key lacks the "${SCOPE_OF[type]}" scope a ${type} line needs.`, {
         field: 'type',
         value: type,
-      }),
-    };
-  // Postgres text and jsonb cannot hold U+0000 (features/shared/nul-characters.ts). The text is looked at first (a
-  // line without the escape holds none); a match may be an escaped backslash before `u0000`, so the values decide.
-  const nulAt = text.includes('\\u0000') ? findNulCharacter(object) : null;
-  if (nulAt !== null)
-    return {
-      ok: false,
-      type,
-      key,
-      error: validationError(`${nulAt || 'line'} must not contain NUL (U+0000) characters.`, {
-        field: nulAt || 'line',
-        location: 'line',
       }),
     };
   const validate = validators[type];
