@@ -166,6 +166,34 @@ describe('one base URL', () => {
     }
   });
 
+  it('leaves nothing waiting after an import admin refuses at its start: the rest is read, or the connection closed', async () => {
+    // The client writes its whole body, then a second request, before reading anything.
+    const body = 'x'.repeat(20 * 1024 * 1024);
+    const socket = connect(await gatewayPort(), '127.0.0.1');
+    let text = '';
+    const settled = new Promise<'closed' | 'answered'>((resolve) => {
+      socket.on('data', (chunk) => {
+        text += chunk.toString();
+        if (/HTTP\/1\.1 200 [\s\S]*"status":"ok"/.test(text)) resolve('answered');
+      });
+      socket.on('close', () => resolve('closed'));
+    });
+    socket.on('error', () => {});
+    socket.write(
+      `POST /org/imports HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${org.headers['x-api-key']}\r\n` +
+        `Content-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+    );
+    const gaveUp = new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 15_000));
+    const outcome = await Promise.race([settled, gaveUp]);
+    socket.destroy();
+    expect(['closed', 'answered'], JSON.stringify(text.slice(0, 400))).toContain(outcome);
+    expect(text).toMatch(/^HTTP\/1\.1 415 /);
+    expect(text).toContain('application/x-ndjson');
+    // Closed only after saying so (the answer is read whole first).
+    if (outcome === 'closed') expect(text).toMatch(/\r\nconnection: close\r\n/i);
+  }, 30_000);
+
   it('reads a body whole before asking admin: a trickled upload holds no connection to admin meanwhile', async () => {
     await api.feature('trickled', 'flag');
     const body = JSON.stringify({ name: 'Trickled' });

@@ -2,24 +2,25 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Pool } from 'undici';
 import { exemptFromRequestDeadline } from '@ent/common/http/request-deadline';
-import { ADMIN_FORWARD_TIMEOUT_MS } from '@ent/common/http/server-options';
+import { ADMIN_FORWARD_TIMEOUT_MS, REQUEST_RECEIVE_TIMEOUT_MS } from '@ent/common/http/server-options';
 import { forwardRequest } from './routes.ts';
 
 /**
- * Uploads forwarded at once: one more waits for a connection (its client's upload held back meanwhile), and the
- * shared pool's connections, every other tenant's writes, are never taken by an upload.
+ * How long an upload may send nothing before its connection is closed: it is off the whole-request deadline, and the
+ * gateway's sockets have no idle timeout of their own.
  */
-const IMPORT_UPLOADS = 8;
+const UPLOAD_IDLE_MS = REQUEST_RECEIVE_TIMEOUT_MS;
 
 /**
  * `POST /org/imports` through the one base URL: its NDJSON body (up to 1 GiB, DESIGN.md §5) is passed on to admin as it
  * arrives, not read whole under the body limit as other forwarded requests are. Admin stages it line by line and
- * bounds its size; the upload is taken off the 30 s whole-request deadline, as admin does, and still cut off by the
- * socket's idle timeout when it stops coming.
+ * bounds its size; the upload is taken off the 30 s whole-request deadline, as admin does, and cut off once it sends
+ * nothing for UPLOAD_IDLE_MS.
  */
 export async function forwardImports(app: FastifyInstance): Promise<void> {
+  // A pool of its own, unbounded: an upload holds its connection to admin while its client sends, so the shared pool
+  // (every tenant's writes) is never taken by one, and no number of slow uploads makes another tenant's wait.
   const uploads = new Pool(app.config.adminUrl, {
-    connections: IMPORT_UPLOADS,
     connect: { timeout: 2000 },
     headersTimeout: ADMIN_FORWARD_TIMEOUT_MS,
     bodyTimeout: ADMIN_FORWARD_TIMEOUT_MS,
@@ -39,7 +40,11 @@ export async function forwardImports(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const upload = request.body as Readable | undefined;
-      exemptFromRequestDeadline(request.raw);
+      if (upload !== undefined && exemptFromRequestDeadline(request.raw)) {
+        const socket = request.raw.socket;
+        socket.setTimeout(UPLOAD_IDLE_MS, () => socket.destroy());
+        request.raw.once('end', () => socket.setTimeout(0));
+      }
       return forwardRequest(uploads, app.config.internalToken, request, reply, upload);
     },
   );

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Pool } from 'undici';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
@@ -122,6 +122,13 @@ export async function forwardRequest(
     throw forwardFailed(request, error);
   }
   reply.code(response.statusCode).headers(responseHeaders(response.headers));
+  // Answered before the client's body arrived whole (a streamed upload refused by admin at its start: 401, 403, 413,
+  // 415, 422): the rest would never be read, so the connection closes after the answer, the rest read and dropped
+  // meanwhile, as for a 413 of the gateway's own (the connection could not carry another request anyway).
+  if (body instanceof Readable && !request.raw.complete) {
+    reply.header('connection', 'close');
+    lingerBeforeClosing(request.raw);
+  }
   return reply.send(response.body);
 }
 
