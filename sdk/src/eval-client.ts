@@ -107,6 +107,8 @@ interface Cached {
   etag: string | null;
   usage: EvalUsage | null;
   freshUntil: number;
+  /** Features this document lacked that were asked about again already (kept through 304s, new with a new body). */
+  reasked: Set<string>;
 }
 
 /** A request for one subscriber's document that concurrent calls share. */
@@ -144,6 +146,7 @@ export class EvalClient {
   }
 
   async list(subscriberId: string): Promise<ListAnswer> {
+    this.#transport.assertOpen();
     try {
       const doc = await this.#document(subscriberId);
       return { subscriber_id: subscriberId, entitlements: doc.entitlements, stale: false, usage: doc.usage };
@@ -165,11 +168,13 @@ export class EvalClient {
   ): Promise<ConsumeAnswer>;
   check(subscriberId: string, feature: string, options?: CheckOptions): Promise<CheckAnswer>;
   async check(subscriberId: string, feature: string, options: CheckOptions = {}): Promise<CheckAnswer> {
+    this.#transport.assertOpen();
     if (options.consume !== undefined) {
       return this.#consume(subscriberId, feature, options.consume, options.idempotencyKey ?? randomUUID());
     }
     // A feature made since the cached document was read is not in it: a key it lacks is asked about once more (a
-    // conditional request: 304, not an eval, when nothing changed) before it is called unknown.
+    // conditional request: 304, not an eval, when nothing changed) before it is called unknown; once per key and
+    // document, so a mistyped key in a loop costs no request per call (a 304 still passes the burst limit).
     for (let reread = false; ; reread = true) {
       const held = this.#cache.get(subscriberId);
       const fromCache = held !== undefined && Date.now() < held.freshUntil;
@@ -178,21 +183,20 @@ export class EvalClient {
         doc = await this.#document(subscriberId);
       } catch (error) {
         if (!isOutage(error)) throw error;
+        // The document read last lacked the key: unknown, as it said, not an outage's fallback.
+        if (reread) throw unknownFeature(feature);
         const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
         if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
         return this.#fallback(feature, error);
       }
       const entitlement = doc.byFeature.get(feature);
       if (entitlement) return { ...answerOf(entitlement), stale: false, usage: doc.usage, error: null };
-      if (fromCache && !reread) {
+      if (fromCache && !reread && !doc.reasked.has(feature)) {
+        doc.reasked.add(feature);
         doc.freshUntil = 0;
         continue;
       }
-      throw new EntitlementsError({
-        code: 'NOT_FOUND',
-        message: `No feature with key "${feature}".`,
-        details: { field: 'feature', value: feature },
-      });
+      throw unknownFeature(feature);
     }
   }
 
@@ -343,6 +347,7 @@ export class EvalClient {
         etag: reply.etag,
         usage: reply.usage,
         freshUntil: Date.now() + ttl,
+        reasked: new Set(),
       };
     }
     if (state.invalidated) return next;
@@ -353,6 +358,13 @@ export class EvalClient {
     return next;
   }
 }
+
+const unknownFeature = (feature: string) =>
+  new EntitlementsError({
+    code: 'NOT_FOUND',
+    message: `No feature with key "${feature}".`,
+    details: { field: 'feature', value: feature },
+  });
 
 function answerOf(entry: Entitlement): Omit<CheckAnswer, 'stale' | 'usage' | 'error'> {
   if (entry.kind === 'flag') {

@@ -121,14 +121,6 @@ export class Transport {
    * the idempotency key among them, are built once: every attempt sends the same request.
    */
   async send(method: 'GET' | 'POST', path: string, options: SendOptions = {}): Promise<Reply> {
-    // A mistake of the caller's, not an outage: never answered with a fallback or a stale document.
-    if (this.#closed) {
-      throw new EntitlementsError({
-        code: 'CLIENT_CLOSED',
-        message: 'This client was closed; make a new one.',
-        idempotencyKey: options.idempotencyKey ?? null,
-      });
-    }
     const headers: Record<string, string> = { 'x-api-key': this.#apiKey, accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.ifNoneMatch) headers['if-none-match'] = options.ifNoneMatch;
@@ -136,6 +128,8 @@ export class Transport {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
 
     for (let attempt = 0; ; attempt++) {
+      // Before every attempt: a retry after close() would meet a closed dispatcher and read as an outage.
+      this.assertOpen(options.idempotencyKey);
       let failure: EntitlementsError;
       let waitMs: number | null = null;
       try {
@@ -184,6 +178,16 @@ export class Transport {
       // Full jitter spreads the retries of many servers that failed at once; Retry-After is a floor.
       await sleep((waitMs ?? 0) + Math.random() * ceiling);
     }
+  }
+
+  /** A call after close() is a mistake of the caller's, not an outage: never answered with a fallback or stale. */
+  assertOpen(idempotencyKey: string | null = null): void {
+    if (!this.#closed) return;
+    throw new EntitlementsError({
+      code: 'CLIENT_CLOSED',
+      message: 'This client was closed; make a new one.',
+      idempotencyKey,
+    });
   }
 
   /** Closes the connections it made (not a dispatcher it was given); closing again does nothing. */

@@ -235,6 +235,17 @@ describe('feature keys that are also Object.prototype names', () => {
   });
 });
 
+describe('a feature the cached document lacks', () => {
+  it('is unknown, never a fallback, when asking again meets an outage', async () => {
+    const fake = await service((req, res, n) =>
+      n === 1 ? sendDocument(res, 'ann', 5) : sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'),
+    );
+    const sdk = client(fake.url, { defaultFailMode: 'open', cacheTtlMs: 60_000, retry: { retries: 0 } });
+    expect((await sdk.check('ann', 'seats')).limit).toBe(5);
+    await expect(sdk.check('ann', 'seatz')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+});
+
 describe('a closed client', () => {
   it('throws CLIENT_CLOSED on every call, never a fallback, however open its fail mode', async () => {
     const fake = await service((req, res) => sendDocument(res, 'ann', 5));
@@ -250,6 +261,21 @@ describe('a closed client', () => {
       await expect(call()).rejects.toMatchObject({ code: 'CLIENT_CLOSED', status: null });
     }
     expect(fake.requests()).toBe(asked);
+    // Not even from the cache.
+    await expect(sdk.check('ann', 'seats')).rejects.toMatchObject({ code: 'CLIENT_CLOSED' });
+  });
+
+  it('throws CLIENT_CLOSED from a call that was waiting to retry when it was closed', async () => {
+    const fake = await service((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end(JSON.stringify({ error: { code: 'SERVICE_UNAVAILABLE', message: 'later', details: {} } }));
+    });
+    const sdk = client(fake.url, { defaultFailMode: 'open', retry: { retries: 2 } });
+    const waiting = sdk.check('ann', 'seats', { consume: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sdk.close();
+    await expect(waiting).rejects.toMatchObject({ code: 'CLIENT_CLOSED' });
+    expect(fake.requests()).toBe(1);
   });
 });
 

@@ -180,9 +180,13 @@ describe('EvalClient against real processes', () => {
     await api.feature('beta', 'flag');
     expect(await sdk.check('fay', 'beta')).toMatchObject({ feature: 'beta', allowed: false, source: 'none' });
     expect(requestsFor('fay').map((seen) => seen.status)).toEqual([200, 200]);
-    // A key that is in no document: one conditional request (304, not an eval), then the error.
+    // A key that is in no document: one conditional request (304, not an eval), then the error; asked again, the
+    // error at once, until the document changes.
     await expect(sdk.check('fay', 'no-such-feature')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(requestsFor('fay').map((seen) => seen.status)).toEqual([200, 200, 304]);
+    for (let i = 0; i < 5; i++)
+      await expect(sdk.check('fay', 'no-such-feature')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(requestsFor('fay')).toHaveLength(3);
   });
 
   it('retries a 429 after its Retry-After, with jittered backoff, and then answers', async () => {

@@ -7,6 +7,9 @@ describe('generated API types', () => {
     const committed = await readFile(new URL('../src/generated/api.ts', import.meta.url), 'utf8');
     const regenerated = await generatedSource();
     expect(regenerated.length).toBeGreaterThan(10_000);
-    expect(committed === regenerated, 'sdk/src/generated/api.ts is out of date: run `npm run sdk:generate`').toBe(true);
+    expect(
+      committed === regenerated,
+      'sdk/src/generated/api.ts is out of date: run `npm run sdk:generate`',
+    ).toBe(true);
   }, 60_000);
 });
