@@ -42,6 +42,18 @@ const client = (options: Partial<EvalClientOptions> = {}) => {
 const requestsFor = (subscriber: string) =>
   proxy.seen.filter((seen) => seen.path.includes(`/subscribers/${subscriber}/`));
 
+/** An organization of 100,000 evals a month at `burstPerSecond`, with the catalog below: its API and itself. */
+async function organization(name: string, burstPerSecond = 100_000) {
+  const made = await createTestOrganization(db, name);
+  await saveArrangement(db, made.organization_id, {
+    plan: 'free',
+    evalLimit: 100_000,
+    blocking: true,
+    burstPerSecond,
+  });
+  return { org: made, api: await catalog(made) };
+}
+
 async function catalog(organization: TestOrganization) {
   const api = catalogClient(httpClient(gatewayUrl), organization.headers);
   await api.feature('sso', 'flag');
@@ -68,28 +80,16 @@ beforeAll(async () => {
   proxy = await countingProxy(gatewayUrl);
 
   db = createDb(database.appUrl, { max: 2 });
-  org = await createTestOrganization(db, 'SDK org');
-  await saveArrangement(db, org.organization_id, {
-    plan: 'free',
-    evalLimit: 100_000,
-    blocking: true,
-    burstPerSecond: 100_000,
-  });
-  const api = await catalog(org);
+  let api;
+  ({ org, api } = await organization('SDK org'));
   // cust_42 is the README walk-through's subscriber, which the README's SDK example asks about.
   for (const id of ['ann', 'bob', 'cat', 'dan', 'eve', 'cust_42']) {
     await api.subscriber(id);
     await api.subscribe(id, 'pro');
   }
 
-  burstOrg = await createTestOrganization(db, 'SDK burst org');
-  await saveArrangement(db, burstOrg.organization_id, {
-    plan: 'free',
-    evalLimit: 100_000,
-    blocking: true,
-    burstPerSecond: 1,
-  });
-  const burstApi = await catalog(burstOrg);
+  let burstApi;
+  ({ org: burstOrg, api: burstApi } = await organization('SDK burst org', 1));
   for (const id of ['b1', 'b2', 'b3']) await burstApi.subscriber(id);
 }, 120_000);
 
@@ -164,14 +164,7 @@ describe('EvalClient against real processes', () => {
 
   it('asks again about a feature its cached document lacks, once, before calling it unknown', async () => {
     // An organization of its own: the feature made here would change the others' documents.
-    const own = await createTestOrganization(db, 'SDK new-feature org');
-    await saveArrangement(db, own.organization_id, {
-      plan: 'free',
-      evalLimit: 100_000,
-      blocking: true,
-      burstPerSecond: 100_000,
-    });
-    const api = await catalog(own);
+    const { org: own, api } = await organization('SDK new-feature org');
     await api.subscriber('fay');
     await api.subscribe('fay', 'pro');
     const sdk = client({ apiKey: own.api_key, cacheTtlMs: 60_000 });
