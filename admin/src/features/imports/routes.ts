@@ -113,11 +113,9 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
         if (type !== NDJSON) throw notNdjson();
         return payload;
       },
-      // Parsed as it is elsewhere (JSON) had it got past the check above: refused before its shape is checked.
+      // No body at all (so nothing staged): refused before the staged body's schema is checked against nothing.
       preValidation: async (request) => {
-        if (stagedOf(request)) return;
-        refuseBadQuery(request);
-        throw notNdjson();
+        if (!stagedOf(request)) throw notNdjson();
       },
       // A body staged for a request that did not start it (an Idempotency-Key replay, a refusal) is removed before
       // the response ends, so a client reading it finds nothing left over.
@@ -129,15 +127,7 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const staged = stagedOf(request);
-      if (!staged)
-        throw new AppError(
-          415,
-          'UNSUPPORTED_MEDIA_TYPE',
-          `Send the import as ${NDJSON}, one record a line.`,
-          {
-            field: 'content-type',
-          },
-        );
+      if (!staged) throw notNdjson();
       const body = request.body as ReceivedBody;
       const dryRun = request.query.dry_run ?? false;
       return app.writePipeline.answer(

@@ -122,10 +122,10 @@ export async function forwardRequest(
     throw forwardFailed(request, error);
   }
   reply.code(response.statusCode).headers(responseHeaders(response.headers));
-  // Answered before the client's body arrived whole (a streamed upload refused by admin at its start: 401, 403, 413,
-  // 415, 422): the rest would never be read, so the connection closes after the answer, the rest read and dropped
-  // meanwhile, as for a 413 of the gateway's own (the connection could not carry another request anyway).
-  if (body instanceof Readable && !request.raw.complete) {
+  // Answered before the client's body arrived whole (over the limit, or a streamed upload refused by admin at its
+  // start: 401, 403, 413, 415, 422): the rest would never be read, so the connection closes after the answer, the
+  // rest read and dropped meanwhile (the connection could not carry another request anyway).
+  if ((body instanceof Readable || body === 'over-limit') && !request.raw.complete) {
     reply.header('connection', 'close');
     lingerBeforeClosing(request.raw);
   }
@@ -149,8 +149,6 @@ export async function forwardToAdmin(app: FastifyInstance): Promise<void> {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const forwarded = request.routeOptions.url === '/*' && request.url.startsWith('/');
     if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE' || !forwarded) throw error;
-    // Refused before its body arrived whole, on a connection Fastify closes: the client reads the answer first.
-    if (!request.raw.complete && reply.getHeader('connection') === 'close') lingerBeforeClosing(request.raw);
     return forwardRequest(app.adminPool, app.config.internalToken, request, reply, 'over-limit');
   });
 
