@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { redisKeys } from '@ent/common/redis/keys';
 import { snapshotStore } from '@ent/common/snapshots/store';
 import {
@@ -19,6 +20,16 @@ beforeAll(async () => {
   ctx = await createAdminContext({ imports: { runner: { batchSize: 3 }, maxBytes: MAX_BYTES } });
 });
 afterAll(() => ctx.close());
+
+async function receivingImports(org: TestOrganization): Promise<number> {
+  const rows = await ctx.db
+    .selectFrom('imports')
+    .select('id')
+    .where('organization_id', '=', org.organization_id)
+    .where('status', '=', 'receiving')
+    .execute();
+  return rows.length;
+}
 
 const ndjson = (records: unknown[]) =>
   records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n';
@@ -380,6 +391,49 @@ describe('POST /org/imports', () => {
     const reused = await post(org, body, { headers: key });
     expect(reused.statusCode).toBe(422);
     expect(reused.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    const imports = await ctx.db
+      .selectFrom('imports')
+      .select('id')
+      .where('organization_id', '=', org.organization_id)
+      .execute();
+    expect(imports.map((i) => i.id)).toEqual([first.json().import_id]);
+  });
+
+  it('answers a repeat that was uploading while the first answered from the first, not 409', async () => {
+    const org = await createTestOrganization(ctx.db);
+    const body = ndjson([...CATALOG, ...people(2)]);
+    const key = { 'idempotency-key': 'import-during' };
+    const uploadWhileFirstAnswers = async (repeatBody: string) => {
+      const upload = new PassThrough();
+      const repeat = ctx.app.inject({
+        method: 'POST',
+        url: '/org/imports',
+        headers: { ...org.headers, 'content-type': 'application/x-ndjson', ...key },
+        payload: upload,
+      });
+      const half = Math.floor(repeatBody.length / 2);
+      upload.write(repeatBody.slice(0, half));
+      // The repeat has looked its key up (nothing yet) and is staging its body.
+      await vi.waitFor(async () => expect(await receivingImports(org)).toBe(1), { timeout: 10_000 });
+      return { repeat, finish: () => upload.end(repeatBody.slice(half)) };
+    };
+
+    const same = await uploadWhileFirstAnswers(body);
+    const first = await post(org, body, { headers: key });
+    expect(first.statusCode, first.body).toBe(202);
+    same.finish();
+    const replay = await same.repeat;
+    expect(replay.statusCode, replay.body).toBe(202);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.json()).toEqual(first.json());
+
+    const other = await uploadWhileFirstAnswers(ndjson(people(1)));
+    other.finish();
+    const reused = await other.repeat;
+    expect(reused.statusCode).toBe(422);
+    expect(reused.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+
+    await ctx.app.imports.runner.idle();
     const imports = await ctx.db
       .selectFrom('imports')
       .select('id')

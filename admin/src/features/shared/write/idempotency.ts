@@ -133,13 +133,10 @@ export const idempotency = fp(
     app.decorate('idempotencyPruner', pruner);
     app.addHook('onClose', () => pruner.close());
 
-    app.addHook('preParsing', async (request, _reply, payload) => {
-      if (!request.principal || !isKeyedWrite(request)) return payload;
-      const key = headerKey(request);
-      if (key === null) return payload;
+    const answeredUse = async (request: FastifyRequest, key: string): Promise<StoredKey | null> => {
       const stored = await findLiveKey(
         app.db,
-        request.principal.organizationId,
+        request.principal!.organizationId,
         key,
         new Date(app.clock.now()),
       );
@@ -147,6 +144,14 @@ export const idempotency = fp(
         throw conflict('A request with this Idempotency-Key is still running; retry once it has answered.', {
           field: 'Idempotency-Key',
         });
+      return stored;
+    };
+
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      if (!request.principal || !isKeyedWrite(request)) return payload;
+      const key = headerKey(request);
+      if (key === null) return payload;
+      const stored = await answeredUse(request, key);
       request.idempotency = { key, stored, fingerprint: null, reserved: false, answered: false };
       return payload;
     });
@@ -163,7 +168,9 @@ export const idempotency = fp(
           field: 'Idempotency-Key',
         });
       }
-      const stored = state.stored;
+      // Asked again once the body is in: a first use of the key may have answered while this one's body arrived (an
+      // import's upload takes minutes), and its repeat is answered from it, not refused as still running.
+      const stored = (state.stored ??= await answeredUse(request, state.key));
       if (!stored) return;
       if (stored.fingerprint !== state.fingerprint)
         throw new AppError(
