@@ -177,8 +177,8 @@ const ofrepErrors = {
   },
   503: json(ErrorBodySchema, 'Entitlements cannot be loaded right now'),
 };
-// The document declares only the X-API-Key scheme; OFREP also takes the same key as `Authorization: Bearer`.
-const ofrepSecurity = [{ apiKey: [] }];
+// OFREP takes the key as X-API-Key or as `Authorization: Bearer` (DESIGN.md §3); the /org routes, X-API-Key only.
+const ofrepSecurity = [{ apiKey: [] }, { bearer: [] }];
 const OFREP_PATHS: Record<string, Record<string, unknown>> = {
   '/ofrep/v1/evaluate/flags/{key}': {
     post: {

@@ -6,8 +6,12 @@ import { ErrorBodySchema } from '@ent/contract/common';
 import { withEvalPaths } from './openapi-evals.ts';
 import { withIdempotencyKeys } from './openapi-idempotency.ts';
 import { withImportBody } from './openapi-imports.ts';
+import { withCompleteResponses } from './openapi-responses.ts';
 
 const API_REFERENCE_TITLE = 'Entitlement service API reference';
+
+/** SPEC.md §7's error body (a component, registered below), for the answers no route schema declares. */
+const errorBodyReference = { $ref: `#/components/schemas/${ErrorBodySchema.$id!}` };
 
 /**
  * The OpenAPI 3.1 document is generated from the same route schemas that validate requests; `/docs` renders it.
@@ -28,13 +32,29 @@ export const openapi = fp(
             apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
             // The console's session (docs/console-api.md); its writes also need the X-CSRF-Token header.
             consoleSession: { type: 'apiKey', in: 'cookie', name: 'ent_session' },
+            // OFREP's own scheme (open-feature/protocol), on its two routes only.
+            bearer: { type: 'http', scheme: 'bearer', description: 'The API key, on the OFREP routes' },
           },
         },
         // Either credential on the /org routes; X-API-Key wins when both are sent.
         security: [{ apiKey: [] }, { consoleSession: [] }],
       },
       transformObject: ((document: Parameters<typeof withIdempotencyKeys>[0]) =>
-        withEvalPaths({ openapiObject: withImportBody(withIdempotencyKeys(document) as never) as never })) as never,
+        withCompleteResponses(
+          withEvalPaths({ openapiObject: withImportBody(withIdempotencyKeys(document) as never) as never }),
+          errorBodyReference,
+        )) as never,
+      // Components named by their schema's $id (Feature, Plan, ErrorBody, ...), not def-0, def-1: a generated
+      // client's type names come from them.
+      refResolver: {
+        buildLocalReference: (schema, _baseUri, _fragment, index) => {
+          if (typeof schema.$id === 'string') {
+            schema.title ??= schema.$id;
+            return schema.$id;
+          }
+          return `def-${index}`;
+        },
+      },
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     // The API reference, rendered from the same document by Swagger UI (its assets ship in the package: no CDN).

@@ -11,101 +11,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          token: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              email: string | null;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              expires_at: string;
-              organization: {
-                name: string;
-                slug: string;
-              };
-              role: 'admin' | 'developer' | 'viewer';
-              status: 'pending' | 'accepted' | 'expired' | 'revoked';
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getConsoleApiInvitesByToken'];
     put?: never;
     post?: never;
     delete?: never;
@@ -123,154 +29,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          token: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** Format: email */
-            email?: string;
-            name?: string;
-            password: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              csrf_token: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              expires_at: string;
-              member: {
-                email: string;
-                member_id: string;
-                name: string | null;
-                role: 'admin' | 'developer' | 'viewer';
-              };
-              organization: {
-                name: string;
-                slug: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postConsoleApiInvitesAcceptByToken'];
     delete?: never;
     options?: never;
     head?: never;
@@ -286,131 +45,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            current_password: string;
-            new_password: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        204: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postConsoleApiPassword'];
     delete?: never;
     options?: never;
     head?: never;
@@ -424,103 +59,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              csrf_token: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              expires_at: string;
-              member: {
-                email: string;
-                member_id: string;
-                name: string | null;
-                role: 'admin' | 'developer' | 'viewer';
-              };
-              organization: {
-                name: string;
-                slug: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getConsoleApiSession'];
     put?: never;
     post?: never;
     delete?: never;
@@ -538,135 +77,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            email: string;
-            /** @description the organization's slug; without it, every organization where this email and password match */
-            organization?: string;
-            password: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['def-17'] | components['schemas']['def-18'];
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postConsoleApiSignIn'];
     delete?: never;
     options?: never;
     head?: never;
@@ -682,84 +93,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        204: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postConsoleApiSignOut'];
     delete?: never;
     options?: never;
     head?: never;
@@ -775,157 +109,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** Format: email */
-            email: string;
-            name?: string;
-            organization: {
-              name: string;
-              /** @description lowercase letters, digits and dashes; at most 63 */
-              slug: string;
-            };
-            password: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              csrf_token: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              expires_at: string;
-              member: {
-                email: string;
-                member_id: string;
-                name: string | null;
-                role: 'admin' | 'developer' | 'viewer';
-              };
-              organization: {
-                name: string;
-                slug: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postConsoleApiSignUp'];
     delete?: never;
     options?: never;
     head?: never;
@@ -939,108 +123,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              webhook: components['schemas']['def-13'] | null;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getConsoleApiWebhook'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1059,160 +142,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** OpenFeature: evaluate every catalog feature for context.targetingKey (scope check; one eval) */
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          'If-None-Match'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description evaluation context; only targetingKey is used */
-            context?: {
-              /** @description the subscriber id */
-              targetingKey?: string;
-            } & {
-              [key: string]: unknown;
-            };
-          };
-        };
-      };
-      responses: {
-        /** @description Every catalog feature, ordered by key */
-        200: {
-          headers: {
-            /** @description strong ETag of the body; send it back as If-None-Match */
-            ETag?: string;
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              flags: {
-                key: string;
-                metadata: {
-                  kind: 'flag' | 'limit' | 'metered';
-                  /** @description metered features: the limit per period; absent when unlimited */
-                  limit?: number;
-                  /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
-                  resets_at?: string;
-                  source: 'override' | 'plan' | 'none';
-                  /** @description limits and metered features */
-                  unlimited?: boolean;
-                  /** @description metered features: used this period */
-                  used?: number;
-                };
-                /** @description TARGETING_MATCH for an override */
-                reason: 'TARGETING_MATCH' | 'STATIC';
-                /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
-                value: boolean | number;
-                variant: 'override' | 'plan' | 'none';
-              }[];
-            };
-          };
-        };
-        /** @description If-None-Match matched the current ETag; not counted as an eval */
-        304: {
-          headers: {
-            /** @description strong ETag of the body; send it back as If-None-Match */
-            ETag?: string;
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              errorCode:
-                'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
-              errorDetails?: string;
-              key?: string;
-            };
-          };
-        };
-        /** @description Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The key lacks the check scope; no body */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The monthly eval allotment is exhausted and blocking applies */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description More than the burst limit; no body */
-        429: {
-          headers: {
-            'Retry-After'?: number;
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description Entitlements cannot be loaded right now */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOfrepV1EvaluateFlags'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1229,155 +159,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** OpenFeature: evaluate one feature for context.targetingKey (scope check; one eval) */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description evaluation context; only targetingKey is used */
-            context?: {
-              /** @description the subscriber id */
-              targetingKey?: string;
-            } & {
-              [key: string]: unknown;
-            };
-          };
-        };
-      };
-      responses: {
-        /** @description The evaluation */
-        200: {
-          headers: {
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              key: string;
-              metadata: {
-                kind: 'flag' | 'limit' | 'metered';
-                /** @description metered features: the limit per period; absent when unlimited */
-                limit?: number;
-                /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
-                resets_at?: string;
-                source: 'override' | 'plan' | 'none';
-                /** @description limits and metered features */
-                unlimited?: boolean;
-                /** @description metered features: used this period */
-                used?: number;
-              };
-              /** @description TARGETING_MATCH for an override */
-              reason: 'TARGETING_MATCH' | 'STATIC';
-              /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
-              value: boolean | number;
-              variant: 'override' | 'plan' | 'none';
-            };
-          };
-        };
-        /** @description TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              errorCode:
-                'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
-              errorDetails?: string;
-              key?: string;
-            };
-          };
-        };
-        /** @description Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The key lacks the check scope; no body */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description FLAG_NOT_FOUND */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              errorCode:
-                'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
-              errorDetails?: string;
-              key?: string;
-            };
-          };
-        };
-        /** @description The monthly eval allotment is exhausted and blocking applies */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description More than the burst limit; no body */
-        429: {
-          headers: {
-            'Retry-After'?: number;
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description Entitlements cannot be loaded right now */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOfrepV1EvaluateFlagsByKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1391,272 +173,13 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              name: string;
-              organization_id: string;
-              slug: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrg'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    patch: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            name?: string;
-            /** @description lowercase letters, digits and dashes; at most 63 */
-            slug?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              name: string;
-              organization_id: string;
-              slug: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    patch: operations['patchOrg'];
     trace?: never;
   };
   '/org/audit-events': {
@@ -1666,145 +189,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          actor_member_id?: string;
-          limit?: number;
-          method?: 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'GET' | 'HEAD';
-          /** @description RFC 3339, inclusive */
-          occurred_after?: string;
-          /** @description RFC 3339, exclusive */
-          occurred_before?: string;
-          outcome?: 'pending' | 'rejected' | 'responded' | 'no_response';
-          /** @description entries whose path value credit_id is this */
-          'params[credit_id]'?: string;
-          /** @description entries whose path value feature_key is this */
-          'params[feature_key]'?: string;
-          /** @description entries whose path value feature is this */
-          'params[feature]'?: string;
-          /** @description entries whose path value import_id is this */
-          'params[import_id]'?: string;
-          /** @description entries whose path value invite_id is this */
-          'params[invite_id]'?: string;
-          /** @description entries whose path value key_id is this */
-          'params[key_id]'?: string;
-          /** @description entries whose path value key is this */
-          'params[key]'?: string;
-          /** @description entries whose path value member_id is this */
-          'params[member_id]'?: string;
-          /** @description entries whose path value service_account_id is this */
-          'params[service_account_id]'?: string;
-          /** @description entries whose path value subscriber_id is this */
-          'params[subscriber_id]'?: string;
-          /** @description entries whose path value subscription_id is this */
-          'params[subscription_id]'?: string;
-          request_id?: string;
-          route?: string;
-          service?: 'api' | 'identity';
-          /** @description an entry id */
-          starting_after?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              audit_events: components['schemas']['def-2'][];
-              has_more: boolean;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgAuditEvents'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1821,196 +206,7 @@ export interface paths {
       cookie?: never;
     };
     /** @description The whole organization as NDJSON, one record a line, in dependency order (features, plans, subscribers, subscriptions, overrides, credits), from one consistent snapshot: what `POST /org/imports` takes back. Needs `catalog:read` and `subscribers:read`. A response that ends without its last newline was cut short. */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description one ExportLine a line */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/x-ndjson':
-              | {
-                  description?: string;
-                  /** @description lowercase letters, digits, _ . : -; at most 64 */
-                  key: string;
-                  kind: 'flag' | 'limit' | 'metered';
-                  name: string;
-                  /** @enum {string} */
-                  type: 'feature';
-                }
-              | {
-                  /**
-                   * @description present only on an archived plan (`POST /org/plans/{key}/archive`)
-                   * @enum {boolean}
-                   */
-                  archived?: true;
-                  /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
-                  grants?: {
-                    feature: string;
-                    kind: 'flag' | 'limit' | 'metered';
-                    /** @description integer >= 0; null = unlimited */
-                    limit?: number | null;
-                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-                    reset?: 'day' | 'week' | 'month' | 'year' | 'never';
-                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-                    reset_anchor?: 'calendar' | 'subscription';
-                    rollover?: {
-                      max: number;
-                    } | null;
-                    soft?: boolean;
-                  }[];
-                  /** @description lowercase letters, digits, _ and -; at most 64 */
-                  key: string;
-                  kind: 'catalog' | 'custom';
-                  name: string;
-                  /** @enum {string} */
-                  type: 'plan';
-                }
-              | {
-                  /** @description null = no name */
-                  name?: string | null;
-                  /** @description chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255 */
-                  subscriber_id: string;
-                  /** @enum {string} */
-                  type: 'subscriber';
-                }
-              | {
-                  /** @description the plan key */
-                  plan_id: string;
-                  subscriber_id: string;
-                  /** @enum {string} */
-                  type: 'subscription';
-                }
-              | {
-                  allowed?: boolean;
-                  /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
-                  expires_at?: string | null;
-                  /** @description the path parameter of PUT .../overrides/{feature_key} */
-                  feature_key: string;
-                  kind: 'flag' | 'limit' | 'metered';
-                  /** @description integer >= 0; null = unlimited */
-                  limit?: number | null;
-                  subscriber_id: string;
-                  /** @enum {string} */
-                  type: 'override';
-                }
-              | {
-                  amount: number;
-                  /** Format: date-time */
-                  created_at: string;
-                  /** @description natural key: the credit is upserted by it */
-                  credit_id: string;
-                  /** Format: date-time */
-                  effective_at: string;
-                  expires_at: string | null;
-                  /** @description a metered feature key */
-                  feature: string;
-                  name?: string;
-                  priority: number;
-                  source: 'manual' | 'rollover';
-                  /**
-                   * Format: date-time
-                   * @description a rollover's: the period whose unused allowance it is
-                   */
-                  source_period_start?: string;
-                  /** @description what it has given so far */
-                  spent: number;
-                  subscriber_id: string;
-                  /** @enum {string} */
-                  type: 'credit';
-                };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgExport'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2026,264 +222,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          kind?: 'flag' | 'limit' | 'metered';
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              features: components['schemas']['def-1'][];
-              has_more: boolean;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgFeatures'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            description?: string;
-            /** @description lowercase letters, digits, _ . : -; at most 64 */
-            key: string;
-            kind: 'flag' | 'limit' | 'metered';
-            name: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              description: string;
-              key: string;
-              kind: 'flag' | 'limit' | 'metered';
-              name: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgFeatures'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2297,297 +238,13 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              description: string;
-              key: string;
-              kind: 'flag' | 'limit' | 'metered';
-              name: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgFeaturesByKey'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    patch: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            description?: string;
-            name?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              description: string;
-              key: string;
-              kind: 'flag' | 'limit' | 'metered';
-              name: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    patch: operations['patchOrgFeaturesByKey'];
     trace?: never;
   };
   '/org/imports': {
@@ -2600,162 +257,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** Import records from NDJSON (application/x-ndjson), one record a line, upserted by natural key */
-    post: {
-      parameters: {
-        query?: {
-          /** @description validate only */
-          dry_run?: boolean;
-        };
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      /** @description NDJSON, one record a line: `{"type": "feature" | "plan" | "subscriber" | "subscription" | "override" | "credit", ...the fields of its single-write route}` (subscriptions and overrides also carry `subscriber_id`, overrides `feature_key`); at most 1 GiB. */
-      requestBody: {
-        content: {
-          'application/x-ndjson': string;
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        202: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              import_id: string;
-              status: 'running' | 'succeeded' | 'failed';
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgImports'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2769,164 +271,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          import_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description lines that created or changed something */
-              applied: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              dry_run: boolean;
-              /** @description the first 1000 */
-              errors: {
-                error: {
-                  code: string;
-                  /** @description `{}` when there is nothing to add */
-                  details: {
-                    [key: string]: unknown;
-                  };
-                  message: string;
-                  request_id: string;
-                  type: string;
-                };
-                line: number;
-              }[];
-              failed: number;
-              /** @description why a `failed` import stopped; `applied` and `/lines` say what was applied */
-              failure?: string;
-              finished_at: string | null;
-              /** @description `imp_` and a random suffix */
-              import_id: string;
-              /** @description lines read so far */
-              lines: number;
-              /** @description the body's, once read to the end */
-              sha256: string | null;
-              status: 'running' | 'succeeded' | 'failed';
-              /** @description lines equal to what was there */
-              unchanged: number;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgImportsByImportId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2942,153 +287,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          result?: 'applied' | 'unchanged' | 'failed';
-          /** @description a line number */
-          starting_after?: number;
-        };
-        header?: never;
-        path: {
-          import_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              lines: {
-                error?: {
-                  code: string;
-                  /** @description `{}` when there is nothing to add */
-                  details: {
-                    [key: string]: unknown;
-                  };
-                  message: string;
-                  request_id: string;
-                  type: string;
-                };
-                /** @description the record's natural key */
-                key: string | null;
-                line: number;
-                result: 'applied' | 'unchanged' | 'failed';
-                /** @description null when the line is not a record */
-                type: ('feature' | 'plan' | 'subscriber' | 'subscription' | 'override' | 'credit') | null;
-              }[];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgImportsLinesByImportId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -3104,241 +303,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              invites: components['schemas']['def-11'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgInvites'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** Format: email */
-            email?: string;
-            role: 'admin' | 'developer' | 'viewer';
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              email: string | null;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              expires_at: string;
-              invite_id: string;
-              role: 'admin' | 'developer' | 'viewer';
-              url: string | null;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgInvites'];
     delete?: never;
     options?: never;
     head?: never;
@@ -3355,151 +322,7 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    delete: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          invite_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        204: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    delete: operations['deleteOrgInvitesByInviteId'];
     options?: never;
     head?: never;
     patch?: never;
@@ -3512,266 +335,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          kind?: 'user' | 'service_account';
-          limit?: number;
-          starting_after?: string;
-          status?: 'active' | 'suspended' | 'removed';
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              members: components['schemas']['def-9'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgMembers'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** Format: email */
-            email: string;
-            name?: string;
-            role: 'admin' | 'developer' | 'viewer';
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              email: string | null;
-              kind: 'user' | 'service_account';
-              member_id: string;
-              name: string | null;
-              role: 'admin' | 'developer' | 'viewer';
-              status: 'active' | 'suspended' | 'removed';
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgMembers'];
     delete?: never;
     options?: never;
     head?: never;
@@ -3785,323 +351,13 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          member_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              email: string | null;
-              kind: 'user' | 'service_account';
-              member_id: string;
-              name: string | null;
-              role: 'admin' | 'developer' | 'viewer';
-              status: 'active' | 'suspended' | 'removed';
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgMembersByMemberId'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    patch: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          member_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description For a removal or a demotion; omitted: `true`. Revoke every live API key the member minted (GET /org/members/{member_id}/minted-keys lists them) in the same write. `false` keeps them (the audit entry records the choice). Refused (422) on a request that names neither `status: "removed"` nor a `role`. */
-            revoke_minted_keys?: boolean;
-            role?: 'admin' | 'developer' | 'viewer';
-            status?: 'active' | 'suspended' | 'removed';
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              email: string | null;
-              kind: 'user' | 'service_account';
-              member_id: string;
-              name: string | null;
-              role: 'admin' | 'developer' | 'viewer';
-              status: 'active' | 'suspended' | 'removed';
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    patch: operations['patchOrgMembersByMemberId'];
     trace?: never;
   };
   '/org/members/{member_id}/minted-keys': {
@@ -4112,134 +368,7 @@ export interface paths {
       cookie?: never;
     };
     /** @description The live API keys this member minted (on any service account), newest first: what a removal or a demotion revokes unless `revoke_minted_keys` is false. */
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path: {
-          member_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              api_keys: components['schemas']['def-10'][];
-              has_more: boolean;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgMembersMintedKeysByMemberId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -4255,314 +384,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          /** @description add `subscriber_count` to each plan */
-          include?: 'subscriber_count';
-          kind?: 'catalog' | 'custom';
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              plans: components['schemas']['def-3'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgPlans'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
-            grants?: {
-              feature: string;
-              kind: 'flag' | 'limit' | 'metered';
-              /** @description integer >= 0; null = unlimited */
-              limit?: number | null;
-              /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-              reset?: 'day' | 'week' | 'month' | 'year' | 'never';
-              /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-              reset_anchor?: 'calendar' | 'subscription';
-              rollover?: {
-                max: number;
-              } | null;
-              soft?: boolean;
-            }[];
-            /** @description lowercase letters, digits, _ and -; at most 64 */
-            key: string;
-            kind: 'catalog' | 'custom';
-            name: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              archived: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description ordered by feature key */
-              grants: (
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'flag';
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'limit';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'metered';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
-                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-                    reset_anchor: 'calendar' | 'subscription';
-                    /** @description null: a period's unused allowance is not carried over */
-                    rollover: {
-                      max: number;
-                    } | null;
-                    /** @description true: use beyond the limit is allowed and reported as overage */
-                    soft: boolean;
-                  }
-              )[];
-              key: string;
-              kind: 'catalog' | 'custom';
-              name: string;
-              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
-              subscriber_count?: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgPlans'];
     delete?: never;
     options?: never;
     head?: never;
@@ -4576,526 +400,13 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          /** @description add `subscriber_count` to each plan */
-          include?: 'subscriber_count';
-        };
-        header?: never;
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              archived: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description ordered by feature key */
-              grants: (
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'flag';
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'limit';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'metered';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
-                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-                    reset_anchor: 'calendar' | 'subscription';
-                    /** @description null: a period's unused allowance is not carried over */
-                    rollover: {
-                      max: number;
-                    } | null;
-                    /** @description true: use beyond the limit is allowed and reported as overage */
-                    soft: boolean;
-                  }
-              )[];
-              key: string;
-              kind: 'catalog' | 'custom';
-              name: string;
-              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
-              subscriber_count?: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgPlansByKey'];
     put?: never;
     post?: never;
-    delete: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        204: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    delete: operations['deleteOrgPlansByKey'];
     options?: never;
     head?: never;
-    patch: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
-            grants?: {
-              feature: string;
-              kind: 'flag' | 'limit' | 'metered';
-              /** @description integer >= 0; null = unlimited */
-              limit?: number | null;
-              /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-              reset?: 'day' | 'week' | 'month' | 'year' | 'never';
-              /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-              reset_anchor?: 'calendar' | 'subscription';
-              rollover?: {
-                max: number;
-              } | null;
-              soft?: boolean;
-            }[];
-            name?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              archived: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description ordered by feature key */
-              grants: (
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'flag';
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'limit';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'metered';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
-                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-                    reset_anchor: 'calendar' | 'subscription';
-                    /** @description null: a period's unused allowance is not carried over */
-                    rollover: {
-                      max: number;
-                    } | null;
-                    /** @description true: use beyond the limit is allowed and reported as overage */
-                    soft: boolean;
-                  }
-              )[];
-              key: string;
-              kind: 'catalog' | 'custom';
-              name: string;
-              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
-              subscriber_count?: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    patch: operations['patchOrgPlansByKey'];
     trace?: never;
   };
   '/org/plans/{key}/archive': {
@@ -5107,182 +418,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              archived: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description ordered by feature key */
-              grants: (
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'flag';
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'limit';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'metered';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
-                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-                    reset_anchor: 'calendar' | 'subscription';
-                    /** @description null: a period's unused allowance is not carried over */
-                    rollover: {
-                      max: number;
-                    } | null;
-                    /** @description true: use beyond the limit is allowed and reported as overage */
-                    soft: boolean;
-                  }
-              )[];
-              key: string;
-              kind: 'catalog' | 'custom';
-              name: string;
-              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
-              subscriber_count?: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgPlansArchiveByKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -5298,182 +434,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          key: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              archived: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description ordered by feature key */
-              grants: (
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'flag';
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'limit';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                  }
-                | {
-                    feature: string;
-                    /** @enum {string} */
-                    kind: 'metered';
-                    /** @description integer >= 0; null = unlimited */
-                    limit: number | null;
-                    /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
-                    reset: 'day' | 'week' | 'month' | 'year' | 'never';
-                    /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
-                    reset_anchor: 'calendar' | 'subscription';
-                    /** @description null: a period's unused allowance is not carried over */
-                    rollover: {
-                      max: number;
-                    } | null;
-                    /** @description true: use beyond the limit is allowed and reported as overage */
-                    soft: boolean;
-                  }
-              )[];
-              key: string;
-              kind: 'catalog' | 'custom';
-              name: string;
-              /** @description active subscriptions of the plan; only with `include=subscriber_count` */
-              subscriber_count?: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgPlansUnarchiveByKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -5487,241 +448,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              service_accounts: components['schemas']['def-12'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgServiceAccounts'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            name: string;
-            role: 'admin' | 'developer' | 'viewer';
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              member_id: string;
-              name: string;
-              role: 'admin' | 'developer' | 'viewer';
-              service_account_id: string;
-              status: 'active' | 'suspended' | 'removed';
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgServiceAccounts'];
     delete?: never;
     options?: never;
     head?: never;
@@ -5735,298 +464,13 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          service_account_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              member_id: string;
-              name: string;
-              role: 'admin' | 'developer' | 'viewer';
-              service_account_id: string;
-              status: 'active' | 'suspended' | 'removed';
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgServiceAccountsByServiceAccountId'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    patch: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          service_account_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            name?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              member_id: string;
-              name: string;
-              role: 'admin' | 'developer' | 'viewer';
-              service_account_id: string;
-              status: 'active' | 'suspended' | 'removed';
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    patch: operations['patchOrgServiceAccountsByServiceAccountId'];
     trace?: never;
   };
   '/org/service-accounts/{service_account_id}/api-keys': {
@@ -6036,330 +480,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path: {
-          service_account_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              api_keys: components['schemas']['def-10'][];
-              has_more: boolean;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgServiceAccountsApiKeysByServiceAccountId'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          service_account_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            name?: string;
-            scopes?: (
-              | 'check'
-              | 'catalog:read'
-              | 'catalog:write'
-              | 'subscribers:read'
-              | 'subscribers:write'
-              | 'usage:write'
-              | 'org:read'
-              | 'org:write'
-              | 'org:audit:read'
-            )[];
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              api_key: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              key_id: string;
-              /** @description `svc-mk-1-` and the first 8 characters of the secret */
-              key_prefix: string;
-              /** @description The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those). */
-              minted_by: {
-                email: string | null;
-                member_id: string;
-              } | null;
-              /** @description The API key this key was created with; null when a console session created it. */
-              minted_with_key_id: string | null;
-              name: string;
-              revoked_at: string | null;
-              scopes: (
-                | 'check'
-                | 'catalog:read'
-                | 'catalog:write'
-                | 'subscribers:read'
-                | 'subscribers:write'
-                | 'usage:write'
-                | 'org:read'
-                | 'org:write'
-                | 'org:audit:read'
-              )[];
-              service_account_id: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgServiceAccountsApiKeysByServiceAccountId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -6376,132 +499,7 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    delete: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          key_id: string;
-          service_account_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        204: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    delete: operations['deleteOrgServiceAccountsApiKeysByServiceAccountIdAndKeyId'];
     options?: never;
     head?: never;
     patch?: never;
@@ -6514,262 +512,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          /** @description subscribers whose id starts with it or whose name contains it, ignoring case; `%` and `_` match themselves */
-          search?: string;
-          starting_after?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              subscribers: components['schemas']['def-4'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribers'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description null = no name */
-            name?: string | null;
-            /** @description chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255 */
-            subscriber_id: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              name: string | null;
-              subscriber_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribers'];
     delete?: never;
     options?: never;
     head?: never;
@@ -6783,293 +528,13 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              name: string | null;
-              subscriber_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersBySubscriberId'];
     put?: never;
     post?: never;
     delete?: never;
     options?: never;
     head?: never;
-    patch: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description null = no name */
-            name?: string | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              name: string | null;
-              subscriber_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    patch: operations['patchOrgSubscribersBySubscriberId'];
     trace?: never;
   };
   '/org/subscribers/{subscriber_id}/credits': {
@@ -7079,311 +544,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          feature?: string;
-          limit?: number;
-          starting_after?: string;
-          /** @description computed from the clock and the balance when read */
-          status?: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
-        };
-        header?: never;
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              credits: components['schemas']['def-7'][];
-              has_more: boolean;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersCreditsBySubscriberId'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            amount: number;
-            /**
-             * Format: date-time
-             * @description default: now; a past time is accepted
-             */
-            effective_at?: string;
-            /** @description null or omitted: never; must be later than effective_at */
-            expires_at?: string | null;
-            /** @description a metered feature key */
-            feature: string;
-            name?: string;
-            /** @description 1 is spent first; default 10 */
-            priority?: number;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              amount: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description `cr_` and a random suffix */
-              credit_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              effective_at: string;
-              expires_at: string | null;
-              /** @description a metered feature key */
-              feature: string;
-              name: string | null;
-              /** @description 1 is spent first */
-              priority: number;
-              /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
-              remaining: number;
-              source: 'manual' | 'rollover';
-              spent: number;
-              /** @description computed from the clock and the balance when read */
-              status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
-              subscriber_id: string;
-              voided_at: string | null;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribersCreditsBySubscriberId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -7400,162 +563,7 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    delete: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          credit_id: string;
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              amount: number;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description `cr_` and a random suffix */
-              credit_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              effective_at: string;
-              expires_at: string | null;
-              /** @description a metered feature key */
-              feature: string;
-              name: string | null;
-              /** @description 1 is spent first */
-              priority: number;
-              /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
-              remaining: number;
-              source: 'manual' | 'rollover';
-              spent: number;
-              /** @description computed from the clock and the balance when read */
-              status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
-              subscriber_id: string;
-              voided_at: string | null;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    delete: operations['deleteOrgSubscribersCreditsBySubscriberIdAndCreditId'];
     options?: never;
     head?: never;
     patch?: never;
@@ -7569,244 +577,7 @@ export interface paths {
       cookie?: never;
     };
     /** The subscriber's entitlements, ordered by feature key (scope check; one eval) */
-    get: {
-      parameters: {
-        query?: {
-          /** @description every catalog feature, not only granted or overridden ones */
-          all?: boolean;
-        };
-        header?: never;
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The entitlements */
-        200: {
-          headers: {
-            /** @description strong ETag of the body; send it back as If-None-Match */
-            ETag?: string;
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              entitlements: (
-                | {
-                    allowed: boolean;
-                    feature: string;
-                    /** @constant */
-                    kind: 'flag';
-                    source: 'override' | 'plan' | 'none';
-                  }
-                | {
-                    feature: string;
-                    /** @constant */
-                    kind: 'limit';
-                    limit: number | null;
-                    source: 'override' | 'plan' | 'none';
-                  }
-                | {
-                    /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
-                    allowed: boolean;
-                    /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
-                    credits: {
-                      credit_id: string;
-                      expires_at: string | null;
-                      remaining: number;
-                    }[];
-                    feature: string;
-                    /** @constant */
-                    kind: 'metered';
-                    /** @description per period; null = unlimited */
-                    limit: number | null;
-                    /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
-                    overage?: number;
-                    /** Format: date-time */
-                    period_start: string;
-                    /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
-                    remaining: number | null;
-                    /** @description when the next period starts; null for reset "never" */
-                    resets_at: string | null;
-                    source: 'override' | 'plan' | 'none';
-                    /** @description used in the current period */
-                    used: number;
-                  }
-              )[];
-              subscriber_id: string;
-            };
-          };
-        };
-        /** @description If-None-Match matched the current ETag; not counted as an eval */
-        304: {
-          headers: {
-            /** @description strong ETag of the body; send it back as If-None-Match */
-            ETag?: string;
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description Missing, invalid or revoked API key */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The key lacks the check scope */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Unknown subscriber or feature */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM) */
-        409: {
-          headers: {
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Invalid body or query */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description More than the burst limit on the eval routes (Retry-After) */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Entitlements cannot be loaded right now */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersEntitlementsBySubscriberId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -7828,234 +599,7 @@ export interface paths {
      * May the subscriber use this feature, and how much? (scope check; one eval)
      * @description A metered feature answers its use in the current period. `consume` (metered features only) deducts n if `used + n <= limit` (or the limit is soft or unlimited) and answers `allowed: true`; otherwise `allowed: false` and nothing is deducted, both 200. A consume is never answered from a cache; without Redis it is 503 (nothing deducted: retry with the same Idempotency-Key).
      */
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description metered features only: deduct this much if it fits (or the limit is soft or unlimited), atomically with the check; `allowed: false` and nothing deducted otherwise */
-            consume?: number;
-            /** @description catalog feature key */
-            feature: string;
-          };
-        };
-      };
-      responses: {
-        /** @description The check result */
-        200: {
-          headers: {
-            /** @description 'true' when the answer is an earlier request's */
-            'Idempotent-Replayed'?: string;
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json':
-              | {
-                  allowed: boolean;
-                  feature: string;
-                  /** @constant */
-                  kind: 'flag';
-                  source: 'override' | 'plan' | 'none';
-                }
-              | {
-                  feature: string;
-                  /** @constant */
-                  kind: 'limit';
-                  limit: number | null;
-                  source: 'override' | 'plan' | 'none';
-                }
-              | {
-                  /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
-                  allowed: boolean;
-                  /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
-                  credits: {
-                    credit_id: string;
-                    expires_at: string | null;
-                    remaining: number;
-                  }[];
-                  feature: string;
-                  /** @constant */
-                  kind: 'metered';
-                  /** @description per period; null = unlimited */
-                  limit: number | null;
-                  /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
-                  overage?: number;
-                  /** Format: date-time */
-                  period_start: string;
-                  /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
-                  remaining: number | null;
-                  /** @description when the next period starts; null for reset "never" */
-                  resets_at: string | null;
-                  source: 'override' | 'plan' | 'none';
-                  /** @description used in the current period */
-                  used: number;
-                };
-          };
-        };
-        /** @description Missing, invalid or revoked API key */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The key lacks the check scope */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Unknown subscriber or feature */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM) */
-        409: {
-          headers: {
-            /** @description evals included this month */
-            'X-Svc-Eval-Limit'?: number;
-            /** @description evals counted so far this month (may lag by about a second) */
-            'X-Svc-Eval-Used'?: number;
-            /** @description 80, 100 or grace; present only when warning */
-            'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Invalid body or query */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description More than the burst limit on the eval routes (Retry-After) */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Entitlements cannot be loaded right now */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribersEntitlementsCheckBySubscriberId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -8069,136 +613,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          /** @description expired = expires_at <= now */
-          include_expired?: boolean;
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              overrides: components['schemas']['def-6'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersOverridesBySubscriberId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -8214,437 +629,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          feature_key: string;
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description present when kind is flag */
-              allowed?: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              expires_at: string | null;
-              /** @description the feature key */
-              feature: string;
-              id: string;
-              kind: 'flag' | 'limit' | 'metered';
-              /** @description present when kind is limit or metered */
-              limit?: number | null;
-              subscriber_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
-    put: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          feature_key: string;
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            allowed?: boolean;
-            /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
-            expires_at?: string | null;
-            kind: 'flag' | 'limit' | 'metered';
-            /** @description integer >= 0; null = unlimited */
-            limit?: number | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description present when kind is flag */
-              allowed?: boolean;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              expires_at: string | null;
-              /** @description the feature key */
-              feature: string;
-              id: string;
-              kind: 'flag' | 'limit' | 'metered';
-              /** @description present when kind is limit or metered */
-              limit?: number | null;
-              subscriber_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersOverridesBySubscriberIdAndFeatureKey'];
+    put: operations['putOrgSubscribersOverridesBySubscriberIdAndFeatureKey'];
     post?: never;
-    delete: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          feature_key: string;
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description deleted, or there was none */
-        204: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content?: never;
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    delete: operations['deleteOrgSubscribersOverridesBySubscriberIdAndFeatureKey'];
     options?: never;
     head?: never;
     patch?: never;
@@ -8657,302 +645,9 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          starting_after?: string;
-          status?: 'active' | 'canceled';
-        };
-        header?: never;
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              subscriptions: components['schemas']['def-5'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersSubscriptionsBySubscriberId'];
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description the plan key */
-            plan_id: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              canceled_at: string | null;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description the plan key */
-              plan_id: string;
-              status: 'active' | 'canceled';
-              subscriber_id: string;
-              subscription_id: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribersSubscriptionsBySubscriberId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -8968,146 +663,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-          subscription_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              canceled_at: string | null;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description the plan key */
-              plan_id: string;
-              status: 'active' | 'canceled';
-              subscriber_id: string;
-              subscription_id: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribersSubscriptionsCancelBySubscriberIdAndSubscriptionId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -9123,176 +679,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description the plan key */
-            plan_id: string;
-            /** @description the active subscription to end; may be omitted when the subscriber has exactly one */
-            subscription_id?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              canceled_at: string | null;
-              /** @description the subscription the change ended */
-              canceled_subscription_id: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              /** @description the plan key */
-              plan_id: string;
-              status: 'active' | 'canceled';
-              subscriber_id: string;
-              subscription_id: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        409: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribersSubscriptionsChangeBySubscriberId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -9307,322 +694,10 @@ export interface paths {
       cookie?: never;
     };
     /** Every metered feature's current period (scope subscribers:read; not an eval) */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The current periods, by feature key */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              subscriber_id: string;
-              /** @description every metered catalog feature, by key */
-              usage: {
-                /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
-                allowed: boolean;
-                /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
-                credits: {
-                  credit_id: string;
-                  expires_at: string | null;
-                  remaining: number;
-                }[];
-                feature: string;
-                /** @constant */
-                kind: 'metered';
-                /** @description per period; null = unlimited */
-                limit: number | null;
-                /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
-                overage?: number;
-                /** Format: date-time */
-                period_start: string;
-                /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
-                remaining: number | null;
-                /** @description when the next period starts; null for reset "never" */
-                resets_at: string | null;
-                source: 'override' | 'plan' | 'none';
-                /** @description used in the current period */
-                used: number;
-              }[];
-            };
-          };
-        };
-        /** @description Missing, invalid or revoked API key */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The key lacks the subscribers:read scope */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Unknown subscriber */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersUsageBySubscriberId'];
     put?: never;
     /** Report usage of a metered feature that already happened: delta or set (scope usage:write; not an eval) */
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description added to used (negative: taken away; used never goes below 0); not 0 */
-            delta?: number;
-            /** @description a metered feature key */
-            feature: string;
-            /** @description used becomes this */
-            set?: number;
-          };
-        };
-      };
-      responses: {
-        /** @description The feature after the report */
-        200: {
-          headers: {
-            /** @description 'true' when the answer is an earlier request's */
-            'Idempotent-Replayed'?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
-              allowed: boolean;
-              /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
-              credits: {
-                credit_id: string;
-                expires_at: string | null;
-                remaining: number;
-              }[];
-              feature: string;
-              /** @constant */
-              kind: 'metered';
-              /** @description per period; null = unlimited */
-              limit: number | null;
-              /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
-              overage?: number;
-              /** Format: date-time */
-              period_start: string;
-              /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
-              remaining: number | null;
-              /** @description when the next period starts; null for reset "never" */
-              resets_at: string | null;
-              source: 'override' | 'plan' | 'none';
-              /** @description used in the current period */
-              used: number;
-            };
-          };
-        };
-        /** @description Missing, invalid or revoked API key */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The key lacks the usage:write scope */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Unknown subscriber or feature */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description More than the organization's usage events per second (Retry-After) */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgSubscribersUsageBySubscriberId'];
     delete?: never;
     options?: never;
     head?: never;
@@ -9637,166 +712,7 @@ export interface paths {
       cookie?: never;
     };
     get?: never;
-    put: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path: {
-          /** @description a metered feature key */
-          feature: string;
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            used: number;
-          };
-        };
-      };
-      responses: {
-        /** @description the answer for a metered feature */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
-              allowed: boolean;
-              /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
-              credits: {
-                credit_id: string;
-                expires_at: string | null;
-                remaining: number;
-              }[];
-              feature: string;
-              /** @enum {string} */
-              kind: 'metered';
-              /** @description per period; null = unlimited */
-              limit: number | null;
-              /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
-              overage?: number;
-              /** Format: date-time */
-              period_start: string;
-              /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
-              remaining: number | null;
-              /** @description when the next period starts; null for reset "never" */
-              resets_at: string | null;
-              source: 'override' | 'plan' | 'none';
-              /** @description used in the current period */
-              used: number;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    put: operations['putOrgSubscribersUsageBySubscriberIdAndFeature'];
     post?: never;
     delete?: never;
     options?: never;
@@ -9811,136 +727,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          limit?: number;
-          starting_after?: string;
-        };
-        header?: never;
-        path: {
-          /** @description a metered feature key */
-          feature: string;
-          subscriber_id: string;
-        };
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              has_more: boolean;
-              periods: components['schemas']['def-16'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgSubscribersUsagePeriodsBySubscriberIdAndFeature'];
     put?: never;
     post?: never;
     delete?: never;
@@ -9959,189 +746,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** Report up to 1,000 usage events at once (scope usage:write; not evals) */
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description keys each event without its own idempotency_key as '<key>#<index>': the batch sent again is answered, not applied again (an event changed at that index: IDEMPOTENCY_KEY_REUSED in its result) */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            events: {
-              /** @description added to used (negative: taken away; used never goes below 0); not 0 */
-              delta?: number;
-              /** @description a metered feature key */
-              feature: string;
-              /** @description applied once per organization within 24 h; a repeat answers the first result again */
-              idempotency_key?: string;
-              /** @description used becomes this */
-              set?: number;
-              subscriber_id: string;
-            }[];
-          };
-        };
-      };
-      responses: {
-        /** @description Each event's check result or error body, in order */
-        200: {
-          headers: {
-            /** @description 'true' when every event's answer is an earlier request's */
-            'Idempotent-Replayed'?: string;
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description in the events' order: each a check result, or the error body of an event that was not applied */
-              results: (
-                | {
-                    /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
-                    allowed: boolean;
-                    /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
-                    credits: {
-                      credit_id: string;
-                      expires_at: string | null;
-                      remaining: number;
-                    }[];
-                    feature: string;
-                    /** @constant */
-                    kind: 'metered';
-                    /** @description per period; null = unlimited */
-                    limit: number | null;
-                    /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
-                    overage?: number;
-                    /** Format: date-time */
-                    period_start: string;
-                    /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
-                    remaining: number | null;
-                    /** @description when the next period starts; null for reset "never" */
-                    resets_at: string | null;
-                    source: 'override' | 'plan' | 'none';
-                    /** @description used in the current period */
-                    used: number;
-                  }
-                | {
-                    error: {
-                      code: string;
-                      /** @description `{}` when there is nothing to add */
-                      details: {
-                        [key: string]: unknown;
-                      };
-                      message: string;
-                      request_id: string;
-                      type: string;
-                    };
-                  }
-              )[];
-            };
-          };
-        };
-        /** @description Missing, invalid or revoked API key */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The key lacks the usage:write scope */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description More than the organization's usage events per second (Retry-After) */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgUsageEvents'];
     delete?: never;
     options?: never;
     head?: never;
@@ -10155,126 +760,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description false once evals are stopped */
-              allowed: boolean;
-              blocked_at: string | null;
-              /** @description true = evals stop 7 days after first reaching 100% */
-              blocking: boolean;
-              /** @description evals counted this month */
-              count: number;
-              first_over_at: string | null;
-              /** @description false = no monthly cap applies to the organization now */
-              gated: boolean;
-              /** @description evals included; null = unlimited */
-              limit: number | null;
-              /** @description UTC month, YYYY-MM */
-              period: string;
-              /** @description key of the allotment that applies */
-              plan: string | null;
-              /** @description why not gated; null when gated */
-              reason: 'unlimited' | null;
-              warn: '80' | '100' | 'grace' | null;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgUsageCurrent'];
     put?: never;
     post?: never;
     delete?: never;
@@ -10290,112 +776,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          /** @description how many UTC months, ending with the current one */
-          months?: number;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description newest first: the current month, then each earlier month with recorded usage */
-              months: components['schemas']['def-15'][];
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgUsageHistory'];
     put?: never;
     post?: never;
     delete?: never;
@@ -10411,299 +792,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              disabled: boolean;
-              disabled_reason: string | null;
-              previous_secret_expires_at: string | null;
-              secret_prefix: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-              url: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
-    put: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            disabled?: boolean;
-            /** @description http or https URL */
-            url: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              disabled: boolean;
-              disabled_reason: string | null;
-              previous_secret_expires_at: string | null;
-              secret_prefix: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-              url: string;
-            };
-          };
-        };
-        /** @description Default Response */
-        201: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              disabled: boolean;
-              disabled_reason: string | null;
-              previous_secret_expires_at: string | null;
-              secret: string;
-              secret_prefix: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-              url: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgWebhook'];
+    put: operations['putOrgWebhook'];
     post?: never;
     delete?: never;
     options?: never;
@@ -10718,114 +808,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get: {
-      parameters: {
-        query?: {
-          event_type?: string;
-          limit?: number;
-          starting_after?: string;
-          status?: 'pending' | 'succeeded' | 'failed' | 'canceled';
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              deliveries: components['schemas']['def-14'][];
-              has_more: boolean;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    get: operations['getOrgWebhookDeliveries'];
     put?: never;
     post?: never;
     delete?: never;
@@ -10843,147 +826,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              disabled: boolean;
-              disabled_reason: string | null;
-              previous_secret_expires_at: string | null;
-              secret_prefix: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-              url: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgWebhookDisable'];
     delete?: never;
     options?: never;
     head?: never;
@@ -10999,147 +842,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              disabled: boolean;
-              disabled_reason: string | null;
-              previous_secret_expires_at: string | null;
-              secret_prefix: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-              url: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgWebhookEnable'];
     delete?: never;
     options?: never;
     head?: never;
@@ -11155,148 +858,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: {
-      parameters: {
-        query?: never;
-        header?: {
-          /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
-          'Idempotency-Key'?: string;
-        };
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
-            'Idempotent-Replayed'?: 'true';
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              created_at: string;
-              disabled: boolean;
-              disabled_reason: string | null;
-              previous_secret_expires_at: string | null;
-              secret: string;
-              secret_prefix: string;
-              /**
-               * Format: date-time
-               * @description ISO 8601 UTC with milliseconds
-               */
-              updated_at: string;
-              url: string;
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        404: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        422: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-        /** @description The body of every non-2xx response */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              error: {
-                code: string;
-                /** @description `{}` when there is nothing to add */
-                details: {
-                  [key: string]: unknown;
-                };
-                message: string;
-                request_id: string;
-                type: string;
-              };
-            };
-          };
-        };
-      };
-    };
+    post: operations['postOrgWebhookRotate'];
     delete?: never;
     options?: never;
     head?: never;
@@ -11307,41 +869,40 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
-    /**
-     * ErrorBody
-     * @description The body of every non-2xx response
-     */
-    'def-0': {
-      error: {
-        code: string;
-        /** @description `{}` when there is nothing to add */
-        details: {
-          [key: string]: unknown;
-        };
-        message: string;
-        request_id: string;
-        type: string;
-      };
-    };
-    /** Feature */
-    'def-1': {
+    /** ApiKey */
+    ApiKey: {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
        */
       created_at: string;
-      description: string;
-      key: string;
-      kind: 'flag' | 'limit' | 'metered';
+      key_id: string;
+      /** @description `svc-mk-1-` and the first 8 characters of the secret */
+      key_prefix: string;
+      /** @description The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those). */
+      minted_by: {
+        email: string | null;
+        member_id: string;
+      } | null;
+      /** @description The API key this key was created with; null when a console session created it. */
+      minted_with_key_id: string | null;
       name: string;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      updated_at: string;
+      revoked_at: string | null;
+      scopes: (
+        | 'check'
+        | 'catalog:read'
+        | 'catalog:write'
+        | 'subscribers:read'
+        | 'subscribers:write'
+        | 'usage:write'
+        | 'org:read'
+        | 'org:write'
+        | 'org:audit:read'
+      )[];
+      service_account_id: string;
     };
     /** AuditEvent */
-    'def-2': {
+    AuditEvent: {
       actor: {
         auth_type: 'member_apikey' | 'member_session';
         key_prefix: string;
@@ -11371,8 +932,156 @@ export interface components {
       status: number | null;
       user_agent: string | null;
     };
+    /** ConsoleOrganizationChoice */
+    ConsoleOrganizationChoice: {
+      organizations: {
+        name: string;
+        slug: string;
+      }[];
+    };
+    /** ConsoleSession */
+    ConsoleSession: {
+      csrf_token: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      expires_at: string;
+      member: {
+        email: string;
+        member_id: string;
+        name: string | null;
+        role: 'admin' | 'developer' | 'viewer';
+      };
+      organization: {
+        name: string;
+        slug: string;
+      };
+    };
+    /** Credit */
+    Credit: {
+      amount: number;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      /** @description `cr_` and a random suffix */
+      credit_id: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      effective_at: string;
+      expires_at: string | null;
+      /** @description a metered feature key */
+      feature: string;
+      name: string | null;
+      /** @description 1 is spent first */
+      priority: number;
+      /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
+      remaining: number;
+      source: 'manual' | 'rollover';
+      spent: number;
+      /** @description computed from the clock and the balance when read */
+      status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+      subscriber_id: string;
+      voided_at: string | null;
+    };
+    /**
+     * ErrorBody
+     * @description The body of every non-2xx response
+     */
+    ErrorBody: {
+      error: {
+        code: string;
+        /** @description `{}` when there is nothing to add */
+        details: {
+          [key: string]: unknown;
+        };
+        message: string;
+        request_id: string;
+        type: string;
+      };
+    };
+    /** Feature */
+    Feature: {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      description: string;
+      key: string;
+      kind: 'flag' | 'limit' | 'metered';
+      name: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      updated_at: string;
+    };
+    /** Invite */
+    Invite: {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      email: string | null;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      expires_at: string;
+      invite_id: string;
+      role: 'admin' | 'developer' | 'viewer';
+      url: string | null;
+    };
+    /** Member */
+    Member: {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      email: string | null;
+      kind: 'user' | 'service_account';
+      member_id: string;
+      name: string | null;
+      role: 'admin' | 'developer' | 'viewer';
+      status: 'active' | 'suspended' | 'removed';
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      updated_at: string;
+    };
+    /** Override */
+    Override: {
+      /** @description present when kind is flag */
+      allowed?: boolean;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      expires_at: string | null;
+      /** @description the feature key */
+      feature: string;
+      id: string;
+      kind: 'flag' | 'limit' | 'metered';
+      /** @description present when kind is limit or metered */
+      limit?: number | null;
+      subscriber_id: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      updated_at: string;
+    };
     /** Plan */
-    'def-3': {
+    Plan: {
       archived: boolean;
       /**
        * Format: date-time
@@ -11422,8 +1131,26 @@ export interface components {
        */
       updated_at: string;
     };
+    /** ServiceAccount */
+    ServiceAccount: {
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      created_at: string;
+      member_id: string;
+      name: string;
+      role: 'admin' | 'developer' | 'viewer';
+      service_account_id: string;
+      status: 'active' | 'suspended' | 'removed';
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC with milliseconds
+       */
+      updated_at: string;
+    };
     /** Subscriber */
-    'def-4': {
+    Subscriber: {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -11438,7 +1165,7 @@ export interface components {
       updated_at: string;
     };
     /** Subscription */
-    'def-5': {
+    Subscription: {
       canceled_at: string | null;
       /**
        * Format: date-time
@@ -11451,147 +1178,33 @@ export interface components {
       subscriber_id: string;
       subscription_id: string;
     };
-    /** Override */
-    'def-6': {
-      /** @description present when kind is flag */
-      allowed?: boolean;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      expires_at: string | null;
-      /** @description the feature key */
+    /** UsageMonth */
+    UsageMonth: {
+      /** @description evals counted in the month (the current month's is the live count) */
+      count: number;
+      /** @description sampled days, oldest first */
+      days: {
+        /** @description the month's cumulative count as last seen that day */
+        count: number;
+        /** @description UTC day, YYYY-MM-DD */
+        date: string;
+      }[];
+      /** @description evals included: the month's last recorded allotment (the current one for this month); null = unlimited */
+      limit: number | null;
+      /** @description UTC month, YYYY-MM */
+      period: string;
+    };
+    /** UsagePeriod */
+    UsagePeriod: {
       feature: string;
-      id: string;
-      kind: 'flag' | 'limit' | 'metered';
-      /** @description present when kind is limit or metered */
-      limit?: number | null;
-      subscriber_id: string;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      updated_at: string;
-    };
-    /** Credit */
-    'def-7': {
-      amount: number;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      /** @description `cr_` and a random suffix */
-      credit_id: string;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      effective_at: string;
-      expires_at: string | null;
-      /** @description a metered feature key */
-      feature: string;
-      name: string | null;
-      /** @description 1 is spent first */
-      priority: number;
-      /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
-      remaining: number;
-      source: 'manual' | 'rollover';
-      spent: number;
-      /** @description computed from the clock and the balance when read */
-      status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
-      subscriber_id: string;
-      voided_at: string | null;
-    };
-    /** Member */
-    'def-9': {
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      email: string | null;
-      kind: 'user' | 'service_account';
-      member_id: string;
-      name: string | null;
-      role: 'admin' | 'developer' | 'viewer';
-      status: 'active' | 'suspended' | 'removed';
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      updated_at: string;
-    };
-    /** ApiKey */
-    'def-10': {
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      key_id: string;
-      /** @description `svc-mk-1-` and the first 8 characters of the secret */
-      key_prefix: string;
-      /** @description The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those). */
-      minted_by: {
-        email: string | null;
-        member_id: string;
-      } | null;
-      /** @description The API key this key was created with; null when a console session created it. */
-      minted_with_key_id: string | null;
-      name: string;
-      revoked_at: string | null;
-      scopes: (
-        | 'check'
-        | 'catalog:read'
-        | 'catalog:write'
-        | 'subscribers:read'
-        | 'subscribers:write'
-        | 'usage:write'
-        | 'org:read'
-        | 'org:write'
-        | 'org:audit:read'
-      )[];
-      service_account_id: string;
-    };
-    /** Invite */
-    'def-11': {
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      email: string | null;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      expires_at: string;
-      invite_id: string;
-      role: 'admin' | 'developer' | 'viewer';
-      url: string | null;
-    };
-    /** ServiceAccount */
-    'def-12': {
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      created_at: string;
-      member_id: string;
-      name: string;
-      role: 'admin' | 'developer' | 'viewer';
-      service_account_id: string;
-      status: 'active' | 'suspended' | 'removed';
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      updated_at: string;
+      /** @description null for reset "never" */
+      period_end: string | null;
+      /** Format: date-time */
+      period_start: string;
+      used: number;
     };
     /** Webhook */
-    'def-13': {
+    Webhook: {
       /**
        * Format: date-time
        * @description ISO 8601 UTC with milliseconds
@@ -11609,7 +1222,7 @@ export interface components {
       url: string;
     };
     /** WebhookDelivery */
-    'def-14': {
+    WebhookDelivery: {
       attempts: number;
       /**
        * Format: date-time
@@ -11631,57 +1244,6 @@ export interface components {
        */
       updated_at: string;
     };
-    /** UsageMonth */
-    'def-15': {
-      /** @description evals counted in the month (the current month's is the live count) */
-      count: number;
-      /** @description sampled days, oldest first */
-      days: {
-        /** @description the month's cumulative count as last seen that day */
-        count: number;
-        /** @description UTC day, YYYY-MM-DD */
-        date: string;
-      }[];
-      /** @description evals included: the month's last recorded allotment (the current one for this month); null = unlimited */
-      limit: number | null;
-      /** @description UTC month, YYYY-MM */
-      period: string;
-    };
-    /** UsagePeriod */
-    'def-16': {
-      feature: string;
-      /** @description null for reset "never" */
-      period_end: string | null;
-      /** Format: date-time */
-      period_start: string;
-      used: number;
-    };
-    /** ConsoleSession */
-    'def-17': {
-      csrf_token: string;
-      /**
-       * Format: date-time
-       * @description ISO 8601 UTC with milliseconds
-       */
-      expires_at: string;
-      member: {
-        email: string;
-        member_id: string;
-        name: string | null;
-        role: 'admin' | 'developer' | 'viewer';
-      };
-      organization: {
-        name: string;
-        slug: string;
-      };
-    };
-    /** ConsoleOrganizationChoice */
-    'def-18': {
-      organizations: {
-        name: string;
-        slug: string;
-      }[];
-    };
   };
   responses: never;
   parameters: never;
@@ -11690,4 +1252,11886 @@ export interface components {
   pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+  getConsoleApiInvitesByToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        token: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            email: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            expires_at: string;
+            organization: {
+              name: string;
+              slug: string;
+            };
+            role: 'admin' | 'developer' | 'viewer';
+            status: 'pending' | 'accepted' | 'expired' | 'revoked';
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postConsoleApiInvitesAcceptByToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        token: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: email */
+          email?: string;
+          name?: string;
+          password: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            expires_at: string;
+            member: {
+              email: string;
+              member_id: string;
+              name: string | null;
+              role: 'admin' | 'developer' | 'viewer';
+            };
+            organization: {
+              name: string;
+              slug: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postConsoleApiPassword: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          current_password: string;
+          new_password: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getConsoleApiSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            expires_at: string;
+            member: {
+              email: string;
+              member_id: string;
+              name: string | null;
+              role: 'admin' | 'developer' | 'viewer';
+            };
+            organization: {
+              name: string;
+              slug: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postConsoleApiSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          email: string;
+          /** @description the organization's slug; without it, every organization where this email and password match */
+          organization?: string;
+          password: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            components['schemas']['ConsoleSession'] | components['schemas']['ConsoleOrganizationChoice'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postConsoleApiSignOut: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postConsoleApiSignUp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: email */
+          email: string;
+          name?: string;
+          organization: {
+            name: string;
+            /** @description lowercase letters, digits and dashes; at most 63 */
+            slug: string;
+          };
+          password: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            csrf_token: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            expires_at: string;
+            member: {
+              email: string;
+              member_id: string;
+              name: string | null;
+              role: 'admin' | 'developer' | 'viewer';
+            };
+            organization: {
+              name: string;
+              slug: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getConsoleApiWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            webhook: components['schemas']['Webhook'] | null;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOfrepV1EvaluateFlags: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description evaluation context; only targetingKey is used */
+          context?: {
+            /** @description the subscriber id */
+            targetingKey?: string;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Every catalog feature, ordered by key */
+      200: {
+        headers: {
+          /** @description strong ETag of the body; send it back as If-None-Match */
+          ETag?: string;
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            flags: {
+              key: string;
+              metadata: {
+                kind: 'flag' | 'limit' | 'metered';
+                /** @description metered features: the limit per period; absent when unlimited */
+                limit?: number;
+                /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
+                resets_at?: string;
+                source: 'override' | 'plan' | 'none';
+                /** @description limits and metered features */
+                unlimited?: boolean;
+                /** @description metered features: used this period */
+                used?: number;
+              };
+              /** @description TARGETING_MATCH for an override */
+              reason: 'TARGETING_MATCH' | 'STATIC';
+              /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
+              value: boolean | number;
+              variant: 'override' | 'plan' | 'none';
+            }[];
+          };
+        };
+      };
+      /** @description If-None-Match matched the current ETag; not counted as an eval */
+      304: {
+        headers: {
+          /** @description strong ETag of the body; send it back as If-None-Match */
+          ETag?: string;
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            errorCode:
+              'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+            errorDetails?: string;
+            key?: string;
+          };
+        };
+      };
+      /** @description Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The key lacks the check scope; no body */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The monthly eval allotment is exhausted and blocking applies */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description More than the burst limit; no body */
+      429: {
+        headers: {
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Entitlements cannot be loaded right now */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOfrepV1EvaluateFlagsByKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description evaluation context; only targetingKey is used */
+          context?: {
+            /** @description the subscriber id */
+            targetingKey?: string;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The evaluation */
+      200: {
+        headers: {
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            metadata: {
+              kind: 'flag' | 'limit' | 'metered';
+              /** @description metered features: the limit per period; absent when unlimited */
+              limit?: number;
+              /** @description metered features: when the next period starts (ISO 8601 UTC); absent for reset "never" */
+              resets_at?: string;
+              source: 'override' | 'plan' | 'none';
+              /** @description limits and metered features */
+              unlimited?: boolean;
+              /** @description metered features: used this period */
+              used?: number;
+            };
+            /** @description TARGETING_MATCH for an override */
+            reason: 'TARGETING_MATCH' | 'STATIC';
+            /** @description a flag: allowed; a limit: the limit; a metered feature: what remains of its limit this period; Number.MAX_SAFE_INTEGER when unlimited */
+            value: boolean | number;
+            variant: 'override' | 'plan' | 'none';
+          };
+        };
+      };
+      /** @description TARGETING_KEY_MISSING, INVALID_CONTEXT (unknown subscriber) or PARSE_ERROR */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            errorCode:
+              'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+            errorDetails?: string;
+            key?: string;
+          };
+        };
+      };
+      /** @description Missing, invalid or revoked key (X-API-Key or Authorization: Bearer); no body */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The key lacks the check scope; no body */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description FLAG_NOT_FOUND */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            errorCode:
+              'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'FLAG_NOT_FOUND' | 'GENERAL';
+            errorDetails?: string;
+            key?: string;
+          };
+        };
+      };
+      /** @description The monthly eval allotment is exhausted and blocking applies */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description More than the burst limit; no body */
+      429: {
+        headers: {
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Entitlements cannot be loaded right now */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrg: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            name: string;
+            organization_id: string;
+            slug: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchOrg: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name?: string;
+          /** @description lowercase letters, digits and dashes; at most 63 */
+          slug?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            name: string;
+            organization_id: string;
+            slug: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgAuditEvents: {
+    parameters: {
+      query?: {
+        actor_member_id?: string;
+        limit?: number;
+        method?: 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'GET' | 'HEAD';
+        /** @description RFC 3339, inclusive */
+        occurred_after?: string;
+        /** @description RFC 3339, exclusive */
+        occurred_before?: string;
+        outcome?: 'pending' | 'rejected' | 'responded' | 'no_response';
+        /** @description entries whose path value credit_id is this */
+        'params[credit_id]'?: string;
+        /** @description entries whose path value feature_key is this */
+        'params[feature_key]'?: string;
+        /** @description entries whose path value feature is this */
+        'params[feature]'?: string;
+        /** @description entries whose path value import_id is this */
+        'params[import_id]'?: string;
+        /** @description entries whose path value invite_id is this */
+        'params[invite_id]'?: string;
+        /** @description entries whose path value key_id is this */
+        'params[key_id]'?: string;
+        /** @description entries whose path value key is this */
+        'params[key]'?: string;
+        /** @description entries whose path value member_id is this */
+        'params[member_id]'?: string;
+        /** @description entries whose path value service_account_id is this */
+        'params[service_account_id]'?: string;
+        /** @description entries whose path value subscriber_id is this */
+        'params[subscriber_id]'?: string;
+        /** @description entries whose path value subscription_id is this */
+        'params[subscription_id]'?: string;
+        request_id?: string;
+        route?: string;
+        service?: 'api' | 'identity';
+        /** @description an entry id */
+        starting_after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            audit_events: components['schemas']['AuditEvent'][];
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgExport: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description one ExportLine a line */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson':
+            | {
+                description?: string;
+                /** @description lowercase letters, digits, _ . : -; at most 64 */
+                key: string;
+                kind: 'flag' | 'limit' | 'metered';
+                name: string;
+                /** @enum {string} */
+                type: 'feature';
+              }
+            | {
+                /**
+                 * @description present only on an archived plan (`POST /org/plans/{key}/archive`)
+                 * @enum {boolean}
+                 */
+                archived?: true;
+                /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
+                grants?: {
+                  feature: string;
+                  kind: 'flag' | 'limit' | 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit?: number | null;
+                  /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                  reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+                  /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                  reset_anchor?: 'calendar' | 'subscription';
+                  rollover?: {
+                    max: number;
+                  } | null;
+                  soft?: boolean;
+                }[];
+                /** @description lowercase letters, digits, _ and -; at most 64 */
+                key: string;
+                kind: 'catalog' | 'custom';
+                name: string;
+                /** @enum {string} */
+                type: 'plan';
+              }
+            | {
+                /** @description null = no name */
+                name?: string | null;
+                /** @description chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255 */
+                subscriber_id: string;
+                /** @enum {string} */
+                type: 'subscriber';
+              }
+            | {
+                /** @description the plan key */
+                plan_id: string;
+                subscriber_id: string;
+                /** @enum {string} */
+                type: 'subscription';
+              }
+            | {
+                allowed?: boolean;
+                /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
+                expires_at?: string | null;
+                /** @description the path parameter of PUT .../overrides/{feature_key} */
+                feature_key: string;
+                kind: 'flag' | 'limit' | 'metered';
+                /** @description integer >= 0; null = unlimited */
+                limit?: number | null;
+                subscriber_id: string;
+                /** @enum {string} */
+                type: 'override';
+              }
+            | {
+                amount: number;
+                /** Format: date-time */
+                created_at: string;
+                /** @description natural key: the credit is upserted by it */
+                credit_id: string;
+                /** Format: date-time */
+                effective_at: string;
+                expires_at: string | null;
+                /** @description a metered feature key */
+                feature: string;
+                name?: string;
+                priority: number;
+                source: 'manual' | 'rollover';
+                /**
+                 * Format: date-time
+                 * @description a rollover's: the period whose unused allowance it is
+                 */
+                source_period_start?: string;
+                /** @description what it has given so far */
+                spent: number;
+                subscriber_id: string;
+                /** @enum {string} */
+                type: 'credit';
+              };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgFeatures: {
+    parameters: {
+      query?: {
+        kind?: 'flag' | 'limit' | 'metered';
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            features: components['schemas']['Feature'][];
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgFeatures: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          description?: string;
+          /** @description lowercase letters, digits, _ . : -; at most 64 */
+          key: string;
+          kind: 'flag' | 'limit' | 'metered';
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            description: string;
+            key: string;
+            kind: 'flag' | 'limit' | 'metered';
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgFeaturesByKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            description: string;
+            key: string;
+            kind: 'flag' | 'limit' | 'metered';
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchOrgFeaturesByKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          description?: string;
+          name?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            description: string;
+            key: string;
+            kind: 'flag' | 'limit' | 'metered';
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgImports: {
+    parameters: {
+      query?: {
+        /** @description validate only */
+        dry_run?: boolean;
+      };
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description NDJSON, one record a line: `{"type": "feature" | "plan" | "subscriber" | "subscription" | "override" | "credit", ...the fields of its single-write route}` (subscriptions and overrides also carry `subscriber_id`, overrides `feature_key`); at most 1 GiB. */
+    requestBody: {
+      content: {
+        'application/x-ndjson': string;
+      };
+    };
+    responses: {
+      /** @description Accepted */
+      202: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            import_id: string;
+            status: 'running' | 'succeeded' | 'failed';
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgImportsByImportId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        import_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description lines that created or changed something */
+            applied: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            dry_run: boolean;
+            /** @description the first 1000 */
+            errors: {
+              error: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+              line: number;
+            }[];
+            failed: number;
+            /** @description why a `failed` import stopped; `applied` and `/lines` say what was applied */
+            failure?: string;
+            finished_at: string | null;
+            /** @description `imp_` and a random suffix */
+            import_id: string;
+            /** @description lines read so far */
+            lines: number;
+            /** @description the body's, once read to the end */
+            sha256: string | null;
+            status: 'running' | 'succeeded' | 'failed';
+            /** @description lines equal to what was there */
+            unchanged: number;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgImportsLinesByImportId: {
+    parameters: {
+      query?: {
+        limit?: number;
+        result?: 'applied' | 'unchanged' | 'failed';
+        /** @description a line number */
+        starting_after?: number;
+      };
+      header?: never;
+      path: {
+        import_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            lines: {
+              error?: {
+                code: string;
+                /** @description `{}` when there is nothing to add */
+                details: {
+                  [key: string]: unknown;
+                };
+                message: string;
+                request_id: string;
+                type: string;
+              };
+              /** @description the record's natural key */
+              key: string | null;
+              line: number;
+              result: 'applied' | 'unchanged' | 'failed';
+              /** @description null when the line is not a record */
+              type: ('feature' | 'plan' | 'subscriber' | 'subscription' | 'override' | 'credit') | null;
+            }[];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgInvites: {
+    parameters: {
+      query?: {
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            invites: components['schemas']['Invite'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgInvites: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: email */
+          email?: string;
+          role: 'admin' | 'developer' | 'viewer';
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            email: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            expires_at: string;
+            invite_id: string;
+            role: 'admin' | 'developer' | 'viewer';
+            url: string | null;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteOrgInvitesByInviteId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        invite_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgMembers: {
+    parameters: {
+      query?: {
+        kind?: 'user' | 'service_account';
+        limit?: number;
+        starting_after?: string;
+        status?: 'active' | 'suspended' | 'removed';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            members: components['schemas']['Member'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgMembers: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: email */
+          email: string;
+          name?: string;
+          role: 'admin' | 'developer' | 'viewer';
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            email: string | null;
+            kind: 'user' | 'service_account';
+            member_id: string;
+            name: string | null;
+            role: 'admin' | 'developer' | 'viewer';
+            status: 'active' | 'suspended' | 'removed';
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgMembersByMemberId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            email: string | null;
+            kind: 'user' | 'service_account';
+            member_id: string;
+            name: string | null;
+            role: 'admin' | 'developer' | 'viewer';
+            status: 'active' | 'suspended' | 'removed';
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchOrgMembersByMemberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        member_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description For a removal or a demotion; omitted: `true`. Revoke every live API key the member minted (GET /org/members/{member_id}/minted-keys lists them) in the same write. `false` keeps them (the audit entry records the choice). Refused (422) on a request that names neither `status: "removed"` nor a `role`. */
+          revoke_minted_keys?: boolean;
+          role?: 'admin' | 'developer' | 'viewer';
+          status?: 'active' | 'suspended' | 'removed';
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            email: string | null;
+            kind: 'user' | 'service_account';
+            member_id: string;
+            name: string | null;
+            role: 'admin' | 'developer' | 'viewer';
+            status: 'active' | 'suspended' | 'removed';
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgMembersMintedKeysByMemberId: {
+    parameters: {
+      query?: {
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path: {
+        member_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            api_keys: components['schemas']['ApiKey'][];
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgPlans: {
+    parameters: {
+      query?: {
+        /** @description add `subscriber_count` to each plan */
+        include?: 'subscriber_count';
+        kind?: 'catalog' | 'custom';
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            plans: components['schemas']['Plan'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgPlans: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
+          grants?: {
+            feature: string;
+            kind: 'flag' | 'limit' | 'metered';
+            /** @description integer >= 0; null = unlimited */
+            limit?: number | null;
+            /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+            reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+            /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+            reset_anchor?: 'calendar' | 'subscription';
+            rollover?: {
+              max: number;
+            } | null;
+            soft?: boolean;
+          }[];
+          /** @description lowercase letters, digits, _ and -; at most 64 */
+          key: string;
+          kind: 'catalog' | 'custom';
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            archived: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description ordered by feature key */
+            grants: (
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'flag';
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'limit';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                  /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                  reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                  /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                  reset_anchor: 'calendar' | 'subscription';
+                  /** @description null: a period's unused allowance is not carried over */
+                  rollover: {
+                    max: number;
+                  } | null;
+                  /** @description true: use beyond the limit is allowed and reported as overage */
+                  soft: boolean;
+                }
+            )[];
+            key: string;
+            kind: 'catalog' | 'custom';
+            name: string;
+            /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+            subscriber_count?: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgPlansByKey: {
+    parameters: {
+      query?: {
+        /** @description add `subscriber_count` to each plan */
+        include?: 'subscriber_count';
+      };
+      header?: never;
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            archived: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description ordered by feature key */
+            grants: (
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'flag';
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'limit';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                  /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                  reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                  /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                  reset_anchor: 'calendar' | 'subscription';
+                  /** @description null: a period's unused allowance is not carried over */
+                  rollover: {
+                    max: number;
+                  } | null;
+                  /** @description true: use beyond the limit is allowed and reported as overage */
+                  soft: boolean;
+                }
+            )[];
+            key: string;
+            kind: 'catalog' | 'custom';
+            name: string;
+            /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+            subscriber_count?: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteOrgPlansByKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchOrgPlansByKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description each feature at most once; a flag grant has no `limit`, a limit or metered grant must have one; `reset` (default month), `reset_anchor` (default calendar), `soft` (default false) and `rollover` (default null) are for metered grants only */
+          grants?: {
+            feature: string;
+            kind: 'flag' | 'limit' | 'metered';
+            /** @description integer >= 0; null = unlimited */
+            limit?: number | null;
+            /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+            reset?: 'day' | 'week' | 'month' | 'year' | 'never';
+            /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+            reset_anchor?: 'calendar' | 'subscription';
+            rollover?: {
+              max: number;
+            } | null;
+            soft?: boolean;
+          }[];
+          name?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            archived: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description ordered by feature key */
+            grants: (
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'flag';
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'limit';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                  /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                  reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                  /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                  reset_anchor: 'calendar' | 'subscription';
+                  /** @description null: a period's unused allowance is not carried over */
+                  rollover: {
+                    max: number;
+                  } | null;
+                  /** @description true: use beyond the limit is allowed and reported as overage */
+                  soft: boolean;
+                }
+            )[];
+            key: string;
+            kind: 'catalog' | 'custom';
+            name: string;
+            /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+            subscriber_count?: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgPlansArchiveByKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            archived: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description ordered by feature key */
+            grants: (
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'flag';
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'limit';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                  /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                  reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                  /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                  reset_anchor: 'calendar' | 'subscription';
+                  /** @description null: a period's unused allowance is not carried over */
+                  rollover: {
+                    max: number;
+                  } | null;
+                  /** @description true: use beyond the limit is allowed and reported as overage */
+                  soft: boolean;
+                }
+            )[];
+            key: string;
+            kind: 'catalog' | 'custom';
+            name: string;
+            /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+            subscriber_count?: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgPlansUnarchiveByKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        key: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            archived: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description ordered by feature key */
+            grants: (
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'flag';
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'limit';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                }
+              | {
+                  feature: string;
+                  /** @enum {string} */
+                  kind: 'metered';
+                  /** @description integer >= 0; null = unlimited */
+                  limit: number | null;
+                  /** @description when used starts again at 0; periods are UTC, weeks start on Monday */
+                  reset: 'day' | 'week' | 'month' | 'year' | 'never';
+                  /** @description calendar: periods start on the UTC calendar; subscription: at the granting subscription's start */
+                  reset_anchor: 'calendar' | 'subscription';
+                  /** @description null: a period's unused allowance is not carried over */
+                  rollover: {
+                    max: number;
+                  } | null;
+                  /** @description true: use beyond the limit is allowed and reported as overage */
+                  soft: boolean;
+                }
+            )[];
+            key: string;
+            kind: 'catalog' | 'custom';
+            name: string;
+            /** @description active subscriptions of the plan; only with `include=subscriber_count` */
+            subscriber_count?: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgServiceAccounts: {
+    parameters: {
+      query?: {
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            service_accounts: components['schemas']['ServiceAccount'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgServiceAccounts: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+          role: 'admin' | 'developer' | 'viewer';
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            member_id: string;
+            name: string;
+            role: 'admin' | 'developer' | 'viewer';
+            service_account_id: string;
+            status: 'active' | 'suspended' | 'removed';
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgServiceAccountsByServiceAccountId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        service_account_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            member_id: string;
+            name: string;
+            role: 'admin' | 'developer' | 'viewer';
+            service_account_id: string;
+            status: 'active' | 'suspended' | 'removed';
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchOrgServiceAccountsByServiceAccountId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        service_account_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            member_id: string;
+            name: string;
+            role: 'admin' | 'developer' | 'viewer';
+            service_account_id: string;
+            status: 'active' | 'suspended' | 'removed';
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgServiceAccountsApiKeysByServiceAccountId: {
+    parameters: {
+      query?: {
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path: {
+        service_account_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            api_keys: components['schemas']['ApiKey'][];
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgServiceAccountsApiKeysByServiceAccountId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        service_account_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name?: string;
+          scopes?: (
+            | 'check'
+            | 'catalog:read'
+            | 'catalog:write'
+            | 'subscribers:read'
+            | 'subscribers:write'
+            | 'usage:write'
+            | 'org:read'
+            | 'org:write'
+            | 'org:audit:read'
+          )[];
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            api_key: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            key_id: string;
+            /** @description `svc-mk-1-` and the first 8 characters of the secret */
+            key_prefix: string;
+            /** @description The person who could have copied the key: the console member who created it, or whoever minted the key it was created with. Removing or demoting that member revokes it (unless the request keeps it). null: not recorded (keys created before minters were recorded, the key provisioning creates, and keys created with one of those). */
+            minted_by: {
+              email: string | null;
+              member_id: string;
+            } | null;
+            /** @description The API key this key was created with; null when a console session created it. */
+            minted_with_key_id: string | null;
+            name: string;
+            revoked_at: string | null;
+            scopes: (
+              | 'check'
+              | 'catalog:read'
+              | 'catalog:write'
+              | 'subscribers:read'
+              | 'subscribers:write'
+              | 'usage:write'
+              | 'org:read'
+              | 'org:write'
+              | 'org:audit:read'
+            )[];
+            service_account_id: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteOrgServiceAccountsApiKeysByServiceAccountIdAndKeyId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        key_id: string;
+        service_account_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribers: {
+    parameters: {
+      query?: {
+        limit?: number;
+        /** @description subscribers whose id starts with it or whose name contains it, ignoring case; `%` and `_` match themselves */
+        search?: string;
+        starting_after?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            subscribers: components['schemas']['Subscriber'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribers: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description null = no name */
+          name?: string | null;
+          /** @description chosen by the organization: letters, digits and _ . : @ + -, starting with a letter or digit; at most 255 */
+          subscriber_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            name: string | null;
+            subscriber_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            name: string | null;
+            subscriber_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchOrgSubscribersBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description null = no name */
+          name?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            name: string | null;
+            subscriber_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersCreditsBySubscriberId: {
+    parameters: {
+      query?: {
+        feature?: string;
+        limit?: number;
+        starting_after?: string;
+        /** @description computed from the clock and the balance when read */
+        status?: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+      };
+      header?: never;
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            credits: components['schemas']['Credit'][];
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribersCreditsBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          amount: number;
+          /**
+           * Format: date-time
+           * @description default: now; a past time is accepted
+           */
+          effective_at?: string;
+          /** @description null or omitted: never; must be later than effective_at */
+          expires_at?: string | null;
+          /** @description a metered feature key */
+          feature: string;
+          name?: string;
+          /** @description 1 is spent first; default 10 */
+          priority?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            amount: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description `cr_` and a random suffix */
+            credit_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            effective_at: string;
+            expires_at: string | null;
+            /** @description a metered feature key */
+            feature: string;
+            name: string | null;
+            /** @description 1 is spent first */
+            priority: number;
+            /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
+            remaining: number;
+            source: 'manual' | 'rollover';
+            spent: number;
+            /** @description computed from the clock and the balance when read */
+            status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+            subscriber_id: string;
+            voided_at: string | null;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteOrgSubscribersCreditsBySubscriberIdAndCreditId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        credit_id: string;
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            amount: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description `cr_` and a random suffix */
+            credit_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            effective_at: string;
+            expires_at: string | null;
+            /** @description a metered feature key */
+            feature: string;
+            name: string | null;
+            /** @description 1 is spent first */
+            priority: number;
+            /** @description amount - spent while scheduled or active; 0 once expired, voided or spent */
+            remaining: number;
+            source: 'manual' | 'rollover';
+            spent: number;
+            /** @description computed from the clock and the balance when read */
+            status: 'scheduled' | 'active' | 'spent' | 'expired' | 'voided';
+            subscriber_id: string;
+            voided_at: string | null;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersEntitlementsBySubscriberId: {
+    parameters: {
+      query?: {
+        /** @description every catalog feature, not only granted or overridden ones */
+        all?: boolean;
+      };
+      header?: never;
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The entitlements */
+      200: {
+        headers: {
+          /** @description strong ETag of the body; send it back as If-None-Match */
+          ETag?: string;
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            entitlements: (
+              | {
+                  allowed: boolean;
+                  feature: string;
+                  /** @constant */
+                  kind: 'flag';
+                  source: 'override' | 'plan' | 'none';
+                }
+              | {
+                  feature: string;
+                  /** @constant */
+                  kind: 'limit';
+                  limit: number | null;
+                  source: 'override' | 'plan' | 'none';
+                }
+              | {
+                  /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
+                  allowed: boolean;
+                  /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                  credits: {
+                    credit_id: string;
+                    expires_at: string | null;
+                    remaining: number;
+                  }[];
+                  feature: string;
+                  /** @constant */
+                  kind: 'metered';
+                  /** @description per period; null = unlimited */
+                  limit: number | null;
+                  /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
+                  overage?: number;
+                  /** Format: date-time */
+                  period_start: string;
+                  /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
+                  remaining: number | null;
+                  /** @description when the next period starts; null for reset "never" */
+                  resets_at: string | null;
+                  source: 'override' | 'plan' | 'none';
+                  /** @description used in the current period */
+                  used: number;
+                }
+            )[];
+            subscriber_id: string;
+          };
+        };
+      };
+      /** @description If-None-Match matched the current ETag; not counted as an eval */
+      304: {
+        headers: {
+          /** @description strong ETag of the body; send it back as If-None-Match */
+          ETag?: string;
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The key lacks the check scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Unknown subscriber or feature */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM) */
+      409: {
+        headers: {
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Invalid body or query */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description More than the burst limit on the eval routes (Retry-After) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Entitlements cannot be loaded right now */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribersEntitlementsCheckBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description metered features only: deduct this much if it fits (or the limit is soft or unlimited), atomically with the check; `allowed: false` and nothing deducted otherwise */
+          consume?: number;
+          /** @description catalog feature key */
+          feature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The check result */
+      200: {
+        headers: {
+          /** @description 'true' when the answer is an earlier request's */
+          'Idempotent-Replayed'?: string;
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                allowed: boolean;
+                feature: string;
+                /** @constant */
+                kind: 'flag';
+                source: 'override' | 'plan' | 'none';
+              }
+            | {
+                feature: string;
+                /** @constant */
+                kind: 'limit';
+                limit: number | null;
+                source: 'override' | 'plan' | 'none';
+              }
+            | {
+                /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
+                allowed: boolean;
+                /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                credits: {
+                  credit_id: string;
+                  expires_at: string | null;
+                  remaining: number;
+                }[];
+                feature: string;
+                /** @constant */
+                kind: 'metered';
+                /** @description per period; null = unlimited */
+                limit: number | null;
+                /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
+                overage?: number;
+                /** Format: date-time */
+                period_start: string;
+                /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
+                remaining: number | null;
+                /** @description when the next period starts; null for reset "never" */
+                resets_at: string | null;
+                source: 'override' | 'plan' | 'none';
+                /** @description used in the current period */
+                used: number;
+              };
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The key lacks the check scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Unknown subscriber or feature */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The monthly eval allotment is exhausted and blocking applies (details: field evals, value YYYY-MM) */
+      409: {
+        headers: {
+          /** @description evals included this month */
+          'X-Svc-Eval-Limit'?: number;
+          /** @description evals counted so far this month (may lag by about a second) */
+          'X-Svc-Eval-Used'?: number;
+          /** @description 80, 100 or grace; present only when warning */
+          'X-Svc-Eval-Warn'?: '80' | '100' | 'grace';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Invalid body or query */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description More than the burst limit on the eval routes (Retry-After) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Entitlements cannot be loaded right now */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersOverridesBySubscriberId: {
+    parameters: {
+      query?: {
+        /** @description expired = expires_at <= now */
+        include_expired?: boolean;
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            overrides: components['schemas']['Override'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersOverridesBySubscriberIdAndFeatureKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        feature_key: string;
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description present when kind is flag */
+            allowed?: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            expires_at: string | null;
+            /** @description the feature key */
+            feature: string;
+            id: string;
+            kind: 'flag' | 'limit' | 'metered';
+            /** @description present when kind is limit or metered */
+            limit?: number | null;
+            subscriber_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  putOrgSubscribersOverridesBySubscriberIdAndFeatureKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        feature_key: string;
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          allowed?: boolean;
+          /** @description ISO 8601 with a time zone; null or omitted = no expiry; a past time is accepted */
+          expires_at?: string | null;
+          kind: 'flag' | 'limit' | 'metered';
+          /** @description integer >= 0; null = unlimited */
+          limit?: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description present when kind is flag */
+            allowed?: boolean;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            expires_at: string | null;
+            /** @description the feature key */
+            feature: string;
+            id: string;
+            kind: 'flag' | 'limit' | 'metered';
+            /** @description present when kind is limit or metered */
+            limit?: number | null;
+            subscriber_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteOrgSubscribersOverridesBySubscriberIdAndFeatureKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        feature_key: string;
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description deleted, or there was none */
+      204: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersSubscriptionsBySubscriberId: {
+    parameters: {
+      query?: {
+        limit?: number;
+        starting_after?: string;
+        status?: 'active' | 'canceled';
+      };
+      header?: never;
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            subscriptions: components['schemas']['Subscription'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribersSubscriptionsBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description the plan key */
+          plan_id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            canceled_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description the plan key */
+            plan_id: string;
+            status: 'active' | 'canceled';
+            subscriber_id: string;
+            subscription_id: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribersSubscriptionsCancelBySubscriberIdAndSubscriptionId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+        subscription_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            canceled_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description the plan key */
+            plan_id: string;
+            status: 'active' | 'canceled';
+            subscriber_id: string;
+            subscription_id: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribersSubscriptionsChangeBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description the plan key */
+          plan_id: string;
+          /** @description the active subscription to end; may be omitted when the subscriber has exactly one */
+          subscription_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            canceled_at: string | null;
+            /** @description the subscription the change ended */
+            canceled_subscription_id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            /** @description the plan key */
+            plan_id: string;
+            status: 'active' | 'canceled';
+            subscriber_id: string;
+            subscription_id: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersUsageBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The current periods, by feature key */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            subscriber_id: string;
+            /** @description every metered catalog feature, by key */
+            usage: {
+              /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
+              allowed: boolean;
+              /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+              credits: {
+                credit_id: string;
+                expires_at: string | null;
+                remaining: number;
+              }[];
+              feature: string;
+              /** @constant */
+              kind: 'metered';
+              /** @description per period; null = unlimited */
+              limit: number | null;
+              /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
+              overage?: number;
+              /** Format: date-time */
+              period_start: string;
+              /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
+              remaining: number | null;
+              /** @description when the next period starts; null for reset "never" */
+              resets_at: string | null;
+              source: 'override' | 'plan' | 'none';
+              /** @description used in the current period */
+              used: number;
+            }[];
+          };
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The key lacks the subscribers:read scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Unknown subscriber */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgSubscribersUsageBySubscriberId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description a consume or report applied once per organization within 24 h; a repeat answers the first result */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description added to used (negative: taken away; used never goes below 0); not 0 */
+          delta?: number;
+          /** @description a metered feature key */
+          feature: string;
+          /** @description used becomes this */
+          set?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The feature after the report */
+      200: {
+        headers: {
+          /** @description 'true' when the answer is an earlier request's */
+          'Idempotent-Replayed'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
+            allowed: boolean;
+            /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+            credits: {
+              credit_id: string;
+              expires_at: string | null;
+              remaining: number;
+            }[];
+            feature: string;
+            /** @constant */
+            kind: 'metered';
+            /** @description per period; null = unlimited */
+            limit: number | null;
+            /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
+            overage?: number;
+            /** Format: date-time */
+            period_start: string;
+            /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
+            remaining: number | null;
+            /** @description when the next period starts; null for reset "never" */
+            resets_at: string | null;
+            source: 'override' | 'plan' | 'none';
+            /** @description used in the current period */
+            used: number;
+          };
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The key lacks the usage:write scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Unknown subscriber or feature */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description More than the organization's usage events per second (Retry-After) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  putOrgSubscribersUsageBySubscriberIdAndFeature: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @description a metered feature key */
+        feature: string;
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          used: number;
+        };
+      };
+    };
+    responses: {
+      /** @description the answer for a metered feature */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
+            allowed: boolean;
+            /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+            credits: {
+              credit_id: string;
+              expires_at: string | null;
+              remaining: number;
+            }[];
+            feature: string;
+            /** @enum {string} */
+            kind: 'metered';
+            /** @description per period; null = unlimited */
+            limit: number | null;
+            /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
+            overage?: number;
+            /** Format: date-time */
+            period_start: string;
+            /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
+            remaining: number | null;
+            /** @description when the next period starts; null for reset "never" */
+            resets_at: string | null;
+            source: 'override' | 'plan' | 'none';
+            /** @description used in the current period */
+            used: number;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgSubscribersUsagePeriodsBySubscriberIdAndFeature: {
+    parameters: {
+      query?: {
+        limit?: number;
+        starting_after?: string;
+      };
+      header?: never;
+      path: {
+        /** @description a metered feature key */
+        feature: string;
+        subscriber_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            has_more: boolean;
+            periods: components['schemas']['UsagePeriod'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgUsageEvents: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description keys each event without its own idempotency_key as '<key>#<index>': the batch sent again is answered, not applied again (an event changed at that index: IDEMPOTENCY_KEY_REUSED in its result) */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          events: {
+            /** @description added to used (negative: taken away; used never goes below 0); not 0 */
+            delta?: number;
+            /** @description a metered feature key */
+            feature: string;
+            /** @description applied once per organization within 24 h; a repeat answers the first result again */
+            idempotency_key?: string;
+            /** @description used becomes this */
+            set?: number;
+            subscriber_id: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description Each event's check result or error body, in order */
+      200: {
+        headers: {
+          /** @description 'true' when every event's answer is an earlier request's */
+          'Idempotent-Replayed'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description in the events' order: each a check result, or the error body of an event that was not applied */
+            results: (
+              | {
+                  /** @description remaining > 0, or true when unlimited or soft; after a consume: whether it was deducted */
+                  allowed: boolean;
+                  /** @description live credits with something left, in spending order (priority, soonest expiry, oldest); [] when none */
+                  credits: {
+                    credit_id: string;
+                    expires_at: string | null;
+                    remaining: number;
+                  }[];
+                  feature: string;
+                  /** @constant */
+                  kind: 'metered';
+                  /** @description per period; null = unlimited */
+                  limit: number | null;
+                  /** @description soft limits only: usage beyond the allowance and the credits, max(0, used - covered - limit) */
+                  overage?: number;
+                  /** Format: date-time */
+                  period_start: string;
+                  /** @description what is left to use: the allowance's rest, max(0, limit - (used - what credits covered)), plus every live credit's remaining; null when unlimited */
+                  remaining: number | null;
+                  /** @description when the next period starts; null for reset "never" */
+                  resets_at: string | null;
+                  source: 'override' | 'plan' | 'none';
+                  /** @description used in the current period */
+                  used: number;
+                }
+              | {
+                  error: {
+                    code: string;
+                    /** @description `{}` when there is nothing to add */
+                    details: {
+                      [key: string]: unknown;
+                    };
+                    message: string;
+                    request_id: string;
+                    type: string;
+                  };
+                }
+            )[];
+          };
+        };
+      };
+      /** @description Missing, invalid or revoked API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The key lacks the usage:write scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description More than the organization's usage events per second (Retry-After) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Usage cannot be applied right now (Retry-After); nothing was applied */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgUsageCurrent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description false once evals are stopped */
+            allowed: boolean;
+            blocked_at: string | null;
+            /** @description true = evals stop 7 days after first reaching 100% */
+            blocking: boolean;
+            /** @description evals counted this month */
+            count: number;
+            first_over_at: string | null;
+            /** @description false = no monthly cap applies to the organization now */
+            gated: boolean;
+            /** @description evals included; null = unlimited */
+            limit: number | null;
+            /** @description UTC month, YYYY-MM */
+            period: string;
+            /** @description key of the allotment that applies */
+            plan: string | null;
+            /** @description why not gated; null when gated */
+            reason: 'unlimited' | null;
+            warn: '80' | '100' | 'grace' | null;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgUsageHistory: {
+    parameters: {
+      query?: {
+        /** @description how many UTC months, ending with the current one */
+        months?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description newest first: the current month, then each earlier month with recorded usage */
+            months: components['schemas']['UsageMonth'][];
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            url: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  putOrgWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          disabled?: boolean;
+          /** @description http or https URL */
+          url: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            url: string;
+          };
+        };
+      };
+      /** @description Created */
+      201: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
+            secret: string;
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            url: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is not of a content type this route takes (UNSUPPORTED_MEDIA_TYPE) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getOrgWebhookDeliveries: {
+    parameters: {
+      query?: {
+        event_type?: string;
+        limit?: number;
+        starting_after?: string;
+        status?: 'pending' | 'succeeded' | 'failed' | 'canceled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            deliveries: components['schemas']['WebhookDelivery'][];
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgWebhookDisable: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            url: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgWebhookEnable: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            url: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postOrgWebhookRotate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the write safe to retry for 24 hours (keys are per organization): a repeat with the same method, path, body and member answers the first response again with `Idempotent-Replayed: true`; another request under the key gets 422 IDEMPOTENCY_KEY_REUSED, and a repeat while the first is still running gets 409. Only successful writes are kept: after an error the same key runs the request again. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description `true` when this is the stored response of an earlier request with the same Idempotency-Key */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            created_at: string;
+            disabled: boolean;
+            disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
+            secret: string;
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updated_at: string;
+            url: string;
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The body of every non-2xx response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+      /** @description Too many failed API keys from this address (RATE_LIMITED) */
+      429: {
+        headers: {
+          /** @description seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body of every non-2xx response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              /** @description `{}` when there is nothing to add */
+              details: {
+                [key: string]: unknown;
+              };
+              message: string;
+              request_id: string;
+              type: string;
+            };
+          };
+        };
+      };
+    };
+  };
+}
