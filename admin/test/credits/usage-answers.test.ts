@@ -91,6 +91,43 @@ describe("admin's usage answers list credits as the check result does", () => {
     expect(await usageOf('calls')).toEqual(checked);
   });
 
+  it("a correction spends and gives back as a report's set does: the allowance, then the credits, back in reverse", async () => {
+    // Issue 35, found by a probe: a correction up left the credits unspent (a consume could then pass the allowance
+    // plus the credits), and a correction down gave back to the allowance before the credits.
+    await env.create([
+      ['/org/subscribers', { subscriber_id: 'bob' }],
+      ['/org/subscribers/bob/subscriptions', { plan_id: 'base' }],
+      ['/org/subscribers/bob/credits', { feature: 'calls', amount: 1, priority: 1 }],
+      ['/org/subscribers/bob/credits', { feature: 'calls', amount: 3, priority: 2 }],
+    ]);
+    const correctBob = (used: number) =>
+      ctx.app.inject({
+        method: 'PUT',
+        url: '/org/subscribers/bob/usage/calls',
+        headers: org.headers,
+        payload: { used },
+      });
+    const remainingOf = (answer: { credits: { remaining: number }[] }) =>
+      answer.credits.map((credit) => credit.remaining);
+
+    // Up to 12: the allowance's 10, then the first credit's 1 and 1 of the second.
+    const up = await correctBob(12);
+    expect(up.statusCode, up.body).toBe(200);
+    expect(up.json()).toMatchObject({ used: 12, remaining: 2 });
+    expect(remainingOf(up.json())).toEqual([2]);
+    expect(await env.check(0, 'bob', 'calls')).toEqual(up.json());
+    expect(await env.check(0, 'bob', 'calls', { consume: 3 })).toMatchObject({ allowed: false, used: 12 });
+    expect(await env.check(0, 'bob', 'calls', { consume: 2 })).toMatchObject({ allowed: true, remaining: 0 });
+
+    // Down to 11: the second credit, spent last, gets its 3 back; down to 9: the first credit its 1, then the allowance.
+    const down = await correctBob(11);
+    expect(down.json()).toMatchObject({ used: 11, remaining: 3 });
+    expect(remainingOf(down.json())).toEqual([3]);
+    const below = await correctBob(9);
+    expect(below.json()).toMatchObject({ used: 9, remaining: 1 + 1 + 3 });
+    expect(remainingOf(below.json())).toEqual([1, 3]);
+  });
+
   it("a rollover grant's period lists its rollover credit as the check does", async () => {
     clock.set(Date.parse('2027-04-02T00:00:00Z'));
     const checked = await check('tokens', { consume: 120 });

@@ -266,7 +266,15 @@ describe.each([singleRedis, redisCluster])('the metered balance scripts on $name
   it('a correction and its undo', async () => {
     const org = newOrganization();
     await changeBalance(redis, keys, org, balance(org, 'alice'), { used: 40, revision: 3 });
-    const applied = await correctBalance(redis, keys, balance(org, 'alice'), 10, { used: 30, revision: 2 });
+    const unlimited = { limit: null, soft: false, credits: '', nowMs: NOVEMBER };
+    const applied = await correctBalance(
+      redis,
+      keys,
+      balance(org, 'alice'),
+      10,
+      { used: 30, revision: 2 },
+      unlimited,
+    );
     expect(applied).toMatchObject({ from: 40, to: 10, revision: 4 });
     const key = keys.meteredBalance(org, `alice|api-calls|${NOVEMBER}`);
     expect(await redis.hgetall(key)).toEqual({ u: '10', r: '4', e: String(DECEMBER) });

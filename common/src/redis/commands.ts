@@ -29,8 +29,8 @@ const SCRIPTS = {
   evalSettle: { numberOfKeys: 4, lua: withMeteredBalance('eval-settle-4.lua') },
   windowTake: { numberOfKeys: 1, lua: lua('window-take-1.lua') },
   windowGiveBack: { numberOfKeys: 1, lua: lua('window-give-back-1.lua') },
-  meteredCorrect: { numberOfKeys: 2, lua: lua('metered-correct-2.lua') },
-  meteredCorrectUndo: { numberOfKeys: 2, lua: lua('metered-correct-undo-2.lua') },
+  meteredCorrect: { numberOfKeys: 2, lua: withMeteredBalance('metered-correct-2.lua') },
+  meteredCorrectUndo: { numberOfKeys: 2, lua: withMeteredBalance('metered-correct-undo-2.lua') },
   creditVoidRollover: { numberOfKeys: 1, lua: lua('credit-void-rollover-1.lua') },
 } as const;
 

@@ -1,30 +1,26 @@
-import { rolloverCreditId } from '@ent/common/metering/credits';
+import type { SpendingCredit } from '@ent/common/metering/credit-answer';
 import {
-  creditsInSpendingOrder,
-  spendingCreditsOf,
-  type SpendingCredit,
-} from '@ent/common/metering/credit-answer';
-import { meteredPeriodAt, type MeteredPeriod } from '@ent/common/metering/metered-period';
+  NO_CREDITS,
+  buildCreditsSpec,
+  type Documents,
+  type OperationCredits,
+} from '@ent/common/metering/credit-spec';
+import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import { creditBalanceDirtyMember, creditOwner, meteredMember, type RedisKeys } from '@ent/common/redis/keys';
-import { meteredTermsOf, type MeteredTerms } from '@ent/common/resolve/resolve';
+import type { MeteredTerms } from '@ent/common/resolve/resolve';
 import type { CatalogDoc, CreditDoc, SubscriberDoc } from '@ent/common/snapshots/documents';
 
 /**
- * The credits one metered operation spends (issue 35), as metered-balance.fragment.lua takes them: the live credits
- * at the app clock in spending order, and the period's rollover credit, whose amount only Redis knows.
+ * The credits one metered operation spends (issue 35), as metered-balance.fragment.lua takes them
+ * (common/src/metering/credit-spec.ts builds them), kept per subscriber document while the same credits are live.
  */
 
 /** id, amount (null: the period's rollover, its amount is the balance's `ro`), expiry (ISO 8601, null = never). */
 export type OperationCredit = SpendingCredit;
+export type { OperationCredits };
 
-export const NO_OPERATION_CREDITS: readonly OperationCredit[] = Object.freeze([]);
-
-/** The script's spec and the answer's list. */
-export interface OperationCredits {
-  spec: string;
-  list: readonly OperationCredit[];
-}
-const NONE: OperationCredits = Object.freeze({ spec: '', list: NO_OPERATION_CREDITS });
+export const NO_OPERATION_CREDITS: readonly OperationCredit[] = NO_CREDITS.list;
+const NONE = NO_CREDITS;
 
 /**
  * The rendering terms a keyed operation's record keeps: `encoded` (operationTermsOf's JSON array), and with credits a
@@ -61,38 +57,6 @@ function nextChange(credits: readonly CreditDoc[] | undefined, nowMs: number): n
       next = credit.expiresAt;
   }
   return next;
-}
-
-/** The snapshot documents an operation is resolved from. */
-interface Documents {
-  catalog: CatalogDoc;
-  subscriber: SubscriberDoc;
-}
-
-/**
- * The rollover lines of the spec: what the previous period allowed and where it started (its balance is the owner's
- * member of that start), so the script can make this period's rollover when it first creates the balance. None when
- * no subscription of the grant's plan covered the previous period (a subscriber that subscribed this period gets no
- * rollover from before it).
- */
-function rolloverLines(
-  docs: Documents,
-  feature: string,
-  terms: MeteredTerms,
-  period: MeteredPeriod,
-  creditId: string,
-): string[] {
-  const subscribedAt = terms.planId === null ? undefined : docs.subscriber.subscribedAt?.[terms.planId];
-  if (subscribedAt === undefined || subscribedAt >= period.startMs) return [];
-  const previous = meteredPeriodAt(terms.reset, terms.anchorMs, period.startMs - 1);
-  const previousLimit = meteredTermsOf(docs.catalog, docs.subscriber, feature, period.startMs - 1).limit;
-  return [
-    previousLimit === null ? '' : String(previousLimit),
-    String(terms.rollover),
-    creditId,
-    String(previous.startMs),
-    String(period.startMs),
-  ];
 }
 
 /** The key sets whose credit-spent hashes are where metered-credits.fragment.lua makes them, checked once each. */
@@ -164,40 +128,6 @@ export function creditsSpec(
     until: nextChange(credits, nowMs),
   });
   return built;
-}
-
-function buildCreditsSpec(
-  docs: Documents,
-  subscriberId: string,
-  feature: string,
-  terms: MeteredTerms,
-  period: MeteredPeriod,
-  nowMs: number,
-): OperationCredits {
-  const rollsOver = terms.rollover !== null && period.endMs !== null;
-  const { ordered, placeholder } = creditsInSpendingOrder(
-    docs.subscriber,
-    subscriberId,
-    feature,
-    rollsOver ? { startMs: period.startMs, endMs: period.endMs! } : null,
-    nowMs,
-  );
-  if (ordered.length === 0) return NONE;
-  const list = spendingCreditsOf(ordered, placeholder);
-  // metered-credits.fragment.lua's layout: the owner (the script makes the credit-spent hash and its dirty member from
-  // it: no key prefix sent), the count (so the ids are split only when read or spent), the ids and the amounts one
-  // line each, the rollover lines last and only when a rollover may be made.
-  const lines = [
-    creditOwner(subscriberId, feature),
-    String(list.length),
-    list.map(([id]) => id).join(' '),
-    list.map(([, amount]) => (amount === null ? '-' : String(amount))).join(' '),
-  ];
-  if (rollsOver)
-    lines.push(
-      ...rolloverLines(docs, feature, terms, period, rolloverCreditId(subscriberId, feature, period.startMs)),
-    );
-  return { spec: lines.join('\n'), list };
 }
 
 /**

@@ -2,7 +2,8 @@
  * A plain model of DESIGN.md §5 "Credits" (issue 35), written from the documented rule and not from the Lua: usage
  * spends the period's allowance first, then the live credits by priority, soonest expiry (never last), oldest, id; a
  * hard consume that does not fit both is refused whole; anything else beyond them is overage; an unlimited limit
- * never touches credits; usage given back returns to the credits first, in the reverse order, then the allowance.
+ * never touches credits; usage given back returns in the reverse order: overage first, then the credits (last spent
+ * first), then the allowance.
  */
 
 export interface ModelCredit {
@@ -84,8 +85,9 @@ export function applyModel(
   }
   if (change < 0) {
     const back = Math.min(-change, state.used);
-    state.used -= back;
-    let give = Math.min(back, state.covered);
+    // Overage (beyond the allowance and the credits) was spent last, so it is given back first.
+    const overage = terms.limit === null ? 0 : Math.max(0, state.used - state.covered - terms.limit);
+    let give = Math.min(Math.max(0, back - overage), state.covered);
     let returned = 0;
     for (const credit of [...order].reverse()) {
       const take = Math.min(give, state.spent.get(credit.id) ?? 0);
@@ -93,6 +95,7 @@ export function applyModel(
       give -= take;
       returned += take;
     }
+    state.used -= back;
     state.covered = Math.min(state.covered - returned, state.used);
   }
   return true;

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@ent/common/clock';
+import { buildCreditsSpec } from '@ent/common/metering/credit-spec';
 import { rolloverCreditId } from '@ent/common/metering/credits';
+import { meteredPeriodOf, meteredTermsOf } from '@ent/common/resolve/resolve';
 import { withScripts } from '@ent/common/redis/commands';
-import { creditBalanceDirtyMember, creditDirtyMember } from '@ent/common/redis/keys';
+import { creditBalanceDirtyMember } from '@ent/common/redis/keys';
 import type { SubscriberDoc } from '@ent/common/snapshots/documents';
 import {
   answerOf,
@@ -223,40 +225,70 @@ describe("a usage batch's operations on one balance with credits (usage-apply-6.
   });
 });
 
-describe('a correction (metered-correct-2.lua)', () => {
-  it('keeps what credits spent, unless the figure drops below what they covered: then gives back in reverse', async () => {
+describe('a correction (metered-correct-2.lua) and its undo', () => {
+  it("spends and gives back as a report's set does: the allowance, then credits in order; back in reverse", async () => {
     const org = await organization();
     clock.set(START + 2 * HOUR);
     await consume(org, 'calls', 17);
     const member = `alice|calls|${MARCH}`;
+    const terms = meteredTermsOf(catalog, alice, 'calls', clock.now());
+    const period = meteredPeriodOf(terms, clock.now());
+    const { spec } = buildCreditsSpec(
+      { catalog, subscriber: alice },
+      'alice',
+      'calls',
+      terms,
+      period,
+      clock.now(),
+    );
+    const figures = async () => ({
+      balance: await redis.hmget(keys.meteredBalance(org, member), 'u', 'k'),
+      spent: await redis.hgetall(keys.creditSpent(org, 'alice', 'calls')),
+    });
+    const scripts = withScripts(redis);
+    const tail = [String(APRIL), String(HOUR), String(terms.limit), '', spec];
     const correct = (used: number) =>
-      withScripts(redis).meteredCorrect(
+      scripts.meteredCorrect(
         keys.meteredBalance(org, member),
         keys.meteredDirty(org),
         member,
         String(used),
         String(APRIL),
-        String(Date.now() + HOUR),
+        String(HOUR),
         '',
         '',
-        keys.creditSpent(org, 'alice', 'calls'),
-        creditDirtyMember('alice', 'calls'),
-        'cr_promo',
-        'cr_topup',
+        ...tail.slice(2),
       );
+    const undo = (from: number, to: number) =>
+      scripts.meteredCorrectUndo(
+        keys.meteredBalance(org, member),
+        keys.meteredDirty(org),
+        member,
+        String(from),
+        String(to),
+        ...tail,
+      );
+    // 17 = the allowance's 10, the promotion's 5, 2 of the top-up's 3.
+    expect(await figures()).toEqual({ balance: ['17', '7'], spent: { cr_promo: '5', cr_topup: '2' } });
+    // Up by 3: the top-up's last 1, then 2 of overage (a correction is never refused).
     await correct(20);
-    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['20', '7']);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
-      cr_promo: '5',
-      cr_topup: '2',
-    });
+    expect(await figures()).toEqual({ balance: ['20', '8'], spent: { cr_promo: '5', cr_topup: '3' } });
+    expect(await read(org, 'calls')).toMatchObject({ used: 20, remaining: 0 });
+    // Down by 16: the credits last spent first (the top-up, then the promotion), then the allowance.
     await correct(4);
-    expect(await redis.hmget(keys.meteredBalance(org, member), 'u', 'k')).toEqual(['4', '4']);
-    expect(await redis.hgetall(keys.creditSpent(org, 'alice', 'calls'))).toEqual({
-      cr_promo: '4',
-      cr_topup: '0',
-    });
-    expect(await read(org, 'calls')).toMatchObject({ used: 4, remaining: 10 + 1 + 3 });
+    expect(await figures()).toEqual({ balance: ['4', '0'], spent: { cr_promo: '0', cr_topup: '0' } });
+    expect(await read(org, 'calls')).toMatchObject({ used: 4, remaining: 6 + 5 + 3 });
+    // Down within what credits covered: they give back, the allowance stays used.
+    await correct(17);
+    await correct(13);
+    expect(await figures()).toEqual({ balance: ['13', '3'], spent: { cr_promo: '3', cr_topup: '0' } });
+    // An undo takes the correction's own difference back by the same rule: exactly the figures before it.
+    await undo(17, 13);
+    expect(await figures()).toEqual({ balance: ['17', '7'], spent: { cr_promo: '5', cr_topup: '2' } });
+    await undo(20, 17);
+    expect(await figures()).toEqual({ balance: ['20', '8'], spent: { cr_promo: '5', cr_topup: '3' } });
+    await undo(17, 20);
+    expect(await figures()).toEqual({ balance: ['17', '7'], spent: { cr_promo: '5', cr_topup: '2' } });
   });
 });
 

@@ -1,4 +1,4 @@
-import { BALANCE_AFTER_PERIOD_MS } from '@ent/common/metering/metered-period';
+import { balanceTtlMs } from '@ent/common/metering/metered-period';
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { creditDirtyMember, meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
@@ -208,8 +208,20 @@ export interface BalanceRef {
   periodEndMs: number | null;
 }
 
+/** What a correction spends and gives back by: the balance's terms and credits, as a report's `set` has them. */
+export interface CorrectionTerms {
+  /** null: unlimited (credits are not touched). */
+  limit: number | null;
+  soft: boolean;
+  /** The balance's credits as metered-credits.fragment.lua takes them (common/src/metering/credit-spec.ts); '' none. */
+  credits: string;
+  /** The app clock's now: the balance lives until 35 days after its period's end from it. */
+  nowMs: number;
+}
+
 export interface AppliedCorrection {
   balance: BalanceRef;
+  terms: CorrectionTerms;
   from: number;
   to: number;
   /** The revision it wrote; null when the figure already was `to` (nothing written). */
@@ -219,10 +231,21 @@ export interface AppliedCorrection {
 const memberOf = (balance: BalanceRef) =>
   meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs);
 
+/** The arguments both correction scripts end with: period end, time to live, limit, soft, credits. */
+function termsArguments(balance: BalanceRef, terms: CorrectionTerms): string[] {
+  const ttl = balanceTtlMs(balance.periodEndMs, terms.nowMs);
+  return [
+    balance.periodEndMs === null ? '' : String(balance.periodEndMs),
+    ttl === null ? '' : String(ttl),
+    terms.limit === null ? '' : String(terms.limit),
+    terms.soft ? '1' : '',
+    terms.credits,
+  ];
+}
+
 /**
- * metered-correct-2.lua, then the organization marked dirty. `durable`: what Postgres holds for the balance;
- * `creditIds`: the live credits in spending order, given back to (in reverse) when the figure drops below what
- * credits covered.
+ * metered-correct-2.lua, then the organization marked dirty. `durable`: what Postgres holds for the balance. The
+ * figure is set by the balance rule, so credits are spent and given back as a report's `set` does.
  */
 export async function correctBalance(
   redis: RedisClient,
@@ -230,30 +253,25 @@ export async function correctBalance(
   balance: BalanceRef,
   used: number,
   durable: { used: number; revision: number } | null,
-  creditIds: readonly string[] = [],
+  terms: CorrectionTerms,
 ): Promise<AppliedCorrection> {
   const member = memberOf(balance);
-  const { organizationId, periodEndMs } = balance;
+  const { organizationId } = balance;
+  const [periodEnd, ttl, ...rest] = termsArguments(balance, terms);
   const [code, previous, revision] = await commandsOf(redis).meteredCorrect(
     keys.meteredBalance(organizationId, member),
     keys.meteredDirty(organizationId),
     member,
     String(used),
-    periodEndMs === null ? '' : String(periodEndMs),
-    periodEndMs === null ? '' : String(periodEndMs + BALANCE_AFTER_PERIOD_MS),
+    periodEnd!,
+    ttl!,
     durable ? String(durable.used) : '',
     durable ? String(durable.revision) : '',
-    ...(creditIds.length === 0
-      ? []
-      : [
-          keys.creditSpent(organizationId, balance.subscriberId, balance.feature),
-          creditDirtyMember(balance.subscriberId, balance.feature),
-          ...creditIds,
-        ]),
+    ...rest,
   );
-  if (code === 1) return { balance, from: Number(previous), to: used, revision: null };
+  if (code === 1) return { balance, terms, from: Number(previous), to: used, revision: null };
   await redis.sadd(keys.meteredDirtyOrganizations, organizationId);
-  return { balance, from: Number(previous), to: used, revision: Number(revision) };
+  return { balance, terms, from: Number(previous), to: used, revision: Number(revision) };
 }
 
 /** metered-correct-undo-2.lua: takes back a correction that did not commit. */
@@ -271,7 +289,7 @@ export async function undoCorrection(
     member,
     String(correction.from),
     String(correction.to),
-    String(correction.revision),
+    ...termsArguments(correction.balance, correction.terms),
   );
   await redis.sadd(keys.meteredDirtyOrganizations, organizationId);
 }

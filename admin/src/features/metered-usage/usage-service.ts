@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Database } from '@ent/common/db/database';
 import { notFound, validationError } from '@ent/common/errors/app-error';
-import { liveCreditsOf } from '@ent/common/metering/credits';
+import { buildCreditsSpec } from '@ent/common/metering/credit-spec';
 import type { MeteredPeriod } from '@ent/common/metering/metered-period';
 import {
   meteredPeriodOf,
@@ -46,8 +46,8 @@ interface CurrentTerms {
   subscriber: SubscriberDoc;
   terms: MeteredTerms;
   period: MeteredPeriod;
-  /** The live credits' ids in spending order (issue 35): a correction below what they covered gives back to them. */
-  creditIds: string[];
+  /** The balance's credits as the balance rule takes them (issue 35): a correction spends and gives back by them. */
+  credits: string;
 }
 
 /**
@@ -76,8 +76,16 @@ async function currentTerms(
   ]);
   const subscriber = subscribers.get(subscriberId)!.doc;
   const terms = meteredTermsOf(catalog!.doc, subscriber, feature, nowMs);
-  const creditIds = liveCreditsOf(subscriber, feature, nowMs).map((credit) => credit.id);
-  return { subscriber, terms, period: meteredPeriodOf(terms, nowMs), creditIds };
+  const period = meteredPeriodOf(terms, nowMs);
+  const { spec } = buildCreditsSpec(
+    { catalog: catalog!.doc, subscriber },
+    subscriberId,
+    feature,
+    terms,
+    period,
+    nowMs,
+  );
+  return { subscriber, terms, period, credits: spec };
 }
 
 /** Past periods of a subscriber's metered feature (every period but the current one), newest first, one page. */
@@ -127,7 +135,7 @@ export async function correctUsage(
   used: number,
 ): Promise<MeteredCheckResult> {
   const nowMs = deps.clock.now();
-  const { subscriber, terms, period, creditIds } = await currentTerms(
+  const { subscriber, terms, period, credits } = await currentTerms(
     deps,
     organizationId,
     subscriberId,
@@ -151,7 +159,12 @@ export async function correctUsage(
     return await run(async (trx, outcome) => {
       await takeBack();
       const durable = await findDurableBalance(trx, { ...balance, periodStart: new Date(period.startMs) });
-      applied = await correctBalance(deps.redis, deps.redisKeys, balance, used, durable ?? null, creditIds);
+      applied = await correctBalance(deps.redis, deps.redisKeys, balance, used, durable ?? null, {
+        limit: terms.limit,
+        soft: terms.soft,
+        credits,
+        nowMs,
+      });
       if (applied.revision !== null)
         outcome.details = {
           period_start: new Date(period.startMs).toISOString(),

@@ -28,8 +28,9 @@
   The balance also holds k (usage of the period that credits covered: the allowance used is u - k) and ro (the
   period's rollover amount, set once when a call first creates the hash). A positive change spends the allowance
   (limit - (u - k)) first, then the credits in the order given; a hard consume that does not fit both is refused
-  whole, anything else beyond them is overage. Unlimited: credits are not touched. A negative change gives back
-  what credits covered first, to the credits in the reverse order, then the allowance.
+  whole, anything else beyond them is overage. Unlimited: credits are not touched. A negative change gives back in
+  the reverse order: overage first, then what credits covered (to the credits in the reverse order), then the
+  allowance.
   Returns status, value:
     0, used   applied (a read, a consume that fitted, a delta, a set)
     1, used   a consume refused (did not fit a hard limit); nothing changed
@@ -228,7 +229,11 @@ local function meteredApply(balancePrefix, idempotencyPrefix, dirtyKey, op)
   elseif change < 0 then
     local back = math.min(-change, used)
     after = used - back
-    local give = math.min(back, covered)
+    -- In the reverse of the spending order: overage first (usage beyond the allowance and the credits, spent last),
+    -- then the credits, last spent first, then the allowance.
+    local limit = tonumber(op.limit)
+    local overage = limit and math.max(0, used - covered - limit) or 0
+    local give = math.min(math.max(0, back - overage), covered)
     local absorbed = 0
     for i = count, 1, -1 do
       if give == 0 then
