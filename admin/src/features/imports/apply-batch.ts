@@ -106,6 +106,19 @@ function applyFeature(trx: Transaction<Database>, batch: BatchOutcome, ctx: Batc
 }
 
 /**
+ * A feature or plan line whose key another transaction created between the line's look-up and its insert (two imports
+ * of one catalog at once, or an import and `POST /org/features`): the insert waited for that transaction, met its
+ * committed row and was refused as a duplicate key. The line is applied once more, now finding the row: an upsert
+ * by natural key, as when the imports run one after the other.
+ */
+async function againIfMadeMeanwhile(apply: () => Promise<AppliedResult>): Promise<AppliedResult> {
+  const first = await apply();
+  const madeMeanwhile =
+    first.result === 'failed' && first.error.code === 'CONFLICT' && first.error.details?.field === 'key';
+  return madeMeanwhile ? apply() : first;
+}
+
+/**
  * A plan upserted by key. `archived: false` unarchives it at once; `archived: true` leaves the archiving to the end of
  * the import (runner.ts), after the import's subscriptions to it, so the line is applied while that is pending.
  */
@@ -241,9 +254,9 @@ export async function applyBatch(
     for (const { line, record } of group) {
       const result =
         record.type === 'feature'
-          ? await applyFeature(trx, batch, ctx, record)
+          ? await againIfMadeMeanwhile(() => applyFeature(trx, batch, ctx, record))
           : record.type === 'plan'
-            ? await applyPlan(trx, batch, ctx, record)
+            ? await againIfMadeMeanwhile(() => applyPlan(trx, batch, ctx, record))
             : await applyOverride(trx, batch, ctx, record as OverrideLine, overridesLocked);
       batch.results.set(line, result);
     }
