@@ -104,7 +104,10 @@ const replayedHeader = {
 const usageErrors = {
   401: errors[401],
   403: json(ErrorBodySchema, 'The key lacks the usage:write scope'),
-  422: json(ErrorBodySchema, 'Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED'),
+  422: json(
+    ErrorBodySchema,
+    "Invalid body, not a metered feature, IDEMPOTENCY_KEY_REUSED, or more events than the organization's rate",
+  ),
   429: json(ErrorBodySchema, "More than the organization's usage events per second (Retry-After)"),
   503: json(ErrorBodySchema, 'Usage cannot be applied right now (Retry-After); nothing was applied'),
 };

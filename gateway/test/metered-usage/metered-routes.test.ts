@@ -351,6 +351,16 @@ describe('metered features on the gateway', () => {
     expect(
       (await a('POST', `/org/subscribers/${subscriber}/usage`, { feature: 'calls', delta: 1 })).json().used,
     ).toBe(4);
+    // A batch larger than the rate itself can never be taken: 422 naming the rate, not a 429 to retry for ever.
+    clock.advance(1000);
+    const tooLarge = await a('POST', '/org/usage-events', { events: [event, event, event, event] });
+    expect(tooLarge.statusCode).toBe(422);
+    expect(tooLarge.headers['retry-after']).toBeUndefined();
+    expect(tooLarge.json().error).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: { field: 'events', value: 4, expected: 'at most 3 events a request' },
+    });
+    expect((await a('POST', '/org/usage-events', { events: [event, event, event] })).statusCode).toBe(200);
   });
 
   it('starts a new period at the boundary of the app clock, and applies a changed limit on the next eval on both gateways', async () => {

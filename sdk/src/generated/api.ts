@@ -11326,7 +11326,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
+      /** @description Invalid body, not a metered feature, IDEMPOTENCY_KEY_REUSED, or more events than the organization's rate */
       422: {
         headers: {
           [name: string]: unknown;
@@ -11877,7 +11877,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Invalid body, not a metered feature, or IDEMPOTENCY_KEY_REUSED */
+      /** @description Invalid body, not a metered feature, IDEMPOTENCY_KEY_REUSED, or more events than the organization's rate */
       422: {
         headers: {
           [name: string]: unknown;

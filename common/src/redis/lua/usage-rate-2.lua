@@ -9,11 +9,15 @@
   ARGV[2]  events in this request (>= 1)
   ARGV[3]  the default rate
 
-  Returns 0 when taken, else the milliseconds until the window closes (> 0).
+  Returns 0 when taken, the milliseconds until the window closes (> 0) when the window is too full, or minus the
+  rate (< 0) when the request holds more events than the rate: no window can ever take it.
 ]]
 local now = tonumber(ARGV[1])
 local events = tonumber(ARGV[2])
 local limit = tonumber(redis.call('HGET', KEYS[1], 'usage_eps')) or tonumber(ARGV[3])
+if events > limit then
+  return -limit
+end
 local stored = redis.call('HMGET', KEYS[2], 'count', 'since')
 local since = tonumber(stored[2])
 local count = tonumber(stored[1]) or 0

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '@ent/common/errors/app-error';
+import { AppError, validationError } from '@ent/common/errors/app-error';
 import { DEFAULT_USAGE_EVENTS_PER_SECOND } from '@ent/common/metering/arrangement';
 import { meteredUnavailable } from '../../metering/metered-balances.ts';
 import { withMeteringCommands } from '../../metering/scripts.ts';
@@ -9,9 +9,17 @@ const usageRateLimited = (retryAfterSeconds: number) =>
     'retry-after': String(retryAfterSeconds),
   });
 
+/** A request of more events than the rate: no second can take it, so waiting (a 429) would never end. */
+const moreThanTheRate = (events: number, rate: number) =>
+  validationError(
+    `This request holds ${events} usage events, more than the organization takes in a second (${rate}); send at most ${rate} a request.`,
+    { field: 'events', value: events, expected: `at most ${rate} events a request` },
+  );
+
 /**
  * Takes `events` from the organization's usage-event rate (its arrangement's `usage_events_per_second`), whole or
- * not at all: 429 with Retry-After over it, 503 when Redis does not answer (nothing is accepted then).
+ * not at all: 429 with Retry-After over it, 422 when `events` alone is over it, 503 when Redis does not answer
+ * (nothing is accepted then).
  */
 export async function takeUsageEvents(
   app: Pick<FastifyInstance, 'redis' | 'redisKeys'>,
@@ -31,5 +39,6 @@ export async function takeUsageEvents(
   } catch (error) {
     throw Object.assign(meteredUnavailable(), { cause: error });
   }
+  if (waitMs < 0) throw moreThanTheRate(events, -waitMs);
   if (waitMs > 0) throw usageRateLimited(Math.max(1, Math.ceil(waitMs / 1000)));
 }
