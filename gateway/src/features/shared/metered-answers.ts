@@ -27,8 +27,13 @@ export interface MeteredItem {
 /** An item's answer: the check result (a replay: the first answer), or the error body it gets. */
 export type MeteredAnswer = { result: MeteredCheckResult; replayed: boolean } | { error: AppError };
 
-/** Versions moved again under a redo this many times: the answer is a 503 to retry, not a guess. */
-const ATTEMPTS = 3;
+/**
+ * Versions moved again under a redo this many times: the answer is a 503 to retry, not a guess. Any catalog write of
+ * the organization (a feature's description too) or write of the subscriber moves them, between a redo's read of the
+ * versions and its call: a probe writing 60 times a second got a 503 for about one consume in 5,000 with 3 tries.
+ * Each try is one read and one call, and the request's deadline still bounds them.
+ */
+const ATTEMPTS = 8;
 
 const idempotencyKeyReused = (key: string) =>
   new AppError(
