@@ -40,6 +40,11 @@ function withIdempotencyKey(operation: Operation): Operation {
         : response,
     ]),
   );
+  // A repeat while the first request still runs (admin's keys; the gateway's usage keys never answer 409).
+  responses['409'] ??= {
+    description: 'The first request under this Idempotency-Key is still running (CONFLICT)',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
+  };
   return {
     ...operation,
     parameters: [...(operation.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER],

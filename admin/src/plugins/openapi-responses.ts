@@ -1,6 +1,6 @@
 /**
  * The last pass over the OpenAPI document: the answers every route can give that no route schema declares, because
- * hooks shared by all routes give them (the body parser, the failed-key budget, Idempotency-Key), a description for
+ * hooks shared by all routes give them (the body parser, the failed-key budget), a description for
  * each response, and an operationId for each operation (a generated client names its methods by it).
  */
 type Response = { description?: string; headers?: Record<string, unknown> } & Record<string, unknown>;
@@ -69,14 +69,6 @@ function completed(method: string, path: string, operation: Operation, errorBody
     responses[status] ??= response;
   };
   const organizationRoute = path === '/org' || path.startsWith('/org/');
-  const keyed = (operation.parameters ?? []).some(
-    (parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key',
-  );
-  if (keyed && method !== 'get')
-    add(
-      '409',
-      errorResponse(errorBody, 'The first request under this Idempotency-Key is still running (CONFLICT)'),
-    );
   if (operation.requestBody?.content?.['application/json']) {
     add('413', errorResponse(errorBody, STATUS_DESCRIPTIONS[413]!));
     add('415', errorResponse(errorBody, STATUS_DESCRIPTIONS[415]!));

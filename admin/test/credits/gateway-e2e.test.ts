@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { creditSpentNow } from '@ent/common/db/credit-columns';
 import {
   ManualClock,
@@ -27,6 +27,18 @@ beforeAll(async () => {
 });
 afterAll(() => env?.close());
 
+/**
+ * A gateway names a changed organization in `mdirty-orgs` at once after a quiet spell, else up to 100 ms later (one
+ * mark per interval, metered-balances.ts): the worker's pass after the mark finds the change. The test's pass may come
+ * sooner, so it waits for the mark rather than racing it (it failed so in one full run of the suite).
+ */
+const organizationMarkedDirty = () =>
+  vi.waitFor(
+    async () =>
+      expect(await ctx.redis.sismember(ctx.app.redisKeys.meteredDirtyOrganizations, org.organization_id)).toBe(1),
+    { timeout: 5_000 },
+  );
+
 const check = (gateway: number, body: object) => env.check(gateway, 'alice', 'calls', body);
 
 describe('credits end to end: admin writes, every gateway reads its writes, the worker persists', () => {
@@ -52,6 +64,7 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
       credits: [{ credit_id: creditId, remaining: 3 }],
     });
     const deps = meteredPersisterDeps(ctx);
+    await organizationMarkedDirty();
     expect((await createMeteredPersister(deps).persistOnce()).failed).toBe(0);
     const row = await ctx.db
       .selectFrom('credits as c')
@@ -81,6 +94,7 @@ describe('credits end to end: admin writes, every gateway reads its writes, the 
     expect(first).toMatchObject({ remaining: 130, credits: [{ remaining: 30 }] });
     expect(second.credits).toEqual(first.credits);
     const deps = meteredPersisterDeps(ctx);
+    await organizationMarkedDirty();
     await Promise.all([
       createMeteredPersister(deps).persistOnce(),
       createMeteredPersister(deps).persistOnce(),

@@ -440,6 +440,21 @@ describe('POST /org/imports', () => {
       .where('organization_id', '=', org.organization_id)
       .execute();
     expect(imports.map((i) => i.id)).toEqual([first.json().import_id]);
+    // The repeat's entry was made before its body was read (the key had no answer yet): it says it was a replay, never
+    // a second import. The other body's upload began after the first answered: refused at once, no entry.
+    const entries = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/audit-events?limit=100',
+      headers: org.headers,
+    });
+    const outcomes = entries
+      .json()
+      .audit_events.filter((e: { route: string }) => e.route === '/org/imports')
+      .map((e: { status: number; details: unknown }) => [e.status, e.details]);
+    expect(outcomes).toEqual([
+      [202, expect.objectContaining({ import_id: first.json().import_id })],
+      [202, { idempotent_replay: true }],
+    ]);
   });
 
   it('records one audit entry per import, with its SHA-256 and line counts', async () => {

@@ -11299,15 +11299,6 @@ export interface operations {
           };
         };
       };
-      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
       /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */
       413: {
         headers: {
@@ -11848,15 +11839,6 @@ export interface operations {
               type: string;
             };
           };
-        };
-      };
-      /** @description The first request under this Idempotency-Key is still running (CONFLICT) */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ErrorBody'];
         };
       };
       /** @description The body is larger than this route takes (PAYLOAD_TOO_LARGE) */

@@ -188,7 +188,11 @@ export const audit = fp(
             });
           return payload;
         }
-        await appendOutcome(db, outcomeOfAnswer(state.entry, status, app.writePipeline.outcomeOf(request)));
+        const outcome = outcomeOfAnswer(state.entry, status, app.writePipeline.outcomeOf(request));
+        // A repeat answered from its Idempotency-Key's first use after its entry was made (a slow body: the first
+        // answered while it arrived): said, so it never reads as a second write.
+        if (isIdempotentReplay(request) && status < 300) outcome.details = { idempotent_replay: true };
+        await appendOutcome(db, outcome);
       } catch (error) {
         // The write already happened; the entry stays pending and is settled to no_response later.
         request.log.error({ err: error, auditEntryId: state.entry?.id }, 'audit outcome not recorded');

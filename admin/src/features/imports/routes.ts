@@ -86,7 +86,7 @@ export async function importRoutes(fastify: FastifyInstance): Promise<void> {
   app.post(
     '/org/imports',
     {
-      config: { scope: 'subscribers:write', auditService: 'api' },
+      config: { scope: 'subscribers:write', auditService: 'api', slowBody: true },
       schema: {
         tags,
         summary:

@@ -34,6 +34,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency: IdempotencyState | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * The route reads a body that may take minutes to arrive (an import's upload): its key is looked up again once
+     * the body is in, since a first use may have answered meanwhile.
+     */
+    slowBody?: boolean;
+  }
   interface FastifyInstance {
     /** Prunes expired keys after keyed writes' responses (tests wait for it with `settled()`). */
     idempotencyPruner: ExpiredKeyPruner;
@@ -168,9 +175,12 @@ export const idempotency = fp(
           field: 'Idempotency-Key',
         });
       }
-      // Asked again once the body is in: a first use of the key may have answered while this one's body arrived (an
-      // import's upload takes minutes), and its repeat is answered from it, not refused as still running.
-      const stored = (state.stored ??= await answeredUse(request, state.key));
+      // Asked again once a slow body is in: a first use of the key may have answered while this one's body arrived
+      // (an import's upload takes minutes), and its repeat is answered from it, not refused as still running. Other
+      // bodies arrive in the time of the first look-up's answer: no second read on every keyed write.
+      if (state.stored === null && request.routeOptions.config.slowBody)
+        state.stored = await answeredUse(request, state.key);
+      const stored = state.stored;
       if (!stored) return;
       if (stored.fingerprint !== state.fingerprint)
         throw new AppError(
