@@ -264,12 +264,20 @@ export function usageApplyArguments(
 
 /**
  * What eval-settle-4.lua needs of a call's operations to give back those its memory names (a gate batch's consumes
- * applied, by place; a usage call's changes): six values per operation, in the call's order.
+ * applied, by place; a usage call's changes): seven values per operation, in the call's order.
  */
 export function giveBackArguments(ops: readonly MeteredOperation[]): (string | number)[] {
   const args: (string | number)[] = [];
   for (const op of ops)
-    args.push(op.member, op.amount, op.periodEndMs ?? '', op.ttlMs ?? '', op.credits, op.idempotencyKey);
+    args.push(
+      op.member,
+      op.amount,
+      op.periodEndMs ?? '',
+      op.ttlMs ?? '',
+      op.credits,
+      op.idempotencyKey,
+      op.limit ?? '',
+    );
   return args;
 }
 

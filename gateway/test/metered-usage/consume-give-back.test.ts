@@ -117,6 +117,42 @@ describe('a failed gate call that ran: its settle gives its consumes back (eval-
     expect((await redis.smembers(keys.meteredDirty(org))).sort()).toEqual([CALLS_WITH_CREDITS, SOFT].sort());
   });
 
+  it('gives back a soft consume that spent a credit and then went over: the overage first, then the credit', async () => {
+    const onSoft = {
+      id: 'cr_soft',
+      amount: 5,
+      priority: 1,
+      effectiveAt: START - HOUR,
+      expiresAt: null,
+      createdAt: START - HOUR,
+    };
+    const withSoftCredit = { ...alice, credits: { ...alice.credits, soft: [onSoft] } };
+    const org = await seededOrganization({ subscribers: { alice: withSoftCredit } });
+    const consumeSoft = (amount: number) =>
+      meteredOperation(
+        { catalog, subscriber: withSoftCredit, ...SEEDED_VERSIONS },
+        'alice',
+        'soft',
+        'c',
+        amount,
+        clock.now(),
+        '',
+        keys,
+        org,
+      );
+    const softFigures = async () => [
+      ...(await redis.hmget(keys.meteredBalance(org, SOFT), 'u', 'k')),
+      await redis.hget(keys.creditSpent(org, 'alice', 'soft'), 'cr_soft'),
+    ];
+    // Answered: the allowance's 10 and 2 of the credit. Lost: 3 more of the credit, then 3 of overage.
+    await gateBatch(org, 'answered', [[consumeSoft(12)]]);
+    expect(await softFigures()).toEqual(['12', '2', '2']);
+    await gateBatch(org, 'lost', [[consumeSoft(6)]]);
+    expect(await softFigures()).toEqual(['18', '5', '5']);
+    expect((await settle(org, 'lost'))[4]).toBe(1);
+    expect(await softFigures()).toEqual(['12', '2', '2']);
+  });
+
   it("gives back the consumes by their place among the batch's operations, reads and refusals among them", async () => {
     const org = await organization();
     const read = (feature: string) =>

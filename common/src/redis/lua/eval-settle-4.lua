@@ -6,9 +6,9 @@
   Keeps first_over_at exact as eval-adjust-2.lua does.
   Gives back, in the same step, the consumes the batch applied (the batch memory names them, the gateway
   sends the rest): the gateway answered each 503, "nothing applied" (decisions.md, "A consume answered 503
-  is given back when its call ran"). Each is undone by the negative change of its amount with the credits it was applied with, last
-  first, which gives back what credits covered (the last credit spent first) and then the allowance
-  (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
+  is given back when its call ran"). Each is undone by the negative change of its amount with the credits and limit it
+  was applied with, last first, which gives back the overage it made, then what credits covered (the last credit spent
+  first), then the allowance (metered-balance.fragment.lua), and its idempotency record is deleted, so a retry under its key applies
   afresh instead of replaying "applied". A balance that is gone has nothing to give back.
   A failed usage call (usage-apply-6.lua) is settled the same way, with 0 evals answered: its memory counted none
   and holds each operation's change of used, the gateway sends the rest (ARGV[7...]). A change may be negative (a
@@ -31,9 +31,9 @@
     ARGV[3] usage time to live (ms): set when KEYS[2] is created
     ARGV[4] how long the settled mark is kept (ms)
     ARGV[5] the organization's metered balance key prefix, ARGV[6] its idempotency key prefix
-    ARGV[7...] the call's metered operations (a gate batch's or a usage call's), six per operation in the call's
-            order: member, amount, period end, ttl, credits, idempotency key (the gateway keeps them until settled;
-            a usage call's change of used is its memory's, not the amount)
+    ARGV[7...] the call's metered operations (a gate batch's or a usage call's), seven per operation in the call's
+            order: member, amount, period end, ttl, credits, idempotency key, limit ('' = unlimited) (the gateway
+            keeps them until settled; a usage call's change of used is its memory's, not the amount)
 
   Output: { code, count, delta applied, usage epoch (0 = none), consumes given back, places without an operation }
   (the last three only with code 0; the last is 0 unless the gateway sent fewer operations than the memory names,
@@ -55,18 +55,19 @@ if not arrangement[2] then
 end
 local limit = tonumber(arrangement[1])
 
--- What to give back, in the order applied: six strings each (member, amount, period end, ttl, credits, key).
+-- What to give back, in the order applied: seven strings each (member, amount, period end, ttl, credits, key, limit).
 local counted, consumed = memory, nil
 local unmatched = 0
--- The operation the gateway sent at ARGV[at..at+5], with `amount` as what to undo; none sent there: counted unmatched.
+-- The operation the gateway sent at ARGV[at..at+6], with `amount` as what to undo; none sent there: counted unmatched.
 local function giveBack(at, amount)
-  if not ARGV[at + 5] then
+  if not ARGV[at + 6] then
     unmatched = unmatched + 1
     return
   end
   local n = #consumed
   consumed[n + 1], consumed[n + 2], consumed[n + 3] = ARGV[at], amount, ARGV[at + 2]
   consumed[n + 4], consumed[n + 5], consumed[n + 6] = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+  consumed[n + 7] = ARGV[at + 6]
 end
 if memory then
   local newline = string.find(memory, "\n", 1, true)
@@ -77,7 +78,7 @@ if memory then
     if string.sub(listed, 1, 1) == "#" then
       -- A gate batch's: the places of the consumes it applied among its operations, which ARGV holds.
       for place in string.gmatch(listed, "%d+") do
-        local at = 1 + 6 * tonumber(place)
+        local at = 7 * tonumber(place)
         giveBack(at, ARGV[at + 1])
       end
     else
@@ -87,7 +88,7 @@ if memory then
         if change ~= "x" then
           giveBack(at, change)
         end
-        at = at + 6
+        at = at + 7
       end
     end
   end
@@ -104,12 +105,15 @@ rcall("SET", KEYS[3], "settled", "PX", ARGV[4])
 local givenBack = 0
 if consumed then
   local balancePrefix, idempotencyPrefix = ARGV[5], ARGV[6]
-  for at = #consumed - 5, 1, -6 do
-    local member, amount, periodEnd, ttl, credits, idem = unpack(consumed, at, at + 5)
+  for at = #consumed - 6, 1, -7 do
+    local member, amount, periodEnd, ttl, credits, idem, limit = unpack(consumed, at, at + 6)
     -- Checked first: the change would otherwise create the balance (and its period's rollover) to take nothing.
     if amount ~= "0" and rcall("EXISTS", balancePrefix .. member) == 1 then
+      -- A rise is given back with its limit, so the overage it made goes back first (then the credits, then the
+      -- allowance); a lowering is given back as a rise with no limit, so credits keep what it gave them.
       meteredApply(balancePrefix, idempotencyPrefix, false, {
-        kind = "d", member = member, amount = -tonumber(amount), limit = "", soft = "0", periodEnd = periodEnd,
+        kind = "d", member = member, amount = -tonumber(amount), limit = tonumber(amount) > 0 and limit or "",
+        soft = "0", periodEnd = periodEnd,
         ttl = ttl, idem = "", fingerprint = "", terms = "", credits = credits,
       })
     end
