@@ -128,6 +128,40 @@ describe("admin's usage answers list credits as the check result does", () => {
     expect(remainingOf(below.json())).toEqual([1, 3]);
   });
 
+  it('a correction on a Redis that lost the organization starts from every persisted figure, credits included', async () => {
+    await env.create([
+      ['/org/subscribers', { subscriber_id: 'carol' }],
+      ['/org/subscribers/carol/subscriptions', { plan_id: 'base' }],
+      ['/org/subscribers/carol/credits', { feature: 'calls', amount: 10, priority: 1 }],
+    ]);
+    // 15: the allowance's 10 and 5 of the credit, persisted by the worker; then Redis loses the organization.
+    expect(await env.check(0, 'carol', 'calls', { consume: 15 })).toMatchObject({ used: 15, remaining: 5 });
+    await ctx.redis.sadd(ctx.app.redisKeys.meteredDirtyOrganizations, org.organization_id);
+    expect((await createMeteredPersister(meteredPersisterDeps(ctx)).persistOnce()).failed).toBe(0);
+    const keys = ctx.app.redisKeys;
+    await ctx.redis.del(
+      ...(await ctx.redis.keys(keys.meteredBalance(org.organization_id, '*'))),
+      ...(await ctx.redis.keys(`${keys.creditSpentPrefix(org.organization_id)}*`)),
+      keys.meteredReady(org.organization_id),
+    );
+    // Up by 5 before any gateway refilled: the credit's last 5, not the 5 it had already given spent again.
+    const corrected = await ctx.app.inject({
+      method: 'PUT',
+      url: '/org/subscribers/carol/usage/calls',
+      headers: org.headers,
+      payload: { used: 20 },
+    });
+    expect(corrected.statusCode, corrected.body).toBe(200);
+    expect(corrected.json()).toMatchObject({ used: 20, remaining: 0 });
+    const member = (await ctx.redis.keys(keys.meteredBalance(org.organization_id, 'carol|calls|*')))[0]!;
+    expect(await ctx.redis.hmget(member, 'u', 'k')).toEqual(['20', '10']);
+    expect(
+      Object.values(await ctx.redis.hgetall(keys.creditSpent(org.organization_id, 'carol', 'calls'))),
+    ).toEqual(['10']);
+    // The gateways merge their own figures and mark the organization ready; this test stands in for them.
+    await ctx.redis.set(keys.meteredReady(org.organization_id), '1');
+  });
+
   it("a rollover grant's period lists its rollover credit as the check does", async () => {
     clock.set(Date.parse('2027-04-02T00:00:00Z'));
     const checked = await check('tokens', { consume: 120 });

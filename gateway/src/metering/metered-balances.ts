@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { balanceTtlMs } from '@ent/common/metering/metered-period';
+import { refillArguments, type RefillBalance } from '@ent/common/metering/refill-arguments';
 import { AppError } from '@ent/common/errors/app-error';
 import type { Clock } from '@ent/common/clock';
 import type { RedisClient } from '@ent/common/redis/connect';
@@ -136,13 +136,7 @@ interface Figure {
   spent: number[] | null;
 }
 
-interface Merged {
-  used: number;
-  revision: number;
-  periodEndMs: number | null;
-  covered: number;
-  rollover: number;
-}
+type Merged = RefillBalance;
 
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
   const redis = withMeteringCommands(options.redis);
@@ -285,19 +279,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
     // No balance known anywhere (an organization's first metered operation, or one just imported: credits' spent alone
     // came with no usage to lose): nothing to gather; answers resume at once.
     const gather = merged.size > 0 || knownHere ? gatherMs : 0;
-    const args: (string | number)[] = [
-      keys.meteredBalance(organizationId, ''),
-      gather > 0 ? '0' : '1',
-      merged.size,
-    ];
-    for (const [member, { used, revision, periodEndMs, covered, rollover }] of merged) {
-      const ttl = balanceTtlMs(periodEndMs, nowMs) ?? '';
-      args.push(member, used, revision, periodEndMs ?? '', ttl, covered, rollover);
-    }
-    for (const [member, { subscriberId, feature, figures: byCredit }] of spent) {
-      args.push(keys.creditSpent(organizationId, subscriberId, feature), member, byCredit.size);
-      for (const [creditId, figure] of byCredit) args.push(creditId, figure);
-    }
+    const args = refillArguments(keys, organizationId, merged, spent, nowMs, gather === 0);
     await redis.meteredRefill(keys.meteredReady(organizationId), keys.meteredDirty(organizationId), ...args);
     return gather;
   }

@@ -1,7 +1,9 @@
 import { balanceTtlMs } from '@ent/common/metering/metered-period';
+import { refillArguments, type RefillBalance, type RefillSpent } from '@ent/common/metering/refill-arguments';
 import { withScripts } from '@ent/common/redis/commands';
 import type { RedisClient } from '@ent/common/redis/connect';
 import { creditDirtyMember, meteredMember, parseMeteredMember, type RedisKeys } from '@ent/common/redis/keys';
+import type { RefillFigures } from './open-balances.ts';
 
 /** A balance's figures as Redis holds them (decisions.md, "Metered usage: how it is built"). */
 export interface DrainedBalance {
@@ -61,6 +63,7 @@ export interface Drained {
 }
 
 interface BalanceCommands {
+  meteredRefill(...keysAndArgs: (string | number)[]): Promise<number>;
   meteredCorrect(...keysAndArgs: string[]): Promise<[number, number, number]>;
   meteredCorrectUndo(...keysAndArgs: string[]): Promise<[number, number]>;
   meteredDrain(...keysAndArgs: (string | number)[]): Promise<DrainReply>;
@@ -272,6 +275,49 @@ export async function correctBalance(
   if (code === 1) return { balance, terms, from: Number(previous), to: used, revision: null };
   await redis.sadd(keys.meteredDirtyOrganizations, organizationId);
   return { balance, terms, from: Number(previous), to: used, revision: Number(revision) };
+}
+
+/**
+ * Before a correction on a Redis that lost the organization (no readiness mark yet): the persisted figures of the
+ * balance's owner (subscriber and feature) are merged in as a gateway's refill merges them (metered-refill-2.lua,
+ * largest known wins), so the correction spends and gives back from what credits covered, the period's rollover and
+ * what each credit spent, and a period it creates reads the ended period it rolls over from. Merge only: the gateways
+ * still merge their own last figures and mark the organization ready (metered-balances.ts).
+ */
+export async function mergePersistedOwner(
+  redis: RedisClient,
+  keys: RedisKeys,
+  organizationId: string,
+  figures: RefillFigures,
+  nowMs: number,
+): Promise<void> {
+  const balances = new Map<string, RefillBalance>();
+  for (const balance of figures.balances)
+    balances.set(meteredMember(balance.subscriber_id, balance.feature, balance.period_start_ms), {
+      used: balance.used,
+      revision: balance.revision,
+      periodEndMs: balance.period_end_ms,
+      covered: balance.covered,
+      rollover: balance.rollover,
+    });
+  const spent = new Map<string, RefillSpent>();
+  for (const credit of figures.credits) {
+    const member = creditDirtyMember(credit.subscriber_id, credit.feature);
+    const entry = spent.get(member) ?? {
+      subscriberId: credit.subscriber_id,
+      feature: credit.feature,
+      figures: new Map(),
+    };
+    (entry.figures as Map<string, number>).set(credit.credit_id, credit.spent);
+    spent.set(member, entry);
+  }
+  if (balances.size === 0 && spent.size === 0) return;
+  await commandsOf(redis).meteredRefill(
+    keys.meteredReady(organizationId),
+    keys.meteredDirty(organizationId),
+    ...refillArguments(keys, organizationId, balances, spent, nowMs, false),
+  );
+  await redis.sadd(keys.meteredDirtyOrganizations, organizationId);
 }
 
 /** metered-correct-undo-2.lua: takes back a correction that did not commit. */

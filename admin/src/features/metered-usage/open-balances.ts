@@ -59,6 +59,8 @@ export async function refillFigures(
   db: Kysely<Database>,
   organizationId: string,
   now: Date,
+  /** Only this subscriber's balances and credits of this feature (a correction's own), else the organization's. */
+  owner?: { subscriberId: string; feature: string },
 ): Promise<RefillFigures> {
   const rolloverFeatures = db
     .selectFrom('plan_grants')
@@ -72,6 +74,9 @@ export async function refillFigures(
       .selectFrom('metered_usage')
       .select(BALANCE_COLUMNS)
       .where('organization_id', '=', organizationId)
+      .$if(owner !== undefined, (q) =>
+        q.where('subscriber_id', '=', owner!.subscriberId).where('feature_key', '=', owner!.feature),
+      )
       .where((eb) => eb.or([eb('period_end', 'is', null), eb('period_end', '>', now)]))
       .execute(),
     db
@@ -79,6 +84,9 @@ export async function refillFigures(
       .select(BALANCE_COLUMNS)
       .distinctOn(['subscriber_id', 'feature_key'])
       .where('organization_id', '=', organizationId)
+      .$if(owner !== undefined, (q) =>
+        q.where('subscriber_id', '=', owner!.subscriberId).where('feature_key', '=', owner!.feature),
+      )
       .where('feature_key', 'in', rolloverFeatures)
       .where('period_end', '<=', now)
       .where('period_end', '>', new Date(now.getTime() - BALANCE_AFTER_PERIOD_MS))
@@ -91,6 +99,9 @@ export async function refillFigures(
       .innerJoin('features', 'features.id', 'c.feature_id')
       .select(['c.subscriber_id', 'features.key as feature', 'c.id as credit_id', creditSpentNow])
       .where('c.organization_id', '=', organizationId)
+      .$if(owner !== undefined, (q) =>
+        q.where('c.subscriber_id', '=', owner!.subscriberId).where('features.key', '=', owner!.feature),
+      )
       // Credits that can no longer be spent too, while rows of balances still in Redis may name them: a hash put back
       // without them would drop them from those rows' next writes (decisions.md, "A credit's spent, persisted in its
       // balance's row").

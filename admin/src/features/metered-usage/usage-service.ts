@@ -19,11 +19,13 @@ import type { WriteOutcome } from '../shared/write/outcome.ts';
 import { getSubscriber } from '../subscribers/service.ts';
 import {
   correctBalance,
+  mergePersistedOwner,
   undoCorrection,
   type AppliedCorrection,
   type BalanceRef,
 } from './balance-scripts.ts';
 import { readBalanceFigures } from './balance-figures.ts';
+import { refillFigures } from './open-balances.ts';
 import {
   featureKindOf,
   findDurableBalance,
@@ -155,6 +157,14 @@ export async function correctUsage(
     applied = null;
     if (correction) await undoCorrection(deps.redis, deps.redisKeys, correction);
   };
+  if ((await deps.redis.exists(deps.redisKeys.meteredReady(organizationId))) === 0)
+    await mergePersistedOwner(
+      deps.redis,
+      deps.redisKeys,
+      organizationId,
+      await refillFigures(deps.db, organizationId, new Date(nowMs), { subscriberId, feature }),
+      nowMs,
+    );
   try {
     return await run(async (trx, outcome) => {
       await takeBack();
