@@ -27,6 +27,19 @@ async function keyInFlight(response: Response): Promise<boolean> {
  * after no answer, 408, 429, 502/503/504 or a 409 for the key in flight: a write the service applied before the
  * connection dropped is answered again, not made twice (DESIGN.md §5). Reads are sent once, as before.
  */
+/**
+ * Each attempt ends after `timeoutMs` without the response's headers (a service that stopped answering), as the eval
+ * client's attempts do: a `TimeoutError`, which a write retries under its key.
+ */
+function timedAttempts(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return (input, init) => {
+    const request = new Request(input, init);
+    return fetchImpl(
+      new Request(request, { signal: AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) }),
+    );
+  };
+}
+
 function idempotentWrites(fetchImpl: typeof fetch, retry: RetryOptions = {}): typeof fetch {
   const retries = retry.retries ?? 2;
   const baseDelayMs = retry.baseDelayMs ?? 100;
@@ -68,10 +81,13 @@ export function createApiClient(options: {
   apiKey: string;
   fetch?: typeof fetch;
   retry?: RetryOptions;
+  /** Per attempt, until the response's headers; default 30000 (the service's own request deadline is 30 s). */
+  timeoutMs?: number;
 }): ApiClient {
+  const attempt = timedAttempts(options.fetch ?? ((request) => fetch(request)), options.timeoutMs ?? 30_000);
   return createClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { 'x-api-key': options.apiKey },
-    fetch: idempotentWrites(options.fetch ?? ((request) => fetch(request)), options.retry),
+    fetch: idempotentWrites(attempt, options.retry),
   });
 }

@@ -11,7 +11,7 @@ interface Seen {
   at: number;
 }
 let seen: Seen[] = [];
-let failures: ('drop' | 503 | 409 | 422 | '429-1s' | '429-60s')[] = [];
+let failures: ('drop' | 'hang' | 503 | 409 | 422 | '429-1s' | '429-60s')[] = [];
 let server: Server;
 let baseUrl: string;
 
@@ -22,6 +22,8 @@ function answer(req: IncomingMessage, res: ServerResponse, body: string) {
   const json = (status: number, value: unknown) =>
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
   if (failure === 'drop') return req.socket.destroy();
+  // A service that stopped answering: the attempt's timeout ends it (the socket closes when the client gives up).
+  if (failure === 'hang') return;
   if (failure === '429-1s' || failure === '429-60s')
     return res
       .writeHead(429, {
@@ -113,6 +115,25 @@ describe('createApiClient writes', () => {
       params: { header: { 'Idempotency-Key': 'order-42' } },
     });
     expect(seen[0]!.key).toBe('order-42');
+  });
+
+  it('end an attempt without an answer at timeoutMs: a write is retried under its key, a read rejects', async () => {
+    const timed = createApiClient({
+      baseUrl,
+      apiKey: 'svc-test',
+      timeoutMs: 200,
+      retry: { baseDelayMs: 1, maxDelayMs: 5 },
+    });
+    failures = ['hang'];
+    const written = await timed.POST('/org/subscribers', { body: { subscriber_id: 'cus_1' } });
+    expect(written.response.status).toBe(201);
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.key).toBe(seen[0]!.key);
+    expect(seen[1]!.body).toBe(seen[0]!.body);
+    seen = [];
+    failures = ['hang'];
+    await expect(timed.GET('/org/subscribers')).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(seen).toHaveLength(1);
   });
 
   it('reads carry no key and are sent once', async () => {
