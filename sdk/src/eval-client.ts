@@ -187,6 +187,8 @@ export class EvalClient {
         if (reread) throw unknownFeature(feature);
         const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
         if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
+        // Also when that document has expired: the last the service said of this subscriber lacks the key.
+        if (held !== undefined && !held.byFeature.has(feature)) throw unknownFeature(feature);
         return this.#fallback(feature, error);
       }
       const entitlement = doc.byFeature.get(feature);
@@ -291,15 +293,21 @@ export class EvalClient {
     const fallbacks = options.fallbacks ?? {};
     const value = Object.hasOwn(fallbacks, feature) ? fallbacks[feature] : options.defaultFallback;
     const known = this.#kinds.get(feature);
-    if (value !== undefined) {
-      if (typeof value === 'boolean')
-        return { ...base, kind: known ?? 'flag', allowed: value, limit: value ? null : 0 };
-      return { ...base, kind: known ?? 'limit', allowed: value === null || value >= amount, limit: value };
-    }
     const failModes = options.failModes ?? {};
     // Own entries only: `constructor` or `toString` are valid feature keys, and every object inherits them.
     const failMode = Object.hasOwn(failModes, feature) ? failModes[feature] : undefined;
     const open = (failMode ?? options.defaultFailMode ?? 'closed') === 'open';
+    if (value !== undefined) {
+      if (typeof value === 'boolean')
+        return { ...base, kind: known ?? 'flag', allowed: value, limit: value ? null : 0 };
+      // A number that does not cover the amount leaves it to the fail mode (docs/sdk.md).
+      return {
+        ...base,
+        kind: known ?? 'limit',
+        allowed: value === null || value >= amount || open,
+        limit: value,
+      };
+    }
     return { ...base, kind: known ?? null, allowed: open, limit: open ? null : 0 };
   }
 

@@ -79,7 +79,7 @@ export async function reportUsageEvents(
       // A mistake in the request (401, 403, 422) before anything was sent is thrown; after earlier batches were
       // applied it is answered like an outage, so their results and keys are not lost with it.
       if (!isOutage(error) && (start === 0 || !(error instanceof EntitlementsError))) throw error;
-      const body = errorBodyOf(error as EntitlementsError);
+      const body = errorBodyOf(error as EntitlementsError, start);
       while (results.length < sent.length) results.push(body);
       break;
     }
@@ -87,14 +87,20 @@ export async function reportUsageEvents(
   return { results, events: sent };
 }
 
-function errorBodyOf(error: EntitlementsError): ErrorBody {
+/** `events.<i>` of the chunk that began at `start`, as the place in the caller's whole list. */
+const inWholeList = (text: string, start: number) =>
+  text.replace(/\bevents\.(\d+)/g, (_, index: string) => `events.${Number(index) + start}`);
+
+function errorBodyOf(error: EntitlementsError, start: number): ErrorBody {
+  const field = error.details.field;
   return {
     error: {
       type: error.type ?? 'api_error',
       code: error.code,
-      message: error.message,
+      message: inWholeList(error.message, start),
       ...(error.requestId === null ? {} : { request_id: error.requestId }),
-      details: error.details,
+      details:
+        typeof field === 'string' ? { ...error.details, field: inWholeList(field, start) } : error.details,
     },
   };
 }

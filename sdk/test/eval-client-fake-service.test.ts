@@ -244,6 +244,35 @@ describe('a feature the cached document lacks', () => {
     expect((await sdk.check('ann', 'seats')).limit).toBe(5);
     await expect(sdk.check('ann', 'seatz')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
+
+  it('is unknown, never a fallback, when the document has expired and the outage meets its revalidation', async () => {
+    const fake = await service((req, res, n) =>
+      n === 1 ? sendDocument(res, 'ann', 5) : sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'),
+    );
+    const sdk = client(fake.url, { defaultFailMode: 'open', cacheTtlMs: 0, retry: { retries: 0 } });
+    expect((await sdk.check('ann', 'seats')).limit).toBe(5);
+    await expect(sdk.check('ann', 'seatz')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // A subscriber no document was read for: the fallback, as before.
+    expect(await sdk.check('bob', 'seatz')).toMatchObject({ fallback: true, allowed: true });
+  });
+});
+
+describe("a consume's number fallback", () => {
+  it('allows it when it covers the amount, else leaves it to the fail mode', async () => {
+    const fake = await service((_req, res) => sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'));
+    const open = client(fake.url, { fallbacks: { api_calls: 3 }, failModes: { api_calls: 'open' } });
+    const closed = client(fake.url, { fallbacks: { api_calls: 3 }, failModes: { api_calls: 'closed' } });
+    expect(await open.check('ann', 'api_calls', { consume: 3 })).toMatchObject({
+      fallback: true,
+      allowed: true,
+    });
+    expect(await open.check('ann', 'api_calls', { consume: 10 })).toMatchObject({ allowed: true, limit: 3 });
+    expect(await closed.check('ann', 'api_calls', { consume: 10 })).toMatchObject({
+      allowed: false,
+      limit: 3,
+    });
+    expect(await closed.check('ann', 'api_calls', { consume: 2 })).toMatchObject({ allowed: true });
+  });
 });
 
 describe('a closed client', () => {

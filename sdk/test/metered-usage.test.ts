@@ -194,7 +194,10 @@ describe('report and reportMany through the SDK, against real processes', () => 
       feature: 'seats',
       used: 1000,
     });
-    expect(answer.results[1000]).toMatchObject({ error: { code: 'VALIDATION_ERROR' } });
+    // Named by its place in the whole list, not in its batch.
+    expect(answer.results[1000]).toMatchObject({
+      error: { code: 'VALIDATION_ERROR', details: { field: 'events.1000.delta' } },
+    });
     expect(answer.events[1000]!.idempotency_key).toMatch(/^[0-9a-f-]{36}$/);
     expect(await usedOf('many')).toMatchObject({ seats: 1000 });
     // The same mistake in the first batch: nothing was applied, and it is thrown.

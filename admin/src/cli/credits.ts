@@ -5,10 +5,11 @@ import type { Database } from '@ent/common/db/database';
 import { transact } from '@ent/common/outbox/record';
 import { createRedis, type RedisClient } from '@ent/common/redis/connect';
 import { redisKeys } from '@ent/common/redis/keys';
+import { assertValidBody } from '@ent/common/http/validation';
 import {
+  CreateCreditBody,
   DEFAULT_CREDIT_PRIORITY,
   MAX_CREDIT_AMOUNT,
-  type CreateCreditBody,
   type CreditBody,
   type CreditStatus,
 } from '@ent/contract/credits';
@@ -183,6 +184,9 @@ export function creditsCommand({ config, withDb, print }: UsageCommandContext): 
           ...(options.expiresAt === undefined ? {} : { expires_at: options.expiresAt }),
           ...(options.name === undefined ? {} : { name: options.name }),
         };
+        // As the route refuses it (an empty or over-long name, a date-time without its offset, which would be read
+        // in this machine's zone): a credit the API would not take is not made here either.
+        assertValidBody(CreateCreditBody, body);
         const redis = createRedis(config);
         try {
           const credit = await withDb(async (db) => {

@@ -19,6 +19,7 @@ import { localConsoleUrl } from '../features/invites/service.ts';
 import { createSnapshotPublisher } from '../features/snapshots/publisher.ts';
 import { wholeNumber } from './arguments.ts';
 import { creditsCommand } from './credits.ts';
+import { errorLine } from './error-line.ts';
 import { rotateSecrets } from './rotate-secrets.ts';
 import { transferCommands } from './transfer.ts';
 import { usageCommand } from './usage.ts';
@@ -259,9 +260,13 @@ program
     try {
       const totals = await withDb(async (db) => {
         const publisher = createSnapshotPublisher({ db, redis, redisKeys: redisKeys(config.redisKeyPrefix) });
-        const ids = options.org
-          ? [options.org]
-          : (await db.selectFrom('organizations').select('id').orderBy('id').execute()).map((row) => row.id);
+        // An empty --org (an unset shell variable) is an organization that does not exist, never "all".
+        const ids =
+          options.org !== undefined
+            ? [options.org]
+            : (await db.selectFrom('organizations').select('id').orderBy('id').execute()).map(
+                (row) => row.id,
+              );
         let subscribers = 0;
         for (const id of ids) subscribers += (await publisher.rebuildOrganization(id)).subscribers;
         return { organizations: ids.length, subscribers };
@@ -284,7 +289,10 @@ program
     'Re-encrypt every stored secret under the current SECRETS_KEY, reading old ones with SECRETS_KEY_PREVIOUS. ' +
       'Run once admin and worker use the new keyring; afterwards SECRETS_KEY_PREVIOUS can be removed. Idempotent.',
   )
-  .option('--json', 'print {webhook_secrets, invite_tokens} counts as JSON')
+  .option(
+    '--json',
+    'print {key_id, webhook_secrets, invite_tokens} as JSON: the key now in use and the counts',
+  )
   .action(async (options: { json?: boolean }) => {
     assertSecretsKeyringUsable(config.secretsKey);
     const result = await withDb((db) => rotateSecrets(db, config.secretsKey));
@@ -302,7 +310,6 @@ program
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`entctl: ${message}\n`);
+  process.stderr.write(errorLine(error));
   process.exitCode = 1;
 }

@@ -1,5 +1,10 @@
 import type { Kysely } from 'kysely';
-import { decryptSecret, encryptSecret, isEncryptedWithCurrentKey, type SecretsKeyring } from '../crypto/secrets.ts';
+import {
+  decryptSecret,
+  encryptSecret,
+  isEncryptedWithCurrentKey,
+  type SecretsKeyring,
+} from '../crypto/secrets.ts';
 import type { Database } from '@ent/common/db/database';
 import { tokenContext } from '../features/invites/service.ts';
 import { secretContext } from '../features/webhook/service.ts';
@@ -42,7 +47,7 @@ export async function rotateSecrets(db: Kysely<Database>, keyring: SecretsKeyrin
   const tally = (counts: RotationCounts, changed: string | null) =>
     changed === null ? (counts.current += 1) : (counts.reencrypted += 1);
 
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const page = await db
       .selectFrom('webhooks')
       .select('organization_id')
@@ -82,7 +87,7 @@ export async function rotateSecrets(db: Kysely<Database>, keyring: SecretsKeyrin
     after = page[page.length - 1]!.organization_id;
   }
 
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const page = await db
       .selectFrom('invites')
       .select('id')
@@ -103,7 +108,8 @@ export async function rotateSecrets(db: Kysely<Database>, keyring: SecretsKeyrin
         if (!row?.token_ciphertext) return;
         const token = reencrypted(row.token_ciphertext, keyring, tokenContext(id), `invite ${id}`);
         tally(result.invite_tokens, token);
-        if (token !== null) await trx.updateTable('invites').set({ token_ciphertext: token }).where('id', '=', id).execute();
+        if (token !== null)
+          await trx.updateTable('invites').set({ token_ciphertext: token }).where('id', '=', id).execute();
       });
     }
     if (page.length < PAGE) break;

@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import type { ImportBody } from '@ent/contract/imports';
 import { EXPORT_CONTENT_TYPE } from '@ent/contract/exports';
+import { errorLine } from './error-line.ts';
 
 /**
  * `entctl import` and `entctl export` (DESIGN.md §5) go through admin's API, as any client of it: the import runs in
@@ -72,7 +73,7 @@ async function runExport(
   options: CommonOptions & { output?: string },
 ): Promise<void> {
   const started = Date.now();
-  const response = await fetch(new URL('/org/export', options.url), {
+  const response = await fetchAnswered(new URL('/org/export', options.url), {
     headers: { 'x-api-key': apiKey(), accept: EXPORT_CONTENT_TYPE },
   });
   if (!response.ok || !response.body) throw await failure(response, 'GET /org/export');
@@ -118,8 +119,25 @@ function report(
   else if (!options.quiet) context.print(false, value, human());
 }
 
+/** How long entctl waits for an answer's headers (not its body: an export streams for as long as it takes). */
+const ANSWER_WITHIN_MS = 30_000;
+
+/** `fetch`, ended when no answer's headers came within ANSWER_WITHIN_MS (a service that accepts and never answers). */
+async function fetchAnswered(target: URL, init: RequestInit): Promise<Response> {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new Error(`no answer from ${target.origin} within ${ANSWER_WITHIN_MS / 1000} s`)),
+    ANSWER_WITHIN_MS,
+  );
+  try {
+    return await fetch(target, { ...init, signal: controller.signal });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function readImport(url: string, importId: string): Promise<ImportBody> {
-  const response = await fetch(new URL(`/org/imports/${encodeURIComponent(importId)}`, url), {
+  const response = await fetchAnswered(new URL(`/org/imports/${encodeURIComponent(importId)}`, url), {
     headers: { 'x-api-key': apiKey() },
   });
   if (!response.ok) throw await failure(response, `GET /org/imports/${importId}`);
@@ -201,7 +219,7 @@ function guarded<A extends unknown[]>(action: (...args: A) => Promise<boolean | 
     try {
       if ((await action(...args)) === false) process.exitCode = 1;
     } catch (error) {
-      process.stderr.write(`entctl: ${(error as Error).message}\n`);
+      process.stderr.write(errorLine(error));
       process.exitCode = 1;
     }
   };

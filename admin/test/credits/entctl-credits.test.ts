@@ -113,6 +113,33 @@ describe('entctl credits', () => {
     await expect(
       entctl(['add', '--subscriber', 'cust_7', '--feature', 'api_calls', '--amount', '0']),
     ).rejects.toThrow(/must be a whole number from 1/);
+    // The body's own rules, as the route's schema has them (found by a probe: entctl made these credits, and an
+    // export of them could not be imported).
+    const add = ['add', '--subscriber', 'cust_7', '--feature', 'api_calls', '--amount', '5'];
+    const before = await ctx.db
+      .selectFrom('credits')
+      .select('id')
+      .where('organization_id', '=', org.organization_id)
+      .execute();
+    await expect(entctl([...add, '--name', ''])).rejects.toThrow(
+      /name must NOT have fewer than 1 characters/,
+    );
+    await expect(entctl([...add, '--name', 'x'.repeat(256)])).rejects.toThrow(
+      /name must NOT have more than 255/,
+    );
+    // Without an offset it would be read in this machine's zone.
+    await expect(entctl([...add, '--expires-at', '2030-01-01T00:00:00'])).rejects.toThrow(
+      /expires_at must be an RFC 3339/,
+    );
+    await expect(entctl([...add, '--expires-at', '2030-01-01'])).rejects.toThrow(
+      /expires_at must be an RFC 3339/,
+    );
+    const after = await ctx.db
+      .selectFrom('credits')
+      .select('id')
+      .where('organization_id', '=', org.organization_id)
+      .execute();
+    expect(after).toEqual(before);
   }, 60_000);
 
   it('voids it once: a second void changes nothing and is answered the same', async () => {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -89,6 +89,19 @@ describe('entctl export', () => {
     await expect(entctl({ ENT_API_KEY: '' }, 'export')).rejects.toMatchObject({
       code: 1,
       stderr: 'entctl: set ENT_API_KEY to an API key of the organization\n',
+    });
+  }, 60_000);
+
+  it('names the address and the cause when admin cannot be reached, not a bare "fetch failed"', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    await expect(
+      entctl({ ENT_API_KEY: 'svc-mk-1-x', ADMIN_URL: `http://127.0.0.1:${port}` }, 'export', '--quiet'),
+    ).rejects.toMatchObject({
+      code: 1,
+      stderr: `entctl: fetch failed: connect ECONNREFUSED 127.0.0.1:${port}\n`,
     });
   }, 60_000);
 });

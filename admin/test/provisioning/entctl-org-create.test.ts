@@ -159,3 +159,19 @@ describe('entctl org invite', () => {
     );
   }, 60_000);
 });
+
+describe('entctl snapshots rebuild', () => {
+  it('refuses an empty --org (an unset shell variable) rather than rebuilding every organization', async () => {
+    const rebuild = (...args: string[]) =>
+      run(process.execPath, ['--import', 'tsx', entctlPath, 'snapshots', 'rebuild', ...args], {
+        env: {
+          ...process.env,
+          DATABASE_URL: ctx.config.databaseUrl,
+          REDIS_URL: ctx.config.redisUrl,
+          REDIS_KEY_PREFIX: ctx.config.redisKeyPrefix,
+        },
+        timeout: 20_000,
+      });
+    await expect(rebuild('--org', '', '--json')).rejects.toThrow(/No organization/);
+  }, 60_000);
+});

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { isDateTime } from './date-time.ts';
+import { validationError } from '../errors/app-error.ts';
 
 // ajv-formats ships CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -130,4 +131,21 @@ export function describeValidationError(errors: readonly ErrorObject[], part: st
   const allowed = error.keyword === 'enum' ? params.allowedValues : literalUnionValues(errors);
   if (Array.isArray(allowed)) message = `${field} must be one of: ${allowed.join(', ')}`;
   return { field, message };
+}
+
+const compiledBodies = new WeakMap<object, Validator>();
+
+/**
+ * Checks `body` as a route checks its body (the same ajv, formats and messages), for a caller outside a route that
+ * writes what the route writes (entctl): the first failure as the route's 422 `VALIDATION_ERROR`.
+ */
+export function assertValidBody(schema: object, body: unknown): void {
+  let validate = compiledBodies.get(schema);
+  if (!validate) {
+    validate = bodyAjv.compile(schema) as Validator;
+    compiledBodies.set(schema, validate);
+  }
+  if (validate(body)) return;
+  const { field, message } = describeValidationError(validate.errors ?? [], 'body');
+  throw validationError(message, { field });
 }
