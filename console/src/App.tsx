@@ -1,4 +1,5 @@
 import { lazy, Suspense } from 'react';
+import { ChunkBoundary } from './components/ChunkBoundary.tsx';
 import { Navigate, Route, Routes } from 'react-router';
 import { RequireSession } from './auth/RequireSession.tsx';
 import { UnauthenticatedRedirect } from './auth/UnauthenticatedRedirect.tsx';
@@ -51,9 +52,11 @@ export function App() {
           <Route
             path="/usage"
             element={
-              <Suspense fallback={<p className="loading">Loading…</p>}>
-                <UsagePage />
-              </Suspense>
+              <ChunkBoundary>
+                <Suspense fallback={<p className="loading">Loading…</p>}>
+                  <UsagePage />
+                </Suspense>
+              </ChunkBoundary>
             }
           />
           <Route path="/audit" element={<AuditPage />} />

@@ -823,6 +823,8 @@ describe('the console', () => {
     expect(await meter.textContent()).toMatch(/overage 250/);
     expect(await meter.getByTestId('usage-overage-api_calls').isVisible()).toBe(true);
     expect(await meter.getByRole('meter').getAttribute('aria-valuenow')).toBe('1250');
+    // The value stays within the meter's range (ARIA): past the limit, the range is the use.
+    expect(await meter.getByRole('meter').getAttribute('aria-valuemax')).toBe('1250');
     expect(await meter.getByTestId('usage-reset-api_calls').textContent()).toMatch(/; resets on /);
 
     // The period before, with its final figure.
@@ -1029,5 +1031,22 @@ describe('the console', () => {
     const seen = await admin.evaluate<string[]>('window.figuresSeen');
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.filter((text) => !/^0 of 2\D?000 used$/.test(text))).toEqual([]);
+  }, 60_000);
+
+  it('saves only what was edited: a name changed elsewhere while the form was open stays', async () => {
+    // Found by a probe: the edit form sent both fields, so saving a description wrote the old name back.
+    const backend = await backendOf('rename backend', ['catalog:read', 'catalog:write']);
+    await backend.send('POST', '/org/features', { key: 'renamed', name: 'Before', kind: 'flag' });
+    await admin.goto(url('/features'));
+    const row = admin.getByTestId('feature-row-renamed');
+    await row.getByRole('button', { name: 'Edit' }).click();
+    await admin.getByLabel('Description of renamed').fill('edited in the console');
+    await backend.send('PATCH', '/org/features/renamed', { name: 'Renamed elsewhere' });
+    await admin.getByRole('button', { name: 'Save' }).click();
+    await eventually(() => admin.getByTestId('feature-row-renamed').textContent()).toContain(
+      'edited in the console',
+    );
+    const feature = await backend.send<{ name: string; description: string }>('GET', '/org/features/renamed');
+    expect(feature).toMatchObject({ name: 'Renamed elsewhere', description: 'edited in the console' });
   }, 60_000);
 });

@@ -57,4 +57,15 @@ describe('the console sends an Idempotency-Key with each write', () => {
     await request('GET', `${base}/org/features`);
     expect(lastKey()).toBeUndefined();
   });
+
+  it('answers the same write submitted twice at once (a double click) from one request', async () => {
+    const before = received.length;
+    planned.push(201);
+    const body = { key: 'twice', name: 'Twice', kind: 'flag' };
+    expect(await Promise.all([submit(body), submit(body)])).toEqual(['ok', 'ok']);
+    expect(received.length - before).toBe(1);
+    // Once answered, the same submission is a new write again.
+    expect(await submit(body)).toBe('ok');
+    expect(received.length - before).toBe(2);
+  });
 });

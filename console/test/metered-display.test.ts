@@ -72,6 +72,25 @@ describe("a metered feature's bar", () => {
     expect(usageMeterOf(usage({ used: 10, overage: 0 })).state).toBe('within');
   });
 
+  it('shows use past the allowance that live credits cover as on credits, not as a limit reached', () => {
+    const onCredits = usage({
+      used: 1250,
+      remaining: 250,
+      credits: [{ credit_id: 'cr_1', remaining: 250, expires_at: null }],
+    });
+    expect(usageMeterOf(onCredits)).toEqual({
+      percent: 125,
+      withinWidth: 80,
+      overageWidth: 0,
+      overage: 0,
+      state: 'credits',
+    });
+    // Credits spent out: the limit is reached again.
+    expect(usageMeterOf(usage({ used: 1500, remaining: 0, credits: [] })).state).toBe('reached');
+    // A soft limit whose overage credits covered answers overage 0: on credits too.
+    expect(usageMeterOf({ ...onCredits, overage: 0 }).state).toBe('credits');
+  });
+
   it('has no share for an unlimited feature or a limit of 0', () => {
     expect(usageMeterOf(usage({ limit: null, remaining: null, used: 42 }))).toEqual({
       percent: null,

@@ -44,7 +44,6 @@ describe('the console at /console', () => {
     '/console/',
     '/console/join/some-invite-token',
     '/console/plans/pro',
-    '/console/assets/missing.js',
   ])('%s answers index.html, revalidated on every load, with the security headers', async (url) => {
     const res = await get(url);
     expect(res.statusCode).toBe(200);
@@ -52,6 +51,12 @@ describe('the console at /console', () => {
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(res.headers['cache-control']).toBe('no-cache');
     expect(res.headers).toMatchObject(SECURITY_HEADERS);
+  });
+
+  it("answers a build's file that is not there 404, never the page as a script", async () => {
+    const res = await get('/console/assets/missing.js');
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.code).toBe('NOT_FOUND');
   });
 
   it('serves hashed assets cached for a year, other files revalidated', async () => {

@@ -54,12 +54,33 @@ function newIdempotencyKey(): string {
   return `console-${Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('')}`;
 }
 
-export async function request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
+/**
+ * The same write already on its way (a double click on a submit button): its answer is this call's too, rather than
+ * a second request under the same key, which the service refuses with 409 while the first runs.
+ */
+const writesInFlight = new Map<string, Promise<unknown>>();
+
+export function request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
+  if (SAFE_METHODS.has(method)) return send<T>(method, path, options, null);
+  const payload = options.body !== undefined ? JSON.stringify(options.body) : '';
+  const write = `${method} ${pathWithQuery(path, options.query)} ${payload}`;
+  const joined = writesInFlight.get(write);
+  if (joined) return joined as Promise<T>;
+  const sent = send<T>(method, path, options, write).finally(() => writesInFlight.delete(write));
+  writesInFlight.set(write, sent);
+  return sent;
+}
+
+async function send<T>(
+  method: Method,
+  path: string,
+  options: RequestOptions,
+  write: string | null,
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const url = pathWithQuery(path, options.query);
   const payload = options.body !== undefined ? JSON.stringify(options.body) : undefined;
-  const write = SAFE_METHODS.has(method) ? null : `${method} ${url} ${payload ?? ''}`;
   if (write !== null) {
     if (csrfToken) headers['x-csrf-token'] = csrfToken;
     const key = unsettledWrites.get(write) ?? newIdempotencyKey();

@@ -39,10 +39,11 @@ export const subscribersApi = {
   cancelSubscription: (id: string, subscriptionId: string) =>
     api.post<Subscription>(`${subscriberPath(id)}/subscriptions/${segment(subscriptionId)}/cancel`),
 
-  overrides: (id: string, includeExpired: boolean) =>
+  overrides: (id: string, includeExpired: boolean, startingAfter?: string) =>
     api.get<Page & { overrides: Override[] }>(`${subscriberPath(id)}/overrides`, {
       limit: 100,
       include_expired: includeExpired,
+      starting_after: startingAfter,
     }),
   putOverride: (id: string, featureKey: string, input: PutOverrideInput) =>
     api.put<Override>(`${subscriberPath(id)}/overrides/${segment(featureKey)}`, input),

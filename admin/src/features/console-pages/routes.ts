@@ -3,7 +3,7 @@ import { join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { noRoute, serviceUnavailable } from '@ent/common/errors/app-error';
+import { noRoute, notFound, serviceUnavailable } from '@ent/common/errors/app-error';
 
 /** Where `npm run console:build` writes the single-page app (the repository's console/dist). */
 const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
@@ -62,6 +62,9 @@ export async function consolePageRoutes(app: FastifyInstance, options: { distDir
       reply.header('cache-control', 'no-cache');
       return reply.sendFile(relative, { cacheControl: false });
     }
+    // A build's file that is not there (a chunk of an older build, after a new one): 404, not the page as a script,
+    // so the page loading it fails cleanly and offers a reload.
+    if (relative.startsWith(HASHED_ASSETS)) throw notFound(`No console file "${wanted}".`, { field: 'path' });
     if (!(await isFile(indexHtml))) throw notBuilt();
     reply.header('cache-control', 'no-cache');
     return reply.sendFile('index.html', { cacheControl: false });

@@ -1,5 +1,5 @@
 import { useMutation } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEditedFields } from '../../components/edited-fields.ts';
 import { catalogApi } from '../../api/catalog.ts';
 import type { Feature } from '../../api/types.ts';
 import { ErrorRow } from '../../components/DataTable.tsx';
@@ -10,10 +10,12 @@ import { FEATURES_KEY } from './queries.ts';
 /** Name and description are the only fields of a feature that change (key and kind are fixed). */
 export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: () => void }) {
   const catalogWritten = useCatalogWritten(FEATURES_KEY);
-  const [name, setName] = useState(feature.name);
-  const [description, setDescription] = useState(feature.description);
+  const fields = useEditedFields({ name: feature.name, description: feature.description });
   const save = useMutation({
-    mutationFn: () => catalogApi.updateFeature(feature.key, { name, description }),
+    mutationFn: async () => {
+      const changed = fields.changed();
+      if (Object.keys(changed).length > 0) await catalogApi.updateFeature(feature.key, changed);
+    },
     onSuccess: async () => {
       await catalogWritten();
       onDone();
@@ -30,8 +32,8 @@ export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: 
           <input
             aria-label={`Name of ${feature.key}`}
             aria-invalid={Boolean(errors.of('name'))}
-            value={name}
-            onChange={(e) => setName(e.target.value)}
+            value={fields.valueOf('name')}
+            onChange={(e) => fields.edit('name', e.target.value)}
           />
           {errors.of('name') ? <small className="field-error">{errors.of('name')}</small> : null}
         </td>
@@ -39,8 +41,8 @@ export function EditFeatureRow({ feature, onDone }: { feature: Feature; onDone: 
         <td>
           <input
             aria-label={`Description of ${feature.key}`}
-            value={description}
-            onChange={(e) => setDescription(e.target.value)}
+            value={fields.valueOf('description') ?? ''}
+            onChange={(e) => fields.edit('description', e.target.value)}
           />
           {errors.of('description') ? (
             <small className="field-error">{errors.of('description')}</small>

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import type { FormEvent } from 'react';
 import { organizationApi, type Organization } from '../../api/organization.ts';
 import { SESSION_KEY, usePermissions } from '../../auth/session.ts';
+import { useEditedFields } from '../../components/edited-fields.ts';
 import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { formErrors } from '../../components/form-errors.ts';
 import { formatTime } from '../../components/format.ts';
@@ -22,12 +23,12 @@ export function OrganizationForm() {
 function OrganizationFields({ organization }: { organization: Organization }) {
   const can = usePermissions();
   const queryClient = useQueryClient();
-  const [name, setName] = useState(organization.name);
-  const [slug, setSlug] = useState(organization.slug);
+  const fields = useEditedFields({ name: organization.name, slug: organization.slug });
   const save = useMutation({
-    mutationFn: () => organizationApi.update({ name, slug }),
+    mutationFn: () => organizationApi.update(fields.changed()),
     onSuccess: async (updated) => {
       queryClient.setQueryData(['organization'], updated);
+      fields.reset();
       await queryClient.invalidateQueries({ queryKey: SESSION_KEY });
     },
   });
@@ -52,11 +53,16 @@ function OrganizationFields({ organization }: { organization: Organization }) {
   return (
     <form onSubmit={submit} className="form form-narrow" noValidate>
       <ErrorNotice error={errors.general} />
-      <TextField label="Organization name" value={name} onChange={setName} error={errors.of('name')} />
+      <TextField
+        label="Organization name"
+        value={fields.valueOf('name')}
+        onChange={(value) => fields.edit('name', value)}
+        error={errors.of('name')}
+      />
       <TextField
         label="Organization slug"
-        value={slug}
-        onChange={setSlug}
+        value={fields.valueOf('slug')}
+        onChange={(value) => fields.edit('slug', value)}
         error={errors.of('slug')}
         hint="Members sign in with it; changing it changes the sign-in."
       />

@@ -12,8 +12,14 @@ const valueOf = (entitlement: Entitlement) => {
       return entitlement.allowed ? 'allowed' : 'denied';
     case 'limit':
       return formatLimit(entitlement.limit);
-    case 'metered':
-      return `${formatCount(entitlement.used)} of ${formatLimit(entitlement.limit)} used`;
+    case 'metered': {
+      const used = `${formatCount(entitlement.used)} of ${formatLimit(entitlement.limit)} used`;
+      // Credits count in `remaining`: past the allowance is not "stopped" while they hold something.
+      const credits = (entitlement.credits ?? []).length > 0;
+      return credits && entitlement.remaining !== null
+        ? `${used}; ${formatCount(entitlement.remaining)} left with credits`
+        : used;
+    }
   }
 };
 

@@ -10,6 +10,7 @@ import { ErrorNotice } from '../../components/ErrorNotice.tsx';
 import { formatLimit, formatTime } from '../../components/format.ts';
 import { QueryState } from '../../components/Loading.tsx';
 import { OverrideForm } from './OverrideForm.tsx';
+import { LoadMore } from '../../components/LoadMore.tsx';
 import { useOverrides, useSubscriberChanged } from './queries.ts';
 
 const valueOf = (override: Override) => {
@@ -30,6 +31,7 @@ export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
   const can = usePermissions();
   const [includeExpired, setIncludeExpired] = useState(false);
   const overrides = useOverrides(subscriberId, includeExpired);
+  const listed = overrides.data?.pages.flatMap((page) => page.overrides) ?? [];
   const changed = useSubscriberChanged(subscriberId);
   const remove = useMutation({
     mutationFn: (feature: string) => subscribersApi.deleteOverride(subscriberId, feature),
@@ -57,7 +59,7 @@ export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
         <DataTable
           compact
           columns={5}
-          empty={overrides.data.overrides.length === 0 && 'No overrides.'}
+          empty={listed.length === 0 && 'No overrides.'}
           head={
             <>
               <th>Feature</th>
@@ -68,7 +70,7 @@ export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
             </>
           }
         >
-          {overrides.data.overrides.map((override) => (
+          {listed.map((override) => (
             <tr key={override.id} data-testid={`override-${override.feature}`}>
               <td>
                 <code>{override.feature}</code>
@@ -93,6 +95,7 @@ export function OverridesPanel({ subscriberId }: { subscriberId: string }) {
           ))}
         </DataTable>
       ) : null}
+      <LoadMore query={overrides} label="More overrides" loadingLabel="Loading…" />
       <ErrorNotice error={remove.error} />
       {can.writeSubscribers ? <OverrideForm subscriberId={subscriberId} onSaved={changed} /> : null}
     </section>

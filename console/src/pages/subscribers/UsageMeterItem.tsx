@@ -4,7 +4,7 @@ import { Badge } from '../../components/Badge.tsx';
 import { formatCount, formatLimit } from '../../components/format.ts';
 import { SOURCE_TONE } from './source-tone.ts';
 import { UsageCorrection } from './UsageCorrection.tsx';
-import { percentText, periodText, usageMeterOf, type UsageMeter } from './usage-meter.ts';
+import { creditsLeftOf, percentText, periodText, usageMeterOf, type UsageMeter } from './usage-meter.ts';
 import { UsagePeriods } from './UsagePeriods.tsx';
 
 const FILL_TONE: Record<UsageMeter['state'], string> = {
@@ -13,6 +13,7 @@ const FILL_TONE: Record<UsageMeter['state'], string> = {
   near: 'usage-bar-warn',
   reached: 'usage-bar-bad',
   overage: 'usage-bar-good',
+  credits: 'usage-bar-good',
 };
 
 function StateBadge({ meter, usage, soft }: { meter: UsageMeter; usage: MeteredUsage; soft: boolean }) {
@@ -21,6 +22,8 @@ function StateBadge({ meter, usage, soft }: { meter: UsageMeter; usage: MeteredU
   switch (meter.state) {
     case 'overage':
       return <Badge tone="warn">overage {formatCount(meter.overage)}</Badge>;
+    case 'credits':
+      return <Badge tone="good">on credits: {formatCount(usage.remaining ?? 0)} left</Badge>;
     case 'reached':
       return soft ? (
         <Badge tone="warn">limit reached (soft: use continues)</Badge>
@@ -51,7 +54,9 @@ export function UsageMeterItem({
   const figures =
     usage.limit === null
       ? `${formatCount(usage.used)} used, unlimited`
-      : `${formatCount(usage.used)} of ${formatLimit(usage.limit)}${meter.percent === null ? '' : ` (${percentText(meter.percent)})`}`;
+      : `${formatCount(usage.used)} of ${formatLimit(usage.limit)}${meter.percent === null ? '' : ` (${percentText(meter.percent)})`}${
+          creditsLeftOf(usage) > 0 ? `; ${formatCount(usage.remaining ?? 0)} left with credits` : ''
+        }`;
   const periodsId = `usage-periods-${usage.feature}`;
 
   return (
@@ -71,7 +76,7 @@ export function UsageMeterItem({
           role="meter"
           aria-label={`Usage of ${usage.feature}`}
           aria-valuemin={0}
-          aria-valuemax={usage.limit}
+          aria-valuemax={Math.max(usage.limit, usage.used)}
           aria-valuenow={usage.used}
           aria-valuetext={figures}
         >

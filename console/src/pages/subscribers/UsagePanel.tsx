@@ -1,6 +1,8 @@
 import { usePermissions } from '../../auth/session.ts';
 import { QueryState } from '../../components/Loading.tsx';
-import { useSubscriberUsage } from './queries.ts';
+import { useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import { creditsKey, useSubscriberUsage } from './queries.ts';
 import { UsageMeterItem } from './UsageMeterItem.tsx';
 
 /**
@@ -11,6 +13,17 @@ import { UsageMeterItem } from './UsageMeterItem.tsx';
 export function UsagePanel({ subscriberId }: { subscriberId: string }) {
   const can = usePermissions();
   const usage = useSubscriberUsage(subscriberId);
+  const queryClient = useQueryClient();
+  // Each new reading of the usage (Read again, the periodic refresh) reads the credits again too: spending moves what
+  // they have left, and the credits panel must not disagree with the bars beside it.
+  const firstReading = useRef<number | null>(null);
+  useEffect(() => {
+    if (usage.dataUpdatedAt === 0) return;
+    // The page's first reading came with the credits' own first read.
+    firstReading.current ??= usage.dataUpdatedAt;
+    if (usage.dataUpdatedAt !== firstReading.current)
+      void queryClient.invalidateQueries({ queryKey: creditsKey(subscriberId) });
+  }, [usage.dataUpdatedAt, queryClient, subscriberId]);
   if (usage.data && usage.data.usage.length === 0) return null;
   return (
     <section className="panel" aria-labelledby="metered-usage-title" data-testid="metered-usage-panel">

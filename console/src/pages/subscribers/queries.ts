@@ -19,10 +19,13 @@ export const useSubscriptions = (id: string) =>
     queryFn: () => subscribersApi.subscriptions(id),
   });
 
+/** A subscriber's overrides, by feature key, 100 a page (`starting_after`: an override's id). */
 export const useOverrides = (id: string, includeExpired: boolean) =>
-  useQuery({
+  useInfiniteQuery({
     queryKey: [...subscriberKey(id), 'overrides', includeExpired],
-    queryFn: () => subscribersApi.overrides(id, includeExpired),
+    queryFn: ({ pageParam }) => subscribersApi.overrides(id, includeExpired, pageParam),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (page) => (page.has_more ? page.overrides.at(-1)?.id : undefined),
   });
 
 export const useEntitlements = (id: string) =>
@@ -55,10 +58,13 @@ export const useUsagePeriods = (id: string, featureKey: string) =>
     getNextPageParam: (page) => (page.has_more ? page.periods.at(-1)?.period_start : undefined),
   });
 
+/** The key of a subscriber's credits: read again with the usage, whose spending moves what they have left. */
+export const creditsKey = (id: string) => [...subscriberKey(id), 'credits'] as const;
+
 /** A subscriber's credits, newest first, a page at a time (`starting_after` is a credit id). */
 export const useCredits = (id: string) =>
   useInfiniteQuery({
-    queryKey: [...subscriberKey(id), 'credits'],
+    queryKey: creditsKey(id),
     queryFn: ({ pageParam }) => subscribersApi.credits(id, { starting_after: pageParam }),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (page) => (page.has_more ? page.credits.at(-1)?.credit_id : undefined),

@@ -13,8 +13,16 @@ export interface UsageMeter {
   overageWidth: number;
   /** Use past the limit (what the service answers as `overage` for soft limits; 0 otherwise). */
   overage: number;
-  state: 'unlimited' | 'within' | 'near' | 'reached' | 'overage';
+  /**
+   * `credits`: the allowance is used up and live credits cover the use past it, with something left (`remaining`
+   * counts them): the subscriber is not stopped (DESIGN.md §5 "Credits").
+   */
+  state: 'unlimited' | 'within' | 'near' | 'reached' | 'overage' | 'credits';
 }
+
+/** What the live credits listed still hold (the check result lists those with something left). */
+export const creditsLeftOf = (usage: MeteredUsage): number =>
+  (usage.credits ?? []).reduce((sum, credit) => sum + credit.remaining, 0);
 
 /** At this share the bar turns from "within" to "near" (the 80 % of the usage thresholds). */
 const NEAR_PERCENT = 80;
@@ -29,6 +37,11 @@ export function usageMeterOf(usage: MeteredUsage): UsageMeter {
     // The whole bar is the use: the limit's share of it, then the overage.
     const withinWidth = (limit / used) * 100;
     return { percent, withinWidth, overageWidth: 100 - withinWidth, overage, state: 'overage' };
+  }
+  if (used >= limit && creditsLeftOf(usage) > 0) {
+    // Past the allowance on credits: the whole bar is the use, the allowance's share of it, then what credits gave.
+    const withinWidth = used === 0 ? 100 : (limit / used) * 100;
+    return { percent, withinWidth, overageWidth: 0, overage: 0, state: 'credits' };
   }
   const state = used >= limit ? 'reached' : percent !== null && percent >= NEAR_PERCENT ? 'near' : 'within';
   const withinWidth = limit === 0 ? (used > 0 ? 100 : 0) : Math.min(100, percent ?? 0);
