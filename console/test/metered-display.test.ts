@@ -80,7 +80,7 @@ describe("a metered feature's bar", () => {
     });
     expect(usageMeterOf(onCredits)).toEqual({
       percent: 125,
-      withinWidth: 80,
+      withinWidth: 100,
       overageWidth: 0,
       overage: 0,
       state: 'credits',

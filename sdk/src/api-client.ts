@@ -23,23 +23,32 @@ async function keyInFlight(response: Response): Promise<boolean> {
 }
 
 /**
+ * Each attempt ends after `timeoutMs` without the response's headers (a service that stopped answering): a
+ * `TimeoutError`, which a write retries under its key. The body is not timed: an export streams as long as it takes.
+ */
+function timedAttempts(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const timeout = new AbortController();
+    const timer = setTimeout(
+      () => timeout.abort(new DOMException(`No answer within ${timeoutMs} ms.`, 'TimeoutError')),
+      timeoutMs,
+    );
+    try {
+      return await fetchImpl(
+        new Request(request, { signal: AbortSignal.any([request.signal, timeout.signal]) }),
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+/**
  * Every write gets an `Idempotency-Key` (a random UUID unless the caller set one) and is retried with that same key
  * after no answer, 408, 429, 502/503/504 or a 409 for the key in flight: a write the service applied before the
  * connection dropped is answered again, not made twice (DESIGN.md §5). Reads are sent once, as before.
  */
-/**
- * Each attempt ends after `timeoutMs` without the response's headers (a service that stopped answering), as the eval
- * client's attempts do: a `TimeoutError`, which a write retries under its key.
- */
-function timedAttempts(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
-  return (input, init) => {
-    const request = new Request(input, init);
-    return fetchImpl(
-      new Request(request, { signal: AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) }),
-    );
-  };
-}
-
 function idempotentWrites(fetchImpl: typeof fetch, retry: RetryOptions = {}): typeof fetch {
   const retries = retry.retries ?? 2;
   const baseDelayMs = retry.baseDelayMs ?? 100;

@@ -185,10 +185,12 @@ export class EvalClient {
         if (!isOutage(error)) throw error;
         // The document read last lacked the key: unknown, as it said, not an outage's fallback.
         if (reread) throw unknownFeature(feature);
-        const stale = this.#staleFor(error)?.get(subscriberId)?.byFeature.get(feature);
+        const staleDocument = this.#staleFor(error)?.get(subscriberId);
+        const stale = staleDocument?.byFeature.get(feature);
         if (stale) return { ...answerOf(stale), stale: true, usage: null, error };
-        // Also when that document has expired: the last the service said of this subscriber lacks the key.
-        if (held !== undefined && !held.byFeature.has(feature)) throw unknownFeature(feature);
+        // The stale document this client would answer from lacks the key: unknown, as it said, not a fallback.
+        // (With serveStale false, no stale document speaks: the fallback.)
+        if (staleDocument !== undefined) throw unknownFeature(feature);
         return this.#fallback(feature, error);
       }
       const entitlement = doc.byFeature.get(feature);
@@ -278,8 +280,8 @@ export class EvalClient {
     }
   }
 
-  /** `amount`: a consume's, which a numeric fallback must cover to be allowed. */
-  #fallback(feature: string, error: EntitlementsError, amount = 1): CheckAnswer {
+  /** `amount`: a consume's, which a numeric fallback must cover to be allowed (else the fail mode decides). */
+  #fallback(feature: string, error: EntitlementsError, amount?: number): CheckAnswer {
     const options = this.#options;
     const base = {
       feature,
@@ -300,11 +302,12 @@ export class EvalClient {
     if (value !== undefined) {
       if (typeof value === 'boolean')
         return { ...base, kind: known ?? 'flag', allowed: value, limit: value ? null : 0 };
-      // A number that does not cover the amount leaves it to the fail mode (docs/sdk.md).
+      // A consume's amount the number does not cover is left to the fail mode (docs/sdk.md); a check asks for 1.
+      const covered = value === null || value >= (amount ?? 1);
       return {
         ...base,
         kind: known ?? 'limit',
-        allowed: value === null || value >= amount || open,
+        allowed: covered || (amount !== undefined && open),
         limit: value,
       };
     }

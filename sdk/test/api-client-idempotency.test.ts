@@ -11,7 +11,7 @@ interface Seen {
   at: number;
 }
 let seen: Seen[] = [];
-let failures: ('drop' | 'hang' | 503 | 409 | 422 | '429-1s' | '429-60s')[] = [];
+let failures: ('drop' | 'hang' | 'slow-body' | 503 | 409 | 422 | '429-1s' | '429-60s')[] = [];
 let server: Server;
 let baseUrl: string;
 
@@ -24,6 +24,12 @@ function answer(req: IncomingMessage, res: ServerResponse, body: string) {
   if (failure === 'drop') return req.socket.destroy();
   // A service that stopped answering: the attempt's timeout ends it (the socket closes when the client gives up).
   if (failure === 'hang') return;
+  if (failure === 'slow-body') {
+    // The headers at once, the body 500 ms later (a stream, as an export is).
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"subscribers": [], ');
+    return void setTimeout(() => res.end('"has_more": false}'), 500);
+  }
   if (failure === '429-1s' || failure === '429-60s')
     return res
       .writeHead(429, {
@@ -134,6 +140,14 @@ describe('createApiClient writes', () => {
     failures = ['hang'];
     await expect(timed.GET('/org/subscribers')).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(seen).toHaveLength(1);
+  });
+
+  it('times the answer, not its body: a body that takes longer than timeoutMs is read whole', async () => {
+    const timed = createApiClient({ baseUrl, apiKey: 'svc-test', timeoutMs: 200 });
+    failures = ['slow-body'];
+    const read = await timed.GET('/org/subscribers');
+    expect(read.response.status).toBe(200);
+    expect(read.data).toEqual({ subscribers: [], has_more: false });
   });
 
   it('reads carry no key and are sent once', async () => {

@@ -254,6 +254,18 @@ describe('a feature the cached document lacks', () => {
     await expect(sdk.check('ann', 'seatz')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     // A subscriber no document was read for: the fallback, as before.
     expect(await sdk.check('bob', 'seatz')).toMatchObject({ fallback: true, allowed: true });
+    // With serveStale false no stale document speaks: the fallback.
+    const fresh = await service((req, res, n) =>
+      n === 1 ? sendDocument(res, 'ann', 5) : sendServiceError(res, 503, 'SERVICE_UNAVAILABLE'),
+    );
+    const noStale = client(fresh.url, {
+      defaultFailMode: 'open',
+      cacheTtlMs: 0,
+      serveStale: false,
+      retry: { retries: 0 },
+    });
+    expect((await noStale.check('ann', 'seats')).limit).toBe(5);
+    expect(await noStale.check('ann', 'seatz')).toMatchObject({ fallback: true });
   });
 });
 
@@ -272,6 +284,9 @@ describe("a consume's number fallback", () => {
       limit: 3,
     });
     expect(await closed.check('ann', 'api_calls', { consume: 2 })).toMatchObject({ allowed: true });
+    // A check is no consume: a fallback of 0 denies whatever the fail mode.
+    const zero = client(fake.url, { fallbacks: { seats: 0 }, defaultFailMode: 'open' });
+    expect(await zero.check('ann', 'seats')).toMatchObject({ fallback: true, allowed: false, limit: 0 });
   });
 });
 

@@ -158,6 +158,25 @@ describe("admin's usage answers list credits as the check result does", () => {
     expect(
       Object.values(await ctx.redis.hgetall(keys.creditSpent(org.organization_id, 'carol', 'calls'))),
     ).toEqual(['10']);
+    // Still before any refill, Postgres holding 15: a correction below it, then another. The second starts from the
+    // first's figure (what Redis holds is newer than what Postgres holds), not from Postgres's raised back over it.
+    const correctCarol = (used: number) =>
+      ctx.app.inject({
+        method: 'PUT',
+        url: '/org/subscribers/carol/usage/calls',
+        headers: org.headers,
+        payload: { used },
+      });
+    expect((await correctCarol(12)).statusCode).toBe(200);
+    const second = await correctCarol(13);
+    expect(second.statusCode).toBe(200);
+    expect(await ctx.redis.hget(member, 'u')).toBe('13');
+    const entries = await ctx.app.inject({
+      method: 'GET',
+      url: '/org/audit-events?limit=1',
+      headers: org.headers,
+    });
+    expect(entries.json().audit_events[0].details).toMatchObject({ used: { from: 12, to: 13 } });
     // The gateways merge their own figures and mark the organization ready; this test stands in for them.
     await ctx.redis.set(keys.meteredReady(org.organization_id), '1');
   });

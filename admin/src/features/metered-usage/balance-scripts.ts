@@ -279,8 +279,8 @@ export async function correctBalance(
 
 /**
  * Before a correction on a Redis that lost the organization (no readiness mark yet): the persisted figures of the
- * balance's owner (subscriber and feature) are merged in as a gateway's refill merges them (metered-refill-2.lua,
- * largest known wins), so the correction spends and gives back from what credits covered, the period's rollover and
+ * balance's owner (subscriber and feature) that Redis lacks are put back through a gateway's refill script
+ * (metered-refill-2.lua), so the correction spends and gives back from what credits covered, the period's rollover and
  * what each credit spent, and a period it creates reads the ended period it rolls over from. Merge only: the gateways
  * still merge their own last figures and mark the organization ready (metered-balances.ts).
  */
@@ -291,17 +291,27 @@ export async function mergePersistedOwner(
   figures: RefillFigures,
   nowMs: number,
 ): Promise<void> {
+  // Only what Redis lacks: a figure Redis holds is newer than Postgres's (a correction lowered it, not persisted yet),
+  // and "largest wins" would raise it back.
   const balances = new Map<string, RefillBalance>();
-  for (const balance of figures.balances)
-    balances.set(meteredMember(balance.subscriber_id, balance.feature, balance.period_start_ms), {
+  for (const balance of figures.balances) {
+    const member = meteredMember(balance.subscriber_id, balance.feature, balance.period_start_ms);
+    if ((await redis.exists(keys.meteredBalance(organizationId, member))) === 1) continue;
+    balances.set(member, {
       used: balance.used,
       revision: balance.revision,
       periodEndMs: balance.period_end_ms,
       covered: balance.covered,
       rollover: balance.rollover,
     });
+  }
   const spent = new Map<string, RefillSpent>();
   for (const credit of figures.credits) {
+    const held = await redis.hexists(
+      keys.creditSpent(organizationId, credit.subscriber_id, credit.feature),
+      credit.credit_id,
+    );
+    if (held === 1) continue;
     const member = creditDirtyMember(credit.subscriber_id, credit.feature);
     const entry = spent.get(member) ?? {
       subscriberId: credit.subscriber_id,

@@ -25,7 +25,11 @@ function OrganizationFields({ organization }: { organization: Organization }) {
   const queryClient = useQueryClient();
   const fields = useEditedFields({ name: organization.name, slug: organization.slug });
   const save = useMutation({
-    mutationFn: () => organizationApi.update(fields.changed()),
+    // Nothing edited: nothing to send (the latest record is what the form shows).
+    mutationFn: async () => {
+      const changed = fields.changed();
+      return Object.keys(changed).length > 0 ? organizationApi.update(changed) : organization;
+    },
     onSuccess: async (updated) => {
       queryClient.setQueryData(['organization'], updated);
       fields.reset();

@@ -39,9 +39,14 @@ export function usageMeterOf(usage: MeteredUsage): UsageMeter {
     return { percent, withinWidth, overageWidth: 100 - withinWidth, overage, state: 'overage' };
   }
   if (used >= limit && creditsLeftOf(usage) > 0) {
-    // Past the allowance on credits: the whole bar is the use, the allowance's share of it, then what credits gave.
-    const withinWidth = used === 0 ? 100 : (limit / used) * 100;
-    return { percent, withinWidth, overageWidth: 0, overage: 0, state: 'credits' };
+    // Past the allowance on credits: the bar is full (the allowance is used up); the badge says what credits hold.
+    return {
+      percent,
+      withinWidth: used > 0 || limit > 0 ? 100 : 0,
+      overageWidth: 0,
+      overage: 0,
+      state: 'credits',
+    };
   }
   const state = used >= limit ? 'reached' : percent !== null && percent >= NEAR_PERCENT ? 'near' : 'within';
   const withinWidth = limit === 0 ? (used > 0 ? 100 : 0) : Math.min(100, percent ?? 0);
