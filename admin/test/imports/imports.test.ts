@@ -21,14 +21,15 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-async function receivingImports(org: TestOrganization): Promise<number> {
+/** The organization's imports' ids, with that status when given ('receiving': an upload still staging). */
+async function importIdsOf(org: TestOrganization, status?: 'receiving'): Promise<string[]> {
   const rows = await ctx.db
     .selectFrom('imports')
     .select('id')
     .where('organization_id', '=', org.organization_id)
-    .where('status', '=', 'receiving')
+    .$if(status !== undefined, (query) => query.where('status', '=', status!))
     .execute();
-  return rows.length;
+  return rows.map((row) => row.id);
 }
 
 const ndjson = (records: unknown[]) =>
@@ -352,11 +353,7 @@ describe('POST /org/imports', () => {
     const badQuery = await post(org, lines, { query: '?dry_run=1' });
     expect(badQuery.statusCode).toBe(422);
     expect(badQuery.json().error.details).toMatchObject({ field: 'dry_run', location: 'querystring' });
-    const rows = await ctx.db
-      .selectFrom('imports')
-      .select('id')
-      .where('organization_id', '=', org.organization_id)
-      .execute();
+    const rows = await importIdsOf(org);
     expect(rows).toEqual([]);
   });
 
@@ -391,12 +388,8 @@ describe('POST /org/imports', () => {
     const reused = await post(org, body, { headers: key });
     expect(reused.statusCode).toBe(422);
     expect(reused.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
-    const imports = await ctx.db
-      .selectFrom('imports')
-      .select('id')
-      .where('organization_id', '=', org.organization_id)
-      .execute();
-    expect(imports.map((i) => i.id)).toEqual([first.json().import_id]);
+    const imports = await importIdsOf(org);
+    expect(imports).toEqual([first.json().import_id]);
   });
 
   it('answers a repeat that was uploading while the first answered from the first, not 409', async () => {
@@ -414,7 +407,9 @@ describe('POST /org/imports', () => {
       const half = Math.floor(repeatBody.length / 2);
       upload.write(repeatBody.slice(0, half));
       // The repeat has looked its key up (nothing yet) and is staging its body.
-      await vi.waitFor(async () => expect(await receivingImports(org)).toBe(1), { timeout: 10_000 });
+      await vi.waitFor(async () => expect(await importIdsOf(org, 'receiving')).toHaveLength(1), {
+        timeout: 10_000,
+      });
       return { repeat, finish: () => upload.end(repeatBody.slice(half)) };
     };
 
@@ -434,12 +429,8 @@ describe('POST /org/imports', () => {
     expect(reused.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
 
     await ctx.app.imports.runner.idle();
-    const imports = await ctx.db
-      .selectFrom('imports')
-      .select('id')
-      .where('organization_id', '=', org.organization_id)
-      .execute();
-    expect(imports.map((i) => i.id)).toEqual([first.json().import_id]);
+    const imports = await importIdsOf(org);
+    expect(imports).toEqual([first.json().import_id]);
     // The repeat's entry was made before its body was read (the key had no answer yet): it says it was a replay, never
     // a second import. The other body's upload began after the first answered: refused at once, no entry.
     const entries = await ctx.app.inject({
