@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MeteredUsage } from '../src/api/types.ts';
+import { formatTime } from '../src/components/format.ts';
 import { meteredTermsText } from '../src/components/metered-terms.ts';
 import { describe as describeValue } from '../src/pages/audit/changes.ts';
 import { percentText, periodText, usageMeterOf } from '../src/pages/subscribers/usage-meter.ts';
@@ -113,6 +114,15 @@ describe("a metered feature's bar", () => {
     expect(percentText(7.56)).toBe('7.5%');
     expect(percentText(0.04)).toBe('<0.1%');
     expect(percentText(0)).toBe('0%');
+  });
+
+  it('names the zone of every time it writes', () => {
+    const instant = '2026-11-30T16:00:00.000Z';
+    const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' })
+      .formatToParts(new Date(instant))
+      .find((part) => part.type === 'timeZoneName')!.value;
+    expect(formatTime(instant).endsWith(zone)).toBe(true);
+    expect(formatTime(instant)).toMatch(/2026/);
   });
 
   it('says when the period started and resets, or that it never does', () => {

@@ -1,5 +1,13 @@
 /** How the console writes times and numbers: one place, so every table agrees. */
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+// In the browser's zone, named (PST, GMT+2): a period or an expiry the service keeps in UTC reads unambiguously.
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: '2-digit',
+  timeZoneName: 'short',
+});
 const integer = new Intl.NumberFormat();
 
 export const formatTime = (iso: string | null | undefined): string =>
