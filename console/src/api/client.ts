@@ -61,26 +61,27 @@ function newIdempotencyKey(): string {
 const writesInFlight = new Map<string, Promise<unknown>>();
 
 export function request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
-  if (SAFE_METHODS.has(method)) return send<T>(method, path, options, null);
-  const payload = options.body !== undefined ? JSON.stringify(options.body) : '';
-  const write = `${method} ${pathWithQuery(path, options.query)} ${payload}`;
+  const url = pathWithQuery(path, options.query);
+  const payload = options.body !== undefined ? JSON.stringify(options.body) : undefined;
+  if (SAFE_METHODS.has(method)) return send<T>(method, url, payload, options, null);
+  const write = `${method} ${url} ${payload ?? ''}`;
   const joined = writesInFlight.get(write);
   if (joined) return joined as Promise<T>;
-  const sent = send<T>(method, path, options, write).finally(() => writesInFlight.delete(write));
+  const sent = send<T>(method, url, payload, options, write).finally(() => writesInFlight.delete(write));
   writesInFlight.set(write, sent);
   return sent;
 }
 
+/** `write`: the write's identity (method, URL, body), null for a read. */
 async function send<T>(
   method: Method,
-  path: string,
+  url: string,
+  payload: string | undefined,
   options: RequestOptions,
   write: string | null,
 ): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const url = pathWithQuery(path, options.query);
-  const payload = options.body !== undefined ? JSON.stringify(options.body) : undefined;
+  if (payload !== undefined) headers['content-type'] = 'application/json';
   if (write !== null) {
     if (csrfToken) headers['x-csrf-token'] = csrfToken;
     const key = unsettledWrites.get(write) ?? newIdempotencyKey();

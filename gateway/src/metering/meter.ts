@@ -341,12 +341,16 @@ export function createEvalMeter(options: EvalMeterOptions): EvalMeter {
 
   const runBatch = async (batch: GateBatch, batchId: string): Promise<EvalGateBatchReply> => {
     const { organizationId, evals } = batch;
-    const { args: evalArguments, withMetered } = gateArguments(evals, knownStamps.get(organizationId) ?? 0, () => [
-      keys.meteredBalance(organizationId, ''),
-      keys.usageIdempotency(organizationId, ''),
-      keys.meteredDirty(organizationId),
-      keys.meteredReady(organizationId),
-    ]);
+    const { args: evalArguments, withMetered } = gateArguments(
+      evals,
+      knownStamps.get(organizationId) ?? 0,
+      () => [
+        keys.meteredBalance(organizationId, ''),
+        keys.usageIdempotency(organizationId, ''),
+        keys.meteredDirty(organizationId),
+        keys.meteredReady(organizationId),
+      ],
+    );
     const seen = seenUsage.get(organizationId);
     const sameMonth = seen !== undefined && seen.period === batch.period;
     const callNumber = ++callsSent;

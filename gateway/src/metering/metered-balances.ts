@@ -136,8 +136,6 @@ interface Figure {
   spent: number[] | null;
 }
 
-type Merged = RefillBalance;
-
 export function createMeteredBalances(options: MeteredBalancesOptions): MeteredBalances {
   const redis = withMeteringCommands(options.redis);
   const { keys, clock } = options;
@@ -234,7 +232,7 @@ export function createMeteredBalances(options: MeteredBalancesOptions): MeteredB
   async function refillOnce(organizationId: string): Promise<number> {
     const nowMs = clock.now();
     const persisted = await options.loadBalances(organizationId);
-    const merged = new Map<string, Merged>();
+    const merged = new Map<string, RefillBalance>();
     for (const balance of persisted.balances) {
       merged.set(meteredMember(balance.subscriberId, balance.feature, balance.periodStartMs), {
         used: balance.used,

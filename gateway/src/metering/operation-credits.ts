@@ -20,7 +20,6 @@ export type OperationCredit = SpendingCredit;
 export type { OperationCredits };
 
 export const NO_OPERATION_CREDITS: readonly OperationCredit[] = NO_CREDITS.list;
-const NONE = NO_CREDITS;
 
 /**
  * The rendering terms a keyed operation's record keeps: `encoded` (operationTermsOf's JSON array), and with credits a
@@ -98,7 +97,7 @@ export function creditsSpec(
   organizationId: string,
 ): OperationCredits {
   const credits = docs.subscriber.credits?.[feature];
-  if ((credits === undefined || credits.length === 0) && terms.rollover === null) return NONE;
+  if ((credits === undefined || credits.length === 0) && terms.rollover === null) return NO_CREDITS;
   let byFeature = cache.get(docs.subscriber);
   const cached = byFeature?.get(feature);
   if (

@@ -253,11 +253,9 @@ describe('a correction (metered-correct-2.lua) and its undo', () => {
         keys.meteredDirty(org),
         member,
         String(used),
-        String(APRIL),
-        String(HOUR),
         '',
         '',
-        ...tail.slice(2),
+        ...tail,
       );
     const undo = (from: number, to: number) =>
       scripts.meteredCorrectUndo(

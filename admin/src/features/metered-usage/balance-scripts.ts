@@ -260,17 +260,14 @@ export async function correctBalance(
 ): Promise<AppliedCorrection> {
   const member = memberOf(balance);
   const { organizationId } = balance;
-  const [periodEnd, ttl, ...rest] = termsArguments(balance, terms);
   const [code, previous, revision] = await commandsOf(redis).meteredCorrect(
     keys.meteredBalance(organizationId, member),
     keys.meteredDirty(organizationId),
     member,
     String(used),
-    periodEnd!,
-    ttl!,
     durable ? String(durable.used) : '',
     durable ? String(durable.revision) : '',
-    ...rest,
+    ...termsArguments(balance, terms),
   );
   if (code === 1) return { balance, terms, from: Number(previous), to: used, revision: null };
   await redis.sadd(keys.meteredDirtyOrganizations, organizationId);
@@ -292,12 +289,22 @@ export async function mergePersistedOwner(
   nowMs: number,
 ): Promise<void> {
   // Only what Redis lacks: a figure Redis holds is newer than Postgres's (a correction lowered it, not persisted yet),
-  // and "largest wins" would raise it back.
+  // and "largest wins" would raise it back. Whether each is there: one round trip.
+  const members = figures.balances.map((balance) =>
+    meteredMember(balance.subscriber_id, balance.feature, balance.period_start_ms),
+  );
+  const held = redis.pipeline();
+  for (const member of members) held.exists(keys.meteredBalance(organizationId, member));
+  for (const credit of figures.credits)
+    held.hexists(keys.creditSpent(organizationId, credit.subscriber_id, credit.feature), credit.credit_id);
+  const isHeld = ((await held.exec()) ?? []).map(([error, found]) => {
+    if (error) throw error;
+    return found === 1;
+  });
   const balances = new Map<string, RefillBalance>();
-  for (const balance of figures.balances) {
-    const member = meteredMember(balance.subscriber_id, balance.feature, balance.period_start_ms);
-    if ((await redis.exists(keys.meteredBalance(organizationId, member))) === 1) continue;
-    balances.set(member, {
+  for (const [i, balance] of figures.balances.entries()) {
+    if (isHeld[i]) continue;
+    balances.set(members[i]!, {
       used: balance.used,
       revision: balance.revision,
       periodEndMs: balance.period_end_ms,
@@ -306,12 +313,8 @@ export async function mergePersistedOwner(
     });
   }
   const spent = new Map<string, RefillSpent>();
-  for (const credit of figures.credits) {
-    const held = await redis.hexists(
-      keys.creditSpent(organizationId, credit.subscriber_id, credit.feature),
-      credit.credit_id,
-    );
-    if (held === 1) continue;
+  for (const [i, credit] of figures.credits.entries()) {
+    if (isHeld[members.length + i]) continue;
     const member = creditDirtyMember(credit.subscriber_id, credit.feature);
     const entry = spent.get(member) ?? {
       subscriberId: credit.subscriber_id,

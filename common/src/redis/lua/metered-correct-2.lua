@@ -12,10 +12,11 @@
 
     ARGV[1] the member (<subscriber>|<feature>|<period start ms>)
     ARGV[2] used (integer >= 0)
-    ARGV[3] period end (ms since the epoch; '' for reset "never")
-    ARGV[4] how long the balance lives after a change (ms; '' for never)
-    ARGV[5] used as Postgres holds it ('' when it holds no row): the figure replaced when Redis has none
-    ARGV[6] revision as Postgres holds it ('' when it holds no row)
+    ARGV[3] used as Postgres holds it ('' when it holds no row): the figure replaced when Redis has none
+    ARGV[4] revision as Postgres holds it ('' when it holds no row)
+    then the balance's terms, as metered-correct-undo-2.lua takes them after its own:
+    ARGV[5] period end (ms since the epoch; '' for reset "never")
+    ARGV[6] how long the balance lives after a change (ms; '' for never)
     ARGV[7] the limit ('' = unlimited)
     ARGV[8] '1' when the limit is soft
     ARGV[9] the balance's credits, as metered-credits.fragment.lua takes them ('' = none)
@@ -30,27 +31,27 @@ local key, member = KEYS[1], ARGV[1]
 local current = rcall("HMGET", key, "u", "r")
 local previous = tonumber(current[1])
 local revision = tonumber(current[2]) or 0
-local durableRevision = tonumber(ARGV[6]) or 0
+local durableRevision = tonumber(ARGV[4]) or 0
 local target = tonumber(ARGV[2])
 if previous == nil then
-  previous = tonumber(ARGV[5]) or 0
+  previous = tonumber(ARGV[3]) or 0
 end
 if previous == target then
   return {1, previous, revision}
 end
 
-if current[1] == false and ARGV[5] ~= "" then
+if current[1] == false and ARGV[3] ~= "" then
   -- Redis lost the balance and Postgres holds it (before the refill): the correction starts from Postgres's figure.
-  rcall("HSET", key, "u", ARGV[5], "r", string.format("%d", durableRevision), "e", ARGV[3])
-  if ARGV[4] ~= "" then
-    rcall("PEXPIRE", key, ARGV[4])
+  rcall("HSET", key, "u", ARGV[3], "r", string.format("%d", durableRevision), "e", ARGV[5])
+  if ARGV[6] ~= "" then
+    rcall("PEXPIRE", key, ARGV[6])
   end
 elseif durableRevision > revision then
   rcall("HSET", key, "r", string.format("%d", durableRevision))
 end
 
 meteredApply(string.sub(key, 1, #key - #member), "", KEYS[2], {
-  kind = "s", member = member, amount = target, limit = ARGV[7], soft = ARGV[8], periodEnd = ARGV[3],
-  ttl = ARGV[4], idem = "", fingerprint = "", terms = "", buffer = false, credits = ARGV[9],
+  kind = "s", member = member, amount = target, limit = ARGV[7], soft = ARGV[8], periodEnd = ARGV[5],
+  ttl = ARGV[6], idem = "", fingerprint = "", terms = "", buffer = false, credits = ARGV[9],
 })
 return {0, previous, tonumber(rcall("HGET", key, "r"))}
